@@ -1,0 +1,88 @@
+# gpumemtrace: `make help` lists the targets.
+#
+# The library never links libcuda or libcudart: it finds them at run time.
+# Everything builds and tests without a GPU or the CUDA toolkit.
+
+PREFIX ?= /usr/local
+BUILD ?= build
+CC ?= cc
+CUDA_HOME ?= /usr/local/cuda
+SANITIZE ?=
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+BASE_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(WARN) \
+	-Iinclude -Ilib -Ihooks
+ifneq ($(SANITIZE),)
+BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
+SAN_LDFLAGS := -fsanitize=$(SANITIZE)
+endif
+CFLAGS ?=
+LDFLAGS ?=
+ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
+
+# ---- the preload library ----------------------------------------------
+LIB := $(BUILD)/libgpumemtrace.so
+LIB_SRCS := $(wildcard hooks/*.c) lib/runtime.c lib/ring.c lib/writer.c lib/stacks.c \
+	lib/modules.c lib/symbolize.c lib/crc32c.c lib/log.c lib/settings.c
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(LIB_SRCS))
+LIB_LIBS := -lunwind -ldw -lelf -ldl -lpthread
+
+.PHONY: all
+all: $(LIB) $(BUILD)/gpumemtrace
+
+$(BUILD)/obj/lib/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS) hooks/exports.map
+	$(CC) -shared -o $@ $(LIB_OBJS) -Wl,--version-script=hooks/exports.map \
+		-Wl,-z,defs -Wl,-z,now -Wl,-Bsymbolic $(SAN_LDFLAGS) $(LDFLAGS) $(LIB_LIBS)
+
+-include $(LIB_OBJS:.o=.d)
+
+# ---- the CLI, the simulated CUDA, the tests ----------------------------
+include cli/cli.mk
+include tests/tests.mk
+
+# ---- the demo workload ---------------------------------------------------
+DEMO := $(BUILD)/examples/train-loop
+.PHONY: demo-prog
+demo-prog: $(DEMO)
+$(DEMO): examples/train-loop.c hooks/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN/../sim'
+
+# ---- install -----------------------------------------------------------
+.PHONY: install
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/gpumemtrace
+	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(BUILD)/gpumemtrace $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 include/gpumemtrace/*.h $(DESTDIR)$(PREFIX)/include/gpumemtrace/
+
+.PHONY: demo
+demo: ## build everything, trace the bundled training-loop sample on the simulated GPU, print its summary
+	@scripts/install-deps.sh --quiet
+	@$(MAKE) --no-print-directory all sim demo-prog
+	@scripts/demo.sh $(BUILD)
+
+.PHONY: deps
+deps: ## install the Debian packages the build and tests need
+	scripts/install-deps.sh
+
+.PHONY: format
+format: ## clang-format every C source in place
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+.PHONY: clean
+clean: ## remove build/
+	rm -rf $(BUILD)
+
+.PHONY: help
+help: ## list the targets
+	@echo "gpumemtrace make targets:"
+	@echo "  all            build $(LIB) and $(BUILD)/gpumemtrace (default)"
+	@echo "  install        install lib/, bin/, include/ under PREFIX=$(PREFIX)"
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sort | \
+		awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@echo "Variables: PREFIX, BUILD, CC, CUDA_HOME, SANITIZE=address,undefined"

@@ -1,0 +1,19 @@
+# The gpumemtrace command-line tool: $(BUILD)/gpumemtrace.
+# Objects under $(BUILD)/obj/cli/ (built without -fPIC, unlike the library's).
+
+CLI := $(BUILD)/gpumemtrace
+CLI_SRCS := $(wildcard cli/*.c) lib/reader.c lib/crc32c.c lib/symbolize.c
+CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/cli/%.o,$(CLI_SRCS))
+CLI_LIBS := -ldw -lelf
+
+$(BUILD)/obj/cli/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Icli -MMD -MP -c $< -o $@
+
+$(CLI): $(CLI_OBJS)
+	$(CC) -o $@ $(CLI_OBJS) $(SAN_LDFLAGS) $(LDFLAGS) $(CLI_LIBS)
+
+.PHONY: cli
+cli: $(CLI) ## build the gpumemtrace command-line tool
+
+-include $(CLI_OBJS:.o=.d)

@@ -1,0 +1,309 @@
+/* gpumemtrace dump TRACE: every record, one line each. The runnable spec of
+ * the format: what it prints is exactly what is on disk, decoded. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: gpumemtrace dump TRACE\n"
+    "\n"
+    "Prints the header, then every record of the trace, one line each, prefixed\n"
+    "with its file offset: chunk boundaries, process, modules, devices, stack\n"
+    "nodes, threads, event batches and each event (API, time since the trace\n"
+    "start, thread, device, pointer, size, per-API fields, result, stack id),\n"
+    "lost events, symbols, notes, the trailer. The last line says how the\n"
+    "read ended (chunks read, complete or not, unreadable bytes).\n"
+    "\n"
+    "options:\n"
+    "  -h, --help   this help\n";
+
+static void str(FILE *f, struct gmt_str s)
+{
+	json_str(f, s.s, s.len);
+}
+
+static void hex(FILE *f, struct gmt_blob b)
+{
+	if (!b.len)
+		fputs("-", f);
+	for (size_t i = 0; i < b.len; i++)
+		fprintf(f, "%02x", b.p[i]);
+}
+
+static void uuid(FILE *f, struct gmt_blob b)
+{
+	if (b.len != 16) {
+		hex(f, b);
+		return;
+	}
+	for (size_t i = 0; i < 16; i++)
+		fprintf(f, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", b.p[i]);
+}
+
+/* The per-API meaning of aux and aux2 (format.h, GMT_API_LIST comment). */
+static void aux_fields(FILE *f, const struct gmt_event *e)
+{
+	bool aux = e->flags & GMT_EV_HAS_AUX, aux2 = e->flags & GMT_EV_HAS_AUX2;
+	const char *n1 = "aux", *n2 = "aux2";
+	int hex1 = 0, hex2 = 0;
+	switch (e->api) {
+	case GMT_API_cuMemAllocPitch_v2:
+	case GMT_API_cudaMallocPitch:
+	case GMT_API_cudaMalloc3D:
+		n1 = "pitch", n2 = "width";
+		break;
+	case GMT_API_cuMemAllocAsync:
+	case GMT_API_cuMemAllocAsync_ptsz:
+	case GMT_API_cuMemAllocFromPoolAsync:
+	case GMT_API_cuMemAllocFromPoolAsync_ptsz:
+	case GMT_API_cudaMallocAsync:
+	case GMT_API_cudaMallocAsync_ptsz:
+	case GMT_API_cudaMallocFromPoolAsync:
+	case GMT_API_cudaMallocFromPoolAsync_ptsz:
+	case GMT_API_cuMemFreeAsync:
+	case GMT_API_cuMemFreeAsync_ptsz:
+	case GMT_API_cudaFreeAsync:
+	case GMT_API_cudaFreeAsync_ptsz:
+		n1 = "stream", n2 = "pool", hex1 = hex2 = 1;
+		break;
+	case GMT_API_cuMemAllocManaged:
+	case GMT_API_cudaMallocManaged:
+	case GMT_API_cuMemAllocHost_v2:
+	case GMT_API_cuMemHostAlloc:
+	case GMT_API_cudaMallocHost:
+	case GMT_API_cudaHostAlloc:
+	case GMT_API_cuMemHostRegister_v2:
+	case GMT_API_cudaHostRegister:
+		n1 = "flags", hex1 = 1;
+		break;
+	case GMT_API_cuMemCreate:
+		n1 = "location";
+		break;
+	case GMT_API_cuMemMap:
+		n1 = "handle", n2 = "offset", hex1 = 1;
+		break;
+	case GMT_API_cuMemAddressReserve:
+		n1 = "alignment", n2 = "addr", hex2 = 1;
+		break;
+	case GMT_API_cuMemRetainAllocationHandle:
+		n1 = "address", hex1 = 1;
+		break;
+	case GMT_API_cuMemImportFromShareableHandle:
+		n1 = "handle_type";
+		break;
+	}
+	if (aux)
+		fprintf(f, hex1 ? " %s 0x%" PRIx64 : " %s %" PRIu64, n1, e->aux);
+	if (aux2)
+		fprintf(f, hex2 ? " %s 0x%" PRIx64 : " %s %" PRIu64, n2, e->aux2);
+	if (e->api == GMT_API_cuMemCreate && aux)
+		fputs(e->aux == 1 ? " (device)" : e->aux == 2 ? " (host)" : "", f);
+}
+
+static void result(FILE *f, const struct gmt_event *e)
+{
+	if (!(e->flags & GMT_EV_FAILED) && !e->result) {
+		fputs(" ok", f);
+		return;
+	}
+	const char *n = result_name(e->api, e->result);
+	fprintf(f, " FAILED %" PRIu64 "%s%s%s", e->result, n ? " (" : "", n ? n : "", n ? ")" : "");
+}
+
+static void wall(FILE *f, uint64_t ns)
+{
+	time_t t = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	char buf[64];
+	if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm))
+		fprintf(f, "%s.%09" PRIu64 "Z", buf, ns % 1000000000u);
+	else
+		fprintf(f, "%" PRIu64, ns);
+}
+
+static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32], b2[32];
+	fprintf(f, "@%-8" PRIu64 " ", rec->offset);
+	switch (rec->type) {
+	case GMT_REC_CHUNK:
+		fprintf(f,
+			"CHUNK #%" PRIu64 " seq %" PRIu64 " payload %" PRIu32
+			" bytes crc32c 0x%08" PRIx32 "\n",
+			rec->u.chunk.index, rec->u.chunk.seq, rec->u.chunk.payload_len,
+			rec->u.chunk.crc);
+		return;
+	case GMT_REC_PROCESS: {
+		typeof(rec->u.process) const *p = &rec->u.process;
+		fprintf(f, "PROCESS pid %" PRIu64 " ppid %" PRIu64 " start_wall ", p->pid, p->ppid);
+		wall(f, p->start_wall_ns);
+		fputs(" host ", f);
+		str(f, p->hostname);
+		fputs(" exe ", f);
+		str(f, p->exe);
+		fprintf(f, " argv[%zu] [", p->argc);
+		for (size_t i = 0; i < p->argc; i++) {
+			if (i)
+				fputs(", ", f);
+			str(f, p->argv[i]);
+		}
+		fprintf(f, "] env[%zu] {", p->nenv);
+		for (size_t i = 0; i < p->nenv; i++) {
+			if (i)
+				fputs(", ", f);
+			str(f, p->env[i].key);
+			fputs(": ", f);
+			str(f, p->env[i].value);
+		}
+		fputs("}\n", f);
+		return;
+	}
+	case GMT_REC_MODULE:
+		fprintf(f,
+			"MODULE id %" PRIu64 " [0x%" PRIx64 ", 0x%" PRIx64 ") load_bias 0x%" PRIx64
+			" path ",
+			rec->u.module.id, rec->u.module.start, rec->u.module.end,
+			rec->u.module.load_bias);
+		str(f, rec->u.module.path);
+		fputs(" build_id ", f);
+		hex(f, rec->u.module.build_id);
+		fputc('\n', f);
+		return;
+	case GMT_REC_DEVICE:
+		fprintf(f, "DEVICE %" PRId64 " name ", rec->u.device.ordinal);
+		str(f, rec->u.device.name);
+		fputs(" uuid ", f);
+		uuid(f, rec->u.device.uuid);
+		fprintf(
+		    f, " total %" PRIu64 " (%s) cc %" PRIu64 ".%" PRIu64 " driver %" PRIu64 "\n",
+		    rec->u.device.total_bytes, fmt_size(b1, rec->u.device.total_bytes),
+		    rec->u.device.cc_major, rec->u.device.cc_minor, rec->u.device.driver_version);
+		return;
+	case GMT_REC_STACK:
+		fprintf(f, "STACK %zu nodes:", rec->u.stack.count);
+		for (size_t i = 0; i < rec->u.stack.count; i++) {
+			const struct gmt_stack_node *n = &rec->u.stack.nodes[i];
+			fprintf(f, "%s #%" PRIu64 " parent %" PRIu64 " ip 0x%" PRIx64, i ? "," : "",
+				n->id, n->parent, n->ip);
+		}
+		fputc('\n', f);
+		return;
+	case GMT_REC_THREAD:
+		fprintf(f, "THREAD tid %" PRIu64 " name ", rec->u.thread.tid);
+		str(f, rec->u.thread.name);
+		fputc('\n', f);
+		return;
+	case GMT_REC_EVENTS:
+		fprintf(f, "EVENTS tid %" PRIu64 " base %s count %" PRIu64 "\n", rec->u.events.tid,
+			fmt_reltime(b1, (int64_t)(rec->u.events.base_time_ns - mono0)),
+			rec->u.events.count);
+		return;
+	case GMT_REC_EVENT: {
+		const struct gmt_event *e = &rec->u.event;
+		fprintf(f,
+			"  EVENT #%" PRIu64 " %s tid %" PRIu64 " %s dev %" PRId64 " ptr 0x%" PRIx64
+			" size %" PRIu64,
+			e->index, fmt_reltime(b1, (int64_t)(e->time_ns - mono0)), e->tid,
+			api_name(e->api), e->device, e->ptr, e->size);
+		if (e->size >= 1024)
+			fprintf(f, " (%s)", fmt_size(b2, e->size));
+		aux_fields(f, e);
+		fprintf(f, " stack %" PRIu64, e->stack_id);
+		result(f, e);
+		fputc('\n', f);
+		return;
+	}
+	case GMT_REC_LOST:
+		fprintf(f, "LOST tid %" PRIu64 " count %" PRIu64 " at %s\n", rec->u.lost.tid,
+			rec->u.lost.count, fmt_reltime(b1, (int64_t)(rec->u.lost.time_ns - mono0)));
+		return;
+	case GMT_REC_SYMBOL:
+		fprintf(f, "SYMBOL 0x%" PRIx64 " module %" PRIu64 " function ", rec->u.symbol.ip,
+			rec->u.symbol.module_id);
+		str(f, rec->u.symbol.function);
+		fputs(" file ", f);
+		str(f, rec->u.symbol.file);
+		fprintf(f, " line %" PRIu64 "\n", rec->u.symbol.line);
+		return;
+	case GMT_REC_NOTE:
+		fprintf(f, "NOTE %s ",
+			rec->u.note.level == 0	 ? "info"
+			: rec->u.note.level == 1 ? "warning"
+						 : "level?");
+		str(f, rec->u.note.text);
+		fputc('\n', f);
+		return;
+	case GMT_REC_TRAILER: {
+		uint64_t why = rec->u.trailer.reason;
+		fprintf(f,
+			"TRAILER end %s events %" PRIu64 " lost %" PRIu64 " stack_nodes %" PRIu64
+			" reason %" PRIu64 " (%s)\n",
+			fmt_reltime(b1, (int64_t)(rec->u.trailer.end_time_ns - mono0)),
+			rec->u.trailer.events, rec->u.trailer.lost, rec->u.trailer.stack_nodes, why,
+			why == GMT_END_EXIT    ? "exit"
+			: why == GMT_END__EXIT ? "_exit"
+			: why == GMT_END_EXEC  ? "exec"
+					       : "?");
+		return;
+	}
+	}
+	fprintf(f, "%s\n", gmt_rec_type_name(rec->type));
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	const char *path;
+	int rc = cli_parse(argc, argv, help, NULL, NULL, &path);
+	if (rc >= 0)
+		return rc;
+	struct gmt_reader *r = cli_open("dump", path, &rc);
+	if (!r)
+		return rc;
+	FILE *f = stdout;
+	const struct gmt_header *h = gmt_reader_header(r);
+	fprintf(f,
+		"HEADER version %u header_size %u endian %u (%s) features 0x%" PRIx32
+		"%s pid %" PRIu32 " start_wall ",
+		(unsigned)h->version, (unsigned)h->header_size, (unsigned)h->endian,
+		h->endian == GMT_ENDIAN_LITTLE ? "little" : "?", h->features,
+		h->features & GMT_FEAT_STACKS ? " (stacks)" : "", h->pid);
+	wall(f, h->start_wall_ns);
+	fprintf(f, " start_mono %" PRIu64 "\n", h->start_mono_ns);
+	fprintf(f, "# times are seconds since start_mono; @N is the file offset\n");
+
+	struct gmt_record rec;
+	while (gmt_reader_next(r, &rec)) {
+		dump_record(f, &rec, h->start_mono_ns);
+		if (ferror(f)) { /* the reader went away (EPIPE): main says nothing */
+			gmt_reader_close(r);
+			return 0;
+		}
+	}
+
+	const struct gmt_read_info *in = gmt_reader_info(r);
+	fprintf(f,
+		"END %" PRIu64 " chunks, %" PRIu64 " records, %" PRIu64 " events, %" PRIu64
+		" of %" PRIu64 " bytes readable, %s",
+		in->chunks, in->records, in->events, in->readable_end, in->file_size,
+		in->complete ? "complete" : "INCOMPLETE (no trailer at the end)");
+	if (in->stop != GMT_STOP_NONE)
+		fprintf(f, "; %s at offset %" PRIu64 ": %s, %" PRIu64 " bytes unreadable",
+			in->stop == GMT_STOP_TORN      ? "torn tail"
+			: in->stop == GMT_STOP_CORRUPT ? "CORRUPT"
+						       : "read error",
+			in->stop_offset, in->stop_msg, in->unreadable);
+	if (in->unknown_chunks)
+		fprintf(f,
+			"; %" PRIu64 " chunks cut short by an unknown record tag (%" PRIu64
+			" bytes skipped)",
+			in->unknown_chunks, in->unknown_bytes);
+	if (in->seq_gaps)
+		fprintf(f, "; %" PRIu64 " chunk sequence gaps", in->seq_gaps);
+	fputc('\n', f);
+	rc = cli_finish("dump", path, in);
+	gmt_reader_close(r);
+	return rc;
+}

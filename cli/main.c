@@ -1,0 +1,95 @@
+/* gpumemtrace: reads the traces libgpumemtrace.so writes. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct command commands[] = {
+    {"dump", cmd_dump, "print every record of a trace, one per line"},
+    {"summary", cmd_summary, "peak device memory, calls, failures, top allocation sites"},
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+	fputs("usage: gpumemtrace COMMAND [OPTIONS] TRACE\n"
+	      "       gpumemtrace --help | --version | help [COMMAND]\n"
+	      "\n"
+	      "Reads the GPU memory traces that libgpumemtrace.so writes\n"
+	      "(LD_PRELOAD=libgpumemtrace.so PROGRAM... writes gpumemtrace.PID.gmt).\n"
+	      "\n"
+	      "commands:\n",
+	      f);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fputs("\n"
+	      "Run 'gpumemtrace COMMAND --help' for a command's options.\n"
+	      "\n"
+	      "exit status:\n"
+	      "  0  success (a trace with a torn tail is read up to it, with a warning)\n"
+	      "  1  a check failed\n"
+	      "  2  usage error: bad command, option or argument\n"
+	      "  3  cannot read the input (missing file, permissions, I/O error)\n"
+	      "     or write the output\n"
+	      "  4  invalid or corrupt trace (not a trace, corrupt header or chunk,\n"
+	      "     unsupported future format version)\n"
+	      "Errors are one line on stderr: 'gpumemtrace COMMAND: message'.\n",
+	      f);
+}
+
+static const struct command *find(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	/* A reader that stops early (`| head`, `| grep -q`) is not an error:
+	 * writes fail with EPIPE instead of killing us, commands stop at the
+	 * first failed write, and we exit with the command's status. */
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2)
+		return cli_usage_error(NULL, "no command given");
+	const char *a = argv[1];
+	if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+		printf("gpumemtrace %s (trace format %d)\n", GMT_VERSION, GMT_FORMAT_VERSION);
+		return 0;
+	}
+	if (strcmp(a, "help") == 0) {
+		if (argc < 3) {
+			usage(stdout);
+			return 0;
+		}
+		const struct command *c = find(argv[2]);
+		if (!c)
+			return cli_usage_error(NULL, "unknown command '%s'", argv[2]);
+		char *help_argv[] = {(char *)c->name, "--help", NULL};
+		return c->fn(2, help_argv);
+	}
+	if (a[0] == '-')
+		return cli_usage_error(NULL, "unknown option '%s'", a);
+	const struct command *c = find(a);
+	if (!c)
+		return cli_usage_error(NULL, "unknown command '%s'", a);
+	int rc = c->fn(argc - 1, argv + 1);
+	if ((fflush(stdout) != 0 || ferror(stdout)) && errno != EPIPE) {
+		cli_error(c->name, "cannot write the output: %s", strerror(errno));
+		return rc ? rc : EXIT_INPUT;
+	}
+	return rc;
+}

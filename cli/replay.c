@@ -1,0 +1,346 @@
+/* Live-set replay and event reordering: see replay.h. */
+#include "replay.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char *const bucket_key[BK_COUNT] = {
+    "device", "managed", "pinned_host", "registered_host", "reserved_va",
+    "arrays", "ipc",	 "vmm_host",	"pools",
+};
+const char *const bucket_label[BK_COUNT] = {
+    "device", "managed",      "pinned host", "registered host", "reserved VA",
+    "arrays", "IPC (opened)", "VMM on host", "memory pools",
+};
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+	if (!p) {
+		cli_error(NULL, "out of memory");
+		exit(EXIT_INPUT);
+	}
+	return p;
+}
+
+void replay_init(struct replay *rp)
+{
+	memset(rp, 0, sizeof(*rp));
+}
+
+void replay_free(struct replay *rp)
+{
+	for (int s = 0; s < 5; s++) {
+		struct rp_live *l, *tmp;
+		HASH_ITER(hh, rp->tables[s], l, tmp)
+		{
+			HASH_DEL(rp->tables[s], l);
+			free(l);
+		}
+	}
+	struct rp_map *m, *mt;
+	HASH_ITER(hh, rp->maps, m, mt)
+	{
+		HASH_DEL(rp->maps, m);
+		free(m);
+	}
+	free(rp->devs);
+	memset(rp, 0, sizeof(*rp));
+}
+
+struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal)
+{
+	for (size_t i = 0; i < rp->ndevs; i++)
+		if (rp->devs[i].ordinal == ordinal)
+			return &rp->devs[i];
+	if (rp->ndevs == rp->devs_cap) {
+		size_t cap = rp->devs_cap ? 2 * rp->devs_cap : 8;
+		struct rp_dev *d = realloc(rp->devs, cap * sizeof(*d));
+		if (!d) {
+			cli_error(NULL, "out of memory");
+			exit(EXIT_INPUT);
+		}
+		rp->devs = d;
+		rp->devs_cap = cap;
+	}
+	struct rp_dev *d = &rp->devs[rp->ndevs++];
+	memset(d, 0, sizeof(*d));
+	d->ordinal = ordinal;
+	return d;
+}
+
+static int kind_bucket(int kind, uint64_t aux)
+{
+	switch (kind) {
+	case GMT_KIND_DEVICE:
+	case GMT_KIND_ASYNC:
+		return BK_DEVICE;
+	case GMT_KIND_VMM_PHYS:
+		return aux == 1 ? BK_DEVICE : BK_VMM_HOST;
+	case GMT_KIND_MANAGED:
+		return BK_MANAGED;
+	case GMT_KIND_HOST_PINNED:
+		return BK_PINNED;
+	case GMT_KIND_HOST_REGISTERED:
+		return BK_REGISTERED;
+	case GMT_KIND_VMM_VA:
+		return BK_VA;
+	case GMT_KIND_ARRAY:
+		return BK_ARRAY;
+	case GMT_KIND_IPC:
+		return BK_IPC;
+	case GMT_KIND_POOL:
+		return BK_POOL;
+	}
+	return -1;
+}
+
+static void level_add(struct rp_level *lv, uint64_t bytes, uint64_t time, uint64_t seq)
+{
+	lv->bytes += bytes;
+	lv->count++;
+	if (lv->bytes > lv->peak) {
+		lv->peak = lv->bytes;
+		lv->peak_time_ns = time;
+		lv->peak_seq = seq;
+	}
+}
+
+static void level_sub(struct rp_level *lv, uint64_t bytes)
+{
+	lv->bytes -= bytes < lv->bytes ? bytes : lv->bytes;
+	if (lv->count)
+		lv->count--;
+}
+
+static void account(struct replay *rp, const struct rp_live *l, int add, uint64_t time)
+{
+	struct rp_level *lv[2] = {&rp->buckets[l->bucket], NULL};
+	if (l->bucket == BK_DEVICE)
+		lv[1] = &replay_dev(rp, l->device)->lv;
+	for (int i = 0; i < 2 && lv[i]; i++) {
+		if (add)
+			level_add(lv[i], l->size, time, rp->seq);
+		else
+			level_sub(lv[i], l->size);
+	}
+}
+
+static struct rp_live *find(struct replay *rp, int space, uint64_t key)
+{
+	struct rp_live *l = NULL;
+	if (space >= 0 && space < 5)
+		HASH_FIND(hh, rp->tables[space], &key, sizeof(key), l);
+	return l;
+}
+
+static void drop(struct replay *rp, struct rp_live *l)
+{
+	account(rp, l, 0, 0);
+	HASH_DEL(rp->tables[l->space], l);
+	free(l);
+}
+
+static void maybe_release(struct replay *rp, struct rp_live *h)
+{
+	if (h->refs == 0 && h->maps == 0)
+		drop(rp, h);
+}
+
+static void unmap_one(struct replay *rp, struct rp_map *m)
+{
+	struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
+	HASH_DEL(rp->maps, m);
+	free(m);
+	if (h && h->maps) {
+		h->maps--;
+		maybe_release(rp, h);
+	}
+}
+
+static void unmap_range(struct replay *rp, uint64_t va, uint64_t size)
+{
+	uint64_t end = va + size < va ? UINT64_MAX : va + size, at = va;
+	/* the usual case: whole mappings, back to back, from va */
+	for (;;) {
+		struct rp_map *m = NULL;
+		HASH_FIND(hh, rp->maps, &at, sizeof(at), m);
+		if (!m)
+			break;
+		uint64_t next = m->va + m->size;
+		unmap_one(rp, m);
+		if (next <= at || next >= end)
+			return;
+		at = next;
+	}
+	if (size == 0)
+		return;
+	/* anything else overlapping [va, end) */
+	struct rp_map *m, *tmp;
+	HASH_ITER(hh, rp->maps, m, tmp)
+	{
+		if (m->va < end && m->va + m->size > va)
+			unmap_one(rp, m);
+	}
+}
+
+static struct rp_live *handle_at(struct replay *rp, uint64_t addr)
+{
+	struct rp_map *m, *tmp;
+	HASH_ITER(hh, rp->maps, m, tmp)
+	{
+		if (addr >= m->va && addr - m->va < m->size)
+			return find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
+	}
+	return NULL;
+}
+
+void replay_apply(struct replay *rp, const struct gmt_event *e)
+{
+	rp->seq++;
+	const struct api_info *a = api_lookup(e->api);
+	if (!a || e->result != 0 || (e->flags & GMT_EV_FAILED))
+		return;
+	switch (a->op) {
+	case GMT_OP_ALLOC: {
+		int b = kind_bucket(a->kind, e->aux);
+		if (b < 0 || e->ptr == 0)
+			return;
+		struct rp_live *old = find(rp, a->space, e->ptr);
+		if (old) {
+			rp->replaced++;
+			drop(rp, old);
+		}
+		struct rp_live *l = xcalloc(1, sizeof(*l));
+		l->key = e->ptr;
+		l->space = a->space;
+		l->bucket = b;
+		l->device = e->device;
+		l->size = b == BK_POOL ? 0 : e->size;
+		l->stack_id = e->stack_id;
+		l->time_ns = e->time_ns;
+		l->api = e->api;
+		l->refs = 1;
+		HASH_ADD(hh, rp->tables[l->space], key, sizeof(l->key), l);
+		account(rp, l, 1, e->time_ns);
+		return;
+	}
+	case GMT_OP_FREE: {
+		if (e->ptr == 0)
+			return; /* cudaFree(0) and friends: no-ops */
+		struct rp_live *l = find(rp, a->space, e->ptr);
+		if (!l) {
+			rp->unmatched_frees++;
+			return;
+		}
+		if (a->space == GMT_SPACE_VMM_HANDLE) {
+			if (l->refs)
+				l->refs--;
+			maybe_release(rp, l);
+			return;
+		}
+		drop(rp, l);
+		return;
+	}
+	case GMT_OP_VMM_MAP: {
+		struct rp_map *m = NULL;
+		HASH_FIND(hh, rp->maps, &e->ptr, sizeof(e->ptr), m);
+		if (m)
+			unmap_one(rp, m); /* a stale mapping: its unmap was lost */
+		m = xcalloc(1, sizeof(*m));
+		m->va = e->ptr;
+		m->size = e->size;
+		m->handle = e->aux;
+		HASH_ADD(hh, rp->maps, va, sizeof(m->va), m);
+		struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, e->aux);
+		if (h)
+			h->maps++;
+		return;
+	}
+	case GMT_OP_VMM_UNMAP:
+		unmap_range(rp, e->ptr, e->size);
+		return;
+	case GMT_OP_VMM_RETAIN: {
+		struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, e->ptr);
+		if (!h)
+			h = handle_at(rp, e->aux);
+		if (h)
+			h->refs++;
+		return;
+	}
+	}
+}
+
+/* ---- reorder --------------------------------------------------------- */
+
+void reorder_init(struct reorder *q, size_t limit, uint64_t window_ns)
+{
+	memset(q, 0, sizeof(*q));
+	q->limit = limit ? limit : 1;
+	q->window_ns = window_ns;
+}
+
+void reorder_free(struct reorder *q)
+{
+	free(q->heap);
+	memset(q, 0, sizeof(*q));
+}
+
+static bool before(const struct gmt_event *a, const struct gmt_event *b)
+{
+	return a->time_ns != b->time_ns ? a->time_ns < b->time_ns : a->index < b->index;
+}
+
+void reorder_push(struct reorder *q, const struct gmt_event *e)
+{
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? 2 * q->cap : 1024;
+		struct gmt_event *h = realloc(q->heap, cap * sizeof(*h));
+		if (!h) {
+			cli_error(NULL, "out of memory");
+			exit(EXIT_INPUT);
+		}
+		q->heap = h;
+		q->cap = cap;
+	}
+	size_t i = q->n++;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!before(e, &q->heap[p]))
+			break;
+		q->heap[i] = q->heap[p];
+		i = p;
+	}
+	q->heap[i] = *e;
+	if (e->time_ns > q->newest)
+		q->newest = e->time_ns;
+}
+
+int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
+{
+	if (q->n == 0)
+		return 0;
+	const struct gmt_event *top = &q->heap[0];
+	if (!drain && q->n <= q->limit && q->newest - top->time_ns < q->window_ns)
+		return 0;
+	*out = *top;
+	struct gmt_event last = q->heap[--q->n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= q->n)
+			break;
+		if (c + 1 < q->n && before(&q->heap[c + 1], &q->heap[c]))
+			c++;
+		if (!before(&q->heap[c], &last))
+			break;
+		q->heap[i] = q->heap[c];
+		i = c;
+	}
+	if (q->n)
+		q->heap[i] = last;
+	return 1;
+}

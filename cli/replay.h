@@ -1,0 +1,102 @@
+/* Live-set replay: applies events to the set of live allocations and keeps
+ * the byte counts (and their peaks) per device and per kind of memory.
+ *
+ * Rules (docs/cli.md, "summary"):
+ *  - failed calls (result != 0) change nothing;
+ *  - an allocation is keyed by address, or by handle in its namespace
+ *    (GMT_API_LIST's space column); a free matches whatever allocated it;
+ *  - a VMM physical handle (cuMemCreate) stays counted while it holds a
+ *    reference (the creation, plus one per cuMemRetainAllocationHandle, minus
+ *    one per cuMemRelease) or a mapping (cuMemMap until cuMemUnmap);
+ *  - device bytes = DEVICE + ASYNC + VMM_PHYS whose location type is 1.
+ *
+ * Events should be applied in time order: struct reorder sorts them within
+ * a bounded window, since the batches of different threads interleave in
+ * the file. */
+#ifndef GMT_CLI_REPLAY_H
+#define GMT_CLI_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uthash.h>
+
+#include "reader.h"
+
+enum bucket {
+	BK_DEVICE = 0, /* per device: struct rp_dev */
+	BK_MANAGED,
+	BK_PINNED,     /* pinned host allocations */
+	BK_REGISTERED, /* registered host memory */
+	BK_VA,	       /* VMM address reservations */
+	BK_ARRAY,
+	BK_IPC,	     /* other processes' memory opened here */
+	BK_VMM_HOST, /* cuMemCreate handles located on the host */
+	BK_POOL,     /* memory pool objects (no bytes) */
+	BK_COUNT,
+};
+extern const char *const bucket_key[BK_COUNT];	 /* JSON keys: "managed"... */
+extern const char *const bucket_label[BK_COUNT]; /* "managed", "pinned host"... */
+
+struct rp_level {
+	uint64_t bytes, count; /* live now */
+	uint64_t peak;	       /* highest bytes so far */
+	uint64_t peak_time_ns; /* event time it was first reached */
+	uint64_t peak_seq;     /* replay ordinal of that event (1-based; 0: never) */
+};
+
+struct rp_dev {
+	int64_t ordinal;
+	struct rp_level lv;
+};
+
+struct rp_live {
+	UT_hash_handle hh;
+	uint64_t key; /* address or handle */
+	int space;
+	int bucket;
+	int64_t device;
+	uint64_t size, stack_id, time_ns;
+	uint32_t api;
+	uint64_t refs, maps; /* VMM handles */
+};
+
+struct rp_map {
+	UT_hash_handle hh;
+	uint64_t va, size, handle;
+};
+
+struct replay {
+	struct rp_live *tables[5]; /* by enum gmt_space */
+	struct rp_map *maps;
+	struct rp_level buckets[BK_COUNT]; /* BK_DEVICE: all devices together */
+	struct rp_dev *devs;
+	size_t ndevs, devs_cap;
+	uint64_t seq;		  /* events applied */
+	uint64_t unmatched_frees; /* frees of addresses not live (lost or untraced allocations) */
+	uint64_t replaced;	  /* allocations of an already-live address or handle */
+};
+
+void replay_init(struct replay *rp);
+void replay_free(struct replay *rp);
+void replay_apply(struct replay *rp, const struct gmt_event *e);
+/* The device's entry, created at 0 if new. */
+struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal);
+
+/* A min-heap on (time, index): events come out in time order, file order
+ * among equal times, once they are `window_ns` older than the newest event
+ * pushed or the heap holds `cap` events. */
+struct reorder {
+	struct gmt_event *heap;
+	size_t n, cap, limit;
+	uint64_t window_ns, newest;
+};
+
+void reorder_init(struct reorder *q, size_t limit, uint64_t window_ns);
+void reorder_free(struct reorder *q);
+void reorder_push(struct reorder *q, const struct gmt_event *e);
+/* Pops the next event that may go (drain: any event). 0 when none. */
+int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain);
+
+#endif

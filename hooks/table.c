@@ -1,0 +1,392 @@
+/* The wrapper table and everything that finds real functions. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "log.h"
+
+struct gmt_hook gmt_hooks[GMT_HOOK_COUNT] = {
+#define GMT_ROW_DRIVER_(name, base, params) [GMT_HOOK_##name] = {#name, #base, (void *)&name, 0, 0, 0},
+#define GMT_ROW_RUNTIME_(name, base, params) [GMT_HOOK_##name] = {#name, #base, (void *)&name, 0, 0, 1},
+	GMT_DRIVER_HOOKS(GMT_ROW_DRIVER_) GMT_DRIVER_HOOKS_LEGACY(GMT_ROW_DRIVER_)
+		GMT_RUNTIME_HOOKS(GMT_ROW_RUNTIME_)
+};
+
+static const char *const used_names[GMT_USED_COUNT] = {
+#define GMT_USED_NAME_(name, base, params) [GMT_USED_##name] = #name,
+	GMT_DRIVER_USED(GMT_USED_NAME_)
+#undef GMT_USED_NAME_
+};
+static void *used_fn[GMT_USED_COUNT];
+
+/* libcuda's handle, learnt from the program's own dlsym and entry-point
+ * lookups: the runtime opens it RTLD_LOCAL, out of RTLD_NEXT's reach. */
+static void *driver_handle;
+
+/* ---- libc's dlvsym, found without any dlsym --------------------------- */
+
+/* Our exported dlsym and dlvsym shadow libc's for every caller, this
+ * library included. So we read libc's dynamic symbol table ourselves, find
+ * its dlvsym, and ask that for the real dlsym by version. */
+struct elf_find {
+	const char *soname; /* basename of the object to search */
+	const char *symbol;
+	void *found;
+};
+
+static uint32_t gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+	for (; *s; s++)
+		h = h * 33 + (uint8_t)*s;
+	return h;
+}
+
+static int basename_is(const char *path, const char *want)
+{
+	const char *slash = strrchr(path, '/');
+	return !strcmp(slash ? slash + 1 : path, want);
+}
+
+static int elf_find_in(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct elf_find *f = data;
+	if (!info->dlpi_name || !basename_is(info->dlpi_name, f->soname))
+		return 0;
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return 1;
+	uintptr_t base = info->dlpi_addr, symtab = 0, strtab = 0, gnuhash = 0, sysvhash = 0;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		/* Most ports relocate these in memory; some leave them as offsets. */
+		uintptr_t v = dyn->d_un.d_ptr < base ? base + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: symtab = v; break;
+		case DT_STRTAB: strtab = v; break;
+		case DT_GNU_HASH: gnuhash = v; break;
+		case DT_HASH: sysvhash = v; break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 1;
+	const ElfW(Sym) *syms = (const void *)symtab;
+	const char *strs = (const char *)strtab;
+#define GMT_SYM_MATCHES_(i)                                                                    \
+	(syms[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC &&        \
+	 !strcmp(strs + syms[i].st_name, f->symbol))
+	if (gnuhash) {
+		const uint32_t *h = (const void *)gnuhash;
+		uint32_t nbuckets = h[0], symoffset = h[1], bloom_words = h[2];
+		const uint32_t *buckets = (const void *)((const ElfW(Addr) *)(h + 4) + bloom_words);
+		const uint32_t *chain = buckets + nbuckets;
+		uint32_t hash = gnu_hash(f->symbol);
+		uint32_t i = buckets[hash % nbuckets];
+		if (i >= symoffset) {
+			for (;; i++) {
+				uint32_t h2 = chain[i - symoffset];
+				if ((h2 | 1) == (hash | 1) && GMT_SYM_MATCHES_(i)) {
+					f->found = (void *)(base + syms[i].st_value);
+					break;
+				}
+				if (h2 & 1)
+					break;
+			}
+		}
+	} else if (sysvhash) {
+		uint32_t nchain = ((const uint32_t *)sysvhash)[1];
+		for (uint32_t i = 0; i < nchain && !f->found; i++)
+			if (GMT_SYM_MATCHES_(i))
+				f->found = (void *)(base + syms[i].st_value);
+	}
+#undef GMT_SYM_MATCHES_
+	return 1;
+}
+
+typedef void *(*dlsym_fn)(void *, const char *);
+typedef void *(*dlvsym_fn)(void *, const char *, const char *);
+static dlsym_fn real_dlsym_ptr;
+static dlvsym_fn real_dlvsym_ptr;
+
+static void resolve_dl(void)
+{
+	struct elf_find f = {"libc.so.6", "dlvsym", NULL};
+	dl_iterate_phdr(elf_find_in, &f);
+	if (!f.found) { /* glibc before 2.34 keeps it in libdl */
+		f.soname = "libdl.so.2";
+		dl_iterate_phdr(elf_find_in, &f);
+	}
+	dlvsym_fn libc_dlvsym = (dlvsym_fn)f.found;
+	if (!libc_dlvsym) {
+		gmt_log("cannot find libc's dlvsym; dlsym lookups are not traced");
+		return;
+	}
+	/* RTLD_NEXT as seen from this library: the definitions after ours. */
+	dlsym_fn ds = (dlsym_fn)libc_dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!ds)
+		ds = (dlsym_fn)libc_dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	dlvsym_fn dvs = (dlvsym_fn)libc_dlvsym(RTLD_NEXT, "dlvsym", "GLIBC_2.34");
+	if (!dvs)
+		dvs = (dlvsym_fn)libc_dlvsym(RTLD_NEXT, "dlvsym", "GLIBC_2.2.5");
+	__atomic_store_n(&real_dlvsym_ptr, dvs ? dvs : libc_dlvsym, __ATOMIC_RELEASE);
+	__atomic_store_n(&real_dlsym_ptr, ds, __ATOMIC_RELEASE);
+}
+
+dlsym_fn gmt_real_dlsym(void)
+{
+	dlsym_fn p = __atomic_load_n(&real_dlsym_ptr, __ATOMIC_ACQUIRE);
+	if (!p) {
+		resolve_dl();
+		p = __atomic_load_n(&real_dlsym_ptr, __ATOMIC_ACQUIRE);
+	}
+	return p;
+}
+
+dlvsym_fn gmt_real_dlvsym(void)
+{
+	dlvsym_fn p = __atomic_load_n(&real_dlvsym_ptr, __ATOMIC_ACQUIRE);
+	if (!p) {
+		resolve_dl();
+		p = __atomic_load_n(&real_dlvsym_ptr, __ATOMIC_ACQUIRE);
+	}
+	return p;
+}
+
+void *gmt_libc_next(const char *name)
+{
+	dlsym_fn ds = gmt_real_dlsym();
+	return ds ? ds(RTLD_NEXT, name) : NULL;
+}
+
+/* ---- real functions behind the wrappers -------------------------------- */
+
+static void note_driver_handle(void *handle)
+{
+	if (!handle || handle == RTLD_NEXT || handle == RTLD_DEFAULT)
+		return;
+	void *expected = NULL;
+	__atomic_compare_exchange_n(&driver_handle, &expected, handle, 0, __ATOMIC_RELEASE,
+				    __ATOMIC_RELAXED);
+}
+
+static void *get_driver_handle(void)
+{
+	void *h = __atomic_load_n(&driver_handle, __ATOMIC_ACQUIRE);
+	if (!h) {
+		/* Linked, or opened by someone: never loads it ourselves. */
+		h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+		note_driver_handle(h);
+	}
+	return h;
+}
+
+static void set_real(struct gmt_hook *h, void *fn)
+{
+	void *expected = NULL;
+	/* Pairs with the acquire load in gmt_real. */
+	__atomic_compare_exchange_n(&h->real, &expected, fn, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+void *gmt_real_resolve(enum gmt_hook_id id)
+{
+	int saved_errno = errno;
+	struct gmt_hook *h = &gmt_hooks[id];
+	void *fn = gmt_libc_next(h->name);
+	if (!fn && !h->is_runtime) {
+		void *dh = get_driver_handle();
+		dlsym_fn ds = gmt_real_dlsym();
+		if (dh && ds)
+			fn = ds(dh, h->name);
+	}
+	if (fn && fn != h->wrapper)
+		set_real(h, fn);
+	else
+		dlerror(); /* our failed lookup must not show in the program's dlerror() */
+	errno = saved_errno;
+	return __atomic_load_n(&h->real, __ATOMIC_ACQUIRE);
+}
+
+void *gmt_used(enum gmt_used_id id)
+{
+	void *p = __atomic_load_n(&used_fn[id], __ATOMIC_ACQUIRE);
+	if (p)
+		return p;
+	int saved_errno = errno;
+	void *dh = get_driver_handle();
+	dlsym_fn ds = gmt_real_dlsym();
+	if (dh && ds && (p = ds(dh, used_names[id])))
+		__atomic_store_n(&used_fn[id], p, __ATOMIC_RELEASE);
+	else
+		dlerror();
+	errno = saved_errno;
+	return p;
+}
+
+/* ---- wrapping lookups --------------------------------------------------- */
+
+static int find_hook(const char *name)
+{
+	for (int i = 0; i < GMT_HOOK_COUNT; i++)
+		if (!strcmp(gmt_hooks[i].name, name))
+			return i;
+	return -1;
+}
+
+void *gmt_wrap_dlsym(const char *name, void *handle, void *addr)
+{
+	int id;
+	if (!addr || (id = find_hook(name)) < 0)
+		return addr;
+	struct gmt_hook *h = &gmt_hooks[id];
+	if (addr == h->wrapper) {
+		/* Found our own export in the global scope. Without us the lookup
+		 * finds the next definition, or nothing: so must it with us. */
+		return gmt_real((enum gmt_hook_id)id) ? addr : NULL;
+	}
+	set_real(h, addr);
+	if (!h->is_runtime)
+		note_driver_handle(handle);
+	/* Wrap only the function our wrapper forwards to; another library's
+	 * function of the same name passes through untouched. */
+	return __atomic_load_n(&h->real, __ATOMIC_ACQUIRE) == addr ? h->wrapper : addr;
+}
+
+/* The handle of the module that contains `addr`. Entry-point lookups are
+ * few (hundreds at start-up), so a lock here costs nothing. */
+static void *module_handle_of(void *addr)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static void *cached_base, *cached_handle;
+	Dl_info info;
+	if (!dladdr(addr, &info) || !info.dli_fname)
+		return NULL;
+	pthread_mutex_lock(&lock);
+	if (info.dli_fbase != cached_base) {
+		void *mh = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+		if (mh) {
+			cached_base = info.dli_fbase;
+			cached_handle = mh;
+			note_driver_handle(mh);
+		}
+	}
+	void *mh = info.dli_fbase == cached_base ? cached_handle : NULL;
+	pthread_mutex_unlock(&lock);
+	return mh;
+}
+
+void *gmt_wrap_entry_point(const char *base, void *addr)
+{
+	if (!addr || !base)
+		return addr;
+	int saved_errno = errno;
+	void *result = addr;
+	void *mh = NULL;
+	for (int i = 0; i < GMT_HOOK_COUNT; i++) {
+		struct gmt_hook *h = &gmt_hooks[i];
+		if (h->is_runtime || strcmp(h->base, base))
+			continue;
+		if (addr == h->wrapper)
+			break; /* already ours */
+		void *da = __atomic_load_n(&h->driver_addr, __ATOMIC_ACQUIRE);
+		if (!da) {
+			dlsym_fn ds = gmt_real_dlsym();
+			if (!mh)
+				mh = module_handle_of(addr);
+			if (!mh || !ds)
+				break;
+			da = ds(mh, h->name);
+			if (!da) {
+				dlerror();
+				continue;
+			}
+			__atomic_store_n(&h->driver_addr, da, __ATOMIC_RELEASE);
+		}
+		if (da == addr) {
+			/* The driver handed out exactly this export: wrap that variant. */
+			set_real(h, addr);
+			if (__atomic_load_n(&h->real, __ATOMIC_ACQUIRE) == addr)
+				result = h->wrapper;
+			break;
+		}
+	}
+	errno = saved_errno;
+	return result;
+}
+
+/* ---- device of the current context -------------------------------------- */
+
+int32_t gmt_current_device(void)
+{
+	static __thread CUcontext cached_ctx __attribute__((tls_model("initial-exec")));
+	static __thread int32_t cached_dev __attribute__((tls_model("initial-exec")));
+	pfn_cuCtxGetCurrent get_ctx = GMT_USED(cuCtxGetCurrent);
+	CUcontext ctx = NULL;
+	if (!get_ctx || get_ctx(&ctx) != CUDA_SUCCESS || !ctx)
+		return -1;
+	if (ctx != cached_ctx) {
+		pfn_cuCtxGetDevice get_dev = GMT_USED(cuCtxGetDevice);
+		CUdevice dev;
+		if (!get_dev || get_dev(&dev) != CUDA_SUCCESS)
+			return -1;
+		cached_ctx = ctx;
+		cached_dev = dev;
+	}
+	return cached_dev;
+}
+
+void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
+		     uint64_t size, uint64_t aux, uint64_t aux2, unsigned flags)
+{
+	int saved_errno = errno;
+	if (device == GMT_DEVICE_CURRENT)
+		device = gmt_current_device();
+	errno = saved_errno;
+	gmt_record(api, result, device, ptr, size, aux, aux2, flags);
+}
+
+/* ---- device facts for the flush thread ---------------------------------- */
+
+int gmt_driver_device_count(void)
+{
+	pfn_cuDeviceGetCount count = GMT_USED(cuDeviceGetCount);
+	int n = 0;
+	/* NOT_INITIALIZED until the program calls cuInit: we never call it. */
+	if (!count || count(&n) != CUDA_SUCCESS)
+		return -1;
+	return n;
+}
+
+int gmt_driver_device_info(int ordinal, struct gmt_device_info *out)
+{
+	memset(out, 0, sizeof *out);
+	pfn_cuDeviceGet get = GMT_USED(cuDeviceGet);
+	CUdevice dev;
+	if (!get || get(&dev, ordinal) != CUDA_SUCCESS)
+		return -1;
+	pfn_cuDeviceGetName name = GMT_USED(cuDeviceGetName);
+	if (name)
+		name(out->name, (int)sizeof out->name - 1, dev);
+	pfn_cuDeviceGetUuid_v2 uuid = GMT_USED(cuDeviceGetUuid_v2);
+	CUuuid u;
+	if (uuid && uuid(&u, dev) == CUDA_SUCCESS)
+		memcpy(out->uuid, u.bytes, sizeof out->uuid);
+	pfn_cuDeviceTotalMem_v2 total = GMT_USED(cuDeviceTotalMem_v2);
+	size_t bytes = 0;
+	if (total && total(&bytes, dev) == CUDA_SUCCESS)
+		out->total_bytes = bytes;
+	pfn_cuDeviceGetAttribute attr = GMT_USED(cuDeviceGetAttribute);
+	if (attr) {
+		attr(&out->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+		attr(&out->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+	}
+	pfn_cuDriverGetVersion ver = GMT_USED(cuDriverGetVersion);
+	if (ver)
+		ver(&out->driver_version);
+	return 0;
+}

@@ -1,0 +1,225 @@
+/* gpumemtrace trace format, version 1. Shared by the library and the CLI.
+ *
+ * docs/trace-format.md is the prose; `gpumemtrace dump` is the spec you can
+ * run. Every multi-byte fixed field is little-endian and is written byte by
+ * byte (lib/codec.h), never as a struct, so no compiler padding reaches disk.
+ *
+ * File = header (GMT_HEADER_SIZE bytes) + chunks, each:
+ *
+ *   0      4       8       12      16
+ *   +------+-------+-------+-------+=====================+
+ *   | GMTC | len   | seq   | crc32c| payload (len bytes) |
+ *   +------+-------+-------+-------+=====================+
+ *
+ * A chunk is written with one write(), so a killed process leaves whole
+ * chunks plus at most one torn tail, which the CRC exposes. The payload is a
+ * sequence of records, each a varint tag followed by its body (below). */
+#ifndef GPUMEMTRACE_FORMAT_H
+#define GPUMEMTRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define GMT_MAGIC "\x89GMTRACE" /* 8 bytes; the high byte catches 7-bit mangling */
+#define GMT_MAGIC_LEN 8
+#define GMT_FORMAT_VERSION 1
+#define GMT_HEADER_SIZE 64
+#define GMT_ENDIAN_LITTLE 1
+
+/* Header layout (offsets in bytes). Readers honour header_size, so later
+ * versions may append fields. */
+enum gmt_header_offset {
+	GMT_HDR_MAGIC = 0,	  /* u8[8]  */
+	GMT_HDR_VERSION = 8,	  /* u16    */
+	GMT_HDR_HEADER_SIZE = 10, /* u16    */
+	GMT_HDR_ENDIAN = 12,	  /* u8: GMT_ENDIAN_LITTLE */
+	GMT_HDR_FEATURES = 16,	  /* u32: GMT_FEAT_* */
+	GMT_HDR_START_WALL = 24,  /* u64: CLOCK_REALTIME ns at trace start */
+	GMT_HDR_START_MONO = 32,  /* u64: CLOCK_MONOTONIC ns at trace start */
+	GMT_HDR_PID = 40,	  /* u32 */
+};
+
+enum gmt_feature {
+	GMT_FEAT_STACKS = 1u << 0, /* events carry native stack ids */
+};
+
+#define GMT_CHUNK_MAGIC 0x43544d47u /* "GMTC" little-endian */
+#define GMT_CHUNK_HEADER_SIZE 16
+#define GMT_CHUNK_MAX_PAYLOAD (16u << 20)
+
+/* Record tags. A reader skips nothing it does not know: an unknown tag ends
+ * the chunk, because record bodies carry no length. New record kinds bump
+ * the format version. Bodies ("v" varint, "z" zigzag varint, "s" varint
+ * length + bytes, "b" the same for binary):
+ *
+ * PROCESS  v pid, v ppid, v start_wall_ns, s hostname, s exe,
+ *          v argc, argc x s arg, v nenv, nenv x (s key, s value)
+ * MODULE   v id, v load_bias, v start, v end, s path, b build_id
+ * DEVICE   z ordinal, s name, b uuid, v total_bytes, v cc_major, v cc_minor,
+ *          v driver_version
+ * STACK    v count, count x (v parent_id, v ip): new stack-tree nodes. Ids
+ *          are implicit, 1, 2, 3... in file order; 0 is the empty stack.
+ *          The ip is a return address (the frame's pc for the first).
+ * THREAD   v tid, s name
+ * EVENTS   v tid, v base_time_ns, v count, then count events:
+ *
+ *     head  v  (api << 4) | dev_changed << 3 | has_aux2 << 2 | has_aux << 1 | failed
+ *     dt    v  ns since the previous event of this record (or base_time)
+ *     dptr  z  ptr - previous ptr of this record (starts at 0)
+ *     size  v
+ *     dstk  z  stack_id - previous stack id of this record (starts at 0)
+ *     [failed]      v result (CUresult / cudaError_t)
+ *     [dev_changed] z device (-1: host or unknown); starts at 0
+ *     [has_aux]     v aux   (meaning per API: gmt_api_info)
+ *     [has_aux2]    v aux2
+ *
+ * LOST     v tid, v count, v time_ns: events a full ring could not take
+ * SYMBOL   v ip, v module_id, s function, s file, v line (0: unknown)
+ * NOTE     v level (0 info, 1 warning), s text
+ * TRAILER  v end_time_ns, v events, v lost, v stack_nodes, v reason
+ *          (GMT_END_*). Complete trace: the last record read is a TRAILER.
+ *          A TRAILER followed by more chunks (a failed exec) is not final. */
+enum gmt_tag {
+	GMT_TAG_PROCESS = 1,
+	GMT_TAG_MODULE = 2,
+	GMT_TAG_DEVICE = 3,
+	GMT_TAG_STACK = 4,
+	GMT_TAG_THREAD = 5,
+	GMT_TAG_EVENTS = 6,
+	GMT_TAG_LOST = 7,
+	GMT_TAG_SYMBOL = 8,
+	GMT_TAG_NOTE = 9,
+	GMT_TAG_TRAILER = 10,
+	GMT_TAG_MAX_ = 10,
+};
+
+enum gmt_end_reason {
+	GMT_END_EXIT = 0,  /* exit() or return from main */
+	GMT_END__EXIT = 1, /* _exit / _Exit */
+	GMT_END_EXEC = 2,  /* about to exec */
+};
+
+/* Event head bits. */
+#define GMT_EV_FAILED 0x1u
+#define GMT_EV_HAS_AUX 0x2u
+#define GMT_EV_HAS_AUX2 0x4u
+#define GMT_EV_DEV_CHANGED 0x8u
+#define GMT_EV_API_SHIFT 4
+
+/* What an API does to the live set. */
+enum gmt_op {
+	GMT_OP_ALLOC = 1,	  /* ptr (or handle) of size bytes becomes live */
+	GMT_OP_FREE = 2,	  /* ptr (or handle) dies */
+	GMT_OP_VMM_MAP = 3,	  /* ptr..ptr+size maps handle aux at offset aux2 */
+	GMT_OP_VMM_UNMAP = 4,	  /* ptr..ptr+size unmapped */
+	GMT_OP_VMM_RETAIN = 5,	  /* handle ptr gains a reference (aux = address) */
+	GMT_OP_POOL_TRIM = 6,	  /* pool ptr trimmed to size bytes */
+	GMT_OP_LOOKUP = 7,	  /* entry-point lookup; not a memory event */
+};
+
+/* Which memory an allocation is. Device bytes (the summary's peak) are
+ * DEVICE + ASYNC + VMM_PHYS on a device location. */
+enum gmt_kind {
+	GMT_KIND_NONE = 0,
+	GMT_KIND_DEVICE = 1,	  /* cuMemAlloc, cudaMalloc, pitch, 3D */
+	GMT_KIND_ASYNC = 2,	  /* stream-ordered */
+	GMT_KIND_VMM_PHYS = 3,	  /* cuMemCreate handle; aux = location type */
+	GMT_KIND_MANAGED = 4,
+	GMT_KIND_HOST_PINNED = 5, /* cuMemAllocHost, cudaHostAlloc... */
+	GMT_KIND_HOST_REGISTERED = 6,
+	GMT_KIND_VMM_VA = 7,	  /* address reservation */
+	GMT_KIND_ARRAY = 8,
+	GMT_KIND_IPC = 9,	  /* another process's memory, opened here */
+	GMT_KIND_POOL = 10,	  /* a memory pool object */
+	GMT_KIND_MAX_ = 10,
+};
+
+/* Namespaces a free is matched in: frees are matched by address (or handle)
+ * whichever function frees, but a VMM handle, an array and a pool are not
+ * addresses. */
+enum gmt_space {
+	GMT_SPACE_ADDR = 0,
+	GMT_SPACE_VMM_HANDLE = 1,
+	GMT_SPACE_ARRAY = 2,
+	GMT_SPACE_POOL = 3,
+	GMT_SPACE_VA = 4, /* reservations overlap mapped addresses */
+};
+
+/* X(id, name, op, kind, space). Ids are on disk: never renumber, only append.
+ *   ptr/size/aux/aux2 per API:
+ *   alloc:           ptr, size = bytes the caller holds
+ *   pitch, 3D:       size = pitch * height (* depth), aux = pitch, aux2 = width
+ *   async:           aux = stream, aux2 = pool (FromPool)
+ *   free async:      aux = stream
+ *   managed, host:   aux = flags
+ *   cuMemCreate:     ptr = handle, aux = location type (1 device, 2 host...)
+ *   cuMemMap:        ptr = va, size, aux = handle, aux2 = offset
+ *   reserve:         ptr = va, size, aux = alignment, aux2 = requested address
+ *   retain:          ptr = handle, aux = address
+ *   import:          ptr = handle, aux = handle type
+ *   arrays:          ptr = array, size = width * height * depth * element bytes
+ *   pool create:     ptr = pool; trim: ptr = pool, size = bytes to keep */
+#define GMT_API_LIST(X)                                                                          \
+	X(1, cuMemAlloc_v2, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                           \
+	X(2, cuMemAllocPitch_v2, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                      \
+	X(3, cuMemFree_v2, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                               \
+	X(4, cuMemAllocManaged, GMT_OP_ALLOC, GMT_KIND_MANAGED, GMT_SPACE_ADDR)                      \
+	X(5, cuMemAllocHost_v2, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR)                  \
+	X(6, cuMemHostAlloc, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR)                     \
+	X(7, cuMemFreeHost, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                              \
+	X(8, cuMemHostRegister_v2, GMT_OP_ALLOC, GMT_KIND_HOST_REGISTERED, GMT_SPACE_ADDR)           \
+	X(9, cuMemHostUnregister, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                        \
+	X(10, cuMemAllocAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                         \
+	X(11, cuMemAllocAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                    \
+	X(12, cuMemAllocFromPoolAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                 \
+	X(13, cuMemAllocFromPoolAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)            \
+	X(14, cuMemFreeAsync, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                            \
+	X(15, cuMemFreeAsync_ptsz, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                       \
+	X(16, cuMemPoolCreate, GMT_OP_ALLOC, GMT_KIND_POOL, GMT_SPACE_POOL)                          \
+	X(17, cuMemPoolDestroy, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_POOL)                          \
+	X(18, cuMemPoolTrimTo, GMT_OP_POOL_TRIM, GMT_KIND_NONE, GMT_SPACE_POOL)                      \
+	X(19, cuMemCreate, GMT_OP_ALLOC, GMT_KIND_VMM_PHYS, GMT_SPACE_VMM_HANDLE)                    \
+	X(20, cuMemRelease, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE)                        \
+	X(21, cuMemMap, GMT_OP_VMM_MAP, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE)                         \
+	X(22, cuMemUnmap, GMT_OP_VMM_UNMAP, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE)                     \
+	X(23, cuMemAddressReserve, GMT_OP_ALLOC, GMT_KIND_VMM_VA, GMT_SPACE_VA)                      \
+	X(24, cuMemAddressFree, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_VA)                            \
+	X(25, cuMemRetainAllocationHandle, GMT_OP_VMM_RETAIN, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE)   \
+	X(26, cuMemImportFromShareableHandle, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_VMM_HANDLE)      \
+	X(27, cuArrayCreate_v2, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY)                       \
+	X(28, cuArray3DCreate_v2, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY)                     \
+	X(29, cuArrayDestroy, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ARRAY)                           \
+	X(30, cuIpcOpenMemHandle_v2, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_ADDR)                     \
+	X(31, cuIpcCloseMemHandle, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                       \
+	X(40, cudaMalloc, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                             \
+	X(41, cudaMallocPitch, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                        \
+	X(42, cudaMalloc3D, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                           \
+	X(43, cudaFree, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                                  \
+	X(44, cudaMallocManaged, GMT_OP_ALLOC, GMT_KIND_MANAGED, GMT_SPACE_ADDR)                     \
+	X(45, cudaMallocHost, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR)                    \
+	X(46, cudaHostAlloc, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR)                     \
+	X(47, cudaFreeHost, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                              \
+	X(48, cudaHostRegister, GMT_OP_ALLOC, GMT_KIND_HOST_REGISTERED, GMT_SPACE_ADDR)              \
+	X(49, cudaHostUnregister, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                        \
+	X(50, cudaMallocAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                         \
+	X(51, cudaMallocAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                    \
+	X(52, cudaMallocFromPoolAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                 \
+	X(53, cudaMallocFromPoolAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)            \
+	X(54, cudaFreeAsync, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                             \
+	X(55, cudaFreeAsync_ptsz, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                        \
+	X(56, cudaMemPoolCreate, GMT_OP_ALLOC, GMT_KIND_POOL, GMT_SPACE_POOL)                        \
+	X(57, cudaMemPoolDestroy, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_POOL)                        \
+	X(58, cudaMemPoolTrimTo, GMT_OP_POOL_TRIM, GMT_KIND_NONE, GMT_SPACE_POOL)                    \
+	X(59, cudaMallocArray, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY)                        \
+	X(60, cudaMalloc3DArray, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY)                      \
+	X(61, cudaFreeArray, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ARRAY)                            \
+	X(62, cudaIpcOpenMemHandle, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_ADDR)                      \
+	X(63, cudaIpcCloseMemHandle, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)
+
+enum gmt_api {
+#define GMT_API_ENUM_(id, name, op, kind, space) GMT_API_##name = id,
+	GMT_API_LIST(GMT_API_ENUM_)
+#undef GMT_API_ENUM_
+	GMT_API_MAX_ = 63,
+};
+
+#endif

@@ -1,0 +1,655 @@
+/* Streaming trace reader: see reader.h. */
+#include "reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codec.h"
+
+/* Decoding state inside one chunk's payload. Copied for the validation
+ * pass, so checking a chunk never disturbs the real pass. */
+struct dec {
+	struct gmt_cursor c;
+	const uint8_t *base;  /* payload start */
+	uint64_t base_offset; /* its file offset */
+	uint64_t next_stack_id;
+	uint64_t event_index;
+	/* the EVENTS batch being handed out */
+	uint64_t ev_left, ev_tid, ev_time, ev_ptr, ev_stack;
+	int64_t ev_dev;
+};
+
+struct gmt_reader {
+	int fd;
+	struct gmt_header hdr;
+	struct gmt_read_info info;
+	uint64_t pos; /* file offset of the next chunk */
+	int have_chunk;
+	uint64_t chunk_offset, chunk_seq;
+	uint32_t chunk_len, chunk_crc;
+	int chunk_pending; /* the CHUNK pseudo-record is still to be handed out */
+	int last_type;	   /* the last real record handed out */
+	struct dec dec;
+	uint8_t *payload;
+	size_t payload_cap;
+	/* per-record scratch: string copies, argv, env, stack nodes */
+	char *arena;
+	size_t arena_cap, arena_used;
+	struct gmt_str *argv;
+	size_t argv_cap;
+	struct gmt_env *env;
+	size_t env_cap;
+	struct gmt_stack_node *nodes;
+	size_t nodes_cap;
+};
+
+const char *gmt_rec_type_name(int type)
+{
+	switch (type) {
+	case GMT_REC_PROCESS:
+		return "PROCESS";
+	case GMT_REC_MODULE:
+		return "MODULE";
+	case GMT_REC_DEVICE:
+		return "DEVICE";
+	case GMT_REC_STACK:
+		return "STACK";
+	case GMT_REC_THREAD:
+		return "THREAD";
+	case GMT_REC_EVENTS:
+		return "EVENTS";
+	case GMT_REC_LOST:
+		return "LOST";
+	case GMT_REC_SYMBOL:
+		return "SYMBOL";
+	case GMT_REC_NOTE:
+		return "NOTE";
+	case GMT_REC_TRAILER:
+		return "TRAILER";
+	case GMT_REC_EVENT:
+		return "EVENT";
+	case GMT_REC_CHUNK:
+		return "CHUNK";
+	}
+	return "?";
+}
+
+static void set_err(struct gmt_read_error *err, enum gmt_read_err code, int errnum, const char *fmt,
+		    ...) __attribute__((format(printf, 4, 5)));
+static void set_err(struct gmt_read_error *err, enum gmt_read_err code, int errnum, const char *fmt,
+		    ...)
+{
+	va_list ap;
+	err->code = code;
+	err->errnum = errnum;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+}
+
+/* pread the whole range, retrying short reads; 0 ok, -1 errno set. */
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+	while (len > 0) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0) {
+			errno = EIO; /* the file shrank under us */
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
+{
+	memset(err, 0, sizeof(*err));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		set_err(err, GMT_READ_ERR_OPEN, errno, "%s", strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		set_err(err, GMT_READ_ERR_OPEN, errno, "%s", strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		set_err(err, GMT_READ_ERR_OPEN, EISDIR, "%s", strerror(EISDIR));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		set_err(err, GMT_READ_ERR_OPEN, 0, "not a regular file");
+		goto fail;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	uint8_t h[GMT_HEADER_SIZE] = {0};
+	size_t have = size < GMT_HEADER_SIZE ? (size_t)size : GMT_HEADER_SIZE;
+	if (read_at(fd, h, have, 0) < 0) {
+		set_err(err, GMT_READ_ERR_OPEN, errno, "%s", strerror(errno));
+		goto fail;
+	}
+	if (size == 0) {
+		set_err(err, GMT_READ_ERR_NOT_TRACE, 0, "not a trace: empty file");
+		goto fail;
+	}
+	if (size < GMT_MAGIC_LEN || memcmp(h, GMT_MAGIC, GMT_MAGIC_LEN) != 0) {
+		set_err(err, GMT_READ_ERR_NOT_TRACE, 0, "not a trace (bad magic)");
+		goto fail;
+	}
+	if (size < GMT_HDR_HEADER_SIZE) {
+		set_err(err, GMT_READ_ERR_NOT_TRACE, 0,
+			"not a trace: truncated header (%llu of %d bytes)",
+			(unsigned long long)size, GMT_HEADER_SIZE);
+		goto fail;
+	}
+	struct gmt_header hdr = {0};
+	hdr.version = gmt_get_le16(h + GMT_HDR_VERSION);
+	if (hdr.version > GMT_FORMAT_VERSION) {
+		set_err(err, GMT_READ_ERR_VERSION, 0,
+			"unsupported future version %u (this build reads version %d)",
+			(unsigned)hdr.version, GMT_FORMAT_VERSION);
+		goto fail;
+	}
+	if (hdr.version == 0) {
+		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: version 0");
+		goto fail;
+	}
+	if (size < GMT_HEADER_SIZE) {
+		set_err(err, GMT_READ_ERR_NOT_TRACE, 0,
+			"not a trace: truncated header (%llu of %d bytes)",
+			(unsigned long long)size, GMT_HEADER_SIZE);
+		goto fail;
+	}
+	hdr.header_size = gmt_get_le16(h + GMT_HDR_HEADER_SIZE);
+	hdr.endian = h[GMT_HDR_ENDIAN];
+	hdr.features = gmt_get_le32(h + GMT_HDR_FEATURES);
+	hdr.start_wall_ns = gmt_get_le64(h + GMT_HDR_START_WALL);
+	hdr.start_mono_ns = gmt_get_le64(h + GMT_HDR_START_MONO);
+	hdr.pid = gmt_get_le32(h + GMT_HDR_PID);
+	if (hdr.header_size < GMT_HEADER_SIZE) {
+		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: header_size %u < %d",
+			(unsigned)hdr.header_size, GMT_HEADER_SIZE);
+		goto fail;
+	}
+	if (hdr.header_size > size) {
+		set_err(err, GMT_READ_ERR_HEADER, 0,
+			"corrupt header: header_size %u is past the end of the file (%llu bytes)",
+			(unsigned)hdr.header_size, (unsigned long long)size);
+		goto fail;
+	}
+	if (hdr.endian != GMT_ENDIAN_LITTLE) {
+		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: endianness byte %u",
+			(unsigned)hdr.endian);
+		goto fail;
+	}
+
+	struct gmt_reader *r = calloc(1, sizeof(*r));
+	if (!r) {
+		set_err(err, GMT_READ_ERR_OPEN, ENOMEM, "%s", strerror(ENOMEM));
+		goto fail;
+	}
+	r->fd = fd;
+	r->hdr = hdr;
+	r->info.file_size = size;
+	gmt_reader_rewind(r);
+	return r;
+fail:
+	close(fd);
+	return NULL;
+}
+
+void gmt_reader_close(struct gmt_reader *r)
+{
+	if (!r)
+		return;
+	close(r->fd);
+	free(r->payload);
+	free(r->arena);
+	free(r->argv);
+	free(r->env);
+	free(r->nodes);
+	free(r);
+}
+
+const struct gmt_header *gmt_reader_header(const struct gmt_reader *r)
+{
+	return &r->hdr;
+}
+
+const struct gmt_read_info *gmt_reader_info(const struct gmt_reader *r)
+{
+	return &r->info;
+}
+
+void gmt_reader_rewind(struct gmt_reader *r)
+{
+	uint64_t size = r->info.file_size;
+	memset(&r->info, 0, sizeof(r->info));
+	r->info.file_size = size;
+	r->info.readable_end = r->hdr.header_size;
+	r->pos = r->hdr.header_size;
+	r->have_chunk = 0;
+	r->chunk_pending = 0;
+	r->last_type = 0;
+	memset(&r->dec, 0, sizeof(r->dec));
+	r->dec.next_stack_id = 1;
+}
+
+/* ---- scratch --------------------------------------------------------- */
+
+static struct gmt_str arena_str(struct gmt_reader *r, const uint8_t *p, size_t len)
+{
+	/* load_chunk sized the arena so a record's strings always fit */
+	char *s = r->arena + r->arena_used;
+	memcpy(s, p, len);
+	s[len] = 0;
+	r->arena_used += len + 1;
+	return (struct gmt_str){s, len};
+}
+
+static struct gmt_str get_str(struct gmt_reader *r, struct gmt_cursor *c)
+{
+	size_t len;
+	const uint8_t *p = gmt_get_bytes(c, &len);
+	if (c->bad)
+		return (struct gmt_str){"", 0};
+	return arena_str(r, p, len);
+}
+
+static struct gmt_blob get_blob(struct gmt_cursor *c)
+{
+	size_t len;
+	const uint8_t *p = gmt_get_bytes(c, &len);
+	return (struct gmt_blob){c->bad ? NULL : p, c->bad ? 0 : len};
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	if (n <= *cap)
+		return 0;
+	size_t want = *cap ? *cap : 16;
+	while (want < n)
+		want *= 2;
+	void *p = realloc(*arr, want * elem);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = want;
+	return 0;
+}
+
+/* ---- records --------------------------------------------------------- */
+
+enum { DEC_END = 0, DEC_RECORD = 1, DEC_BAD = -1, DEC_UNKNOWN = -2, DEC_NOMEM = -3 };
+
+static uint64_t left_bytes(const struct gmt_cursor *c)
+{
+	return (uint64_t)(c->end - c->p);
+}
+
+static int dec_event(struct dec *d, struct gmt_record *rec)
+{
+	struct gmt_cursor *c = &d->c;
+	struct gmt_event *e = &rec->u.event;
+	rec->type = GMT_REC_EVENT;
+	rec->offset = d->base_offset + (uint64_t)(c->p - d->base);
+	uint64_t head = gmt_get_varint(c);
+	uint64_t dt = gmt_get_varint(c);
+	uint64_t dptr = gmt_get_varint(c);
+	uint64_t size = gmt_get_varint(c);
+	uint64_t dstk = gmt_get_varint(c);
+	memset(e, 0, sizeof(*e));
+	if (head & GMT_EV_FAILED)
+		e->result = gmt_get_varint(c);
+	if (head & GMT_EV_DEV_CHANGED)
+		d->ev_dev = gmt_get_zigzag(c);
+	if (head & GMT_EV_HAS_AUX)
+		e->aux = gmt_get_varint(c);
+	if (head & GMT_EV_HAS_AUX2)
+		e->aux2 = gmt_get_varint(c);
+	if (c->bad || (head >> GMT_EV_API_SHIFT) > UINT32_MAX)
+		return DEC_BAD;
+	/* deltas are two's complement differences: wrap-around is exact */
+	d->ev_time += dt;
+	d->ev_ptr += (uint64_t)gmt_unzigzag(dptr);
+	d->ev_stack += (uint64_t)gmt_unzigzag(dstk);
+	e->index = d->event_index++;
+	e->time_ns = d->ev_time;
+	e->tid = d->ev_tid;
+	e->api = (uint32_t)(head >> GMT_EV_API_SHIFT);
+	e->flags = (uint32_t)(head & 0xf);
+	e->device = d->ev_dev;
+	e->ptr = d->ev_ptr;
+	e->size = size;
+	e->stack_id = d->ev_stack;
+	d->ev_left--;
+	return DEC_RECORD;
+}
+
+/* Decodes the next record (or event) of the chunk. */
+static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
+{
+	struct gmt_cursor *c = &d->c;
+	r->arena_used = 0;
+	rec->chunk_offset = d->base_offset - GMT_CHUNK_HEADER_SIZE;
+	if (d->ev_left)
+		return dec_event(d, rec);
+	if (c->p >= c->end)
+		return DEC_END;
+	rec->offset = d->base_offset + (uint64_t)(c->p - d->base);
+	uint64_t tag = gmt_get_varint(c);
+	if (c->bad)
+		return DEC_BAD;
+	switch (tag) {
+	case GMT_TAG_PROCESS: {
+		rec->type = GMT_REC_PROCESS;
+		rec->u.process.pid = gmt_get_varint(c);
+		rec->u.process.ppid = gmt_get_varint(c);
+		rec->u.process.start_wall_ns = gmt_get_varint(c);
+		rec->u.process.hostname = get_str(r, c);
+		rec->u.process.exe = get_str(r, c);
+		uint64_t argc = gmt_get_varint(c);
+		if (c->bad || argc > left_bytes(c)) /* each arg takes >= 1 byte */
+			return DEC_BAD;
+		if (grow((void **)&r->argv, &r->argv_cap, (size_t)argc, sizeof(*r->argv)))
+			return DEC_NOMEM;
+		for (uint64_t i = 0; i < argc; i++)
+			r->argv[i] = get_str(r, c);
+		uint64_t nenv = gmt_get_varint(c);
+		if (c->bad || nenv > left_bytes(c) / 2)
+			return DEC_BAD;
+		if (grow((void **)&r->env, &r->env_cap, (size_t)nenv, sizeof(*r->env)))
+			return DEC_NOMEM;
+		for (uint64_t i = 0; i < nenv; i++) {
+			r->env[i].key = get_str(r, c);
+			r->env[i].value = get_str(r, c);
+		}
+		rec->u.process.argc = (size_t)argc;
+		rec->u.process.argv = r->argv;
+		rec->u.process.nenv = (size_t)nenv;
+		rec->u.process.env = r->env;
+		break;
+	}
+	case GMT_TAG_MODULE:
+		rec->type = GMT_REC_MODULE;
+		rec->u.module.id = gmt_get_varint(c);
+		rec->u.module.load_bias = gmt_get_varint(c);
+		rec->u.module.start = gmt_get_varint(c);
+		rec->u.module.end = gmt_get_varint(c);
+		rec->u.module.path = get_str(r, c);
+		rec->u.module.build_id = get_blob(c);
+		break;
+	case GMT_TAG_DEVICE:
+		rec->type = GMT_REC_DEVICE;
+		rec->u.device.ordinal = gmt_get_zigzag(c);
+		rec->u.device.name = get_str(r, c);
+		rec->u.device.uuid = get_blob(c);
+		rec->u.device.total_bytes = gmt_get_varint(c);
+		rec->u.device.cc_major = gmt_get_varint(c);
+		rec->u.device.cc_minor = gmt_get_varint(c);
+		rec->u.device.driver_version = gmt_get_varint(c);
+		break;
+	case GMT_TAG_STACK: {
+		rec->type = GMT_REC_STACK;
+		uint64_t n = gmt_get_varint(c);
+		if (c->bad || n > left_bytes(c) / 2) /* each node takes >= 2 bytes */
+			return DEC_BAD;
+		if (grow((void **)&r->nodes, &r->nodes_cap, (size_t)n, sizeof(*r->nodes)))
+			return DEC_NOMEM;
+		for (uint64_t i = 0; i < n; i++) {
+			r->nodes[i].id = d->next_stack_id + i;
+			r->nodes[i].parent = gmt_get_varint(c);
+			r->nodes[i].ip = gmt_get_varint(c);
+		}
+		if (c->bad)
+			return DEC_BAD;
+		d->next_stack_id += n;
+		rec->u.stack.count = (size_t)n;
+		rec->u.stack.nodes = r->nodes;
+		break;
+	}
+	case GMT_TAG_THREAD:
+		rec->type = GMT_REC_THREAD;
+		rec->u.thread.tid = gmt_get_varint(c);
+		rec->u.thread.name = get_str(r, c);
+		break;
+	case GMT_TAG_EVENTS:
+		rec->type = GMT_REC_EVENTS;
+		rec->u.events.tid = gmt_get_varint(c);
+		rec->u.events.base_time_ns = gmt_get_varint(c);
+		rec->u.events.count = gmt_get_varint(c);
+		/* each event takes >= 5 bytes */
+		if (c->bad || rec->u.events.count > left_bytes(c) / 5)
+			return DEC_BAD;
+		d->ev_left = rec->u.events.count;
+		d->ev_tid = rec->u.events.tid;
+		d->ev_time = rec->u.events.base_time_ns;
+		d->ev_ptr = 0;
+		d->ev_stack = 0;
+		d->ev_dev = 0;
+		break;
+	case GMT_TAG_LOST:
+		rec->type = GMT_REC_LOST;
+		rec->u.lost.tid = gmt_get_varint(c);
+		rec->u.lost.count = gmt_get_varint(c);
+		rec->u.lost.time_ns = gmt_get_varint(c);
+		break;
+	case GMT_TAG_SYMBOL:
+		rec->type = GMT_REC_SYMBOL;
+		rec->u.symbol.ip = gmt_get_varint(c);
+		rec->u.symbol.module_id = gmt_get_varint(c);
+		rec->u.symbol.function = get_str(r, c);
+		rec->u.symbol.file = get_str(r, c);
+		rec->u.symbol.line = gmt_get_varint(c);
+		break;
+	case GMT_TAG_NOTE:
+		rec->type = GMT_REC_NOTE;
+		rec->u.note.level = gmt_get_varint(c);
+		rec->u.note.text = get_str(r, c);
+		break;
+	case GMT_TAG_TRAILER:
+		rec->type = GMT_REC_TRAILER;
+		rec->u.trailer.end_time_ns = gmt_get_varint(c);
+		rec->u.trailer.events = gmt_get_varint(c);
+		rec->u.trailer.lost = gmt_get_varint(c);
+		rec->u.trailer.stack_nodes = gmt_get_varint(c);
+		rec->u.trailer.reason = gmt_get_varint(c);
+		break;
+	default:
+		return DEC_UNKNOWN; /* rec->offset: where the unknown tag starts */
+	}
+	return c->bad ? DEC_BAD : DEC_RECORD;
+}
+
+/* ---- chunks ---------------------------------------------------------- */
+
+static int stop(struct gmt_reader *r, enum gmt_read_stop why, uint64_t off, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int stop(struct gmt_reader *r, enum gmt_read_stop why, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+	r->info.stop = why;
+	r->info.stop_offset = off;
+	va_start(ap, fmt);
+	vsnprintf(r->info.stop_msg, sizeof(r->info.stop_msg), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/* 1: every byte from off to the end of the file is zero (a preallocated or
+ * zero-filled tail after a crash); 0: not; -1: read error. */
+static int zero_tail(struct gmt_reader *r, uint64_t off)
+{
+	uint8_t buf[65536];
+	while (off < r->info.file_size) {
+		uint64_t n = r->info.file_size - off;
+		if (n > sizeof(buf))
+			n = sizeof(buf);
+		if (read_at(r->fd, buf, (size_t)n, off) < 0)
+			return -1;
+		for (size_t i = 0; i < n; i++)
+			if (buf[i])
+				return 0;
+		off += n;
+	}
+	return 1;
+}
+
+static const char *tag_name(uint64_t tag)
+{
+	return tag >= 1 && tag <= GMT_TAG_MAX_ ? gmt_rec_type_name((int)tag) : "unknown";
+}
+
+/* Reads, checks and validates the chunk at r->pos. 1: loaded; 0: the
+ * readable part is over (r->info says why). */
+static int load_chunk(struct gmt_reader *r)
+{
+	uint64_t off = r->pos, size = r->info.file_size;
+	if (off >= size)
+		return 0; /* clean end */
+	uint64_t left = size - off;
+	if (left < GMT_CHUNK_HEADER_SIZE)
+		return stop(r, GMT_STOP_TORN, off, "torn chunk header (%llu of %d bytes)",
+			    (unsigned long long)left, GMT_CHUNK_HEADER_SIZE);
+	uint8_t h[GMT_CHUNK_HEADER_SIZE];
+	if (read_at(r->fd, h, sizeof(h), off) < 0) {
+		r->info.stop_errnum = errno;
+		return stop(r, GMT_STOP_IO, off, "read error: %s", strerror(errno));
+	}
+	uint32_t magic = gmt_get_le32(h), len = gmt_get_le32(h + 4), crc = gmt_get_le32(h + 12);
+	uint64_t seq = gmt_get_le32(h + 8);
+	if (magic != GMT_CHUNK_MAGIC) {
+		int z = zero_tail(r, off);
+		if (z < 0) {
+			r->info.stop_errnum = errno;
+			return stop(r, GMT_STOP_IO, off, "read error: %s", strerror(errno));
+		}
+		if (z)
+			return stop(r, GMT_STOP_TORN, off, "zero-filled tail");
+		return stop(r, GMT_STOP_CORRUPT, off, "bad chunk magic 0x%08x", magic);
+	}
+	if (len > GMT_CHUNK_MAX_PAYLOAD)
+		return stop(r, GMT_STOP_CORRUPT, off, "chunk payload length %u over the limit %u",
+			    len, GMT_CHUNK_MAX_PAYLOAD);
+	if ((uint64_t)len > left - GMT_CHUNK_HEADER_SIZE)
+		return stop(r, GMT_STOP_TORN, off, "torn chunk (%llu of %u payload bytes)",
+			    (unsigned long long)(left - GMT_CHUNK_HEADER_SIZE), len);
+	if (grow((void **)&r->payload, &r->payload_cap, len ? len : 1, 1) ||
+	    grow((void **)&r->arena, &r->arena_cap, 2 * (size_t)len + 64, 1)) {
+		r->info.stop_errnum = ENOMEM;
+		return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
+	}
+	if (read_at(r->fd, r->payload, len, off + GMT_CHUNK_HEADER_SIZE) < 0) {
+		r->info.stop_errnum = errno;
+		return stop(r, GMT_STOP_IO, off, "read error: %s", strerror(errno));
+	}
+	uint64_t chunk_end = off + GMT_CHUNK_HEADER_SIZE + len;
+	uint32_t got = gmt_crc32c(0, r->payload, len);
+	if (got != crc) {
+		if (chunk_end == size) /* the last chunk: a write cut short by a crash */
+			return stop(r, GMT_STOP_TORN, off, "CRC mismatch in the last chunk");
+		return stop(r, GMT_STOP_CORRUPT, off,
+			    "CRC mismatch (stored 0x%08x, computed 0x%08x)", crc, got);
+	}
+
+	struct dec d = r->dec;
+	d.c = (struct gmt_cursor){r->payload, r->payload + len, 0};
+	d.base = r->payload;
+	d.base_offset = off + GMT_CHUNK_HEADER_SIZE;
+	d.ev_left = 0;
+	r->dec = d; /* the real pass starts from here */
+	struct gmt_record rec;
+	for (;;) {
+		int rc = dec_next(r, &d, &rec);
+		if (rc == DEC_RECORD)
+			continue;
+		if (rc == DEC_END)
+			break;
+		if (rc == DEC_UNKNOWN) {
+			r->info.unknown_chunks++;
+			uint64_t tag_at = rec.offset - d.base_offset;
+			r->info.unknown_bytes += len - tag_at;
+			r->dec.c.end = r->payload + tag_at; /* the real pass stops there */
+			break;
+		}
+		if (rc == DEC_NOMEM) {
+			r->info.stop_errnum = ENOMEM;
+			return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
+		}
+		if (d.ev_left)
+			return stop(r, GMT_STOP_CORRUPT, off, "malformed event at offset %llu",
+				    (unsigned long long)rec.offset);
+		uint64_t tag_at = rec.offset - d.base_offset;
+		struct gmt_cursor tc = {r->payload + tag_at, r->payload + len, 0};
+		return stop(r, GMT_STOP_CORRUPT, off, "malformed %s record at offset %llu",
+			    tag_name(gmt_get_varint(&tc)), (unsigned long long)rec.offset);
+	}
+	if (r->info.chunks == 0)
+		r->info.seq_first = seq;
+	else if (seq != ((r->chunk_seq + 1) & 0xffffffffu))
+		r->info.seq_gaps++;
+	r->info.chunks++;
+	r->chunk_offset = off;
+	r->chunk_seq = seq;
+	r->chunk_len = len;
+	r->chunk_crc = crc;
+	r->info.readable_end = chunk_end;
+	r->pos = chunk_end;
+	return 1;
+}
+
+int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec)
+{
+	for (;;) {
+		if (r->info.eof)
+			return 0;
+		if (r->chunk_pending) {
+			r->chunk_pending = 0;
+			memset(rec, 0, sizeof(*rec));
+			rec->type = GMT_REC_CHUNK;
+			rec->chunk_offset = rec->offset = r->chunk_offset;
+			rec->u.chunk.index = r->info.chunks - 1;
+			rec->u.chunk.seq = r->chunk_seq;
+			rec->u.chunk.payload_len = r->chunk_len;
+			rec->u.chunk.crc = r->chunk_crc;
+			return 1;
+		}
+		if (!r->have_chunk) {
+			if (!load_chunk(r)) {
+				r->info.eof = 1;
+				r->info.unreadable = r->info.file_size - r->info.readable_end;
+				r->info.complete = r->last_type == GMT_REC_TRAILER;
+				return 0;
+			}
+			r->have_chunk = 1;
+			r->chunk_pending = 1;
+			continue;
+		}
+		int rc = dec_next(r, &r->dec, rec);
+		if (rc == DEC_RECORD) {
+			r->last_type = rec->type;
+			if (rec->type == GMT_REC_EVENT)
+				r->info.events++;
+			else
+				r->info.records++;
+			return 1;
+		}
+		/* end of chunk: validated, so nothing else can happen here */
+		r->have_chunk = 0;
+	}
+}

@@ -1,0 +1,211 @@
+/* Streaming reader for trace format v1 (include/gpumemtrace/format.h).
+ *
+ *     struct gmt_read_error err;
+ *     struct gmt_reader *r = gmt_reader_open(path, &err);
+ *     if (!r) { ... err.code, err.msg ... }
+ *     struct gmt_record rec;
+ *     while (gmt_reader_next(r, &rec)) { ... rec.type ... }
+ *     const struct gmt_read_info *info = gmt_reader_info(r); // how it ended
+ *     gmt_reader_rewind(r);  // a second pass: no reopen, no re-validation of the header
+ *     gmt_reader_close(r);
+ *
+ * The reader holds one chunk in memory at a time (at most
+ * GMT_CHUNK_MAX_PAYLOAD bytes plus scratch), never the whole file. A chunk is
+ * checked whole (header, length, CRC32C of its payload, every record decodes
+ * within it) before any of its records is handed out, so a consumer never
+ * sees half of a bad chunk. The first bad or short chunk ends the readable
+ * part; gmt_reader_info says why and how many bytes were left unread.
+ *
+ * Everything a record points to (strings, arrays) stays valid until the next
+ * gmt_reader_next, gmt_reader_rewind or gmt_reader_close. */
+#ifndef GMT_READER_H
+#define GMT_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gpumemtrace/format.h>
+
+/* Why gmt_reader_open failed. */
+enum gmt_read_err {
+	GMT_READ_OK = 0,
+	GMT_READ_ERR_OPEN = 1,	    /* cannot open, stat or read the file: errnum */
+	GMT_READ_ERR_NOT_TRACE = 2, /* bad magic, or too short for a header */
+	GMT_READ_ERR_VERSION = 3,   /* version newer than GMT_FORMAT_VERSION */
+	GMT_READ_ERR_HEADER = 4,    /* magic ok, header fields invalid */
+};
+
+struct gmt_read_error {
+	enum gmt_read_err code;
+	int errnum;    /* GMT_READ_ERR_OPEN: the errno */
+	char msg[256]; /* one line, no trailing newline, without the path */
+};
+
+/* The fixed header, decoded. */
+struct gmt_header {
+	uint16_t version;
+	uint16_t header_size;
+	uint8_t endian;
+	uint32_t features; /* GMT_FEAT_* */
+	uint64_t start_wall_ns;
+	uint64_t start_mono_ns;
+	uint32_t pid;
+};
+
+/* How the readable part ended. */
+enum gmt_read_stop {
+	GMT_STOP_NONE = 0,    /* still reading, or clean end of file at a chunk boundary */
+	GMT_STOP_TORN = 1,    /* a partial (or zero-filled) chunk at the end of the file */
+	GMT_STOP_CORRUPT = 2, /* a bad chunk with more file after it, or a bad record */
+	GMT_STOP_IO = 3,      /* read(2) failed: errno in stop_errnum */
+};
+
+struct gmt_read_info {
+	uint64_t file_size;	 /* at open time; a file still growing is read to here */
+	uint64_t chunks;	 /* good chunks read so far */
+	uint64_t records;	 /* records read so far (an EVENTS batch is one) */
+	uint64_t events;	 /* individual events read so far */
+	uint64_t readable_end;	 /* file offset just past the last good chunk */
+	uint64_t unreadable;	 /* bytes from readable_end to the end of the file */
+	uint64_t seq_first;	 /* seq of the first good chunk */
+	uint64_t seq_gaps;	 /* chunks whose seq is not the previous seq + 1 */
+	uint64_t unknown_chunks; /* chunks cut short by an unknown record tag */
+	uint64_t unknown_bytes;	 /* bytes skipped after those tags */
+	bool eof;		 /* gmt_reader_next has returned 0 */
+	bool complete;		 /* eof, and the last record read is a TRAILER */
+	enum gmt_read_stop stop;
+	uint64_t stop_offset; /* file offset of the bad chunk */
+	int stop_errnum;
+	char stop_msg[200]; /* why the bad chunk is bad, one line */
+};
+
+/* Record types handed out: the format's tags for records, plus two that are
+ * not records on disk. An EVENTS record comes as one GMT_REC_EVENTS (the
+ * batch head) followed by `count` GMT_REC_EVENT, fully decoded. */
+enum gmt_rec_type {
+	GMT_REC_PROCESS = GMT_TAG_PROCESS,
+	GMT_REC_MODULE = GMT_TAG_MODULE,
+	GMT_REC_DEVICE = GMT_TAG_DEVICE,
+	GMT_REC_STACK = GMT_TAG_STACK,
+	GMT_REC_THREAD = GMT_TAG_THREAD,
+	GMT_REC_EVENTS = GMT_TAG_EVENTS,
+	GMT_REC_LOST = GMT_TAG_LOST,
+	GMT_REC_SYMBOL = GMT_TAG_SYMBOL,
+	GMT_REC_NOTE = GMT_TAG_NOTE,
+	GMT_REC_TRAILER = GMT_TAG_TRAILER,
+	GMT_REC_EVENT = 64, /* one event of an EVENTS batch */
+	GMT_REC_CHUNK = 65, /* a chunk begins: its records follow */
+};
+
+/* A string from the trace: a NUL-terminated copy (s[len] == 0). The bytes
+ * are whatever was written: they may hold NULs or invalid UTF-8. */
+struct gmt_str {
+	const char *s;
+	size_t len;
+};
+
+struct gmt_blob {
+	const uint8_t *p;
+	size_t len;
+};
+
+struct gmt_env {
+	struct gmt_str key, value;
+};
+
+struct gmt_stack_node {
+	uint64_t id; /* implicit: 1, 2, 3... across the file */
+	uint64_t parent;
+	uint64_t ip;
+};
+
+struct gmt_event {
+	uint64_t index;	  /* 0, 1, 2... across the file */
+	uint64_t time_ns; /* absolute, CLOCK_MONOTONIC like the header's start_mono */
+	uint64_t tid;
+	uint32_t api;	 /* GMT_API_* (may be an id this build does not know) */
+	uint32_t flags;	 /* GMT_EV_* bits of the head, as written */
+	uint64_t result; /* 0 unless GMT_EV_FAILED */
+	int64_t device;	 /* -1: host or unknown */
+	uint64_t ptr, size, aux, aux2;
+	uint64_t stack_id;
+};
+
+struct gmt_record {
+	enum gmt_rec_type type;
+	uint64_t chunk_offset; /* file offset of the chunk holding it */
+	uint64_t offset;       /* file offset of the record's tag */
+	union {
+		struct {
+			uint64_t index, seq;
+			uint32_t payload_len, crc;
+		} chunk;
+		struct {
+			uint64_t pid, ppid, start_wall_ns;
+			struct gmt_str hostname, exe;
+			size_t argc;
+			const struct gmt_str *argv;
+			size_t nenv;
+			const struct gmt_env *env;
+		} process;
+		struct {
+			uint64_t id, load_bias, start, end;
+			struct gmt_str path;
+			struct gmt_blob build_id;
+		} module;
+		struct {
+			int64_t ordinal;
+			struct gmt_str name;
+			struct gmt_blob uuid;
+			uint64_t total_bytes, cc_major, cc_minor, driver_version;
+		} device;
+		struct {
+			size_t count;
+			const struct gmt_stack_node *nodes;
+		} stack;
+		struct {
+			uint64_t tid;
+			struct gmt_str name;
+		} thread;
+		struct {
+			uint64_t tid, base_time_ns, count;
+		} events;
+		struct gmt_event event;
+		struct {
+			uint64_t tid, count, time_ns;
+		} lost;
+		struct {
+			uint64_t ip, module_id;
+			struct gmt_str function, file;
+			uint64_t line;
+		} symbol;
+		struct {
+			uint64_t level;
+			struct gmt_str text;
+		} note;
+		struct {
+			uint64_t end_time_ns, events, lost, stack_nodes, reason;
+		} trailer;
+	} u;
+};
+
+/* NULL on failure, with *err filled (err may not be NULL). */
+struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err);
+void gmt_reader_close(struct gmt_reader *r);
+
+const struct gmt_header *gmt_reader_header(const struct gmt_reader *r);
+
+/* 1: *rec holds the next record. 0: the readable part is over (see
+ * gmt_reader_info); keeps returning 0 until a rewind. */
+int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec);
+
+/* Back to the first chunk, for another pass; counters restart. */
+void gmt_reader_rewind(struct gmt_reader *r);
+
+const struct gmt_read_info *gmt_reader_info(const struct gmt_reader *r);
+
+/* "PROCESS", "EVENT", ... ; "?" for anything else. */
+const char *gmt_rec_type_name(int type);
+
+#endif

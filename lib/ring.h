@@ -1,0 +1,71 @@
+/* A single-producer, single-consumer byte ring per traced thread.
+ *
+ * The owning thread appends variable-size records; the flush thread is the
+ * only consumer. head and tail are byte counters that only grow; a record
+ * never wraps: when it does not fit before the end, a PAD record fills the
+ * gap and the record starts at offset 0. */
+#ifndef GMT_RING_H
+#define GMT_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum gmt_ring_rec_type {
+	GMT_RING_PAD = 0,
+	GMT_RING_EVENT = 1,
+	GMT_RING_THREAD = 2, /* body: the thread's name; nframes holds its length */
+};
+
+struct gmt_ring_hdr {
+	uint32_t len; /* whole record, header included, multiple of 8 */
+	uint16_t type;
+	uint16_t nframes;
+};
+
+/* An event as the hook saw it; the flush thread encodes it. */
+struct gmt_raw_event {
+	uint64_t time_ns;
+	uint64_t ptr, size, aux, aux2;
+	uint32_t result;
+	int32_t device;
+	uint16_t api;
+	uint16_t flags; /* GMT_EV_HAS_AUX | GMT_EV_HAS_AUX2 */
+	uint32_t pad_;
+	/* followed by nframes uint64_t return addresses, innermost first */
+};
+
+struct gmt_ring {
+	/* Producer-owned line. */
+	uint64_t head __attribute__((aligned(64)));
+	uint64_t lost;	   /* events dropped because the ring stayed full */
+	int wake_sent;	   /* producer asked for a drain and the consumer has not run */
+	/* Consumer-owned line. */
+	uint64_t tail __attribute__((aligned(64)));
+	uint64_t lost_reported;
+	/* Shared, set once. */
+	uint8_t *buf __attribute__((aligned(64)));
+	size_t cap; /* power of two */
+	int tid;
+	int exited; /* the owner thread is gone: drain, then free */
+	struct gmt_ring *next;
+};
+
+struct gmt_ring *gmt_ring_new(size_t cap, int tid);
+void gmt_ring_free(struct gmt_ring *r);
+
+/* Producer: reserve `len` bytes (header included, rounded to 8). Returns
+ * NULL if the ring is full right now. */
+void *gmt_ring_reserve(struct gmt_ring *r, size_t len);
+/* Producer: publish the record reserved last; returns the bytes now used. */
+size_t gmt_ring_commit(struct gmt_ring *r, size_t len);
+
+/* Consumer: call fn on every published record, then free their space. */
+typedef void (*gmt_ring_fn)(void *ctx, struct gmt_ring *r, const struct gmt_ring_hdr *h);
+size_t gmt_ring_drain(struct gmt_ring *r, gmt_ring_fn fn, void *ctx);
+
+static inline size_t gmt_ring_align(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+#endif

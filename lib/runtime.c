@@ -1,0 +1,455 @@
+/* The tracer's life: configuration, per-thread rings, the flush thread,
+ * fork, and the end of the process.
+ *
+ * Locks, always taken in this order: flush_lock (owns the writer), then
+ * setup_lock (the ring list, file creation). The event path takes neither,
+ * except on a thread's first event. */
+#include <errno.h>
+#include <linux/futex.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "log.h"
+#include "ring.h"
+#include "settings.h"
+#include "tracer.h"
+#include "writer.h"
+
+__thread int gmt_tls_depth __attribute__((tls_model("initial-exec")));
+static __thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
+
+enum state {
+	ST_UNCONFIGURED = 0,
+	ST_IDLE,     /* configured; the file is created at the first event */
+	ST_ACTIVE,   /* file open, flush thread running */
+	ST_FINISHED, /* final trailer written; late events are written at once */
+	ST_OFF,	     /* disabled, AT_SECURE, or the trace could not be written */
+};
+
+static struct {
+	int state;
+	struct gmt_settings set;
+	pthread_mutex_t setup_lock;
+	pthread_mutex_t flush_lock;
+	struct gmt_ring *rings;
+	struct gmt_writer w;
+	pthread_t flusher;
+	int flusher_running;
+	int stop;
+	uint32_t wake; /* futex word: bumped to get the flush thread going */
+	pid_t pid;
+	pthread_key_t key;
+	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
+	size_t ring_cap;
+} g = {
+	.setup_lock = PTHREAD_MUTEX_INITIALIZER,
+	.flush_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static int load_state(void)
+{
+	return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE);
+}
+
+static void set_state(int st)
+{
+	__atomic_store_n(&g.state, st, __ATOMIC_RELEASE);
+}
+
+static void wake_flusher(void)
+{
+	/* Pairs with the load of g.wake before FUTEX_WAIT in flusher_main. */
+	__atomic_add_fetch(&g.wake, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &g.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* ---- configuration ---------------------------------------------------- */
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t me = (uintptr_t)&gmt_record;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (ph->p_type == PT_LOAD && me >= lo && me < hi) {
+			g.self_lo = lo;
+			g.self_hi = hi;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+static void thread_gone(void *ring);
+
+static void configure_locked(void)
+{
+	if (g.state != ST_UNCONFIGURED)
+		return;
+	if (getauxval(AT_SECURE)) {
+		/* setuid and friends: do nothing at all, not even read settings. */
+		set_state(ST_OFF);
+		return;
+	}
+	gmt_settings_load(&g.set);
+	if (g.set.disabled) {
+		set_state(ST_OFF);
+		return;
+	}
+	size_t cap = 4096;
+	while (cap < g.set.ring_bytes)
+		cap <<= 1;
+	g.ring_cap = cap;
+	g.pid = getpid();
+	g.w.fd = -1;
+	dl_iterate_phdr(find_self, NULL);
+	if (pthread_key_create(&g.key, thread_gone) != 0 ||
+	    pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
+		gmt_log("cannot set up thread tracking; tracing is off");
+		set_state(ST_OFF);
+		return;
+	}
+	set_state(ST_IDLE);
+}
+
+int gmt_tracing(void)
+{
+	int st = load_state();
+	if (st == ST_UNCONFIGURED) {
+		pthread_mutex_lock(&g.setup_lock);
+		configure_locked();
+		pthread_mutex_unlock(&g.setup_lock);
+		st = load_state();
+	}
+	return st != ST_OFF;
+}
+
+__attribute__((constructor)) static void at_load(void)
+{
+	gmt_tracing();
+}
+
+/* ---- the flush thread -------------------------------------------------- */
+
+/* Moves everything the rings hold into the writer. Caller holds flush_lock. */
+static void flush_cycle(void)
+{
+	struct gmt_writer *w = &g.w;
+	gmt_writer_scan_modules(w);
+	gmt_writer_devices(w);
+
+	pthread_mutex_lock(&g.setup_lock);
+	struct gmt_ring *list = g.rings; /* rings are only prepended: a safe snapshot */
+	pthread_mutex_unlock(&g.setup_lock);
+
+	int any_exited = 0;
+	for (struct gmt_ring *r = list; r; r = r->next) {
+		/* Read `exited` before draining: pairs with its release store in
+		 * thread_gone, so the owner's last records are visible to us. */
+		int exited = __atomic_load_n(&r->exited, __ATOMIC_ACQUIRE);
+		gmt_ring_drain(r, (gmt_ring_fn)gmt_writer_ring_record, w);
+		__atomic_store_n(&r->wake_sent, 0, __ATOMIC_RELAXED);
+		gmt_writer_end_batch(w);
+		uint64_t lost = __atomic_load_n(&r->lost, __ATOMIC_RELAXED);
+		if (lost > r->lost_reported) {
+			gmt_writer_lost(w, r->tid, lost - r->lost_reported, gmt_now_ns());
+			r->lost_reported = lost;
+		}
+		any_exited |= exited;
+	}
+	if (any_exited) {
+		pthread_mutex_lock(&g.setup_lock);
+		for (struct gmt_ring **pp = &g.rings; *pp;) {
+			struct gmt_ring *r = *pp;
+			if (__atomic_load_n(&r->exited, __ATOMIC_ACQUIRE) &&
+			    __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == r->tail) {
+				*pp = r->next;
+				gmt_ring_free(r);
+			} else {
+				pp = &r->next;
+			}
+		}
+		pthread_mutex_unlock(&g.setup_lock);
+	}
+	if (gmt_writer_flush(w) < 0)
+		set_state(ST_OFF); /* writing failed: stop tracing, the program runs on */
+}
+
+static void *flusher_main(void *arg)
+{
+	gmt_enter(); /* nothing this thread does is the program's */
+	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
+	while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
+		uint32_t seen = __atomic_load_n(&g.wake, __ATOMIC_ACQUIRE);
+		struct timespec ts = {g.set.flush_ms / 1000, (long)(g.set.flush_ms % 1000) * 1000000};
+		syscall(SYS_futex, &g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		pthread_mutex_lock(&g.flush_lock);
+		if (load_state() == ST_ACTIVE)
+			flush_cycle();
+		pthread_mutex_unlock(&g.flush_lock);
+	}
+	return NULL;
+}
+
+static int start_flusher(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	/* The flush thread inherits a full mask: no signal of the program's is
+	 * ever handled on it, and SIGXFSZ from a full disk cannot kill. */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&g.flusher, NULL, flusher_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	g.flusher_running = rc == 0;
+	return rc;
+}
+
+/* ---- per-thread rings ----------------------------------------------------- */
+
+static void push_thread_name(struct gmt_ring *r)
+{
+	char name[16] = "";
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	size_t n = strnlen(name, sizeof name);
+	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + n);
+	struct gmt_ring_hdr *h = gmt_ring_reserve(r, len);
+	if (!h)
+		return;
+	h->len = (uint32_t)len;
+	h->type = GMT_RING_THREAD;
+	h->nframes = (uint16_t)n;
+	memcpy(h + 1, name, n);
+	gmt_ring_commit(r, len);
+}
+
+/* A thread's first event: the only one that locks and allocates. */
+static struct gmt_ring *ring_for_this_thread(void)
+{
+	pthread_mutex_lock(&g.setup_lock);
+	if (g.state == ST_IDLE) {
+		/* The process's first event creates the file. */
+		if (gmt_writer_open(&g.w, g.set.output_template, g.set.stack_depth) != 0) {
+			gmt_log("cannot create trace file from '%s': %s; tracing is off, the program "
+				"runs on",
+				g.set.output_template, strerror(errno));
+			gmt_writer_abandon(&g.w);
+			set_state(ST_OFF);
+		} else if (start_flusher() != 0) {
+			gmt_log("cannot start the flush thread; tracing is off");
+			set_state(ST_OFF);
+		} else {
+			set_state(ST_ACTIVE);
+		}
+	}
+	struct gmt_ring *r = NULL;
+	if (g.state == ST_ACTIVE || g.state == ST_FINISHED) {
+		r = gmt_ring_new(g.ring_cap, (int)syscall(SYS_gettid));
+		if (r) {
+			r->next = g.rings;
+			g.rings = r;
+		}
+	}
+	pthread_mutex_unlock(&g.setup_lock);
+	if (!r)
+		return NULL;
+	tls_ring = r;
+	pthread_setspecific(g.key, r);
+	push_thread_name(r);
+	return r;
+}
+
+static void thread_gone(void *ring)
+{
+	struct gmt_ring *r = ring;
+	tls_ring = NULL; /* a later event on this thread gets a fresh ring */
+	/* Pairs with the acquire load in flush_cycle. */
+	__atomic_store_n(&r->exited, 1, __ATOMIC_RELEASE);
+	if (g.flusher_running)
+		wake_flusher();
+}
+
+/* With the flush thread gone (after the final trailer), whoever records
+ * writes: the trace stays complete even for frees in late destructors. */
+static void flush_now_with_trailer(unsigned reason)
+{
+	flush_cycle();
+	if (g.set.symbolize)
+		gmt_writer_symbols(&g.w);
+	gmt_writer_trailer(&g.w, reason, gmt_now_ns());
+	if (gmt_writer_flush(&g.w) < 0)
+		set_state(ST_OFF);
+}
+
+static void *wait_for_space(struct gmt_ring *r, size_t len)
+{
+	if (load_state() == ST_FINISHED) {
+		pthread_mutex_lock(&g.flush_lock);
+		if (load_state() == ST_FINISHED)
+			flush_cycle();
+		pthread_mutex_unlock(&g.flush_lock);
+		return gmt_ring_reserve(r, len);
+	}
+	uint64_t deadline = gmt_now_ns() + (uint64_t)g.set.full_wait_ms * 1000000u;
+	long nap = 20000;
+	do {
+		wake_flusher();
+		struct timespec ts = {0, nap};
+		nanosleep(&ts, NULL);
+		nap = nap < 1000000 ? nap * 2 : nap;
+		void *p = gmt_ring_reserve(r, len);
+		if (p)
+			return p;
+	} while (gmt_now_ns() < deadline && load_state() == ST_ACTIVE);
+	return NULL;
+}
+
+static unsigned capture_stack(uint64_t *ips, unsigned depth)
+{
+	enum { SLACK = 8 }; /* our own frames, trimmed below */
+	int n = unw_backtrace((void **)ips, (int)(depth + SLACK));
+	if (n <= 0)
+		return 0;
+	unsigned skip = 0;
+	while (skip < (unsigned)n && ips[skip] >= g.self_lo && ips[skip] < g.self_hi)
+		skip++;
+	unsigned keep = (unsigned)n - skip;
+	if (keep > depth)
+		keep = depth;
+	memmove(ips, ips + skip, keep * sizeof *ips);
+	return keep;
+}
+
+void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
+		uint64_t aux, uint64_t aux2, unsigned flags)
+{
+	int saved_errno = errno;
+	gmt_enter();
+	struct gmt_ring *r = tls_ring;
+	if (load_state() == ST_OFF)
+		goto out;
+	if (!r && (!gmt_tracing() || !(r = ring_for_this_thread())))
+		goto out;
+
+	uint64_t ips[GMT_MAX_STACK_DEPTH + 16];
+	unsigned nframes = g.set.stack_depth ? capture_stack(ips, (unsigned)g.set.stack_depth) : 0;
+	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + sizeof(struct gmt_raw_event) +
+				    nframes * sizeof(uint64_t));
+	struct gmt_ring_hdr *h = gmt_ring_reserve(r, len);
+	if (!h)
+		h = wait_for_space(r, len);
+	if (!h) {
+		/* Counted, and written as a LOST record by the flush thread. */
+		__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
+		goto out;
+	}
+	h->len = (uint32_t)len;
+	h->type = GMT_RING_EVENT;
+	h->nframes = (uint16_t)nframes;
+	struct gmt_raw_event *e = (void *)(h + 1);
+	e->time_ns = gmt_now_ns();
+	e->ptr = ptr;
+	e->size = size;
+	e->aux = aux;
+	e->aux2 = aux2;
+	e->result = result;
+	e->device = device;
+	e->api = (uint16_t)api;
+	e->flags = (uint16_t)flags;
+	memcpy(e + 1, ips, nframes * sizeof *ips);
+	size_t used = gmt_ring_commit(r, len);
+
+	if (load_state() == ST_FINISHED) {
+		pthread_mutex_lock(&g.flush_lock);
+		if (load_state() == ST_FINISHED)
+			flush_now_with_trailer(GMT_END_EXIT);
+		pthread_mutex_unlock(&g.flush_lock);
+	} else if (used >= r->cap / 2 && !__atomic_load_n(&r->wake_sent, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&r->wake_sent, 1, __ATOMIC_RELAXED);
+		wake_flusher();
+	}
+out:
+	gmt_leave();
+	errno = saved_errno;
+}
+
+/* ---- the end ------------------------------------------------------------ */
+
+void gmt_finish(enum gmt_end_reason reason)
+{
+	int saved_errno = errno;
+	gmt_enter();
+	/* A vfork child shares our memory but is not us: leave the trace be. */
+	if (load_state() != ST_ACTIVE || getpid() != g.pid)
+		goto out;
+	if (reason != GMT_END_EXEC && g.flusher_running && !pthread_equal(pthread_self(), g.flusher)) {
+		__atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);
+		wake_flusher();
+		pthread_join(g.flusher, NULL);
+		g.flusher_running = 0;
+	}
+	pthread_mutex_lock(&g.flush_lock);
+	if (load_state() == ST_ACTIVE) {
+		if (reason != GMT_END_EXEC)
+			set_state(ST_FINISHED);
+		flush_now_with_trailer(reason);
+	}
+	pthread_mutex_unlock(&g.flush_lock);
+out:
+	gmt_leave();
+	errno = saved_errno;
+}
+
+__attribute__((destructor)) static void at_unload(void)
+{
+	gmt_finish(GMT_END_EXIT);
+}
+
+/* ---- fork -------------------------------------------------------------------- */
+
+static void fork_prepare(void)
+{
+	/* The child gets the writer and ring list at a consistent point. */
+	pthread_mutex_lock(&g.flush_lock);
+	pthread_mutex_lock(&g.setup_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&g.setup_lock);
+	pthread_mutex_unlock(&g.flush_lock);
+}
+
+static void fork_child(void)
+{
+	/* The child traces itself into a file of its own, made at its first
+	 * event; what the rings hold is the parent's, and the parent writes it. */
+	for (struct gmt_ring *r = g.rings, *next; r; r = next) {
+		next = r->next;
+		gmt_ring_free(r);
+	}
+	g.rings = NULL;
+	tls_ring = NULL;
+	pthread_setspecific(g.key, NULL);
+	gmt_writer_abandon(&g.w);
+	g.flusher_running = 0;
+	g.stop = 0;
+	g.pid = getpid();
+	if (g.state == ST_ACTIVE || g.state == ST_FINISHED)
+		set_state(ST_IDLE);
+	pthread_mutex_unlock(&g.setup_lock);
+	pthread_mutex_unlock(&g.flush_lock);
+}

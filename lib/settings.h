@@ -1,0 +1,22 @@
+/* GPUMEMTRACE_* environment settings, read once. A bad value gets one
+ * warning and the default; it never stops the traced program. */
+#ifndef GMT_SETTINGS_H
+#define GMT_SETTINGS_H
+
+#include <stddef.h>
+
+struct gmt_settings {
+	const char *output_template; /* GPUMEMTRACE_OUTPUT, default gpumemtrace.%p.gmt */
+	int stack_depth;	     /* GPUMEMTRACE_STACK_DEPTH, 0..256, default 64 */
+	int flush_ms;		     /* GPUMEMTRACE_FLUSH_MS, 1..60000, default 100 */
+	size_t ring_bytes;	     /* GPUMEMTRACE_RING_KB, 64..65536, default 1024 */
+	int full_wait_ms;	     /* GPUMEMTRACE_FULL_WAIT_MS, 0..60000, default 1000 */
+	int symbolize;		     /* GPUMEMTRACE_SYMBOLIZE, 0 or 1, default 1 */
+	int disabled;		     /* GPUMEMTRACE_DISABLE=1 */
+};
+
+#define GMT_MAX_STACK_DEPTH 256
+
+void gmt_settings_load(struct gmt_settings *s);
+
+#endif

@@ -1,0 +1,50 @@
+/* The tracer core as the hooks see it. */
+#ifndef GMT_TRACER_H
+#define GMT_TRACER_H
+
+#include <stdint.h>
+
+#include "gpumemtrace/format.h"
+
+#define GMT_INTERNAL __attribute__((visibility("hidden")))
+
+/* Nesting guard: a runtime call that reaches the driver inside is one event.
+ * initial-exec TLS is a plain %fs-relative access: it can never call
+ * __tls_get_addr (which may malloc) from inside a hook. */
+extern __thread int gmt_tls_depth __attribute__((tls_model("initial-exec")));
+
+static inline int gmt_nested(void)
+{
+	return gmt_tls_depth > 0;
+}
+static inline void gmt_enter(void)
+{
+	gmt_tls_depth++;
+}
+static inline void gmt_leave(void)
+{
+	gmt_tls_depth--;
+}
+
+/* 0 when the hooks should only forward: tracing off, AT_SECURE, or setup
+ * failed. Initializes on first use, so it works before our constructor. */
+int gmt_tracing(void);
+
+/* Records one call. Preserves errno. `flags` is GMT_EV_HAS_AUX/AUX2. */
+void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
+		uint64_t aux, uint64_t aux2, unsigned flags);
+
+/* Flushes everything and writes a trailer (exit, _exit, exec). */
+void gmt_finish(enum gmt_end_reason reason);
+
+/* Provided by the hooks: device facts, called from the flush thread. */
+struct gmt_device_info {
+	char name[256];
+	uint8_t uuid[16];
+	uint64_t total_bytes;
+	int cc_major, cc_minor, driver_version;
+};
+int gmt_driver_device_count(void); /* -1: CUDA not initialized by the program yet */
+int gmt_driver_device_info(int ordinal, struct gmt_device_info *out);
+
+#endif

@@ -1,0 +1,578 @@
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "codec.h"
+#include "gpumemtrace/format.h"
+#include "log.h"
+#include "symbolize.h"
+#include "tracer.h"
+
+#define CHUNK_TARGET (256u << 10) /* write a chunk once this much is pending */
+#define BATCH_TARGET (64u << 10)  /* close an EVENTS record at this size */
+#define STACK_BATCH 4096	  /* nodes per STACK record */
+
+/* The environment that shapes GPU memory, kept in the process record. */
+static const char *const recorded_env[] = {
+	"CUDA_VISIBLE_DEVICES",		 "CUDA_MODULE_LOADING",		  "PYTORCH_CUDA_ALLOC_CONF",
+	"PYTORCH_NO_CUDA_MEMORY_CACHING", "TF_FORCE_GPU_ALLOW_GROWTH",	  "TF_GPU_ALLOCATOR",
+	"XLA_PYTHON_CLIENT_PREALLOCATE",  "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR",
+	"NCCL_CUMEM_ENABLE",
+};
+
+struct gmt_ipset {
+	uint64_t ip;
+	UT_hash_handle hh;
+};
+
+uint64_t gmt_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- chunk buffer ---------------------------------------------------- */
+
+/* Room for `n` more payload bytes; writes the pending chunk first when a
+ * record would push it past its target size. */
+static uint8_t *room(struct gmt_writer *w, size_t n)
+{
+	if (w->len > GMT_CHUNK_HEADER_SIZE && w->len + n > CHUNK_TARGET)
+		gmt_writer_flush(w);
+	if (w->len + n > w->cap) {
+		size_t cap = w->cap ? w->cap : CHUNK_TARGET + 4096;
+		while (cap < w->len + n)
+			cap *= 2;
+		uint8_t *c = realloc(w->chunk, cap);
+		if (!c)
+			return NULL;
+		w->chunk = c;
+		w->cap = cap;
+	}
+	return w->chunk + w->len;
+}
+
+static void commit(struct gmt_writer *w, uint8_t *end)
+{
+	w->len = (size_t)(end - w->chunk);
+}
+
+static uint8_t *put_str(uint8_t *p, const void *s, size_t n)
+{
+	p = gmt_put_varint(p, n);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
+{
+	/* RLIMIT_FSIZE raises SIGXFSZ in the writing thread, whose default
+	 * action kills the program. Block it here (the flush thread has every
+	 * signal blocked already) and swallow the one our write raised. */
+	sigset_t xfsz, old;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	while (n && !w->failed) {
+		ssize_t k = write(w->fd, buf, n);
+		if (k > 0) {
+			buf += k;
+			n -= (size_t)k;
+		} else if (k < 0 && errno == EINTR) {
+			continue;
+		} else {
+			int err = k < 0 ? errno : ENOSPC;
+			if (err == EFBIG) {
+				struct timespec zero = {0, 0};
+				sigtimedwait(&xfsz, NULL, &zero);
+			}
+			gmt_log("cannot write %s: %s; tracing stops here, the program runs on", w->path,
+				strerror(err));
+			w->failed = 1;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+int gmt_writer_flush(struct gmt_writer *w)
+{
+	if (w->failed)
+		return -1;
+	if (w->len <= GMT_CHUNK_HEADER_SIZE)
+		return 0;
+	uint32_t payload = (uint32_t)(w->len - GMT_CHUNK_HEADER_SIZE);
+	gmt_put_le32(w->chunk, GMT_CHUNK_MAGIC);
+	gmt_put_le32(w->chunk + 4, payload);
+	gmt_put_le32(w->chunk + 8, w->seq++);
+	gmt_put_le32(w->chunk + 12, gmt_crc32c(0, w->chunk + GMT_CHUNK_HEADER_SIZE, payload));
+	/* One write per chunk: a kill leaves whole chunks and one torn tail. */
+	write_all(w, w->chunk, w->len);
+	w->len = GMT_CHUNK_HEADER_SIZE;
+	return w->failed ? -1 : 0;
+}
+
+/* ---- opening --------------------------------------------------------- */
+
+static const char *rank_string(void)
+{
+	static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return v;
+	}
+	return "0";
+}
+
+/* Expands %p %h %r %% into out. Returns -1 if it does not fit. */
+static int expand_template(const char *t, char *out, size_t size)
+{
+	char host[256] = "unknown", pid[24];
+	gethostname(host, sizeof host - 1);
+	host[sizeof host - 1] = '\0';
+	gmt_format(pid, sizeof pid, "%d", (int)getpid());
+	size_t n = 0;
+	for (; *t; t++) {
+		const char *add = NULL;
+		char one[2] = {*t, 0};
+		if (*t == '%' && t[1]) {
+			t++;
+			add = *t == 'p' ? pid : *t == 'h' ? host : *t == 'r' ? rank_string() : NULL;
+			if (!add) {
+				one[0] = *t; /* %% and unknown ones: the character itself */
+				add = one;
+			}
+		} else {
+			add = one;
+		}
+		size_t k = strlen(add);
+		if (n + k + 16 >= size) /* leave room for a .N suffix */
+			return -1;
+		memcpy(out + n, add, k);
+		n += k;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+static int create_exclusive(struct gmt_writer *w, const char *base)
+{
+	size_t blen = strlen(base);
+	int has_ext = blen > 4 && !strcmp(base + blen - 4, ".gmt");
+	for (int attempt = 0; attempt < 1000; attempt++) {
+		if (!attempt) {
+			memcpy(w->path, base, blen + 1);
+		} else if (has_ext) { /* gpumemtrace.42.gmt -> gpumemtrace.42.1.gmt */
+			memcpy(w->path, base, blen - 4);
+			gmt_format(w->path + blen - 4, sizeof w->path - (blen - 4), ".%d.gmt", attempt);
+		} else {
+			gmt_format(w->path, sizeof w->path, "%s.%d", base, attempt);
+		}
+		/* O_EXCL never follows a symlink and never truncates. */
+		int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+static size_t read_small_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t n = 0;
+	ssize_t k;
+	while (n < size && (k = read(fd, buf + n, size - n)) > 0)
+		n += (size_t)k;
+	close(fd);
+	return n;
+}
+
+static void put_process(struct gmt_writer *w)
+{
+	char host[256] = "", exe[4096] = "";
+	gethostname(host, sizeof host - 1);
+	ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[el > 0 ? el : 0] = '\0';
+	static char cmdline[32768];
+	size_t cl = read_small_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+
+	size_t need = 64 + strlen(host) + strlen(exe) + cl + 2 * GMT_VARINT_MAX * 64;
+	for (size_t i = 0; i < sizeof recorded_env / sizeof *recorded_env; i++) {
+		const char *v = getenv(recorded_env[i]);
+		need += v ? strlen(recorded_env[i]) + strlen(v) + 2 * GMT_VARINT_MAX : 0;
+	}
+	uint8_t *p = room(w, need);
+	if (!p)
+		return;
+	p = gmt_put_varint(p, GMT_TAG_PROCESS);
+	p = gmt_put_varint(p, (uint64_t)getpid());
+	p = gmt_put_varint(p, (uint64_t)getppid());
+	p = gmt_put_varint(p, wall_ns());
+	p = put_str(p, host, strlen(host));
+	p = put_str(p, exe, strlen(exe));
+	uint64_t argc = 0;
+	for (size_t i = 0; i < cl; i++)
+		argc += cmdline[i] == '\0';
+	if (cl && cmdline[cl - 1] != '\0')
+		argc++; /* truncated last argument */
+	p = gmt_put_varint(p, argc);
+	for (size_t i = 0; i < cl;) {
+		size_t k = strnlen(cmdline + i, cl - i);
+		p = put_str(p, cmdline + i, k);
+		i += k + 1;
+	}
+	uint64_t nenv = 0;
+	for (size_t i = 0; i < sizeof recorded_env / sizeof *recorded_env; i++)
+		nenv += getenv(recorded_env[i]) != NULL;
+	p = gmt_put_varint(p, nenv);
+	for (size_t i = 0; i < sizeof recorded_env / sizeof *recorded_env; i++) {
+		const char *v = getenv(recorded_env[i]);
+		if (!v)
+			continue;
+		p = put_str(p, recorded_env[i], strlen(recorded_env[i]));
+		p = put_str(p, v, strlen(v));
+	}
+	commit(w, p);
+}
+
+int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth)
+{
+	char base[4096];
+	if (expand_template(path_template, base, sizeof base) < 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int fd = create_exclusive(w, base);
+	if (fd < 0)
+		return -1;
+	w->fd = fd;
+	w->failed = 0;
+	w->len = GMT_CHUNK_HEADER_SIZE;
+	w->ev_tid = -1;
+
+	uint8_t hdr[GMT_HEADER_SIZE] = {0};
+	memcpy(hdr + GMT_HDR_MAGIC, GMT_MAGIC, GMT_MAGIC_LEN);
+	gmt_put_le16(hdr + GMT_HDR_VERSION, GMT_FORMAT_VERSION);
+	gmt_put_le16(hdr + GMT_HDR_HEADER_SIZE, GMT_HEADER_SIZE);
+	hdr[GMT_HDR_ENDIAN] = GMT_ENDIAN_LITTLE;
+	gmt_put_le32(hdr + GMT_HDR_FEATURES, stack_depth > 0 ? GMT_FEAT_STACKS : 0);
+	gmt_put_le64(hdr + GMT_HDR_START_WALL, wall_ns());
+	gmt_put_le64(hdr + GMT_HDR_START_MONO, gmt_now_ns());
+	gmt_put_le32(hdr + GMT_HDR_PID, (uint32_t)getpid());
+	write_all(w, hdr, sizeof hdr);
+
+	put_process(w);
+	gmt_writer_scan_modules(w);
+	gmt_writer_flush(w);
+	return w->failed ? -1 : 0;
+}
+
+static void free_state(struct gmt_writer *w)
+{
+	struct gmt_ipset *e, *t;
+	HASH_ITER(hh, w->symbolized, e, t)
+	{
+		HASH_DEL(w->symbolized, e);
+		free(e);
+	}
+	gmt_symbolizer_free(w->sym);
+	gmt_stacks_reset(&w->stacks);
+	gmt_modules_reset(&w->modules);
+	free(w->chunk);
+	free(w->ev);
+	memset(w, 0, sizeof *w);
+	w->fd = -1;
+}
+
+void gmt_writer_close(struct gmt_writer *w)
+{
+	gmt_writer_flush(w);
+	if (w->fd >= 0)
+		close(w->fd);
+	free_state(w);
+}
+
+void gmt_writer_abandon(struct gmt_writer *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	free_state(w);
+}
+
+/* ---- records --------------------------------------------------------- */
+
+void gmt_writer_scan_modules(struct gmt_writer *w)
+{
+	gmt_modules_scan(&w->modules);
+	for (; w->modules_emitted < w->modules.n; w->modules_emitted++) {
+		const struct gmt_module *m = &w->modules.v[w->modules_emitted];
+		size_t plen = strlen(m->path);
+		uint8_t *p = room(w, plen + m->build_id_len + 8 * GMT_VARINT_MAX);
+		if (!p)
+			return;
+		p = gmt_put_varint(p, GMT_TAG_MODULE);
+		p = gmt_put_varint(p, m->id);
+		p = gmt_put_varint(p, m->load_bias);
+		p = gmt_put_varint(p, m->start);
+		p = gmt_put_varint(p, m->end);
+		p = put_str(p, m->path, plen);
+		p = put_str(p, m->build_id, m->build_id_len);
+		commit(w, p);
+	}
+}
+
+void gmt_writer_devices(struct gmt_writer *w)
+{
+	if (w->devices_done)
+		return;
+	int n = gmt_driver_device_count();
+	if (n < 0)
+		return; /* the program has not initialized CUDA yet: ask again later */
+	w->devices_done = 1;
+	for (int i = 0; i < n; i++) {
+		struct gmt_device_info d;
+		if (gmt_driver_device_info(i, &d) != 0)
+			continue;
+		size_t nl = strnlen(d.name, sizeof d.name);
+		uint8_t *p = room(w, nl + 16 + 8 * GMT_VARINT_MAX);
+		if (!p)
+			return;
+		p = gmt_put_varint(p, GMT_TAG_DEVICE);
+		p = gmt_put_varint(p, gmt_zigzag(i));
+		p = put_str(p, d.name, nl);
+		p = put_str(p, d.uuid, sizeof d.uuid);
+		p = gmt_put_varint(p, d.total_bytes);
+		p = gmt_put_varint(p, (uint64_t)d.cc_major);
+		p = gmt_put_varint(p, (uint64_t)d.cc_minor);
+		p = gmt_put_varint(p, (uint64_t)d.driver_version);
+		commit(w, p);
+	}
+}
+
+/* Stack nodes must be in the file before the events that name them. */
+static void put_new_nodes(struct gmt_writer *w)
+{
+	while (w->stacks.emitted < w->stacks.n) {
+		uint32_t first = w->stacks.emitted + 1;
+		uint32_t count = w->stacks.n - w->stacks.emitted;
+		if (count > STACK_BATCH)
+			count = STACK_BATCH;
+		uint8_t *p = room(w, (size_t)count * 2 * GMT_VARINT_MAX + 2 * GMT_VARINT_MAX);
+		if (!p)
+			return;
+		p = gmt_put_varint(p, GMT_TAG_STACK);
+		p = gmt_put_varint(p, count);
+		for (uint32_t id = first; id < first + count; id++) {
+			p = gmt_put_varint(p, w->stacks.parent[id]);
+			p = gmt_put_varint(p, w->stacks.ip[id]);
+		}
+		commit(w, p);
+		w->stacks.emitted += count;
+	}
+}
+
+void gmt_writer_end_batch(struct gmt_writer *w)
+{
+	put_new_nodes(w);
+	if (!w->ev_count)
+		return;
+	uint8_t *p = room(w, w->ev_len + 4 * GMT_VARINT_MAX);
+	if (p) {
+		p = gmt_put_varint(p, GMT_TAG_EVENTS);
+		p = gmt_put_varint(p, (uint64_t)w->ev_tid);
+		p = gmt_put_varint(p, w->ev_base);
+		p = gmt_put_varint(p, w->ev_count);
+		memcpy(p, w->ev, w->ev_len);
+		commit(w, p + w->ev_len);
+	}
+	w->ev_len = 0;
+	w->ev_count = 0;
+	w->ev_tid = -1;
+}
+
+/* One event, appended to the open EVENTS record (layout in format.h):
+ *
+ *   head  v (api << 4) | dev_changed << 3 | has_aux2 << 2 | has_aux << 1 | failed
+ *   dt    v time - previous time
+ *   dptr  z ptr - previous ptr
+ *   size  v
+ *   dstk  z stack - previous stack
+ *   [result v] [device z] [aux v] [aux2 v]
+ */
+static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event *e, uint32_t stack)
+{
+	if (w->ev_count && (w->ev_tid != tid || w->ev_len >= BATCH_TARGET ||
+			    e->time_ns < w->ev_prev_time))
+		gmt_writer_end_batch(w);
+	if (!w->ev_count) {
+		w->ev_tid = tid;
+		w->ev_base = w->ev_prev_time = e->time_ns;
+		w->ev_prev_ptr = 0;
+		w->ev_prev_stack = 0;
+		w->ev_prev_dev = 0;
+	}
+	if (w->ev_len + 10 * GMT_VARINT_MAX > w->ev_cap) {
+		size_t cap = w->ev_cap ? w->ev_cap * 2 : BATCH_TARGET + 1024;
+		uint8_t *b = realloc(w->ev, cap);
+		if (!b)
+			return;
+		w->ev = b;
+		w->ev_cap = cap;
+	}
+	unsigned head = (unsigned)e->api << GMT_EV_API_SHIFT | (e->flags & (GMT_EV_HAS_AUX | GMT_EV_HAS_AUX2));
+	if (e->result)
+		head |= GMT_EV_FAILED;
+	if (e->device != w->ev_prev_dev)
+		head |= GMT_EV_DEV_CHANGED;
+	uint8_t *p = w->ev + w->ev_len;
+	p = gmt_put_varint(p, head);
+	p = gmt_put_varint(p, e->time_ns - w->ev_prev_time);
+	p = gmt_put_varint(p, gmt_zigzag((int64_t)(e->ptr - w->ev_prev_ptr)));
+	p = gmt_put_varint(p, e->size);
+	p = gmt_put_varint(p, gmt_zigzag((int64_t)stack - (int64_t)w->ev_prev_stack));
+	if (head & GMT_EV_FAILED)
+		p = gmt_put_varint(p, e->result);
+	if (head & GMT_EV_DEV_CHANGED)
+		p = gmt_put_varint(p, gmt_zigzag(e->device));
+	if (head & GMT_EV_HAS_AUX)
+		p = gmt_put_varint(p, e->aux);
+	if (head & GMT_EV_HAS_AUX2)
+		p = gmt_put_varint(p, e->aux2);
+	w->ev_len = (size_t)(p - w->ev);
+	w->ev_count++;
+	w->ev_prev_time = e->time_ns;
+	w->ev_prev_ptr = e->ptr;
+	w->ev_prev_stack = stack;
+	w->ev_prev_dev = e->device;
+	w->events++;
+}
+
+static void put_thread(struct gmt_writer *w, int tid, const char *name, size_t len)
+{
+	gmt_writer_end_batch(w);
+	uint8_t *p = room(w, len + 3 * GMT_VARINT_MAX);
+	if (!p)
+		return;
+	p = gmt_put_varint(p, GMT_TAG_THREAD);
+	p = gmt_put_varint(p, (uint64_t)tid);
+	p = put_str(p, name, len);
+	commit(w, p);
+}
+
+void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const struct gmt_ring_hdr *h)
+{
+	const uint8_t *body = (const uint8_t *)(h + 1);
+	if (h->type == GMT_RING_EVENT) {
+		const struct gmt_raw_event *e = (const void *)body;
+		uint32_t stack = gmt_stacks_intern(&w->stacks, (const uint64_t *)(e + 1), h->nframes);
+		put_event(w, r->tid, e, stack);
+	} else if (h->type == GMT_RING_THREAD) {
+		put_thread(w, r->tid, (const char *)body, strnlen((const char *)body, h->nframes));
+	}
+}
+
+void gmt_writer_lost(struct gmt_writer *w, int tid, uint64_t count, uint64_t time_ns)
+{
+	gmt_writer_end_batch(w);
+	uint8_t *p = room(w, 4 * GMT_VARINT_MAX);
+	if (!p)
+		return;
+	p = gmt_put_varint(p, GMT_TAG_LOST);
+	p = gmt_put_varint(p, (uint64_t)tid);
+	p = gmt_put_varint(p, count);
+	p = gmt_put_varint(p, time_ns);
+	commit(w, p);
+	w->lost += count;
+}
+
+void gmt_writer_note(struct gmt_writer *w, int level, const char *text)
+{
+	gmt_writer_end_batch(w);
+	size_t n = strlen(text);
+	uint8_t *p = room(w, n + 3 * GMT_VARINT_MAX);
+	if (!p)
+		return;
+	p = gmt_put_varint(p, GMT_TAG_NOTE);
+	p = gmt_put_varint(p, (uint64_t)level);
+	p = put_str(p, text, n);
+	commit(w, p);
+}
+
+/* Names every frame the trace holds that has not been named yet, so the
+ * trace reads on a machine without these binaries. */
+void gmt_writer_symbols(struct gmt_writer *w)
+{
+	gmt_writer_end_batch(w);
+	if (w->nodes_symbolized >= w->stacks.n)
+		return;
+	gmt_writer_scan_modules(w);
+	if (!w->sym && !(w->sym = gmt_symbolizer_new()))
+		return;
+	struct gmt_symbolizer *sym = w->sym;
+	for (; w->sym_modules < w->modules.n; w->sym_modules++) {
+		const struct gmt_module *m = &w->modules.v[w->sym_modules];
+		gmt_symbolizer_add_module(sym, m->path, m->load_bias, m->start, m->end, NULL, 0);
+	}
+	for (uint32_t id = w->nodes_symbolized + 1; id <= w->stacks.n; id++) {
+		uint64_t ip = w->stacks.ip[id];
+		struct gmt_ipset *seen;
+		HASH_FIND(hh, w->symbolized, &ip, sizeof ip, seen);
+		if (seen || !(seen = calloc(1, sizeof *seen)))
+			continue;
+		seen->ip = ip;
+		HASH_ADD(hh, w->symbolized, ip, sizeof seen->ip, seen);
+
+		const struct gmt_module *m = gmt_modules_find(&w->modules, ip);
+		struct gmt_symbol s;
+		/* A return address points after the call: name the call itself. */
+		gmt_symbolize(sym, ip - 1, &s);
+		size_t fl = s.function ? strlen(s.function) : 0, il = s.file ? strlen(s.file) : 0;
+		uint8_t *p = room(w, fl + il + 6 * GMT_VARINT_MAX);
+		if (!p)
+			break;
+		p = gmt_put_varint(p, GMT_TAG_SYMBOL);
+		p = gmt_put_varint(p, ip);
+		p = gmt_put_varint(p, m ? m->id : 0);
+		p = put_str(p, s.function ? s.function : "", fl);
+		p = put_str(p, s.file ? s.file : "", il);
+		p = gmt_put_varint(p, s.line);
+		commit(w, p);
+	}
+	w->nodes_symbolized = w->stacks.n;
+}
+
+void gmt_writer_trailer(struct gmt_writer *w, unsigned reason, uint64_t end_ns)
+{
+	gmt_writer_end_batch(w);
+	uint8_t *p = room(w, 6 * GMT_VARINT_MAX);
+	if (!p)
+		return;
+	p = gmt_put_varint(p, GMT_TAG_TRAILER);
+	p = gmt_put_varint(p, end_ns);
+	p = gmt_put_varint(p, w->events);
+	p = gmt_put_varint(p, w->lost);
+	p = gmt_put_varint(p, w->stacks.n);
+	p = gmt_put_varint(p, reason);
+	commit(w, p);
+}

@@ -1,0 +1,68 @@
+/* Trace writer: encodes records into checksummed chunks and writes them.
+ * One owner at a time (the flush thread, or a finishing thread holding the
+ * flush lock), so nothing here locks. */
+#ifndef GMT_WRITER_H
+#define GMT_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "modules.h"
+#include "ring.h"
+#include "stacks.h"
+
+struct gmt_ipset;
+
+struct gmt_writer {
+	int fd;
+	int failed; /* a write failed: the trace ends at the last good chunk */
+	char path[4096];
+
+	uint8_t *chunk; /* GMT_CHUNK_HEADER_SIZE bytes of room, then payload */
+	size_t len, cap;
+	uint32_t seq;
+
+	/* The EVENTS record being built, one thread's batch. */
+	uint8_t *ev;
+	size_t ev_len, ev_cap;
+	uint32_t ev_count;
+	int ev_tid;
+	uint64_t ev_base, ev_prev_time, ev_prev_ptr;
+	uint32_t ev_prev_stack;
+	int32_t ev_prev_dev;
+
+	struct gmt_stacks stacks;
+	struct gmt_modules modules;
+	uint32_t modules_emitted;
+	uint32_t nodes_symbolized;
+	struct gmt_ipset *symbolized;
+	struct gmt_symbolizer *sym; /* kept: late events name only their new frames */
+	uint32_t sym_modules;	    /* modules registered with sym */
+	int devices_done;
+
+	uint64_t events, lost;
+};
+
+/* Creates the file from the template (never following a symlink, never
+ * overwriting: a taken name gets .1, .2 ... before .gmt) and writes the
+ * header and the process record. Returns 0, or -1 with errno set. */
+int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth);
+void gmt_writer_close(struct gmt_writer *w);
+/* Forgets everything without writing: the child side of fork. */
+void gmt_writer_abandon(struct gmt_writer *w);
+
+void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r,
+			    const struct gmt_ring_hdr *h);
+void gmt_writer_end_batch(struct gmt_writer *w);
+void gmt_writer_lost(struct gmt_writer *w, int tid, uint64_t count, uint64_t time_ns);
+void gmt_writer_scan_modules(struct gmt_writer *w);
+void gmt_writer_devices(struct gmt_writer *w);
+void gmt_writer_symbols(struct gmt_writer *w);
+void gmt_writer_note(struct gmt_writer *w, int level, const char *text);
+void gmt_writer_trailer(struct gmt_writer *w, unsigned reason, uint64_t end_ns);
+/* Writes the pending chunk. Returns 0, or -1 once writing has failed. */
+int gmt_writer_flush(struct gmt_writer *w);
+
+uint64_t gmt_now_ns(void);
+
+#endif

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages gpumemtrace needs to build and test.
+# Safe to run repeatedly: it installs only what is missing.
+#   --quiet   print nothing when everything is present
+set -euo pipefail
+quiet=0
+[ "${1:-}" = "--quiet" ] && quiet=1
+
+packages=(
+	build-essential   # cc, make
+	libunwind-dev     # native call stacks
+	uthash-dev        # hash tables
+	libdw-dev         # symbolization (elfutils)
+	libelf-dev
+	python3           # JSON checks in the integration tests
+	binutils          # nm, for the export-list test
+)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	[ $quiet -eq 1 ] || echo "install-deps: everything is installed"
+	exit 0
+fi
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq || echo "install-deps: apt-get update failed; trying the install anyway" >&2
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,5 @@
+/* The layout facts under hooks/cuda-types.h alone. */
+#include "cuda-types.h"
+#include "layout.h"
+
+GMT_LAYOUT_TABLE(gmt_layout_hooks_ours, GMT_LAYOUT_HOOKS, GMT_ROW_CONSTX_OURS)

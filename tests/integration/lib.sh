@@ -1,0 +1,29 @@
+# Helpers sourced by the integration tests (run from a fresh temp dir).
+set -euo pipefail
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "$*"; exit 77; }
+
+# Run a command under the tracer with the simulated CUDA on the library path.
+traced() {
+	LD_PRELOAD=$GMT_LIB LD_LIBRARY_PATH=$SIM_DIR:$PROG_DIR "$@"
+}
+untraced() {
+	LD_LIBRARY_PATH=$SIM_DIR:$PROG_DIR "$@"
+}
+
+# The one trace file in the current directory (fails if not exactly one).
+the_trace() {
+	local f=(gpumemtrace.*.gmt)
+	[ ${#f[@]} -eq 1 ] && [ -f "${f[0]}" ] || fail "expected one trace, found: ${f[*]}"
+	echo "${f[0]}"
+}
+
+# jq-free JSON queries: python3 is on every machine we support.
+json() { # file expr   e.g. json s.json 'd["calls"]["cudaMalloc"]["count"]'
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+expect_eq() { # what actual expected
+	[ "$2" == "$3" ] || fail "$1: got '$2', expected '$3'"
+}

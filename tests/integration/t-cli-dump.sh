@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# dump prints every record, one line each, and how the read ended.
+. "$(dirname "$0")/lib.sh"
+MKTRACE=$BUILD/tests/unit-tools/mktrace
+[ -x "$MKTRACE" ] || fail "$MKTRACE missing: make unit-tests"
+
+"$MKTRACE" all.gmt <<'T'
+header start_mono=1000000000 start_wall=1700000000000000000 pid=42 features=1
+process pid=42 ppid=1 wall=1700000000000000000 host=box exe=/bin/app arg=app arg="a b" env=CUDA_VISIBLE_DEVICES=1
+module id=1 bias=0 start=0x400000 end=0x500000 path=/bin/app buildid=00ff10
+device ord=0 name="Sim GPU" total=1073741824 cc=9.0 driver=12040
+stack parent=0 ip=0x400123
+thread tid=7 name=worker
+events tid=7 base=1000000000
+ev api=cudaMallocPitch t=1000000500 ptr=0x7f0000000000 size=51200 dev=0 stack=1 aux=512 aux2=500
+ev api=cudaMalloc t=1000001000 size=1099511627776 result=2 dev=1
+ev api=cuMemCreate t=1000002000 ptr=0x99 size=2097152 aux=1
+ev api=999 t=1000003000
+lost tid=7 count=4 t=1000004000
+symbol ip=0x400123 module=1 func=main file=app.c line=3
+note level=1 text="a \"quoted\" note"
+chunk
+trailer t=1000005000 events=4 lost=4 nodes=1 reason=1
+T
+"$GMT_CLI" dump all.gmt >d.txt 2>err || fail "dump exit $?: $(cat err)"
+[ ! -s err ] || fail "stderr: $(cat err)"
+has() { grep -Fq -- "$1" d.txt || fail "dump lacks '$1':
+$(cat d.txt)"; }
+has 'HEADER version 1 header_size 64 endian 1 (little) features 0x1 (stacks) pid 42 start_wall 2023-11-14T22:13:20.000000000Z start_mono 1000000000'
+has 'CHUNK #0 seq 0'
+has 'PROCESS pid 42 ppid 1 start_wall 2023-11-14T22:13:20.000000000Z host "box" exe "/bin/app" argv[2] ["app", "a b"] env[1] {"CUDA_VISIBLE_DEVICES": "1"}'
+has 'MODULE id 1 [0x400000, 0x500000) load_bias 0x0 path "/bin/app" build_id 00ff10'
+has 'DEVICE 0 name "Sim GPU" uuid - total 1073741824 (1.00 GiB) cc 9.0 driver 12040'
+has 'STACK 1 nodes: #1 parent 0 ip 0x400123'
+has 'THREAD tid 7 name "worker"'
+has 'EVENTS tid 7 base +0.000000000 count 4'
+has 'EVENT #0 +0.000000500 tid 7 cudaMallocPitch dev 0 ptr 0x7f0000000000 size 51200 (50.0 KiB) pitch 512 width 500 stack 1 ok'
+has 'EVENT #1 +0.000001000 tid 7 cudaMalloc dev 1 ptr 0x0 size 1099511627776 (1.00 TiB) stack 0 FAILED 2 (cudaErrorMemoryAllocation)'
+has 'EVENT #2 +0.000002000 tid 7 cuMemCreate dev 1 ptr 0x99 size 2097152 (2.00 MiB) location 1 (device) stack 0 ok'
+has 'EVENT #3 +0.000003000 tid 7 api#999 dev 1 ptr 0x0 size 0 stack 0 ok'
+has 'LOST tid 7 count 4 at +0.000004000'
+has 'SYMBOL 0x400123 module 1 function "main" file "app.c" line 3'
+has 'NOTE warning "a \"quoted\" note"'
+has 'TRAILER end +0.000005000 events 4 lost 4 stack_nodes 1 reason 1 (_exit)'
+tail -n 1 d.txt | grep -Eq '^END 2 chunks, 10 records, 4 events, ([0-9]+) of \1 bytes readable, complete$' ||
+	fail "last line: $(tail -n 1 d.txt)"
+# one line per record: 1 header + 1 comment + 2 chunks + 10 records + 4 events + END
+expect_eq lines "$(wc -l <d.txt)" 19
+
+# a reader that stops early is not an error (lib.sh sets pipefail)
+{ echo "events tid=1"; seq 1 20000 | awk '{ printf "ev api=cudaMalloc t=%d ptr=%d size=64 dev=0\n", $1, $1 * 4096 }'; } |
+	"$MKTRACE" big.gmt
+"$GMT_CLI" dump big.gmt | head -n 3 >head.txt || fail "dump | head: exit $?"
+expect_eq "head lines" "$(wc -l <head.txt)" 3
+"$GMT_CLI" dump big.gmt | grep -q 'EVENT #0 ' || fail "dump | grep -q: exit $?"
+echo ok

@@ -1,0 +1,54 @@
+/* Entry points the simulated CUDA exports beyond hooks/cuda-api.h's lists,
+ * as X-macro lists of the same shape: X(exported_name, base_name, (params)).
+ *
+ * Like cuda-api.h this header includes nothing, so tests/cuda-decls can
+ * expand the lists under the toolkit's own cuda.h and check every signature.
+ * Types not in hooks/cuda-types.h come from tests/sim/sim-cuda.h. */
+#ifndef SIM_API_H
+#define SIM_API_H
+
+/* Driver functions returning CUresult, declared by cuda.h as is. */
+#define SIM_DRIVER_EXTRA(X)                                                                        \
+	X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev))    \
+	X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, (CUdevice dev))                 \
+	X(cuCtxSetCurrent, cuCtxSetCurrent, (CUcontext ctx))                                       \
+	X(cuCtxDestroy_v2, cuCtxDestroy, (CUcontext ctx))                                          \
+	X(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity,                            \
+	  (size_t * granularity, const CUmemAllocationProp *prop,                                  \
+	   CUmemAllocationGranularity_flags option))                                               \
+	X(cuMemSetAccess, cuMemSetAccess,                                                          \
+	  (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count))               \
+	X(cuMemExportToShareableHandle, cuMemExportToShareableHandle,                              \
+	  (void *shareableHandle, CUmemGenericAllocationHandle handle,                             \
+	   CUmemAllocationHandleType handleType, unsigned long long flags))                        \
+	X(cuIpcGetMemHandle, cuIpcGetMemHandle, (CUipcMemHandle * pHandle, CUdeviceptr dptr))      \
+	X(cuGetErrorString, cuGetErrorString, (CUresult error, const char **pStr))
+
+/* Older ABIs the driver still exports under their unversioned (or _v2)
+ * names. cuda.h declares them only with __CUDA_API_VERSION_INTERNAL, where
+ * tests/cuda-decls checks them. The 32-bit cuMemAlloc family is the reason
+ * an interposer must never treat "cuMemAlloc" as "cuMemAlloc_v2". */
+#define SIM_DRIVER_OLD(X)                                                                          \
+	X(cuMemAlloc, cuMemAlloc, (unsigned int *dptr, unsigned int bytesize))                     \
+	X(cuMemAllocPitch, cuMemAllocPitch,                                                        \
+	  (unsigned int *dptr, unsigned int *pPitch, unsigned int WidthInBytes,                    \
+	   unsigned int Height, unsigned int ElementSizeBytes))                                    \
+	X(cuMemFree, cuMemFree, (unsigned int dptr))                                               \
+	X(cuMemAllocHost, cuMemAllocHost, (void **pp, unsigned int bytesize))                      \
+	X(cuMemHostRegister, cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags))    \
+	X(cuDeviceGetUuid, cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev))                         \
+	X(cuCtxCreate_v2, cuCtxCreate, (CUcontext * pctx, unsigned int flags, CUdevice dev))
+
+/* Runtime functions returning cudaError_t (cudaGetErrorString is apart). */
+#define SIM_RUNTIME_EXTRA(X)                                                                       \
+	X(cudaSetDevice, cudaSetDevice, (int device))                                              \
+	X(cudaGetDevice, cudaGetDevice, (int *device))                                             \
+	X(cudaGetDeviceCount, cudaGetDeviceCount, (int *count))                                    \
+	X(cudaDeviceSynchronize, cudaDeviceSynchronize, (void))                                    \
+	X(cudaGetLastError, cudaGetLastError, (void))                                              \
+	X(cudaPeekAtLastError, cudaPeekAtLastError, (void))                                        \
+	X(cudaMemGetInfo, cudaMemGetInfo, (size_t * free, size_t * total))                         \
+	X(cudaDriverGetVersion, cudaDriverGetVersion, (int *driverVersion))                        \
+	X(cudaIpcGetMemHandle, cudaIpcGetMemHandle, (cudaIpcMemHandle_t * handle, void *devPtr))
+
+#endif

@@ -1,0 +1,43 @@
+# The simulated CUDA driver and runtime the integration tests run on
+# (tests/sim/driver.c and runtime.c say what they simulate and why).
+#
+#   $(SIM_DIR)/libcuda.so.1       soname libcuda.so.1, -Bsymbolic (+ libcuda.so)
+#   $(SIM_DIR)/libcudart.so.13    cuda* symbols versioned libcudart.so.13
+#   $(SIM_DIR)/libcudart_static.a -fPIC -fvisibility=hidden, for embedding
+
+SIM_CFLAGS = $(ALL_CFLAGS) -Itests/sim
+SIM_HEADERS := tests/sim/sim-cuda.h tests/sim/sim-api.h hooks/cuda-types.h hooks/cuda-api.h
+SIM_LIBCUDA := $(SIM_DIR)/libcuda.so.1
+SIM_LIBCUDART := $(SIM_DIR)/libcudart.so.13
+SIM_CUDART_STATIC := $(SIM_DIR)/libcudart_static.a
+
+.PHONY: sim
+sim: $(SIM_LIBCUDA) $(SIM_DIR)/libcuda.so $(SIM_LIBCUDART) $(SIM_DIR)/libcudart.so \
+	$(SIM_CUDART_STATIC) ## build the simulated CUDA driver and runtime into build/sim
+
+# -Bsymbolic: the driver's own addresses (cuGetProcAddress answers) must be
+# its own functions, not the same-named exports of a preloaded tracer.
+$(SIM_LIBCUDA): tests/sim/driver.c $(SIM_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SIM_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs \
+		-o $@ $< -lpthread $(SAN_LDFLAGS)
+
+$(SIM_DIR)/libcuda.so: $(SIM_LIBCUDA)
+	ln -sf libcuda.so.1 $@
+
+$(SIM_LIBCUDART): tests/sim/runtime.c tests/sim/libcudart.map $(SIM_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SIM_CFLAGS) -fPIC -shared -Wl,-soname,libcudart.so.13 \
+		-Wl,--version-script=tests/sim/libcudart.map -Wl,-z,defs \
+		-o $@ $< -ldl -lpthread $(SAN_LDFLAGS)
+
+$(SIM_DIR)/libcudart.so: $(SIM_LIBCUDART)
+	ln -sf libcudart.so.13 $@
+
+$(SIM_DIR)/obj/runtime-static.o: tests/sim/runtime.c $(SIM_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SIM_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(SIM_CUDART_STATIC): $(SIM_DIR)/obj/runtime-static.o
+	rm -f $@
+	$(AR) rcs $@ $<

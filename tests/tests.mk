@@ -1,0 +1,28 @@
+# Tests: the simulated CUDA, the programs the integration tests trace, unit
+# tests and the runner. Each part keeps its rules in its own fragment.
+#
+# Conventions (tests/README.md):
+#   tests/unit/NAME.c          -> $(BUILD)/tests/unit/NAME, run directly
+#   tests/integration/t-*.sh   -> run by tests/run.sh with BUILD, GMT_LIB,
+#                                 GMT_CLI, SIM_DIR, PROG_DIR exported
+# Exit 0 passes, 77 skips, anything else fails.
+
+TEST_BUILD := $(BUILD)/tests
+SIM_DIR := $(BUILD)/sim
+PROG_DIR := $(TEST_BUILD)/progs
+
+include tests/sim/sim.mk
+include tests/progs/progs.mk
+# Unit tests of the library core link the pieces they test.
+UNIT_SRCS_test-ring := lib/ring.c
+UNIT_SRCS_test-stacks := lib/stacks.c
+include tests/unit/unit.mk
+include tests/life/life.mk
+
+.PHONY: test check
+test: ## install what is missing, build everything, run every test (last line: N passed, N failed)
+	@scripts/install-deps.sh --quiet
+	@$(MAKE) --no-print-directory check
+
+check: all sim progs life-progs demo-prog unit-tests ## build and run every test, without the dependency check
+	@BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) tests/run.sh $(T)

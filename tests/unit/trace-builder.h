@@ -1,0 +1,68 @@
+/* A test-only trace encoder: a second implementation of format v1, written
+ * from include/gpumemtrace/format.h alone (its own varint, zigzag,
+ * little-endian and CRC-32C code), so the reader is checked against the spec
+ * rather than against itself. Builds the whole file in memory. */
+#ifndef GMT_TRACE_BUILDER_H
+#define GMT_TRACE_BUILDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tb;
+
+struct tb_header {
+	uint16_t version;     /* default GMT_FORMAT_VERSION */
+	uint16_t header_size; /* default 64; bytes past 64 are zeros */
+	uint8_t endian;	      /* 0: GMT_ENDIAN_LITTLE */
+	uint32_t features;
+	uint64_t start_wall_ns, start_mono_ns;
+	uint32_t pid;
+};
+
+/* One event, in absolute values: the builder computes the deltas. */
+struct tb_event {
+	uint64_t time_ns;
+	uint32_t api;
+	uint64_t result; /* non-zero: failed */
+	int64_t device;
+	uint64_t ptr, size, aux, aux2, stack_id;
+};
+
+struct tb *tb_new(const struct tb_header *h); /* h may be NULL: defaults */
+void tb_free(struct tb *b);
+
+void tb_process(struct tb *b, uint64_t pid, uint64_t ppid, uint64_t start_wall_ns, const char *host,
+		const char *exe, int argc, const char *const *argv, int nenv,
+		const char *const *keys, const char *const *values);
+void tb_module(struct tb *b, uint64_t id, uint64_t bias, uint64_t start, uint64_t end,
+	       const char *path, const uint8_t *build_id, size_t build_id_len);
+void tb_device(struct tb *b, int64_t ordinal, const char *name, const uint8_t *uuid,
+	       size_t uuid_len, uint64_t total, uint64_t cc_major, uint64_t cc_minor,
+	       uint64_t driver);
+void tb_stack(struct tb *b, size_t count, const uint64_t *parents, const uint64_t *ips);
+void tb_thread(struct tb *b, uint64_t tid, const char *name);
+void tb_events_begin(struct tb *b, uint64_t tid, uint64_t base_time_ns);
+void tb_event(struct tb *b, const struct tb_event *e); /* inside begin/end */
+void tb_events_end(struct tb *b);
+void tb_lost(struct tb *b, uint64_t tid, uint64_t count, uint64_t time_ns);
+void tb_symbol(struct tb *b, uint64_t ip, uint64_t module_id, const char *function,
+	       const char *file, uint64_t line);
+void tb_note(struct tb *b, uint64_t level, const char *text);
+void tb_trailer(struct tb *b, uint64_t end_ns, uint64_t events, uint64_t lost, uint64_t stack_nodes,
+		uint64_t reason);
+void tb_raw(struct tb *b, const void *bytes, size_t len); /* payload bytes as given */
+void tb_varint(struct tb *b, uint64_t v);		  /* one varint, raw */
+
+/* Ends the current chunk (if it holds anything); later records start a new
+ * one. tb_data and tb_write end it too. */
+void tb_chunk(struct tb *b);
+
+/* The whole file; valid until the next call on b. */
+const uint8_t *tb_data(struct tb *b, size_t *len);
+size_t tb_chunks(struct tb *b);
+size_t tb_chunk_offset(struct tb *b, size_t i); /* file offset of chunk i */
+int tb_write(struct tb *b, const char *path);	/* 0 ok, -1 errno */
+
+uint32_t tb_crc32c(const void *buf, size_t len); /* bitwise, no table */
+
+#endif
