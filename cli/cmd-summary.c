@@ -486,6 +486,34 @@ static void frame_text(FILE *f, const struct frame *fr)
 		fputs(" [all frames in CUDA libraries]", f);
 }
 
+/* " <- caller <- caller's caller": the site alone does not say which path
+ * allocated (a caching allocator is one site for every tensor). */
+static void callers_text(FILE *f, struct summary *s, uint64_t stack_id, int site_depth)
+{
+	enum { CALLERS = 3 };
+	uint64_t id = stack_id;
+	for (int depth = 0; id && id <= s->nnodes && depth <= site_depth; depth++)
+		id = s->nodes[id - 1].parent;
+	for (int shown = 0; id && id <= s->nnodes && shown < CALLERS; shown++) {
+		const struct node *n = &s->nodes[id - 1];
+		struct frame fr = {
+		    .ip = n->ip, .depth = site_depth + 1 + shown, .module = module_at(s, n->ip)};
+		resolve(s, &fr);
+		/* Below main there is only the C start-up code. */
+		if (fr.function &&
+		    (!strncmp(fr.function, "__libc_start", 12) || !strcmp(fr.function, "_start")))
+			break;
+		if (fr.function)
+			fprintf(f, " <- %s", fr.function);
+		else if (fr.module)
+			fprintf(f, " <- %s+0x%" PRIx64, path_basename(fr.module->path),
+				fr.ip - fr.module->bias);
+		else
+			fprintf(f, " <- 0x%" PRIx64, fr.ip);
+		id = n->parent;
+	}
+}
+
 static uint64_t lost_events(const struct summary *s)
 {
 	/* the trailer's count is the writer's total; LOST records are the
@@ -588,10 +616,12 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 			const struct site *st = &d->sites[k];
 			fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  ", fmt_size(b1, st->bytes),
 				st->count, st->stack_id);
-			if (st->has_frame)
+			if (st->has_frame) {
 				frame_text(f, &st->frame);
-			else
+				callers_text(f, s, st->stack_id, st->frame.depth);
+			} else {
 				fputs("(no stack)", f);
+			}
 			fputc('\n', f);
 		}
 		if (d->distinct_sites > d->nsites)

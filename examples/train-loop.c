@@ -17,7 +17,11 @@ cudaError_t cudaFreeHost(void *ptr);
 cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
 				    enum cudaDriverEntryPointQueryResult *driverStatus);
 
-#define MiB (1024ull * 1024)
+/* Kept out of line so the demo's stacks name each step; in real programs
+ * an inlined function shows as its caller. */
+#define STEP __attribute__((noinline))
+
+#define MiB   (1024ull * 1024)
 #define BLOCK (2 * MiB)
 
 /* A toy caching allocator: sizes round up to 2 MiB blocks, freed blocks go
@@ -30,7 +34,7 @@ struct block {
 static struct block cache[4096];
 static int ncache;
 
-static void *cache_alloc(size_t size)
+STEP static void *cache_alloc(size_t size)
 {
 	size = (size + BLOCK - 1) / BLOCK * BLOCK;
 	for (int i = 0; i < ncache; i++)
@@ -61,19 +65,19 @@ static void cache_empty(void)
 
 static void *weights[8];
 
-static void load_model(void)
+STEP static void load_model(void)
 {
 	for (int i = 0; i < 8; i++)
 		cudaMalloc(&weights[i], (size_t)(16 + 8 * i) * MiB);
 }
 
-static void forward(void **acts, int batch)
+STEP static void forward(void **acts, int batch)
 {
 	for (int layer = 0; layer < 8; layer++)
 		acts[layer] = cache_alloc((size_t)batch * (layer + 1) * 256 * 1024);
 }
 
-static void backward(void **acts, int batch)
+STEP static void backward(void **acts, int batch)
 {
 	for (int layer = 7; layer >= 0; layer--) {
 		void *grad = cache_alloc((size_t)batch * (layer + 1) * 256 * 1024);
@@ -84,7 +88,7 @@ static void backward(void **acts, int batch)
 
 static void *optimizer_state[8];
 
-static void optimizer_step(int step)
+STEP static void optimizer_step(int step)
 {
 	/* Adam's moments are made on the first step and kept. */
 	if (step == 0)
@@ -98,7 +102,7 @@ typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
 
 static CUmemGenericAllocationHandle comm_buffer;
 
-static void init_communicator(void)
+STEP static void init_communicator(void)
 {
 	create_fn create = NULL;
 	enum cudaDriverEntryPointQueryResult st;

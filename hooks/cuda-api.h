@@ -12,6 +12,7 @@
 #define GMT_CUDA_API_H
 
 /* Driver functions returning CUresult. */
+/* clang-format off */
 #define GMT_DRIVER_HOOKS(X)                                                                 \
 	X(cuMemAlloc_v2, cuMemAlloc, (CUdeviceptr * dptr, size_t bytesize))                 \
 	X(cuMemAllocPitch_v2, cuMemAllocPitch,                                              \
@@ -68,14 +69,18 @@
 	X(cuGetProcAddress_v2, cuGetProcAddress,                                            \
 	  (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,               \
 	   CUdriverProcAddressQueryResult *symbolStatus))
+/* clang-format on */
 
 /* CUDA 11.3-11.8's four-argument form. cuda.h 12+ no longer declares it, so
  * it stays out of the list the signature check expands. */
+/* clang-format off */
 #define GMT_DRIVER_HOOKS_LEGACY(X)                                                          \
 	X(cuGetProcAddress, cuGetProcAddress,                                               \
 	  (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags))
+/* clang-format on */
 
 /* Driver functions the tracer calls but does not interpose. */
+/* clang-format off */
 #define GMT_DRIVER_USED(X)                                                                  \
 	X(cuInit, cuInit, (unsigned int Flags))                                             \
 	X(cuDriverGetVersion, cuDriverGetVersion, (int *driverVersion))                     \
@@ -89,8 +94,10 @@
 	X(cuCtxGetCurrent, cuCtxGetCurrent, (CUcontext * pctx))                             \
 	X(cuCtxGetDevice, cuCtxGetDevice, (CUdevice * device))                              \
 	X(cuMemGetInfo_v2, cuMemGetInfo, (size_t * free, size_t * total))
+/* clang-format on */
 
 /* Runtime functions returning cudaError_t. */
+/* clang-format off */
 #define GMT_RUNTIME_HOOKS(X)                                                                \
 	X(cudaMalloc, cudaMalloc, (void **devPtr, size_t size))                             \
 	X(cudaMallocPitch, cudaMallocPitch,                                                 \
@@ -141,5 +148,6 @@
 	X(cudaGetDriverEntryPointByVersion_ptsz, cudaGetDriverEntryPointByVersion,          \
 	  (const char *symbol, void **funcPtr, unsigned int cudaVersion,                    \
 	   unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus))
+/* clang-format on */
 
 #endif

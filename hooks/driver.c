@@ -3,21 +3,23 @@
 #include "forward.h"
 
 #define MISSING GMT_DRIVER_MISSING
-#define HOST (-1) /* device of pinned host memory */
+#define HOST	(-1) /* device of pinned host memory */
 
 /* ---- device memory ---- */
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	GMT_FORWARD(cuMemAlloc_v2, MISSING, dptr, bytesize);
-	gmt_hook_record(GMT_API_cuMemAlloc_v2, r_, GMT_DEVICE_CURRENT, GMT_OUT(dptr), bytesize, 0, 0, 0);
+	gmt_hook_record(GMT_API_cuMemAlloc_v2, r_, GMT_DEVICE_CURRENT, GMT_OUT(dptr), bytesize, 0,
+			0, 0);
 	return r_;
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
 			    unsigned int ElementSizeBytes)
 {
-	GMT_FORWARD(cuMemAllocPitch_v2, MISSING, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+	GMT_FORWARD(cuMemAllocPitch_v2, MISSING, dptr, pPitch, WidthInBytes, Height,
+		    ElementSizeBytes);
 	size_t pitch = r_ == CUDA_SUCCESS && pPitch ? *pPitch : WidthInBytes;
 	gmt_hook_record(GMT_API_cuMemAllocPitch_v2, r_, GMT_DEVICE_CURRENT, GMT_OUT(dptr),
 			pitch * Height, pitch, WidthInBytes, GMT_AUX2);
@@ -65,7 +67,8 @@ CUresult cuMemFreeHost(void *p)
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
 	GMT_FORWARD(cuMemHostRegister_v2, MISSING, p, bytesize, Flags);
-	gmt_hook_record(GMT_API_cuMemHostRegister_v2, r_, HOST, GMT_U(p), bytesize, Flags, 0, GMT_AUX);
+	gmt_hook_record(GMT_API_cuMemHostRegister_v2, r_, HOST, GMT_U(p), bytesize, Flags, 0,
+			GMT_AUX);
 	return r_;
 }
 
@@ -78,35 +81,35 @@ CUresult cuMemHostUnregister(void *p)
 
 /* ---- stream-ordered memory ---- */
 
-#define ALLOC_ASYNC(name)                                                                      \
-	CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)                    \
-	{                                                                                      \
-		GMT_FORWARD(name, MISSING, dptr, bytesize, hStream);                           \
-		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_OUT(dptr), bytesize, \
-				GMT_U(hStream), 0, GMT_AUX);                                   \
-		return r_;                                                                     \
+#define ALLOC_ASYNC(name)                                                                          \
+	CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)                        \
+	{                                                                                          \
+		GMT_FORWARD(name, MISSING, dptr, bytesize, hStream);                               \
+		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_OUT(dptr), bytesize,   \
+				GMT_U(hStream), 0, GMT_AUX);                                       \
+		return r_;                                                                         \
 	}
 ALLOC_ASYNC(cuMemAllocAsync)
 ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
-#define ALLOC_FROM_POOL(name)                                                                  \
-	CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) \
-	{                                                                                      \
-		GMT_FORWARD(name, MISSING, dptr, bytesize, pool, hStream);                     \
-		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_OUT(dptr), bytesize, \
-				GMT_U(hStream), GMT_U(pool), GMT_AUX2);                        \
-		return r_;                                                                     \
+#define ALLOC_FROM_POOL(name)                                                                      \
+	CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)     \
+	{                                                                                          \
+		GMT_FORWARD(name, MISSING, dptr, bytesize, pool, hStream);                         \
+		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_OUT(dptr), bytesize,   \
+				GMT_U(hStream), GMT_U(pool), GMT_AUX2);                            \
+		return r_;                                                                         \
 	}
 ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
 ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 
-#define FREE_ASYNC(name)                                                                       \
-	CUresult name(CUdeviceptr dptr, CUstream hStream)                                      \
-	{                                                                                      \
-		GMT_FORWARD(name, MISSING, dptr, hStream);                                     \
-		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, dptr, 0, GMT_U(hStream), \
-				0, GMT_AUX);                                                   \
-		return r_;                                                                     \
+#define FREE_ASYNC(name)                                                                           \
+	CUresult name(CUdeviceptr dptr, CUstream hStream)                                          \
+	{                                                                                          \
+		GMT_FORWARD(name, MISSING, dptr, hStream);                                         \
+		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, dptr, 0, GMT_U(hStream),   \
+				0, GMT_AUX);                                                       \
+		return r_;                                                                         \
 	}
 FREE_ASYNC(cuMemFreeAsync)
 FREE_ASYNC(cuMemFreeAsync_ptsz)
@@ -128,8 +131,8 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
 	GMT_FORWARD(cuMemPoolTrimTo, MISSING, pool, minBytesToKeep);
-	gmt_hook_record(GMT_API_cuMemPoolTrimTo, r_, GMT_DEVICE_CURRENT, GMT_U(pool), minBytesToKeep,
-			0, 0, 0);
+	gmt_hook_record(GMT_API_cuMemPoolTrimTo, r_, GMT_DEVICE_CURRENT, GMT_U(pool),
+			minBytesToKeep, 0, 0, 0);
 	return r_;
 }
 
@@ -158,7 +161,8 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 		  unsigned long long flags)
 {
 	GMT_FORWARD(cuMemMap, MISSING, ptr, size, offset, handle, flags);
-	gmt_hook_record(GMT_API_cuMemMap, r_, GMT_DEVICE_CURRENT, ptr, size, handle, offset, GMT_AUX2);
+	gmt_hook_record(GMT_API_cuMemMap, r_, GMT_DEVICE_CURRENT, ptr, size, handle, offset,
+			GMT_AUX2);
 	return r_;
 }
 
@@ -188,8 +192,8 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
 	GMT_FORWARD(cuMemRetainAllocationHandle, MISSING, handle, addr);
-	gmt_hook_record(GMT_API_cuMemRetainAllocationHandle, r_, GMT_DEVICE_CURRENT, GMT_OUT(handle),
-			0, GMT_U(addr), 0, GMT_AUX);
+	gmt_hook_record(GMT_API_cuMemRetainAllocationHandle, r_, GMT_DEVICE_CURRENT,
+			GMT_OUT(handle), 0, GMT_U(addr), 0, GMT_AUX);
 	return r_;
 }
 
@@ -228,11 +232,10 @@ CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAlloca
 {
 	GMT_FORWARD(cuArrayCreate_v2, MISSING, pHandle, pAllocateArray);
 	const CUDA_ARRAY_DESCRIPTOR *d = pAllocateArray;
-	uint64_t bytes = d ? d->Width * at_least_1(d->Height) * format_bytes(d->Format) *
-				     d->NumChannels
-			   : 0;
-	gmt_hook_record(GMT_API_cuArrayCreate_v2, r_, GMT_DEVICE_CURRENT, GMT_OUT(pHandle), bytes, 0,
-			0, 0);
+	uint64_t bytes =
+	    d ? d->Width * at_least_1(d->Height) * format_bytes(d->Format) * d->NumChannels : 0;
+	gmt_hook_record(GMT_API_cuArrayCreate_v2, r_, GMT_DEVICE_CURRENT, GMT_OUT(pHandle), bytes,
+			0, 0, 0);
 	return r_;
 }
 
@@ -241,7 +244,7 @@ CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAl
 	GMT_FORWARD(cuArray3DCreate_v2, MISSING, pHandle, pAllocateArray);
 	const CUDA_ARRAY3D_DESCRIPTOR *d = pAllocateArray;
 	uint64_t bytes = d ? d->Width * at_least_1(d->Height) * at_least_1(d->Depth) *
-				     format_bytes(d->Format) * d->NumChannels
+				 format_bytes(d->Format) * d->NumChannels
 			   : 0;
 	gmt_hook_record(GMT_API_cuArray3DCreate_v2, r_, GMT_DEVICE_CURRENT, GMT_OUT(pHandle), bytes,
 			0, 0, 0);

@@ -8,24 +8,24 @@
 /* Declares r_ holding the real function's result. Returns early, untraced,
  * when tracing is off or when another traced call is below us (a runtime
  * call reaching the driver is one event, named after the runtime call). */
-#define GMT_FORWARD(name, missing, ...)                                                        \
-	pfn_##name real_ = GMT_REAL(name);                                                     \
-	if (!real_)                                                                            \
-		return missing;                                                                \
-	if (gmt_nested() || !gmt_tracing())                                                    \
-		return real_(__VA_ARGS__);                                                     \
-	gmt_enter();                                                                           \
-	__typeof__(real_(__VA_ARGS__)) r_ = real_(__VA_ARGS__);                                \
+#define GMT_FORWARD(name, missing, ...)                                                            \
+	pfn_##name real_ = GMT_REAL(name);                                                         \
+	if (!real_)                                                                                \
+		return missing;                                                                    \
+	if (gmt_nested() || !gmt_tracing())                                                        \
+		return real_(__VA_ARGS__);                                                         \
+	gmt_enter();                                                                               \
+	__typeof__(real_(__VA_ARGS__)) r_ = real_(__VA_ARGS__);                                    \
 	gmt_leave()
 
 /* An out-parameter's value, only when the call succeeded. */
-#define GMT_OUT(p) (r_ == 0 && (p) ? (uint64_t)(uintptr_t)*(p) : 0)
-#define GMT_U(x) ((uint64_t)(uintptr_t)(x))
+#define GMT_OUT(p) (r_ == 0 && (p) ? (uint64_t)(uintptr_t) * (p) : 0)
+#define GMT_U(x)   ((uint64_t)(uintptr_t)(x))
 
-#define GMT_AUX GMT_EV_HAS_AUX
+#define GMT_AUX	 GMT_EV_HAS_AUX
 #define GMT_AUX2 (GMT_EV_HAS_AUX | GMT_EV_HAS_AUX2)
 
-#define GMT_DRIVER_MISSING CUDA_ERROR_NOT_INITIALIZED
+#define GMT_DRIVER_MISSING  CUDA_ERROR_NOT_INITIALIZED
 #define GMT_RUNTIME_MISSING cudaErrorInitializationError
 
 #endif

@@ -12,7 +12,7 @@
 /* A device argument gmt_hook_record resolves from the current context. */
 #define GMT_DEVICE_CURRENT INT32_MIN
 
-#define GMT_PFN_DRIVER_(name, base, params) typedef CUresult(*pfn_##name) params;
+#define GMT_PFN_DRIVER_(name, base, params)  typedef CUresult(*pfn_##name) params;
 #define GMT_PFN_RUNTIME_(name, base, params) typedef cudaError_t(*pfn_##name) params;
 GMT_DRIVER_HOOKS(GMT_PFN_DRIVER_)
 GMT_DRIVER_HOOKS_LEGACY(GMT_PFN_DRIVER_)
@@ -20,7 +20,7 @@ GMT_DRIVER_USED(GMT_PFN_DRIVER_)
 GMT_RUNTIME_HOOKS(GMT_PFN_RUNTIME_)
 
 /* Our wrappers, exported under the CUDA names. */
-#define GMT_PROTO_DRIVER_(name, base, params) GMT_EXPORT CUresult name params;
+#define GMT_PROTO_DRIVER_(name, base, params)  GMT_EXPORT CUresult name params;
 #define GMT_PROTO_RUNTIME_(name, base, params) GMT_EXPORT cudaError_t name params;
 GMT_DRIVER_HOOKS(GMT_PROTO_DRIVER_)
 GMT_DRIVER_HOOKS_LEGACY(GMT_PROTO_DRIVER_)
@@ -29,7 +29,7 @@ GMT_RUNTIME_HOOKS(GMT_PROTO_RUNTIME_)
 enum gmt_hook_id {
 #define GMT_HOOK_ID_(name, base, params) GMT_HOOK_##name,
 	GMT_DRIVER_HOOKS(GMT_HOOK_ID_) GMT_DRIVER_HOOKS_LEGACY(GMT_HOOK_ID_)
-		GMT_RUNTIME_HOOKS(GMT_HOOK_ID_)
+	    GMT_RUNTIME_HOOKS(GMT_HOOK_ID_)
 #undef GMT_HOOK_ID_
 		GMT_HOOK_COUNT
 };
@@ -38,7 +38,7 @@ enum gmt_used_id {
 #define GMT_USED_ID_(name, base, params) GMT_USED_##name,
 	GMT_DRIVER_USED(GMT_USED_ID_)
 #undef GMT_USED_ID_
-		GMT_USED_COUNT
+	    GMT_USED_COUNT
 };
 
 struct gmt_hook {
@@ -80,7 +80,7 @@ void *gmt_wrap_entry_point(const char *base, void *addr);
 int32_t gmt_current_device(void);
 
 /* gmt_record with GMT_DEVICE_CURRENT resolved, errno preserved. */
-void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
-		     uint64_t size, uint64_t aux, uint64_t aux2, unsigned flags);
+void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
+		     uint64_t aux, uint64_t aux2, unsigned flags);
 
 #endif

@@ -67,33 +67,33 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 }
 
 /* How PyTorch's expandable segments and NCCL reach cuMemCreate/cuMemMap. */
-#define ENTRY_POINT(name)                                                                      \
-	cudaError_t name(const char *symbol, void **funcPtr, unsigned long long flags,          \
-			 enum cudaDriverEntryPointQueryResult *driverStatus)                   \
-	{                                                                                      \
-		pfn_##name real = GMT_REAL(name);                                              \
-		if (!real)                                                                     \
-			return GMT_RUNTIME_MISSING;                                            \
-		cudaError_t r = real(symbol, funcPtr, flags, driverStatus);                    \
-		if (r == cudaSuccess && funcPtr && gmt_tracing())                              \
-			*funcPtr = gmt_wrap_entry_point(symbol, *funcPtr);                     \
-		return r;                                                                      \
+#define ENTRY_POINT(name)                                                                          \
+	cudaError_t name(const char *symbol, void **funcPtr, unsigned long long flags,             \
+			 enum cudaDriverEntryPointQueryResult *driverStatus)                       \
+	{                                                                                          \
+		pfn_##name real = GMT_REAL(name);                                                  \
+		if (!real)                                                                         \
+			return GMT_RUNTIME_MISSING;                                                \
+		cudaError_t r = real(symbol, funcPtr, flags, driverStatus);                        \
+		if (r == cudaSuccess && funcPtr && gmt_tracing())                                  \
+			*funcPtr = gmt_wrap_entry_point(symbol, *funcPtr);                         \
+		return r;                                                                          \
 	}
 ENTRY_POINT(cudaGetDriverEntryPoint)
 ENTRY_POINT(cudaGetDriverEntryPoint_ptsz)
 
-#define ENTRY_POINT_BY_VERSION(name)                                                           \
-	cudaError_t name(const char *symbol, void **funcPtr, unsigned int cudaVersion,         \
-			 unsigned long long flags,                                             \
-			 enum cudaDriverEntryPointQueryResult *driverStatus)                   \
-	{                                                                                      \
-		pfn_##name real = GMT_REAL(name);                                              \
-		if (!real)                                                                     \
-			return GMT_RUNTIME_MISSING;                                            \
-		cudaError_t r = real(symbol, funcPtr, cudaVersion, flags, driverStatus);       \
-		if (r == cudaSuccess && funcPtr && gmt_tracing())                              \
-			*funcPtr = gmt_wrap_entry_point(symbol, *funcPtr);                     \
-		return r;                                                                      \
+#define ENTRY_POINT_BY_VERSION(name)                                                               \
+	cudaError_t name(const char *symbol, void **funcPtr, unsigned int cudaVersion,             \
+			 unsigned long long flags,                                                 \
+			 enum cudaDriverEntryPointQueryResult *driverStatus)                       \
+	{                                                                                          \
+		pfn_##name real = GMT_REAL(name);                                                  \
+		if (!real)                                                                         \
+			return GMT_RUNTIME_MISSING;                                                \
+		cudaError_t r = real(symbol, funcPtr, cudaVersion, flags, driverStatus);           \
+		if (r == cudaSuccess && funcPtr && gmt_tracing())                                  \
+			*funcPtr = gmt_wrap_entry_point(symbol, *funcPtr);                         \
+		return r;                                                                          \
 	}
 ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion)
 ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion_ptsz)

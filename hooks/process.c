@@ -67,18 +67,18 @@ GMT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 
 /* execl and friends: gather the variadic arguments into an argv, ending at
  * the NULL. Leaves ap_ open for execle's envp. */
-#define COLLECT_ARGS(first, argv_out)                                                          \
-	size_t argc_ = 1;                                                                      \
-	va_list ap_;                                                                           \
-	va_start(ap_, first);                                                                  \
-	while (va_arg(ap_, const char *))                                                      \
-		argc_++;                                                                       \
-	va_end(ap_);                                                                           \
-	const char *argv_out[argc_ + 1];                                                       \
-	argv_out[0] = first;                                                                   \
-	va_start(ap_, first);                                                                  \
-	for (size_t i_ = 1; i_ <= argc_; i_++)                                                 \
-		argv_out[i_] = va_arg(ap_, const char *)
+#define COLLECT_ARGS(first, argv_out)                                                              \
+	size_t argc_ = 1;                                                                          \
+	va_list ap_;                                                                               \
+	va_start(ap_, first);                                                                      \
+	while (va_arg(ap_, const char *))                                                          \
+		argc_++;                                                                           \
+	va_end(ap_);                                                                               \
+	const char *argv_out[argc_ + 1];                                                           \
+	argv_out[0] = first;                                                                       \
+	va_start(ap_, first);                                                                      \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                                                     \
+	argv_out[i_] = va_arg(ap_, const char *)
 
 GMT_EXPORT int execl(const char *path, const char *arg, ...)
 {

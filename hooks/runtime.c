@@ -3,7 +3,7 @@
 #include "forward.h"
 
 #define MISSING GMT_RUNTIME_MISSING
-#define HOST (-1)
+#define HOST	(-1)
 
 cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
@@ -16,8 +16,8 @@ cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t h
 {
 	GMT_FORWARD(cudaMallocPitch, MISSING, devPtr, pitch, width, height);
 	size_t p = r_ == cudaSuccess && pitch ? *pitch : width;
-	gmt_hook_record(GMT_API_cudaMallocPitch, r_, GMT_DEVICE_CURRENT, GMT_OUT(devPtr), p * height,
-			p, width, GMT_AUX2);
+	gmt_hook_record(GMT_API_cudaMallocPitch, r_, GMT_DEVICE_CURRENT, GMT_OUT(devPtr),
+			p * height, p, width, GMT_AUX2);
 	return r_;
 }
 
@@ -27,8 +27,8 @@ cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent
 	int ok = r_ == cudaSuccess && pitchedDevPtr;
 	size_t pitch = ok ? pitchedDevPtr->pitch : extent.width;
 	gmt_hook_record(GMT_API_cudaMalloc3D, r_, GMT_DEVICE_CURRENT,
-			ok ? GMT_U(pitchedDevPtr->ptr) : 0, pitch * extent.height * extent.depth, pitch,
-			extent.width, GMT_AUX2);
+			ok ? GMT_U(pitchedDevPtr->ptr) : 0, pitch * extent.height * extent.depth,
+			pitch, extent.width, GMT_AUX2);
 	return r_;
 }
 
@@ -82,35 +82,35 @@ cudaError_t cudaHostUnregister(void *ptr)
 	return r_;
 }
 
-#define MALLOC_ASYNC(name)                                                                     \
-	cudaError_t name(void **devPtr, size_t size, cudaStream_t hStream)                     \
-	{                                                                                      \
-		GMT_FORWARD(name, MISSING, devPtr, size, hStream);                             \
-		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_OUT(devPtr), size,  \
-				GMT_U(hStream), 0, GMT_AUX);                                   \
-		return r_;                                                                     \
+#define MALLOC_ASYNC(name)                                                                         \
+	cudaError_t name(void **devPtr, size_t size, cudaStream_t hStream)                         \
+	{                                                                                          \
+		GMT_FORWARD(name, MISSING, devPtr, size, hStream);                                 \
+		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_OUT(devPtr), size,     \
+				GMT_U(hStream), 0, GMT_AUX);                                       \
+		return r_;                                                                         \
 	}
 MALLOC_ASYNC(cudaMallocAsync)
 MALLOC_ASYNC(cudaMallocAsync_ptsz)
 
-#define MALLOC_FROM_POOL(name)                                                                 \
-	cudaError_t name(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)  \
-	{                                                                                      \
-		GMT_FORWARD(name, MISSING, ptr, size, memPool, stream);                        \
-		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_OUT(ptr), size,     \
-				GMT_U(stream), GMT_U(memPool), GMT_AUX2);                      \
-		return r_;                                                                     \
+#define MALLOC_FROM_POOL(name)                                                                     \
+	cudaError_t name(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)      \
+	{                                                                                          \
+		GMT_FORWARD(name, MISSING, ptr, size, memPool, stream);                            \
+		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_OUT(ptr), size,        \
+				GMT_U(stream), GMT_U(memPool), GMT_AUX2);                          \
+		return r_;                                                                         \
 	}
 MALLOC_FROM_POOL(cudaMallocFromPoolAsync)
 MALLOC_FROM_POOL(cudaMallocFromPoolAsync_ptsz)
 
-#define FREE_ASYNC(name)                                                                       \
-	cudaError_t name(void *devPtr, cudaStream_t hStream)                                   \
-	{                                                                                      \
-		GMT_FORWARD(name, MISSING, devPtr, hStream);                                   \
-		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_U(devPtr), 0,       \
-				GMT_U(hStream), 0, GMT_AUX);                                   \
-		return r_;                                                                     \
+#define FREE_ASYNC(name)                                                                           \
+	cudaError_t name(void *devPtr, cudaStream_t hStream)                                       \
+	{                                                                                          \
+		GMT_FORWARD(name, MISSING, devPtr, hStream);                                       \
+		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_U(devPtr), 0,          \
+				GMT_U(hStream), 0, GMT_AUX);                                       \
+		return r_;                                                                         \
 	}
 FREE_ASYNC(cudaFreeAsync)
 FREE_ASYNC(cudaFreeAsync_ptsz)
@@ -118,8 +118,8 @@ FREE_ASYNC(cudaFreeAsync_ptsz)
 cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
 {
 	GMT_FORWARD(cudaMemPoolCreate, MISSING, memPool, poolProps);
-	gmt_hook_record(GMT_API_cudaMemPoolCreate, r_, GMT_DEVICE_CURRENT, GMT_OUT(memPool), 0, 0, 0,
-			0);
+	gmt_hook_record(GMT_API_cudaMemPoolCreate, r_, GMT_DEVICE_CURRENT, GMT_OUT(memPool), 0, 0,
+			0, 0);
 	return r_;
 }
 
@@ -143,8 +143,8 @@ static uint64_t channel_bytes(const struct cudaChannelFormatDesc *desc)
 {
 	if (!desc)
 		return 0;
-	uint64_t bits = (uint64_t)(unsigned)desc->x + (unsigned)desc->y + (unsigned)desc->z +
-			(unsigned)desc->w;
+	uint64_t bits =
+	    (uint64_t)(unsigned)desc->x + (unsigned)desc->y + (unsigned)desc->z + (unsigned)desc->w;
 	return (bits + 7) / 8;
 }
 
@@ -168,7 +168,7 @@ cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormat
 	GMT_FORWARD(cudaMalloc3DArray, MISSING, array, desc, extent, flags);
 	gmt_hook_record(GMT_API_cudaMalloc3DArray, r_, GMT_DEVICE_CURRENT, GMT_OUT(array),
 			extent.width * at_least_1(extent.height) * at_least_1(extent.depth) *
-				channel_bytes(desc),
+			    channel_bytes(desc),
 			0, 0, 0);
 	return r_;
 }

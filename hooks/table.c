@@ -10,15 +10,16 @@
 #include "log.h"
 
 struct gmt_hook gmt_hooks[GMT_HOOK_COUNT] = {
-#define GMT_ROW_DRIVER_(name, base, params) [GMT_HOOK_##name] = {#name, #base, (void *)&name, 0, 0, 0},
-#define GMT_ROW_RUNTIME_(name, base, params) [GMT_HOOK_##name] = {#name, #base, (void *)&name, 0, 0, 1},
-	GMT_DRIVER_HOOKS(GMT_ROW_DRIVER_) GMT_DRIVER_HOOKS_LEGACY(GMT_ROW_DRIVER_)
-		GMT_RUNTIME_HOOKS(GMT_ROW_RUNTIME_)
-};
+#define GMT_ROW_DRIVER_(name, base, params)                                                        \
+	[GMT_HOOK_##name] = {#name, #base, (void *)&name, 0, 0, 0},
+#define GMT_ROW_RUNTIME_(name, base, params)                                                       \
+	[GMT_HOOK_##name] = {#name, #base, (void *)&name, 0, 0, 1},
+    GMT_DRIVER_HOOKS(GMT_ROW_DRIVER_) GMT_DRIVER_HOOKS_LEGACY(GMT_ROW_DRIVER_)
+	GMT_RUNTIME_HOOKS(GMT_ROW_RUNTIME_)};
 
 static const char *const used_names[GMT_USED_COUNT] = {
 #define GMT_USED_NAME_(name, base, params) [GMT_USED_##name] = #name,
-	GMT_DRIVER_USED(GMT_USED_NAME_)
+    GMT_DRIVER_USED(GMT_USED_NAME_)
 #undef GMT_USED_NAME_
 };
 static void *used_fn[GMT_USED_COUNT];
@@ -68,18 +69,26 @@ static int elf_find_in(struct dl_phdr_info *info, size_t size, void *data)
 		/* Most ports relocate these in memory; some leave them as offsets. */
 		uintptr_t v = dyn->d_un.d_ptr < base ? base + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
 		switch (dyn->d_tag) {
-		case DT_SYMTAB: symtab = v; break;
-		case DT_STRTAB: strtab = v; break;
-		case DT_GNU_HASH: gnuhash = v; break;
-		case DT_HASH: sysvhash = v; break;
+		case DT_SYMTAB:
+			symtab = v;
+			break;
+		case DT_STRTAB:
+			strtab = v;
+			break;
+		case DT_GNU_HASH:
+			gnuhash = v;
+			break;
+		case DT_HASH:
+			sysvhash = v;
+			break;
 		}
 	}
 	if (!symtab || !strtab)
 		return 1;
 	const ElfW(Sym) *syms = (const void *)symtab;
 	const char *strs = (const char *)strtab;
-#define GMT_SYM_MATCHES_(i)                                                                    \
-	(syms[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC &&        \
+#define GMT_SYM_MATCHES_(i)                                                                        \
+	(syms[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC &&            \
 	 !strcmp(strs + syms[i].st_name, f->symbol))
 	if (gnuhash) {
 		const uint32_t *h = (const void *)gnuhash;
@@ -134,6 +143,8 @@ static void resolve_dl(void)
 	dlvsym_fn dvs = (dlvsym_fn)libc_dlvsym(RTLD_NEXT, "dlvsym", "GLIBC_2.34");
 	if (!dvs)
 		dvs = (dlvsym_fn)libc_dlvsym(RTLD_NEXT, "dlvsym", "GLIBC_2.2.5");
+	/* Pair with the acquire loads in gmt_real_dlsym and gmt_real_dlvsym.
+	 * Racing first callers compute and store the same values. */
 	__atomic_store_n(&real_dlvsym_ptr, dvs ? dvs : libc_dlvsym, __ATOMIC_RELEASE);
 	__atomic_store_n(&real_dlsym_ptr, ds, __ATOMIC_RELEASE);
 }
@@ -171,6 +182,7 @@ static void note_driver_handle(void *handle)
 	if (!handle || handle == RTLD_NEXT || handle == RTLD_DEFAULT)
 		return;
 	void *expected = NULL;
+	/* First handle wins. Pairs with the acquire load in get_driver_handle. */
 	__atomic_compare_exchange_n(&driver_handle, &expected, handle, 0, __ATOMIC_RELEASE,
 				    __ATOMIC_RELAXED);
 }
@@ -221,7 +233,7 @@ void *gmt_used(enum gmt_used_id id)
 	void *dh = get_driver_handle();
 	dlsym_fn ds = gmt_real_dlsym();
 	if (dh && ds && (p = ds(dh, used_names[id])))
-		__atomic_store_n(&used_fn[id], p, __ATOMIC_RELEASE);
+		__atomic_store_n(&used_fn[id], p, __ATOMIC_RELEASE); /* pairs with the load above */
 	else
 		dlerror();
 	errno = saved_errno;
@@ -305,6 +317,7 @@ void *gmt_wrap_entry_point(const char *base, void *addr)
 				dlerror();
 				continue;
 			}
+			/* Pairs with the acquire load above, on another lookup. */
 			__atomic_store_n(&h->driver_addr, da, __ATOMIC_RELEASE);
 		}
 		if (da == addr) {
@@ -340,8 +353,8 @@ int32_t gmt_current_device(void)
 	return cached_dev;
 }
 
-void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
-		     uint64_t size, uint64_t aux, uint64_t aux2, unsigned flags)
+void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
+		     uint64_t aux, uint64_t aux2, unsigned flags)
 {
 	int saved_errno = errno;
 	if (device == GMT_DEVICE_CURRENT)

@@ -73,7 +73,7 @@ int gmt_vformat(char *buf, size_t size, const char *fmt, va_list ap)
 		}
 		case 'u':
 		case 'x': {
-			unsigned long long v = size_t_arg  ? va_arg(ap, size_t)
+			unsigned long long v = size_t_arg   ? va_arg(ap, size_t)
 					       : longs >= 2 ? va_arg(ap, unsigned long long)
 					       : longs	    ? va_arg(ap, unsigned long)
 							    : va_arg(ap, unsigned);

@@ -18,7 +18,8 @@ struct scan_ctx {
 static int known(const struct gmt_modules *m, uint64_t bias, uint64_t start, const char *path)
 {
 	for (uint32_t i = 0; i < m->n; i++)
-		if (m->v[i].load_bias == bias && m->v[i].start == start && !strcmp(m->v[i].path, path))
+		if (m->v[i].load_bias == bias && m->v[i].start == start &&
+		    !strcmp(m->v[i].path, path))
 			return 1;
 	return 0;
 }
@@ -33,7 +34,8 @@ static unsigned read_build_id(const struct dl_phdr_info *info, uint8_t *out, uns
 		const uint8_t *end = p + ph->p_memsz;
 		while (p + sizeof(ElfW(Nhdr)) <= end) {
 			const ElfW(Nhdr) *nh = (const void *)p;
-			size_t name_sz = (nh->n_namesz + 3) & ~3u, desc_sz = (nh->n_descsz + 3) & ~3u;
+			size_t name_sz = (nh->n_namesz + 3) & ~3u,
+			       desc_sz = (nh->n_descsz + 3) & ~3u;
 			const uint8_t *desc = p + sizeof *nh + name_sz;
 			if (desc + desc_sz > end)
 				break;

@@ -37,8 +37,8 @@ struct gmt_raw_event {
 struct gmt_ring {
 	/* Producer-owned line. */
 	uint64_t head __attribute__((aligned(64)));
-	uint64_t lost;	   /* events dropped because the ring stayed full */
-	int wake_sent;	   /* producer asked for a drain and the consumer has not run */
+	uint64_t lost; /* events dropped because the ring stayed full */
+	int wake_sent; /* producer asked for a drain and the consumer has not run */
 	/* Consumer-owned line. */
 	uint64_t tail __attribute__((aligned(64)));
 	uint64_t lost_reported;

@@ -53,10 +53,13 @@ static struct {
 	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
 	size_t ring_cap;
 } g = {
-	.setup_lock = PTHREAD_MUTEX_INITIALIZER,
-	.flush_lock = PTHREAD_MUTEX_INITIALIZER,
+    .setup_lock = PTHREAD_MUTEX_INITIALIZER,
+    .flush_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
+/* The state is read lock-free on every event: the release store publishes
+ * what the transition set up (settings, writer, flush thread) to the acquire
+ * loads of load_state. */
 static int load_state(void)
 {
 	return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE);
@@ -162,8 +165,12 @@ static void flush_cycle(void)
 		 * thread_gone, so the owner's last records are visible to us. */
 		int exited = __atomic_load_n(&r->exited, __ATOMIC_ACQUIRE);
 		gmt_ring_drain(r, (gmt_ring_fn)gmt_writer_ring_record, w);
+		/* A hint only (read relaxed in gmt_record): a lost wake-up costs
+		 * at most one FLUSH_MS period, never an event. */
 		__atomic_store_n(&r->wake_sent, 0, __ATOMIC_RELAXED);
 		gmt_writer_end_batch(w);
+		/* A counter only the owner writes; relaxed is enough, a late
+		 * increment is reported by the next cycle. */
 		uint64_t lost = __atomic_load_n(&r->lost, __ATOMIC_RELAXED);
 		if (lost > r->lost_reported) {
 			gmt_writer_lost(w, r->tid, lost - r->lost_reported, gmt_now_ns());
@@ -193,9 +200,11 @@ static void *flusher_main(void *arg)
 {
 	gmt_enter(); /* nothing this thread does is the program's */
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
+	/* Pairs with the release store of g.stop in gmt_finish. */
 	while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
 		uint32_t seen = __atomic_load_n(&g.wake, __ATOMIC_ACQUIRE);
-		struct timespec ts = {g.set.flush_ms / 1000, (long)(g.set.flush_ms % 1000) * 1000000};
+		struct timespec ts = {g.set.flush_ms / 1000,
+				      (long)(g.set.flush_ms % 1000) * 1000000};
 		syscall(SYS_futex, &g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 		pthread_mutex_lock(&g.flush_lock);
 		if (load_state() == ST_ACTIVE)
@@ -243,9 +252,10 @@ static struct gmt_ring *ring_for_this_thread(void)
 	if (g.state == ST_IDLE) {
 		/* The process's first event creates the file. */
 		if (gmt_writer_open(&g.w, g.set.output_template, g.set.stack_depth) != 0) {
-			gmt_log("cannot create trace file from '%s': %s; tracing is off, the program "
-				"runs on",
-				g.set.output_template, strerror(errno));
+			gmt_log(
+			    "cannot create trace file from '%s': %s; tracing is off, the program "
+			    "runs on",
+			    g.set.output_template, strerror(errno));
 			gmt_writer_abandon(&g.w);
 			set_state(ST_OFF);
 		} else if (start_flusher() != 0) {
@@ -395,7 +405,8 @@ void gmt_finish(enum gmt_end_reason reason)
 	/* A vfork child shares our memory but is not us: leave the trace be. */
 	if (load_state() != ST_ACTIVE || getpid() != g.pid)
 		goto out;
-	if (reason != GMT_END_EXEC && g.flusher_running && !pthread_equal(pthread_self(), g.flusher)) {
+	if (reason != GMT_END_EXEC && g.flusher_running &&
+	    !pthread_equal(pthread_self(), g.flusher)) {
 		__atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);
 		wake_flusher();
 		pthread_join(g.flusher, NULL);

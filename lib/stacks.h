@@ -10,10 +10,10 @@ struct gmt_edge;
 struct gmt_whole;
 
 struct gmt_stacks {
-	uint32_t n, cap;     /* nodes 1..n; 0 is the empty stack */
+	uint32_t n, cap; /* nodes 1..n; 0 is the empty stack */
 	uint32_t *parent;
 	uint64_t *ip;
-	uint32_t emitted;    /* nodes 1..emitted are in the trace */
+	uint32_t emitted; /* nodes 1..emitted are in the trace */
 	struct gmt_edge *edges;
 	struct gmt_whole *wholes;
 };

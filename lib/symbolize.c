@@ -14,10 +14,10 @@ struct gmt_symbolizer {
 static char *debuginfo_path;
 
 static const Dwfl_Callbacks callbacks = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
-	.debuginfo_path = &debuginfo_path,
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &debuginfo_path,
 };
 
 struct gmt_symbolizer *gmt_symbolizer_new(void)

@@ -18,14 +18,15 @@
 
 #define CHUNK_TARGET (256u << 10) /* write a chunk once this much is pending */
 #define BATCH_TARGET (64u << 10)  /* close an EVENTS record at this size */
-#define STACK_BATCH 4096	  /* nodes per STACK record */
+#define STACK_BATCH  4096	  /* nodes per STACK record */
 
 /* The environment that shapes GPU memory, kept in the process record. */
 static const char *const recorded_env[] = {
-	"CUDA_VISIBLE_DEVICES",		 "CUDA_MODULE_LOADING",		  "PYTORCH_CUDA_ALLOC_CONF",
-	"PYTORCH_NO_CUDA_MEMORY_CACHING", "TF_FORCE_GPU_ALLOW_GROWTH",	  "TF_GPU_ALLOCATOR",
-	"XLA_PYTHON_CLIENT_PREALLOCATE",  "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR",
-	"NCCL_CUMEM_ENABLE",
+    "CUDA_VISIBLE_DEVICES",	     "CUDA_MODULE_LOADING",
+    "PYTORCH_CUDA_ALLOC_CONF",	     "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "TF_FORCE_GPU_ALLOW_GROWTH",     "TF_GPU_ALLOCATOR",
+    "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",   "NCCL_CUMEM_ENABLE",
 };
 
 struct gmt_ipset {
@@ -102,8 +103,8 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 				struct timespec zero = {0, 0};
 				sigtimedwait(&xfsz, NULL, &zero);
 			}
-			gmt_log("cannot write %s: %s; tracing stops here, the program runs on", w->path,
-				strerror(err));
+			gmt_log("cannot write %s: %s; tracing stops here, the program runs on",
+				w->path, strerror(err));
 			w->failed = 1;
 		}
 	}
@@ -180,7 +181,8 @@ static int create_exclusive(struct gmt_writer *w, const char *base)
 			memcpy(w->path, base, blen + 1);
 		} else if (has_ext) { /* gpumemtrace.42.gmt -> gpumemtrace.42.1.gmt */
 			memcpy(w->path, base, blen - 4);
-			gmt_format(w->path + blen - 4, sizeof w->path - (blen - 4), ".%d.gmt", attempt);
+			gmt_format(w->path + blen - 4, sizeof w->path - (blen - 4), ".%d.gmt",
+				   attempt);
 		} else {
 			gmt_format(w->path, sizeof w->path, "%s.%d", base, attempt);
 		}
@@ -422,8 +424,8 @@ void gmt_writer_end_batch(struct gmt_writer *w)
  */
 static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event *e, uint32_t stack)
 {
-	if (w->ev_count && (w->ev_tid != tid || w->ev_len >= BATCH_TARGET ||
-			    e->time_ns < w->ev_prev_time))
+	if (w->ev_count &&
+	    (w->ev_tid != tid || w->ev_len >= BATCH_TARGET || e->time_ns < w->ev_prev_time))
 		gmt_writer_end_batch(w);
 	if (!w->ev_count) {
 		w->ev_tid = tid;
@@ -440,7 +442,8 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 		w->ev = b;
 		w->ev_cap = cap;
 	}
-	unsigned head = (unsigned)e->api << GMT_EV_API_SHIFT | (e->flags & (GMT_EV_HAS_AUX | GMT_EV_HAS_AUX2));
+	unsigned head =
+	    (unsigned)e->api << GMT_EV_API_SHIFT | (e->flags & (GMT_EV_HAS_AUX | GMT_EV_HAS_AUX2));
 	if (e->result)
 		head |= GMT_EV_FAILED;
 	if (e->device != w->ev_prev_dev)
@@ -485,7 +488,8 @@ void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const stru
 	const uint8_t *body = (const uint8_t *)(h + 1);
 	if (h->type == GMT_RING_EVENT) {
 		const struct gmt_raw_event *e = (const void *)body;
-		uint32_t stack = gmt_stacks_intern(&w->stacks, (const uint64_t *)(e + 1), h->nframes);
+		uint32_t stack =
+		    gmt_stacks_intern(&w->stacks, (const uint64_t *)(e + 1), h->nframes);
 		put_event(w, r->tid, e, stack);
 	} else if (h->type == GMT_RING_THREAD) {
 		put_thread(w, r->tid, (const char *)body, strnlen((const char *)body, h->nframes));

@@ -51,8 +51,7 @@ void gmt_writer_close(struct gmt_writer *w);
 /* Forgets everything without writing: the child side of fork. */
 void gmt_writer_abandon(struct gmt_writer *w);
 
-void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r,
-			    const struct gmt_ring_hdr *h);
+void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const struct gmt_ring_hdr *h);
 void gmt_writer_end_batch(struct gmt_writer *w);
 void gmt_writer_lost(struct gmt_writer *w, int tid, uint64_t count, uint64_t time_ns);
 void gmt_writer_scan_modules(struct gmt_writer *w);

@@ -19,11 +19,11 @@
 
 #include <stdint.h>
 
-#define GMT_MAGIC "\x89GMTRACE" /* 8 bytes; the high byte catches 7-bit mangling */
-#define GMT_MAGIC_LEN 8
+#define GMT_MAGIC	   "\x89GMTRACE" /* 8 bytes; the high byte catches 7-bit mangling */
+#define GMT_MAGIC_LEN	   8
 #define GMT_FORMAT_VERSION 1
-#define GMT_HEADER_SIZE 64
-#define GMT_ENDIAN_LITTLE 1
+#define GMT_HEADER_SIZE	   64
+#define GMT_ENDIAN_LITTLE  1
 
 /* Header layout (offsets in bytes). Readers honour header_size, so later
  * versions may append fields. */
@@ -42,7 +42,7 @@ enum gmt_feature {
 	GMT_FEAT_STACKS = 1u << 0, /* events carry native stack ids */
 };
 
-#define GMT_CHUNK_MAGIC 0x43544d47u /* "GMTC" little-endian */
+#define GMT_CHUNK_MAGIC	      0x43544d47u /* "GMTC" little-endian */
 #define GMT_CHUNK_HEADER_SIZE 16
 #define GMT_CHUNK_MAX_PAYLOAD (16u << 20)
 
@@ -99,37 +99,37 @@ enum gmt_end_reason {
 };
 
 /* Event head bits. */
-#define GMT_EV_FAILED 0x1u
-#define GMT_EV_HAS_AUX 0x2u
-#define GMT_EV_HAS_AUX2 0x4u
+#define GMT_EV_FAILED	   0x1u
+#define GMT_EV_HAS_AUX	   0x2u
+#define GMT_EV_HAS_AUX2	   0x4u
 #define GMT_EV_DEV_CHANGED 0x8u
-#define GMT_EV_API_SHIFT 4
+#define GMT_EV_API_SHIFT   4
 
 /* What an API does to the live set. */
 enum gmt_op {
-	GMT_OP_ALLOC = 1,	  /* ptr (or handle) of size bytes becomes live */
-	GMT_OP_FREE = 2,	  /* ptr (or handle) dies */
-	GMT_OP_VMM_MAP = 3,	  /* ptr..ptr+size maps handle aux at offset aux2 */
-	GMT_OP_VMM_UNMAP = 4,	  /* ptr..ptr+size unmapped */
-	GMT_OP_VMM_RETAIN = 5,	  /* handle ptr gains a reference (aux = address) */
-	GMT_OP_POOL_TRIM = 6,	  /* pool ptr trimmed to size bytes */
-	GMT_OP_LOOKUP = 7,	  /* entry-point lookup; not a memory event */
+	GMT_OP_ALLOC = 1,      /* ptr (or handle) of size bytes becomes live */
+	GMT_OP_FREE = 2,       /* ptr (or handle) dies */
+	GMT_OP_VMM_MAP = 3,    /* ptr..ptr+size maps handle aux at offset aux2 */
+	GMT_OP_VMM_UNMAP = 4,  /* ptr..ptr+size unmapped */
+	GMT_OP_VMM_RETAIN = 5, /* handle ptr gains a reference (aux = address) */
+	GMT_OP_POOL_TRIM = 6,  /* pool ptr trimmed to size bytes */
+	GMT_OP_LOOKUP = 7,     /* entry-point lookup; not a memory event */
 };
 
 /* Which memory an allocation is. Device bytes (the summary's peak) are
  * DEVICE + ASYNC + VMM_PHYS on a device location. */
 enum gmt_kind {
 	GMT_KIND_NONE = 0,
-	GMT_KIND_DEVICE = 1,	  /* cuMemAlloc, cudaMalloc, pitch, 3D */
-	GMT_KIND_ASYNC = 2,	  /* stream-ordered */
-	GMT_KIND_VMM_PHYS = 3,	  /* cuMemCreate handle; aux = location type */
+	GMT_KIND_DEVICE = 1,   /* cuMemAlloc, cudaMalloc, pitch, 3D */
+	GMT_KIND_ASYNC = 2,    /* stream-ordered */
+	GMT_KIND_VMM_PHYS = 3, /* cuMemCreate handle; aux = location type */
 	GMT_KIND_MANAGED = 4,
 	GMT_KIND_HOST_PINNED = 5, /* cuMemAllocHost, cudaHostAlloc... */
 	GMT_KIND_HOST_REGISTERED = 6,
-	GMT_KIND_VMM_VA = 7,	  /* address reservation */
+	GMT_KIND_VMM_VA = 7, /* address reservation */
 	GMT_KIND_ARRAY = 8,
-	GMT_KIND_IPC = 9,	  /* another process's memory, opened here */
-	GMT_KIND_POOL = 10,	  /* a memory pool object */
+	GMT_KIND_IPC = 9,   /* another process's memory, opened here */
+	GMT_KIND_POOL = 10, /* a memory pool object */
 	GMT_KIND_MAX_ = 10,
 };
 
@@ -158,6 +158,7 @@ enum gmt_space {
  *   import:          ptr = handle, aux = handle type
  *   arrays:          ptr = array, size = width * height * depth * element bytes
  *   pool create:     ptr = pool; trim: ptr = pool, size = bytes to keep */
+/* clang-format off */
 #define GMT_API_LIST(X)                                                                          \
 	X(1, cuMemAlloc_v2, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                           \
 	X(2, cuMemAllocPitch_v2, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                      \
@@ -214,12 +215,13 @@ enum gmt_space {
 	X(61, cudaFreeArray, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ARRAY)                            \
 	X(62, cudaIpcOpenMemHandle, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_ADDR)                      \
 	X(63, cudaIpcCloseMemHandle, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)
+/* clang-format on */
 
 enum gmt_api {
 #define GMT_API_ENUM_(id, name, op, kind, space) GMT_API_##name = id,
 	GMT_API_LIST(GMT_API_ENUM_)
 #undef GMT_API_ENUM_
-	GMT_API_MAX_ = 63,
+	    GMT_API_MAX_ = 63,
 };
 
 #endif
