@@ -25,6 +25,13 @@ enum {
 /* ---- commands (cli/cmd-*.c): argv[0] is the command name ---- */
 int cmd_dump(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_growth(int argc, char **argv);
+int cmd_fragmentation(int argc, char **argv);
+int cmd_oom(int argc, char **argv);
+int cmd_leaks(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* ---- util.c ---- */
 

@@ -15,6 +15,13 @@ struct command {
 static const struct command commands[] = {
     {"dump", cmd_dump, "print every record of a trace, one per line"},
     {"summary", cmd_summary, "peak device memory, calls, failures, top allocation sites"},
+    {"top", cmd_top, "allocation sites ranked by bytes at the peak, at the end, in total, or by calls"},
+    {"growth", cmd_growth, "how memory grew: every new high-water mark, chunk sizes, warm-up, leak slope"},
+    {"fragmentation", cmd_fragmentation, "size histogram, address span against live bytes, free gaps, rounding waste"},
+    {"oom", cmd_oom, "every failed allocation: size, free memory then, who held it, a verdict"},
+    {"leaks", cmd_leaks, "allocations still live at exit, grouped by stack"},
+    {"diff", cmd_diff, "two traces side by side: environment, peaks, sites added, removed, grown"},
+    {"check", cmd_check, "CI gate: peak, live-at-end and regression limits; exit 1 when one fails"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -29,7 +36,7 @@ static void usage(FILE *f)
 	      "commands:\n",
 	      f);
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+		fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
 	fputs("\n"
 	      "Run 'gpumemtrace COMMAND --help' for a command's options.\n"
 	      "\n"
