@@ -236,6 +236,18 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 		str(f, rec->u.note.text);
 		fputc('\n', f);
 		return;
+	case GMT_REC_MEMINFO: {
+		char b3[32];
+		fprintf(f,
+			"MEMINFO %s tid %" PRIu64 " dev %" PRId64 " free %" PRIu64
+			" (%s) total %" PRIu64 " (%s) after %s\n",
+			fmt_reltime(b1, (int64_t)(rec->u.meminfo.time_ns - mono0)),
+			rec->u.meminfo.tid, rec->u.meminfo.device, rec->u.meminfo.free_bytes,
+			fmt_size(b2, rec->u.meminfo.free_bytes), rec->u.meminfo.total_bytes,
+			fmt_size(b3, rec->u.meminfo.total_bytes),
+			api_name((uint32_t)rec->u.meminfo.api));
+		return;
+	}
 	case GMT_REC_TRAILER: {
 		uint64_t why = rec->u.trailer.reason;
 		fprintf(f,

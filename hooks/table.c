@@ -353,6 +353,40 @@ int32_t gmt_current_device(void)
 	return cached_dev;
 }
 
+/* Allocations of device memory, whose failure cuMemGetInfo can explain. */
+static int device_alloc(enum gmt_api api)
+{
+	switch (api) {
+#define GMT_DEVICE_ALLOC_(id, name, op, kind, space)                                               \
+	case GMT_API_##name:                                                                       \
+		return op == GMT_OP_ALLOC && kind != GMT_KIND_HOST_PINNED &&                       \
+		       kind != GMT_KIND_HOST_REGISTERED && kind != GMT_KIND_IPC &&                 \
+		       kind != GMT_KIND_POOL && kind != GMT_KIND_VMM_VA;
+		GMT_API_LIST(GMT_DEVICE_ALLOC_)
+#undef GMT_DEVICE_ALLOC_
+	default:
+		return 0;
+	}
+}
+
+/* What the device had free when an allocation failed, asked on the failing
+ * thread, where the program's context is current. No context, no question:
+ * cuMemGetInfo never creates one, and neither do we. */
+static void record_meminfo(enum gmt_api api)
+{
+	pfn_cuCtxGetCurrent get_ctx = GMT_USED(cuCtxGetCurrent);
+	pfn_cuMemGetInfo_v2 get_info = GMT_USED(cuMemGetInfo_v2);
+	CUcontext ctx = NULL;
+	size_t free_bytes = 0, total_bytes = 0;
+	if (!get_ctx || !get_info || get_ctx(&ctx) != CUDA_SUCCESS || !ctx)
+		return;
+	gmt_enter();
+	CUresult r = get_info(&free_bytes, &total_bytes);
+	gmt_leave();
+	if (r == CUDA_SUCCESS)
+		gmt_record_meminfo(api, gmt_current_device(), free_bytes, total_bytes);
+}
+
 void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
 		     uint64_t aux, uint64_t aux2, unsigned flags)
 {
@@ -361,6 +395,11 @@ void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t
 		device = gmt_current_device();
 	errno = saved_errno;
 	gmt_record(api, result, device, ptr, size, aux, aux2, flags);
+	/* CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation are both 2. */
+	if (result == CUDA_ERROR_OUT_OF_MEMORY && device_alloc(api)) {
+		record_meminfo(api);
+		errno = saved_errno;
+	}
 }
 
 /* ---- device facts for the flush thread ---------------------------------- */

@@ -72,6 +72,8 @@ const char *gmt_rec_type_name(int type)
 		return "NOTE";
 	case GMT_REC_TRAILER:
 		return "TRAILER";
+	case GMT_REC_MEMINFO:
+		return "MEMINFO";
 	case GMT_REC_EVENT:
 		return "EVENT";
 	case GMT_REC_CHUNK:
@@ -469,6 +471,15 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 		rec->u.trailer.lost = gmt_get_varint(c);
 		rec->u.trailer.stack_nodes = gmt_get_varint(c);
 		rec->u.trailer.reason = gmt_get_varint(c);
+		break;
+	case GMT_TAG_MEMINFO:
+		rec->type = GMT_REC_MEMINFO;
+		rec->u.meminfo.tid = gmt_get_varint(c);
+		rec->u.meminfo.time_ns = gmt_get_varint(c);
+		rec->u.meminfo.device = gmt_get_zigzag(c);
+		rec->u.meminfo.free_bytes = gmt_get_varint(c);
+		rec->u.meminfo.total_bytes = gmt_get_varint(c);
+		rec->u.meminfo.api = gmt_get_varint(c);
 		break;
 	default:
 		return DEC_UNKNOWN; /* rec->offset: where the unknown tag starts */

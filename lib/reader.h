@@ -94,6 +94,7 @@ enum gmt_rec_type {
 	GMT_REC_SYMBOL = GMT_TAG_SYMBOL,
 	GMT_REC_NOTE = GMT_TAG_NOTE,
 	GMT_REC_TRAILER = GMT_TAG_TRAILER,
+	GMT_REC_MEMINFO = GMT_TAG_MEMINFO,
 	GMT_REC_EVENT = 64, /* one event of an EVENTS batch */
 	GMT_REC_CHUNK = 65, /* a chunk begins: its records follow */
 };
@@ -187,6 +188,12 @@ struct gmt_record {
 		struct {
 			uint64_t end_time_ns, events, lost, stack_nodes, reason;
 		} trailer;
+		struct {
+			uint64_t tid, time_ns;
+			int64_t device;
+			uint64_t free_bytes, total_bytes;
+			uint64_t api;
+		} meminfo;
 	} u;
 };
 

@@ -13,7 +13,8 @@
 enum gmt_ring_rec_type {
 	GMT_RING_PAD = 0,
 	GMT_RING_EVENT = 1,
-	GMT_RING_THREAD = 2, /* body: the thread's name; nframes holds its length */
+	GMT_RING_THREAD = 2,  /* body: the thread's name; nframes holds its length */
+	GMT_RING_MEMINFO = 3, /* body: struct gmt_raw_meminfo */
 };
 
 struct gmt_ring_hdr {
@@ -32,6 +33,13 @@ struct gmt_raw_event {
 	uint16_t flags; /* GMT_EV_HAS_AUX | GMT_EV_HAS_AUX2 */
 	uint32_t pad_;
 	/* followed by nframes uint64_t return addresses, innermost first */
+};
+
+/* cuMemGetInfo right after an allocation failed with out-of-memory. */
+struct gmt_raw_meminfo {
+	uint64_t time_ns, free_bytes, total_bytes;
+	int32_t device;
+	uint32_t api;
 };
 
 struct gmt_ring {

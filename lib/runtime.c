@@ -396,6 +396,29 @@ out:
 	errno = saved_errno;
 }
 
+void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes, uint64_t total_bytes)
+{
+	int saved_errno = errno;
+	struct gmt_ring *r = tls_ring; /* the failed event just made it */
+	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + sizeof(struct gmt_raw_meminfo));
+	struct gmt_ring_hdr *h;
+	if (!r || load_state() == ST_OFF ||
+	    !((h = gmt_ring_reserve(r, len)) || (h = wait_for_space(r, len))))
+		goto out;
+	h->len = (uint32_t)len;
+	h->type = GMT_RING_MEMINFO;
+	h->nframes = 0;
+	struct gmt_raw_meminfo *m = (void *)(h + 1);
+	m->time_ns = gmt_now_ns();
+	m->free_bytes = free_bytes;
+	m->total_bytes = total_bytes;
+	m->device = device;
+	m->api = (uint32_t)api;
+	gmt_ring_commit(r, len);
+out:
+	errno = saved_errno;
+}
+
 /* ---- the end ------------------------------------------------------------ */
 
 void gmt_finish(enum gmt_end_reason reason)

@@ -34,6 +34,10 @@ int gmt_tracing(void);
 void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
 		uint64_t aux, uint64_t aux2, unsigned flags);
 
+/* Records what cuMemGetInfo said right after a failed allocation. */
+void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes,
+			uint64_t total_bytes);
+
 /* Flushes everything and writes a trailer (exit, _exit, exec). */
 void gmt_finish(enum gmt_end_reason reason);
 

@@ -491,6 +491,20 @@ void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const stru
 		uint32_t stack =
 		    gmt_stacks_intern(&w->stacks, (const uint64_t *)(e + 1), h->nframes);
 		put_event(w, r->tid, e, stack);
+	} else if (h->type == GMT_RING_MEMINFO) {
+		const struct gmt_raw_meminfo *m = (const void *)body;
+		gmt_writer_end_batch(w); /* after the failed event it describes */
+		uint8_t *p = room(w, 7 * GMT_VARINT_MAX);
+		if (!p)
+			return;
+		p = gmt_put_varint(p, GMT_TAG_MEMINFO);
+		p = gmt_put_varint(p, (uint64_t)r->tid);
+		p = gmt_put_varint(p, m->time_ns);
+		p = gmt_put_varint(p, gmt_zigzag(m->device));
+		p = gmt_put_varint(p, m->free_bytes);
+		p = gmt_put_varint(p, m->total_bytes);
+		p = gmt_put_varint(p, m->api);
+		commit(w, p);
 	} else if (h->type == GMT_RING_THREAD) {
 		put_thread(w, r->tid, (const char *)body, strnlen((const char *)body, h->nframes));
 	}

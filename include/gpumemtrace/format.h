@@ -75,6 +75,10 @@ enum gmt_feature {
  * LOST     v tid, v count, v time_ns: events a full ring could not take
  * SYMBOL   v ip, v module_id, s function, s file, v line (0: unknown)
  * NOTE     v level (0 info, 1 warning), s text
+ * MEMINFO  v tid, v time_ns, z device, v free_bytes, v total_bytes, v api:
+ *          what cuMemGetInfo said on the failing thread right after an
+ *          allocation failed with out-of-memory (only when a context was
+ *          current: the tracer never creates one)
  * TRAILER  v end_time_ns, v events, v lost, v stack_nodes, v reason
  *          (GMT_END_*). Complete trace: the last record read is a TRAILER.
  *          A TRAILER followed by more chunks (a failed exec) is not final. */
@@ -89,7 +93,8 @@ enum gmt_tag {
 	GMT_TAG_SYMBOL = 8,
 	GMT_TAG_NOTE = 9,
 	GMT_TAG_TRAILER = 10,
-	GMT_TAG_MAX_ = 10,
+	GMT_TAG_MEMINFO = 11,
+	GMT_TAG_MAX_ = 11,
 };
 
 enum gmt_end_reason {

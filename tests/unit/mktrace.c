@@ -16,6 +16,7 @@
  *   lost    tid=N count=N t=N
  *   symbol  ip=N module=N func=S [file=S] [line=N]
  *   note    [level=N] text=S
+ *   meminfo tid=N t=N [dev=N] free=N total=N api=NAME|N
  *   trailer t=N [events=N] [lost=N] [nodes=N] [reason=N]
  *   chunk                                        (ends the current chunk)
  *   raw     HEX                                  (payload bytes as given)
@@ -279,6 +280,11 @@ int main(int argc, char **argv)
 		} else if (strcmp(cmd, "note") == 0) {
 			const char *text = get(t, n, "text");
 			tb_note(b, getnum(t, n, "level", 0), text ? text : "");
+		} else if (strcmp(cmd, "meminfo") == 0) {
+			const char *api = get(t, n, "api");
+			tb_meminfo(b, getnum(t, n, "tid", 0), getnum(t, n, "t", 0),
+				   (int64_t)getnum(t, n, "dev", 0), getnum(t, n, "free", 0),
+				   getnum(t, n, "total", 0), api ? api_id(api) : 0);
 		} else if (strcmp(cmd, "trailer") == 0) {
 			tb_trailer(b, getnum(t, n, "t", 0), getnum(t, n, "events", 0),
 				   getnum(t, n, "lost", 0), getnum(t, n, "nodes", 0),

@@ -134,6 +134,7 @@ static void build_full(struct tb *b)
 	tb_symbol(b, 0x401000, 2, "train_step", "train.c", 42);
 	tb_symbol(b, 0x7f1200002000, 1, "", "", 0);
 	tb_note(b, 1, "ring full");
+	tb_meminfo(b, 4242, 6500, -1, 123456789, UINT64_MAX, GMT_API_cuMemCreate);
 	tb_chunk(b);
 	tb_trailer(b, 7000, NEV, 12, 3, GMT_END_EXIT);
 }
@@ -300,6 +301,14 @@ static void test_roundtrip(void)
 			case GMT_REC_NOTE:
 				check(rec.u.note.level == 1 && streq(rec.u.note.text, "ring full"),
 				      "roundtrip[%d]: NOTE", pass);
+				break;
+			case GMT_REC_MEMINFO:
+				check(rec.u.meminfo.tid == 4242 && rec.u.meminfo.time_ns == 6500 &&
+					  rec.u.meminfo.device == -1 &&
+					  rec.u.meminfo.free_bytes == 123456789 &&
+					  rec.u.meminfo.total_bytes == UINT64_MAX &&
+					  rec.u.meminfo.api == GMT_API_cuMemCreate,
+				      "roundtrip[%d]: MEMINFO", pass);
 				break;
 			case GMT_REC_TRAILER:
 				check(rec.u.trailer.end_time_ns == 7000 &&

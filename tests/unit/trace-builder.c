@@ -350,6 +350,19 @@ void tb_trailer(struct tb *b, uint64_t end_ns, uint64_t events, uint64_t lost, u
 	var(p, reason);
 }
 
+void tb_meminfo(struct tb *b, uint64_t tid, uint64_t time_ns, int64_t device, uint64_t free_bytes,
+		uint64_t total_bytes, uint64_t api)
+{
+	struct buf *p = rec(b);
+	var(p, GMT_TAG_MEMINFO);
+	var(p, tid);
+	var(p, time_ns);
+	zz(p, device);
+	var(p, free_bytes);
+	var(p, total_bytes);
+	var(p, api);
+}
+
 void tb_raw(struct tb *b, const void *bytes, size_t len)
 {
 	struct buf *p = rec(b);

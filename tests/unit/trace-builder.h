@@ -48,6 +48,8 @@ void tb_lost(struct tb *b, uint64_t tid, uint64_t count, uint64_t time_ns);
 void tb_symbol(struct tb *b, uint64_t ip, uint64_t module_id, const char *function,
 	       const char *file, uint64_t line);
 void tb_note(struct tb *b, uint64_t level, const char *text);
+void tb_meminfo(struct tb *b, uint64_t tid, uint64_t time_ns, int64_t device, uint64_t free_bytes,
+		uint64_t total_bytes, uint64_t api);
 void tb_trailer(struct tb *b, uint64_t end_ns, uint64_t events, uint64_t lost, uint64_t stack_nodes,
 		uint64_t reason);
 void tb_raw(struct tb *b, const void *bytes, size_t len); /* payload bytes as given */
