@@ -292,6 +292,23 @@ static void *module_handle_of(void *addr)
 	return mh;
 }
 
+/* A lookup of a name we wrap gave an address that is none of the exported
+ * variants: its calls would go untraced, so the trace must say so. The
+ * legacy ABIs (cuMemAlloc below 3020) are the one expected case. */
+static void note_unmatched(const char *base, void *addr, void *mh)
+{
+	dlsym_fn ds = gmt_real_dlsym();
+	if (mh && ds && ds(mh, base) == addr)
+		return; /* the unversioned legacy export: deliberately not wrapped */
+	dlerror();
+	char text[200];
+	gmt_format(text, sizeof text,
+		   "a lookup of %s returned %p, none of the variants gpumemtrace wraps; calls "
+		   "through it are not traced",
+		   base, addr);
+	gmt_note(1, text);
+}
+
 void *gmt_wrap_entry_point(const char *base, void *addr)
 {
 	if (!addr || !base)
@@ -299,12 +316,16 @@ void *gmt_wrap_entry_point(const char *base, void *addr)
 	int saved_errno = errno;
 	void *result = addr;
 	void *mh = NULL;
+	int candidates = 0, matched = 0;
 	for (int i = 0; i < GMT_HOOK_COUNT; i++) {
 		struct gmt_hook *h = &gmt_hooks[i];
 		if (h->is_runtime || strcmp(h->base, base))
 			continue;
-		if (addr == h->wrapper)
+		candidates++;
+		if (addr == h->wrapper) {
+			matched = 1;
 			break; /* already ours */
+		}
 		void *da = __atomic_load_n(&h->driver_addr, __ATOMIC_ACQUIRE);
 		if (!da) {
 			dlsym_fn ds = gmt_real_dlsym();
@@ -325,9 +346,12 @@ void *gmt_wrap_entry_point(const char *base, void *addr)
 			set_real(h, addr);
 			if (__atomic_load_n(&h->real, __ATOMIC_ACQUIRE) == addr)
 				result = h->wrapper;
+			matched = 1;
 			break;
 		}
 	}
+	if (candidates && !matched)
+		note_unmatched(base, addr, mh ? mh : module_handle_of(addr));
 	errno = saved_errno;
 	return result;
 }

@@ -51,10 +51,18 @@ static struct {
 	pid_t pid;
 	pthread_key_t key;
 	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
+	pthread_mutex_t notes_lock; /* notes come from lookups: rare, never per event */
+	struct {
+		int level;
+		char text[240];
+	} notes[GMT_MAX_NOTES];
+	int nnotes, notes_written;
+	uint64_t notes_dropped;
 	size_t ring_cap;
 } g = {
     .setup_lock = PTHREAD_MUTEX_INITIALIZER,
     .flush_lock = PTHREAD_MUTEX_INITIALIZER,
+    .notes_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 /* The state is read lock-free on every event: the release store publishes
@@ -148,12 +156,41 @@ __attribute__((constructor)) static void at_load(void)
 
 /* ---- the flush thread -------------------------------------------------- */
 
+void gmt_note(int level, const char *text)
+{
+	pthread_mutex_lock(&g.notes_lock);
+	if (g.nnotes < GMT_MAX_NOTES) {
+		g.notes[g.nnotes].level = level;
+		gmt_format(g.notes[g.nnotes].text, sizeof g.notes[0].text, "%s", text);
+		g.nnotes++;
+	} else {
+		g.notes_dropped++;
+	}
+	pthread_mutex_unlock(&g.notes_lock);
+}
+
+static void write_notes(struct gmt_writer *w)
+{
+	pthread_mutex_lock(&g.notes_lock);
+	for (; g.notes_written < g.nnotes; g.notes_written++)
+		gmt_writer_note(w, g.notes[g.notes_written].level, g.notes[g.notes_written].text);
+	if (g.notes_dropped) {
+		char text[96];
+		gmt_format(text, sizeof text, "%llu more notes were dropped",
+			   (unsigned long long)g.notes_dropped);
+		gmt_writer_note(w, 1, text);
+		g.notes_dropped = 0;
+	}
+	pthread_mutex_unlock(&g.notes_lock);
+}
+
 /* Moves everything the rings hold into the writer. Caller holds flush_lock. */
 static void flush_cycle(void)
 {
 	struct gmt_writer *w = &g.w;
 	gmt_writer_scan_modules(w);
 	gmt_writer_devices(w);
+	write_notes(w);
 
 	pthread_mutex_lock(&g.setup_lock);
 	struct gmt_ring *list = g.rings; /* rings are only prepended: a safe snapshot */
@@ -481,6 +518,7 @@ static void fork_child(void)
 	gmt_writer_abandon(&g.w);
 	g.flusher_running = 0;
 	g.stop = 0;
+	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
 	g.pid = getpid();
 	if (g.state == ST_ACTIVE || g.state == ST_FINISHED)
 		set_state(ST_IDLE);

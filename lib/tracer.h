@@ -38,6 +38,12 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes,
 			uint64_t total_bytes);
 
+/* Queues a NOTE for the trace (level 0 info, 1 warning): something a
+ * reader must know, such as a route the hooks could not follow. Safe before
+ * the trace exists; at most GMT_MAX_NOTES are kept, the rest are counted. */
+#define GMT_MAX_NOTES 32
+void gmt_note(int level, const char *text);
+
 /* Flushes everything and writes a trailer (exit, _exit, exec). */
 void gmt_finish(enum gmt_end_reason reason);
 

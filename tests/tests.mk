@@ -18,6 +18,7 @@ UNIT_SRCS_test-ring := lib/ring.c
 UNIT_SRCS_test-stacks := lib/stacks.c
 include tests/unit/unit.mk
 include tests/life/life.mk
+include tests/golden/golden.mk
 
 .PHONY: test check
 test: ## install what is missing, build everything, run every test (last line: N passed, N failed)

@@ -1668,6 +1668,12 @@ static const struct proc_entry proc_table[] = {
 };
 #undef ROW
 
+/* Not exported: a copy of cuMemFree_v2 only cuGetProcAddress hands out. */
+__attribute__((visibility("hidden"))) CUresult hidden_cuMemFree(CUdeviceptr dptr)
+{
+	return cuMemFree_v2(dptr);
+}
+
 static CUresult proc_lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
 			    CUdriverProcAddressQueryResult *symbolStatus)
 {
@@ -1696,6 +1702,11 @@ static CUresult proc_lookup(const char *symbol, void **pfn, int cudaVersion, cuu
 	if (symbolStatus)
 		*symbolStatus = st;
 	*pfn = best ? best->fn : NULL;
+	/* SIMCUDA_HIDDEN_ENTRY=cuMemFree: hand out an unexported copy, as a
+	 * driver could, to test that the tracer reports what it cannot wrap. */
+	const char *hidden = getenv("SIMCUDA_HIDDEN_ENTRY");
+	if (best && hidden && !strcmp(hidden, symbol) && !strcmp(symbol, "cuMemFree"))
+		*pfn = (void *)hidden_cuMemFree;
 	return best ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
