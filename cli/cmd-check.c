@@ -1,8 +1,537 @@
-/* gpumemtrace check: CI gate: peak, live-at-end and regression limits; exit 1 when one fails. */
-#include "cli.h"
+/* gpumemtrace check: a CI gate. Measures each trace's device-memory peak,
+ * what was live at the end and the peak's increase over a baseline trace,
+ * per device, against the limits given; one line per check; exit 1 when a
+ * check fails, 2 on any error (bad flags, unreadable or corrupt trace). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check-measure.h"
+
+static const char help[] =
+    "usage: gpumemtrace check [--max-peak SIZE] [--max-live-at-end SIZE]\n"
+    "                         [--baseline TRACE --max-increase PCT] [--device N]\n"
+    "                         [--ignore-library GLOB]... [--junit FILE] [--json] TRACE...\n"
+    "\n"
+    "A CI gate on GPU memory. For each TRACE (one per rank or process) and each\n"
+    "device (or only device N), checks the peak of live device memory, the device\n"
+    "memory still live at the end, and the peak's increase over the same device's\n"
+    "peak in a baseline trace. Prints one line per check, PASS or FAIL, with the\n"
+    "measured figure and the limit. A figure equal to its limit passes.\n"
+    "\n"
+    "options:\n"
+    "      --max-peak SIZE         fail when a device's peak is above SIZE\n"
+    "      --max-live-at-end SIZE  fail when more than SIZE is live at the end\n"
+    "      --baseline TRACE        the trace to compare peaks with (needs --max-increase)\n"
+    "      --max-increase PCT      fail when a peak is more than PCT percent above\n"
+    "                              the baseline's (a peak where the baseline had\n"
+    "                              none is an infinite increase)\n"
+    "      --device N              check device N only (an error if a trace lacks it)\n"
+    "      --ignore-library GLOB   leave out allocations charged to a library whose\n"
+    "                              file name matches GLOB (fnmatch; repeatable), in\n"
+    "                              the traces and the baseline alike\n"
+    "      --junit FILE            also write the results as JUnit XML to FILE\n"
+    "      --json                  one JSON object instead of lines (keys: docs/cli.md)\n"
+    "  -h, --help                  this help\n"
+    "\n"
+    "SIZE: bytes, or with a unit: 1.5GiB, 512MiB, 2GB (GB = 10^9, GiB = 2^30).\n"
+    "\n"
+    "exit status: 0 every check passed, 1 a check failed, 2 an error: bad flags,\n"
+    "no check given, a missing, unreadable or corrupt trace, an unwritable --junit\n"
+    "file (the other commands' codes 3 and 4 become 2 here). A trace with a torn\n"
+    "tail is checked up to it, with a warning.\n"
+    "\n"
+    "examples:\n"
+    "  gpumemtrace check --max-peak 8GiB gpumemtrace.*.gmt\n"
+    "  gpumemtrace check --baseline main.gmt --max-increase 5 --junit mem.xml pr.gmt\n"
+    "  gpumemtrace check --max-peak 70GiB --device 0 --ignore-library 'libcublas*' run.gmt\n"
+    "  gpumemtrace check --max-live-at-end 0 --json run.gmt\n";
+
+#define CMD "check"
+
+enum check_kind { CK_PEAK, CK_LIVE_END, CK_INCREASE };
+static const char *const check_name[] = {"max-peak", "max-live-at-end", "max-increase"};
+
+struct check_result {
+	const char *trace;
+	enum check_kind kind;
+	int64_t device; /* -1: all devices (a trace without any) */
+	uint64_t measured, limit, baseline;
+	double increase_pct; /* INFINITY: the baseline had 0 */
+	bool pass;
+};
+
+struct check_args {
+	bool has_peak, has_live, has_increase, has_device, json;
+	uint64_t max_peak, max_live;
+	double max_increase;
+	int64_t device;
+	const char *baseline, *junit;
+	const char **ignore;
+	size_t nignore;
+	const char **traces;
+	size_t ntraces;
+};
+
+struct check_state {
+	struct check_result *res;
+	size_t n, cap;
+	struct {
+		const char *path;
+		bool complete;
+		uint64_t ignored_allocs, ignored_bytes;
+	} * tinfo;
+	size_t ntinfo;
+};
+
+static void *xalloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p) {
+		cli_error(CMD, "out of memory");
+		exit(EXIT_USAGE);
+	}
+	return p;
+}
+
+static void add_result(struct check_state *s, struct check_result r)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->res = xalloc(s->res, s->cap * sizeof(*s->res));
+	}
+	s->res[s->n++] = r;
+}
+
+/* Maps the general exit codes of the reader (3, 4) to check's error code. */
+static int as_error(int rc)
+{
+	return rc == 0 ? 0 : EXIT_USAGE;
+}
+
+static int parse_args(int argc, char **argv, struct check_args *a)
+{
+	a->traces = xalloc(NULL, argc * sizeof(*a->traces));
+	a->ignore = xalloc(NULL, argc * sizeof(*a->ignore));
+	bool dashdash = false;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		if (dashdash || arg[0] != '-' || !arg[1]) {
+			a->traces[a->ntraces++] = arg;
+			continue;
+		}
+		if (!strcmp(arg, "--")) {
+			dashdash = true;
+			continue;
+		}
+		if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+			fputs(help, stdout);
+			return 0;
+		}
+		if (!strcmp(arg, "--json")) {
+			a->json = true;
+			continue;
+		}
+		static const char *const valued[] = {
+		    "--max-peak", "--max-live-at-end", "--baseline", "--max-increase",
+		    "--device",	  "--ignore-library",  "--junit",    NULL};
+		const char *val = NULL, *opt = NULL;
+		size_t olen = 0;
+		for (int k = 0; valued[k]; k++) {
+			size_t n = strlen(valued[k]);
+			if (!strncmp(arg, valued[k], n) && (arg[n] == 0 || arg[n] == '=')) {
+				opt = valued[k];
+				olen = n;
+				break;
+			}
+		}
+		if (!opt)
+			return cli_usage_error(CMD, "unknown option '%s'", arg);
+		if (arg[olen] == '=')
+			val = arg + olen + 1;
+		else if (i + 1 < argc)
+			val = argv[++i];
+		else
+			return cli_usage_error(CMD, "option '%s' needs a value", opt);
+		if (!strcmp(opt, "--max-peak") || !strcmp(opt, "--max-live-at-end")) {
+			uint64_t v;
+			if (parse_size(val, &v) != 0)
+				return cli_usage_error(
+				    CMD,
+				    "%s: bad size '%s' (use bytes, or e.g. 1.5GiB, 512MiB, 2GB)",
+				    opt, val);
+			if (opt[6] == 'p') {
+				a->has_peak = true;
+				a->max_peak = v;
+			} else {
+				a->has_live = true;
+				a->max_live = v;
+			}
+		} else if (!strcmp(opt, "--max-increase")) {
+			char *end;
+			errno = 0;
+			double v = strtod(val, &end);
+			if (end < val + strlen(val) && *end == '%' && end[1] == 0)
+				end++;
+			if (!*val || *end || errno || !isfinite(v) || v < 0)
+				return cli_usage_error(
+				    CMD, "--max-increase: bad percentage '%s' (e.g. 5 or 2.5)",
+				    val);
+			a->has_increase = true;
+			a->max_increase = v;
+		} else if (!strcmp(opt, "--device")) {
+			char *end;
+			errno = 0;
+			long long v = strtoll(val, &end, 10);
+			if (!*val || *end || errno || v < 0)
+				return cli_usage_error(CMD, "--device: bad device ordinal '%s'",
+						       val);
+			a->has_device = true;
+			a->device = v;
+		} else if (!strcmp(opt, "--baseline")) {
+			a->baseline = val;
+		} else if (!strcmp(opt, "--junit")) {
+			if (!*val)
+				return cli_usage_error(CMD, "--junit: empty file name");
+			a->junit = val;
+		} else {
+			a->ignore[a->nignore++] = val;
+		}
+	}
+	if (!a->has_peak && !a->has_live && !a->has_increase && !a->baseline)
+		return cli_usage_error(
+		    CMD, "no check given: use --max-peak, --max-live-at-end or --baseline with "
+			 "--max-increase");
+	if (a->baseline && !a->has_increase)
+		return cli_usage_error(CMD, "--baseline needs --max-increase PCT");
+	if (a->has_increase && !a->baseline)
+		return cli_usage_error(CMD, "--max-increase needs --baseline TRACE");
+	if (!a->ntraces)
+		return cli_usage_error(CMD, "missing TRACE argument");
+	return -1;
+}
+
+/* Peak increase over the baseline, in percent; INFINITY from nothing. */
+static double increase(uint64_t peak, uint64_t base)
+{
+	if (base == 0)
+		return peak ? INFINITY : 0;
+	return ((double)peak - (double)base) * 100.0 / (double)base;
+}
+
+/* peak <= base * (1 + pct/100), exactly for whole and decimal percentages:
+ * the percentage is taken in millionths. */
+static bool within(uint64_t peak, uint64_t base, double pct)
+{
+	if (peak <= base || pct >= 1e12)
+		return true;
+	unsigned __int128 lim = (unsigned __int128)base * (uint64_t)(pct * 1e6 + 1e8 + 0.5);
+	return (unsigned __int128)peak * 100000000u <= lim;
+}
+
+static void check_trace(struct check_state *s, const struct check_args *a, const char *path,
+			struct measure *m, struct measure *base)
+{
+	int64_t *devs;
+	size_t ndevs = check_measure_devs(m, &devs);
+	if (a->has_device) {
+		devs[0] = a->device;
+		ndevs = 1;
+	}
+	for (size_t i = 0; i < (ndevs ? ndevs : 1); i++) {
+		int64_t d = ndevs ? devs[i] : -1;
+		struct rp_level lv = d >= 0 ? check_measure_dev(m, d) : m->rp.buckets[BK_DEVICE];
+		if (a->has_peak)
+			add_result(s, (struct check_result){path, CK_PEAK, d, lv.peak, a->max_peak,
+							    0, 0, lv.peak <= a->max_peak});
+		if (a->has_live)
+			add_result(s, (struct check_result){path, CK_LIVE_END, d, lv.bytes,
+							    a->max_live, 0, 0,
+							    lv.bytes <= a->max_live});
+		if (a->has_increase) {
+			struct rp_level bl =
+			    d >= 0 ? check_measure_dev(base, d) : base->rp.buckets[BK_DEVICE];
+			add_result(
+			    s, (struct check_result){path, CK_INCREASE, d, lv.peak, 0, bl.peak,
+						     increase(lv.peak, bl.peak),
+						     within(lv.peak, bl.peak, a->max_increase)});
+		}
+	}
+	free(devs);
+}
+
+static const char *pct_text(char *buf, double v)
+{
+	if (isinf(v))
+		return "+inf%";
+	snprintf(buf, 32, "%+.2f%%", v);
+	return buf;
+}
+
+/* "1000 B", or "1.50 GiB (1610612736 B)": the exact figure for the boundary. */
+static const char *size_exact(char *buf, uint64_t n)
+{
+	char tmp[32];
+	if (n < 1024)
+		snprintf(buf, 64, "%" PRIu64 " B", n);
+	else
+		snprintf(buf, 64, "%s (%" PRIu64 " B)", fmt_size(tmp, n), n);
+	return buf;
+}
+
+static void print_line(FILE *f, const struct check_result *r, const struct check_args *a)
+{
+	char b1[64], b2[64], b3[32], dev[32];
+	if (r->device >= 0)
+		snprintf(dev, sizeof(dev), "device %" PRId64, r->device);
+	else
+		snprintf(dev, sizeof(dev), "all devices");
+	fprintf(f, "%s  %-15s %-10s %s: ", r->pass ? "PASS" : "FAIL", check_name[r->kind], dev,
+		r->trace);
+	switch (r->kind) {
+	case CK_PEAK:
+	case CK_LIVE_END:
+		fprintf(f, "%s %s %s limit %s\n", r->kind == CK_PEAK ? "peak" : "live at end",
+			size_exact(b1, r->measured), r->pass ? "<=" : ">",
+			size_exact(b2, r->limit));
+		break;
+	case CK_INCREASE:
+		fprintf(f, "peak %s vs baseline %s: %s %s limit %+g%%\n",
+			size_exact(b1, r->measured), size_exact(b2, r->baseline),
+			pct_text(b3, r->increase_pct), r->pass ? "<=" : ">", a->max_increase);
+		break;
+	}
+}
+
+static void json_pct(FILE *f, double v)
+{
+	if (isinf(v))
+		fputs("null", f);
+	else
+		fprintf(f, "%.6g", v);
+}
+
+static void print_json(FILE *f, const struct check_state *s, const struct check_args *a,
+		       size_t failed, const struct measure *base)
+{
+	fprintf(f, "{\"passed\": %s, \"checks_total\": %zu, \"checks_failed\": %zu,\n",
+		failed ? "false" : "true", s->n, failed);
+	fputs(" \"ignore_libraries\": [", f);
+	for (size_t i = 0; i < a->nignore; i++) {
+		if (i)
+			fputs(", ", f);
+		json_cstr(f, a->ignore[i]);
+	}
+	fputs("],\n \"baseline\": ", f);
+	if (base) {
+		fputs("{\"path\": ", f);
+		json_cstr(f, a->baseline);
+		fprintf(f,
+			", \"complete\": %s, \"peak_bytes\": %" PRIu64
+			", \"ignored_allocations\": %" PRIu64 ", \"ignored_bytes\": %" PRIu64 "}",
+			base->t.complete ? "true" : "false", base->rp.buckets[BK_DEVICE].peak,
+			base->ignored_allocs, base->ignored_bytes);
+	} else {
+		fputs("null", f);
+	}
+	fputs(",\n \"traces\": [", f);
+	for (size_t i = 0; i < s->ntinfo; i++) {
+		fputs(i ? ",\n  {\"path\": " : "\n  {\"path\": ", f);
+		json_cstr(f, s->tinfo[i].path);
+		fprintf(f,
+			", \"complete\": %s, \"ignored_allocations\": %" PRIu64
+			", \"ignored_bytes\": %" PRIu64 "}",
+			s->tinfo[i].complete ? "true" : "false", s->tinfo[i].ignored_allocs,
+			s->tinfo[i].ignored_bytes);
+	}
+	fputs("],\n \"checks\": [", f);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct check_result *r = &s->res[i];
+		fputs(i ? ",\n  {\"trace\": " : "\n  {\"trace\": ", f);
+		json_cstr(f, r->trace);
+		fprintf(f, ", \"check\": \"%s\", \"device\": ", check_name[r->kind]);
+		if (r->device >= 0)
+			fprintf(f, "%" PRId64, r->device);
+		else
+			fputs("null", f);
+		fprintf(f, ", \"pass\": %s, \"measured_bytes\": %" PRIu64,
+			r->pass ? "true" : "false", r->measured);
+		if (r->kind == CK_INCREASE) {
+			fprintf(f, ", \"baseline_bytes\": %" PRIu64 ", \"increase_pct\": ",
+				r->baseline);
+			json_pct(f, r->increase_pct);
+			fputs(", \"limit_pct\": ", f);
+			json_pct(f, a->max_increase);
+		} else {
+			fprintf(f, ", \"limit_bytes\": %" PRIu64, r->limit);
+		}
+		fputc('}', f);
+	}
+	fputs("]}\n", f);
+}
+
+/* XML text: escaped, control characters and invalid UTF-8 as '?'. */
+static void xml_text(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned c = *p;
+		if (c == '&')
+			fputs("&amp;", f);
+		else if (c == '<')
+			fputs("&lt;", f);
+		else if (c == '>')
+			fputs("&gt;", f);
+		else if (c == '"')
+			fputs("&quot;", f);
+		else if (c == '\'')
+			fputs("&apos;", f);
+		else if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+			fputc('?', f);
+		else if (c < 0x80)
+			fputc((int)c, f);
+		else {
+			/* a valid UTF-8 sequence goes through whole */
+			size_t n = c >= 0xc2 && c <= 0xdf   ? 2
+				   : c >= 0xe0 && c <= 0xef ? 3
+				   : c >= 0xf0 && c <= 0xf4 ? 4
+							    : 0;
+			size_t k = 1;
+			while (n && k < n && (p[k] & 0xc0) == 0x80)
+				k++;
+			if (n && k == n) {
+				fwrite(p, 1, n, f);
+				p += n;
+				continue;
+			}
+			fputc('?', f);
+		}
+		p++;
+	}
+}
+
+static int write_junit(const char *file, const struct check_state *s, const struct check_args *a,
+		       size_t failed)
+{
+	FILE *f = fopen(file, "w");
+	if (!f) {
+		cli_error(CMD, "cannot write %s: %s", file, strerror(errno));
+		return EXIT_USAGE;
+	}
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<testsuites name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
+		"errors=\"0\">\n"
+		"  <testsuite name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
+		"errors=\"0\" skipped=\"0\">\n",
+		s->n, failed, s->n, failed);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct check_result *r = &s->res[i];
+		char dev[32], *line = NULL;
+		size_t len = 0;
+		if (r->device >= 0)
+			snprintf(dev, sizeof(dev), "device %" PRId64, r->device);
+		else
+			snprintf(dev, sizeof(dev), "all devices");
+		FILE *mem = open_memstream(&line, &len);
+		if (mem) {
+			print_line(mem, r, a);
+			fclose(mem);
+		}
+		if (line && len && line[len - 1] == '\n')
+			line[len - 1] = 0;
+		fputs("    <testcase classname=\"", f);
+		xml_text(f, r->trace);
+		fprintf(f, "\" name=\"%s %s\"", check_name[r->kind], dev);
+		if (r->pass) {
+			fputs("/>\n", f);
+		} else {
+			fputs(">\n      <failure type=\"", f);
+			fputs(check_name[r->kind], f);
+			fputs("\" message=\"", f);
+			xml_text(f, line ? line : "");
+			fputs("\">", f);
+			xml_text(f, line ? line : "");
+			fputs("</failure>\n    </testcase>\n", f);
+		}
+		free(line);
+	}
+	fputs("  </testsuite>\n</testsuites>\n", f);
+	if (ferror(f) | (fclose(f) != 0)) {
+		cli_error(CMD, "cannot write %s: %s", file, strerror(errno));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
 
 int cmd_check(int argc, char **argv)
 {
-	cli_error(argv[0], "not implemented yet");
-	return EXIT_USAGE;
+	struct check_args a = {0};
+	struct check_state s = {0};
+	struct measure base = {0};
+	int rc = parse_args(argc, argv, &a);
+	if (rc >= 0)
+		goto out;
+	struct cm_options opt = {.ignore = a.ignore, .nignore = a.nignore};
+	s.tinfo = xalloc(NULL, a.ntraces * sizeof(*s.tinfo));
+
+	if (a.baseline) {
+		rc = check_measure(&base, CMD, a.baseline, &opt);
+		if (rc >= 0 || (rc = trace_finish(&base.t)) != 0) {
+			rc = as_error(rc);
+			goto out;
+		}
+		rc = -1;
+	}
+	for (size_t i = 0; i < a.ntraces; i++) {
+		struct measure m;
+		rc = check_measure(&m, CMD, a.traces[i], &opt);
+		if (rc < 0 && a.has_device && !check_measure_has_dev(&m, a.device)) {
+			cli_error(CMD, "%s: no device %" PRId64 " in the trace", a.traces[i],
+				  a.device);
+			rc = EXIT_USAGE;
+		}
+		if (rc < 0) {
+			check_trace(&s, &a, a.traces[i], &m, &base);
+			s.tinfo[s.ntinfo].path = a.traces[i];
+			s.tinfo[s.ntinfo].complete = m.t.complete;
+			s.tinfo[s.ntinfo].ignored_allocs = m.ignored_allocs;
+			s.tinfo[s.ntinfo].ignored_bytes = m.ignored_bytes;
+			s.ntinfo++;
+			rc = trace_finish(&m.t);
+		}
+		check_measure_free(&m);
+		if (rc != 0 && rc != -1) {
+			rc = as_error(rc);
+			goto out;
+		}
+	}
+
+	size_t failed = 0;
+	for (size_t i = 0; i < s.n; i++)
+		failed += !s.res[i].pass;
+	if (a.json) {
+		print_json(stdout, &s, &a, failed, a.baseline ? &base : NULL);
+	} else {
+		for (size_t i = 0; i < s.n; i++)
+			print_line(stdout, &s.res[i], &a);
+		printf("check: %zu passed, %zu failed\n", s.n - failed, failed);
+	}
+	fflush(stdout);
+	rc = failed ? EXIT_CHECK : 0;
+	if (a.junit) {
+		int jrc = write_junit(a.junit, &s, &a, failed);
+		if (jrc)
+			rc = jrc;
+	}
+out:
+	check_measure_free(&base);
+	free(s.res);
+	free(s.tinfo);
+	free(a.traces);
+	free(a.ignore);
+	return rc;
 }

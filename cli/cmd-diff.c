@@ -1,8 +1,647 @@
-/* gpumemtrace diff: two traces side by side: environment, peaks, sites added, removed, grown. */
-#include "cli.h"
+/* gpumemtrace diff: two traces side by side: the environment that shapes GPU
+ * memory (GPUs, driver, CUDA libraries, allocator variables), peaks and
+ * totals per device, calls per API, and the allocation sites live at the
+ * peak that were added, removed, grew or shrank. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check-measure.h"
+
+static const char help[] =
+    "usage: gpumemtrace diff [--json] [--by stack|function|library] [--depth N] A B\n"
+    "\n"
+    "Compares trace B with trace A (A is the reference: deltas are B - A):\n"
+    "  - the environment: GPU names, memory, compute capability, driver version,\n"
+    "    the CUDA libraries loaded (libcudart, cuBLAS, cuDNN, NCCL file names),\n"
+    "    host, command, and the allocator variables the tracer records\n"
+    "    (CUDA_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF, XLA_*, TF_*,\n"
+    "    NCCL_CUMEM_ENABLE...); only what differs is listed;\n"
+    "  - per device: the peak of live device memory and what was live at the\n"
+    "    end, with the delta and the change in percent; other kinds of memory;\n"
+    "  - calls per API whose counts differ;\n"
+    "  - allocation sites (device memory live at each device's peak, grouped\n"
+    "    --by stack, function or library) that were added, removed, grew or\n"
+    "    shrank, largest change first.\n"
+    "\n"
+    "options:\n"
+    "      --by GROUP   group sites by stack (the site and --depth callers,\n"
+    "                   the default), function (the site's function) or library\n"
+    "      --depth N    callers in a stack key (default 3)\n"
+    "      --json       one JSON object instead of tables (keys: docs/cli.md)\n"
+    "  -h, --help       this help\n"
+    "\n"
+    "examples:\n"
+    "  gpumemtrace diff main.gmt pr.gmt\n"
+    "  gpumemtrace diff --by library a100.gmt h100.gmt\n"
+    "  gpumemtrace diff --json before.gmt after.gmt > diff.json\n";
+
+#define CMD "diff"
+
+struct env_item {
+	char *key, *a, *b; /* a, b NULL: absent */
+};
+
+struct env_list {
+	struct env_item *v;
+	size_t n, cap;
+};
+
+static void *xalloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p) {
+		cli_error(CMD, "out of memory");
+		exit(EXIT_INPUT);
+	}
+	return p;
+}
+
+static char *xstrdup_or_null(const char *s)
+{
+	if (!s)
+		return NULL;
+	size_t n = strlen(s) + 1;
+	return memcpy(xalloc(NULL, n), s, n);
+}
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0) {
+		cli_error(CMD, "out of memory");
+		exit(EXIT_INPUT);
+	}
+	va_end(ap);
+	return s;
+}
+
+/* Takes ownership of a and b. */
+static void env_add(struct env_list *l, const char *key, char *a, char *b)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 32;
+		l->v = xalloc(l->v, l->cap * sizeof(*l->v));
+	}
+	l->v[l->n++] = (struct env_item){xstrdup_or_null(key), a, b};
+}
+
+static bool env_same(const struct env_item *e)
+{
+	if (!e->a || !e->b)
+		return !e->a && !e->b;
+	return strcmp(e->a, e->b) == 0;
+}
+
+static const struct trace_device *find_dev(const struct trace *t, int64_t ordinal)
+{
+	for (size_t i = 0; i < t->ndevs; i++)
+		if (t->devs[i].ordinal == ordinal)
+			return &t->devs[i];
+	return NULL;
+}
+
+static const char *find_env(const struct trace *t, const char *key)
+{
+	for (size_t i = 0; i < t->nenv; i++)
+		if (strcmp(t->env[i].key, key) == 0)
+			return t->env[i].value;
+	return NULL;
+}
+
+/* The loaded modules whose file name starts with `prefix`, joined. */
+static char *modules_named(const struct trace *t, const char *prefix)
+{
+	char *out = NULL;
+	size_t plen = strlen(prefix);
+	for (size_t i = 0; i < t->nmods; i++) {
+		const char *lib =
+		    t->mods[i].library ? t->mods[i].library : path_basename(t->mods[i].path);
+		if (strncmp(lib, prefix, plen) != 0 || (lib[plen] != '.' && lib[plen] != '-'))
+			continue;
+		if (out && strstr(out, lib))
+			continue;
+		char *n = out ? xprintf("%s, %s", out, lib) : xprintf("%s", lib);
+		free(out);
+		out = n;
+	}
+	return out;
+}
+
+static char *driver_text(int v)
+{
+	return v ? xprintf("%d.%d (%d)", v / 1000, v % 1000 / 10, v) : NULL;
+}
+
+static void collect_env(struct env_list *l, struct trace *a, struct trace *b, int64_t *devs,
+			size_t ndevs)
+{
+	env_add(l, "host", xstrdup_or_null(a->host), xstrdup_or_null(b->host));
+	env_add(l, "command", xstrdup_or_null(a->command), xstrdup_or_null(b->command));
+	env_add(l, "devices", xprintf("%zu", a->ndevs), xprintf("%zu", b->ndevs));
+	for (size_t i = 0; i < ndevs; i++) {
+		const struct trace_device *da = find_dev(a, devs[i]), *db = find_dev(b, devs[i]);
+		char key[64], s1[32], s2[32];
+#define DEVKEY(what) (snprintf(key, sizeof(key), "device %" PRId64 " " what, devs[i]), key)
+		env_add(l, DEVKEY("name"), da && da->name[0] ? xstrdup_or_null(da->name) : NULL,
+			db && db->name[0] ? xstrdup_or_null(db->name) : NULL);
+		env_add(
+		    l, DEVKEY("memory"),
+		    da && da->total_bytes ? xprintf("%s (%" PRIu64 " B)",
+						    fmt_size(s1, da->total_bytes), da->total_bytes)
+					  : NULL,
+		    db && db->total_bytes ? xprintf("%s (%" PRIu64 " B)",
+						    fmt_size(s2, db->total_bytes), db->total_bytes)
+					  : NULL);
+		env_add(l, DEVKEY("compute capability"),
+			da && (da->cc_major || da->cc_minor)
+			    ? xprintf("%d.%d", da->cc_major, da->cc_minor)
+			    : NULL,
+			db && (db->cc_major || db->cc_minor)
+			    ? xprintf("%d.%d", db->cc_major, db->cc_minor)
+			    : NULL);
+		env_add(l, DEVKEY("driver (CUDA version)"),
+			da ? driver_text(da->driver_version) : NULL,
+			db ? driver_text(db->driver_version) : NULL);
+#undef DEVKEY
+	}
+	static const char *const libs[] = {
+	    "libcudart", "libcublas",	  "libcublasLt", "libcudnn",
+	    "libnccl",	 "libtorch_cuda", "libxla",	 "libtensorflow_framework"};
+	for (size_t i = 0; i < sizeof(libs) / sizeof(*libs); i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "library %s", libs[i]);
+		env_add(l, key, modules_named(a, libs[i]), modules_named(b, libs[i]));
+	}
+	/* the environment variables: every key either PROCESS record has */
+	for (int side = 0; side < 2; side++) {
+		const struct trace *t = side ? b : a;
+		for (size_t i = 0; i < t->nenv; i++) {
+			if (side && find_env(a, t->env[i].key))
+				continue; /* added from A already */
+			char *key = xprintf("env %s", t->env[i].key);
+			env_add(l, key, xstrdup_or_null(find_env(a, t->env[i].key)),
+				xstrdup_or_null(find_env(b, t->env[i].key)));
+			free(key);
+		}
+	}
+}
+
+/* ---- sites ---- */
+
+enum site_status { ST_SAME, ST_ADDED, ST_REMOVED, ST_GREW, ST_SHRANK };
+static const char *const status_name[] = {"same", "added", "removed", "grew", "shrank"};
+
+struct site_row {
+	const char *key;
+	int64_t device;
+	uint64_t a_bytes, b_bytes, a_count, b_count;
+	enum site_status status;
+};
+
+static uint64_t absdelta(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+static int row_cmp(const void *x, const void *y)
+{
+	const struct site_row *a = x, *b = y;
+	uint64_t da = absdelta(a->a_bytes, a->b_bytes), db = absdelta(b->a_bytes, b->b_bytes);
+	if (da != db)
+		return da < db ? 1 : -1;
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	return strcmp(a->key, b->key);
+}
+
+static struct site_row *site_rows(struct measure *a, struct measure *b, size_t *n_out, size_t *same)
+{
+	size_t cap = HASH_COUNT(a->sites) + HASH_COUNT(b->sites), n = 0;
+	struct site_row *rows = xalloc(NULL, cap * sizeof(*rows));
+	struct cm_site *s, *tmp, *o;
+	HASH_ITER(hh, a->sites, s, tmp)
+	{
+		HASH_FIND_STR(b->sites, s->id, o);
+		rows[n++] =
+		    (struct site_row){s->key,	s->device,	  s->bytes, o ? o->bytes : 0,
+				      s->count, o ? o->count : 0, ST_SAME};
+	}
+	HASH_ITER(hh, b->sites, s, tmp)
+	{
+		HASH_FIND_STR(a->sites, s->id, o);
+		if (!o)
+			rows[n++] =
+			    (struct site_row){s->key, s->device, 0, s->bytes, 0, s->count, ST_SAME};
+	}
+	size_t k = 0;
+	*same = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct site_row *r = &rows[i];
+		r->status = !r->a_count		      ? ST_ADDED
+			    : !r->b_count	      ? ST_REMOVED
+			    : r->b_bytes > r->a_bytes ? ST_GREW
+			    : r->b_bytes < r->a_bytes ? ST_SHRANK
+						      : ST_SAME;
+		if (r->status == ST_SAME)
+			(*same)++;
+		else
+			rows[k++] = *r;
+	}
+	qsort(rows, k, sizeof(*rows), row_cmp);
+	*n_out = k;
+	return rows;
+}
+
+/* ---- output ---- */
+
+static const char *delta_size(char *buf, uint64_t a, uint64_t b)
+{
+	char tmp[32];
+	if (a == b)
+		return "0 B";
+	snprintf(buf, 40, "%c%s", b > a ? '+' : '-', fmt_size(tmp, absdelta(a, b)));
+	return buf;
+}
+
+static const char *delta_pct(char *buf, uint64_t a, uint64_t b)
+{
+	if (a == 0)
+		return b ? "new" : "0%";
+	double p = ((double)b - (double)a) * 100.0 / (double)a;
+	snprintf(buf, 32, "%+.1f%%", p);
+	return buf;
+}
+
+static int64_t sdelta(uint64_t a, uint64_t b)
+{
+	return b >= a ? (int64_t)(b - a) : -(int64_t)(a - b);
+}
+
+static void json_opt_str(FILE *f, const char *s)
+{
+	if (s)
+		json_cstr(f, s);
+	else
+		fputs("null", f);
+}
+
+static void json_pct(FILE *f, uint64_t a, uint64_t b)
+{
+	if (a == 0)
+		fputs(b ? "null" : "0", f);
+	else
+		fprintf(f, "%.6g", ((double)b - (double)a) * 100.0 / (double)a);
+}
+
+struct diff_ctx {
+	struct measure *a, *b;
+	const char *path_a, *path_b;
+	struct env_list env;
+	int64_t *devs;
+	size_t ndevs;
+	struct site_row *rows;
+	size_t nrows, same_sites;
+	const char *by;
+	int depth;
+};
+
+static void call_pair(struct diff_ctx *d, uint32_t api, struct cm_call **ca, struct cm_call **cb)
+{
+	HASH_FIND(hh, d->a->calls, &api, sizeof(api), *ca);
+	HASH_FIND(hh, d->b->calls, &api, sizeof(api), *cb);
+}
+
+/* Every API either trace called, ascending. */
+static size_t all_apis(struct diff_ctx *d, uint32_t **out)
+{
+	size_t n = 0;
+	uint32_t *v =
+	    xalloc(NULL, (HASH_COUNT(d->a->calls) + HASH_COUNT(d->b->calls) + 1) * sizeof(*v));
+	struct cm_call *c, *tmp, *o;
+	HASH_ITER(hh, d->a->calls, c, tmp)
+	{
+		v[n++] = c->api;
+	}
+	HASH_ITER(hh, d->b->calls, c, tmp)
+	{
+		HASH_FIND(hh, d->a->calls, &c->api, sizeof(c->api), o);
+		if (!o)
+			v[n++] = c->api;
+	}
+	/* insertion sort: a few dozen APIs */
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k && v[k - 1] > v[k]; k--) {
+			uint32_t t = v[k];
+			v[k] = v[k - 1];
+			v[k - 1] = t;
+		}
+	*out = v;
+	return n;
+}
+
+static const char *state_text(const struct trace *t)
+{
+	return t->complete ? "complete" : "INCOMPLETE";
+}
+
+static void print_human(FILE *f, struct diff_ctx *d)
+{
+	char b1[40], b2[40], b3[40], b4[40], b5[40], b6[40], b7[40];
+	fprintf(f, "A  %s (%s, %" PRIu64 " events)\n", d->path_a, state_text(&d->a->t),
+		d->a->t.events);
+	fprintf(f, "B  %s (%s, %" PRIu64 " events)\n", d->path_b, state_text(&d->b->t),
+		d->b->t.events);
+
+	size_t ndiff = 0, nsame = 0;
+	for (size_t i = 0; i < d->env.n; i++) {
+		const struct env_item *e = &d->env.v[i];
+		ndiff += !env_same(e);
+		nsame += env_same(e) && e->a;
+	}
+	fprintf(f, "\nenvironment: %zu different, %zu the same\n", ndiff, nsame);
+	if (ndiff) {
+		fprintf(f, "  %-36s %-30s %s\n", "", "A", "B");
+		for (size_t i = 0; i < d->env.n; i++) {
+			const struct env_item *e = &d->env.v[i];
+			if (!env_same(e))
+				fprintf(f, "  %-36s %-30s %s\n", e->key, e->a ? e->a : "(none)",
+					e->b ? e->b : "(none)");
+		}
+	}
+
+	fprintf(f, "\ndevice memory (B - A)\n  %-4s %10s %10s %11s %8s  %12s %12s %11s\n", "dev",
+		"peak A", "peak B", "delta", "%", "live end A", "live end B", "delta");
+	if (!d->ndevs)
+		fprintf(f, "  (no devices)\n");
+	for (size_t i = 0; i < d->ndevs; i++) {
+		struct rp_level la = check_measure_dev(d->a, d->devs[i]),
+				lb = check_measure_dev(d->b, d->devs[i]);
+		fprintf(f, "  %-4" PRId64 " %10s %10s %11s %8s  %12s %12s %11s\n", d->devs[i],
+			fmt_size(b1, la.peak), fmt_size(b2, lb.peak),
+			delta_size(b3, la.peak, lb.peak), delta_pct(b4, la.peak, lb.peak),
+			fmt_size(b5, la.bytes), fmt_size(b6, lb.bytes),
+			delta_size(b7, la.bytes, lb.bytes));
+	}
+	bool other = false;
+	for (int k = BK_MANAGED; k < BK_POOL; k++)
+		other |= d->a->rp.buckets[k].peak || d->b->rp.buckets[k].peak;
+	if (other) {
+		fprintf(f, "\nother memory (peaks)\n  %-20s %10s %10s %11s %8s\n", "kind", "A", "B",
+			"delta", "%");
+		for (int k = BK_MANAGED; k < BK_POOL; k++) {
+			uint64_t pa = d->a->rp.buckets[k].peak, pb = d->b->rp.buckets[k].peak;
+			if (pa || pb)
+				fprintf(f, "  %-20s %10s %10s %11s %8s\n", bucket_label[k],
+					fmt_size(b1, pa), fmt_size(b2, pb), delta_size(b3, pa, pb),
+					delta_pct(b4, pa, pb));
+		}
+	}
+
+	uint32_t *apis;
+	size_t napis = all_apis(d, &apis), shown = 0;
+	for (size_t i = 0; i < napis; i++) {
+		struct cm_call *ca, *cb;
+		call_pair(d, apis[i], &ca, &cb);
+		uint64_t na = ca ? ca->count : 0, nb = cb ? cb->count : 0;
+		uint64_t ba = ca ? ca->bytes : 0, bb = cb ? cb->bytes : 0;
+		if (na == nb && ba == bb)
+			continue;
+		if (!shown++)
+			fprintf(f, "\ncalls that differ\n  %-32s %10s %10s %10s %11s\n", "api", "A",
+				"B", "delta", "bytes delta");
+		fprintf(f, "  %-32s %10" PRIu64 " %10" PRIu64 " %+10" PRId64 " %11s\n",
+			api_name(apis[i]), na, nb, sdelta(na, nb), delta_size(b1, ba, bb));
+	}
+	if (!shown)
+		fprintf(f, "\ncalls: the same counts for every API\n");
+	free(apis);
+
+	size_t cnt[5] = {0};
+	for (size_t i = 0; i < d->nrows; i++)
+		cnt[d->rows[i].status]++;
+	char depth[32] = "";
+	if (!strcmp(d->by, "stack"))
+		snprintf(depth, sizeof(depth), ", depth %d", d->depth);
+	fprintf(f,
+		"\nallocation sites at the peak (by %s%s): %zu added, %zu removed, %zu grew, "
+		"%zu shrank, %zu unchanged\n",
+		d->by, depth, cnt[ST_ADDED], cnt[ST_REMOVED], cnt[ST_GREW], cnt[ST_SHRANK],
+		d->same_sites);
+	if (d->nrows)
+		fprintf(f, "  %-8s %-4s %10s %10s %11s  %s\n", "change", "dev", "A", "B", "delta",
+			"site");
+	for (size_t i = 0; i < d->nrows; i++) {
+		const struct site_row *r = &d->rows[i];
+		fprintf(f, "  %-8s %-4" PRId64 " %10s %10s %11s  %s\n", status_name[r->status],
+			r->device, fmt_size(b1, r->a_bytes), fmt_size(b2, r->b_bytes),
+			delta_size(b3, r->a_bytes, r->b_bytes), r->key);
+	}
+}
+
+static void json_side(FILE *f, const char *path, const struct measure *m)
+{
+	fputs("{\"path\": ", f);
+	json_cstr(f, path);
+	fprintf(f, ", \"complete\": %s, \"events\": %" PRIu64 "}", m->t.complete ? "true" : "false",
+		m->t.events);
+}
+
+static void print_json(FILE *f, struct diff_ctx *d)
+{
+	fputs("{\"a\": ", f);
+	json_side(f, d->path_a, d->a);
+	fputs(",\n \"b\": ", f);
+	json_side(f, d->path_b, d->b);
+	fputs(",\n \"environment\": {\"differences\": [", f);
+	size_t k = 0;
+	for (size_t i = 0; i < d->env.n; i++) {
+		const struct env_item *e = &d->env.v[i];
+		if (env_same(e))
+			continue;
+		fputs(k++ ? ",\n   {\"key\": " : "\n   {\"key\": ", f);
+		json_cstr(f, e->key);
+		fputs(", \"a\": ", f);
+		json_opt_str(f, e->a);
+		fputs(", \"b\": ", f);
+		json_opt_str(f, e->b);
+		fputc('}', f);
+	}
+	fputs("],\n  \"same\": [", f);
+	k = 0;
+	for (size_t i = 0; i < d->env.n; i++) {
+		const struct env_item *e = &d->env.v[i];
+		if (!env_same(e) || (!e->a && !e->b))
+			continue;
+		if (k++)
+			fputs(", ", f);
+		json_cstr(f, e->key);
+	}
+	fputs("]},\n \"devices\": [", f);
+	for (size_t i = 0; i < d->ndevs; i++) {
+		struct rp_level la = check_measure_dev(d->a, d->devs[i]),
+				lb = check_measure_dev(d->b, d->devs[i]);
+		fprintf(f,
+			"%s\n  {\"index\": %" PRId64 ", \"a_peak_bytes\": %" PRIu64
+			", \"b_peak_bytes\": %" PRIu64 ", \"peak_delta_bytes\": %" PRId64
+			", \"peak_delta_pct\": ",
+			i ? "," : "", d->devs[i], la.peak, lb.peak, sdelta(la.peak, lb.peak));
+		json_pct(f, la.peak, lb.peak);
+		fprintf(f,
+			", \"a_live_bytes_at_end\": %" PRIu64 ", \"b_live_bytes_at_end\": %" PRIu64
+			", \"live_at_end_delta_bytes\": %" PRId64 "}",
+			la.bytes, lb.bytes, sdelta(la.bytes, lb.bytes));
+	}
+	fputs("],\n \"memory\": {", f);
+	for (int b = 0; b < BK_COUNT; b++) {
+		const struct rp_level *la = &d->a->rp.buckets[b], *lb = &d->b->rp.buckets[b];
+		fprintf(f,
+			"%s\n  \"%s\": {\"a_peak_bytes\": %" PRIu64 ", \"b_peak_bytes\": %" PRIu64
+			", \"peak_delta_bytes\": %" PRId64 ", \"a_live_bytes_at_end\": %" PRIu64
+			", \"b_live_bytes_at_end\": %" PRIu64 "}",
+			b ? "," : "", bucket_key[b], la->peak, lb->peak, sdelta(la->peak, lb->peak),
+			la->bytes, lb->bytes);
+	}
+	fputs("},\n \"calls\": [", f);
+	uint32_t *apis;
+	size_t napis = all_apis(d, &apis);
+	for (size_t i = 0; i < napis; i++) {
+		struct cm_call *ca, *cb;
+		call_pair(d, apis[i], &ca, &cb);
+		uint64_t na = ca ? ca->count : 0, nb = cb ? cb->count : 0;
+		uint64_t ba = ca ? ca->bytes : 0, bb = cb ? cb->bytes : 0;
+		fputs(i ? ",\n  {\"api\": " : "\n  {\"api\": ", f);
+		json_cstr(f, api_name(apis[i]));
+		fprintf(f,
+			", \"a_count\": %" PRIu64 ", \"b_count\": %" PRIu64
+			", \"count_delta\": %" PRId64 ", \"a_failed\": %" PRIu64
+			", \"b_failed\": %" PRIu64 ", \"a_bytes\": %" PRIu64
+			", \"b_bytes\": %" PRIu64 ", \"bytes_delta\": %" PRId64 "}",
+			na, nb, sdelta(na, nb), ca ? ca->failed : 0, cb ? cb->failed : 0, ba, bb,
+			sdelta(ba, bb));
+	}
+	free(apis);
+	fprintf(f, "],\n \"group_by\": \"%s\", \"depth\": %d, \"sites_unchanged\": %zu,\n", d->by,
+		d->depth, d->same_sites);
+	fputs(" \"sites\": [", f);
+	for (size_t i = 0; i < d->nrows; i++) {
+		const struct site_row *r = &d->rows[i];
+		fprintf(f, "%s\n  {\"device\": %" PRId64 ", \"status\": \"%s\", \"site\": ",
+			i ? "," : "", r->device, status_name[r->status]);
+		json_cstr(f, r->key);
+		fprintf(f,
+			", \"a_bytes\": %" PRIu64 ", \"b_bytes\": %" PRIu64
+			", \"delta_bytes\": %" PRId64 ", \"a_allocations\": %" PRIu64
+			", \"b_allocations\": %" PRIu64 "}",
+			r->a_bytes, r->b_bytes, sdelta(r->a_bytes, r->b_bytes), r->a_count,
+			r->b_count);
+	}
+	fputs("]}\n", f);
+}
 
 int cmd_diff(int argc, char **argv)
 {
-	cli_error(argv[0], "not implemented yet");
-	return EXIT_USAGE;
+	bool json = false;
+	const char *by = "stack", *paths[2];
+	int npaths = 0, depth = 3;
+	bool dashdash = false;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		if (dashdash || arg[0] != '-' || !arg[1]) {
+			if (npaths == 2)
+				return cli_usage_error(CMD,
+						       "expected two traces, A and B; got more");
+			paths[npaths++] = arg;
+			continue;
+		}
+		if (!strcmp(arg, "--")) {
+			dashdash = true;
+		} else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+			fputs(help, stdout);
+			return 0;
+		} else if (!strcmp(arg, "--json")) {
+			json = true;
+		} else if (!strncmp(arg, "--by", 4) && (arg[4] == 0 || arg[4] == '=')) {
+			if (!arg[4] && i + 1 >= argc)
+				return cli_usage_error(CMD, "option '--by' needs a value");
+			by = arg[4] ? arg + 5 : argv[++i];
+		} else if (!strncmp(arg, "--depth", 7) && (arg[7] == 0 || arg[7] == '=')) {
+			if (!arg[7] && i + 1 >= argc)
+				return cli_usage_error(CMD, "option '--depth' needs a value");
+			const char *v = arg[7] ? arg + 8 : argv[++i];
+			char *end;
+			long n = strtol(v, &end, 10);
+			if (!*v || *end || n < 0 || n > 1000)
+				return cli_usage_error(CMD, "--depth: bad number '%s' (0 to 1000)",
+						       v);
+			depth = (int)n;
+		} else {
+			return cli_usage_error(CMD, "unknown option '%s'", arg);
+		}
+	}
+	enum trace_group group;
+	if (trace_group_parse(by, &group) != 0 || group == GROUP_API)
+		return cli_usage_error(
+		    CMD, "--by: unknown grouping '%s' (stack, function, library)", by);
+	if (npaths < 2)
+		return cli_usage_error(CMD, npaths ? "missing trace B" : "missing traces A and B");
+
+	struct cm_options opt = {.sites = true, .by = group, .depth = depth};
+	struct measure ma, mb;
+	int rc = check_measure(&ma, CMD, paths[0], &opt);
+	if (rc >= 0) {
+		check_measure_free(&ma);
+		return rc;
+	}
+	rc = check_measure(&mb, CMD, paths[1], &opt);
+	if (rc >= 0) {
+		check_measure_free(&ma);
+		check_measure_free(&mb);
+		return rc;
+	}
+
+	struct diff_ctx d = {
+	    .a = &ma, .b = &mb, .path_a = paths[0], .path_b = paths[1], .by = by, .depth = depth};
+	int64_t *da, *db;
+	size_t na = check_measure_devs(&ma, &da), nb = check_measure_devs(&mb, &db);
+	d.devs = xalloc(NULL, (na + nb + 1) * sizeof(*d.devs));
+	for (size_t i = 0, j = 0; i < na || j < nb;) {
+		if (j >= nb || (i < na && da[i] < db[j]))
+			d.devs[d.ndevs++] = da[i++];
+		else if (i >= na || db[j] < da[i])
+			d.devs[d.ndevs++] = db[j++];
+		else {
+			d.devs[d.ndevs++] = da[i++];
+			j++;
+		}
+	}
+	free(da);
+	free(db);
+	collect_env(&d.env, &ma.t, &mb.t, d.devs, d.ndevs);
+	d.rows = site_rows(&ma, &mb, &d.nrows, &d.same_sites);
+
+	if (json)
+		print_json(stdout, &d);
+	else
+		print_human(stdout, &d);
+	fflush(stdout);
+	int ra = trace_finish(&ma.t), rb = trace_finish(&mb.t);
+	rc = ra > rb ? ra : rb;
+
+	for (size_t i = 0; i < d.env.n; i++) {
+		free(d.env.v[i].key);
+		free(d.env.v[i].a);
+		free(d.env.v[i].b);
+	}
+	free(d.env.v);
+	free(d.rows);
+	free(d.devs);
+	check_measure_free(&ma);
+	check_measure_free(&mb);
+	return rc;
 }

@@ -1,8 +1,391 @@
-/* gpumemtrace leaks: allocations still live at exit, grouped by stack. */
-#include "cli.h"
+/* gpumemtrace leaks: allocations still live at the end of the trace, grouped
+ * by stack (or function, library, API), with counts and bytes. One replay
+ * per trace; what is left in the live set is what was never freed. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+
+static const char help[] =
+    "usage: gpumemtrace leaks [--by stack|function|library|api] [--depth N] [-n N]\n"
+    "                         [--json] TRACE...\n"
+    "\n"
+    "Lists the allocations still live when the trace ended (never freed), grouped\n"
+    "by allocation site, largest first: how many, how many bytes, which kinds of\n"
+    "memory (device, stream-ordered, VMM, managed, pinned or registered host,\n"
+    "arrays, IPC mappings), when the first and the last of them were allocated,\n"
+    "the site with its callers and the library it is charged to. VA reservations\n"
+    "and pool objects hold no memory and are left out.\n"
+    "\n"
+    "A trace without a trailer (the process was killed, or is still running) ends\n"
+    "at its last flush: then \"live at the end\" means live at that flush, not at\n"
+    "exit; the output says so, and \"complete\" is false.\n"
+    "\n"
+    "With several traces (one per rank or process) the groups add up over the\n"
+    "processes; each names the process holding the most, and the per-process\n"
+    "totals show the imbalance.\n"
+    "\n"
+    "options:\n"
+    "      --by G        grouping: stack (default), function, library or api\n"
+    "      --depth N     callers kept in a stack key (default 3; 0: the site alone)\n"
+    "  -n, --limit N     groups shown (default 20; 0: all)\n"
+    "      --json        one JSON object instead of tables (keys: docs/cli.md)\n"
+    "  -h, --help        this help\n"
+    "\n"
+    "examples:\n"
+    "  gpumemtrace leaks run.gmt\n"
+    "  gpumemtrace leaks --by library --json run.gmt\n"
+    "  gpumemtrace leaks rank0.gmt rank1.gmt rank2.gmt rank3.gmt\n";
+
+static const char *const group_names[] = {"stack", "function", "library", "api"};
+
+struct leak_trace {
+	struct trace t;
+	uint64_t bytes, allocs;
+	uint64_t bucket[BK_COUNT];
+};
+
+static void json_cstr0(FILE *f, const char *s)
+{
+	json_str(f, s, strlen(s));
+}
+
+static bool counted(int bucket)
+{
+	return bucket >= 0 && bucket < BK_COUNT && bucket != BK_VA && bucket != BK_POOL;
+}
+
+static int leaks_one(struct trace_rows *rows, struct leak_trace *lt)
+{
+	struct replay rp;
+	replay_init(&rp);
+	int rc = trace_replay(&lt->t, &rp, NULL, NULL);
+	if (rc < 0) {
+		for (int sp = 0; sp < 5; sp++) {
+			struct rp_live *l, *tmp;
+			HASH_ITER(hh, rp.tables[sp], l, tmp)
+			{
+				if (!counted(l->bucket))
+					continue;
+				struct trace_row *r =
+				    trace_rows_get(rows, &lt->t, -1, l->stack_id, l->api);
+				r->cur[TM_END] += l->size;
+				r->end_allocs++;
+				r->bucket_end[l->bucket] += l->size;
+				uint64_t rel = (uint64_t)trace_rel(&lt->t, l->time_ns);
+				if (rel < r->first_ns)
+					r->first_ns = rel;
+				if (rel > r->last_ns)
+					r->last_ns = rel;
+				lt->bytes += l->size;
+				lt->allocs++;
+				lt->bucket[l->bucket] += l->size;
+			}
+		}
+	}
+	trace_rows_fold(rows);
+	replay_free(&rp);
+	return rc;
+}
+
+static const char *incomplete_why(const struct trace *t)
+{
+	return t->info.stop == GMT_STOP_TORN	  ? "torn tail"
+	       : t->info.stop == GMT_STOP_CORRUPT ? "corrupt chunk"
+	       : t->info.stop == GMT_STOP_IO	  ? "read error"
+						  : "no trailer";
+}
+
+static void kinds_text(FILE *f, const uint64_t *bucket)
+{
+	char b[32];
+	bool first = true;
+	for (int k = 0; k < BK_COUNT; k++) {
+		if (!bucket[k])
+			continue;
+		fprintf(f, "%s%s %s", first ? "" : ", ", bucket_label[k], fmt_size(b, bucket[k]));
+		first = false;
+	}
+	if (first)
+		fputs("nothing", f);
+}
+
+static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uint64_t limit)
+{
+	FILE *f = stdout;
+	char b1[32], b2[32], b3[32], lb[64];
+	size_t nrows;
+	struct trace_row **rows = trace_rows_sorted(rs, TM_END, &nrows);
+	uint64_t bytes = 0, allocs = 0, bucket[BK_COUNT] = {0};
+	for (int i = 0; i < n; i++) {
+		bytes += ls[i].bytes;
+		allocs += ls[i].allocs;
+		for (int k = 0; k < BK_COUNT; k++)
+			bucket[k] += ls[i].bucket[k];
+	}
+	fprintf(f, "allocations live at the end, grouped by %s", group_names[rs->by]);
+	if (rs->by == GROUP_STACK)
+		fprintf(f, " (the site and %d caller%s)", rs->depth, rs->depth == 1 ? "" : "s");
+	fputc('\n', f);
+	for (int i = 0; i < n; i++) {
+		const struct trace *t = &ls[i].t;
+		if (t->complete)
+			continue;
+		fprintf(f,
+			"INCOMPLETE TRACE: %s (%s): the process did not exit cleanly; \"live at "
+			"the end\" means live at its last flush (%s), not at exit\n",
+			t->path, incomplete_why(t),
+			trace_fmt_time(b1, trace_rel(t, trace_end_ns(t))));
+	}
+	fprintf(f, "total: %s in %" PRIu64 " allocation%s (", fmt_size(b1, bytes), allocs,
+		allocs == 1 ? "" : "s");
+	kinds_text(f, bucket);
+	fputs(")\n", f);
+	if (nrows) {
+		fprintf(f, "\n  %10s %7s  %-22s  %s%s\n", "bytes", "allocs", "allocated",
+			n > 1 ? "most in                    " : "",
+			rs->by == GROUP_STACK || rs->by == GROUP_FUNCTION ? "site  [library]"
+			: rs->by == GROUP_LIBRARY			  ? "library"
+									  : "api");
+	}
+	size_t shown = 0;
+	for (size_t i = 0; i < nrows && (!limit || shown < limit); i++, shown++) {
+		struct trace_row *r = rows[i];
+		char when[64];
+		if (r->first_ns == r->last_ns)
+			snprintf(when, sizeof(when), "%s",
+				 trace_fmt_time(b2, (int64_t)r->first_ns));
+		else
+			snprintf(when, sizeof(when), "%s..%s",
+				 trace_fmt_time(b2, (int64_t)r->first_ns),
+				 trace_fmt_time(b3, (int64_t)r->last_ns));
+		fprintf(f, "  %10s %7" PRIu64 "  %-22s  ", fmt_size(b1, r->v[TM_END]),
+			r->end_allocs, when);
+		if (n > 1) {
+			int mt = r->max_trace[TM_END];
+			char mb[80];
+			snprintf(mb, sizeof(mb), "%s %s",
+				 mt >= 0 ? trace_label(&ls[mt].t, lb, sizeof(lb)) : "-",
+				 fmt_size(b1, r->max[TM_END]));
+			fprintf(f, "%-26.26s ", mb);
+		}
+		fputs(r->key, f);
+		if (rs->by == GROUP_STACK || rs->by == GROUP_FUNCTION)
+			fprintf(f, "  [%s]", trace_library(&ls[r->trace].t, r->stack_id));
+		/* the kinds, when not plain device memory */
+		if (r->bucket_end[BK_DEVICE] != r->v[TM_END]) {
+			fputs("  (", f);
+			kinds_text(f, r->bucket_end);
+			fputc(')', f);
+		}
+		fputc('\n', f);
+	}
+	if (nrows > shown)
+		fprintf(f, "  ... %zu more (-n 0 shows all)\n", nrows - shown);
+	if (!nrows)
+		fputs("\nnothing was left allocated\n", f);
+	if (n > 1) {
+		fprintf(f, "\nprocesses\n  %-3s %-24s %12s %8s  %s\n", "#", "process",
+			"live at end", "allocs", "trace");
+		uint64_t *v = malloc((size_t)n * sizeof(*v));
+		struct trace **tps = malloc((size_t)n * sizeof(*tps));
+		if (!v || !tps) {
+			cli_error("leaks", "out of memory");
+			exit(EXIT_INPUT);
+		}
+		for (int i = 0; i < n; i++) {
+			v[i] = ls[i].bytes;
+			tps[i] = &ls[i].t;
+			fprintf(f, "  %-3d %-24.24s %12s %8" PRIu64 "  %s%s\n", i,
+				trace_label(&ls[i].t, lb, sizeof(lb)), fmt_size(b1, ls[i].bytes),
+				ls[i].allocs, ls[i].t.path,
+				ls[i].t.complete ? "" : " (INCOMPLETE)");
+		}
+		fputs("imbalance\n", f);
+		trace_imbalance_text(f, "live at end", v, tps, (size_t)n);
+		free(v);
+		free(tps);
+	}
+	free(rows);
+}
+
+static void json_kinds(FILE *f, const uint64_t *bucket)
+{
+	fputc('{', f);
+	bool first = true;
+	for (int k = 0; k < BK_COUNT; k++) {
+		if (!counted(k))
+			continue;
+		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", bucket_key[k], bucket[k]);
+		first = false;
+	}
+	fputc('}', f);
+}
+
+static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint64_t limit)
+{
+	FILE *f = stdout;
+	char lb[64];
+	size_t nrows;
+	struct trace_row **rows = trace_rows_sorted(rs, TM_END, &nrows);
+	uint64_t bytes = 0, allocs = 0, bucket[BK_COUNT] = {0};
+	bool complete = true;
+	fprintf(f, "{\"by\": \"%s\", \"depth\": %d, \"limit\": %" PRIu64 ",\n \"traces\": [",
+		group_names[rs->by], rs->depth, limit);
+	for (int i = 0; i < n; i++) {
+		const struct trace *t = &ls[i].t;
+		bytes += ls[i].bytes;
+		allocs += ls[i].allocs;
+		for (int k = 0; k < BK_COUNT; k++)
+			bucket[k] += ls[i].bucket[k];
+		complete &= t->complete;
+		fprintf(f, "%s\n  {\"path\": ", i ? "," : "");
+		json_cstr0(f, t->path);
+		fputs(", \"label\": ", f);
+		json_cstr0(f, trace_label(t, lb, sizeof(lb)));
+		fprintf(f,
+			", \"pid\": %" PRIu64 ", \"rank\": ", t->has_process ? t->pid : t->hdr.pid);
+		if (trace_rank(t) >= 0)
+			fprintf(f, "%" PRId64, trace_rank(t));
+		else
+			fputs("null", f);
+		fprintf(f,
+			", \"complete\": %s, \"live_at\": \"%s\", \"end_time_ns\": %" PRId64
+			", \"live_bytes\": %" PRIu64 ", \"live_allocations\": %" PRIu64
+			", \"by_kind\": ",
+			t->complete ? "true" : "false", t->complete ? "exit" : "last_flush",
+			t->events || t->has_trailer ? trace_rel(t, trace_end_ns(t)) : 0,
+			ls[i].bytes, ls[i].allocs);
+		json_kinds(f, ls[i].bucket);
+		fputc('}', f);
+	}
+	fprintf(f,
+		"],\n \"complete\": %s, \"live_at\": \"%s\", \"live_bytes\": %" PRIu64
+		", \"live_allocations\": %" PRIu64 ", \"by_kind\": ",
+		complete ? "true" : "false", complete ? "exit" : "last_flush", bytes, allocs);
+	json_kinds(f, bucket);
+	fprintf(f, ",\n \"groups_total\": %zu, \"groups\": [", nrows);
+	for (size_t i = 0; i < nrows && (!limit || i < limit); i++) {
+		struct trace_row *r = rows[i];
+		struct trace *t = &ls[r->trace].t;
+		fprintf(f, "%s\n  {\"key\": ", i ? "," : "");
+		json_cstr0(f, r->key);
+		fprintf(f,
+			", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64
+			", \"first_time_ns\": %" PRIu64 ", \"last_time_ns\": %" PRIu64
+			", \"by_kind\": ",
+			r->v[TM_END], r->end_allocs, r->first_ns, r->last_ns);
+		json_kinds(f, r->bucket_end);
+		if (rs->by != GROUP_API) {
+			struct trace_frame fr;
+			bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
+			char callers[2048] = "";
+			fputs(", \"library\": ", f);
+			json_cstr0(f, trace_library(t, r->stack_id));
+			fputs(", \"function\": ", f);
+			json_cstr0(f, has && fr.function ? fr.function : "");
+			fputs(", \"site\": ", f);
+			char site[1024] = "";
+			if (has)
+				trace_frame_text(&fr, site, sizeof(site));
+			json_cstr0(f, site);
+			fputs(", \"callers\": ", f);
+			if (has)
+				trace_callers_text(t, r->stack_id, fr.depth, 3, callers,
+						   sizeof(callers));
+			json_cstr0(f, callers[0] ? callers + 4 : "");
+			fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
+		} else {
+			fputs(", \"api\": ", f);
+			json_cstr0(f, api_name(r->api));
+		}
+		if (n > 1)
+			fprintf(f, ", \"traces\": %d, \"max_trace\": %d, \"max_bytes\": %" PRIu64,
+				r->ntraces, r->max_trace[TM_END], r->max[TM_END]);
+		fputc('}', f);
+	}
+	fputc(']', f);
+	if (n > 1) {
+		uint64_t *v = malloc((size_t)n * sizeof(*v));
+		if (!v) {
+			cli_error("leaks", "out of memory");
+			exit(EXIT_INPUT);
+		}
+		for (int i = 0; i < n; i++)
+			v[i] = ls[i].bytes;
+		fputs(",\n \"imbalance\": {\"live_bytes\": ", f);
+		trace_imbalance_json(f, v, (size_t)n);
+		fputc('}', f);
+		free(v);
+	}
+	fputs("}\n", f);
+	free(rows);
+}
 
 int cmd_leaks(int argc, char **argv)
 {
-	cli_error(argv[0], "not implemented yet");
-	return EXIT_USAGE;
+	struct trace_opt opts[] = {
+	    {.name = "--json"},
+	    {.name = "--by", .takes_value = true},
+	    {.name = "--depth", .takes_value = true},
+	    {.name = "--limit", .alias = "-n", .takes_value = true},
+	};
+	const char **paths;
+	int npaths;
+	int rc =
+	    trace_args(argc, argv, help, opts, sizeof(opts) / sizeof(opts[0]), &paths, &npaths);
+	if (rc >= 0)
+		return rc;
+	enum trace_group by = GROUP_STACK;
+	uint64_t depth = 3, limit = 20;
+	if (opts[1].set && trace_group_parse(opts[1].value, &by) != 0)
+		rc = cli_usage_error("leaks",
+				     "--by: unknown grouping '%s' (stack, function, library, api)",
+				     opts[1].value);
+	if (rc < 0 && opts[2].set)
+		rc = trace_arg_uint("leaks", "--depth", opts[2].value, &depth);
+	if (rc < 0 && depth > 64)
+		rc = cli_usage_error("leaks", "--depth: at most 64");
+	if (rc < 0 && opts[3].set)
+		rc = trace_arg_uint("leaks", "--limit", opts[3].value, &limit);
+	if (rc >= 0) {
+		free(paths);
+		return rc;
+	}
+
+	struct trace_rows rows;
+	trace_rows_init(&rows, by, (int)depth);
+	struct leak_trace *ls = calloc((size_t)npaths, sizeof(*ls));
+	if (!ls) {
+		cli_error("leaks", "out of memory");
+		return EXIT_INPUT;
+	}
+	int opened = 0;
+	for (int i = 0; i < npaths && rc < 0; i++) {
+		rc = trace_open(&ls[i].t, "leaks", paths[i]);
+		if (rc >= 0)
+			break;
+		opened++;
+		rc = leaks_one(&rows, &ls[i]);
+	}
+	if (rc < 0) {
+		if (opts[0].set)
+			print_json(&rows, ls, npaths, limit);
+		else
+			print_human(&rows, ls, npaths, limit);
+		fflush(stdout);
+		rc = 0;
+		for (int i = 0; i < npaths; i++) {
+			int r = trace_finish(&ls[i].t);
+			rc = r > rc ? r : rc;
+		}
+	}
+	for (int i = 0; i < opened; i++)
+		trace_close(&ls[i].t);
+	trace_rows_free(&rows);
+	free(ls);
+	free(paths);
+	return rc;
 }

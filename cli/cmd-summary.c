@@ -14,15 +14,13 @@
 
 #include "cli.h"
 #include "replay.h"
-#include "symbolize.h"
+#include "trace.h"
 
-#define MAX_FAILURES	  1000 /* kept for the output; all are counted */
-#define TOP_SITES	  10
-#define REORDER_LIMIT	  (1u << 19)
-#define REORDER_WINDOW_NS (30ull * 1000000000ull)
+#define MAX_FAILURES 1000 /* kept for the output; all are counted */
+#define TOP_SITES    10
 
 static const char help[] =
-    "usage: gpumemtrace summary [--json] TRACE\n"
+    "usage: gpumemtrace summary [--json] TRACE...\n"
     "\n"
     "Replays the trace's allocations and frees and reports, per device, the peak\n"
     "of device memory (cudaMalloc/cuMemAlloc, stream-ordered, and cuMemCreate on\n"
@@ -35,32 +33,41 @@ static const char help[] =
     "A trace with a torn tail (the process was killed) is summarized up to it,\n"
     "with a warning on stderr and \"complete\": false.\n"
     "\n"
+    "Per device it also shows the memory by kind (device, stream-ordered pool,\n"
+    "VMM physical) at the peak and at the end, and by library: the live bytes at\n"
+    "the peak charged to the module of each allocation's site (the first frame\n"
+    "outside the CUDA libraries): libnccl, libcublasLt, libtorch_cuda, the program.\n"
+    "\n"
+    "With several traces (one per rank or process): a row per process (peak, when,\n"
+    "live at the end, failures), the totals, and the imbalance between them (the\n"
+    "highest and lowest peak, which process, max/min); --json holds each trace's\n"
+    "full summary under \"traces\".\n"
+    "\n"
     "options:\n"
     "      --json   one JSON object instead of tables (keys: docs/cli.md)\n"
-    "  -h, --help   this help\n";
+    "  -h, --help   this help\n"
+    "\n"
+    "examples:\n"
+    "  gpumemtrace summary run.gmt\n"
+    "  gpumemtrace summary --json run.gmt | jq '.devices[0].by_library'\n"
+    "  gpumemtrace summary rank0.gmt rank1.gmt rank2.gmt rank3.gmt\n";
+
+struct lib_bytes {
+	const char *library;
+	uint64_t bytes, count;
+};
 
 struct dev_info {
 	int64_t ordinal;
-	char *name;
+	const char *name;
 	uint64_t total;
 	struct rp_level lv;
 	struct site *sites; /* top sites at the peak, sorted */
 	size_t nsites, distinct_sites;
-};
-
-struct module {
-	uint64_t id, bias, start, end;
-	char *path;
-	uint8_t *build_id;
-	size_t build_id_len;
-};
-
-struct symbol {
-	UT_hash_handle hh;
-	uint64_t ip;
-	uint64_t module_id;
-	char *function, *file;
-	uint64_t line;
+	struct lib_bytes *libs; /* live bytes at the peak by library, sorted */
+	size_t nlibs;
+	uint64_t kind_peak[GMT_KIND_MAX_ + 1]; /* live bytes at the peak by kind */
+	uint64_t kind_end[GMT_KIND_MAX_ + 1];  /* live at the end by kind */
 };
 
 struct call {
@@ -75,50 +82,32 @@ struct failure {
 	int64_t device;
 };
 
-struct frame {
-	uint64_t ip;
-	int depth; /* 0: the innermost */
-	const struct module *module;
-	const char *function, *file; /* NULL: unknown */
-	uint64_t line;
-	bool in_cuda; /* every frame is in the CUDA libraries: this is the innermost */
-};
-
 struct site {
 	UT_hash_handle hh;
 	uint64_t stack_id, bytes, count;
-	struct frame frame;
+	struct trace_frame frame;
 	bool has_frame;
 };
 
-struct node {
-	uint64_t parent, ip;
-};
-
 struct summary {
+	struct trace t;
 	const char *path;
 	const struct gmt_header *hdr;
-	bool has_process;
-	uint64_t pid, ppid;
-	char *command, *exe, *host;
 	struct dev_info *devs;
 	size_t ndevs, devs_cap;
-	struct module *mods;
-	size_t nmods, mods_cap;
-	struct symbol *symbols;
-	struct node *nodes;
-	size_t nnodes, nodes_cap;
 	struct call *calls;
 	struct failure *failures;
 	size_t nfailures_kept;
 	uint64_t nfailures;
-	uint64_t events, lost_in_records, lost_records;
-	bool has_trailer;
-	uint64_t trailer_end, trailer_events, trailer_lost, trailer_reason;
-	uint64_t first_time, last_time;
 	struct replay rp;
-	struct gmt_symbolizer *symbolizer;
-	bool symbolizer_tried;
+	/* pass 2 */
+	struct peak_target *targets;
+	size_t ntargets, next_target;
+};
+
+struct peak_target {
+	uint64_t seq;
+	struct dev_info *dev;
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -129,12 +118,6 @@ static void *xrealloc(void *p, size_t n)
 		exit(EXIT_INPUT);
 	}
 	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	return memcpy(xrealloc(NULL, n), s, n);
 }
 
 #define GROW(arr, n, cap)                                                                          \
@@ -154,136 +137,41 @@ static struct dev_info *dev_get(struct summary *s, int64_t ordinal)
 	struct dev_info *d = &s->devs[s->ndevs++];
 	memset(d, 0, sizeof(*d));
 	d->ordinal = ordinal;
-	d->name = xstrdup("");
+	const struct trace_device *td = trace_device(&s->t, ordinal);
+	d->name = td ? td->name : "";
+	d->total = td ? td->total_bytes : 0;
 	return d;
 }
 
-/* ---- pass 1: metadata and counts ------------------------------------- */
+/* ---- pass 1: the live set, calls and failures ------------------------- */
 
-static void on_record(struct summary *s, const struct gmt_record *rec)
+static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
-	switch (rec->type) {
-	case GMT_REC_PROCESS: {
-		typeof(rec->u.process) const *p = &rec->u.process;
-		s->has_process = true;
-		s->pid = p->pid;
-		s->ppid = p->ppid;
-		size_t len = 1;
-		for (size_t i = 0; i < p->argc; i++)
-			len += p->argv[i].len + 1;
-		free(s->command);
-		s->command = xrealloc(NULL, len);
-		char *o = s->command;
-		for (size_t i = 0; i < p->argc; i++) {
-			if (i)
-				*o++ = ' ';
-			memcpy(o, p->argv[i].s, p->argv[i].len);
-			o += p->argv[i].len;
+	struct summary *s = ctx;
+	struct call *c = NULL;
+	HASH_FIND(hh, s->calls, &e->api, sizeof(e->api), c);
+	if (!c) {
+		c = xrealloc(NULL, sizeof(*c));
+		memset(c, 0, sizeof(*c));
+		c->api = e->api;
+		HASH_ADD(hh, s->calls, api, sizeof(c->api), c);
+	}
+	c->count++;
+	bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);
+	if (failed) {
+		c->failed++;
+		if (s->nfailures++ < MAX_FAILURES) {
+			if (!s->failures)
+				s->failures = xrealloc(NULL, MAX_FAILURES * sizeof(*s->failures));
+			s->failures[s->nfailures_kept++] =
+			    (struct failure){e->time_ns, e->size, e->result, e->api, e->device};
 		}
-		*o = 0;
-		free(s->exe);
-		free(s->host);
-		s->exe = xstrdup(p->exe.s);
-		s->host = xstrdup(p->hostname.s);
-		break;
-	}
-	case GMT_REC_DEVICE: {
-		struct dev_info *d = dev_get(s, rec->u.device.ordinal);
-		free(d->name);
-		d->name = xstrdup(rec->u.device.name.s);
-		d->total = rec->u.device.total_bytes;
-		break;
-	}
-	case GMT_REC_MODULE: {
-		GROW(s->mods, s->nmods, s->mods_cap);
-		struct module *m = &s->mods[s->nmods++];
-		m->id = rec->u.module.id;
-		m->bias = rec->u.module.load_bias;
-		m->start = rec->u.module.start;
-		m->end = rec->u.module.end;
-		m->path = xstrdup(rec->u.module.path.s);
-		m->build_id_len = rec->u.module.build_id.len;
-		m->build_id = xrealloc(NULL, m->build_id_len);
-		memcpy(m->build_id, rec->u.module.build_id.p, m->build_id_len);
-		break;
-	}
-	case GMT_REC_STACK:
-		for (size_t i = 0; i < rec->u.stack.count; i++) {
-			GROW(s->nodes, s->nnodes, s->nodes_cap);
-			s->nodes[s->nnodes++] =
-			    (struct node){rec->u.stack.nodes[i].parent, rec->u.stack.nodes[i].ip};
-		}
-		break;
-	case GMT_REC_SYMBOL: {
-		struct symbol *sym = NULL;
-		uint64_t ip = rec->u.symbol.ip;
-		HASH_FIND(hh, s->symbols, &ip, sizeof(ip), sym);
-		if (sym)
-			break; /* the first one wins */
-		sym = xrealloc(NULL, sizeof(*sym));
-		memset(sym, 0, sizeof(*sym));
-		sym->ip = ip;
-		sym->module_id = rec->u.symbol.module_id;
-		sym->function = xstrdup(rec->u.symbol.function.s);
-		sym->file = xstrdup(rec->u.symbol.file.s);
-		sym->line = rec->u.symbol.line;
-		HASH_ADD(hh, s->symbols, ip, sizeof(sym->ip), sym);
-		break;
-	}
-	case GMT_REC_LOST:
-		s->lost_in_records += rec->u.lost.count;
-		s->lost_records++;
-		break;
-	case GMT_REC_TRAILER:
-		s->has_trailer = true;
-		s->trailer_end = rec->u.trailer.end_time_ns;
-		s->trailer_events = rec->u.trailer.events;
-		s->trailer_lost = rec->u.trailer.lost;
-		s->trailer_reason = rec->u.trailer.reason;
-		break;
-	case GMT_REC_EVENT: {
-		const struct gmt_event *e = &rec->u.event;
-		if (s->events++ == 0 || e->time_ns < s->first_time)
-			s->first_time = e->time_ns;
-		if (e->time_ns > s->last_time)
-			s->last_time = e->time_ns;
-		if (e->device >= 0)
-			dev_get(s, e->device);
-		struct call *c = NULL;
-		HASH_FIND(hh, s->calls, &e->api, sizeof(e->api), c);
-		if (!c) {
-			c = xrealloc(NULL, sizeof(*c));
-			memset(c, 0, sizeof(*c));
-			c->api = e->api;
-			HASH_ADD(hh, s->calls, api, sizeof(c->api), c);
-		}
-		c->count++;
-		bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);
-		if (failed) {
-			c->failed++;
-			if (s->nfailures++ < MAX_FAILURES) {
-				if (!s->failures)
-					s->failures =
-					    xrealloc(NULL, MAX_FAILURES * sizeof(*s->failures));
-				s->failures[s->nfailures_kept++] = (struct failure){
-				    e->time_ns, e->size, e->result, e->api, e->device};
-			}
-		} else {
-			c->bytes += e->size;
-		}
-		break;
-	}
-	default:
-		break;
+	} else {
+		c->bytes += e->size;
 	}
 }
 
-/* ---- replay passes --------------------------------------------------- */
-
-struct peak_target {
-	uint64_t seq;
-	struct dev_info *dev;
-};
+/* ---- pass 2: what is live at each peak --------------------------------- */
 
 static int site_cmp(const void *a, const void *b)
 {
@@ -295,8 +183,36 @@ static int site_cmp(const void *a, const void *b)
 	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
-/* Groups what is live on dev's device now by stack id; keeps the top. */
-static void snapshot(struct replay *rp, struct dev_info *dev)
+static int lib_cmp(const void *a, const void *b)
+{
+	const struct lib_bytes *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return strcmp(x->library, y->library);
+}
+
+static int api_kind(uint32_t api)
+{
+	const struct api_info *a = api_lookup(api);
+	return a && a->kind >= 0 && a->kind <= GMT_KIND_MAX_ ? a->kind : 0;
+}
+
+/* Live device bytes on dev's device by kind, into kinds[]. */
+static void kinds_now(struct replay *rp, int64_t ordinal, uint64_t *kinds)
+{
+	for (int sp = 0; sp < 5; sp++) {
+		struct rp_live *l, *lt;
+		HASH_ITER(hh, rp->tables[sp], l, lt)
+		{
+			if (l->bucket == BK_DEVICE && l->device == ordinal)
+				kinds[api_kind(l->api)] += l->size;
+		}
+	}
+}
+
+/* Groups what is live on dev's device now by stack id and by library;
+ * keeps the top sites. */
+static void snapshot(struct summary *s, struct replay *rp, struct dev_info *dev)
 {
 	struct site *groups = NULL, *g, *tmp;
 	for (int sp = 0; sp < 5; sp++) {
@@ -314,6 +230,7 @@ static void snapshot(struct replay *rp, struct dev_info *dev)
 			}
 			g->bytes += l->size;
 			g->count++;
+			dev->kind_peak[api_kind(l->api)] += l->size;
 		}
 	}
 	size_t n = HASH_COUNT(groups), i = 0;
@@ -325,6 +242,20 @@ static void snapshot(struct replay *rp, struct dev_info *dev)
 		free(g);
 	}
 	qsort(all, n, sizeof(*all), site_cmp);
+	/* by library: the libraries are few, a list will do */
+	dev->libs = xrealloc(NULL, n * sizeof(*dev->libs));
+	dev->nlibs = 0;
+	for (i = 0; i < n; i++) {
+		const char *lib = trace_library(&s->t, all[i].stack_id);
+		size_t k = 0;
+		while (k < dev->nlibs && strcmp(dev->libs[k].library, lib) != 0)
+			k++;
+		if (k == dev->nlibs)
+			dev->libs[dev->nlibs++] = (struct lib_bytes){lib, 0, 0};
+		dev->libs[k].bytes += all[i].bytes;
+		dev->libs[k].count += all[i].count;
+	}
+	qsort(dev->libs, dev->nlibs, sizeof(*dev->libs), lib_cmp);
 	dev->distinct_sites = n;
 	dev->nsites = n < TOP_SITES ? n : TOP_SITES;
 	dev->sites = all;
@@ -332,32 +263,11 @@ static void snapshot(struct replay *rp, struct dev_info *dev)
 		memset(&all[i].hh, 0, sizeof(all[i].hh));
 }
 
-/* Reads every record; replays events in time order. Pass 1 (targets NULL)
- * also collects metadata; pass 2 snapshots each device at its peak. */
-static void run_pass(struct gmt_reader *r, struct summary *s, struct replay *rp,
-		     struct peak_target *targets, size_t ntargets)
+static void on_event2(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
-	struct reorder q;
-	struct gmt_record rec;
-	struct gmt_event ev;
-	size_t next_target = 0;
-	reorder_init(&q, REORDER_LIMIT, REORDER_WINDOW_NS);
-	replay_init(rp);
-	for (;;) {
-		int more = gmt_reader_next(r, &rec);
-		if (more && !targets)
-			on_record(s, &rec);
-		if (more && rec.type == GMT_REC_EVENT)
-			reorder_push(&q, &rec.u.event);
-		while (reorder_pop(&q, &ev, !more)) {
-			replay_apply(rp, &ev);
-			while (next_target < ntargets && targets[next_target].seq == rp->seq)
-				snapshot(rp, targets[next_target++].dev);
-		}
-		if (!more)
-			break;
-	}
-	reorder_free(&q);
+	struct summary *s = ctx;
+	while (s->next_target < s->ntargets && s->targets[s->next_target].seq == rp->seq)
+		snapshot(s, rp, s->targets[s->next_target++].dev);
 }
 
 static int target_cmp(const void *a, const void *b)
@@ -377,111 +287,28 @@ static int call_cmp(struct call *a, struct call *b)
 	return a->api < b->api ? -1 : a->api > b->api;
 }
 
-/* ---- frames ---------------------------------------------------------- */
-
-static const struct module *module_at(const struct summary *s, uint64_t ip)
-{
-	for (size_t i = 0; i < s->nmods; i++)
-		if (ip >= s->mods[i].start && ip < s->mods[i].end)
-			return &s->mods[i];
-	return NULL;
-}
-
-static bool cuda_module(const struct module *m)
-{
-	const char *b = path_basename(m->path);
-	return strncmp(b, "libcuda.", 8) == 0 || strncmp(b, "libcudart", 9) == 0 ||
-	       strncmp(b, "libgpumemtrace", 14) == 0;
-}
-
-static void resolve(struct summary *s, struct frame *f)
-{
-	struct symbol *sym = NULL;
-	uint64_t ip = f->ip;
-	HASH_FIND(hh, s->symbols, &ip, sizeof(ip), sym);
-	if (!sym && ip) {
-		ip--;
-		HASH_FIND(hh, s->symbols, &ip, sizeof(ip), sym);
-	}
-	if (sym && sym->function[0]) {
-		f->function = sym->function;
-		f->file = sym->file[0] ? sym->file : NULL;
-		f->line = sym->line;
-		return;
-	}
-	/* no SYMBOL record (the process died before symbolizing): look the
-	 * address up in the module files, when they are still here */
-	if (!s->symbolizer_tried) {
-		s->symbolizer_tried = true;
-		s->symbolizer = gmt_symbolizer_new();
-		for (size_t i = 0; s->symbolizer && i < s->nmods; i++) {
-			const struct module *m = &s->mods[i];
-			gmt_symbolizer_add_module(s->symbolizer, m->path, m->bias, m->start, m->end,
-						  m->build_id_len ? m->build_id : NULL,
-						  (unsigned)m->build_id_len);
-		}
-	}
-	struct gmt_symbol out = {0};
-	if (s->symbolizer &&
-	    gmt_symbolize(s->symbolizer, f->depth ? f->ip - 1 : f->ip, &out) == 0 && out.function) {
-		/* the symbolizer owns these; it lives until the summary is freed */
-		f->function = out.function;
-		f->file = out.file;
-		f->line = out.line;
-	}
-}
-
-/* The first frame, from the innermost out, that is not in the CUDA driver,
- * runtime or the tracer itself. */
-static bool site_frame(struct summary *s, uint64_t stack_id, struct frame *out)
-{
-	struct frame first = {0};
-	bool have_first = false;
-	uint64_t id = stack_id;
-	for (int depth = 0; id != 0 && id <= s->nnodes && depth < 4096; depth++) {
-		const struct node *n = &s->nodes[id - 1];
-		struct frame f = {.ip = n->ip, .depth = depth, .module = module_at(s, n->ip)};
-		if (!have_first) {
-			first = f;
-			have_first = true;
-		}
-		if (!f.module || !cuda_module(f.module)) {
-			*out = f;
-			resolve(s, out);
-			return true;
-		}
-		id = n->parent;
-	}
-	if (!have_first)
-		return false;
-	*out = first;
-	out->in_cuda = true;
-	resolve(s, out);
-	return true;
-}
-
 /* ---- output ---------------------------------------------------------- */
+
+/* Kinds of device memory, in the order shown. */
+static const struct {
+	int kind;
+	const char *key, *label;
+} dev_kinds[] = {
+    {GMT_KIND_DEVICE, "device", "device (cudaMalloc, cuMemAlloc)"},
+    {GMT_KIND_ASYNC, "stream_ordered", "stream-ordered pool"},
+    {GMT_KIND_VMM_PHYS, "vmm_physical", "VMM physical (cuMemCreate)"},
+};
+#define NKINDS (sizeof(dev_kinds) / sizeof(dev_kinds[0]))
 
 static int64_t rel(const struct summary *s, uint64_t t)
 {
-	return (int64_t)(t - s->hdr->start_mono_ns);
+	return trace_rel(&s->t, t);
 }
 
-static void frame_text(FILE *f, const struct frame *fr)
+static void frame_text(FILE *f, const struct trace_frame *fr)
 {
-	if (fr->function) {
-		fputs(fr->function, f);
-		if (fr->file)
-			fprintf(f, " (%s:%" PRIu64 ")", fr->file, fr->line);
-		else if (fr->module)
-			fprintf(f, " (%s+0x%" PRIx64 ")", path_basename(fr->module->path),
-				fr->ip - fr->module->bias);
-	} else if (fr->module) {
-		fprintf(f, "%s+0x%" PRIx64, path_basename(fr->module->path),
-			fr->ip - fr->module->bias);
-	} else {
-		fprintf(f, "0x%" PRIx64, fr->ip);
-	}
+	char buf[1024];
+	fputs(trace_frame_text(fr, buf, sizeof(buf)), f);
 	if (fr->in_cuda)
 		fputs(" [all frames in CUDA libraries]", f);
 }
@@ -490,53 +317,31 @@ static void frame_text(FILE *f, const struct frame *fr)
  * allocated (a caching allocator is one site for every tensor). */
 static void callers_text(FILE *f, struct summary *s, uint64_t stack_id, int site_depth)
 {
-	enum { CALLERS = 3 };
-	uint64_t id = stack_id;
-	for (int depth = 0; id && id <= s->nnodes && depth <= site_depth; depth++)
-		id = s->nodes[id - 1].parent;
-	for (int shown = 0; id && id <= s->nnodes && shown < CALLERS; shown++) {
-		const struct node *n = &s->nodes[id - 1];
-		struct frame fr = {
-		    .ip = n->ip, .depth = site_depth + 1 + shown, .module = module_at(s, n->ip)};
-		resolve(s, &fr);
-		/* Below main there is only the C start-up code. */
-		if (fr.function &&
-		    (!strncmp(fr.function, "__libc_start", 12) || !strcmp(fr.function, "_start")))
-			break;
-		if (fr.function)
-			fprintf(f, " <- %s", fr.function);
-		else if (fr.module)
-			fprintf(f, " <- %s+0x%" PRIx64, path_basename(fr.module->path),
-				fr.ip - fr.module->bias);
-		else
-			fprintf(f, " <- 0x%" PRIx64, fr.ip);
-		id = n->parent;
-	}
+	char buf[2048] = "";
+	fputs(trace_callers_text(&s->t, stack_id, site_depth, 3, buf, sizeof(buf)), f);
 }
 
-static uint64_t lost_events(const struct summary *s)
+static uint64_t end_time(const struct summary *s)
 {
-	/* the trailer's count is the writer's total; LOST records are the
-	 * ones it managed to report: take the larger, never the sum */
-	return s->trailer_lost > s->lost_in_records ? s->trailer_lost : s->lost_in_records;
+	return trace_end_ns(&s->t);
 }
 
 static void print_human(struct summary *s, const struct gmt_read_info *in)
 {
 	FILE *f = stdout;
+	const struct trace *t = &s->t;
 	char b1[32], b2[32], b3[32], b4[32];
 	fprintf(f, "trace     %s (format %u, %s)\n", s->path, (unsigned)s->hdr->version,
 		in->complete		       ? "complete"
 		: in->stop == GMT_STOP_TORN    ? "INCOMPLETE: torn tail"
 		: in->stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
 					       : "INCOMPLETE: no trailer");
-	fprintf(f, "process   pid %" PRIu64, s->has_process ? s->pid : (uint64_t)s->hdr->pid);
-	if (s->has_process)
-		fprintf(f, " (ppid %" PRIu64 "): %s", s->ppid, s->command);
+	fprintf(f, "process   pid %" PRIu64, t->has_process ? t->pid : (uint64_t)s->hdr->pid);
+	if (t->has_process)
+		fprintf(f, " (ppid %" PRIu64 "): %s", t->ppid, t->command);
 	fputc('\n', f);
-	uint64_t end = s->has_trailer ? s->trailer_end : s->last_time;
 	fprintf(f, "duration  %s s, %" PRIu64 " events, %" PRIu64 " lost\n",
-		fmt_reltime(b1, rel(s, end)) + 1, s->events, lost_events(s));
+		fmt_reltime(b1, rel(s, end_time(s))) + 1, t->events, t->lost);
 
 	fprintf(
 	    f,
@@ -552,6 +357,21 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 			d->total ? fmt_size(b1, d->total) : "?", fmt_size(b2, d->lv.peak),
 			d->lv.peak_seq ? fmt_reltime(b3, rel(s, d->lv.peak_time_ns)) + 1 : "-",
 			fmt_size(b4, d->lv.bytes), d->lv.count);
+	}
+	/* the kinds, where more than plain cudaMalloc memory is in play */
+	for (size_t i = 0; i < s->ndevs; i++) {
+		const struct dev_info *d = &s->devs[i];
+		bool mixed = false;
+		for (size_t k = 1; k < NKINDS; k++)
+			mixed |= d->kind_peak[dev_kinds[k].kind] || d->kind_end[dev_kinds[k].kind];
+		if (!mixed)
+			continue;
+		fprintf(f, "\ndevice %" PRId64 " memory by kind\n  %-34s %12s %12s\n", d->ordinal,
+			"kind", "at the peak", "live at end");
+		for (size_t k = 0; k < NKINDS; k++)
+			fprintf(f, "  %-34s %12s %12s\n", dev_kinds[k].label,
+				fmt_size(b1, d->kind_peak[dev_kinds[k].kind]),
+				fmt_size(b2, d->kind_end[dev_kinds[k].kind]));
 	}
 
 	bool other = false;
@@ -596,11 +416,11 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 				s->nfailures - show, MAX_FAILURES);
 	}
 
-	if (lost_events(s))
+	if (t->lost)
 		fprintf(f,
 			"\nlost events: %" PRIu64 " (%" PRIu64 " in LOST records, %" PRIu64
 			" in the trailer): the totals above undercount\n",
-			lost_events(s), s->lost_in_records, s->trailer_lost);
+			t->lost, t->lost_in_records, t->trailer_lost);
 	if (s->rp.unmatched_frees)
 		fprintf(f, "\nfrees of addresses not live: %" PRIu64 "\n", s->rp.unmatched_frees);
 
@@ -626,6 +446,14 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 		}
 		if (d->distinct_sites > d->nsites)
 			fprintf(f, "  ... %zu more sites\n", d->distinct_sites - d->nsites);
+		fprintf(f, "\nby library at the device %" PRId64 " peak\n  %10s %6s %8s  %s\n",
+			d->ordinal, "bytes", "share", "allocs", "library");
+		for (size_t k = 0; k < d->nlibs; k++)
+			fprintf(f, "  %10s %5.1f%% %8" PRIu64 "  %s\n",
+				fmt_size(b1, d->libs[k].bytes),
+				d->lv.peak ? 100.0 * (double)d->libs[k].bytes / (double)d->lv.peak
+					   : 0.0,
+				d->libs[k].count, d->libs[k].library);
 	}
 }
 
@@ -642,30 +470,47 @@ static void json_cstr0(FILE *f, const char *str)
 	json_str(f, str, strlen(str));
 }
 
-static void print_json(struct summary *s, const struct gmt_read_info *in)
+static void json_kinds(FILE *f, const uint64_t *kinds)
+{
+	fputc('{', f);
+	for (size_t k = 0; k < NKINDS; k++)
+		fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", dev_kinds[k].key,
+			kinds[dev_kinds[k].kind]);
+	fputc('}', f);
+}
+
+static void print_json(struct summary *s, const struct gmt_read_info *in, const char *indent)
 {
 	FILE *f = stdout;
+	const struct trace *t = &s->t;
+	(void)indent;
 	fprintf(f,
 		"{\"format_version\": %u, \"complete\": %s, \"torn_tail\": %s, \"corrupt\": %s, "
 		"\"unreadable_bytes\": %" PRIu64 ",\n",
 		(unsigned)s->hdr->version, in->complete ? "true" : "false",
 		in->stop == GMT_STOP_TORN ? "true" : "false",
 		in->stop == GMT_STOP_CORRUPT ? "true" : "false", in->unreadable);
-	fprintf(f, " \"process\": {\"pid\": %" PRIu64 ", \"ppid\": %" PRIu64 ", \"command\": ",
-		s->has_process ? s->pid : (uint64_t)s->hdr->pid, s->ppid);
-	json_cstr0(f, s->command ? s->command : "");
+	fprintf(f, " \"path\": ");
+	json_cstr0(f, s->path);
+	fputs(", \"rank\": ", f);
+	if (trace_rank(t) >= 0)
+		fprintf(f, "%" PRId64, trace_rank(t));
+	else
+		fputs("null", f);
+	fprintf(f, ", \"process\": {\"pid\": %" PRIu64 ", \"ppid\": %" PRIu64 ", \"command\": ",
+		t->has_process ? t->pid : (uint64_t)s->hdr->pid, t->ppid);
+	json_cstr0(f, t->command ? t->command : "");
 	fputs(", \"exe\": ", f);
-	json_cstr0(f, s->exe ? s->exe : "");
+	json_cstr0(f, t->exe ? t->exe : "");
 	fputs(", \"hostname\": ", f);
-	json_cstr0(f, s->host ? s->host : "");
-	uint64_t end = s->has_trailer ? s->trailer_end : s->last_time;
+	json_cstr0(f, t->host ? t->host : "");
 	fprintf(f, "},\n \"start_wall_ns\": %" PRIu64 ", \"duration_ns\": %" PRId64 ",\n",
-		s->hdr->start_wall_ns, s->events || s->has_trailer ? rel(s, end) : 0);
-	fprintf(
-	    f,
-	    " \"events\": %" PRIu64 ", \"lost_events\": %" PRIu64 ", \"lost_in_records\": %" PRIu64
-	    ", \"lost_in_trailer\": %" PRIu64 ", \"unmatched_frees\": %" PRIu64 ",\n",
-	    s->events, lost_events(s), s->lost_in_records, s->trailer_lost, s->rp.unmatched_frees);
+		s->hdr->start_wall_ns, t->events || t->has_trailer ? rel(s, end_time(s)) : 0);
+	fprintf(f,
+		" \"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
+		", \"lost_in_records\": %" PRIu64 ", \"lost_in_trailer\": %" PRIu64
+		", \"unmatched_frees\": %" PRIu64 ",\n",
+		t->events, t->lost, t->lost_in_records, t->trailer_lost, s->rp.unmatched_frees);
 
 	fputs(" \"devices\": [", f);
 	for (size_t i = 0; i < s->ndevs; i++) {
@@ -674,11 +519,22 @@ static void print_json(struct summary *s, const struct gmt_read_info *in)
 		json_cstr0(f, d->name);
 		fprintf(f, ", \"total_bytes\": %" PRIu64 ", ", d->total);
 		json_level(f, s, &d->lv);
-		fprintf(f, ", \"distinct_sites_at_peak\": %zu, \"peak_sites\": [",
+		fputs(",\n   \"by_kind_at_peak\": ", f);
+		json_kinds(f, d->kind_peak);
+		fputs(", \"by_kind_at_end\": ", f);
+		json_kinds(f, d->kind_end);
+		fputs(",\n   \"by_library\": [", f);
+		for (size_t k = 0; k < d->nlibs; k++) {
+			fprintf(f, "%s{\"library\": ", k ? ", " : "");
+			json_cstr0(f, d->libs[k].library);
+			fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
+				d->libs[k].bytes, d->libs[k].count);
+		}
+		fprintf(f, "],\n   \"distinct_sites_at_peak\": %zu, \"peak_sites\": [",
 			d->distinct_sites);
 		for (size_t k = 0; k < d->nsites; k++) {
 			const struct site *st = &d->sites[k];
-			const struct frame *fr = &st->frame;
+			const struct trace_frame *fr = &st->frame;
 			fprintf(f,
 				"%s\n    {\"stack_id\": %" PRIu64 ", \"bytes\": %" PRIu64
 				", \"allocations\": %" PRIu64,
@@ -696,6 +552,8 @@ static void print_json(struct summary *s, const struct gmt_read_info *in)
 					fr->module ? fr->ip - fr->module->bias : 0,
 					fr->in_cuda ? "true" : "false");
 			}
+			fputs(", \"library\": ", f);
+			json_cstr0(f, trace_library(&s->t, st->stack_id));
 			fputc('}', f);
 		}
 		fputs("]}", f);
@@ -734,104 +592,236 @@ static void print_json(struct summary *s, const struct gmt_read_info *in)
 		fputc('}', f);
 	}
 	fputs("]", f);
-	if (s->has_trailer)
+	if (t->has_trailer)
 		fprintf(f,
 			",\n \"trailer\": {\"end_time_ns\": %" PRId64 ", \"events\": %" PRIu64
 			", \"lost\": %" PRIu64 ", \"reason\": %" PRIu64 "}",
-			rel(s, s->trailer_end), s->trailer_events, s->trailer_lost,
-			s->trailer_reason);
-	fputs("}\n", f);
+			rel(s, t->trailer_end_ns), t->trailer_events, t->trailer_lost,
+			t->trailer_reason);
+	fputs("}", f);
 }
 
 static void summary_free(struct summary *s)
 {
 	for (size_t i = 0; i < s->ndevs; i++) {
-		free(s->devs[i].name);
 		free(s->devs[i].sites);
+		free(s->devs[i].libs);
 	}
 	free(s->devs);
-	for (size_t i = 0; i < s->nmods; i++) {
-		free(s->mods[i].path);
-		free(s->mods[i].build_id);
-	}
-	free(s->mods);
-	struct symbol *sym, *st;
-	HASH_ITER(hh, s->symbols, sym, st)
-	{
-		HASH_DEL(s->symbols, sym);
-		free(sym->function);
-		free(sym->file);
-		free(sym);
-	}
 	struct call *c, *ct;
 	HASH_ITER(hh, s->calls, c, ct)
 	{
 		HASH_DEL(s->calls, c);
 		free(c);
 	}
-	free(s->nodes);
 	free(s->failures);
-	free(s->command);
-	free(s->exe);
-	free(s->host);
 	replay_free(&s->rp);
-	if (s->symbolizer)
-		gmt_symbolizer_free(s->symbolizer);
+	trace_close(&s->t);
 }
 
-int cmd_summary(int argc, char **argv)
+/* Reads one trace: returns -1, or the exit code (error already printed). */
+static int summarize(struct summary *s, const char *path)
 {
-	static const char *const flags[] = {"--json", NULL};
-	bool set[1] = {false};
-	const char *path;
-	int rc = cli_parse(argc, argv, help, flags, set, &path);
+	memset(s, 0, sizeof(*s));
+	int rc = trace_open(&s->t, "summary", path);
 	if (rc >= 0)
 		return rc;
-	struct gmt_reader *r = cli_open("summary", path, &rc);
-	if (!r)
+	s->path = path;
+	s->hdr = &s->t.hdr;
+	for (size_t i = 0; i < s->t.ndevs; i++)
+		dev_get(s, s->t.devs[i].ordinal);
+	replay_init(&s->rp);
+	rc = trace_replay(&s->t, &s->rp, on_event1, s);
+	if (rc >= 0)
 		return rc;
 
-	struct summary s = {.path = path, .hdr = gmt_reader_header(r)};
-	run_pass(r, &s, &s.rp, NULL, 0);
-	struct gmt_read_info info = *gmt_reader_info(r);
-
 	/* devices seen only in the replay (an allocation on device -1) */
-	for (size_t i = 0; i < s.rp.ndevs; i++)
-		dev_get(&s, s.rp.devs[i].ordinal);
-	if (s.ndevs > 1)
-		qsort(s.devs, s.ndevs, sizeof(*s.devs), dev_cmp);
-	struct peak_target *targets = xrealloc(NULL, s.ndevs * sizeof(*targets));
+	for (size_t i = 0; i < s->rp.ndevs; i++)
+		dev_get(s, s->rp.devs[i].ordinal);
+	if (s->ndevs > 1)
+		qsort(s->devs, s->ndevs, sizeof(*s->devs), dev_cmp);
+	struct peak_target *targets = xrealloc(NULL, s->ndevs * sizeof(*targets));
 	size_t ntargets = 0;
-	for (size_t i = 0; i < s.ndevs; i++) {
-		struct dev_info *d = &s.devs[i];
-		for (size_t k = 0; k < s.rp.ndevs; k++)
-			if (s.rp.devs[k].ordinal == d->ordinal)
-				d->lv = s.rp.devs[k].lv;
+	for (size_t i = 0; i < s->ndevs; i++) {
+		struct dev_info *d = &s->devs[i];
+		for (size_t k = 0; k < s->rp.ndevs; k++)
+			if (s->rp.devs[k].ordinal == d->ordinal)
+				d->lv = s->rp.devs[k].lv;
+		kinds_now(&s->rp, d->ordinal, d->kind_end);
 		if (d->lv.peak_seq)
 			targets[ntargets++] = (struct peak_target){d->lv.peak_seq, d};
 	}
 	if (ntargets) {
 		qsort(targets, ntargets, sizeof(*targets), target_cmp);
 		struct replay rp2;
-		gmt_reader_rewind(r);
-		run_pass(r, &s, &rp2, targets, ntargets);
+		replay_init(&rp2);
+		s->targets = targets;
+		s->ntargets = ntargets;
+		rc = trace_replay(&s->t, &rp2, on_event2, s);
 		replay_free(&rp2);
-		for (size_t i = 0; i < s.ndevs; i++)
-			for (size_t k = 0; k < s.devs[i].nsites; k++) {
-				struct site *st = &s.devs[i].sites[k];
-				st->has_frame = site_frame(&s, st->stack_id, &st->frame);
+		for (size_t i = 0; i < s->ndevs; i++)
+			for (size_t k = 0; k < s->devs[i].nsites; k++) {
+				struct site *st = &s->devs[i].sites[k];
+				st->has_frame = trace_site(&s->t, st->stack_id, &st->frame);
 			}
 	}
 	free(targets);
-	HASH_SORT(s.calls, call_cmp);
+	s->targets = NULL;
+	HASH_SORT(s->calls, call_cmp);
+	return rc;
+}
 
-	if (set[0])
-		print_json(&s, &info);
-	else
-		print_human(&s, &info);
+/* The per-process figures for several traces. */
+struct proc_row {
+	uint64_t peak, live_end, allocs_end, failures, events;
+	int64_t peak_time;
+	bool complete;
+};
+
+static struct proc_row proc_row(const struct summary *s)
+{
+	struct proc_row r = {
+	    .complete = s->t.complete, .failures = s->nfailures, .events = s->t.events};
+	for (size_t i = 0; i < s->ndevs; i++) {
+		const struct dev_info *d = &s->devs[i];
+		if (d->lv.peak > r.peak) {
+			r.peak = d->lv.peak;
+			r.peak_time = rel(s, d->lv.peak_time_ns);
+		}
+		r.live_end += d->lv.bytes;
+		r.allocs_end += d->lv.count;
+	}
+	return r;
+}
+
+static int summary_many(const char *const *paths, int n, bool json)
+{
+	struct summary *all = xrealloc(NULL, (size_t)n * sizeof(*all));
+	struct trace **ts = xrealloc(NULL, (size_t)n * sizeof(*ts));
+	uint64_t *peaks = xrealloc(NULL, (size_t)n * sizeof(*peaks));
+	uint64_t *ends = xrealloc(NULL, (size_t)n * sizeof(*ends));
+	struct proc_row *rows = xrealloc(NULL, (size_t)n * sizeof(*rows));
+	int rc = -1, opened = 0;
+	for (int i = 0; i < n && rc < 0; i++) {
+		rc = summarize(&all[i], paths[i]);
+		opened = i + 1;
+		if (rc < 0) {
+			rows[i] = proc_row(&all[i]);
+			ts[i] = &all[i].t;
+			peaks[i] = rows[i].peak;
+			ends[i] = rows[i].live_end;
+		}
+	}
+	if (rc >= 0) {
+		for (int i = 0; i < opened; i++)
+			summary_free(&all[i]);
+		free(all), free(ts), free(peaks), free(ends), free(rows);
+		return rc;
+	}
+	FILE *f = stdout;
+	struct proc_row tot = {.complete = true};
+	for (int i = 0; i < n; i++) {
+		tot.peak += rows[i].peak;
+		tot.live_end += rows[i].live_end;
+		tot.allocs_end += rows[i].allocs_end;
+		tot.failures += rows[i].failures;
+		tot.events += rows[i].events;
+		tot.complete &= rows[i].complete;
+	}
+	if (json) {
+		fputs("{\"traces\": [\n", f);
+		for (int i = 0; i < n; i++) {
+			print_json(&all[i], &all[i].t.info, " ");
+			fputs(i + 1 < n ? ",\n" : "\n", f);
+		}
+		fprintf(f, "],\n \"processes\": [");
+		for (int i = 0; i < n; i++) {
+			char lb[64];
+			fprintf(f, "%s\n  {\"trace\": %d, \"label\": ", i ? "," : "", i);
+			json_cstr0(f, trace_label(ts[i], lb, sizeof(lb)));
+			fprintf(f,
+				", \"peak_bytes\": %" PRIu64 ", \"peak_time_ns\": %" PRId64
+				", \"live_bytes_at_end\": %" PRIu64
+				", \"live_allocations_at_end\": %" PRIu64 ", \"failures\": %" PRIu64
+				", \"complete\": %s}",
+				rows[i].peak, rows[i].peak_time, rows[i].live_end,
+				rows[i].allocs_end, rows[i].failures,
+				rows[i].complete ? "true" : "false");
+		}
+		fprintf(f,
+			"],\n \"totals\": {\"traces\": %d, \"peak_bytes_sum\": %" PRIu64
+			", \"live_bytes_at_end\": %" PRIu64
+			", \"live_allocations_at_end\": %" PRIu64 ", \"failures\": %" PRIu64
+			", \"events\": %" PRIu64 ", \"complete\": %s},\n",
+			n, tot.peak, tot.live_end, tot.allocs_end, tot.failures, tot.events,
+			tot.complete ? "true" : "false");
+		fputs(" \"imbalance\": {\"peak_bytes\": ", f);
+		trace_imbalance_json(f, peaks, (size_t)n);
+		fputs(", \"live_bytes_at_end\": ", f);
+		trace_imbalance_json(f, ends, (size_t)n);
+		fputs("}}\n", f);
+	} else {
+		char b1[32], b2[32], b3[32], lb[64];
+		fprintf(f, "%d traces (one per process)\n\n", n);
+		fprintf(f, "  %-3s %-24s %10s %12s %12s %8s %8s  %s\n", "#", "process", "peak",
+			"peak at", "live at end", "allocs", "failed", "trace");
+		for (int i = 0; i < n; i++)
+			fprintf(
+			    f, "  %-3d %-24.24s %10s %12s %12s %8" PRIu64 " %8" PRIu64 "  %s%s\n",
+			    i, trace_label(ts[i], lb, sizeof(lb)), fmt_size(b1, rows[i].peak),
+			    rows[i].peak ? trace_fmt_time(b2, rows[i].peak_time) : "-",
+			    fmt_size(b3, rows[i].live_end), rows[i].allocs_end, rows[i].failures,
+			    all[i].path, rows[i].complete ? "" : " (INCOMPLETE)");
+		fprintf(f, "  %-3s %-24s %10s %12s %12s %8" PRIu64 " %8" PRIu64 "\n", "", "total",
+			fmt_size(b1, tot.peak), "", fmt_size(b3, tot.live_end), tot.allocs_end,
+			tot.failures);
+		fputs("\n(the total of the peaks: the processes may not have peaked at once)\n"
+		      "imbalance\n",
+		      f);
+		trace_imbalance_text(f, "peak", peaks, ts, (size_t)n);
+		trace_imbalance_text(f, "live at end", ends, ts, (size_t)n);
+	}
 	fflush(stdout);
-	rc = cli_finish("summary", path, &info);
+	rc = 0;
+	for (int i = 0; i < n; i++) {
+		int r = trace_finish(&all[i].t);
+		if (r > rc)
+			rc = r;
+		summary_free(&all[i]);
+	}
+	free(all), free(ts), free(peaks), free(ends), free(rows);
+	return rc;
+}
+
+int cmd_summary(int argc, char **argv)
+{
+	struct trace_opt opts[] = {{.name = "--json"}};
+	const char **paths;
+	int npaths;
+	int rc = trace_args(argc, argv, help, opts, 1, &paths, &npaths);
+	if (rc >= 0)
+		return rc;
+	bool json = opts[0].set;
+	if (npaths > 1) {
+		rc = summary_many(paths, npaths, json);
+		free(paths);
+		return rc;
+	}
+	struct summary s;
+	rc = summarize(&s, paths[0]);
+	free(paths);
+	if (rc >= 0) {
+		summary_free(&s);
+		return rc;
+	}
+	if (json) {
+		print_json(&s, &s.t.info, "");
+		fputc('\n', stdout);
+	} else {
+		print_human(&s, &s.t.info);
+	}
+	fflush(stdout);
+	rc = trace_finish(&s.t);
 	summary_free(&s);
-	gmt_reader_close(r);
 	return rc;
 }

@@ -48,6 +48,7 @@ struct trace_frame {
 	const struct trace_module *module;
 	const char *function, *file; /* NULL: unknown */
 	uint64_t line;
+	bool in_cuda; /* trace_site: every frame is in the CUDA libraries */
 };
 
 struct trace_symbol;
@@ -95,6 +96,11 @@ struct trace {
 	/* private */
 	void *symbolizer;
 	bool symbolizer_tried;
+	/* added after the first draft */
+	bool has_trailer;
+	uint64_t trailer_end_ns, trailer_events, trailer_lost, trailer_reason;
+	uint64_t lost_in_records, lost_records; /* LOST records; lost = max(these, trailer) */
+	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
 };
 
 /* Opens `path` and loads its metadata. Returns -1 on success, else the exit
@@ -108,6 +114,7 @@ void trace_close(struct trace *t);
  * -1, or the exit code if the read failed mid-way. */
 typedef void (*trace_event_fn)(void *ctx, const struct gmt_event *e, struct replay *rp);
 int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx);
+/* (rp is not initialized by trace_replay: replay_init it first.) */
 
 /* After the last pass: the warning line for an incomplete trace (or the
  * error line for corruption); returns 0 or the exit code (cli_finish). */
@@ -115,6 +122,9 @@ int trace_finish(struct trace *t);
 
 /* Time since the trace started, ns. */
 int64_t trace_rel(const struct trace *t, uint64_t time_ns);
+/* A relative time in human units: "+850 ns", "+12.3 us", "+4.56 ms",
+ * "+1.234 s", "+2m05.3s", "+1h02m03s". buf >= 32. */
+const char *trace_fmt_time(char *buf, int64_t ns);
 
 /* ---- stacks ---- */
 
@@ -139,6 +149,87 @@ enum trace_group { GROUP_STACK, GROUP_FUNCTION, GROUP_LIBRARY, GROUP_API };
 int trace_group_parse(const char *s, enum trace_group *out); /* 0 ok */
 const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uint64_t stack_id,
 			    uint32_t api, char *buf, size_t size);
+
+/* The module holding ip, or NULL. */
+const struct trace_module *trace_module_at(const struct trace *t, uint64_t ip);
+/* " <- caller <- caller's caller" (up to n callers above frame site_depth,
+ * stopping at the C start-up code), appended to buf. */
+const char *trace_callers_text(struct trace *t, uint64_t id, int site_depth, int n, char *buf,
+			       size_t size);
+/* The device entry (NULL if unknown). */
+const struct trace_device *trace_device(const struct trace *t, int64_t ordinal);
+/* End of the trace: the trailer's time, else the last event's. */
+uint64_t trace_end_ns(const struct trace *t);
+
+/* ---- arguments, several traces ---- */
+
+/* An option of a report command: a flag ("--json") or one that takes a
+ * value ("--by X", "--by=X"); alias: a short spelling ("-n"), or NULL. */
+struct trace_opt {
+	const char *name, *alias;
+	bool takes_value;
+	bool set;	   /* out */
+	const char *value; /* out: the last value given */
+};
+/* Parses "[--help] [options] TRACE..." (options anywhere; "--" ends them).
+ * On success returns -1 with *paths (malloc'd; free it) and *npaths >= 1;
+ * else the exit code (0 after --help, which prints `help` on stdout). */
+int trace_args(int argc, char **argv, const char *help, struct trace_opt *opts, size_t nopts,
+	       const char ***paths, int *npaths);
+/* A non-negative integer option value; else a usage error (returns 2). */
+int trace_arg_uint(const char *cmd, const char *name, const char *value, uint64_t *out);
+
+/* The process's rank from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or
+ * SLURM_PROCID in its environment; -1 if none. */
+int64_t trace_rank(const struct trace *t);
+/* "rank 3 (pid 1234)", "pid 1234". */
+const char *trace_label(const struct trace *t, char *buf, size_t size);
+/* Imbalance of one figure across n traces: max, min, which trace, ratio.
+ * JSON: {"max": N, "max_trace": I, "min": N, "min_trace": I, "mean": N,
+ * "max_over_min": X, "max_over_mean": X} (ratios null when undefined). */
+void trace_imbalance_json(FILE *f, const uint64_t *v, size_t n);
+/* "  imbalance: max 3.0 GiB (rank 1 (pid 12)), min ..., max/min 1.50x\n" */
+void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct trace *const *ts,
+			  size_t n);
+
+/* ---- report rows (top, leaks) ---- */
+
+/* What a successful allocation event adds to: its enum bucket (replay.h);
+ * -1 for events that allocate nothing (frees, failures, lookups). */
+int trace_alloc_bucket(const struct gmt_event *e);
+
+enum { TM_PEAK, TM_END, TM_TOTAL, TM_CALLS, TM_COUNT };
+struct trace_row {
+	UT_hash_handle hh;
+	char *id; /* "device|key" */
+	const char *key;
+	int64_t device;
+	uint64_t stack_id; /* the first stack seen (of the first trace) */
+	uint32_t api;
+	int trace;	      /* the trace that stack_id belongs to */
+	uint64_t v[TM_COUNT]; /* summed over the traces */
+	uint64_t peak_allocs, end_allocs, failed;
+	uint64_t first_ns, last_ns; /* of its allocations live at the end (rel) */
+	uint64_t bucket_end[BK_COUNT];
+	uint64_t cur[TM_COUNT]; /* this trace's values, until trace_rows_fold */
+	uint64_t max[TM_COUNT];
+	int max_trace[TM_COUNT], ntraces;
+};
+struct trace_row_ref;
+struct trace_rows {
+	struct trace_row *rows;
+	struct trace_row_ref *cache; /* (device, stack, api) -> row, this trace */
+	enum trace_group by;
+	int depth, trace;
+};
+void trace_rows_init(struct trace_rows *rs, enum trace_group by, int depth);
+struct trace_row *trace_rows_get(struct trace_rows *rs, struct trace *t, int64_t device,
+				 uint64_t stack_id, uint32_t api);
+/* Ends the current trace: folds each row's cur[] into max[]/max_trace[]. */
+void trace_rows_fold(struct trace_rows *rs);
+/* The rows sorted by v[metric] (then the key), malloc'd; *n set. */
+struct trace_row **trace_rows_sorted(struct trace_rows *rs, int metric, size_t *n);
+void trace_rows_free(struct trace_rows *rs);
 
 /* ---- sizes ---- */
 

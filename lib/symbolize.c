@@ -1,5 +1,7 @@
 #include "symbolize.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
@@ -74,6 +76,39 @@ int gmt_symbolizer_add_module(struct gmt_symbolizer *s, const char *path, uint64
 	return mod ? 0 : -1;
 }
 
+/* The line table names the innermost inlined code, but the function name
+ * comes from the symbol table: the function that was really called. When pc
+ * is inside inlined code, name instead the line of that function where the
+ * outermost inlined call sits, so function and file:line are one frame. */
+static void call_site_of_inlined(Dwfl_Module *mod, uint64_t pc, struct gmt_symbol *out)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, pc, &bias);
+	Dwarf_Die *scopes = NULL;
+	int n = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
+	int outer = -1;
+	for (int i = 0; i < n; i++) /* innermost first: the last one found is outermost */
+		if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine)
+			outer = i;
+	if (outer >= 0) {
+		Dwarf_Attribute attr;
+		Dwarf_Word call_line = 0, call_file = 0;
+		Dwarf_Files *files;
+		size_t nfiles;
+		if (dwarf_formudata(dwarf_attr(&scopes[outer], DW_AT_call_line, &attr),
+				    &call_line) == 0)
+			out->line = (unsigned)call_line;
+		if (dwarf_formudata(dwarf_attr(&scopes[outer], DW_AT_call_file, &attr),
+				    &call_file) == 0 &&
+		    dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && call_file < nfiles) {
+			const char *f = dwarf_filesrc(files, call_file, NULL, NULL);
+			if (f)
+				out->file = f;
+		}
+	}
+	free(scopes);
+}
+
 int gmt_symbolize(struct gmt_symbolizer *s, uint64_t pc, struct gmt_symbol *out)
 {
 	memset(out, 0, sizeof *out);
@@ -91,5 +126,6 @@ int gmt_symbolize(struct gmt_symbolizer *s, uint64_t pc, struct gmt_symbol *out)
 		out->file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
 		out->line = lineno > 0 ? (unsigned)lineno : 0;
 	}
+	call_site_of_inlined(mod, pc, out);
 	return out->function ? 0 : -1;
 }
