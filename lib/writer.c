@@ -20,13 +20,26 @@
 #define BATCH_TARGET (64u << 10)  /* close an EVENTS record at this size */
 #define STACK_BATCH  4096	  /* nodes per STACK record */
 
-/* The environment that shapes GPU memory, kept in the process record. */
+/* The environment that shapes GPU memory, and the process's place in its
+ * job, kept in the process record. */
 static const char *const recorded_env[] = {
-    "CUDA_VISIBLE_DEVICES",	     "CUDA_MODULE_LOADING",
-    "PYTORCH_CUDA_ALLOC_CONF",	     "PYTORCH_NO_CUDA_MEMORY_CACHING",
-    "TF_FORCE_GPU_ALLOW_GROWTH",     "TF_GPU_ALLOCATOR",
-    "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
-    "XLA_PYTHON_CLIENT_ALLOCATOR",   "NCCL_CUMEM_ENABLE",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_MODULE_LOADING",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    "TF_GPU_ALLOCATOR",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+    "NCCL_CUMEM_ENABLE",
+    /* which process of a job this is, for the reports on several traces */
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "SLURM_PROCID",
 };
 
 struct gmt_ipset {
