@@ -35,6 +35,19 @@ int cmd_check(int argc, char **argv);
 
 /* ---- util.c ---- */
 
+/* Allocation that cannot fail: out of memory is one error line and exit 3. */
+void *xrealloc(void *p, size_t n);
+void *xcalloc(size_t n, size_t size);
+char *xstrdup(const char *s);
+/* Grows arr (n used of cap) by doubling when full. */
+#define GROW(arr, n, cap)                                                                          \
+	do {                                                                                       \
+		if ((n) == (cap)) {                                                                \
+			(cap) = (cap) ? 2 * (cap) : 16;                                            \
+			(arr) = xrealloc((arr), (cap) * sizeof(*(arr)));                           \
+		}                                                                                  \
+	} while (0)
+
 /* "gpumemtrace CMD: message\n" on stderr; cmd NULL: "gpumemtrace: ". */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A usage error: the message plus " (see gpumemtrace CMD --help)"; returns EXIT_USAGE. */

@@ -96,7 +96,7 @@ static struct fdev *fdev_get(struct frag *g, int64_t ordinal)
 	for (size_t i = 0; i < g->ndevs; i++)
 		if (g->devs[i].ordinal == ordinal)
 			return &g->devs[i];
-	g->devs = gfo_xrealloc(g->devs, (g->ndevs + 1) * sizeof(*g->devs));
+	g->devs = xrealloc(g->devs, (g->ndevs + 1) * sizeof(*g->devs));
 	struct fdev *d = &g->devs[g->ndevs++];
 	memset(d, 0, sizeof(*d));
 	d->ordinal = ordinal;
@@ -131,7 +131,7 @@ static void snapshot(struct frag *g, int64_t ord, uint64_t time, struct snap *s)
 			continue;
 		if (n == g->ranges_cap) {
 			g->ranges_cap = g->ranges_cap ? 2 * g->ranges_cap : 256;
-			g->ranges = gfo_xrealloc(g->ranges, g->ranges_cap * sizeof(*g->ranges));
+			g->ranges = xrealloc(g->ranges, g->ranges_cap * sizeof(*g->ranges));
 		}
 		uint64_t end = l->key + l->size < l->key ? UINT64_MAX : l->key + l->size;
 		g->ranges[n++] = (struct range){l->key, end};
@@ -402,7 +402,7 @@ int cmd_fragmentation(int argc, char **argv)
 	}
 	FILE *f = stdout;
 	int worst = 0;
-	struct ftot *tot = gfo_xrealloc(NULL, (size_t)o.npaths * sizeof(*tot));
+	struct ftot *tot = xrealloc(NULL, (size_t)o.npaths * sizeof(*tot));
 	memset(tot, 0, (size_t)o.npaths * sizeof(*tot));
 	if (o.json)
 		fputs("{\"traces\": [", f);

@@ -125,11 +125,11 @@ static struct gdev *gdev_get(struct growth *g, int64_t ordinal)
 	for (size_t i = 0; i < g->ndevs; i++)
 		if (g->devs[i].ordinal == ordinal)
 			return &g->devs[i];
-	g->devs = gfo_xrealloc(g->devs, (g->ndevs + 1) * sizeof(*g->devs));
+	g->devs = xrealloc(g->devs, (g->ndevs + 1) * sizeof(*g->devs));
 	struct gdev *d = &g->devs[g->ndevs++];
 	memset(d, 0, sizeof(*d));
 	d->ordinal = ordinal;
-	d->cols = gfo_xrealloc(NULL, (size_t)g->ncols * sizeof(*d->cols));
+	d->cols = xrealloc(NULL, (size_t)g->ncols * sizeof(*d->cols));
 	memset(d->cols, 0, (size_t)g->ncols * sizeof(*d->cols));
 	d->last_col = -1;
 	return d;
@@ -175,7 +175,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 				if (d->nsteps < MAX_STEPS) {
 					if (d->nsteps == d->steps_cap) {
 						d->steps_cap = d->steps_cap ? 2 * d->steps_cap : 64;
-						d->steps = gfo_xrealloc(
+						d->steps = xrealloc(
 						    d->steps, d->steps_cap * sizeof(*d->steps));
 					}
 					d->steps[d->nsteps++] = (struct step){
@@ -185,7 +185,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 				struct chunk *ch;
 				HASH_FIND(hh, d->chunks, &e->size, sizeof(e->size), ch);
 				if (!ch) {
-					ch = gfo_xrealloc(NULL, sizeof(*ch));
+					ch = xrealloc(NULL, sizeof(*ch));
 					memset(ch, 0, sizeof(*ch));
 					ch->size = e->size;
 					HASH_ADD(hh, d->chunks, size, sizeof(ch->size), ch);
@@ -522,7 +522,7 @@ int cmd_growth(int argc, char **argv)
 		return rc;
 	}
 	FILE *f = stdout;
-	struct proc *procs = gfo_xrealloc(NULL, (size_t)o.npaths * sizeof(*procs));
+	struct proc *procs = xrealloc(NULL, (size_t)o.npaths * sizeof(*procs));
 	int worst = 0;
 	if (o.json)
 		fputs("{\"traces\": [", f);
@@ -587,8 +587,8 @@ int cmd_growth(int argc, char **argv)
 			gdev_free(&g.devs[k]);
 		free(g.devs);
 	}
-	uint64_t sum = 0, *peaks = gfo_xrealloc(NULL, (size_t)o.npaths * sizeof(*peaks));
-	struct trace **tps = gfo_xrealloc(NULL, (size_t)o.npaths * sizeof(*tps));
+	uint64_t sum = 0, *peaks = xrealloc(NULL, (size_t)o.npaths * sizeof(*peaks));
+	struct trace **tps = xrealloc(NULL, (size_t)o.npaths * sizeof(*tps));
 	for (int i = 0; i < o.npaths; i++) {
 		sum += procs[i].peak;
 		peaks[i] = procs[i].peak;

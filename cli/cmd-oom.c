@@ -150,7 +150,7 @@ static void analyse(struct oomrun *r, struct oom *o)
 				continue;
 			HASH_FIND(hh, sites, &l->stack_id, sizeof(l->stack_id), sa);
 			if (!sa) {
-				sa = gfo_xrealloc(NULL, sizeof(*sa));
+				sa = xrealloc(NULL, sizeof(*sa));
 				memset(sa, 0, sizeof(*sa));
 				sa->stack_id = l->stack_id;
 				HASH_ADD(hh, sites, stack_id, sizeof(sa->stack_id), sa);
@@ -160,7 +160,7 @@ static void analyse(struct oomrun *r, struct oom *o)
 		}
 	}
 	size_t nsites = HASH_COUNT(sites), k = 0;
-	struct holder *all = gfo_xrealloc(NULL, (nsites + 1) * sizeof(*all));
+	struct holder *all = xrealloc(NULL, (nsites + 1) * sizeof(*all));
 	HASH_ITER(hh, sites, sa, st)
 	{
 		all[k++] = (struct holder){NULL, sa->stack_id, sa->bytes, sa->count};
@@ -169,7 +169,7 @@ static void analyse(struct oomrun *r, struct oom *o)
 		while (j < nlibs && strcmp(libs[j].name, lib) != 0)
 			j++;
 		if (j == nlibs) {
-			libs = gfo_xrealloc(libs, (nlibs + 1) * sizeof(*libs));
+			libs = xrealloc(libs, (nlibs + 1) * sizeof(*libs));
 			libs[nlibs++] = (struct holder){lib, 0, 0, 0};
 		}
 		libs[j].bytes += sa->bytes;
@@ -370,14 +370,14 @@ int cmd_oom(int argc, char **argv)
 	}
 	FILE *f = stdout;
 	int worst = 0;
-	uint64_t *counts = gfo_xrealloc(NULL, (size_t)opt.npaths * sizeof(*counts));
-	struct trace **tps = gfo_xrealloc(NULL, (size_t)opt.npaths * sizeof(*tps));
+	uint64_t *counts = xrealloc(NULL, (size_t)opt.npaths * sizeof(*counts));
+	struct trace **tps = xrealloc(NULL, (size_t)opt.npaths * sizeof(*tps));
 	if (opt.json)
 		fputs("{\"traces\": [", f);
 	for (int i = 0; i < opt.npaths; i++) {
 		struct trace *t = &ts[i];
 		struct oomrun r = {.t = t};
-		r.ooms = gfo_xrealloc(NULL, MAX_OOMS * sizeof(*r.ooms));
+		r.ooms = xrealloc(NULL, MAX_OOMS * sizeof(*r.ooms));
 		replay_init(&r.rp);
 		int x = trace_replay(t, NULL, on_event, &r);
 		match_meminfo(&r);

@@ -110,24 +110,6 @@ struct peak_target {
 	struct dev_info *dev;
 };
 
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p) {
-		cli_error("summary", "out of memory");
-		exit(EXIT_INPUT);
-	}
-	return p;
-}
-
-#define GROW(arr, n, cap)                                                                          \
-	do {                                                                                       \
-		if ((n) == (cap)) {                                                                \
-			(cap) = (cap) ? 2 * (cap) : 16;                                            \
-			(arr) = xrealloc((arr), (cap) * sizeof(*(arr)));                           \
-		}                                                                                  \
-	} while (0)
-
 static struct dev_info *dev_get(struct summary *s, int64_t ordinal)
 {
 	for (size_t i = 0; i < s->ndevs; i++)

@@ -69,16 +69,6 @@ struct top {
 	struct top_trace *cur;
 };
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (!p) {
-		cli_error("top", "out of memory");
-		exit(EXIT_INPUT);
-	}
-	return p;
-}
-
 static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct top *tp = ctx;
@@ -153,8 +143,8 @@ static int top_one(struct top *tp, struct top_trace *tt)
 	}
 	charge_live(tp, &rp, INT64_MIN, TM_END);
 	tt->ndevs = rp.ndevs;
-	tt->devs = xmalloc(rp.ndevs * sizeof(*tt->devs));
-	tt->targets = xmalloc(rp.ndevs * sizeof(*tt->targets));
+	tt->devs = xrealloc(NULL, rp.ndevs * sizeof(*tt->devs));
+	tt->targets = xrealloc(NULL, rp.ndevs * sizeof(*tt->targets));
 	for (size_t i = 0; i < rp.ndevs; i++) {
 		tt->devs[i] = (struct dev_peak){rp.devs[i].ordinal, rp.devs[i].lv};
 		if (rp.devs[i].lv.peak > tt->peak)
@@ -189,7 +179,7 @@ static struct devsum *device_list(struct top_trace *ts, int n, size_t *ndev)
 	size_t cap = 0, nd = 0;
 	for (int i = 0; i < n; i++)
 		cap += ts[i].ndevs;
-	struct devsum *d = xmalloc(cap * sizeof(*d));
+	struct devsum *d = xrealloc(NULL, cap * sizeof(*d));
 	for (int i = 0; i < n; i++)
 		for (size_t k = 0; k < ts[i].ndevs; k++) {
 			const struct dev_peak *p = &ts[i].devs[k];
@@ -293,8 +283,8 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	}
 	if (n > 1) {
 		fprintf(f, "\nprocesses\n  %-3s %-24s %10s  %s\n", "#", "process", "peak", "trace");
-		uint64_t *peaks = xmalloc((size_t)n * sizeof(*peaks));
-		struct trace **tps = xmalloc((size_t)n * sizeof(*tps));
+		uint64_t *peaks = xrealloc(NULL, (size_t)n * sizeof(*peaks));
+		struct trace **tps = xrealloc(NULL, (size_t)n * sizeof(*tps));
 		for (int i = 0; i < n; i++) {
 			peaks[i] = ts[i].peak;
 			tps[i] = &ts[i].t;
@@ -403,7 +393,7 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 	}
 	fputs("]", f);
 	if (n > 1) {
-		uint64_t *peaks = xmalloc((size_t)n * sizeof(*peaks));
+		uint64_t *peaks = xrealloc(NULL, (size_t)n * sizeof(*peaks));
 		for (int i = 0; i < n; i++)
 			peaks[i] = ts[i].peak;
 		fputs(",\n \"imbalance\": {\"peak_bytes\": ", f);

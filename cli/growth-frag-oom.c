@@ -7,16 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void *gfo_xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p) {
-		cli_error(NULL, "out of memory");
-		exit(EXIT_INPUT);
-	}
-	return p;
-}
-
 void gfo_xfree(void *p)
 {
 	free(p);
@@ -40,7 +30,7 @@ int gfo_parse(int argc, char **argv, const char *help, unsigned allow, struct gf
 {
 	const char *cmd = argv[0];
 	memset(o, 0, sizeof(*o));
-	o->paths = gfo_xrealloc(NULL, (size_t)argc * sizeof(*o->paths));
+	o->paths = xrealloc(NULL, (size_t)argc * sizeof(*o->paths));
 	int dashdash = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -100,7 +90,7 @@ int gfo_parse(int argc, char **argv, const char *help, unsigned allow, struct gf
 
 int gfo_open_all(const char *cmd, const struct gfo_opts *o, struct trace **out)
 {
-	struct trace *ts = gfo_xrealloc(NULL, (size_t)o->npaths * sizeof(*ts));
+	struct trace *ts = xrealloc(NULL, (size_t)o->npaths * sizeof(*ts));
 	memset(ts, 0, (size_t)o->npaths * sizeof(*ts));
 	for (int i = 0; i < o->npaths; i++) {
 		int rc = trace_open(&ts[i], cmd, o->paths[i]);

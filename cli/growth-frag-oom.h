@@ -32,7 +32,6 @@ int gfo_open_all(const char *cmd, const struct gfo_opts *o, struct trace **out);
 int gfo_finish_all(struct trace *ts, int n, int rc);
 
 void gfo_xfree(void *p);
-void *gfo_xrealloc(void *p, size_t n);
 
 /* "+1.234 s", "+250.0 ms", "+2m03.5s": time since the trace start. */
 const char *gfo_time(char *buf, int64_t ns);

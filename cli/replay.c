@@ -16,16 +16,6 @@ const char *const bucket_label[BK_COUNT] = {
     "arrays", "IPC (opened)", "VMM on host", "memory pools",
 };
 
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-	if (!p) {
-		cli_error(NULL, "out of memory");
-		exit(EXIT_INPUT);
-	}
-	return p;
-}
-
 void replay_init(struct replay *rp)
 {
 	memset(rp, 0, sizeof(*rp));
@@ -72,7 +62,7 @@ struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal)
 	return d;
 }
 
-static int kind_bucket(int kind, uint64_t aux)
+int replay_kind_bucket(int kind, uint64_t aux)
 {
 	switch (kind) {
 	case GMT_KIND_DEVICE:
@@ -206,7 +196,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		return;
 	switch (a->op) {
 	case GMT_OP_ALLOC: {
-		int b = kind_bucket(a->kind, e->aux);
+		int b = replay_kind_bucket(a->kind, e->aux);
 		if (b < 0 || e->ptr == 0)
 			return;
 		struct rp_live *old = find(rp, a->space, e->ptr);

@@ -78,6 +78,9 @@ struct replay {
 	uint64_t replaced;	  /* allocations of an already-live address or handle */
 };
 
+/* The bucket an allocation of this GMT_KIND_* counts in (aux: a
+ * cuMemCreate location type); -1 for kinds that hold no memory. */
+int replay_kind_bucket(int kind, uint64_t aux);
 void replay_init(struct replay *rp);
 void replay_free(struct replay *rp);
 void replay_apply(struct replay *rp, const struct gmt_event *e);

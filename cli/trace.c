@@ -25,30 +25,6 @@ struct trace_symbol {
 	uint64_t line;
 };
 
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p) {
-		cli_error(NULL, "out of memory");
-		exit(EXIT_INPUT);
-	}
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	return memcpy(xrealloc(NULL, n), s, n);
-}
-
-#define GROW(arr, n, cap)                                                                          \
-	do {                                                                                       \
-		if ((n) == (cap)) {                                                                \
-			(cap) = (cap) ? 2 * (cap) : 16;                                            \
-			(arr) = xrealloc((arr), (cap) * sizeof(*(arr)));                           \
-		}                                                                                  \
-	} while (0)
-
 static struct trace_device *dev_get(struct trace *t, int64_t ordinal)
 {
 	for (size_t i = 0; i < t->ndevs; i++)
@@ -793,28 +769,7 @@ int trace_alloc_bucket(const struct gmt_event *e)
 	const struct api_info *a = api_lookup(e->api);
 	if (!a || a->op != GMT_OP_ALLOC || e->result != 0 || (e->flags & GMT_EV_FAILED))
 		return -1;
-	switch (a->kind) {
-	case GMT_KIND_DEVICE:
-	case GMT_KIND_ASYNC:
-		return BK_DEVICE;
-	case GMT_KIND_VMM_PHYS:
-		return e->aux == 1 ? BK_DEVICE : BK_VMM_HOST;
-	case GMT_KIND_MANAGED:
-		return BK_MANAGED;
-	case GMT_KIND_HOST_PINNED:
-		return BK_PINNED;
-	case GMT_KIND_HOST_REGISTERED:
-		return BK_REGISTERED;
-	case GMT_KIND_VMM_VA:
-		return BK_VA;
-	case GMT_KIND_ARRAY:
-		return BK_ARRAY;
-	case GMT_KIND_IPC:
-		return BK_IPC;
-	case GMT_KIND_POOL:
-		return BK_POOL;
-	}
-	return -1;
+	return replay_kind_bucket(a->kind, e->aux);
 }
 
 struct row_ref_key {

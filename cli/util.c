@@ -329,3 +329,29 @@ const char *path_basename(const char *path)
 	const char *slash = strrchr(path, '/');
 	return slash ? slash + 1 : path;
 }
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p) {
+		cli_error(NULL, "out of memory");
+		exit(EXIT_INPUT);
+	}
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p) {
+		cli_error(NULL, "out of memory");
+		exit(EXIT_INPUT);
+	}
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(xrealloc(NULL, n), s, n);
+}
