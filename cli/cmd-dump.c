@@ -6,16 +6,22 @@
 #include <time.h>
 
 #include "cli.h"
+#include "trace.h"
 
 static const char help[] =
-    "usage: gpumemtrace dump TRACE\n"
+    "usage: gpumemtrace dump TRACE...\n"
     "\n"
     "Prints the header, then every record of the trace, one line each, prefixed\n"
     "with its file offset: chunk boundaries, process, modules, devices, stack\n"
     "nodes, threads, event batches and each event (API, time since the trace\n"
     "start, thread, device, pointer, size, per-API fields, result, stack id),\n"
     "lost events, symbols, notes, the trailer. The last line says how the\n"
-    "read ended (chunks read, complete or not, unreadable bytes).\n"
+    "read ended (chunks read, complete or not, unreadable bytes). Several\n"
+    "traces are dumped in turn, each under a \"==> TRACE <==\" line.\n"
+    "\n"
+    "examples:\n"
+    "  gpumemtrace dump gpumemtrace.1234.gmt | less\n"
+    "  gpumemtrace dump run.gmt | grep MEMINFO     # what the device had free at each OOM\n"
     "\n"
     "options:\n"
     "  -h, --help   this help\n";
@@ -265,12 +271,9 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 	fprintf(f, "%s\n", gmt_rec_type_name(rec->type));
 }
 
-int cmd_dump(int argc, char **argv)
+static int dump_one(const char *path)
 {
-	const char *path;
-	int rc = cli_parse(argc, argv, help, NULL, NULL, &path);
-	if (rc >= 0)
-		return rc;
+	int rc;
 	struct gmt_reader *r = cli_open("dump", path, &rc);
 	if (!r)
 		return rc;
@@ -291,7 +294,7 @@ int cmd_dump(int argc, char **argv)
 		dump_record(f, &rec, h->start_mono_ns);
 		if (ferror(f)) { /* the reader went away (EPIPE): main says nothing */
 			gmt_reader_close(r);
-			return 0;
+			return -1;
 		}
 	}
 
@@ -318,4 +321,26 @@ int cmd_dump(int argc, char **argv)
 	rc = cli_finish("dump", path, in);
 	gmt_reader_close(r);
 	return rc;
+}
+
+/* Several traces (one per rank): each in turn under a "==> PATH <==" line,
+ * as head(1) does; the exit code is the worst of them. */
+int cmd_dump(int argc, char **argv)
+{
+	const char **paths;
+	int npaths;
+	int rc = trace_args(argc, argv, help, NULL, 0, &paths, &npaths);
+	if (rc >= 0)
+		return rc;
+	int worst = 0;
+	for (int i = 0; i < npaths; i++) {
+		if (npaths > 1)
+			printf("%s==> %s <==\n", i ? "\n" : "", paths[i]);
+		int one = dump_one(paths[i]);
+		if (one < 0)
+			break; /* stdout is gone */
+		worst = one > worst ? one : worst;
+	}
+	free(paths);
+	return worst;
 }

@@ -33,6 +33,8 @@ commands() {
 		echo "$t.leaks.txt leaks $t.gmt"
 		echo "$t.leaks.json leaks --json $t.gmt"
 	done
+	echo "train.dump.txt dump train.gmt"
+	echo "ranks.dump.txt dump rank0.gmt rank1.gmt"
 	echo "diff.txt diff train.gmt leak.gmt"
 	echo "diff.json diff --json train.gmt leak.gmt"
 	echo "check-pass.txt check --max-peak 200MiB train.gmt"
