@@ -1,6 +1,7 @@
 /* The ends of a process image that skip exit(): _exit and _Exit (how
- * os._exit and multiprocessing workers end) and exec. Each flushes the trace
- * and writes a trailer first. */
+ * os._exit and multiprocessing workers end) and exec. Each has the flush
+ * thread write the trace and its trailer first. They are async-signal-safe
+ * and signal handlers call them, so nothing here mallocs or locks. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/syscall.h>
@@ -15,7 +16,7 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 
 GMT_EXPORT __attribute__((noreturn)) void _exit(int status)
 {
-	gmt_finish(GMT_END__EXIT);
+	gmt_finish_async(GMT_END__EXIT);
 	exit_fn real = (exit_fn)gmt_libc_next("_exit");
 	if (real)
 		real(status);
@@ -25,7 +26,7 @@ GMT_EXPORT __attribute__((noreturn)) void _exit(int status)
 
 GMT_EXPORT __attribute__((noreturn)) void _Exit(int status)
 {
-	gmt_finish(GMT_END__EXIT);
+	gmt_finish_async(GMT_END__EXIT);
 	exit_fn real = (exit_fn)gmt_libc_next("_Exit");
 	if (real)
 		real(status);
@@ -37,31 +38,31 @@ GMT_EXPORT __attribute__((noreturn)) void _Exit(int status)
  * goes on and a later trailer supersedes this one. */
 GMT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	gmt_finish(GMT_END_EXEC);
+	gmt_finish_async(GMT_END_EXEC);
 	return ((execve_fn)gmt_libc_next("execve"))(path, argv, envp);
 }
 
 GMT_EXPORT int execv(const char *path, char *const argv[])
 {
-	gmt_finish(GMT_END_EXEC);
+	gmt_finish_async(GMT_END_EXEC);
 	return ((execv_fn)gmt_libc_next("execv"))(path, argv);
 }
 
 GMT_EXPORT int execvp(const char *file, char *const argv[])
 {
-	gmt_finish(GMT_END_EXEC);
+	gmt_finish_async(GMT_END_EXEC);
 	return ((execv_fn)gmt_libc_next("execvp"))(file, argv);
 }
 
 GMT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	gmt_finish(GMT_END_EXEC);
+	gmt_finish_async(GMT_END_EXEC);
 	return ((execve_fn)gmt_libc_next("execvpe"))(file, argv, envp);
 }
 
 GMT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	gmt_finish(GMT_END_EXEC);
+	gmt_finish_async(GMT_END_EXEC);
 	return ((fexecve_fn)gmt_libc_next("fexecve"))(fd, argv, envp);
 }
 

@@ -34,10 +34,23 @@ static void *driver_handle;
  * library included. So we read libc's dynamic symbol table ourselves, find
  * its dlvsym, and ask that for the real dlsym by version. */
 struct elf_find {
-	const char *soname; /* basename of the object to search */
+	const char *soname; /* basename of the object to search; NULL: any but ours */
 	const char *symbol;
 	void *found;
 };
+
+/* 1 if the object holds this library's own code. */
+static int is_self(const struct dl_phdr_info *info)
+{
+	uintptr_t me = (uintptr_t)&gmt_real_resolve;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && me >= lo && me < lo + ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
 
 static uint32_t gnu_hash(const char *s)
 {
@@ -56,14 +69,16 @@ static int basename_is(const char *path, const char *want)
 static int elf_find_in(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct elf_find *f = data;
-	if (!info->dlpi_name || !basename_is(info->dlpi_name, f->soname))
+	if (f->soname ? !info->dlpi_name || !basename_is(info->dlpi_name, f->soname)
+		      : is_self(info))
 		return 0;
 	const ElfW(Dyn) *dyn = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
 			dyn = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	int stop = f->soname != NULL; /* a named object is the only one searched */
 	if (!dyn)
-		return 1;
+		return stop;
 	uintptr_t base = info->dlpi_addr, symtab = 0, strtab = 0, gnuhash = 0, sysvhash = 0;
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		/* Most ports relocate these in memory; some leave them as offsets. */
@@ -84,7 +99,7 @@ static int elf_find_in(struct dl_phdr_info *info, size_t size, void *data)
 		}
 	}
 	if (!symtab || !strtab)
-		return 1;
+		return stop;
 	const ElfW(Sym) *syms = (const void *)symtab;
 	const char *strs = (const char *)strtab;
 #define GMT_SYM_MATCHES_(i)                                                                        \
@@ -96,8 +111,8 @@ static int elf_find_in(struct dl_phdr_info *info, size_t size, void *data)
 		const uint32_t *buckets = (const void *)((const ElfW(Addr) *)(h + 4) + bloom_words);
 		const uint32_t *chain = buckets + nbuckets;
 		uint32_t hash = gnu_hash(f->symbol);
-		uint32_t i = buckets[hash % nbuckets];
-		if (i >= symoffset) {
+		uint32_t i = nbuckets ? buckets[hash % nbuckets] : 0;
+		if (nbuckets && i >= symoffset) {
 			for (;; i++) {
 				uint32_t h2 = chain[i - symoffset];
 				if ((h2 | 1) == (hash | 1) && GMT_SYM_MATCHES_(i)) {
@@ -115,7 +130,7 @@ static int elf_find_in(struct dl_phdr_info *info, size_t size, void *data)
 				f->found = (void *)(base + syms[i].st_value);
 	}
 #undef GMT_SYM_MATCHES_
-	return 1;
+	return stop || f->found;
 }
 
 typedef void *(*dlsym_fn)(void *, const char *);
@@ -216,6 +231,14 @@ void *gmt_real_resolve(enum gmt_hook_id id)
 		if (dh && ds)
 			fn = ds(dh, h->name);
 	}
+	if (!fn) {
+		/* Loaded RTLD_LOCAL, as every Python extension's libcudart is: out
+		 * of RTLD_NEXT's reach, yet its users bind to our export. Find the
+		 * definition in the loaded objects themselves. */
+		struct elf_find f = {NULL, h->name, NULL};
+		dl_iterate_phdr(elf_find_in, &f);
+		fn = f.found;
+	}
 	if (fn && fn != h->wrapper)
 		set_real(h, fn);
 	else
@@ -258,8 +281,12 @@ void *gmt_wrap_dlsym(const char *name, void *handle, void *addr)
 	struct gmt_hook *h = &gmt_hooks[id];
 	if (addr == h->wrapper) {
 		/* Found our own export in the global scope. Without us the lookup
-		 * finds the next definition, or nothing: so must it with us. */
-		return gmt_real((enum gmt_hook_id)id) ? addr : NULL;
+		 * finds the next definition, or nothing: so must it with us, and
+		 * a genuine failed lookup of the name leaves dlerror() its error. */
+		if (gmt_real((enum gmt_hook_id)id))
+			return addr;
+		gmt_libc_next(name);
+		return NULL;
 	}
 	set_real(h, addr);
 	if (!h->is_runtime)
@@ -269,26 +296,47 @@ void *gmt_wrap_dlsym(const char *name, void *handle, void *addr)
 	return __atomic_load_n(&h->real, __ATOMIC_ACQUIRE) == addr ? h->wrapper : addr;
 }
 
+/* The cache of module_handle_of. Held only to read or update the cache,
+ * never across dlopen (which takes the loader lock: a constructor running
+ * inside dlopen may look up entry points), and held across fork. */
+static pthread_mutex_t lookup_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *cached_base, *cached_handle;
+
+static void lookup_fork_prepare(void)
+{
+	pthread_mutex_lock(&lookup_lock);
+}
+
+static void lookup_fork_release(void)
+{
+	pthread_mutex_unlock(&lookup_lock);
+}
+
+__attribute__((constructor)) static void lookup_fork_safety(void)
+{
+	pthread_atfork(lookup_fork_prepare, lookup_fork_release, lookup_fork_release);
+}
+
 /* The handle of the module that contains `addr`. Entry-point lookups are
  * few (hundreds at start-up), so a lock here costs nothing. */
 static void *module_handle_of(void *addr)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static void *cached_base, *cached_handle;
 	Dl_info info;
 	if (!dladdr(addr, &info) || !info.dli_fname)
 		return NULL;
-	pthread_mutex_lock(&lock);
-	if (info.dli_fbase != cached_base) {
-		void *mh = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-		if (mh) {
-			cached_base = info.dli_fbase;
-			cached_handle = mh;
-			note_driver_handle(mh);
-		}
-	}
+	pthread_mutex_lock(&lookup_lock);
 	void *mh = info.dli_fbase == cached_base ? cached_handle : NULL;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&lookup_lock);
+	if (mh)
+		return mh;
+	mh = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!mh)
+		return NULL;
+	note_driver_handle(mh);
+	pthread_mutex_lock(&lookup_lock);
+	cached_base = info.dli_fbase;
+	cached_handle = mh;
+	pthread_mutex_unlock(&lookup_lock);
 	return mh;
 }
 

@@ -2,7 +2,7 @@
  * fork, and the end of the process.
  *
  * Locks, always taken in this order: flush_lock (owns the writer), then
- * setup_lock (the ring list, file creation). The event path takes neither,
+ * setup_lock (the ring list, file creation), then notes_lock. The event path takes neither,
  * except on a thread's first event. */
 #include <errno.h>
 #include <linux/futex.h>
@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
@@ -48,6 +49,10 @@ static struct {
 	int flusher_running;
 	int stop;
 	uint32_t wake; /* futex word: bumped to get the flush thread going */
+	/* _exit and exec may run in a signal handler, where nothing that
+	 * mallocs or locks may run: they ask the flush thread for the final
+	 * flush (final_req = reason + 1) and wait for final_done to move. */
+	uint32_t final_req, final_done;
 	pid_t pid;
 	pthread_key_t key;
 	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
@@ -233,6 +238,8 @@ static void flush_cycle(void)
 		set_state(ST_OFF); /* writing failed: stop tracing, the program runs on */
 }
 
+static void flush_now_with_trailer(unsigned reason);
+
 static void *flusher_main(void *arg)
 {
 	gmt_enter(); /* nothing this thread does is the program's */
@@ -243,10 +250,28 @@ static void *flusher_main(void *arg)
 		struct timespec ts = {g.set.flush_ms / 1000,
 				      (long)(g.set.flush_ms % 1000) * 1000000};
 		syscall(SYS_futex, &g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		/* Pairs with the release store in gmt_finish_async. */
+		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
 		pthread_mutex_lock(&g.flush_lock);
-		if (load_state() == ST_ACTIVE)
-			flush_cycle();
+		if (load_state() == ST_ACTIVE) {
+			if (req) {
+				if (req - 1 != GMT_END_EXEC) {
+					set_state(ST_FINISHED);
+					/* Pairs with the fence in flush_if_finished. */
+					__atomic_thread_fence(__ATOMIC_SEQ_CST);
+				}
+				flush_now_with_trailer(req - 1);
+			} else {
+				flush_cycle();
+			}
+		}
 		pthread_mutex_unlock(&g.flush_lock);
+		if (req) {
+			/* Pairs with the acquire loads in gmt_finish_async. */
+			__atomic_add_fetch(&g.final_done, 1, __ATOMIC_RELEASE);
+			syscall(SYS_futex, &g.final_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL,
+				0);
+		}
 	}
 	return NULL;
 }
@@ -343,16 +368,20 @@ static void flush_now_with_trailer(unsigned reason)
 
 static void *wait_for_space(struct gmt_ring *r, size_t len)
 {
-	if (load_state() == ST_FINISHED) {
-		pthread_mutex_lock(&g.flush_lock);
-		if (load_state() == ST_FINISHED)
-			flush_cycle();
-		pthread_mutex_unlock(&g.flush_lock);
-		return gmt_ring_reserve(r, len);
-	}
 	uint64_t deadline = gmt_now_ns() + (uint64_t)g.set.full_wait_ms * 1000000u;
 	long nap = 20000;
-	do {
+	for (;;) {
+		int st = load_state();
+		if (st == ST_FINISHED) {
+			/* No flush thread any more: drain the rings ourselves. */
+			pthread_mutex_lock(&g.flush_lock);
+			if (load_state() == ST_FINISHED)
+				flush_cycle();
+			pthread_mutex_unlock(&g.flush_lock);
+			return gmt_ring_reserve(r, len);
+		}
+		if (st != ST_ACTIVE || gmt_now_ns() >= deadline)
+			return NULL;
 		wake_flusher();
 		struct timespec ts = {0, nap};
 		nanosleep(&ts, NULL);
@@ -360,8 +389,24 @@ static void *wait_for_space(struct gmt_ring *r, size_t len)
 		void *p = gmt_ring_reserve(r, len);
 		if (p)
 			return p;
-	} while (gmt_now_ns() < deadline && load_state() == ST_ACTIVE);
-	return NULL;
+	}
+}
+
+/* After the final trailer, whoever records writes (with a fresh trailer):
+ * the events and LOST counts of late destructors still reach the file. */
+static void flush_if_finished(void)
+{
+	/* Full fence: our commit (or lost count) must be visible before we
+	 * read the state, and the finisher's state store before it drains.
+	 * Pairs with the fence in gmt_finish. Without it each side could miss
+	 * the other's store and the event would sit in the ring forever. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (load_state() != ST_FINISHED)
+		return;
+	pthread_mutex_lock(&g.flush_lock);
+	if (load_state() == ST_FINISHED)
+		flush_now_with_trailer(GMT_END_EXIT);
+	pthread_mutex_unlock(&g.flush_lock);
 }
 
 static unsigned capture_stack(uint64_t *ips, unsigned depth)
@@ -401,6 +446,7 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 	if (!h) {
 		/* Counted, and written as a LOST record by the flush thread. */
 		__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
+		flush_if_finished();
 		goto out;
 	}
 	h->len = (uint32_t)len;
@@ -419,12 +465,8 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 	memcpy(e + 1, ips, nframes * sizeof *ips);
 	size_t used = gmt_ring_commit(r, len);
 
-	if (load_state() == ST_FINISHED) {
-		pthread_mutex_lock(&g.flush_lock);
-		if (load_state() == ST_FINISHED)
-			flush_now_with_trailer(GMT_END_EXIT);
-		pthread_mutex_unlock(&g.flush_lock);
-	} else if (used >= r->cap / 2 && !__atomic_load_n(&r->wake_sent, __ATOMIC_RELAXED)) {
+	flush_if_finished();
+	if (used >= r->cap / 2 && !__atomic_load_n(&r->wake_sent, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&r->wake_sent, 1, __ATOMIC_RELAXED);
 		wake_flusher();
 	}
@@ -474,11 +516,43 @@ void gmt_finish(enum gmt_end_reason reason)
 	}
 	pthread_mutex_lock(&g.flush_lock);
 	if (load_state() == ST_ACTIVE) {
-		if (reason != GMT_END_EXEC)
+		if (reason != GMT_END_EXEC) {
 			set_state(ST_FINISHED);
+			/* Pairs with the fence in flush_if_finished. */
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		}
 		flush_now_with_trailer(reason);
 	}
 	pthread_mutex_unlock(&g.flush_lock);
+out:
+	gmt_leave();
+	errno = saved_errno;
+}
+
+void gmt_finish_async(enum gmt_end_reason reason)
+{
+	enum { FINAL_WAIT_MS = 10000 }; /* symbolizing a large program takes seconds */
+	int saved_errno = errno;
+	gmt_enter();
+	if (load_state() != ST_ACTIVE || getpid() != g.pid || !g.flusher_running)
+		goto out;
+	uint32_t done = __atomic_load_n(&g.final_done, __ATOMIC_ACQUIRE);
+	/* Pairs with the acquire exchange in flusher_main. */
+	__atomic_store_n(&g.final_req, (uint32_t)reason + 1, __ATOMIC_RELEASE);
+	wake_flusher();
+	/* Only syscalls from here: the caller may be a signal handler that
+	 * interrupted malloc. If the flush thread cannot finish (it may need
+	 * that very lock), give up in time: the trace then ends at its last
+	 * flush, readable and marked incomplete, and the program still ends. */
+	uint64_t deadline = gmt_now_ns() + FINAL_WAIT_MS * 1000000ull;
+	while (__atomic_load_n(&g.final_done, __ATOMIC_ACQUIRE) == done) {
+		uint64_t now = gmt_now_ns();
+		if (now >= deadline)
+			break;
+		uint64_t left = deadline - now;
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		syscall(SYS_futex, &g.final_done, FUTEX_WAIT_PRIVATE, done, &ts, NULL, 0);
+	}
 out:
 	gmt_leave();
 	errno = saved_errno;
@@ -496,10 +570,12 @@ static void fork_prepare(void)
 	/* The child gets the writer and ring list at a consistent point. */
 	pthread_mutex_lock(&g.flush_lock);
 	pthread_mutex_lock(&g.setup_lock);
+	pthread_mutex_lock(&g.notes_lock);
 }
 
 static void fork_parent(void)
 {
+	pthread_mutex_unlock(&g.notes_lock);
 	pthread_mutex_unlock(&g.setup_lock);
 	pthread_mutex_unlock(&g.flush_lock);
 }
@@ -522,6 +598,7 @@ static void fork_child(void)
 	g.pid = getpid();
 	if (g.state == ST_ACTIVE || g.state == ST_FINISHED)
 		set_state(ST_IDLE);
+	pthread_mutex_unlock(&g.notes_lock);
 	pthread_mutex_unlock(&g.setup_lock);
 	pthread_mutex_unlock(&g.flush_lock);
 }

@@ -44,8 +44,11 @@ void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes,
 #define GMT_MAX_NOTES 32
 void gmt_note(int level, const char *text);
 
-/* Flushes everything and writes a trailer (exit, _exit, exec). */
+/* Flushes everything and writes a trailer, on the calling thread (exit). */
 void gmt_finish(enum gmt_end_reason reason);
+/* The same, done by the flush thread while the caller waits a bounded
+ * time: async-signal-safe, for _exit and exec, which handlers may call. */
+void gmt_finish_async(enum gmt_end_reason reason);
 
 /* Provided by the hooks: device facts, called from the flush thread. */
 struct gmt_device_info {

@@ -413,6 +413,10 @@ void gmt_writer_end_batch(struct gmt_writer *w)
 	if (!w->ev_count)
 		return;
 	uint8_t *p = room(w, w->ev_len + 4 * GMT_VARINT_MAX);
+	if (!p) { /* out of memory: counted as lost, never silent */
+		w->lost += w->ev_count;
+		w->events -= w->ev_count;
+	}
 	if (p) {
 		p = gmt_put_varint(p, GMT_TAG_EVENTS);
 		p = gmt_put_varint(p, (uint64_t)w->ev_tid);
@@ -450,8 +454,10 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 	if (w->ev_len + 10 * GMT_VARINT_MAX > w->ev_cap) {
 		size_t cap = w->ev_cap ? w->ev_cap * 2 : BATCH_TARGET + 1024;
 		uint8_t *b = realloc(w->ev, cap);
-		if (!b)
+		if (!b) {
+			w->lost++; /* out of memory: counted, never silent */
 			return;
+		}
 		w->ev = b;
 		w->ev_cap = cap;
 	}

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +34,11 @@ static void nap_ms(int ms)
 }
 
 static void *late_ptr;
+
+static void exit_from_handler(int sig)
+{
+	_exit(0); /* async-signal-safe: handlers do this on SIGTERM */
+}
 
 static void late_free(void)
 {
@@ -97,6 +103,16 @@ int main(int argc, char **argv)
 		cudaMalloc(&late_ptr, 4 << 20);
 		atexit(late_free);
 		return 0;
+	}
+	if (!strcmp(mode, "sigexit")) {
+		/* _exit from a signal handler that interrupts malloc: the tracer's
+		 * _exit hook must not malloc or lock in the handler. */
+		allocs(n, 1 << 20);
+		signal(SIGALRM, exit_from_handler);
+		struct itimerval it = {{0, 0}, {0, 2000}};
+		setitimer(ITIMER_REAL, &it, NULL);
+		for (unsigned i = 0;; i++)
+			free(malloc(64 + i % 4096));
 	}
 	fprintf(stderr, "unknown mode %s\n", mode);
 	return 2;
