@@ -16,6 +16,7 @@ int main(int argc, char **argv)
 	if (!alloc_free)
 		return 2;
 	int failures = alloc_free(5);
-	printf("5 cudaMalloc/cudaFree pairs through an RTLD_LOCAL extension: %d failed\n", failures);
+	printf("5 cudaMalloc/cudaFree pairs through an RTLD_LOCAL extension: %d failed\n",
+	       failures);
 	return failures ? 1 : 0;
 }
