@@ -88,15 +88,10 @@ struct gdev {
 	/* warm-up and slope */
 	uint64_t warmup_end, window_start;
 	bool has_warmup, growth_stopped;
-	uint64_t n;
-	double mx, my, cxy, mxx;
-	/* The fit as it stood at the last sample at or above warmup_level: the
-	 * window ends there, before the teardown at exit drags the line down. */
+	/* The window ends at the last sample at or above warmup_level, before
+	 * the teardown at exit drags the line down; n counts its samples. */
 	uint64_t warmup_level, window_end;
-	struct {
-		uint64_t n;
-		double mx, my, cxy, mxx;
-	} kept;
+	uint64_t n, n_seen;
 	/* The highest live bytes in each of SLICES equal slices of the window:
 	 * the slope is fitted through these, since a fit through every sample
 	 * of a sawtooth (allocate, free, repeat) leans with where it is cut. */
@@ -195,16 +190,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 				d->peak_time = e->time_ns;
 			}
 		} else if (e->time_ns >= d->window_start && d->has_warmup) {
-			/* online covariance, x in seconds since the window start */
-			double x = (double)(e->time_ns - d->window_start) / 1e9;
-			double y = (double)rd->lv.bytes;
-			d->n++;
-			double dx = x - d->mx;
-			d->mx += dx / (double)d->n;
-			double dy = y - d->my;
-			d->my += dy / (double)d->n;
-			d->cxy += dx * (y - d->my);
-			d->mxx += dx * (x - d->mx);
+			d->n_seen++;
 			uint64_t span = g->t1 > d->window_start ? g->t1 - d->window_start + 1 : 1;
 			size_t k = (size_t)((e->time_ns - d->window_start) *
 					    (unsigned __int128)SLICES / span);
@@ -214,11 +200,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 				d->slice_time[k] = e->time_ns;
 			}
 			if (rd->lv.bytes >= d->warmup_level) {
-				d->kept.n = d->n;
-				d->kept.mx = d->mx;
-				d->kept.my = d->my;
-				d->kept.cxy = d->cxy;
-				d->kept.mxx = d->mxx;
+				d->n = d->n_seen;
 				d->window_end = e->time_ns;
 			}
 		}
@@ -271,7 +253,6 @@ static void plan_window(struct growth *g, struct gdev *d)
 /* Least squares through the slices' highs up to the window's end. */
 static void finish_slope(struct gdev *d)
 {
-	d->n = d->kept.n;
 	double sx = 0, sy = 0, sxx = 0, sxy = 0;
 	int m = 0;
 	for (int k = 0; k < SLICES; k++) {
