@@ -338,16 +338,9 @@ int cmd_leaks(int argc, char **argv)
 	    trace_args(argc, argv, help, opts, sizeof(opts) / sizeof(opts[0]), &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	enum trace_group by = GROUP_STACK;
-	uint64_t depth = 3, limit = 20;
-	if (opts[1].set && trace_group_parse(opts[1].value, &by) != 0)
-		rc = cli_usage_error("leaks",
-				     "--by: unknown grouping '%s' (stack, function, library, api)",
-				     opts[1].value);
-	if (rc < 0 && opts[2].set)
-		rc = trace_arg_uint("leaks", "--depth", opts[2].value, &depth);
-	if (rc < 0 && depth > 64)
-		rc = cli_usage_error("leaks", "--depth: at most 64");
+	enum trace_group by;
+	uint64_t depth, limit = 20;
+	rc = trace_grouping_opts("leaks", &opts[1], &opts[2], &by, &depth);
 	if (rc < 0 && opts[3].set)
 		rc = trace_arg_uint("leaks", "--limit", opts[3].value, &limit);
 	if (rc >= 0) {

@@ -421,17 +421,10 @@ int cmd_top(int argc, char **argv)
 	    trace_args(argc, argv, help, opts, sizeof(opts) / sizeof(opts[0]), &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	enum trace_group by = GROUP_STACK;
-	uint64_t depth = 3, limit = 10;
+	enum trace_group by;
+	uint64_t depth, limit = 10;
 	int metric = TM_PEAK;
-	if (opts[1].set && trace_group_parse(opts[1].value, &by) != 0)
-		rc = cli_usage_error("top",
-				     "--by: unknown grouping '%s' (stack, function, library, api)",
-				     opts[1].value);
-	if (rc < 0 && opts[2].set)
-		rc = trace_arg_uint("top", "--depth", opts[2].value, &depth);
-	if (rc < 0 && depth > 64)
-		rc = cli_usage_error("top", "--depth: at most 64");
+	rc = trace_grouping_opts("top", &opts[1], &opts[2], &by, &depth);
 	if (rc < 0 && opts[3].set) {
 		metric = -1;
 		for (int m = 0; m < TM_COUNT; m++)
@@ -451,7 +444,7 @@ int cmd_top(int argc, char **argv)
 
 	struct top tp;
 	trace_rows_init(&tp.rows, by, (int)depth);
-	struct top_trace *ts = calloc((size_t)npaths, sizeof(*ts));
+	struct top_trace *ts = xcalloc((size_t)npaths, sizeof(*ts));
 	int opened = 0;
 	for (int i = 0; i < npaths && rc < 0; i++) {
 		rc = trace_open(&ts[i].t, "top", paths[i]);

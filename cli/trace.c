@@ -918,3 +918,19 @@ const char *trace_fmt_time(char *buf, int64_t ns)
 			 a / UINT64_C(1000000000) % 60);
 	return buf;
 }
+
+int trace_grouping_opts(const char *cmd, const struct trace_opt *by, const struct trace_opt *depth,
+			enum trace_group *out_by, uint64_t *out_depth)
+{
+	*out_by = GROUP_STACK;
+	*out_depth = 3;
+	if (by->set && trace_group_parse(by->value, out_by) != 0)
+		return cli_usage_error(
+		    cmd, "--by: unknown grouping '%s' (stack, function, library, api)", by->value);
+	int rc = -1;
+	if (depth->set)
+		rc = trace_arg_uint(cmd, "--depth", depth->value, out_depth);
+	if (rc < 0 && *out_depth > 64)
+		rc = cli_usage_error(cmd, "--depth: at most 64");
+	return rc;
+}

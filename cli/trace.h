@@ -178,6 +178,11 @@ int trace_args(int argc, char **argv, const char *help, struct trace_opt *opts, 
 	       const char ***paths, int *npaths);
 /* A non-negative integer option value; else a usage error (returns 2). */
 int trace_arg_uint(const char *cmd, const char *name, const char *value, uint64_t *out);
+/* The --by and --depth options of a grouping command (either may be unset):
+ * defaults GROUP_STACK and 3, depth at most 64. Returns -1, or the exit code
+ * after the usage error line. */
+int trace_grouping_opts(const char *cmd, const struct trace_opt *by, const struct trace_opt *depth,
+			enum trace_group *out_by, uint64_t *out_depth);
 
 /* The process's rank from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or
  * SLURM_PROCID in its environment; -1 if none. */
