@@ -254,6 +254,46 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 			api_name((uint32_t)rec->u.meminfo.api));
 		return;
 	}
+	case GMT_REC_SAMPLE: {
+		static const char *const why[] = {"periodic", "peak", "oom", "start", "end"};
+		char b3[32], b4[32];
+		uint64_t rs = rec->u.sample.reason;
+		fprintf(f, "SAMPLE %s nvml %" PRIu64 " uuid ",
+			fmt_reltime(b1, (int64_t)(rec->u.sample.time_ns - mono0)),
+			rec->u.sample.nvml_index);
+		for (size_t i = 0; i < rec->u.sample.uuid.len; i++)
+			fprintf(f, "%02x", rec->u.sample.uuid.p[i]);
+		fprintf(f, " used %" PRIu64 " (%s) total %" PRIu64 " (%s) process ",
+			rec->u.sample.used_bytes, fmt_size(b2, rec->u.sample.used_bytes),
+			rec->u.sample.total_bytes, fmt_size(b3, rec->u.sample.total_bytes));
+		if (rec->u.sample.flags & GMT_SAMPLE_PROCESS_KNOWN)
+			fprintf(f, "%" PRIu64 " (%s)", rec->u.sample.process_used_bytes,
+				fmt_size(b4, rec->u.sample.process_used_bytes));
+		else
+			fputs("unknown", f);
+		fprintf(f, " reason %s\n", rs < sizeof why / sizeof *why ? why[rs] : "?");
+		return;
+	}
+	case GMT_REC_RANGE: {
+		static const char *const ops[] = {"?", "push", "pop", "start", "end", "mark"};
+		uint64_t op = rec->u.range.op;
+		fprintf(f, "RANGE %s tid %" PRIu64 " %s id %" PRIu64 " source %s text ",
+			fmt_reltime(b1, (int64_t)(rec->u.range.time_ns - mono0)), rec->u.range.tid,
+			op < sizeof ops / sizeof *ops ? ops[op] : "?", rec->u.range.id,
+			rec->u.range.source == GMT_RANGE_SRC_NVTX  ? "nvtx"
+			: rec->u.range.source == GMT_RANGE_SRC_API ? "api"
+								   : "?");
+		str(f, rec->u.range.text);
+		fputc('\n', f);
+		return;
+	}
+	case GMT_REC_PYFRAME:
+		fprintf(f, "PYFRAME %" PRIu64 " function ", rec->u.pyframe.id);
+		str(f, rec->u.pyframe.function);
+		fputs(" file ", f);
+		str(f, rec->u.pyframe.file);
+		fprintf(f, " line %" PRIu64 "\n", rec->u.pyframe.line);
+		return;
 	case GMT_REC_TRAILER: {
 		uint64_t why = rec->u.trailer.reason;
 		fprintf(f,

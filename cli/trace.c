@@ -25,6 +25,13 @@ struct trace_symbol {
 	uint64_t line;
 };
 
+struct trace_pyframe {
+	UT_hash_handle hh;
+	uint64_t id;
+	char *function, *file;
+	uint64_t line;
+};
+
 static struct trace_device *dev_get(struct trace *t, int64_t ordinal)
 {
 	for (size_t i = 0; i < t->ndevs; i++)
@@ -164,6 +171,48 @@ static void on_record(struct trace *t, const struct gmt_record *rec)
 		};
 		break;
 	}
+	case GMT_REC_SAMPLE: {
+		GROW(t->samples, t->nsamples, t->samples_cap);
+		struct trace_sample *sm = &t->samples[t->nsamples++];
+		memset(sm, 0, sizeof(*sm));
+		sm->time_ns = rec->u.sample.time_ns;
+		sm->device = -1;
+		sm->nvml_index = rec->u.sample.nvml_index;
+		memcpy(sm->uuid, rec->u.sample.uuid.p,
+		       rec->u.sample.uuid.len < 16 ? rec->u.sample.uuid.len : 16);
+		sm->used_bytes = rec->u.sample.used_bytes;
+		sm->total_bytes = rec->u.sample.total_bytes;
+		sm->process_known = rec->u.sample.flags & GMT_SAMPLE_PROCESS_KNOWN;
+		sm->process_used_bytes = sm->process_known ? rec->u.sample.process_used_bytes : 0;
+		sm->reason = (int)rec->u.sample.reason;
+		break;
+	}
+	case GMT_REC_RANGE: {
+		GROW(t->ranges, t->nranges, t->ranges_cap);
+		t->ranges[t->nranges++] = (struct trace_range){
+		    .time_ns = rec->u.range.time_ns,
+		    .tid = (int)rec->u.range.tid,
+		    .op = (int)rec->u.range.op,
+		    .id = rec->u.range.id,
+		    .source = (int)rec->u.range.source,
+		    .text = xstrdup(rec->u.range.text.s),
+		};
+		break;
+	}
+	case GMT_REC_PYFRAME: {
+		struct trace_pyframe *pf = NULL;
+		uint64_t id = rec->u.pyframe.id;
+		HASH_FIND(hh, t->pyframes, &id, sizeof(id), pf);
+		if (pf)
+			break; /* the first one wins */
+		pf = xcalloc(1, sizeof(*pf));
+		pf->id = id;
+		pf->function = xstrdup(rec->u.pyframe.function.s);
+		pf->file = xstrdup(rec->u.pyframe.file.s);
+		pf->line = rec->u.pyframe.line;
+		HASH_ADD(hh, t->pyframes, id, sizeof(pf->id), pf);
+		break;
+	}
 	case GMT_REC_TRAILER:
 		t->has_trailer = true;
 		t->trailer_end_ns = rec->u.trailer.end_time_ns;
@@ -183,6 +232,28 @@ static void on_record(struct trace *t, const struct gmt_record *rec)
 	}
 	default:
 		break;
+	}
+}
+
+static int sample_cmp(const void *a, const void *b)
+{
+	const struct trace_sample *x = a, *y = b;
+	return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
+}
+
+/* Stable: equal times keep file order, so a push and its pop stay apart. */
+static void sort_ranges(struct trace_range *r, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		if (r[i - 1].time_ns <= r[i].time_ns)
+			continue;
+		struct trace_range x = r[i];
+		size_t j = i;
+		while (j > 0 && r[j - 1].time_ns > x.time_ns) {
+			r[j] = r[j - 1];
+			j--;
+		}
+		r[j] = x;
 	}
 }
 
@@ -215,6 +286,19 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 		m->library = path_basename(m->path);
 		m->cuda = cuda_path(m->path);
 	}
+	static const uint8_t no_uuid[16];
+	for (size_t i = 0; i < t->nsamples; i++) {
+		struct trace_sample *sm = &t->samples[i];
+		for (size_t d = 0; d < t->ndevs && memcmp(sm->uuid, no_uuid, 16); d++)
+			if (!memcmp(sm->uuid, t->devs[d].uuid, 16))
+				sm->device = t->devs[d].ordinal;
+	}
+	if (t->nsamples > 1)
+		qsort(t->samples, t->nsamples, sizeof(*t->samples), sample_cmp);
+	sort_ranges(t->ranges, t->nranges); /* nearly sorted: threads' batches interleave */
+	for (size_t i = 0; i < t->nnotes; i++)
+		if (strstr(t->notes[i], "NVML"))
+			t->nvml_missing = true;
 	return -1;
 }
 
@@ -245,6 +329,18 @@ void trace_close(struct trace *t)
 		free(t->notes[i]);
 	free(t->notes);
 	free(t->meminfo);
+	free(t->samples);
+	for (size_t i = 0; i < t->nranges; i++)
+		free(t->ranges[i].text);
+	free(t->ranges);
+	struct trace_pyframe *pf, *pt;
+	HASH_ITER(hh, t->pyframes, pf, pt)
+	{
+		HASH_DEL(t->pyframes, pf);
+		free(pf->function);
+		free(pf->file);
+		free(pf);
+	}
 	free(t->nodes);
 	free(t->command);
 	free(t->exe);
@@ -339,6 +435,25 @@ const struct trace_module *trace_module_at(const struct trace *t, uint64_t ip)
 
 static void resolve(struct trace *t, struct trace_frame *f)
 {
+	if (GMT_IS_PYFRAME_IP(f->ip)) {
+		struct trace_pyframe *pf = NULL;
+		uint64_t id = GMT_PYFRAME_ID(f->ip);
+		f->python = true;
+		f->module = NULL;
+		if (id == GMT_PYFRAME_NONE) {
+			f->function = "[Python frames unavailable: the GIL was not held]";
+			return;
+		}
+		HASH_FIND(hh, t->pyframes, &id, sizeof(id), pf);
+		if (pf) {
+			f->function = pf->function;
+			f->file = pf->file[0] ? pf->file : NULL;
+			f->line = pf->line;
+		} else {
+			f->function = "[Python frame]"; /* its PYFRAME record was lost */
+		}
+		return;
+	}
 	struct trace_symbol *sym = NULL;
 	uint64_t ip = f->ip;
 	HASH_FIND(hh, t->symbols, &ip, sizeof(ip), sym);
@@ -393,7 +508,8 @@ static bool raw_frame(const struct trace *t, uint64_t id, int depth, struct trac
 			memset(out, 0, sizeof(*out));
 			out->ip = n->ip;
 			out->depth = d;
-			out->module = trace_module_at(t, n->ip);
+			out->module = GMT_IS_PYFRAME_IP(n->ip) ? NULL : trace_module_at(t, n->ip);
+			out->python = GMT_IS_PYFRAME_IP(n->ip);
 			return true;
 		}
 		id = n->parent;
@@ -416,8 +532,11 @@ bool trace_site(struct trace *t, uint64_t stack_id, struct trace_frame *out)
 	uint64_t id = stack_id;
 	for (int depth = 0; id != 0 && id <= t->nnodes && depth < MAX_DEPTH; depth++) {
 		const struct trace_node *n = &t->nodes[id - 1];
-		struct trace_frame f = {
-		    .ip = n->ip, .depth = depth, .module = trace_module_at(t, n->ip)};
+		bool py = GMT_IS_PYFRAME_IP(n->ip);
+		struct trace_frame f = {.ip = n->ip,
+					.depth = depth,
+					.module = py ? NULL : trace_module_at(t, n->ip),
+					.python = py};
 		if (!have_first) {
 			first = f;
 			have_first = true;
@@ -442,6 +561,8 @@ const char *trace_library(struct trace *t, uint64_t id)
 	struct trace_frame f;
 	if (!id || !trace_site(t, id, &f))
 		return "(no stack)";
+	if (f.python)
+		return "python";
 	return f.module ? f.module->library : "(unknown module)";
 }
 

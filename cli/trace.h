@@ -49,6 +49,7 @@ struct trace_frame {
 	const char *function, *file; /* NULL: unknown */
 	uint64_t line;
 	bool in_cuda; /* trace_site: every frame is in the CUDA libraries */
+	bool python;  /* a Python frame (GMT_PYFRAME_IP); module is NULL */
 };
 
 struct trace_symbol;
@@ -65,6 +66,30 @@ struct trace_meminfo {
 	uint32_t api;
 	int tid;
 };
+
+/* One NVML reading of one device (GMT_TAG_SAMPLE). */
+struct trace_sample {
+	uint64_t time_ns;
+	int64_t device; /* the CUDA ordinal whose DEVICE uuid matches; -1: none */
+	uint64_t nvml_index;
+	uint8_t uuid[16];
+	uint64_t used_bytes, total_bytes; /* the whole device, all processes */
+	uint64_t process_used_bytes;	  /* this process, as nvidia-smi shows it */
+	bool process_known;
+	int reason; /* GMT_SAMPLE_WHY_* */
+};
+
+/* A phase marker (GMT_TAG_RANGE), in time order. */
+struct trace_range {
+	uint64_t time_ns;
+	int tid;
+	int op; /* GMT_RANGE_* */
+	uint64_t id;
+	int source; /* GMT_RANGE_SRC_* */
+	char *text; /* "" for POP and END */
+};
+
+struct trace_pyframe;
 
 struct trace {
 	const char *cmd, *path;
@@ -88,6 +113,11 @@ struct trace {
 	size_t nmeminfo;
 	char **notes;
 	size_t nnotes;
+	struct trace_sample *samples; /* in time order */
+	size_t nsamples;
+	struct trace_range *ranges; /* in time order (file order among equal times) */
+	size_t nranges;
+	struct trace_pyframe *pyframes;
 	/* totals */
 	uint64_t events, lost;
 	uint64_t first_time_ns, last_time_ns; /* of events; 0 without events */
@@ -101,6 +131,8 @@ struct trace {
 	uint64_t trailer_end_ns, trailer_events, trailer_lost, trailer_reason;
 	uint64_t lost_in_records, lost_records; /* LOST records; lost = max(these, trailer) */
 	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
+	size_t samples_cap, ranges_cap;
+	bool nvml_missing; /* the library said NVML could not be used (a NOTE) */
 };
 
 /* Opens `path` and loads its metadata. Returns -1 on success, else the exit
@@ -131,13 +163,15 @@ const char *trace_fmt_time(char *buf, int64_t ns);
 /* Number of frames in stack `id` (0 for the empty stack). */
 int trace_stack_depth(const struct trace *t, uint64_t id);
 /* Frame `depth` of stack `id`, resolved (SYMBOL records, else the module
- * files on this machine, else module+offset). false past the last frame. */
+ * files on this machine, else module+offset; PYFRAME records for Python
+ * frames). false past the last frame. */
 bool trace_frame(struct trace *t, uint64_t id, int depth, struct trace_frame *out);
 /* The allocation site: the first frame, innermost out, outside the CUDA
  * driver, runtime and tracer; the innermost frame when all are inside. */
 bool trace_site(struct trace *t, uint64_t id, struct trace_frame *out);
 /* The library an allocation is charged to: the module of its site frame
- * ("libnccl.so.2", "libtorch_cuda.so", the program). "(no stack)" for 0. */
+ * ("libnccl.so.2", "libtorch_cuda.so", the program; "python" for a Python
+ * frame). "(no stack)" for 0. */
 const char *trace_library(struct trace *t, uint64_t id);
 /* "function (file:line)", else "module+0xoff", into buf. */
 const char *trace_frame_text(const struct trace_frame *f, char *buf, size_t size);

@@ -74,6 +74,12 @@ const char *gmt_rec_type_name(int type)
 		return "TRAILER";
 	case GMT_REC_MEMINFO:
 		return "MEMINFO";
+	case GMT_REC_SAMPLE:
+		return "SAMPLE";
+	case GMT_REC_RANGE:
+		return "RANGE";
+	case GMT_REC_PYFRAME:
+		return "PYFRAME";
 	case GMT_REC_EVENT:
 		return "EVENT";
 	case GMT_REC_CHUNK:
@@ -167,8 +173,9 @@ struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 			(unsigned)hdr.version, GMT_FORMAT_VERSION);
 		goto fail;
 	}
-	if (hdr.version == 0) {
-		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: version 0");
+	if (hdr.version < GMT_FORMAT_VERSION_MIN) {
+		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: version %u",
+			(unsigned)hdr.version);
 		goto fail;
 	}
 	if (size < GMT_HEADER_SIZE) {
@@ -480,6 +487,33 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 		rec->u.meminfo.free_bytes = gmt_get_varint(c);
 		rec->u.meminfo.total_bytes = gmt_get_varint(c);
 		rec->u.meminfo.api = gmt_get_varint(c);
+		break;
+	case GMT_TAG_SAMPLE:
+		rec->type = GMT_REC_SAMPLE;
+		rec->u.sample.time_ns = gmt_get_varint(c);
+		rec->u.sample.nvml_index = gmt_get_varint(c);
+		rec->u.sample.uuid = get_blob(c);
+		rec->u.sample.used_bytes = gmt_get_varint(c);
+		rec->u.sample.total_bytes = gmt_get_varint(c);
+		rec->u.sample.flags = gmt_get_varint(c);
+		rec->u.sample.process_used_bytes = gmt_get_varint(c);
+		rec->u.sample.reason = gmt_get_varint(c);
+		break;
+	case GMT_TAG_RANGE:
+		rec->type = GMT_REC_RANGE;
+		rec->u.range.tid = gmt_get_varint(c);
+		rec->u.range.time_ns = gmt_get_varint(c);
+		rec->u.range.op = gmt_get_varint(c);
+		rec->u.range.id = gmt_get_varint(c);
+		rec->u.range.source = gmt_get_varint(c);
+		rec->u.range.text = get_str(r, c);
+		break;
+	case GMT_TAG_PYFRAME:
+		rec->type = GMT_REC_PYFRAME;
+		rec->u.pyframe.id = gmt_get_varint(c);
+		rec->u.pyframe.function = get_str(r, c);
+		rec->u.pyframe.file = get_str(r, c);
+		rec->u.pyframe.line = gmt_get_varint(c);
 		break;
 	default:
 		return DEC_UNKNOWN; /* rec->offset: where the unknown tag starts */

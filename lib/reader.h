@@ -95,6 +95,9 @@ enum gmt_rec_type {
 	GMT_REC_NOTE = GMT_TAG_NOTE,
 	GMT_REC_TRAILER = GMT_TAG_TRAILER,
 	GMT_REC_MEMINFO = GMT_TAG_MEMINFO,
+	GMT_REC_SAMPLE = GMT_TAG_SAMPLE,
+	GMT_REC_RANGE = GMT_TAG_RANGE,
+	GMT_REC_PYFRAME = GMT_TAG_PYFRAME,
 	GMT_REC_EVENT = 64, /* one event of an EVENTS batch */
 	GMT_REC_CHUNK = 65, /* a chunk begins: its records follow */
 };
@@ -194,6 +197,20 @@ struct gmt_record {
 			uint64_t free_bytes, total_bytes;
 			uint64_t api;
 		} meminfo;
+		struct {
+			uint64_t time_ns, nvml_index;
+			struct gmt_blob uuid;
+			uint64_t used_bytes, total_bytes, flags, process_used_bytes, reason;
+		} sample;
+		struct {
+			uint64_t tid, time_ns, op, id, source;
+			struct gmt_str text;
+		} range;
+		struct {
+			uint64_t id;
+			struct gmt_str function, file;
+			uint64_t line;
+		} pyframe;
 	} u;
 };
 

@@ -15,6 +15,9 @@ enum gmt_ring_rec_type {
 	GMT_RING_EVENT = 1,
 	GMT_RING_THREAD = 2,  /* body: the thread's name; nframes holds its length */
 	GMT_RING_MEMINFO = 3, /* body: struct gmt_raw_meminfo */
+	GMT_RING_SAMPLE = 4,  /* body: struct gmt_raw_sample */
+	GMT_RING_RANGE = 5,   /* body: struct gmt_raw_range, then nframes bytes of text */
+	GMT_RING_PYFRAME = 6, /* body: struct gmt_raw_pyframe, then the two strings */
 };
 
 struct gmt_ring_hdr {
@@ -40,6 +43,29 @@ struct gmt_raw_meminfo {
 	uint64_t time_ns, free_bytes, total_bytes;
 	int32_t device;
 	uint32_t api;
+};
+
+/* One NVML reading of one device (GMT_TAG_SAMPLE). */
+struct gmt_raw_sample {
+	uint64_t time_ns, used_bytes, total_bytes, process_used_bytes;
+	uint8_t uuid[16];
+	uint32_t nvml_index;
+	uint16_t flags;	 /* GMT_SAMPLE_* */
+	uint16_t reason; /* GMT_SAMPLE_WHY_* */
+};
+
+/* A phase marker (GMT_TAG_RANGE); its text follows (hdr.nframes bytes). */
+struct gmt_raw_range {
+	uint64_t time_ns, id;
+	uint16_t op, source;
+	uint32_t pad_;
+};
+
+/* A Python frame definition (GMT_TAG_PYFRAME): function_len bytes of the
+ * function name, then file_len bytes of the file name, follow. */
+struct gmt_raw_pyframe {
+	uint64_t id, line;
+	uint32_t function_len, file_len;
 };
 
 struct gmt_ring {

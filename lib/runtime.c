@@ -498,6 +498,103 @@ out:
 	errno = saved_errno;
 }
 
+/* ---- records other than events ------------------------------------------- */
+
+/* Reserves a record of `body` bytes in the calling thread's ring (creating
+ * the trace on the process's first record), or NULL: tracing off, or the
+ * ring stayed full (then counted as lost). Caller has called gmt_enter. */
+static struct gmt_ring_hdr *reserve_other(int type, size_t body, size_t *len_out)
+{
+	struct gmt_ring *r = tls_ring;
+	if (load_state() == ST_OFF)
+		return NULL;
+	if (!r && (!gmt_tracing() || !(r = ring_for_this_thread())))
+		return NULL;
+	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + body);
+	struct gmt_ring_hdr *h = gmt_ring_reserve(r, len);
+	if (!h)
+		h = wait_for_space(r, len);
+	if (!h) {
+		__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	h->len = (uint32_t)len;
+	h->type = (uint16_t)type;
+	h->nframes = 0;
+	*len_out = len;
+	return h;
+}
+
+static void commit_other(size_t len)
+{
+	gmt_ring_commit(tls_ring, len);
+	flush_if_finished();
+}
+
+void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source source,
+		      const char *text)
+{
+	int saved_errno = errno;
+	gmt_enter();
+	size_t n = text ? strnlen(text, 1024) : 0, len;
+	struct gmt_ring_hdr *h =
+	    reserve_other(GMT_RING_RANGE, sizeof(struct gmt_raw_range) + n, &len);
+	if (h) {
+		h->nframes = (uint16_t)n;
+		struct gmt_raw_range *rr = (void *)(h + 1);
+		rr->time_ns = gmt_now_ns();
+		rr->id = id;
+		rr->op = (uint16_t)op;
+		rr->source = (uint16_t)source;
+		memcpy(rr + 1, text, n);
+		commit_other(len);
+	}
+	gmt_leave();
+	errno = saved_errno;
+}
+
+void gmt_record_sample(const struct gmt_raw_sample *s)
+{
+	int saved_errno = errno;
+	gmt_enter();
+	size_t len;
+	struct gmt_ring_hdr *h = reserve_other(GMT_RING_SAMPLE, sizeof *s, &len);
+	if (h) {
+		memcpy(h + 1, s, sizeof *s);
+		commit_other(len);
+	}
+	gmt_leave();
+	errno = saved_errno;
+}
+
+void gmt_record_pyframe(uint64_t id, const char *function, const char *file, uint64_t line)
+{
+	int saved_errno = errno;
+	gmt_enter();
+	size_t fn = function ? strnlen(function, 1024) : 0, fl = file ? strnlen(file, 1024) : 0;
+	size_t len;
+	struct gmt_ring_hdr *h =
+	    reserve_other(GMT_RING_PYFRAME, sizeof(struct gmt_raw_pyframe) + fn + fl, &len);
+	if (h) {
+		struct gmt_raw_pyframe *pf = (void *)(h + 1);
+		pf->id = id;
+		pf->line = line;
+		pf->function_len = (uint32_t)fn;
+		pf->file_len = (uint32_t)fl;
+		memcpy(pf + 1, function, fn);
+		memcpy((char *)(pf + 1) + fn, file, fl);
+		commit_other(len);
+	}
+	gmt_leave();
+	errno = saved_errno;
+}
+
+int gmt_trace_started(void)
+{
+	int st = load_state();
+	return st == ST_ACTIVE || st == ST_FINISHED;
+}
+
 /* ---- the end ------------------------------------------------------------ */
 
 void gmt_finish(enum gmt_end_reason reason)

@@ -38,6 +38,23 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes,
 			uint64_t total_bytes);
 
+/* Phase markers (GMT_TAG_RANGE) from the calling thread: NVTX and the
+ * marker API. text may be NULL (POP, END); it is cut at 1024 bytes. */
+void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source source,
+		      const char *text);
+
+/* One NVML reading (GMT_TAG_SAMPLE), from the sampling thread. */
+struct gmt_raw_sample;
+void gmt_record_sample(const struct gmt_raw_sample *s);
+
+/* Defines Python frame `id` (GMT_TAG_PYFRAME) before the calling thread's
+ * next event uses GMT_PYFRAME_IP(id). Strings are cut at 1024 bytes. */
+void gmt_record_pyframe(uint64_t id, const char *function, const char *file, uint64_t line);
+
+/* 1 once the trace file exists (ACTIVE or FINISHED): samplers start then,
+ * so a process that never touches CUDA leaves no trace. */
+int gmt_trace_started(void);
+
 /* Queues a NOTE for the trace (level 0 info, 1 warning): something a
  * reader must know, such as a route the hooks could not follow. Safe before
  * the trace exists; at most GMT_MAX_NOTES are kept, the rest are counted. */

@@ -524,6 +524,54 @@ void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const stru
 		p = gmt_put_varint(p, m->total_bytes);
 		p = gmt_put_varint(p, m->api);
 		commit(w, p);
+	} else if (h->type == GMT_RING_SAMPLE) {
+		const struct gmt_raw_sample *sm = (const void *)body;
+		uint8_t *p = room(w, 8 * GMT_VARINT_MAX + 1 + sizeof sm->uuid);
+		if (!p)
+			return;
+		p = gmt_put_varint(p, GMT_TAG_SAMPLE);
+		p = gmt_put_varint(p, sm->time_ns);
+		p = gmt_put_varint(p, sm->nvml_index);
+		p = gmt_put_varint(p, sizeof sm->uuid);
+		memcpy(p, sm->uuid, sizeof sm->uuid);
+		p += sizeof sm->uuid;
+		p = gmt_put_varint(p, sm->used_bytes);
+		p = gmt_put_varint(p, sm->total_bytes);
+		p = gmt_put_varint(p, sm->flags);
+		p = gmt_put_varint(p, sm->process_used_bytes);
+		p = gmt_put_varint(p, sm->reason);
+		commit(w, p);
+	} else if (h->type == GMT_RING_RANGE) {
+		const struct gmt_raw_range *rr = (const void *)body;
+		size_t n = h->nframes;
+		uint8_t *p = room(w, 7 * GMT_VARINT_MAX + n);
+		if (!p)
+			return;
+		p = gmt_put_varint(p, GMT_TAG_RANGE);
+		p = gmt_put_varint(p, (uint64_t)r->tid);
+		p = gmt_put_varint(p, rr->time_ns);
+		p = gmt_put_varint(p, rr->op);
+		p = gmt_put_varint(p, rr->id);
+		p = gmt_put_varint(p, rr->source);
+		p = gmt_put_varint(p, n);
+		memcpy(p, rr + 1, n);
+		commit(w, p + n);
+	} else if (h->type == GMT_RING_PYFRAME) {
+		const struct gmt_raw_pyframe *pf = (const void *)body;
+		const uint8_t *fn = (const uint8_t *)(pf + 1), *fl = fn + pf->function_len;
+		uint8_t *p = room(w, 5 * GMT_VARINT_MAX + pf->function_len + pf->file_len);
+		if (!p)
+			return;
+		p = gmt_put_varint(p, GMT_TAG_PYFRAME);
+		p = gmt_put_varint(p, pf->id);
+		p = gmt_put_varint(p, pf->function_len);
+		memcpy(p, fn, pf->function_len);
+		p += pf->function_len;
+		p = gmt_put_varint(p, pf->file_len);
+		memcpy(p, fl, pf->file_len);
+		p += pf->file_len;
+		p = gmt_put_varint(p, pf->line);
+		commit(w, p);
 	} else if (h->type == GMT_RING_THREAD) {
 		put_thread(w, r->tid, (const char *)body, strnlen((const char *)body, h->nframes));
 	}
@@ -573,6 +621,8 @@ void gmt_writer_symbols(struct gmt_writer *w)
 	}
 	for (uint32_t id = w->nodes_symbolized + 1; id <= w->stacks.n; id++) {
 		uint64_t ip = w->stacks.ip[id];
+		if (GMT_IS_PYFRAME_IP(ip))
+			continue; /* named by its PYFRAME record */
 		struct gmt_ipset *seen;
 		HASH_FIND(hh, w->symbolized, &ip, sizeof ip, seen);
 		if (seen || !(seen = calloc(1, sizeof *seen)))

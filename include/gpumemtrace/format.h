@@ -1,4 +1,5 @@
-/* gpumemtrace trace format, version 1. Shared by the library and the CLI.
+/* gpumemtrace trace format, version 2 (readers also take version 1). Shared by the library and the
+ * CLI.
  *
  * docs/trace-format.md is the prose; `gpumemtrace dump` is the spec you can
  * run. Every multi-byte fixed field is little-endian and is written byte by
@@ -19,11 +20,12 @@
 
 #include <stdint.h>
 
-#define GMT_MAGIC	   "\x89GMTRACE" /* 8 bytes; the high byte catches 7-bit mangling */
-#define GMT_MAGIC_LEN	   8
-#define GMT_FORMAT_VERSION 1
-#define GMT_HEADER_SIZE	   64
-#define GMT_ENDIAN_LITTLE  1
+#define GMT_MAGIC	       "\x89GMTRACE" /* 8 bytes; the high byte catches 7-bit mangling */
+#define GMT_MAGIC_LEN	       8
+#define GMT_FORMAT_VERSION     2
+#define GMT_FORMAT_VERSION_MIN 1 /* oldest version readers still take */
+#define GMT_HEADER_SIZE	       64
+#define GMT_ENDIAN_LITTLE      1
 
 /* Header layout (offsets in bytes). Readers honour header_size, so later
  * versions may append fields. */
@@ -79,6 +81,23 @@ enum gmt_feature {
  *          what cuMemGetInfo said on the failing thread right after an
  *          allocation failed with out-of-memory (only when a context was
  *          current: the tracer never creates one)
+ * SAMPLE   v time_ns, v nvml_index, b uuid (16 bytes, as CUDA's), v used_bytes,
+ *          v total_bytes, v flags (GMT_SAMPLE_*), v process_used_bytes,
+ *          v reason (GMT_SAMPLE_WHY_*): one NVML reading of one device, taken on
+ *          the tracer's sampling thread. process_used_bytes is what nvidia-smi
+ *          shows for this process; valid with GMT_SAMPLE_PROCESS_KNOWN.
+ *          (version 2)
+ * RANGE    v tid, v time_ns, v op (GMT_RANGE_*), v id, v source
+ *          (GMT_RANGE_SRC_*), s text: a phase marker. PUSH/POP nest per
+ *          thread; START/END pair by id across threads; MARK is an instant.
+ *          POP and END carry an empty text. (version 2)
+ * PYFRAME  v id, s function, s file, v line: a Python frame. A stack node
+ *          whose ip is GMT_PYFRAME_IP(id) is this frame: Python frames are
+ *          spliced into the native stack where the interpreter ran them.
+ *          id 0 (GMT_PYFRAME_NONE) is never defined: it marks a stack whose
+ *          thread ran Python but did not hold the GIL, so its Python frames
+ *          could not be read. PYFRAMEs may follow the stack nodes that use
+ *          them: readers resolve them after the whole file. (version 2)
  * TRAILER  v end_time_ns, v events, v lost, v stack_nodes, v reason
  *          (GMT_END_*). Complete trace: the last record read is a TRAILER.
  *          A TRAILER followed by more chunks (a failed exec) is not final. */
@@ -94,8 +113,44 @@ enum gmt_tag {
 	GMT_TAG_NOTE = 9,
 	GMT_TAG_TRAILER = 10,
 	GMT_TAG_MEMINFO = 11,
-	GMT_TAG_MAX_ = 11,
+	GMT_TAG_SAMPLE = 12,  /* version 2 */
+	GMT_TAG_RANGE = 13,   /* version 2 */
+	GMT_TAG_PYFRAME = 14, /* version 2 */
+	GMT_TAG_MAX_ = 14,
 };
+
+/* SAMPLE flags and reasons. */
+enum gmt_sample_flag {
+	GMT_SAMPLE_PROCESS_KNOWN = 1u << 0, /* process_used_bytes is valid */
+};
+enum gmt_sample_why {
+	GMT_SAMPLE_WHY_PERIODIC = 0, /* every GPUMEMTRACE_SAMPLE_MS */
+	GMT_SAMPLE_WHY_PEAK = 1,     /* traced device bytes reached a new high */
+	GMT_SAMPLE_WHY_OOM = 2,	     /* an allocation failed */
+	GMT_SAMPLE_WHY_START = 3,    /* the sampler's first reading */
+	GMT_SAMPLE_WHY_END = 4,	     /* at the end of the trace */
+};
+
+/* RANGE ops and sources. */
+enum gmt_range_op {
+	GMT_RANGE_PUSH = 1,  /* nvtxRangePush*, gpumemtrace_range_push */
+	GMT_RANGE_POP = 2,   /* nvtxRangePop, gpumemtrace_range_pop */
+	GMT_RANGE_START = 3, /* nvtxRangeStart*: id names it for its END */
+	GMT_RANGE_END = 4,   /* nvtxRangeEnd */
+	GMT_RANGE_MARK = 5,  /* nvtxMark*, gpumemtrace_mark */
+};
+enum gmt_range_source {
+	GMT_RANGE_SRC_NVTX = 0,
+	GMT_RANGE_SRC_API = 1, /* include/gpumemtrace/gpumemtrace.h */
+};
+
+/* Python frames in the stack tree: ips at or above this base are never
+ * user-space code addresses on any 64-bit Linux target. */
+#define GMT_PYFRAME_IP_BASE   0xfe00000000000000ull
+#define GMT_PYFRAME_IP(id)    (GMT_PYFRAME_IP_BASE + (uint64_t)(id))
+#define GMT_IS_PYFRAME_IP(ip) ((uint64_t)(ip) >= GMT_PYFRAME_IP_BASE)
+#define GMT_PYFRAME_ID(ip)    ((uint64_t)(ip)-GMT_PYFRAME_IP_BASE)
+#define GMT_PYFRAME_NONE      0
 
 enum gmt_end_reason {
 	GMT_END_EXIT = 0,  /* exit() or return from main */
@@ -119,6 +174,8 @@ enum gmt_op {
 	GMT_OP_VMM_RETAIN = 5, /* handle ptr gains a reference (aux = address) */
 	GMT_OP_POOL_TRIM = 6,  /* pool ptr trimmed to size bytes */
 	GMT_OP_LOOKUP = 7,     /* entry-point lookup; not a memory event */
+	GMT_OP_CTX_CREATE = 8, /* a context made or retained: not in the live set */
+	GMT_OP_CTX_DESTROY = 9,
 };
 
 /* Which memory an allocation is. Device bytes (the summary's peak) are
@@ -162,7 +219,13 @@ enum gmt_space {
  *   retain:          ptr = handle, aux = address
  *   import:          ptr = handle, aux = handle type
  *   arrays:          ptr = array, size = width * height * depth * element bytes
- *   pool create:     ptr = pool; trim: ptr = pool, size = bytes to keep */
+ *   pool create:     ptr = pool; trim: ptr = pool, size = bytes to keep
+ *   contexts:        ptr = context, size = what the call cost the device
+ *                    (after - before, 0 when it cost nothing or NVML is
+ *                    missing), aux = NVML bytes used before, aux2 = after
+ *                    (present only when NVML measured them: GMT_EV_HAS_AUX*).
+ *                    The process's usage when NVML reports it, else the
+ *                    device's. Primary-context retains after the first cost 0. */
 /* clang-format off */
 #define GMT_API_LIST(X)                                                                          \
 	X(1, cuMemAlloc_v2, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                           \
@@ -196,6 +259,13 @@ enum gmt_space {
 	X(29, cuArrayDestroy, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ARRAY)                           \
 	X(30, cuIpcOpenMemHandle_v2, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_ADDR)                     \
 	X(31, cuIpcCloseMemHandle, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                       \
+	X(32, cuDevicePrimaryCtxRetain, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR)           \
+	X(33, cuDevicePrimaryCtxRelease_v2, GMT_OP_CTX_DESTROY, GMT_KIND_NONE, GMT_SPACE_ADDR)      \
+	X(34, cuDevicePrimaryCtxReset_v2, GMT_OP_CTX_DESTROY, GMT_KIND_NONE, GMT_SPACE_ADDR)        \
+	X(35, cuCtxCreate_v2, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR)                     \
+	X(36, cuCtxCreate_v3, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR)                     \
+	X(37, cuCtxCreate_v4, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR)                     \
+	X(38, cuCtxDestroy_v2, GMT_OP_CTX_DESTROY, GMT_KIND_NONE, GMT_SPACE_ADDR)                   \
 	X(40, cudaMalloc, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                             \
 	X(41, cudaMallocPitch, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                        \
 	X(42, cudaMalloc3D, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                           \

@@ -7,7 +7,7 @@
  *           (must come first, if at all)
  *   process pid=N ppid=N [wall=N] [host=S] [exe=S] [arg=S]... [env=KEY=VALUE]...
  *   module  id=N bias=N start=N end=N path=S [buildid=HEX]
- *   device  ord=N name=S total=N [cc=MAJ.MIN] [driver=N]
+ *   device  ord=N name=S total=N [cc=MAJ.MIN] [driver=N] [uuid=HEX]
  *   stack   parent=N ip=N [parent=N ip=N]...      (nodes get ids 1, 2, ... in order)
  *   thread  tid=N name=S
  *   events  tid=N [base=N]                       (starts a batch; base: first ev's t)
@@ -17,6 +17,10 @@
  *   symbol  ip=N module=N func=S [file=S] [line=N]
  *   note    [level=N] text=S
  *   meminfo tid=N t=N [dev=N] free=N total=N api=NAME|N
+ *   sample  t=N used=N total=N [nvml=N] [uuid=HEX] [process=N] [reason=N]
+ *           (no process=: this process's usage unknown)
+ *   range   tid=N t=N op=push|pop|start|end|mark|N [id=N] [source=N] [text=S]
+ *   pyframe id=N func=S [file=S] [line=N]
  *   trailer t=N [events=N] [lost=N] [nodes=N] [reason=N]
  *   chunk                                        (ends the current chunk)
  *   raw     HEX                                  (payload bytes as given)
@@ -223,8 +227,12 @@ int main(int argc, char **argv)
 			unsigned maj = 0, min = 0;
 			if (cc && sscanf(cc, "%u.%u", &maj, &min) != 2)
 				die("cc=%s: want MAJOR.MINOR", cc);
-			tb_device(b, (int64_t)getnum(t, n, "ord", 0), name ? name : "", NULL, 0,
-				  getnum(t, n, "total", 0), maj, min, getnum(t, n, "driver", 0));
+			uint8_t uuid[16];
+			const char *uh = get(t, n, "uuid");
+			size_t ul = uh ? unhex(uh, uuid, sizeof(uuid)) : 0;
+			tb_device(b, (int64_t)getnum(t, n, "ord", 0), name ? name : "",
+				  ul ? uuid : NULL, ul, getnum(t, n, "total", 0), maj, min,
+				  getnum(t, n, "driver", 0));
 		} else if (strcmp(cmd, "stack") == 0) {
 			uint64_t parents[MAXTOK], ips[MAXTOK];
 			size_t np = 0, ni = 0;
@@ -285,6 +293,32 @@ int main(int argc, char **argv)
 			tb_meminfo(b, getnum(t, n, "tid", 0), getnum(t, n, "t", 0),
 				   (int64_t)getnum(t, n, "dev", 0), getnum(t, n, "free", 0),
 				   getnum(t, n, "total", 0), api ? api_id(api) : 0);
+		} else if (strcmp(cmd, "sample") == 0) {
+			uint8_t uuid[16];
+			const char *uh = get(t, n, "uuid");
+			size_t ul = uh ? unhex(uh, uuid, sizeof(uuid)) : 0;
+			int known = get(t, n, "process") != NULL;
+			tb_sample(b, getnum(t, n, "t", 0), getnum(t, n, "nvml", 0), uuid, ul,
+				  getnum(t, n, "used", 0), getnum(t, n, "total", 0),
+				  known ? GMT_SAMPLE_PROCESS_KNOWN : 0, getnum(t, n, "process", 0),
+				  getnum(t, n, "reason", 0));
+		} else if (strcmp(cmd, "range") == 0) {
+			static const char *const ops[] = {"",	   "push", "pop",
+							  "start", "end",  "mark"};
+			const char *op = get(t, n, "op"), *text = get(t, n, "text");
+			uint64_t opn = 0;
+			for (unsigned i = 1; op && i < sizeof ops / sizeof *ops; i++)
+				if (strcmp(op, ops[i]) == 0)
+					opn = i;
+			if (!opn)
+				opn = getnum(t, n, "op", 0);
+			tb_range(b, getnum(t, n, "tid", 0), getnum(t, n, "t", 0), opn,
+				 getnum(t, n, "id", 0), getnum(t, n, "source", 0),
+				 text ? text : "");
+		} else if (strcmp(cmd, "pyframe") == 0) {
+			const char *fn = get(t, n, "func"), *file = get(t, n, "file");
+			tb_pyframe(b, getnum(t, n, "id", 0), fn ? fn : "", file ? file : "",
+				   getnum(t, n, "line", 0));
 		} else if (strcmp(cmd, "trailer") == 0) {
 			tb_trailer(b, getnum(t, n, "t", 0), getnum(t, n, "events", 0),
 				   getnum(t, n, "lost", 0), getnum(t, n, "nodes", 0),

@@ -135,6 +135,10 @@ static void build_full(struct tb *b)
 	tb_symbol(b, 0x7f1200002000, 1, "", "", 0);
 	tb_note(b, 1, "ring full");
 	tb_meminfo(b, 4242, 6500, -1, 123456789, UINT64_MAX, GMT_API_cuMemCreate);
+	tb_sample(b, 6600, 3, (const uint8_t *)"0123456789abcdef", 16, 5ull << 30, 80ull << 30,
+		  GMT_SAMPLE_PROCESS_KNOWN, 3ull << 30, GMT_SAMPLE_WHY_PEAK);
+	tb_range(b, 4242, 6700, GMT_RANGE_PUSH, 0, GMT_RANGE_SRC_NVTX, "forward");
+	tb_pyframe(b, 7, "train_step", "train.py", 42);
 	tb_chunk(b);
 	tb_trailer(b, 7000, NEV, 12, 3, GMT_END_EXIT);
 }
@@ -158,7 +162,7 @@ static void test_roundtrip(void)
 	if (!r)
 		return;
 	const struct gmt_header *hd = gmt_reader_header(r);
-	check(hd->version == 1 && hd->header_size == 64 && hd->endian == 1 &&
+	check(hd->version == GMT_FORMAT_VERSION && hd->header_size == 64 && hd->endian == 1 &&
 		  hd->features == GMT_FEAT_STACKS && hd->start_wall_ns == 1700000000000000000ull &&
 		  hd->start_mono_ns == 123456789 && hd->pid == 4242,
 	      "roundtrip: header fields");
@@ -309,6 +313,32 @@ static void test_roundtrip(void)
 					  rec.u.meminfo.total_bytes == UINT64_MAX &&
 					  rec.u.meminfo.api == GMT_API_cuMemCreate,
 				      "roundtrip[%d]: MEMINFO", pass);
+				break;
+			case GMT_REC_SAMPLE:
+				check(rec.u.sample.time_ns == 6600 &&
+					  rec.u.sample.nvml_index == 3 &&
+					  rec.u.sample.uuid.len == 16 &&
+					  !memcmp(rec.u.sample.uuid.p, "0123456789abcdef", 16) &&
+					  rec.u.sample.used_bytes == 5ull << 30 &&
+					  rec.u.sample.total_bytes == 80ull << 30 &&
+					  rec.u.sample.flags == GMT_SAMPLE_PROCESS_KNOWN &&
+					  rec.u.sample.process_used_bytes == 3ull << 30 &&
+					  rec.u.sample.reason == GMT_SAMPLE_WHY_PEAK,
+				      "roundtrip[%d]: SAMPLE", pass);
+				break;
+			case GMT_REC_RANGE:
+				check(rec.u.range.tid == 4242 && rec.u.range.time_ns == 6700 &&
+					  rec.u.range.op == GMT_RANGE_PUSH && rec.u.range.id == 0 &&
+					  rec.u.range.source == GMT_RANGE_SRC_NVTX &&
+					  streq(rec.u.range.text, "forward"),
+				      "roundtrip[%d]: RANGE", pass);
+				break;
+			case GMT_REC_PYFRAME:
+				check(rec.u.pyframe.id == 7 &&
+					  streq(rec.u.pyframe.function, "train_step") &&
+					  streq(rec.u.pyframe.file, "train.py") &&
+					  rec.u.pyframe.line == 42,
+				      "roundtrip[%d]: PYFRAME", pass);
 				break;
 			case GMT_REC_TRAILER:
 				check(rec.u.trailer.end_time_ns == 7000 &&
@@ -648,13 +678,13 @@ static void test_headers(void)
 	check(o.open_code == GMT_READ_ERR_NOT_TRACE && strstr(o.msg, "magic"),
 	      "bad magic: not a trace (%s)", o.msg);
 
-	struct tb_header h = {.version = 2};
+	struct tb_header h = {.version = GMT_FORMAT_VERSION + 1};
 	struct tb *b = tb_new(&h);
 	tb_note(b, 0, "from the future");
 	size_t len;
 	const uint8_t *p = tb_data(b, &len);
 	o = read_all(write_bytes("future.gmt", p, len));
-	check(o.open_code == GMT_READ_ERR_VERSION && strstr(o.msg, "unsupported future version 2"),
+	check(o.open_code == GMT_READ_ERR_VERSION && strstr(o.msg, "unsupported future version 3"),
 	      "future version: unsupported (%s)", o.msg);
 	tb_free(b);
 

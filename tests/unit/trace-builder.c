@@ -363,6 +363,45 @@ void tb_meminfo(struct tb *b, uint64_t tid, uint64_t time_ns, int64_t device, ui
 	var(p, api);
 }
 
+void tb_sample(struct tb *b, uint64_t time_ns, uint64_t nvml_index, const uint8_t *uuid,
+	       size_t uuid_len, uint64_t used, uint64_t total, uint64_t flags,
+	       uint64_t process_used, uint64_t reason)
+{
+	struct buf *p = rec(b);
+	var(p, GMT_TAG_SAMPLE);
+	var(p, time_ns);
+	var(p, nvml_index);
+	str(p, uuid, uuid_len);
+	var(p, used);
+	var(p, total);
+	var(p, flags);
+	var(p, process_used);
+	var(p, reason);
+}
+
+void tb_range(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t op, uint64_t id,
+	      uint64_t source, const char *text)
+{
+	struct buf *p = rec(b);
+	var(p, GMT_TAG_RANGE);
+	var(p, tid);
+	var(p, time_ns);
+	var(p, op);
+	var(p, id);
+	var(p, source);
+	cstr(p, text);
+}
+
+void tb_pyframe(struct tb *b, uint64_t id, const char *function, const char *file, uint64_t line)
+{
+	struct buf *p = rec(b);
+	var(p, GMT_TAG_PYFRAME);
+	var(p, id);
+	cstr(p, function);
+	cstr(p, file);
+	var(p, line);
+}
+
 void tb_raw(struct tb *b, const void *bytes, size_t len)
 {
 	struct buf *p = rec(b);

@@ -52,6 +52,12 @@ void tb_meminfo(struct tb *b, uint64_t tid, uint64_t time_ns, int64_t device, ui
 		uint64_t total_bytes, uint64_t api);
 void tb_trailer(struct tb *b, uint64_t end_ns, uint64_t events, uint64_t lost, uint64_t stack_nodes,
 		uint64_t reason);
+void tb_sample(struct tb *b, uint64_t time_ns, uint64_t nvml_index, const uint8_t *uuid,
+	       size_t uuid_len, uint64_t used, uint64_t total, uint64_t flags,
+	       uint64_t process_used, uint64_t reason);
+void tb_range(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t op, uint64_t id,
+	      uint64_t source, const char *text);
+void tb_pyframe(struct tb *b, uint64_t id, const char *function, const char *file, uint64_t line);
 void tb_raw(struct tb *b, const void *bytes, size_t len); /* payload bytes as given */
 void tb_varint(struct tb *b, uint64_t v);		  /* one varint, raw */
 
