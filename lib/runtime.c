@@ -22,6 +22,7 @@
 #include <libunwind.h>
 
 #include "log.h"
+#include "python.h"
 #include "ring.h"
 #include "settings.h"
 #include "tracer.h"
@@ -438,6 +439,8 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 
 	uint64_t ips[GMT_MAX_STACK_DEPTH + 16];
 	unsigned nframes = g.set.stack_depth ? capture_stack(ips, (unsigned)g.set.stack_depth) : 0;
+	if (g.set.stack_depth && g.set.python)
+		nframes = gmt_python_splice(ips, nframes, (unsigned)g.set.stack_depth);
 	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + sizeof(struct gmt_raw_event) +
 				    nframes * sizeof(uint64_t));
 	struct gmt_ring_hdr *h = gmt_ring_reserve(r, len);
