@@ -468,9 +468,3 @@ GMT_EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table_fn get_export_tabl
 			  sizeof core2_fills / sizeof *core2_fills);
 	return ok;
 }
-
-/* Static injection: the NVTX loader's weak InitializeInjectionNvtx2_fnptr
- * binds to this where the library that annotates can be interposed, so
- * LD_PRELOAD alone records its ranges; NVTX_INJECTION64_PATH still wins. */
-GMT_EXPORT int (*InitializeInjectionNvtx2_fnptr)(nvtx_get_export_table_fn) =
-    InitializeInjectionNvtx2;

@@ -8,14 +8,15 @@ PROG_LINK_RT := -L$(SIM_DIR) -l:libcudart.so.13
 PROG_LINK_DRV := -L$(SIM_DIR) -l:libcuda.so.1
 
 PROGS := runtime-basic driver-basic dlsym-route procaddr-route static-runtime \
-	entrypoint-route early-calls threads oom
+	entrypoint-route early-calls threads oom nvtx-client marker
 PROG_LIBS := libnextcheck.so libnextcheck2.so libfakeblas.so libearly.so
 
 .PHONY: progs
 progs: sim $(addprefix $(PROG_DIR)/,$(PROGS) $(PROG_LIBS)) ## build the test programs into build/tests/progs
 
 # Linked against the simulated runtime.
-$(PROG_DIR)/runtime-basic $(PROG_DIR)/entrypoint-route $(PROG_DIR)/threads $(PROG_DIR)/oom: \
+$(PROG_DIR)/runtime-basic $(PROG_DIR)/entrypoint-route $(PROG_DIR)/threads $(PROG_DIR)/oom \
+		$(PROG_DIR)/nvtx-client $(PROG_DIR)/marker: \
 		$(PROG_DIR)/%: tests/progs/%.c $(PROG_DEPS) $(SIM_LIBCUDART)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -o $@ $< $(PROG_LINK_RT) -ldl -lpthread $(SAN_LDFLAGS)
@@ -57,3 +58,5 @@ $(PROG_DIR)/libearly.so: tests/progs/early.c $(SIM_HEADERS) $(SIM_LIBCUDART)
 
 $(PROG_DIR)/early-calls: tests/progs/early-calls.c $(PROG_DEPS) $(PROG_DIR)/libearly.so
 	$(CC) $(PROG_CFLAGS) -o $@ $< -L$(PROG_DIR) -learly $(PROG_LINK_RT) $(SAN_LDFLAGS)
+
+$(PROG_DIR)/marker: include/gpumemtrace/gpumemtrace.h
