@@ -79,32 +79,32 @@ struct attributes {
 
 static struct attributes attr(int type, const void *message)
 {
-	struct attributes a = {.version = 3, .size = sizeof a, .message_type = type,
-			       .message = message};
+	struct attributes a = {
+	    .version = 3, .size = sizeof a, .message_type = type, .message = message};
 	return a;
 }
 
 typedef uint64_t range_id;
 #define CALL(table, slot, type) ((type)table[slot])
-#define MARK_EX	      CALL(core, 1, void (*)(const struct attributes *))
-#define MARK_A	      CALL(core, 2, void (*)(const char *))
-#define START_EX      CALL(core, 4, range_id(*)(const struct attributes *))
-#define START_A	      CALL(core, 5, range_id(*)(const char *))
-#define START_W	      CALL(core, 6, range_id(*)(const wchar_t *))
-#define END	      CALL(core, 7, void (*)(range_id))
-#define PUSH_EX	      CALL(core, 8, int (*)(const struct attributes *))
-#define PUSH_A	      CALL(core, 9, int (*)(const char *))
-#define PUSH_W	      CALL(core, 10, int (*)(const wchar_t *))
-#define POP	      CALL(core, 11, int (*)(void))
-#define D_MARK_EX     CALL(core2, 1, void (*)(void *, const struct attributes *))
-#define D_START_EX    CALL(core2, 2, range_id(*)(void *, const struct attributes *))
-#define D_END	      CALL(core2, 3, void (*)(void *, range_id))
-#define D_PUSH_EX     CALL(core2, 4, int (*)(void *, const struct attributes *))
-#define D_POP	      CALL(core2, 5, int (*)(void *))
-#define D_REGISTER_A  CALL(core2, 10, void *(*)(void *, const char *))
-#define D_REGISTER_W  CALL(core2, 11, void *(*)(void *, const wchar_t *))
-#define D_CREATE_A    CALL(core2, 12, void *(*)(const char *))
-#define D_DESTROY     CALL(core2, 14, void (*)(void *))
+#define MARK_EX			CALL(core, 1, void (*)(const struct attributes *))
+#define MARK_A			CALL(core, 2, void (*)(const char *))
+#define START_EX		CALL(core, 4, range_id (*)(const struct attributes *))
+#define START_A			CALL(core, 5, range_id (*)(const char *))
+#define START_W			CALL(core, 6, range_id (*)(const wchar_t *))
+#define END			CALL(core, 7, void (*)(range_id))
+#define PUSH_EX			CALL(core, 8, int (*)(const struct attributes *))
+#define PUSH_A			CALL(core, 9, int (*)(const char *))
+#define PUSH_W			CALL(core, 10, int (*)(const wchar_t *))
+#define POP			CALL(core, 11, int (*)(void))
+#define D_MARK_EX		CALL(core2, 1, void (*)(void *, const struct attributes *))
+#define D_START_EX		CALL(core2, 2, range_id (*)(void *, const struct attributes *))
+#define D_END			CALL(core2, 3, void (*)(void *, range_id))
+#define D_PUSH_EX		CALL(core2, 4, int (*)(void *, const struct attributes *))
+#define D_POP			CALL(core2, 5, int (*)(void *))
+#define D_REGISTER_A		CALL(core2, 10, void *(*)(void *, const char *))
+#define D_REGISTER_W		CALL(core2, 11, void *(*)(void *, const wchar_t *))
+#define D_CREATE_A		CALL(core2, 12, void *(*)(const char *))
+#define D_DESTROY		CALL(core2, 14, void (*)(void *))
 
 static range_id load_id;
 

@@ -1,0 +1,69 @@
+"""gpumemtrace's marker API for Python: name the phases of a program in its trace.
+
+    import gpumemtrace
+    with gpumemtrace.range("epoch 3"):
+        train_one_epoch()
+    gpumemtrace.mark("checkpoint saved")
+
+Every call is a no-op when libgpumemtrace.so is not loaded (LD_PRELOAD), so
+the same script runs traced or not. Ranges nest per thread.
+"""
+import contextlib
+import ctypes
+
+__all__ = ["mark", "range_push", "range_pop", "range", "active"]
+
+
+def _entry(name, argtypes):
+    try:
+        fn = getattr(ctypes.CDLL(None), name)
+    except (AttributeError, OSError):
+        return None
+    fn.argtypes = argtypes
+    fn.restype = None
+    return fn
+
+
+_mark = _entry("gpumemtrace_mark_v1", [ctypes.c_char_p])
+_push = _entry("gpumemtrace_range_push_v1", [ctypes.c_char_p])
+_pop = _entry("gpumemtrace_range_pop_v1", [])
+
+
+def _text(text):
+    if text is None:
+        return None
+    if isinstance(text, bytes):
+        return text
+    return str(text).encode("utf-8", "replace")
+
+
+def active():
+    """True when the tracer is loaded and the calls are recorded."""
+    return _mark is not None
+
+
+def mark(text):
+    """An instant in the trace."""
+    if _mark is not None:
+        _mark(_text(text))
+
+
+def range_push(text):
+    """Opens a range on the calling thread; range_pop closes it."""
+    if _push is not None:
+        _push(_text(text))
+
+
+def range_pop():
+    if _pop is not None:
+        _pop()
+
+
+@contextlib.contextmanager
+def range(text):  # pylint: disable=redefined-builtin
+    """A range around a block."""
+    range_push(text)
+    try:
+        yield
+    finally:
+        range_pop()
