@@ -11,8 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
-#define PAGE	(2ull << 20)
-#define BIG	(1ull << 20) /* allocations over this are page-aligned */
+#define PAGE	     (2ull << 20)
+#define BIG	     (1ull << 20) /* allocations over this are page-aligned */
 #define MAX_EVIDENCE 512
 
 /* A context, live from its creation to its destruction (primary contexts:
@@ -41,7 +41,7 @@ struct pass {
 	struct {
 		uint64_t seq;
 		size_t dev;
-	} *targets;
+	} * targets;
 	size_t ntargets, next;
 };
 
@@ -152,9 +152,10 @@ static void snapshot(struct pass *p, struct acct_moment *m, int64_t ordinal, uin
 		free(g);
 	}
 	for (size_t i = 1; i < m->nlibs; i++)
-		for (size_t j = i; j > 0 && (m->libs[j - 1].bytes < m->libs[j].bytes ||
-					     (m->libs[j - 1].bytes == m->libs[j].bytes &&
-					      strcmp(m->libs[j - 1].library, m->libs[j].library) > 0));
+		for (size_t j = i;
+		     j > 0 && (m->libs[j - 1].bytes < m->libs[j].bytes ||
+			       (m->libs[j - 1].bytes == m->libs[j].bytes &&
+				strcmp(m->libs[j - 1].library, m->libs[j].library) > 0));
 		     j--) {
 			struct acct_lib x = m->libs[j];
 			m->libs[j] = m->libs[j - 1];
@@ -283,9 +284,9 @@ static const char *env_get(const struct trace *t, const char *key)
 static bool static_runtime_lib(const char *base)
 {
 	static const char *const prefixes[] = {
-	    "libcublas", "libcudnn",   "libnccl",   "libcufft", "libcusparse", "libcusolver",
-	    "libcurand", "libnvinfer", "libcupti",  "libnpp",   "libnvjpeg",   "libcutensor",
-	    "libnvrtc",	 "libcufile",  "libmagma",  NULL};
+	    "libcublas", "libcudnn",   "libnccl",  "libcufft", "libcusparse", "libcusolver",
+	    "libcurand", "libnvinfer", "libcupti", "libnpp",   "libnvjpeg",   "libcutensor",
+	    "libnvrtc",	 "libcufile",  "libmagma", NULL};
 	for (size_t i = 0; prefixes[i]; i++)
 		if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
 			return true;
@@ -306,8 +307,8 @@ static void find_routes(struct pass *p, struct acct_dev *d)
 	char b1[32], b2[32], b3[32];
 
 	static const char *const lookup_words[] = {
-	    "lookup",  "dlsym",	   "dlvsym",   "GetProcAddress", "EntryPoint", "entry point",
-	    "DEEPBIND", "dlmopen", "unwrapped", "not followed",   "unhooked",	NULL};
+	    "lookup",	"dlsym",   "dlvsym",	"GetProcAddress", "EntryPoint", "entry point",
+	    "DEEPBIND", "dlmopen", "unwrapped", "not followed",	  "unhooked",	NULL};
 	size_t nlook = 0;
 	const char *first_note = NULL;
 	for (size_t i = 0; i < t->nnotes; i++)
@@ -394,9 +395,10 @@ static void find_routes(struct pass *p, struct acct_dev *d)
 	if (d->ctx_measured && (!lazy || strcasecmp(lazy, "LAZY") == 0))
 		add_route(d, "lazy_loading",
 			  "module code loaded lazily, after the context's cost was measured", 35,
-			  "%s", lazy ? "CUDA_MODULE_LOADING=LAZY"
-				     : "CUDA_MODULE_LOADING unset: lazy loading is the default "
-				       "since CUDA 12.2");
+			  "%s",
+			  lazy ? "CUDA_MODULE_LOADING=LAZY"
+			       : "CUDA_MODULE_LOADING unset: lazy loading is the default "
+				 "since CUDA 12.2");
 
 	add_route(d, "driver",
 		  "driver-internal memory: kernels' local memory, printf and malloc heaps, graph "
@@ -438,9 +440,9 @@ int acct_compute(struct acct *a, struct trace *t)
 	if (!t->nsamples)
 		a->nvml_why = t->nvml_missing ? "NVML could not be used (see the note in the trace)"
 			      : t->hdr.version < 2
-			      ? "a format 1 trace: written before NVML sampling existed"
-			      : "the trace has no NVML samples (sampling was off, or the "
-				"process ended before the first one)";
+				  ? "a format 1 trace: written before NVML sampling existed"
+				  : "the trace has no NVML samples (sampling was off, or the "
+				    "process ended before the first one)";
 	for (size_t i = 0; i < t->ndevs; i++)
 		adev(a, t->devs[i].ordinal);
 	struct pass p1 = {.a = a};
@@ -457,7 +459,8 @@ int acct_compute(struct acct *a, struct trace *t)
 	p2.targets = xcalloc(a->ndevs, sizeof(*p2.targets));
 	for (size_t i = 0; i < a->ndevs; i++)
 		for (size_t k = 0; k < p1.rp.ndevs; k++)
-			if (p1.rp.devs[k].ordinal == a->devs[i].ordinal && p1.rp.devs[k].lv.peak_seq)
+			if (p1.rp.devs[k].ordinal == a->devs[i].ordinal &&
+			    p1.rp.devs[k].lv.peak_seq)
 				p2.targets[p2.ntargets++] =
 				    (typeof(*p2.targets)){p1.rp.devs[k].lv.peak_seq, i};
 	for (size_t i = 1; i < p2.ntargets; i++)
@@ -517,7 +520,8 @@ static const char *reason_name(int r)
 static const char *fmt_signed(char *buf, int64_t v)
 {
 	char b[32];
-	snprintf(buf, 40, "%s%s", v < 0 ? "-" : "", fmt_size(b, v < 0 ? -(uint64_t)v : (uint64_t)v));
+	snprintf(buf, 40, "%s%s", v < 0 ? "-" : "",
+		 fmt_size(b, v < 0 ? -(uint64_t)v : (uint64_t)v));
 	return buf;
 }
 
@@ -578,7 +582,8 @@ void acct_print(FILE *f, const struct acct *a, int64_t only)
 		char h1[48], h2[48];
 		snprintf(h1, sizeof(h1), "at the peak %s",
 			 pk->have ? trace_fmt_time(b3, trace_rel(t, pk->time_ns)) : "-");
-		snprintf(h2, sizeof(h2), "at the end %s", trace_fmt_time(b3, trace_rel(t, en->time_ns)));
+		snprintf(h2, sizeof(h2), "at the end %s",
+			 trace_fmt_time(b3, trace_rel(t, en->time_ns)));
 		fprintf(f, "  %-34s %22s %22s\n", "", h1, h2);
 		const struct acct_moment *ms[2] = {pk, en};
 		char v[2][96];
@@ -601,9 +606,10 @@ void acct_print(FILE *f, const struct acct *a, int64_t only)
 		fprintf(f, "  %-34s %22s %22s\n", "traced allocations", fmt_size(b1, pk->traced),
 			fmt_size(b2, en->traced));
 		static const char *const kl[3] = {"  device (cudaMalloc, cuMemAlloc)",
-						  "  stream-ordered pool", "  VMM physical (cuMemCreate)"};
-		uint64_t kp[3] = {pk->device, pk->async, pk->vmm}, ke[3] = {en->device, en->async,
-									    en->vmm};
+						  "  stream-ordered pool",
+						  "  VMM physical (cuMemCreate)"};
+		uint64_t kp[3] = {pk->device, pk->async, pk->vmm},
+			 ke[3] = {en->device, en->async, en->vmm};
 		for (int k = 0; k < 3; k++)
 			if (kp[k] || ke[k])
 				fprintf(f, "  %-34s %22s %22s\n", kl[k], fmt_size(b1, kp[k]),
@@ -668,8 +674,10 @@ void acct_print_brief(FILE *f, const struct acct *a)
 	char b[5][96];
 	if (a->nvml_why) {
 		if (a->t->nvml_missing)
-			fprintf(f, "\nnvidia-smi reconciliation: NVML was not available (see gpumemtrace "
-				   "accounting)\n");
+			fprintf(
+			    f,
+			    "\nnvidia-smi reconciliation: NVML was not available (see gpumemtrace "
+			    "accounting)\n");
 		return;
 	}
 	fprintf(f, "\nnvidia-smi reconciliation (gpumemtrace accounting has the details)\n");
@@ -701,11 +709,13 @@ static void json_moment(FILE *f, const struct acct_dev *d, const struct acct_mom
 			m->smi, m->nvml_process ? "process" : "device",
 			trace_rel(t, m->sample_time_ns), reason_name(m->sample_reason));
 	else
-		fputs("null, \"nvml_scope\": null, \"sample_time_ns\": null, \"sample_reason\": null",
-		      f);
+		fputs(
+		    "null, \"nvml_scope\": null, \"sample_time_ns\": null, \"sample_reason\": null",
+		    f);
 	fprintf(f,
 		",\n     \"traced_bytes\": %" PRIu64 ", \"by_kind\": {\"device\": %" PRIu64
-		", \"stream_ordered\": %" PRIu64 ", \"vmm_physical\": %" PRIu64 "}, \"by_library\": [",
+		", \"stream_ordered\": %" PRIu64 ", \"vmm_physical\": %" PRIu64
+		"}, \"by_library\": [",
 		m->traced, m->device, m->async, m->vmm);
 	for (size_t k = 0; k < m->nlibs; k++) {
 		fprintf(f, "%s{\"library\": ", k ? ", " : "");
@@ -730,7 +740,8 @@ static void json_moment(FILE *f, const struct acct_dev *d, const struct acct_mom
 void acct_print_json(FILE *f, const struct acct *a, int64_t only)
 {
 	const struct trace *t = a->t;
-	fprintf(f, "{\"nvml\": {\"available\": %s, \"samples\": %zu, \"missing_note\": %s, \"why\": ",
+	fprintf(f,
+		"{\"nvml\": {\"available\": %s, \"samples\": %zu, \"missing_note\": %s, \"why\": ",
 		a->nvml_why ? "false" : "true", t->nsamples, t->nvml_missing ? "true" : "false");
 	if (a->nvml_why)
 		json_str(f, a->nvml_why, strlen(a->nvml_why));
@@ -743,11 +754,13 @@ void acct_print_json(FILE *f, const struct acct *a, int64_t only)
 		const struct acct_dev *d = &a->devs[i];
 		if (!dev_shown(d, only))
 			continue;
-		fprintf(f, "%s\n   {\"index\": %" PRId64 ", \"name\": ", first ? "" : ",", d->ordinal);
+		fprintf(f, "%s\n   {\"index\": %" PRId64 ", \"name\": ", first ? "" : ",",
+			d->ordinal);
 		first = false;
 		json_str(f, d->name, strlen(d->name));
 		fprintf(f,
-			", \"total_bytes\": %" PRIu64 ", \"samples\": %zu, \"context_creations\": %" PRIu64
+			", \"total_bytes\": %" PRIu64
+			", \"samples\": %zu, \"context_creations\": %" PRIu64
 			", \"context_creations_measured\": %" PRIu64 ",\n    \"at_peak\": ",
 			d->total, d->nsamples, d->ctx_events, d->ctx_measured);
 		json_moment(f, d, &d->peak, t);
@@ -755,7 +768,8 @@ void acct_print_json(FILE *f, const struct acct *a, int64_t only)
 		json_moment(f, d, &d->end, t);
 		fputs(",\n    \"likely_routes\": [", f);
 		for (size_t k = 0; k < d->nroutes; k++) {
-			fprintf(f, "%s{\"route\": \"%s\", \"text\": ", k ? ", " : "", d->routes[k].key);
+			fprintf(f, "%s{\"route\": \"%s\", \"text\": ", k ? ", " : "",
+				d->routes[k].key);
 			json_str(f, d->routes[k].text, strlen(d->routes[k].text));
 			fputs(", \"evidence\": ", f);
 			json_str(f, d->routes[k].evidence, strlen(d->routes[k].evidence));

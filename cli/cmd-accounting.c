@@ -80,7 +80,9 @@ int cmd_accounting(int argc, char **argv)
 		fputs("]}\n", f);
 	} else if (o.npaths > 1) {
 		char b[4][64], lab[64];
-		fprintf(f, "\nper process, at each one's peak (all devices)\n  %-24s %11s %11s %11s %14s\n",
+		fprintf(f,
+			"\nper process, at each one's peak (all devices)\n  %-24s %11s %11s %11s "
+			"%14s\n",
 			"process", "nvidia-smi", "traced", "contexts", "unexplained");
 		for (int i = 0; i < o.npaths; i++) {
 			uint64_t smi = 0, traced = 0, ctx = 0;
@@ -100,8 +102,9 @@ int cmd_accounting(int argc, char **argv)
 			snprintf(neg, sizeof(neg), "%s%s", un < 0 ? "-" : "",
 				 fmt_size(b[3], un < 0 ? -(uint64_t)un : (uint64_t)un));
 			fprintf(f, "  %-24.24s %11s %11s %11s %14s\n",
-				trace_label(&ts[i], lab, sizeof(lab)), nvml ? fmt_size(b[0], smi) : "-",
-				fmt_size(b[1], traced), fmt_size(b[2], ctx), nvml ? neg : "-");
+				trace_label(&ts[i], lab, sizeof(lab)),
+				nvml ? fmt_size(b[0], smi) : "-", fmt_size(b[1], traced),
+				fmt_size(b[2], ctx), nvml ? neg : "-");
 		}
 	}
 	for (int i = 0; i < o.npaths; i++)

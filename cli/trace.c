@@ -642,6 +642,9 @@ const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uin
 			trace_frame_text(&f, buf, size);
 		}
 		return buf;
+	case GROUP_RANGE:
+		snprintf(buf, size, "(phase)");
+		return buf;
 	case GROUP_STACK:
 	default:
 		if (!stack_id || !trace_site(t, stack_id, &f)) {
@@ -921,8 +924,21 @@ struct trace_row *trace_rows_get(struct trace_rows *rs, struct trace *t, int64_t
 	HASH_FIND(hh, rs->cache, &k, sizeof(k), ref);
 	if (ref)
 		return ref->row;
-	char key[4096], id[4200];
+	char key[4096];
 	trace_group_key(t, rs->by, rs->depth, stack_id, api, key, sizeof(key));
+	struct trace_row *row = trace_rows_get_key(rs, device, key, stack_id, api);
+	ref = xrealloc(NULL, sizeof(*ref));
+	memset(ref, 0, sizeof(*ref));
+	ref->k = k;
+	ref->row = row;
+	HASH_ADD(hh, rs->cache, k, sizeof(ref->k), ref);
+	return row;
+}
+
+struct trace_row *trace_rows_get_key(struct trace_rows *rs, int64_t device, const char *key,
+				     uint64_t stack_id, uint32_t api)
+{
+	char id[4200];
 	snprintf(id, sizeof(id), "%" PRId64 "|%s", device, key);
 	struct trace_row *row;
 	HASH_FIND_STR(rs->rows, id, row);
@@ -940,11 +956,6 @@ struct trace_row *trace_rows_get(struct trace_rows *rs, struct trace *t, int64_t
 			row->max_trace[m] = -1;
 		HASH_ADD_KEYPTR(hh, rs->rows, row->id, strlen(row->id), row);
 	}
-	ref = xrealloc(NULL, sizeof(*ref));
-	memset(ref, 0, sizeof(*ref));
-	ref->k = k;
-	ref->row = row;
-	HASH_ADD(hh, rs->cache, k, sizeof(ref->k), ref);
 	return row;
 }
 
