@@ -596,7 +596,10 @@ const char *trace_callers_text(struct trace *t, uint64_t stack_id, int site_dept
 		if (fr.function &&
 		    (!strncmp(fr.function, "__libc_start", 12) || !strcmp(fr.function, "_start")))
 			break;
-		if (fr.function)
+		if (fr.python && fr.function && fr.file)
+			snprintf(buf + len, size - len, " <- %s (%s:%" PRIu64 ")", fr.function,
+				 fr.file, fr.line);
+		else if (fr.function)
 			snprintf(buf + len, size - len, " <- %s", fr.function);
 		else if (fr.module)
 			snprintf(buf + len, size - len, " <- %s+0x%" PRIx64, fr.module->library,
@@ -635,6 +638,9 @@ const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uin
 	case GROUP_FUNCTION:
 		if (!stack_id || !trace_site(t, stack_id, &f)) {
 			snprintf(buf, size, "(no stack)");
+		} else if (f.python && f.function && f.file) {
+			/* Python names repeat ("forward" in every module): keep where */
+			snprintf(buf, size, "%s (%s:%" PRIu64 ")", f.function, f.file, f.line);
 		} else if (f.function) {
 			snprintf(buf, size, "%s", f.function);
 		} else {
