@@ -32,6 +32,7 @@ int cmd_oom(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_accounting(int argc, char **argv);
 
 /* ---- util.c ---- */
 

@@ -100,6 +100,17 @@ struct gdev {
 	int points; /* slices the line went through: a slope needs 3 */
 	double slope, rise;
 	bool leak;
+	uint64_t *mk_live; /* live bytes at each iteration boundary (markers) */
+};
+
+/* Iteration boundaries from markers: the MARKs of the most frequent text,
+ * else the starts of the most frequent top-level range (plus the last one's
+ * end). MARKER_MIN occurrences at least. */
+#define MARKER_MIN 3
+struct markers {
+	const char *source, *name;
+	uint64_t *times;
+	size_t n, next;
 };
 
 struct growth {
@@ -113,6 +124,7 @@ struct growth {
 	struct replay rp;
 	uint64_t process_peak; /* all selected devices together */
 	uint64_t process_live;
+	struct markers mk;
 };
 
 static struct gdev *gdev_get(struct growth *g, int64_t ordinal)
@@ -147,9 +159,31 @@ static void chart_fill(struct growth *g, struct gdev *d, int upto)
 	}
 }
 
+static void boundary(struct growth *g, size_t k)
+{
+	for (size_t i = 0; i < g->rp.ndevs; i++) {
+		const struct rp_dev *rd = &g->rp.devs[i];
+		if (g->o->has_device && rd->ordinal != g->o->device)
+			continue;
+		struct gdev *d = gdev_get(g, rd->ordinal);
+		if (!d->mk_live)
+			d->mk_live = xcalloc(g->mk.n, sizeof(*d->mk_live));
+		d->mk_live[k] = rd->lv.bytes;
+	}
+}
+
+/* Boundaries up to time (all with time UINT64_MAX): events at a boundary's
+ * time count before it. */
+static void boundaries_before(struct growth *g, uint64_t time)
+{
+	while (g->pass == 1 && g->mk.next < g->mk.n && g->mk.times[g->mk.next] < time)
+		boundary(g, g->mk.next++);
+}
+
 static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
 {
 	struct growth *g = ctx;
+	boundaries_before(g, e->time_ns);
 	replay_apply(&g->rp, e);
 	uint64_t total = 0;
 	for (size_t i = 0; i < g->rp.ndevs; i++) {
@@ -211,6 +245,194 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 		if (total > g->process_peak)
 			g->process_peak = total;
 	}
+}
+
+/* The most frequent text among n (text, time) pairs with at least
+ * MARKER_MIN; ties: the first seen. */
+static const char *most_frequent(const char **texts, size_t n, size_t *count)
+{
+	const char *best = NULL;
+	*count = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t c = 0;
+		for (size_t j = 0; j < n; j++)
+			c += strcmp(texts[i], texts[j]) == 0;
+		if (c > *count) {
+			*count = c;
+			best = texts[i];
+		}
+	}
+	return *count >= MARKER_MIN ? best : NULL;
+}
+
+static void plan_markers(struct trace *t, struct markers *mk)
+{
+	memset(mk, 0, sizeof(*mk));
+	const char **texts = xcalloc(t->nranges, sizeof(*texts));
+	size_t n = 0, count;
+	for (size_t i = 0; i < t->nranges; i++)
+		if (t->ranges[i].op == GMT_RANGE_MARK)
+			texts[n++] = t->ranges[i].text;
+	const char *name = most_frequent(texts, n, &count);
+	if (name) {
+		mk->source = "mark";
+		mk->name = name;
+		mk->times = xcalloc(count, sizeof(*mk->times));
+		for (size_t i = 0; i < t->nranges; i++)
+			if (t->ranges[i].op == GMT_RANGE_MARK && !strcmp(t->ranges[i].text, name))
+				mk->times[mk->n++] = t->ranges[i].time_ns;
+		free(texts);
+		return;
+	}
+	/* top-level ranges: pushes at depth 0 on their thread, and starts */
+	struct {
+		int tid;
+		size_t depth;
+	} *th = xcalloc(t->nranges + 1, sizeof(*th));
+	size_t nth = 0;
+	n = 0;
+	for (size_t i = 0; i < t->nranges; i++) {
+		const struct trace_range *r = &t->ranges[i];
+		size_t k = 0;
+		while (k < nth && th[k].tid != r->tid)
+			k++;
+		if (k == nth)
+			th[nth++].tid = r->tid;
+		if (r->op == GMT_RANGE_PUSH && th[k].depth++ == 0)
+			texts[n++] = r->text;
+		else if (r->op == GMT_RANGE_POP && th[k].depth)
+			th[k].depth--;
+		else if (r->op == GMT_RANGE_START)
+			texts[n++] = r->text;
+	}
+	name = most_frequent(texts, n, &count);
+	free(texts);
+	if (!name) {
+		free(th);
+		return;
+	}
+	mk->source = "range";
+	mk->name = name;
+	mk->times = xcalloc(count + 1, sizeof(*mk->times));
+	/* the starts, then the end of the last one */
+	uint64_t last_id = 0;
+	int last_tid = 0;
+	bool last_push = false;
+	nth = 0;
+	uint64_t end = 0;
+	for (size_t i = 0; i < t->nranges; i++) {
+		const struct trace_range *r = &t->ranges[i];
+		size_t k = 0;
+		while (k < nth && th[k].tid != r->tid)
+			k++;
+		if (k == nth) {
+			th[nth].tid = r->tid;
+			th[nth++].depth = 0;
+		}
+		if (r->op == GMT_RANGE_PUSH) {
+			if (th[k].depth++ == 0 && !strcmp(r->text, name)) {
+				mk->times[mk->n++] = r->time_ns;
+				last_push = true;
+				last_tid = r->tid;
+				end = 0;
+			}
+		} else if (r->op == GMT_RANGE_POP && th[k].depth) {
+			if (--th[k].depth == 0 && last_push && r->tid == last_tid && !end)
+				end = r->time_ns;
+		} else if (r->op == GMT_RANGE_START && !strcmp(r->text, name)) {
+			mk->times[mk->n++] = r->time_ns;
+			last_push = false;
+			last_id = r->id;
+			end = 0;
+		} else if (r->op == GMT_RANGE_END && !last_push && r->id == last_id && !end) {
+			end = r->time_ns;
+		}
+	}
+	if (end)
+		mk->times[mk->n++] = end;
+	free(th);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The median of the growth between boundaries: a warm-up iteration or one
+ * odd step does not move it, a steady leak does. */
+static int64_t median_growth(const struct markers *mk, const struct gdev *d)
+{
+	size_t n = mk->n - 1;
+	int64_t *v = xcalloc(n, sizeof(*v));
+	uint64_t *sorted = xcalloc(n, sizeof(*sorted));
+	for (size_t i = 0; i < n; i++) {
+		v[i] = (int64_t)(d->mk_live[i + 1] - d->mk_live[i]);
+		sorted[i] = (uint64_t)v[i] ^ (1ull << 63); /* signed order as unsigned */
+	}
+	qsort(sorted, n, sizeof(*sorted), u64_cmp);
+	int64_t lo = (int64_t)(sorted[(n - 1) / 2] ^ (1ull << 63));
+	int64_t hi = (int64_t)(sorted[n / 2] ^ (1ull << 63));
+	free(v);
+	free(sorted);
+	return lo / 2 + hi / 2 + (lo % 2 + hi % 2) / 2;
+}
+
+static bool has_markers(const struct growth *g, const struct gdev *d)
+{
+	return g->mk.n >= 2 && d->mk_live;
+}
+
+static void print_markers_human(FILE *f, struct growth *g, struct gdev *d)
+{
+	if (!has_markers(g, d))
+		return;
+	char b1[32], b2[32];
+	size_t n = g->mk.n - 1, grew = 0;
+	int64_t med = median_growth(&g->mk, d);
+	for (size_t i = 0; i < n; i++)
+		grew += d->mk_live[i + 1] > d->mk_live[i];
+	int64_t total = (int64_t)(d->mk_live[n] - d->mk_live[0]);
+	fprintf(f,
+		"  per iteration (%s \"%s\", %zu iterations): %s%s per iteration (median), "
+		"%s%s over all; grew in %zu of %zu",
+		g->mk.source, g->mk.name, n, med < 0 ? "-" : "+",
+		fmt_size(b1, med < 0 ? -(uint64_t)med : (uint64_t)med), total < 0 ? "-" : "+",
+		fmt_size(b2, total < 0 ? -(uint64_t)total : (uint64_t)total), grew, n);
+	size_t shown = 0;
+	for (size_t i = 0; i < n && shown < 20; i++)
+		if (d->mk_live[i + 1] > d->mk_live[i])
+			fprintf(f, "%s%zu", shown++ ? ", " : ": ", i + 1);
+	if (grew > shown)
+		fprintf(f, ", ...");
+	fputc('\n', f);
+}
+
+static void print_markers_json(FILE *f, struct growth *g, struct gdev *d)
+{
+	if (!has_markers(g, d)) {
+		fputs("null", f);
+		return;
+	}
+	size_t n = g->mk.n - 1;
+	fprintf(f, "{\"source\": \"%s\", \"name\": ", g->mk.source);
+	gfo_json_s(f, g->mk.name);
+	fprintf(f,
+		", \"iterations\": %zu, \"growth_per_iteration_bytes\": %" PRId64
+		", \"boundaries\": [",
+		n, median_growth(&g->mk, d));
+	for (size_t i = 0; i <= n; i++)
+		fprintf(f, "%s{\"time_ns\": %" PRId64 ", \"live_bytes\": %" PRIu64 "}",
+			i ? ", " : "", trace_rel(g->t, g->mk.times[i]), d->mk_live[i]);
+	fputs("], \"growth_bytes\": [", f);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%" PRId64, i ? ", " : "",
+			(int64_t)(d->mk_live[i + 1] - d->mk_live[i]));
+	fputs("], \"grew\": [", f);
+	for (size_t i = 0, k = 0; i < n; i++)
+		if (d->mk_live[i + 1] > d->mk_live[i])
+			fprintf(f, "%s%zu", k++ ? ", " : "", i + 1);
+	fputs("]}", f);
 }
 
 static int chunk_cmp(struct chunk *a, struct chunk *b)
@@ -406,6 +628,7 @@ static void print_dev_human(FILE *f, struct growth *g, struct gdev *d)
 		fprintf(f, "  after %s: too few samples (%" PRIu64 ") for a slope\n",
 			gfo_time(b1, trace_rel(t, d->window_start)), d->n);
 	}
+	print_markers_human(f, g, d);
 	print_chart(f, g, d);
 }
 
@@ -457,10 +680,12 @@ static void print_dev_json(FILE *f, struct growth *g, struct gdev *d, bool first
 		d->has_warmup ? trace_rel(t, d->window_start) : 0,
 		d->has_warmup && d->n ? trace_rel(t, d->window_end) : 0, d->n);
 	fprintf(f, "%" PRId64 ", \"rise_bytes\": %" PRId64, iround(d->slope), iround(d->rise));
+	fprintf(f, ", \"likely_leak\": %s, \"markers\": ", d->leak ? "true" : "false");
+	print_markers_json(f, g, d);
 	fprintf(f,
-		", \"likely_leak\": %s, \"markers\": null,\n    \"chart\": {\"start_ns\": %" PRId64
-		", \"end_ns\": %" PRId64 ", \"max_bytes\": [",
-		d->leak ? "true" : "false", trace_rel(t, g->t0), trace_rel(t, g->t1));
+		",\n    \"chart\": {\"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64
+		", \"max_bytes\": [",
+		trace_rel(t, g->t0), trace_rel(t, g->t1));
 	for (int c = 0; c < g->ncols; c++)
 		fprintf(f, "%s%" PRIu64, c ? ", " : "", d->cols[c]);
 	fputs("]}}", f);
@@ -470,6 +695,7 @@ static void gdev_free(struct gdev *d)
 {
 	free(d->steps);
 	free(d->cols);
+	free(d->mk_live);
 	struct chunk *ch, *ct;
 	HASH_ITER(hh, d->chunks, ch, ct)
 	{
@@ -514,6 +740,7 @@ int cmd_growth(int argc, char **argv)
 			g.ncols = 8;
 		g.t0 = ts[i].events ? ts[i].first_time_ns : 0;
 		g.t1 = ts[i].events ? ts[i].last_time_ns : 0;
+		plan_markers(&ts[i], &g.mk);
 		if (o.has_device)
 			gdev_get(&g, o.device);
 		for (g.pass = 1; g.pass <= 2; g.pass++) {
@@ -521,6 +748,7 @@ int cmd_growth(int argc, char **argv)
 			for (size_t k = 0; k < g.ndevs; k++)
 				g.devs[k].last_bytes = 0;
 			int r = trace_replay(&ts[i], NULL, on_event, &g);
+			boundaries_before(&g, UINT64_MAX);
 			if (g.pass == 1)
 				for (size_t k = 0; k < g.ndevs; k++) {
 					chart_fill(&g, &g.devs[k], g.ncols - 1);
@@ -567,6 +795,7 @@ int cmd_growth(int argc, char **argv)
 		for (size_t k = 0; k < g.ndevs; k++)
 			gdev_free(&g.devs[k]);
 		free(g.devs);
+		free(g.mk.times);
 	}
 	uint64_t sum = 0, *peaks = xrealloc(NULL, (size_t)o.npaths * sizeof(*peaks));
 	struct trace **tps = xrealloc(NULL, (size_t)o.npaths * sizeof(*tps));

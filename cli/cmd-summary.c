@@ -12,7 +12,9 @@
 
 #include <uthash.h>
 
+#include "accounting.h"
 #include "cli.h"
+#include "phase.h"
 #include "replay.h"
 #include "trace.h"
 
@@ -103,6 +105,13 @@ struct summary {
 	/* pass 2 */
 	struct peak_target *targets;
 	size_t ntargets, next_target;
+	/* with NVML samples or its NOTE: the reconciliation */
+	struct acct acct;
+	bool has_acct;
+	/* with ranges: the phases */
+	struct phase_tracker phases;
+	bool has_phases;
+	uint64_t last_live; /* device bytes before the event */
 };
 
 struct peak_target {
@@ -150,6 +159,22 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 		}
 	} else {
 		c->bytes += e->size;
+	}
+	if (s->has_phases) {
+		uint64_t live = phase_device_bytes(rp);
+		phase_advance(&s->phases, e->time_ns, s->last_live);
+		struct phase *ph = phase_of(&s->phases, e->tid);
+		if (trace_alloc_bucket(e) == BK_DEVICE) {
+			ph->allocs++;
+			ph->bytes_allocated += e->size;
+		} else if (live < s->last_live) {
+			ph->frees++;
+			ph->bytes_freed += s->last_live - live;
+		}
+		phase_note_live(&s->phases, live);
+		if (ph == s->phases.none && live > ph->peak)
+			ph->peak = live;
+		s->last_live = live;
 	}
 }
 
@@ -308,6 +333,44 @@ static uint64_t end_time(const struct summary *s)
 	return trace_end_ns(&s->t);
 }
 
+/* Phases in first-seen order, "(no phase)" last; only those with events. */
+static struct phase **phases_shown(struct summary *s, size_t *n)
+{
+	size_t all;
+	struct phase **ps = phase_list(&s->phases, &all);
+	*n = 0;
+	for (size_t i = 0; i < all; i++)
+		if (ps[i] != s->phases.none && (ps[i]->allocs || ps[i]->frees || ps[i]->seen_open))
+			ps[(*n)++] = ps[i];
+	if (s->phases.none->allocs || s->phases.none->frees)
+		ps[(*n)++] = s->phases.none;
+	return ps;
+}
+
+static void print_phases(FILE *f, struct summary *s)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	size_t n;
+	struct phase **ps = phases_shown(s, &n);
+	fprintf(f,
+		"\nphases (device memory; an event's phase is the innermost range open on its "
+		"thread)\n  %-32s %8s %11s %11s %12s %15s\n",
+		"phase", "allocs", "allocated", "freed", "net change", "peak while open");
+	for (size_t i = 0; i < n; i++) {
+		const struct phase *ph = ps[i];
+		int64_t net = (int64_t)(ph->bytes_allocated - ph->bytes_freed);
+		snprintf(b3, sizeof(b3), "%s", net < 0 ? "-" : "+");
+		fmt_size(b3 + 1, net < 0 ? -(uint64_t)net : (uint64_t)net);
+		fprintf(f, "  %-32.32s %8" PRIu64 " %11s %11s %12s %15s\n", ph->name, ph->allocs,
+			fmt_size(b1, ph->bytes_allocated), fmt_size(b2, ph->bytes_freed), b3,
+			fmt_size(b4, ph->peak));
+	}
+	if (s->phases.unmatched_pops || s->phases.unmatched_ends)
+		fprintf(f, "  (%" PRIu64 " pops and %" PRIu64 " ends matched no open range)\n",
+			s->phases.unmatched_pops, s->phases.unmatched_ends);
+	free(ps);
+}
+
 static void print_human(struct summary *s, const struct gmt_read_info *in)
 {
 	FILE *f = stdout;
@@ -356,6 +419,9 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 				fmt_size(b2, d->kind_end[dev_kinds[k].kind]));
 	}
 
+	if (s->has_acct)
+		acct_print_brief(f, &s->acct);
+
 	bool other = false;
 	for (int b = BK_MANAGED; b < BK_COUNT; b++)
 		other |= s->rp.buckets[b].peak > 0 || s->rp.buckets[b].count > 0;
@@ -372,6 +438,9 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 				fmt_size(b2, lv->bytes), lv->count);
 		}
 	}
+
+	if (s->has_phases)
+		print_phases(f, s);
 
 	fprintf(f, "\ncalls\n  %-32s %10s %8s %12s\n", "api", "calls", "failed", "bytes");
 	struct call *c, *ct;
@@ -573,7 +642,32 @@ static void print_json(struct summary *s, const struct gmt_read_info *in, const 
 		json_cstr0(f, rn ? rn : "");
 		fputc('}', f);
 	}
-	fputs("]", f);
+	fputs("],\n \"accounting\": ", f);
+	if (s->has_acct)
+		acct_print_json(f, &s->acct, -1);
+	else
+		fputs("null", f);
+	fputs(",\n \"phases\": ", f);
+	if (s->has_phases) {
+		size_t n;
+		struct phase **ps = phases_shown(s, &n);
+		fputc('[', f);
+		for (size_t i = 0; i < n; i++) {
+			fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
+			json_cstr0(f, ps[i]->name);
+			fprintf(
+			    f,
+			    ", \"allocations\": %" PRIu64 ", \"bytes_allocated\": %" PRIu64
+			    ", \"frees\": %" PRIu64 ", \"bytes_freed\": %" PRIu64
+			    ", \"net_bytes\": %" PRId64 ", \"peak_bytes\": %" PRIu64 "}",
+			    ps[i]->allocs, ps[i]->bytes_allocated, ps[i]->frees, ps[i]->bytes_freed,
+			    (int64_t)(ps[i]->bytes_allocated - ps[i]->bytes_freed), ps[i]->peak);
+		}
+		fputc(']', f);
+		free(ps);
+	} else {
+		fputs("null", f);
+	}
 	if (t->has_trailer)
 		fprintf(f,
 			",\n \"trailer\": {\"end_time_ns\": %" PRId64 ", \"events\": %" PRIu64
@@ -597,6 +691,10 @@ static void summary_free(struct summary *s)
 		free(c);
 	}
 	free(s->failures);
+	if (s->has_acct)
+		acct_free(&s->acct);
+	if (s->has_phases)
+		phase_free(&s->phases);
 	replay_free(&s->rp);
 	trace_close(&s->t);
 }
@@ -613,9 +711,19 @@ static int summarize(struct summary *s, const char *path)
 	for (size_t i = 0; i < s->t.ndevs; i++)
 		dev_get(s, s->t.devs[i].ordinal);
 	replay_init(&s->rp);
+	if (s->t.nranges) {
+		phase_init(&s->phases, &s->t);
+		s->has_phases = true;
+	}
 	rc = trace_replay(&s->t, &s->rp, on_event1, s);
 	if (rc >= 0)
 		return rc;
+	if (s->t.nsamples || s->t.nvml_missing) {
+		s->has_acct = true;
+		rc = acct_compute(&s->acct, &s->t);
+		if (rc >= 0)
+			return rc;
+	}
 
 	/* devices seen only in the replay (an allocation on device -1) */
 	for (size_t i = 0; i < s->rp.ndevs; i++)

@@ -10,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "phase.h"
 #include "trace.h"
 
 static const char help[] =
-    "usage: gpumemtrace top [--by stack|function|library|api] [--depth N]\n"
+    "usage: gpumemtrace top [--by stack|function|library|api|range] [--depth N]\n"
     "                       [--sort peak|end|total|calls] [-n N] [--json] TRACE...\n"
     "\n"
     "Ranks the places that allocate device memory (cudaMalloc/cuMemAlloc, stream-\n"
@@ -27,13 +28,17 @@ static const char help[] =
     "  function   the site's function alone\n"
     "  library    the site's module: libnccl.so.2, libtorch_cuda.so, the program\n"
     "  api        the allocating API (cudaMalloc, cuMemCreate...)\n"
+    "  range      the phase: the innermost NVTX or gpumemtrace range open on the\n"
+    "             allocating thread, with its enclosing ones (\"step/forward\");\n"
+    "             else the latest start/end range still open; else \"(no phase)\"\n"
     "\n"
     "With several traces (one per rank or process) the rows add up per device\n"
     "and place; each row names the process holding the most, and a table per\n"
     "process shows the peaks and their imbalance.\n"
     "\n"
     "options:\n"
-    "      --by G        grouping: stack, function, library or api (default stack)\n"
+    "      --by G        grouping: stack, function, library, api or range (default\n"
+    "                    stack)\n"
     "      --depth N     callers kept in a stack key (default 3; 0: the site alone)\n"
     "      --sort M      peak, end, total or calls (default peak)\n"
     "  -n, --limit N     rows per device (default 10; 0: all)\n"
@@ -47,7 +52,7 @@ static const char help[] =
     "  gpumemtrace top --json rank*.gmt               # one trace per rank\n";
 
 static const char *const metric_names[TM_COUNT] = {"peak", "end", "total", "calls"};
-static const char *const group_names[] = {"stack", "function", "library", "api"};
+static const char *const group_names[] = {"stack", "function", "library", "api", "range"};
 
 struct dev_peak {
 	int64_t ordinal;
@@ -67,26 +72,47 @@ struct top_trace {
 struct top {
 	struct trace_rows rows;
 	struct top_trace *cur;
+	struct phase_tracker phases; /* --by range: this pass's */
 };
+
+/* The row an event's allocation counts in. */
+static struct trace_row *event_row(struct top *tp, const struct gmt_event *e)
+{
+	if (tp->rows.by != GROUP_RANGE)
+		return trace_rows_get(&tp->rows, &tp->cur->t, e->device, e->stack_id, e->api);
+	struct phase *ph = phase_of(&tp->phases, e->tid);
+	const struct api_info *a = api_lookup(e->api);
+	if (a && !(e->result != 0 || (e->flags & GMT_EV_FAILED)))
+		phase_remember(&tp->phases, a->space, e->ptr, ph);
+	return trace_rows_get_key(&tp->rows, e->device, ph->name, e->stack_id, e->api);
+}
+
+static void range_pass(struct top *tp, const struct gmt_event *e)
+{
+	const struct api_info *a = api_lookup(e->api);
+	phase_advance(&tp->phases, e->time_ns, 0);
+	if (a && a->op == GMT_OP_ALLOC && trace_alloc_bucket(e) == BK_DEVICE)
+		event_row(tp, e);
+}
 
 static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct top *tp = ctx;
 	const struct api_info *a = api_lookup(e->api);
+	if (tp->rows.by == GROUP_RANGE)
+		phase_advance(&tp->phases, e->time_ns, 0);
 	if (!a || a->op != GMT_OP_ALLOC)
 		return;
 	bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);
 	if (failed) {
 		if (a->kind == GMT_KIND_DEVICE || a->kind == GMT_KIND_ASYNC ||
 		    (a->kind == GMT_KIND_VMM_PHYS && e->aux == 1))
-			trace_rows_get(&tp->rows, &tp->cur->t, e->device, e->stack_id, e->api)
-			    ->failed++;
+			event_row(tp, e)->failed++;
 		return;
 	}
 	if (trace_alloc_bucket(e) != BK_DEVICE)
 		return;
-	struct trace_row *r =
-	    trace_rows_get(&tp->rows, &tp->cur->t, e->device, e->stack_id, e->api);
+	struct trace_row *r = event_row(tp, e);
 	r->cur[TM_TOTAL] += e->size;
 	r->cur[TM_CALLS]++;
 }
@@ -100,7 +126,13 @@ static void charge_live(struct top *tp, struct replay *rp, int64_t device, int m
 			if (l->bucket != BK_DEVICE || (device != INT64_MIN && l->device != device))
 				continue;
 			struct trace_row *r =
-			    trace_rows_get(&tp->rows, &tp->cur->t, l->device, l->stack_id, l->api);
+			    tp->rows.by == GROUP_RANGE
+				? trace_rows_get_key(
+				      &tp->rows, l->device,
+				      phase_recall(&tp->phases, l->space, l->key)->name,
+				      l->stack_id, l->api)
+				: trace_rows_get(&tp->rows, &tp->cur->t, l->device, l->stack_id,
+						 l->api);
 			r->cur[metric] += l->size;
 			if (metric == TM_PEAK)
 				r->peak_allocs++;
@@ -114,6 +146,8 @@ static void on_event2(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct top *tp = ctx;
 	struct top_trace *tt = tp->cur;
+	if (tp->rows.by == GROUP_RANGE)
+		range_pass(tp, e);
 	while (tt->next < tt->ntargets && tt->targets[tt->next]->lv.peak_seq == rp->seq)
 		charge_live(tp, rp, tt->targets[tt->next++]->ordinal, TM_PEAK);
 }
@@ -136,12 +170,15 @@ static int top_one(struct top *tp, struct top_trace *tt)
 	struct replay rp;
 	tp->cur = tt;
 	replay_init(&rp);
+	phase_init(&tp->phases, &tt->t);
 	int rc = trace_replay(&tt->t, &rp, on_event1, tp);
 	if (rc >= 0) {
 		replay_free(&rp);
+		phase_free(&tp->phases);
 		return rc;
 	}
 	charge_live(tp, &rp, INT64_MIN, TM_END);
+	phase_free(&tp->phases);
 	tt->ndevs = rp.ndevs;
 	tt->devs = xrealloc(NULL, rp.ndevs * sizeof(*tt->devs));
 	tt->targets = xrealloc(NULL, rp.ndevs * sizeof(*tt->targets));
@@ -158,8 +195,10 @@ static int top_one(struct top *tp, struct top_trace *tt)
 	if (tt->ntargets) {
 		qsort(tt->targets, tt->ntargets, sizeof(*tt->targets), target_cmp);
 		replay_init(&rp);
+		phase_init(&tp->phases, &tt->t);
 		rc = trace_replay(&tt->t, &rp, on_event2, tp);
 		replay_free(&rp);
+		phase_free(&tp->phases);
 	}
 	trace_rows_fold(&tp->rows);
 	return rc;
@@ -249,6 +288,7 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 			tp->rows.by == GROUP_STACK || tp->rows.by == GROUP_FUNCTION
 			    ? "site  [library]"
 			: tp->rows.by == GROUP_LIBRARY ? "library"
+			: tp->rows.by == GROUP_RANGE   ? "phase"
 						       : "api");
 		size_t shown = 0, total = 0;
 		for (size_t i = 0; i < nrows; i++) {
@@ -370,7 +410,10 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 				", \"failed\": %" PRIu64,
 				r->v[TM_PEAK], r->peak_allocs, r->v[TM_END], r->end_allocs,
 				r->v[TM_TOTAL], r->v[TM_CALLS], r->failed);
-			if (tp->rows.by != GROUP_API) {
+			if (tp->rows.by == GROUP_RANGE) {
+				fputs(", \"phase\": ", f);
+				json_cstr0(f, r->key);
+			} else if (tp->rows.by != GROUP_API) {
 				struct trace_frame fr;
 				bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
 				fputs(", \"library\": ", f);
@@ -424,7 +467,12 @@ int cmd_top(int argc, char **argv)
 	enum trace_group by;
 	uint64_t depth, limit = 10;
 	int metric = TM_PEAK;
+	/* range is top's alone: leaks and diff share trace_grouping_opts */
+	bool by_range = opts[1].set && strcmp(opts[1].value, "range") == 0;
+	opts[1].set &= !by_range;
 	rc = trace_grouping_opts("top", &opts[1], &opts[2], &by, &depth);
+	if (by_range)
+		by = GROUP_RANGE;
 	if (rc < 0 && opts[3].set) {
 		metric = -1;
 		for (int m = 0; m < TM_COUNT; m++)

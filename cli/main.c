@@ -25,6 +25,8 @@ static const struct command commands[] = {
     {"leaks", cmd_leaks, "allocations still live at exit, grouped by stack"},
     {"diff", cmd_diff, "two traces side by side: environment, peaks, sites added, removed, grown"},
     {"check", cmd_check, "CI gate: peak, live-at-end and regression limits; exit 1 when one fails"},
+    {"accounting", cmd_accounting,
+     "nvidia-smi against the trace: traced, contexts, unexplained, the likely route"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

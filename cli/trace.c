@@ -596,7 +596,10 @@ const char *trace_callers_text(struct trace *t, uint64_t stack_id, int site_dept
 		if (fr.function &&
 		    (!strncmp(fr.function, "__libc_start", 12) || !strcmp(fr.function, "_start")))
 			break;
-		if (fr.function)
+		if (fr.python && fr.function && fr.file)
+			snprintf(buf + len, size - len, " <- %s (%s:%" PRIu64 ")", fr.function,
+				 fr.file, fr.line);
+		else if (fr.function)
 			snprintf(buf + len, size - len, " <- %s", fr.function);
 		else if (fr.module)
 			snprintf(buf + len, size - len, " <- %s+0x%" PRIx64, fr.module->library,
@@ -635,12 +638,18 @@ const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uin
 	case GROUP_FUNCTION:
 		if (!stack_id || !trace_site(t, stack_id, &f)) {
 			snprintf(buf, size, "(no stack)");
+		} else if (f.python && f.function && f.file) {
+			/* Python names repeat ("forward" in every module): keep where */
+			snprintf(buf, size, "%s (%s:%" PRIu64 ")", f.function, f.file, f.line);
 		} else if (f.function) {
 			snprintf(buf, size, "%s", f.function);
 		} else {
 			f.function = NULL;
 			trace_frame_text(&f, buf, size);
 		}
+		return buf;
+	case GROUP_RANGE:
+		snprintf(buf, size, "(phase)");
 		return buf;
 	case GROUP_STACK:
 	default:
@@ -921,8 +930,21 @@ struct trace_row *trace_rows_get(struct trace_rows *rs, struct trace *t, int64_t
 	HASH_FIND(hh, rs->cache, &k, sizeof(k), ref);
 	if (ref)
 		return ref->row;
-	char key[4096], id[4200];
+	char key[4096];
 	trace_group_key(t, rs->by, rs->depth, stack_id, api, key, sizeof(key));
+	struct trace_row *row = trace_rows_get_key(rs, device, key, stack_id, api);
+	ref = xrealloc(NULL, sizeof(*ref));
+	memset(ref, 0, sizeof(*ref));
+	ref->k = k;
+	ref->row = row;
+	HASH_ADD(hh, rs->cache, k, sizeof(ref->k), ref);
+	return row;
+}
+
+struct trace_row *trace_rows_get_key(struct trace_rows *rs, int64_t device, const char *key,
+				     uint64_t stack_id, uint32_t api)
+{
+	char id[4200];
 	snprintf(id, sizeof(id), "%" PRId64 "|%s", device, key);
 	struct trace_row *row;
 	HASH_FIND_STR(rs->rows, id, row);
@@ -940,11 +962,6 @@ struct trace_row *trace_rows_get(struct trace_rows *rs, struct trace *t, int64_t
 			row->max_trace[m] = -1;
 		HASH_ADD_KEYPTR(hh, rs->rows, row->id, strlen(row->id), row);
 	}
-	ref = xrealloc(NULL, sizeof(*ref));
-	memset(ref, 0, sizeof(*ref));
-	ref->k = k;
-	ref->row = row;
-	HASH_ADD(hh, rs->cache, k, sizeof(ref->k), ref);
 	return row;
 }
 

@@ -179,7 +179,10 @@ const char *trace_frame_text(const struct trace_frame *f, char *buf, size_t size
 /* Grouping for top/leaks/diff: the key text of stack `id` under `by`
  * ("stack": the site and `depth` callers; "function": the site function;
  * "library"; "api" needs the event, so it takes the api id). */
-enum trace_group { GROUP_STACK, GROUP_FUNCTION, GROUP_LIBRARY, GROUP_API };
+enum trace_group { GROUP_STACK, GROUP_FUNCTION, GROUP_LIBRARY, GROUP_API, GROUP_RANGE };
+/* GROUP_RANGE (top --by range, cli/phase.h) needs the event's thread and
+ * time: trace_group_parse does not take it and trace_group_key gives a
+ * placeholder; its rows come from trace_rows_get_key. */
 int trace_group_parse(const char *s, enum trace_group *out); /* 0 ok */
 const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uint64_t stack_id,
 			    uint32_t api, char *buf, size_t size);
@@ -262,6 +265,10 @@ struct trace_rows {
 	int depth, trace;
 };
 void trace_rows_init(struct trace_rows *rs, enum trace_group by, int depth);
+/* The row of an explicit key (GROUP_RANGE); stack_id and api are kept for
+ * the output. */
+struct trace_row *trace_rows_get_key(struct trace_rows *rs, int64_t device, const char *key,
+				     uint64_t stack_id, uint32_t api);
 struct trace_row *trace_rows_get(struct trace_rows *rs, struct trace *t, int64_t device,
 				 uint64_t stack_id, uint32_t api);
 /* Ends the current trace: folds each row's cur[] into max[]/max_trace[]. */

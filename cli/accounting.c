@@ -1,0 +1,781 @@
+/* Reconciliation of nvidia-smi with the trace: see accounting.h.
+ *
+ * Pass 1 replays the live set to find each device's peak, the libraries
+ * that allocated, and the contexts; pass 2 replays again to the peak and
+ * takes the snapshot there. The end snapshot is pass 1's final state. */
+#include "accounting.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PAGE	     (2ull << 20)
+#define BIG	     (1ull << 20) /* allocations over this are page-aligned */
+#define MAX_EVIDENCE 512
+
+/* A context, live from its creation to its destruction (primary contexts:
+ * to the release that drops the last reference). */
+struct ctx_live {
+	UT_hash_handle hh;
+	uint64_t ctx;
+	int64_t device;
+	uint64_t refs, cost;
+	bool measured;
+};
+
+struct stack_seen {
+	UT_hash_handle hh;
+	uint64_t stack_id;
+};
+
+struct pass {
+	struct acct *a;
+	struct replay rp;
+	struct ctx_live *ctxs;
+	/* pass 1 */
+	struct stack_seen *alloc_stacks;
+	uint64_t vmm_creates;
+	/* pass 2: (seq, device index) in seq order */
+	struct {
+		uint64_t seq;
+		size_t dev;
+	} * targets;
+	size_t ntargets, next;
+};
+
+static struct acct_dev *adev(struct acct *a, int64_t ordinal)
+{
+	for (size_t i = 0; i < a->ndevs; i++)
+		if (a->devs[i].ordinal == ordinal)
+			return &a->devs[i];
+	a->devs = xrealloc(a->devs, (a->ndevs + 1) * sizeof(*a->devs));
+	struct acct_dev *d = &a->devs[a->ndevs++];
+	memset(d, 0, sizeof(*d));
+	d->ordinal = ordinal;
+	const struct trace_device *td = trace_device(a->t, ordinal);
+	d->name = td ? td->name : "";
+	d->total = td ? td->total_bytes : 0;
+	return d;
+}
+
+static void ctx_event(struct pass *p, const struct gmt_event *e, const struct api_info *ai)
+{
+	if (e->result != 0 || (e->flags & GMT_EV_FAILED) || !e->ptr)
+		return;
+	struct ctx_live *c = NULL;
+	HASH_FIND(hh, p->ctxs, &e->ptr, sizeof(e->ptr), c);
+	if (ai->op == GMT_OP_CTX_CREATE) {
+		if (c) { /* a primary context retained again: costs nothing more */
+			c->refs++;
+			return;
+		}
+		c = xcalloc(1, sizeof(*c));
+		c->ctx = e->ptr;
+		c->device = e->device;
+		c->refs = 1;
+		c->cost = e->size;
+		c->measured = e->flags & (GMT_EV_HAS_AUX | GMT_EV_HAS_AUX2); /* before may be 0 */
+		HASH_ADD(hh, p->ctxs, ctx, sizeof(c->ctx), c);
+		if (p->targets == NULL) {
+			struct acct_dev *d = adev(p->a, e->device);
+			d->ctx_events++;
+			d->ctx_measured += c->measured;
+		}
+		return;
+	}
+	if (!c)
+		return;
+	if (e->api == GMT_API_cuDevicePrimaryCtxRelease_v2 && c->refs > 1) {
+		c->refs--;
+		return;
+	}
+	HASH_DEL(p->ctxs, c);
+	free(c);
+}
+
+static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp);
+
+/* What is live on the moment's device now. */
+static void snapshot(struct pass *p, struct acct_moment *m, int64_t ordinal, uint64_t time_ns)
+{
+	struct trace *t = p->a->t;
+	m->have = true;
+	m->time_ns = time_ns;
+	struct {
+		UT_hash_handle hh;
+		uint64_t stack_id, bytes, count;
+	} *groups = NULL, *g, *gt;
+	for (int sp = 0; sp < 5; sp++) {
+		struct rp_live *l, *lt;
+		HASH_ITER(hh, p->rp.tables[sp], l, lt)
+		{
+			if (l->bucket != BK_DEVICE || l->device != ordinal)
+				continue;
+			const struct api_info *ai = api_lookup(l->api);
+			int kind = ai ? ai->kind : 0;
+			m->traced += l->size;
+			if (kind == GMT_KIND_ASYNC)
+				m->async += l->size;
+			else if (kind == GMT_KIND_VMM_PHYS)
+				m->vmm += l->size;
+			else
+				m->device += l->size;
+			if (kind == GMT_KIND_DEVICE && l->size > BIG) {
+				m->big_allocs++;
+				m->rounding += (PAGE - l->size % PAGE) % PAGE;
+			}
+			HASH_FIND(hh, groups, &l->stack_id, sizeof(l->stack_id), g);
+			if (!g) {
+				g = xcalloc(1, sizeof(*g));
+				g->stack_id = l->stack_id;
+				HASH_ADD(hh, groups, stack_id, sizeof(g->stack_id), g);
+			}
+			g->bytes += l->size;
+			g->count++;
+		}
+	}
+	/* by library: the libraries are few, a list will do */
+	m->libs = xcalloc(HASH_COUNT(groups), sizeof(*m->libs));
+	HASH_ITER(hh, groups, g, gt)
+	{
+		const char *lib = trace_library(t, g->stack_id);
+		size_t k = 0;
+		while (k < m->nlibs && strcmp(m->libs[k].library, lib) != 0)
+			k++;
+		if (k == m->nlibs)
+			m->libs[m->nlibs++] = (struct acct_lib){lib, 0, 0};
+		m->libs[k].bytes += g->bytes;
+		m->libs[k].count += g->count;
+		HASH_DEL(groups, g);
+		free(g);
+	}
+	for (size_t i = 1; i < m->nlibs; i++)
+		for (size_t j = i;
+		     j > 0 && (m->libs[j - 1].bytes < m->libs[j].bytes ||
+			       (m->libs[j - 1].bytes == m->libs[j].bytes &&
+				strcmp(m->libs[j - 1].library, m->libs[j].library) > 0));
+		     j--) {
+			struct acct_lib x = m->libs[j];
+			m->libs[j] = m->libs[j - 1];
+			m->libs[j - 1] = x;
+		}
+	struct ctx_live *c, *ct;
+	HASH_ITER(hh, p->ctxs, c, ct)
+	{
+		if (c->device != ordinal)
+			continue;
+		m->contexts += c->cost;
+		m->contexts_live++;
+		m->contexts_unmeasured += !c->measured;
+	}
+}
+
+static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	(void)unused;
+	struct pass *p = ctx;
+	const struct api_info *ai = api_lookup(e->api);
+	if (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))
+		ctx_event(p, e, ai);
+	replay_apply(&p->rp, e);
+	if (!p->targets) {
+		if (ai && ai->op == GMT_OP_ALLOC && trace_alloc_bucket(e) >= 0) {
+			struct stack_seen *s = NULL;
+			HASH_FIND(hh, p->alloc_stacks, &e->stack_id, sizeof(e->stack_id), s);
+			if (!s) {
+				s = xcalloc(1, sizeof(*s));
+				s->stack_id = e->stack_id;
+				HASH_ADD(hh, p->alloc_stacks, stack_id, sizeof(s->stack_id), s);
+			}
+			p->vmm_creates += ai->kind == GMT_KIND_VMM_PHYS;
+		}
+		return;
+	}
+	while (p->next < p->ntargets && p->targets[p->next].seq == p->rp.seq) {
+		struct acct_dev *d = &p->a->devs[p->targets[p->next++].dev];
+		snapshot(p, &d->peak, d->ordinal, e->time_ns);
+	}
+}
+
+/* The sample for a moment: of the device's samples (this process's usage
+ * when NVML reported it, else the whole device's), the highest taken within
+ * ACCT_WINDOW_NS after the moment; else the nearest in time. */
+static void pick_sample(const struct trace *t, struct acct_moment *m, int64_t ordinal)
+{
+	bool process = false;
+	for (size_t i = 0; i < t->nsamples; i++)
+		process |= t->samples[i].device == ordinal && t->samples[i].process_known;
+	const struct trace_sample *best = NULL, *near = NULL;
+	uint64_t near_d = UINT64_MAX;
+	for (size_t i = 0; i < t->nsamples; i++) {
+		const struct trace_sample *s = &t->samples[i];
+		if (s->device != ordinal || (process && !s->process_known))
+			continue;
+		uint64_t v = process ? s->process_used_bytes : s->used_bytes;
+		if (s->time_ns >= m->time_ns && s->time_ns - m->time_ns <= ACCT_WINDOW_NS &&
+		    (!best || v > (process ? best->process_used_bytes : best->used_bytes)))
+			best = s;
+		uint64_t dist =
+		    s->time_ns > m->time_ns ? s->time_ns - m->time_ns : m->time_ns - s->time_ns;
+		if (dist <= near_d) { /* the later of two as near */
+			near_d = dist;
+			near = s;
+		}
+	}
+	if (!best)
+		best = near;
+	if (!best)
+		return;
+	m->nvml = true;
+	m->nvml_process = process;
+	m->smi = process ? best->process_used_bytes : best->used_bytes;
+	m->sample_time_ns = best->time_ns;
+	m->sample_reason = best->reason;
+}
+
+static void reconcile(struct acct_moment *m)
+{
+	if (!m->nvml)
+		return;
+	m->unexplained = (int64_t)m->smi - (int64_t)m->traced - (int64_t)m->contexts;
+	m->flagged = m->unexplained > 0 && (uint64_t)m->unexplained > ACCT_FLAG_BYTES &&
+		     (double)m->unexplained > ACCT_FLAG_SHARE * (double)m->smi;
+}
+
+/* ---- likely routes ------------------------------------------------------ */
+
+static void add_route(struct acct_dev *d, const char *key, const char *text, int score,
+		      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void add_route(struct acct_dev *d, const char *key, const char *text, int score,
+		      const char *fmt, ...)
+{
+	d->routes = xrealloc(d->routes, (d->nroutes + 1) * sizeof(*d->routes));
+	struct acct_route *r = &d->routes[d->nroutes++];
+	r->key = key;
+	r->text = text;
+	r->score = score;
+	r->evidence = xrealloc(NULL, MAX_EVIDENCE);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->evidence, MAX_EVIDENCE, fmt, ap);
+	va_end(ap);
+}
+
+static bool has_word(const char *s, const char *const *words)
+{
+	for (size_t i = 0; words[i]; i++)
+		if (strcasestr(s, words[i]))
+			return true;
+	return false;
+}
+
+static const char *env_get(const struct trace *t, const char *key)
+{
+	for (size_t i = 0; i < t->nenv; i++)
+		if (strcmp(t->env[i].key, key) == 0)
+			return t->env[i].value;
+	return NULL;
+}
+
+/* Libraries that carry a static CUDA runtime: their allocations reach the
+ * driver through cuGetProcAddress, never through libcudart. */
+static bool static_runtime_lib(const char *base)
+{
+	static const char *const prefixes[] = {
+	    "libcublas", "libcudnn",   "libnccl",  "libcufft", "libcusparse", "libcusolver",
+	    "libcurand", "libnvinfer", "libcupti", "libnpp",   "libnvjpeg",   "libcutensor",
+	    "libnvrtc",	 "libcufile",  "libmagma", NULL};
+	for (size_t i = 0; prefixes[i]; i++)
+		if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+static int route_cmp(const void *a, const void *b)
+{
+	const struct acct_route *x = a, *y = b;
+	return y->score - x->score;
+}
+
+static void find_routes(struct pass *p, struct acct_dev *d)
+{
+	struct trace *t = p->a->t;
+	const struct acct_moment *m = d->peak.flagged ? &d->peak : &d->end;
+	uint64_t gap = (uint64_t)m->unexplained;
+	char b1[32], b2[32], b3[32];
+
+	static const char *const lookup_words[] = {
+	    "lookup",	"dlsym",   "dlvsym",	"GetProcAddress", "EntryPoint", "entry point",
+	    "DEEPBIND", "dlmopen", "unwrapped", "not followed",	  "unhooked",	NULL};
+	size_t nlook = 0;
+	const char *first_note = NULL;
+	for (size_t i = 0; i < t->nnotes; i++)
+		if (has_word(t->notes[i], lookup_words) && nlook++ == 0)
+			first_note = t->notes[i];
+	if (nlook)
+		add_route(d, "missed_lookup",
+			  "an entry-point lookup the hooks could not follow: memory allocated "
+			  "through a function we never wrapped",
+			  90, "the trace notes \"%.300s\"%s", first_note,
+			  nlook > 1 ? " (and more notes like it)" : "");
+
+	/* usage before the first traced event */
+	for (size_t i = 0; i < t->nsamples; i++) {
+		const struct trace_sample *s = &t->samples[i];
+		if (s->device != d->ordinal || (m->nvml_process && !s->process_known))
+			continue;
+		uint64_t v = m->nvml_process ? s->process_used_bytes : s->used_bytes;
+		if (s->time_ns <= t->first_time_ns && v > 0)
+			add_route(d, "before_tracer",
+				  m->nvml_process
+				      ? "memory taken before the tracer loaded, or by another "
+					"process sharing this process's context (MPS)"
+				      : "other processes on the device (NVML gave only the "
+					"device's usage)",
+				  2 * v >= gap ? 80 : 40,
+				  "the first NVML sample (%s) already showed %s, before the first "
+				  "traced event (%s)",
+				  trace_fmt_time(b1, trace_rel(t, s->time_ns)), fmt_size(b2, v),
+				  trace_fmt_time(b3, trace_rel(t, t->first_time_ns)));
+		break;
+	}
+
+	/* libraries with a static runtime that allocated nothing we saw */
+	char libs[MAX_EVIDENCE] = "";
+	size_t nlibs = 0, len = 0;
+	for (size_t i = 0; i < t->nmods; i++) {
+		const char *base = t->mods[i].library;
+		if (!base || !static_runtime_lib(base))
+			continue;
+		bool allocated = false;
+		struct stack_seen *s, *st;
+		HASH_ITER(hh, p->alloc_stacks, s, st)
+		{
+			if (strcmp(trace_library(t, s->stack_id), base) == 0) {
+				allocated = true;
+				break;
+			}
+		}
+		if (allocated || strstr(libs, base))
+			continue;
+		nlibs++;
+		if (len + strlen(base) + 3 < sizeof(libs) - 8)
+			len += (size_t)snprintf(libs + len, sizeof(libs) - len, "%s%s",
+						len ? ", " : "", base);
+	}
+	if (nlibs)
+		add_route(d, "static_runtime",
+			  "a library with its own static CUDA runtime allocating through a route "
+			  "the hooks missed",
+			  70, "loaded with no traced allocation charged to %s: %s",
+			  nlibs > 1 ? "them" : "it", libs);
+
+	if (m->rounding)
+		add_route(d, "granularity",
+			  "allocation granularity: nvidia-smi counts whole 2 MiB pages",
+			  2 * m->rounding >= gap ? 75 : 30,
+			  "%" PRIu64 " allocations over 1 MiB live then; rounding each up to 2 MiB "
+			  "pages adds %s",
+			  m->big_allocs, fmt_size(b1, m->rounding));
+
+	if (m->async)
+		add_route(d, "pool_reserve",
+			  "stream-ordered pools hold more than they hand out (the pool's reserve)",
+			  50, "%s in stream-ordered allocations live then", fmt_size(b1, m->async));
+
+	const char *cumem = env_get(t, "NCCL_CUMEM_ENABLE");
+	if (cumem && strcmp(cumem, "0") != 0 && !p->vmm_creates)
+		add_route(d, "nccl_cumem",
+			  "NCCL buffers from cuMem (VMM) that we did not see created", 60,
+			  "NCCL_CUMEM_ENABLE=%.64s and no cuMemCreate traced", cumem);
+
+	const char *lazy = env_get(t, "CUDA_MODULE_LOADING");
+	if (d->ctx_measured && (!lazy || strcasecmp(lazy, "LAZY") == 0))
+		add_route(d, "lazy_loading",
+			  "module code loaded lazily, after the context's cost was measured", 35,
+			  "%s",
+			  lazy ? "CUDA_MODULE_LOADING=LAZY"
+			       : "CUDA_MODULE_LOADING unset: lazy loading is the default "
+				 "since CUDA 12.2");
+
+	add_route(d, "driver",
+		  "driver-internal memory: kernels' local memory, printf and malloc heaps, graph "
+		  "memory",
+		  10, "%s",
+		  d->nroutes ? "always possible" : "nothing in the trace points elsewhere");
+	qsort(d->routes, d->nroutes, sizeof(*d->routes), route_cmp);
+}
+
+/* ---- computing ---------------------------------------------------------- */
+
+static void pass_free(struct pass *p)
+{
+	replay_free(&p->rp);
+	struct ctx_live *c, *ct;
+	HASH_ITER(hh, p->ctxs, c, ct)
+	{
+		HASH_DEL(p->ctxs, c);
+		free(c);
+	}
+	struct stack_seen *s, *st;
+	HASH_ITER(hh, p->alloc_stacks, s, st)
+	{
+		HASH_DEL(p->alloc_stacks, s);
+		free(s);
+	}
+}
+
+static int dev_cmp(const void *a, const void *b)
+{
+	const struct acct_dev *x = a, *y = b;
+	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
+}
+
+int acct_compute(struct acct *a, struct trace *t)
+{
+	memset(a, 0, sizeof(*a));
+	a->t = t;
+	if (!t->nsamples)
+		a->nvml_why = t->nvml_missing ? "NVML could not be used (see the note in the trace)"
+			      : t->hdr.version < 2
+				  ? "a format 1 trace: written before NVML sampling existed"
+				  : "the trace has no NVML samples (sampling was off, or the "
+				    "process ended before the first one)";
+	for (size_t i = 0; i < t->ndevs; i++)
+		adev(a, t->devs[i].ordinal);
+	struct pass p1 = {.a = a};
+	replay_init(&p1.rp);
+	int rc = trace_replay(t, NULL, on_event, &p1);
+	for (size_t i = 0; i < p1.rp.ndevs; i++)
+		adev(a, p1.rp.devs[i].ordinal);
+	qsort(a->devs, a->ndevs, sizeof(*a->devs), dev_cmp);
+	uint64_t end = trace_end_ns(t);
+	for (size_t i = 0; i < a->ndevs; i++)
+		snapshot(&p1, &a->devs[i].end, a->devs[i].ordinal, end);
+
+	struct pass p2 = {.a = a};
+	p2.targets = xcalloc(a->ndevs, sizeof(*p2.targets));
+	for (size_t i = 0; i < a->ndevs; i++)
+		for (size_t k = 0; k < p1.rp.ndevs; k++)
+			if (p1.rp.devs[k].ordinal == a->devs[i].ordinal &&
+			    p1.rp.devs[k].lv.peak_seq)
+				p2.targets[p2.ntargets++] =
+				    (typeof(*p2.targets)){p1.rp.devs[k].lv.peak_seq, i};
+	for (size_t i = 1; i < p2.ntargets; i++)
+		for (size_t j = i; j > 0 && p2.targets[j - 1].seq > p2.targets[j].seq; j--) {
+			typeof(*p2.targets) x = p2.targets[j];
+			p2.targets[j] = p2.targets[j - 1];
+			p2.targets[j - 1] = x;
+		}
+	if (rc < 0 && p2.ntargets) {
+		replay_init(&p2.rp);
+		rc = trace_replay(t, NULL, on_event, &p2);
+	}
+	for (size_t i = 0; i < a->ndevs; i++) {
+		struct acct_dev *d = &a->devs[i];
+		for (size_t k = 0; k < t->nsamples; k++)
+			d->nsamples += t->samples[k].device == d->ordinal;
+		if (!d->peak.have) { /* never any device bytes: the start stands in */
+			d->peak.time_ns = t->first_time_ns;
+			d->peak.libs = xcalloc(1, sizeof(*d->peak.libs));
+		}
+		pick_sample(t, &d->peak, d->ordinal);
+		pick_sample(t, &d->end, d->ordinal);
+		reconcile(&d->peak);
+		reconcile(&d->end);
+		if (d->peak.flagged || d->end.flagged)
+			find_routes(&p1, d);
+	}
+	free(p2.targets);
+	p2.targets = NULL;
+	pass_free(&p2);
+	pass_free(&p1);
+	return rc;
+}
+
+void acct_free(struct acct *a)
+{
+	for (size_t i = 0; i < a->ndevs; i++) {
+		free(a->devs[i].peak.libs);
+		free(a->devs[i].end.libs);
+		for (size_t k = 0; k < a->devs[i].nroutes; k++)
+			free(a->devs[i].routes[k].evidence);
+		free(a->devs[i].routes);
+	}
+	free(a->devs);
+	memset(a, 0, sizeof(*a));
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static const char *reason_name(int r)
+{
+	static const char *const names[] = {"periodic", "peak", "oom", "start", "end"};
+	return r >= 0 && r < 5 ? names[r] : "other";
+}
+
+/* "1.50 GiB" or "-200 MiB". */
+static const char *fmt_signed(char *buf, int64_t v)
+{
+	char b[32];
+	snprintf(buf, 40, "%s%s", v < 0 ? "-" : "",
+		 fmt_size(b, v < 0 ? -(uint64_t)v : (uint64_t)v));
+	return buf;
+}
+
+static bool dev_shown(const struct acct_dev *d, int64_t only)
+{
+	return only < 0 || d->ordinal == only;
+}
+
+static const char *ctx_text(const struct acct_dev *d, const struct acct_moment *m, char *buf)
+{
+	char b[32];
+	if (!d->ctx_events)
+		snprintf(buf, 96, "not traced");
+	else if (m->contexts_unmeasured && !m->contexts)
+		snprintf(buf, 96, "unmeasured (%" PRIu64 " live)", m->contexts_unmeasured);
+	else if (m->contexts_unmeasured)
+		snprintf(buf, 96, "%s + %" PRIu64 " unmeasured", fmt_size(b, m->contexts),
+			 m->contexts_unmeasured);
+	else
+		snprintf(buf, 96, "%s", fmt_size(b, m->contexts));
+	return buf;
+}
+
+static const char *unexplained_text(const struct acct_moment *m, char *buf)
+{
+	char b[48];
+	if (!m->nvml) {
+		snprintf(buf, 96, "-");
+		return buf;
+	}
+	if (m->smi)
+		snprintf(buf, 96, "%s (%.1f%%)%s", fmt_signed(b, m->unexplained),
+			 100.0 * (double)m->unexplained / (double)m->smi,
+			 m->flagged ? " LARGE" : "");
+	else
+		snprintf(buf, 96, "%s", fmt_signed(b, m->unexplained));
+	return buf;
+}
+
+void acct_print(FILE *f, const struct acct *a, int64_t only)
+{
+	struct trace *t = a->t;
+	char b1[96], b2[96], b3[32];
+	if (a->nvml_why)
+		fprintf(f, "  no nvidia-smi figures: %s; the traced figures follow\n", a->nvml_why);
+	bool any = false;
+	for (size_t i = 0; i < a->ndevs; i++) {
+		const struct acct_dev *d = &a->devs[i];
+		if (!dev_shown(d, only))
+			continue;
+		any = true;
+		const struct acct_moment *pk = &d->peak, *en = &d->end;
+		fprintf(f, "\ndevice %" PRId64, d->ordinal);
+		if (d->name[0] || d->total)
+			fprintf(f, " (%s%s%s)", d->name[0] ? d->name : "?", d->total ? ", " : "",
+				d->total ? fmt_size(b3, d->total) : "");
+		fputc('\n', f);
+		char h1[48], h2[48];
+		snprintf(h1, sizeof(h1), "at the peak %s",
+			 pk->have ? trace_fmt_time(b3, trace_rel(t, pk->time_ns)) : "-");
+		snprintf(h2, sizeof(h2), "at the end %s",
+			 trace_fmt_time(b3, trace_rel(t, en->time_ns)));
+		fprintf(f, "  %-34s %22s %22s\n", "", h1, h2);
+		const struct acct_moment *ms[2] = {pk, en};
+		char v[2][96];
+		for (int k = 0; k < 2; k++)
+			if (ms[k]->nvml)
+				snprintf(v[k], 96, "%s", fmt_size(b3, ms[k]->smi));
+			else
+				snprintf(v[k], 96, "-");
+		fprintf(f, "  %-34s %22s %22s\n",
+			pk->nvml && !pk->nvml_process ? "nvidia-smi (whole device)"
+						      : "nvidia-smi (this process)",
+			v[0], v[1]);
+		for (int k = 0; k < 2; k++)
+			if (ms[k]->nvml)
+				snprintf(v[k], 96, "%s %s", reason_name(ms[k]->sample_reason),
+					 trace_fmt_time(b3, trace_rel(t, ms[k]->sample_time_ns)));
+			else
+				snprintf(v[k], 96, "-");
+		fprintf(f, "  %-34s %22s %22s\n", "  sample used", v[0], v[1]);
+		fprintf(f, "  %-34s %22s %22s\n", "traced allocations", fmt_size(b1, pk->traced),
+			fmt_size(b2, en->traced));
+		static const char *const kl[3] = {"  device (cudaMalloc, cuMemAlloc)",
+						  "  stream-ordered pool",
+						  "  VMM physical (cuMemCreate)"};
+		uint64_t kp[3] = {pk->device, pk->async, pk->vmm},
+			 ke[3] = {en->device, en->async, en->vmm};
+		for (int k = 0; k < 3; k++)
+			if (kp[k] || ke[k])
+				fprintf(f, "  %-34s %22s %22s\n", kl[k], fmt_size(b1, kp[k]),
+					fmt_size(b2, ke[k]));
+		/* libraries: those at the peak, then those only at the end */
+		for (int pass = 0; pass < 2; pass++) {
+			const struct acct_moment *m = pass ? en : pk, *o = pass ? pk : en;
+			for (size_t k = 0; k < m->nlibs; k++) {
+				uint64_t other = 0;
+				bool in_other = false;
+				for (size_t j = 0; j < o->nlibs; j++)
+					if (strcmp(o->libs[j].library, m->libs[k].library) == 0) {
+						other = o->libs[j].bytes;
+						in_other = true;
+					}
+				if (pass && in_other)
+					continue;
+				char lab[64];
+				snprintf(lab, sizeof(lab), "  from %s", m->libs[k].library);
+				fprintf(f, "  %-34.34s %22s %22s\n", lab,
+					fmt_size(b1, pass ? other : m->libs[k].bytes),
+					fmt_size(b2, pass ? m->libs[k].bytes : other));
+			}
+		}
+		fprintf(f, "  %-34s %22s %22s\n", "CUDA contexts + module code",
+			ctx_text(d, pk, b1), ctx_text(d, en, b2));
+		fprintf(f, "  %-34s %22s %22s\n", "unexplained", unexplained_text(pk, b1),
+			unexplained_text(en, b2));
+		if (!pk->nvml && !en->nvml)
+			fprintf(f, "  (no NVML sample for this device: nothing to reconcile)\n");
+		if (!d->ctx_events)
+			fprintf(f, "  note: no context creation was traced on this device: the "
+				   "unexplained share includes the context\n");
+		else if (d->ctx_measured < d->ctx_events)
+			fprintf(f,
+				"  note: %" PRIu64 " of %" PRIu64
+				" context creations were not measured (NVML missing then): their "
+				"cost is in the unexplained share\n",
+				d->ctx_events - d->ctx_measured, d->ctx_events);
+		if ((pk->nvml && pk->unexplained < -(int64_t)ACCT_FLAG_BYTES) ||
+		    (en->nvml && en->unexplained < -(int64_t)ACCT_FLAG_BYTES))
+			fprintf(f, "  negative: the trace holds more than nvidia-smi showed: the "
+				   "sample lags the allocations, or memory was freed but the free "
+				   "was not traced\n");
+		if (d->nroutes) {
+			const struct acct_moment *m = pk->flagged ? pk : en;
+			fprintf(f, "  %s unexplained %s: likely %s\n      evidence: %s\n",
+				fmt_size(b3, (uint64_t)m->unexplained),
+				m == pk ? "at the peak" : "at the end", d->routes[0].text,
+				d->routes[0].evidence);
+			for (size_t k = 1; k < d->nroutes; k++)
+				fprintf(f, "    also possible: %s\n      evidence: %s\n",
+					d->routes[k].text, d->routes[k].evidence);
+		}
+	}
+	if (!any)
+		fprintf(f, "\n  no device memory was traced\n");
+}
+
+void acct_print_brief(FILE *f, const struct acct *a)
+{
+	char b[5][96];
+	if (a->nvml_why) {
+		if (a->t->nvml_missing)
+			fprintf(
+			    f,
+			    "\nnvidia-smi reconciliation: NVML was not available (see gpumemtrace "
+			    "accounting)\n");
+		return;
+	}
+	fprintf(f, "\nnvidia-smi reconciliation (gpumemtrace accounting has the details)\n");
+	fprintf(f, "  %-4s %-9s %11s %11s %22s %24s\n", "dev", "when", "nvidia-smi", "traced",
+		"contexts", "unexplained");
+	for (size_t i = 0; i < a->ndevs; i++) {
+		const struct acct_dev *d = &a->devs[i];
+		const struct acct_moment *ms[2] = {&d->peak, &d->end};
+		for (int k = 0; k < 2; k++) {
+			const struct acct_moment *m = ms[k];
+			fprintf(f, "  %-4" PRId64 " %-9s %11s %11s %22s %24s\n", d->ordinal,
+				k ? "end" : "peak", m->nvml ? fmt_size(b[0], m->smi) : "-",
+				fmt_size(b[1], m->traced), ctx_text(d, m, b[2]),
+				unexplained_text(m, b[3]));
+		}
+		if (d->nroutes)
+			fprintf(f, "       likely: %s\n", d->routes[0].text);
+	}
+}
+
+static void json_moment(FILE *f, const struct acct_dev *d, const struct acct_moment *m,
+			const struct trace *t)
+{
+	fprintf(f, "{\"time_ns\": %" PRId64 ", \"nvidia_smi_bytes\": ", trace_rel(t, m->time_ns));
+	if (m->nvml)
+		fprintf(f,
+			"%" PRIu64 ", \"nvml_scope\": \"%s\", \"sample_time_ns\": %" PRId64
+			", \"sample_reason\": \"%s\"",
+			m->smi, m->nvml_process ? "process" : "device",
+			trace_rel(t, m->sample_time_ns), reason_name(m->sample_reason));
+	else
+		fputs(
+		    "null, \"nvml_scope\": null, \"sample_time_ns\": null, \"sample_reason\": null",
+		    f);
+	fprintf(f,
+		",\n     \"traced_bytes\": %" PRIu64 ", \"by_kind\": {\"device\": %" PRIu64
+		", \"stream_ordered\": %" PRIu64 ", \"vmm_physical\": %" PRIu64
+		"}, \"by_library\": [",
+		m->traced, m->device, m->async, m->vmm);
+	for (size_t k = 0; k < m->nlibs; k++) {
+		fprintf(f, "%s{\"library\": ", k ? ", " : "");
+		json_str(f, m->libs[k].library, strlen(m->libs[k].library));
+		fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
+			m->libs[k].bytes, m->libs[k].count);
+	}
+	fprintf(f,
+		"],\n     \"context_bytes\": %" PRIu64 ", \"contexts_live\": %" PRIu64
+		", \"contexts_unmeasured\": %" PRIu64 ", \"contexts_traced\": %s"
+		", \"rounding_bytes\": %" PRIu64 ", \"unexplained_bytes\": ",
+		m->contexts, m->contexts_live, m->contexts_unmeasured,
+		d->ctx_events ? "true" : "false", m->rounding);
+	if (m->nvml)
+		fprintf(f, "%" PRId64 ", \"unexplained_share\": %.4f", m->unexplained,
+			m->smi ? (double)m->unexplained / (double)m->smi : 0.0);
+	else
+		fputs("null, \"unexplained_share\": null", f);
+	fprintf(f, ", \"flagged\": %s}", m->flagged ? "true" : "false");
+}
+
+void acct_print_json(FILE *f, const struct acct *a, int64_t only)
+{
+	const struct trace *t = a->t;
+	fprintf(f,
+		"{\"nvml\": {\"available\": %s, \"samples\": %zu, \"missing_note\": %s, \"why\": ",
+		a->nvml_why ? "false" : "true", t->nsamples, t->nvml_missing ? "true" : "false");
+	if (a->nvml_why)
+		json_str(f, a->nvml_why, strlen(a->nvml_why));
+	else
+		fputs("null", f);
+	fprintf(f, "}, \"flag_share\": %.2f, \"flag_bytes\": %llu, \"devices\": [", ACCT_FLAG_SHARE,
+		ACCT_FLAG_BYTES);
+	bool first = true;
+	for (size_t i = 0; i < a->ndevs; i++) {
+		const struct acct_dev *d = &a->devs[i];
+		if (!dev_shown(d, only))
+			continue;
+		fprintf(f, "%s\n   {\"index\": %" PRId64 ", \"name\": ", first ? "" : ",",
+			d->ordinal);
+		first = false;
+		json_str(f, d->name, strlen(d->name));
+		fprintf(f,
+			", \"total_bytes\": %" PRIu64
+			", \"samples\": %zu, \"context_creations\": %" PRIu64
+			", \"context_creations_measured\": %" PRIu64 ",\n    \"at_peak\": ",
+			d->total, d->nsamples, d->ctx_events, d->ctx_measured);
+		json_moment(f, d, &d->peak, t);
+		fputs(",\n    \"at_end\": ", f);
+		json_moment(f, d, &d->end, t);
+		fputs(",\n    \"likely_routes\": [", f);
+		for (size_t k = 0; k < d->nroutes; k++) {
+			fprintf(f, "%s{\"route\": \"%s\", \"text\": ", k ? ", " : "",
+				d->routes[k].key);
+			json_str(f, d->routes[k].text, strlen(d->routes[k].text));
+			fputs(", \"evidence\": ", f);
+			json_str(f, d->routes[k].evidence, strlen(d->routes[k].evidence));
+			fputc('}', f);
+		}
+		fputs("]}", f);
+	}
+	fputs("]}", f);
+}

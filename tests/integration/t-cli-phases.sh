@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Phases from RANGE records: summary's phases table, top --by range, and
+# growth per iteration from a repeating top-level range and from MARKs, on a
+# hand-built trace with known answers. Traces without ranges show none.
+. "$(dirname "$0")/lib.sh"
+MKTRACE=$BUILD/tests/unit-tools/mktrace
+[ -x "$MKTRACE" ] || fail "$MKTRACE missing: make unit-tests"
+
+# Four train_step iterations on thread 1: forward allocates 1000 B, backward
+# allocates 500 B (never freed: +500 B per iteration) and frees forward's.
+# Then an "eval" start/end range opened on thread 2 holds thread 1's 300 B;
+# thread 2's 100 B at the end is in no phase.
+phases_trace() { # OUT USE_MARKS
+	{
+		cat <<'T'
+header start_mono=0 pid=44
+module id=1 bias=0 start=0x400000 end=0x500000 path=/work/app
+module id=2 bias=0x7f0000000000 start=0x7f0000000000 end=0x7f0000100000 path=/usr/lib/libcudart.so.12
+stack parent=0 ip=0x401000 parent=1 ip=0x401100 parent=2 ip=0x7f0000001000
+symbol ip=0x401000 module=1 func=main file=main.c line=3
+symbol ip=0x401100 module=1 func=train file=train.c line=10
+events tid=1
+T
+		for k in 0 1 2 3; do
+			T=$((1000 * k + 100))
+			echo "ev api=cudaMalloc t=$((T + 20)) ptr=$((0x100000 + k * 4096)) size=1000 dev=0 stack=3"
+			echo "ev api=cudaMalloc t=$((T + 50)) ptr=$((0x200000 + k * 4096)) size=500 stack=3"
+			echo "ev api=cudaFree t=$((T + 60)) ptr=$((0x100000 + k * 4096))"
+		done
+		echo "ev api=cudaMalloc t=4100 ptr=0x300000 size=300 stack=3"
+		echo "events tid=2"
+		echo "ev api=cudaMalloc t=5000 ptr=0x400000 size=100 dev=0 stack=3"
+		for k in 0 1 2 3; do
+			T=$((1000 * k + 100))
+			if [ "$2" = marks ]; then
+				echo "range tid=1 t=$T op=mark text=iteration"
+			else
+				echo "range tid=1 t=$T op=push text=train_step"
+				echo "range tid=1 t=$((T + 10)) op=push text=forward"
+				echo "range tid=1 t=$((T + 30)) op=pop"
+				echo "range tid=1 t=$((T + 40)) op=push text=backward"
+				echo "range tid=1 t=$((T + 70)) op=pop"
+				echo "range tid=1 t=$((T + 80)) op=pop"
+			fi
+		done
+		[ "$2" != marks ] || echo "range tid=1 t=3900 op=mark text=iteration"
+		echo "range tid=1 t=3950 op=mark text=once"
+		echo "range tid=2 t=4000 op=start id=7 text=eval"
+		echo "range tid=2 t=4200 op=end id=7"
+		echo "trailer t=6000"
+	} | "$MKTRACE" "$1"
+}
+phases_trace p.gmt ranges
+phases_trace m.gmt marks
+
+# summary: the phases table
+"$GMT_CLI" summary --json p.gmt >s.json 2>err || fail "summary exit $?: $(cat err)"
+expect_eq phases "$(json s.json "[(p['name'], p['allocations'], p['bytes_allocated'], p['bytes_freed'], p['net_bytes'], p['peak_bytes']) for p in d['phases']]")" \
+	"[('train_step', 0, 0, 0, 0, 3000), ('train_step/forward', 4, 4000, 0, 4000, 2500), ('train_step/backward', 4, 2000, 4000, -2000, 3000), ('eval', 1, 300, 0, 300, 2300), ('(no phase)', 1, 100, 0, 100, 2400)]"
+expect_eq no-accounting "$(json s.json "d['accounting']")" "None"
+"$GMT_CLI" summary p.gmt >s.txt 2>err || fail "summary text exit $?"
+grep -Eq '^  train_step/backward +4 +1\.95 KiB +3\.91 KiB +-1\.95 KiB +2\.93 KiB$' s.txt || fail "no backward row: $(cat s.txt)"
+grep -Eq '^  \(no phase\) +1 +100 B +0 B +\+100 B +2\.34 KiB$' s.txt || fail "no (no phase) row: $(cat s.txt)"
+
+# top --by range: bytes by phase at the peak (+3150 ns), at the end, in total
+"$GMT_CLI" top --json --by range p.gmt >t.json 2>err || fail "top exit $?: $(cat err)"
+expect_eq top-range "$(json t.json "d['by'], [(r['phase'], r['peak_bytes'], r['end_bytes'], r['total_bytes'], r['calls']) for r in d['devices'][0]['rows']]")" \
+	"('range', [('train_step/backward', 2000, 2000, 2000, 4), ('train_step/forward', 1000, 0, 4000, 4), ('eval', 0, 300, 300, 1), ('(no phase)', 0, 100, 100, 1)])"
+"$GMT_CLI" top --by range p.gmt >t.txt 2>err || fail "top text exit $?"
+grep -Eq '^ +1000 B +1 +0 B +3\.91 KiB +4  train_step/forward$' t.txt || fail "no forward row: $(cat t.txt)"
+# leaks and diff do not group by range
+rc=0
+"$GMT_CLI" leaks --by range p.gmt >out 2>err || rc=$?
+[ "$rc" -eq 2 ] || fail "leaks --by range: exit $rc"
+
+# growth per iteration: from the repeating top-level range...
+"$GMT_CLI" growth --json p.gmt >g.json 2>err || fail "growth exit $?: $(cat err)"
+M="d['traces'][0]['devices'][0]['markers']"
+expect_eq range-markers "$(json g.json "$M['source'], $M['name'], $M['iterations'], $M['growth_per_iteration_bytes'], $M['growth_bytes'], $M['grew']")" \
+	"('range', 'train_step', 4, 500, [500, 500, 500, 500], [1, 2, 3, 4])"
+expect_eq boundaries "$(json g.json "[(b['time_ns'], b['live_bytes']) for b in $M['boundaries']]")" \
+	"[(100, 0), (1100, 500), (2100, 1000), (3100, 1500), (3180, 2000)]"
+"$GMT_CLI" growth p.gmt >g.txt 2>err || fail "growth text exit $?"
+grep -q '^  per iteration (range "train_step", 4 iterations): +500 B per iteration (median), +1.95 KiB over all; grew in 4 of 4: 1, 2, 3, 4$' g.txt ||
+	fail "no per-iteration line: $(cat g.txt)"
+# ...and from MARKs (the most frequent text; "once" is not enough)
+"$GMT_CLI" growth --json m.gmt >gm.json 2>err || fail "growth m exit $?: $(cat err)"
+expect_eq mark-markers "$(json gm.json "$M['source'], $M['name'], $M['iterations'], $M['growth_bytes']")" \
+	"('mark', 'iteration', 4, [500, 500, 500, 500])"
+# no ranges: markers null, no phases
+"$MKTRACE" plain.gmt <<'T'
+header start_mono=0 pid=45
+events tid=1
+ev api=cudaMalloc t=10 ptr=0x1000 size=100 dev=0
+trailer t=20
+T
+"$GMT_CLI" growth --json plain.gmt >gp.json 2>err || fail "growth plain exit $?"
+expect_eq no-markers "$(json gp.json "$M")" "None"
+"$GMT_CLI" summary --json plain.gmt >sp.json 2>err || fail "summary plain exit $?"
+expect_eq no-phases "$(json sp.json "d['phases']")" "None"
+"$GMT_CLI" summary plain.gmt >sp.txt 2>err || fail "summary plain text exit $?"
+! grep -q '^phases' sp.txt || fail "phases without ranges: $(cat sp.txt)"
+echo ok
