@@ -32,6 +32,10 @@ int cmd_oom(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* ---- util.c ---- */
 

@@ -1,0 +1,5 @@
+#include "cli.h"
+int cmd_export(int argc, char **argv)
+{
+	return 2;
+}
