@@ -97,7 +97,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		}
 	}
 	if (i >= argc)
-		return cli_usage_error(CMD, "missing COMMAND (gpumemtrace run [OPTIONS] -- COMMAND)");
+		return cli_usage_error(CMD,
+				       "missing COMMAND (gpumemtrace run [OPTIONS] -- COMMAND)");
 	a->command = argv + i;
 	uint64_t v;
 	if (a->stack_depth && trace_arg_uint(CMD, "--stack-depth", a->stack_depth, &v) >= 0)
