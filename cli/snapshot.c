@@ -14,7 +14,9 @@ int dev_kind_of(const struct rp_live *l)
 	const struct api_info *a = api_lookup(l->api);
 	if (!a)
 		return DK_DEVICE;
-	return a->kind == GMT_KIND_ASYNC ? DK_ASYNC : a->kind == GMT_KIND_VMM_PHYS ? DK_VMM : DK_DEVICE;
+	return a->kind == GMT_KIND_ASYNC      ? DK_ASYNC
+	       : a->kind == GMT_KIND_VMM_PHYS ? DK_VMM
+					      : DK_DEVICE;
 }
 
 struct stop_at {
