@@ -98,4 +98,11 @@ void json_str(FILE *f, const char *s, size_t len);
 
 const char *path_basename(const char *path);
 
+/* ---- color.c ---- */
+/* Whether f gets colour: a terminal, and NO_COLOR unset or empty. */
+bool cli_colour(FILE *f);
+enum cli_colour { C_RESET, C_PASS, C_FAIL, C_WARN, C_BOLD };
+/* The escape sequence for c, or "" when f gets no colour. */
+const char *cli_paint(FILE *f, enum cli_colour c);
+
 #endif
