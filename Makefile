@@ -60,6 +60,14 @@ install: all
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 0755 $(BUILD)/gpumemtrace $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 include/gpumemtrace/*.h $(DESTDIR)$(PREFIX)/include/gpumemtrace/
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' share/gpumemtrace.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/gpumemtrace.pc
+	install -m 0644 share/man/gpumemtrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 share/man/gpumemtrace.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -m 0644 share/completion/gpumemtrace.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpumemtrace
 
 .PHONY: demo
 demo: ## build everything, trace the bundled training-loop sample on the simulated GPU, print its summary
@@ -89,7 +97,7 @@ clean: ## remove build/
 help: ## list the targets
 	@echo "gpumemtrace make targets:"
 	@echo "  all            build $(LIB) and $(BUILD)/gpumemtrace (default)"
-	@echo "  install        install lib/, bin/, include/ under PREFIX=$(PREFIX)"
+	@echo "  install        install lib/, bin/, include/, pkg-config, man pages, bash completion under DESTDIR+PREFIX=$(PREFIX)"
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sort | \
 		awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 	@echo "Variables: PREFIX, BUILD, CC, CUDA_HOME, SANITIZE=address,undefined"

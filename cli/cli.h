@@ -33,6 +33,10 @@ int cmd_leaks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_accounting(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* ---- util.c ---- */
 
@@ -94,5 +98,12 @@ void json_str(FILE *f, const char *s, size_t len);
 #define json_cstr(f, s) json_str((f), (s), strlen(s))
 
 const char *path_basename(const char *path);
+
+/* ---- color.c ---- */
+/* Whether f gets colour: a terminal, and NO_COLOR unset or empty. */
+bool cli_colour(FILE *f);
+enum cli_colour { C_RESET, C_PASS, C_FAIL, C_WARN, C_BOLD };
+/* The escape sequence for c, or "" when f gets no colour. */
+const char *cli_paint(FILE *f, enum cli_colour c);
 
 #endif

@@ -4,7 +4,7 @@
 CLI := $(BUILD)/gpumemtrace
 CLI_SRCS := $(wildcard cli/*.c) lib/reader.c lib/crc32c.c lib/symbolize.c
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/cli/%.o,$(CLI_SRCS))
-CLI_LIBS := -ldw -lelf
+CLI_LIBS := -ldw -lelf -lz -lm
 
 $(BUILD)/obj/cli/%.o: %.c
 	@mkdir -p $(dir $@)

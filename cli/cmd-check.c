@@ -289,7 +289,8 @@ static void print_line(FILE *f, const struct check_result *r, const struct check
 		snprintf(dev, sizeof(dev), "device %" PRId64, r->device);
 	else
 		snprintf(dev, sizeof(dev), "all devices");
-	fprintf(f, "%s  %-15s %-10s %s: ", r->pass ? "PASS" : "FAIL", check_name[r->kind], dev,
+	fprintf(f, "%s%s%s  %-15s %-10s %s: ", cli_paint(f, r->pass ? C_PASS : C_FAIL),
+		r->pass ? "PASS" : "FAIL", cli_paint(f, C_RESET), check_name[r->kind], dev,
 		r->trace);
 	switch (r->kind) {
 	case CK_PEAK:

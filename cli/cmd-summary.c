@@ -376,11 +376,14 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 	FILE *f = stdout;
 	const struct trace *t = &s->t;
 	char b1[32], b2[32], b3[32], b4[32];
-	fprintf(f, "trace     %s (format %u, %s)\n", s->path, (unsigned)s->hdr->version,
+	fprintf(f, "%strace%s     %s (format %u, %s%s%s)\n", cli_paint(f, C_BOLD),
+		cli_paint(f, C_RESET), s->path, (unsigned)s->hdr->version,
+		cli_paint(f, in->complete ? C_RESET : C_WARN),
 		in->complete		       ? "complete"
 		: in->stop == GMT_STOP_TORN    ? "INCOMPLETE: torn tail"
 		: in->stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
-					       : "INCOMPLETE: no trailer");
+					       : "INCOMPLETE: no trailer",
+		cli_paint(f, C_RESET));
 	fprintf(f, "process   pid %" PRIu64, t->has_process ? t->pid : (uint64_t)s->hdr->pid);
 	if (t->has_process)
 		fprintf(f, " (ppid %" PRIu64 "): %s", t->ppid, t->command);

@@ -13,6 +13,8 @@ struct command {
 };
 
 static const struct command commands[] = {
+    {"run", cmd_run,
+     "run a command under the tracer, then print its summary (and gate with --check-max-peak)"},
     {"dump", cmd_dump, "print every record of a trace, one per line"},
     {"summary", cmd_summary, "peak device memory, calls, failures, top allocation sites"},
     {"top", cmd_top,
@@ -27,6 +29,11 @@ static const struct command commands[] = {
     {"check", cmd_check, "CI gate: peak, live-at-end and regression limits; exit 1 when one fails"},
     {"accounting", cmd_accounting,
      "nvidia-smi against the trace: traced, contexts, unexplained, the likely route"},
+    {"plot", cmd_plot,
+     "SVG timeline of live bytes per device: kinds or libraries, peak, OOMs, phases"},
+    {"flamegraph", cmd_flamegraph,
+     "interactive flame graph (SVG/HTML) or folded stacks of live bytes"},
+    {"export", cmd_export, "convert a trace: Perfetto/Chrome JSON, CSV, or pprof"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -108,6 +108,8 @@ static void level_sub(struct rp_level *lv, uint64_t bytes)
 
 static void account(struct replay *rp, const struct rp_live *l, int add, uint64_t time)
 {
+	if (rp->on_change)
+		rp->on_change(rp->on_change_ctx, l, add);
 	struct rp_level *lv[2] = {&rp->buckets[l->bucket], NULL};
 	if (l->bucket == BK_DEVICE)
 		lv[1] = &replay_dev(rp, l->device)->lv;

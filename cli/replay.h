@@ -76,6 +76,10 @@ struct replay {
 	uint64_t seq;		  /* events applied */
 	uint64_t unmatched_frees; /* frees of addresses not live (lost or untraced allocations) */
 	uint64_t replaced;	  /* allocations of an already-live address or handle */
+	/* Optional: told whenever an allocation starts or stops counting, so
+	 * plot/flamegraph/export can split the bytes by their own groups. */
+	void (*on_change)(void *ctx, const struct rp_live *l, bool counted);
+	void *on_change_ctx;
 };
 
 /* The bucket an allocation of this GMT_KIND_* counts in (aux: a

@@ -123,7 +123,8 @@ static void configure_locked(void)
 		return;
 	}
 	gmt_settings_load(&g.set);
-	if (g.set.disabled) {
+	/* `gpumemtrace run --no-follow`: descendants inherit LD_PRELOAD but stay inert. */
+	if (g.set.disabled || (g.set.pid_only && g.set.pid_only != getpid())) {
 		set_state(ST_OFF);
 		return;
 	}
@@ -696,7 +697,9 @@ static void fork_child(void)
 	g.stop = 0;
 	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
 	g.pid = getpid();
-	if (g.state == ST_ACTIVE || g.state == ST_FINISHED)
+	if (g.set.pid_only && g.set.pid_only != g.pid)
+		set_state(ST_OFF);
+	else if (g.state == ST_ACTIVE || g.state == ST_FINISHED)
 		set_state(ST_IDLE);
 	pthread_mutex_unlock(&g.notes_lock);
 	pthread_mutex_unlock(&g.setup_lock);

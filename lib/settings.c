@@ -30,4 +30,5 @@ void gmt_settings_load(struct gmt_settings *s)
 	s->symbolize = (int)env_long("GPUMEMTRACE_SYMBOLIZE", 1, 0, 1);
 	s->disabled = (int)env_long("GPUMEMTRACE_DISABLE", 0, 0, 1);
 	s->python = (int)env_long("GPUMEMTRACE_PYTHON", 1, 0, 1);
+	s->pid_only = env_long("GPUMEMTRACE_PID_ONLY", 0, 0, 0x7fffffff);
 }

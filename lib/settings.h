@@ -14,6 +14,7 @@ struct gmt_settings {
 	int symbolize;		     /* GPUMEMTRACE_SYMBOLIZE, 0 or 1, default 1 */
 	int disabled;		     /* GPUMEMTRACE_DISABLE=1 */
 	int python;		     /* GPUMEMTRACE_PYTHON, 0 or 1, default 1 */
+	long pid_only; /* GPUMEMTRACE_PID_ONLY: trace only this pid (0: every process) */
 };
 
 #define GMT_MAX_STACK_DEPTH 256

@@ -14,6 +14,11 @@ packages=(
 	libelf-dev
 	python3           # JSON checks in the integration tests
 	binutils          # nm, for the export-list test
+	zlib1g-dev        # gzip for 'gpumemtrace export --format pprof'
+	librsvg2-bin      # rsvg-convert: the plot and flamegraph tests render SVG to PNG
+	protobuf-compiler # protoc: the pprof export test decodes the profile
+	pkg-config        # the install test checks gpumemtrace.pc
+	groff-base        # the install test checks the man pages
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -9,4 +9,32 @@ done
 LD_PRELOAD=$PWD/inst/lib/libgpumemtrace.so LD_LIBRARY_PATH=$SIM_DIR "$PROG_DIR/life" exit 4
 inst/bin/gpumemtrace summary --json "$(the_trace)" >s.json
 expect_eq "events" "$(json s.json 'd["events"]')" 6
+
+# DESTDIR staging: pkg-config, man pages, completion, and run finds the library.
+make -s -C "$root" BUILD="$BUILD" install PREFIX=/usr/local DESTDIR="$PWD/stage" >make2.log 2>&1 || fail "$(tail make2.log)"
+s=$PWD/stage/usr/local
+for f in lib/pkgconfig/gpumemtrace.pc share/man/man1/gpumemtrace.1 share/man/man7/gpumemtrace.7 \
+	share/bash-completion/completions/gpumemtrace; do
+	[ -f "$s/$f" ] || fail "missing $f"
+done
+if command -v pkg-config >/dev/null; then
+	expect_eq "pkg-config" "$(echo $(PKG_CONFIG_PATH=$s/lib/pkgconfig pkg-config --cflags --libs gpumemtrace))" \
+		"-I/usr/local/include -L/usr/local/lib -lgpumemtrace"
+fi
+if command -v groff >/dev/null; then
+	for m in "$s/share/man/man1/gpumemtrace.1" "$s/share/man/man7/gpumemtrace.7"; do
+		w=$(groff -man -Tutf8 -ww -z "$m" 2>&1) || fail "groff $m"
+		[ -z "$w" ] || fail "groff warnings in $m: $w"
+	done
+	groff -man -Tutf8 "$s/share/man/man1/gpumemtrace.1" 2>/dev/null | grep -q "flamegraph" || fail "man page lacks flamegraph"
+fi
+# the completion script loads and completes commands and options
+out=$(bash -c '. "$1"; COMP_WORDS=(gpumemtrace fl); COMP_CWORD=1; _gpumemtrace; echo "${COMPREPLY[*]}";
+	COMP_WORDS=(gpumemtrace export --f); COMP_CWORD=2; _gpumemtrace; echo "${COMPREPLY[*]}";
+	COMP_WORDS=(gpumemtrace export --format ""); COMP_CWORD=3; _gpumemtrace; echo "${COMPREPLY[*]}"' _ \
+	"$s/share/bash-completion/completions/gpumemtrace") || fail "completion script"
+expect_eq "completion" "$(echo $out)" "flamegraph --format perfetto csv pprof"
+# the installed CLI finds the installed library by its own path
+LD_LIBRARY_PATH=$SIM_DIR inst/bin/gpumemtrace run -q -o run.gmt -- "$PROG_DIR/life" exit 2 2>run.err || fail "run: $(cat run.err)"
+[ -f run.gmt ] || fail "installed run wrote no trace"
 echo ok

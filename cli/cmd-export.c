@@ -1,0 +1,601 @@
+/* gpumemtrace export: a trace in the formats other tools read: Perfetto /
+ * Chrome Trace Event JSON, CSV, and gzipped pprof profile.proto. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "cli.h"
+#include "snapshot.h"
+#include "trace.h"
+
+#define CMD "export"
+
+static const char help[] =
+    "usage: gpumemtrace export --format perfetto|csv|pprof [-o FILE] TRACE\n"
+    "\n"
+    "formats:\n"
+    "  perfetto  Chrome Trace Event JSON: a counter track per device with its\n"
+    "            kinds of memory, the NVML process usage as a counter, phases\n"
+    "            (NVTX ranges) as slices per thread, marks and failed\n"
+    "            allocations (OOMs) as instant events. Opens in\n"
+    "            https://ui.perfetto.dev and chrome://tracing.\n"
+    "  csv       one row per event: time_s, tid, device, api, result, ptr, size,\n"
+    "            stack, function, file, line, library (the allocation site).\n"
+    "  pprof     gzipped profile.proto of device memory by stack, with sample\n"
+    "            types alloc_objects, alloc_space (every allocation of the run)\n"
+    "            and inuse_objects, inuse_space (live at the end, or --at peak),\n"
+    "            for 'go tool pprof' and the tools that read it.\n"
+    "\n"
+    "options:\n"
+    "  -f, --format FORMAT   perfetto, csv or pprof (required)\n"
+    "  -o, --output FILE     write to FILE (default stdout; pprof needs a file\n"
+    "                        unless stdout is redirected)\n"
+    "  --at peak|end         pprof: the moment of the inuse samples (default end)\n"
+    "\n"
+    "examples:\n"
+    "  gpumemtrace export --format perfetto run.gmt -o run.json   # ui.perfetto.dev\n"
+    "  gpumemtrace export --format csv run.gmt > events.csv\n"
+    "  gpumemtrace export --format pprof run.gmt -o mem.pb.gz && go tool pprof -top mem.pb.gz\n";
+
+/* ---- perfetto ---------------------------------------------------------- */
+
+struct pf {
+	FILE *f;
+	struct trace *t;
+	struct replay rp;
+	uint64_t cur[64][DK_COUNT]; /* per device ordinal below 64 */
+	bool dirty[64];
+	bool first;
+};
+
+static void pf_sep(struct pf *p)
+{
+	fputs(p->first ? "\n" : ",\n", p->f);
+	p->first = false;
+}
+
+static double pf_us(const struct trace *t, uint64_t ns)
+{
+	return (double)trace_rel(t, ns) / 1000.0;
+}
+
+static void pf_change(void *ctx, const struct rp_live *l, bool counted)
+{
+	struct pf *p = ctx;
+	int k = dev_kind_of(l);
+	if (k < 0 || l->device < 0 || l->device >= 64)
+		return;
+	uint64_t *v = &p->cur[l->device][k];
+	*v = counted ? *v + l->size : *v - (l->size < *v ? l->size : *v);
+	p->dirty[l->device] = true;
+}
+
+static void pf_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	struct pf *p = ctx;
+	replay_apply(&p->rp, e);
+	for (int d = 0; d < 64; d++) {
+		if (!p->dirty[d])
+			continue;
+		p->dirty[d] = false;
+		pf_sep(p);
+		fprintf(p->f,
+			"{\"name\":\"GPU %d memory\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%" PRIu64
+			",\"args\":{",
+			d, pf_us(p->t, e->time_ns), p->t->pid);
+		for (int k = 0; k < DK_COUNT; k++)
+			fprintf(p->f, "%s\"%s\":%" PRIu64, k ? "," : "", dev_kind_key[k],
+				p->cur[d][k]);
+		fputs("}}", p->f);
+	}
+	const struct api_info *a = api_lookup(e->api);
+	bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);
+	if (failed && a && a->op == GMT_OP_ALLOC) {
+		char sz[32], site[512] = "";
+		struct trace_frame fr;
+		if (trace_site(p->t, e->stack_id, &fr))
+			trace_frame_text(&fr, site, sizeof(site));
+		const char *res = result_name(e->api, e->result);
+		pf_sep(p);
+		fprintf(p->f,
+			"{\"name\":\"OOM: %s %s\",\"cat\":\"oom\",\"ph\":\"i\",\"s\":\"p\","
+			"\"ts\":%.3f,\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"args\":{\"api\":",
+			api_name(e->api), fmt_size(sz, e->size), pf_us(p->t, e->time_ns), p->t->pid,
+			e->tid);
+		json_cstr(p->f, api_name(e->api));
+		fprintf(p->f, ",\"size\":%" PRIu64 ",\"device\":%" PRId64 ",\"result\":", e->size,
+			e->device);
+		if (res)
+			json_cstr(p->f, res);
+		else
+			fprintf(p->f, "%" PRIu64, e->result);
+		fputs(",\"site\":", p->f);
+		json_cstr(p->f, site);
+		fputs("}}", p->f);
+	}
+}
+
+static int export_perfetto(FILE *f, struct trace *t)
+{
+	struct pf p = {.f = f, .t = t, .first = true};
+	fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f);
+	pf_sep(&p);
+	fprintf(f,
+		"{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRIu64 ",\"args\":{\"name\":",
+		t->pid);
+	char label[512];
+	snprintf(label, sizeof(label), "%s (pid %" PRIu64 ")",
+		 t->command && *t->command ? t->command : "process", t->pid);
+	json_cstr(f, label);
+	fputs("}}", f);
+	/* thread names for the threads that have phases */
+	for (size_t i = 0; i < t->nranges; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = t->ranges[j].tid == t->ranges[i].tid;
+		if (seen)
+			continue;
+		pf_sep(&p);
+		fprintf(f,
+			"{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu64
+			",\"tid\":%d,\"args\":{\"name\":\"thread %d\"}}",
+			t->pid, t->ranges[i].tid, t->ranges[i].tid);
+	}
+	replay_init(&p.rp);
+	p.rp.on_change = pf_change;
+	p.rp.on_change_ctx = &p;
+	int rc = trace_replay(t, NULL, pf_event, &p);
+	replay_free(&p.rp);
+	for (size_t i = 0; i < t->nranges; i++) {
+		const struct trace_range *r = &t->ranges[i];
+		static const char *const ph[] = {"", "B", "E", "b", "e", "i"};
+		if (r->op < GMT_RANGE_PUSH || r->op > GMT_RANGE_MARK)
+			continue;
+		pf_sep(&p);
+		fprintf(f,
+			"{\"ph\":\"%s\",\"cat\":\"%s\",\"ts\":%.3f,\"pid\":%" PRIu64 ",\"tid\":%d",
+			ph[r->op], r->source == GMT_RANGE_SRC_NVTX ? "nvtx" : "gpumemtrace",
+			pf_us(t, r->time_ns), t->pid, r->tid);
+		if (r->op != GMT_RANGE_POP) {
+			fputs(",\"name\":", f);
+			json_cstr(f, r->text && *r->text ? r->text : "range");
+		}
+		if (r->op == GMT_RANGE_START || r->op == GMT_RANGE_END)
+			fprintf(f, ",\"id\":\"0x%" PRIx64 "\"", r->id);
+		if (r->op == GMT_RANGE_MARK)
+			fputs(",\"s\":\"t\"", f);
+		fputs("}", f);
+	}
+	for (size_t i = 0; i < t->nsamples; i++) {
+		const struct trace_sample *s = &t->samples[i];
+		if (!s->process_known)
+			continue;
+		pf_sep(&p);
+		fprintf(f,
+			"{\"name\":\"GPU %" PRId64 " NVML process usage\",\"ph\":\"C\",\"ts\":%.3f,"
+			"\"pid\":%" PRIu64 ",\"args\":{\"bytes\":%" PRIu64 "}}",
+			s->device, pf_us(t, s->time_ns), t->pid, s->process_used_bytes);
+	}
+	fputs("\n]}\n", f);
+	return rc;
+}
+
+/* ---- csv --------------------------------------------------------------- */
+
+static void csv_field(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void csv_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	struct trace *t = ((void **)ctx)[0];
+	FILE *f = ((void **)ctx)[1];
+	const char *res = e->result ? result_name(e->api, e->result) : "0";
+	char num[32];
+	if (!res) {
+		snprintf(num, sizeof(num), "%" PRIu64, e->result);
+		res = num;
+	}
+	fprintf(f, "%.9f,%" PRIu64 ",%" PRId64 ",", (double)trace_rel(t, e->time_ns) / 1e9, e->tid,
+		e->device);
+	csv_field(f, api_name(e->api));
+	fputc(',', f);
+	csv_field(f, res);
+	fprintf(f, ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64 ",", e->ptr, e->size, e->stack_id);
+	struct trace_frame fr;
+	if (e->stack_id && trace_site(t, e->stack_id, &fr)) {
+		csv_field(f, fr.function ? fr.function : "");
+		fputc(',', f);
+		csv_field(f, fr.file ? fr.file : "");
+		if (fr.line)
+			fprintf(f, ",%" PRIu64 ",", fr.line);
+		else
+			fputs(",,", f);
+		csv_field(f, trace_library(t, e->stack_id));
+	} else {
+		fputs(",,,", f);
+	}
+	fputc('\n', f);
+}
+
+static int export_csv(FILE *f, struct trace *t)
+{
+	fputs("time_s,tid,device,api,result,ptr,size,stack,function,file,line,library\n", f);
+	void *ctx[2] = {t, f};
+	return trace_replay(t, NULL, csv_event, ctx);
+}
+
+/* ---- pprof ------------------------------------------------------------- */
+
+struct buf {
+	uint8_t *p;
+	size_t n, cap;
+};
+
+static void put(struct buf *b, const void *d, size_t n)
+{
+	while (b->n + n > b->cap) {
+		b->cap = b->cap ? 2 * b->cap : 256;
+		b->p = xrealloc(b->p, b->cap);
+	}
+	memcpy(b->p + b->n, d, n);
+	b->n += n;
+}
+
+static void varint(struct buf *b, uint64_t v)
+{
+	uint8_t x[10];
+	size_t n = 0;
+	do {
+		x[n] = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			x[n] |= 0x80;
+		n++;
+	} while (v);
+	put(b, x, n);
+}
+
+static void field_u(struct buf *b, int field, uint64_t v)
+{
+	varint(b, (uint64_t)field << 3);
+	varint(b, v);
+}
+
+static void field_bytes(struct buf *b, int field, const void *d, size_t n)
+{
+	varint(b, (uint64_t)field << 3 | 2);
+	varint(b, n);
+	put(b, d, n);
+}
+
+struct strtab {
+	struct strent {
+		UT_hash_handle hh;
+		char *s;
+		uint64_t id;
+	} * map;
+	struct buf out; /* the string_table fields, in id order */
+	uint64_t n;
+};
+
+static uint64_t str_id(struct strtab *st, const char *s)
+{
+	struct strent *e;
+	HASH_FIND_STR(st->map, s, e);
+	if (e)
+		return e->id;
+	e = xcalloc(1, sizeof(*e));
+	e->s = xstrdup(s);
+	e->id = st->n++;
+	HASH_ADD_KEYPTR(hh, st->map, e->s, strlen(e->s), e);
+	field_bytes(&st->out, 6, s, strlen(s));
+	return e->id;
+}
+
+struct pp_stack {
+	UT_hash_handle hh;
+	uint64_t stack_id;
+	int64_t v[4]; /* alloc_objects, alloc_space, inuse_objects, inuse_space */
+};
+
+struct pp_id {
+	UT_hash_handle hh;
+	char *key;
+	uint64_t id;
+};
+
+struct pp {
+	struct trace *t;
+	struct pp_stack *stacks;
+	struct replay rp;
+};
+
+static struct pp_stack *pp_get(struct pp *p, uint64_t stack_id)
+{
+	struct pp_stack *s;
+	HASH_FIND(hh, p->stacks, &stack_id, sizeof(stack_id), s);
+	if (!s) {
+		s = xcalloc(1, sizeof(*s));
+		s->stack_id = stack_id;
+		HASH_ADD(hh, p->stacks, stack_id, sizeof(s->stack_id), s);
+	}
+	return s;
+}
+
+static void pp_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	struct pp *p = ctx;
+	const struct api_info *a = api_lookup(e->api);
+	if (!a || a->op != GMT_OP_ALLOC || e->result || (e->flags & GMT_EV_FAILED) ||
+	    replay_kind_bucket(a->kind, e->aux) != BK_DEVICE)
+		return;
+	struct pp_stack *s = pp_get(p, e->stack_id);
+	s->v[0]++;
+	s->v[1] += (int64_t)e->size;
+}
+
+static void pp_live(void *ctx, const struct rp_live *l)
+{
+	struct pp_stack *s = pp_get(ctx, l->stack_id);
+	s->v[2]++;
+	s->v[3] += (int64_t)l->size;
+}
+
+/* An id for key in table (1-based); *fresh tells whether it is new. */
+static uint64_t pp_intern(struct pp_id **table, const char *key, uint64_t *next, bool *fresh)
+{
+	struct pp_id *e;
+	HASH_FIND_STR(*table, key, e);
+	*fresh = !e;
+	if (e)
+		return e->id;
+	e = xcalloc(1, sizeof(*e));
+	e->key = xstrdup(key);
+	e->id = ++*next;
+	HASH_ADD_KEYPTR(hh, *table, e->key, strlen(e->key), e);
+	return e->id;
+}
+
+static void pp_free_ids(struct pp_id **table)
+{
+	struct pp_id *e, *tmp;
+	HASH_ITER(hh, *table, e, tmp)
+	{
+		HASH_DEL(*table, e);
+		free(e->key);
+		free(e);
+	}
+}
+
+static void value_type(struct buf *out, struct strtab *st, int field, const char *type,
+		       const char *unit)
+{
+	struct buf m = {0};
+	field_u(&m, 1, str_id(st, type));
+	field_u(&m, 2, str_id(st, unit));
+	field_bytes(out, field, m.p, m.n);
+	free(m.p);
+}
+
+static int export_pprof(FILE *f, struct trace *t, bool at_end)
+{
+	struct pp p = {.t = t};
+	int rc = trace_replay(t, NULL, pp_event, &p);
+	uint64_t when = 0;
+	if (rc < 0)
+		rc = snapshot_live(t, at_end, pp_live, &p, &when);
+	if (rc >= 0)
+		goto out;
+
+	struct strtab st = {0};
+	struct buf prof = {0}, locs = {0}, funcs = {0}, maps = {0};
+	struct pp_id *loc_ids = NULL, *fn_ids = NULL, *map_ids = NULL;
+	uint64_t nloc = 0, nfn = 0, nmap = 0;
+	str_id(&st, "");
+	value_type(&prof, &st, 1, "alloc_objects", "count");
+	value_type(&prof, &st, 1, "alloc_space", "bytes");
+	value_type(&prof, &st, 1, "inuse_objects", "count");
+	value_type(&prof, &st, 1, "inuse_space", "bytes");
+
+	struct pp_stack *s, *tmp;
+	HASH_ITER(hh, p.stacks, s, tmp)
+	{
+		struct buf sample = {0}, ids = {0}, vals = {0};
+		int depth = trace_stack_depth(t, s->stack_id);
+		for (int d = 0; d < depth; d++) { /* leaf first, as pprof wants */
+			struct trace_frame fr;
+			if (!trace_frame(t, s->stack_id, d, &fr))
+				continue;
+			char key[64], name[512], text[600];
+			bool fresh;
+			snprintf(key, sizeof(key), "%" PRIx64, fr.ip);
+			uint64_t lid = pp_intern(&loc_ids, key, &nloc, &fresh);
+			varint(&ids, lid);
+			if (!fresh)
+				continue;
+			uint64_t mid = 0;
+			if (fr.module) {
+				snprintf(text, sizeof(text), "%" PRIu64, fr.module->id);
+				mid = pp_intern(&map_ids, text, &nmap, &fresh);
+				if (fresh) {
+					struct buf m = {0};
+					field_u(&m, 1, mid);
+					field_u(&m, 2, fr.module->start);
+					field_u(&m, 3, fr.module->end);
+					field_u(&m, 4, fr.module->start - fr.module->bias);
+					field_u(&m, 5, str_id(&st, fr.module->path));
+					field_bytes(&maps, 3, m.p, m.n);
+					free(m.p);
+				}
+			}
+			if (fr.function)
+				snprintf(name, sizeof(name), "%s", fr.function);
+			else
+				trace_frame_text(&fr, name, sizeof(name));
+			snprintf(text, sizeof(text), "%s\x1f%s", name, fr.file ? fr.file : "");
+			uint64_t fid = pp_intern(&fn_ids, text, &nfn, &fresh);
+			if (fresh) {
+				struct buf m = {0};
+				field_u(&m, 1, fid);
+				field_u(&m, 2, str_id(&st, name));
+				field_u(&m, 3, str_id(&st, name));
+				field_u(&m, 4, str_id(&st, fr.file ? fr.file : ""));
+				field_bytes(&funcs, 5, m.p, m.n);
+				free(m.p);
+			}
+			struct buf loc = {0}, line = {0};
+			field_u(&loc, 1, lid);
+			if (mid)
+				field_u(&loc, 2, mid);
+			if (!fr.python)
+				field_u(&loc, 3, fr.ip);
+			field_u(&line, 1, fid);
+			field_u(&line, 2, fr.line);
+			field_bytes(&loc, 4, line.p, line.n);
+			field_bytes(&locs, 4, loc.p, loc.n);
+			free(loc.p);
+			free(line.p);
+		}
+		for (int k = 0; k < 4; k++)
+			varint(&vals, (uint64_t)s->v[k]);
+		if (ids.n)
+			field_bytes(&sample, 1, ids.p, ids.n);
+		field_bytes(&sample, 2, vals.p, vals.n);
+		field_bytes(&prof, 2, sample.p, sample.n);
+		free(sample.p);
+		free(ids.p);
+		free(vals.p);
+	}
+	if (maps.n)
+		put(&prof, maps.p, maps.n);
+	if (locs.n)
+		put(&prof, locs.p, locs.n);
+	if (funcs.n)
+		put(&prof, funcs.p, funcs.n);
+	uint64_t end = trace_end_ns(t);
+	field_u(&prof, 9, t->start_wall_ns);
+	field_u(&prof, 10, end > t->hdr.start_mono_ns ? end - t->hdr.start_mono_ns : 0);
+	value_type(&prof, &st, 11, "space", "bytes");
+	field_u(&prof, 14, str_id(&st, "inuse_space"));
+	put(&prof, st.out.p, st.out.n); /* after the last str_id */
+
+	/* gzip: windowBits 15 + 16 asks zlib for the gzip wrapper */
+	z_stream z = {0};
+	rc = -1;
+	if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK) {
+		cli_error(CMD, "cannot compress: zlib failed to start");
+		rc = EXIT_INPUT;
+	} else {
+		size_t cap = deflateBound(&z, prof.n) + 64;
+		uint8_t *gz = xrealloc(NULL, cap);
+		z.next_in = prof.p;
+		z.avail_in = (uInt)prof.n;
+		z.next_out = gz;
+		z.avail_out = (uInt)cap;
+		if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
+			cli_error(CMD, "cannot compress the profile");
+			rc = EXIT_INPUT;
+		} else {
+			fwrite(gz, 1, cap - z.avail_out, f);
+		}
+		deflateEnd(&z);
+		free(gz);
+	}
+	free(prof.p);
+	free(locs.p);
+	free(funcs.p);
+	free(maps.p);
+	free(st.out.p);
+	struct strent *e, *et;
+	HASH_ITER(hh, st.map, e, et)
+	{
+		HASH_DEL(st.map, e);
+		free(e->s);
+		free(e);
+	}
+	pp_free_ids(&loc_ids);
+	pp_free_ids(&fn_ids);
+	pp_free_ids(&map_ids);
+out:
+	HASH_ITER(hh, p.stacks, s, tmp)
+	{
+		HASH_DEL(p.stacks, s);
+		free(s);
+	}
+	return rc;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct trace_opt opts[] = {
+	    {"--format", "-f", true, false, NULL},
+	    {"--output", "-o", true, false, NULL},
+	    {"--at", NULL, true, false, NULL},
+	};
+	const char **paths = NULL;
+	int npaths = 0;
+	int rc = trace_args(argc, argv, help, opts, 3, &paths, &npaths);
+	if (rc >= 0)
+		return rc;
+	const char *fmt = opts[0].value, *out = opts[1].value;
+	bool at_end = true;
+	if (npaths != 1)
+		rc = cli_usage_error(CMD, "expected one TRACE, got %d", npaths);
+	else if (!fmt)
+		rc = cli_usage_error(CMD, "missing --format perfetto|csv|pprof");
+	else if (strcmp(fmt, "perfetto") && strcmp(fmt, "csv") && strcmp(fmt, "pprof"))
+		rc = cli_usage_error(CMD, "--format: want perfetto, csv or pprof, not '%s'", fmt);
+	else if (opts[2].set)
+		rc = snapshot_at_arg(CMD, opts[2].value, &at_end);
+	bool to_stdout = !out || strcmp(out, "-") == 0;
+	if (rc < 0 && strcmp(fmt, "pprof") == 0 && to_stdout && isatty(1))
+		rc = cli_usage_error(CMD, "pprof is binary: give -o FILE or redirect stdout");
+	if (rc >= 0) {
+		free(paths);
+		return rc;
+	}
+	struct trace t;
+	rc = trace_open(&t, CMD, paths[0]);
+	if (rc >= 0) {
+		free(paths);
+		return rc;
+	}
+	FILE *f = to_stdout ? stdout : fopen(out, "wb");
+	if (!f) {
+		cli_error(CMD, "cannot write %s: %m", out);
+		rc = EXIT_INPUT;
+	} else {
+		if (strcmp(fmt, "perfetto") == 0)
+			rc = export_perfetto(f, &t);
+		else if (strcmp(fmt, "csv") == 0)
+			rc = export_csv(f, &t);
+		else
+			rc = export_pprof(f, &t, at_end);
+		if (f != stdout && fclose(f) != 0 && rc < 0) {
+			cli_error(CMD, "cannot write %s: %m", out);
+			rc = EXIT_INPUT;
+		}
+	}
+	if (rc < 0)
+		rc = trace_finish(&t);
+	trace_close(&t);
+	free(paths);
+	return rc;
+}

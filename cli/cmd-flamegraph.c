@@ -1,0 +1,405 @@
+/* gpumemtrace flamegraph: live device bytes by stack at the peak or at the
+ * end, as an interactive SVG or HTML flame graph, or as folded stacks. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "snapshot.h"
+#include "trace.h"
+
+#define CMD "flamegraph"
+
+static const char help[] =
+    "usage: gpumemtrace flamegraph [OPTIONS] TRACE\n"
+    "\n"
+    "Shows the device memory live at the peak (all devices together), or at\n"
+    "the end, by call stack: the wider a frame, the more bytes were allocated\n"
+    "under it. Python frames appear where the trace has them. The SVG (or\n"
+    "HTML) is self-contained: click a frame to zoom, 'Search' to highlight,\n"
+    "'Reset zoom' to go back.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE   write to FILE; .html gives an HTML page, anything else\n"
+    "                      an SVG (default: SVG on stdout)\n"
+    "  --at peak|end       the moment to show (default peak)\n"
+    "  --folded            print folded stacks instead: 'outer;...;inner BYTES',\n"
+    "                      for flamegraph.pl, inferno and speedscope\n"
+    "\n"
+    "examples:\n"
+    "  gpumemtrace flamegraph gpumemtrace.1234.gmt -o flame.svg\n"
+    "  gpumemtrace flamegraph --at end run.gmt -o leaks.html\n"
+    "  gpumemtrace flamegraph --folded run.gmt | flamegraph.pl > flame.svg\n";
+
+struct node {
+	char *name;
+	uint64_t bytes;
+	struct node *child, *next;
+};
+
+struct fg {
+	struct trace *t;
+	struct node root;
+	bool multi_dev;
+	size_t nframes;
+};
+
+static struct node *child_named(struct node *n, const char *name)
+{
+	for (struct node *c = n->child; c; c = c->next)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	struct node *c = xcalloc(1, sizeof(*c));
+	c->name = xstrdup(name);
+	c->next = n->child;
+	n->child = c;
+	return c;
+}
+
+/* A frame's name: the function (Python: with its file), else module+offset. */
+static const char *frame_name(const struct trace_frame *f, char *buf, size_t size)
+{
+	if (f->python && f->function) {
+		snprintf(buf, size, "%s (%s)", f->function, f->file ? path_basename(f->file) : "?");
+		return buf;
+	}
+	if (f->function)
+		return f->function;
+	if (f->module)
+		snprintf(buf, size, "%s+0x%" PRIx64, f->module->library, f->ip - f->module->bias);
+	else
+		snprintf(buf, size, "0x%" PRIx64, f->ip);
+	return buf;
+}
+
+static void add_live(void *ctx, const struct rp_live *l)
+{
+	struct fg *g = ctx;
+	struct node *n = &g->root;
+	n->bytes += l->size;
+	if (g->multi_dev) {
+		char dev[32];
+		snprintf(dev, sizeof(dev), "device %" PRId64, l->device);
+		n = child_named(n, dev);
+		n->bytes += l->size;
+	}
+	int depth = trace_stack_depth(g->t, l->stack_id);
+	if (depth == 0) {
+		n = child_named(n, "(no stack)");
+		n->bytes += l->size;
+	}
+	for (int d = depth - 1; d >= 0; d--) {
+		struct trace_frame f;
+		char buf[256];
+		if (!trace_frame(g->t, l->stack_id, d, &f))
+			continue;
+		n = child_named(n, frame_name(&f, buf, sizeof(buf)));
+		n->bytes += l->size;
+	}
+}
+
+static void free_tree(struct node *n)
+{
+	for (struct node *c = n->child, *next; c; c = next) {
+		next = c->next;
+		free_tree(c);
+		free(c->name);
+		free(c);
+	}
+}
+
+/* Children by bytes, biggest first, then by name: the same picture every run. */
+static int cmp_node(const void *a, const void *b)
+{
+	const struct node *x = *(struct node *const *)a, *y = *(struct node *const *)b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static void sort_tree(struct node *n)
+{
+	size_t k = 0;
+	for (struct node *c = n->child; c; c = c->next)
+		k++;
+	if (k == 0)
+		return;
+	struct node **v = xcalloc(k, sizeof(*v));
+	k = 0;
+	for (struct node *c = n->child; c; c = c->next)
+		v[k++] = c;
+	qsort(v, k, sizeof(*v), cmp_node);
+	for (size_t i = 0; i < k; i++) {
+		v[i]->next = i + 1 < k ? v[i + 1] : NULL;
+		sort_tree(v[i]);
+	}
+	n->child = v[0];
+	free(v);
+}
+
+static int max_depth(const struct node *n)
+{
+	int d = 0;
+	for (const struct node *c = n->child; c; c = c->next) {
+		int x = 1 + max_depth(c);
+		if (x > d)
+			d = x;
+	}
+	return d;
+}
+
+/* ---- folded ------------------------------------------------------------ */
+
+static void folded(FILE *f, const struct node *n, char *path, size_t len, size_t cap)
+{
+	uint64_t below = 0;
+	for (const struct node *c = n->child; c; c = c->next) {
+		below += c->bytes;
+		size_t k = strlen(c->name);
+		if (len + k + 2 >= cap)
+			continue; /* absurdly deep: left out rather than cut */
+		size_t at = len;
+		if (len)
+			path[at++] = ';';
+		for (size_t i = 0; i < k; i++) /* ';' separates frames, ' ' the count */
+			path[at + i] = c->name[i] == ';' ? ':' : c->name[i];
+		path[at + k] = '\0';
+		folded(f, c, path, at + k, cap);
+		path[len] = '\0';
+	}
+	if (len && n->bytes > below)
+		fprintf(f, "%s %" PRIu64 "\n", path, n->bytes - below);
+}
+
+/* ---- SVG --------------------------------------------------------------- */
+
+#define FW	1200
+#define ROW	17
+#define PAD_TOP 70
+#define PAD	10
+
+static void xml_text(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			if ((unsigned char)*s >= 0x20)
+				fputc(*s, f);
+		}
+	}
+}
+
+/* Warm colours for native frames, blue for Python, grey for the CUDA
+ * libraries' own frames, hashed from the name so they stay put. */
+static void frame_colour(const char *name, char *buf, size_t size)
+{
+	unsigned h = 2166136261u;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	bool py = strstr(name, ".py)") != NULL;
+	bool cuda = strncmp(name, "cuda", 4) == 0 || strncmp(name, "cu", 2) == 0;
+	if (py)
+		snprintf(buf, size, "rgb(%u,%u,%u)", 80 + h % 50, 140 + (h >> 8) % 60, 220);
+	else if (cuda)
+		snprintf(buf, size, "rgb(%u,%u,%u)", 170 + h % 30, 170 + h % 30, 180 + h % 30);
+	else
+		snprintf(buf, size, "rgb(%u,%u,%u)", 225 + h % 30, 90 + (h >> 8) % 110,
+			 40 + (h >> 16) % 40);
+}
+
+static void svg_nodes(FILE *f, const struct node *n, uint64_t total, double x, int depth,
+		      int height)
+{
+	double wpx = FW - 2 * PAD;
+	double w = (double)n->bytes / (double)total * wpx;
+	if (w < 0.3)
+		return;
+	char colour[48], sz[32];
+	const char *name = depth == 0 ? "all" : n->name;
+	frame_colour(name, colour, sizeof(colour));
+	double y = height - 30 - (double)(depth + 1) * ROW;
+	fprintf(f, "<g class=\"frame\"><title>");
+	xml_text(f, name);
+	fprintf(f,
+		" (%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
+		"fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
+		fmt_size(sz, n->bytes), 100.0 * (double)n->bytes / (double)total, x, y, w, ROW - 1,
+		colour, x + 3, y + ROW - 5);
+	/* the label fitted without the script too (7 px a character), so a PNG reads */
+	int fits = (int)((w - 6) / 7);
+	size_t len = strlen(name);
+	if (fits >= 3) {
+		char label[512];
+		if (len <= (size_t)fits || (size_t)fits >= sizeof(label))
+			snprintf(label, sizeof(label), "%s", name);
+		else
+			snprintf(label, sizeof(label), "%.*s..", fits - 2, name);
+		xml_text(f, label);
+	}
+	fputs("</text></g>\n", f);
+	for (const struct node *c = n->child; c; c = c->next) {
+		svg_nodes(f, c, total, x, depth + 1, height);
+		x += (double)c->bytes / (double)total * wpx;
+	}
+}
+
+/* Our own small viewer: fits labels to their boxes, zooms into a frame by
+ * rescaling the frames above it, and highlights a search. */
+static const char script[] =
+    "<script type=\"text/ecmascript\"><![CDATA[\n"
+    "(function(){\n"
+    "var svg=document.getElementById('fg-svg')||document.documentElement;\n"
+    "var W=+svg.getAttribute('data-width'),PAD=+svg.getAttribute('data-pad');\n"
+    "var frames=[].slice.call(svg.querySelectorAll('g.frame'));\n"
+    "frames.forEach(function(g){var r=g.querySelector('rect');\n"
+    " g.ox=+r.getAttribute('x');g.ow=+r.getAttribute('width');g.oy=+r.getAttribute('y');\n"
+    " g.label=g.querySelector('title').textContent.replace(/ \\([^()]*%\\)$/,'');});\n"
+    "function fit(g){var t=g.querySelector('text'),r=g.querySelector('rect');\n"
+    " var w=+r.getAttribute('width'),n=Math.floor((w-6)/7);\n"
+    " t.setAttribute('x',+r.getAttribute('x')+3);\n"
+    " t.textContent=n<3?'':(g.label.length<=n?g.label:g.label.slice(0,n-2)+'..');}\n"
+    "function show(x0,w0,y0){var s=(W-2*PAD)/w0;frames.forEach(function(g){\n"
+    " var r=g.querySelector('rect'),inside=g.ox+g.ow>x0+1e-6&&g.ox<x0+w0-1e-6;\n"
+    " if(!inside){g.style.display='none';return;}\n"
+    " g.style.display='';var x=PAD+(Math.max(g.ox,x0)-x0)*s,\n"
+    " w=(Math.min(g.ox+g.ow,x0+w0)-Math.max(g.ox,x0))*s;\n"
+    " r.setAttribute('x',x);r.setAttribute('width',Math.max(w,0));\n"
+    " g.style.opacity=g.oy>y0?0.45:1;fit(g);});}\n"
+    "frames.forEach(function(g){g.style.cursor='pointer';\n"
+    " g.addEventListener('click',function(){show(g.ox,g.ow,g.oy);\n"
+    "  document.getElementById('fg-reset').style.display='';});});\n"
+    "document.getElementById('fg-reset').addEventListener('click',function(){\n"
+    " show(PAD,W-2*PAD,1e9);this.style.display='none';});\n"
+    "document.getElementById('fg-search').addEventListener('click',function(){\n"
+    " var q=prompt('Search frames (a regular expression)','');if(q===null)return;\n"
+    " var re;try{re=new RegExp(q);}catch(e){return;}var tot=0,root=frames[0];\n"
+    " frames.forEach(function(g){var r=g.querySelector('rect');\n"
+    "  if(!g.orig)g.orig=r.getAttribute('fill');\n"
+    "  var m=q!==''&&re.test(g.label);r.setAttribute('fill',m?'rgb(230,0,230)':g.orig);});\n"
+    " var m=document.getElementById('fg-matched');\n"
+    " m.textContent=q===''?'':'matched: '+q;});\n"
+    "show(PAD,W-2*PAD,1e9);\n"
+    "})();\n"
+    "]]></script>\n";
+
+static void write_svg(FILE *f, struct fg *g, bool at_end, uint64_t when_ns, bool inline_html)
+{
+	int depth = max_depth(&g->root) + 1;
+	int height = PAD_TOP + depth * ROW + 40;
+	char sz[32], tbuf[32];
+	if (!inline_html)
+		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
+	fprintf(
+	    f,
+	    "<svg id=\"fg-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+	    "viewBox=\"0 0 %d %d\" data-width=\"%d\" data-pad=\"%d\" "
+	    "font-family=\"DejaVu Sans Mono, Menlo, monospace\" font-size=\"12\">\n"
+	    "<rect width=\"100%%\" height=\"100%%\" fill=\"#fdfdf8\"/>\n"
+	    "<text id=\"title\" x=\"%d\" y=\"24\" font-size=\"17\" font-weight=\"bold\" "
+	    "font-family=\"DejaVu Sans, Helvetica, sans-serif\">gpumemtrace: ",
+	    FW, height, FW, height, FW, PAD, PAD);
+	struct trace *t = g->t;
+	xml_text(f, t->command && *t->command ? t->command : "(unknown command)");
+	fputs(" on ", f);
+	xml_text(f, t->host && *t->host ? t->host : "(unknown host)");
+	fprintf(
+	    f,
+	    "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" fill=\"#555\" "
+	    "font-family=\"DejaVu Sans, Helvetica, sans-serif\">live device memory %s: %s, "
+	    "at %s</text>\n"
+	    "<text id=\"fg-search\" x=\"%d\" y=\"24\" text-anchor=\"end\" fill=\"#06c\" "
+	    "style=\"cursor:pointer\">Search</text>\n"
+	    "<text id=\"fg-reset\" x=\"%d\" y=\"44\" text-anchor=\"end\" fill=\"#06c\" "
+	    "style=\"cursor:pointer;display:none\">Reset zoom</text>\n"
+	    "<text id=\"fg-matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\"></text>\n",
+	    PAD, at_end ? "at the end" : "at the peak", fmt_size(sz, g->root.bytes),
+	    trace_fmt_time(tbuf, trace_rel(t, when_ns)), FW - PAD, FW - PAD, FW - PAD, height - 10);
+	if (g->root.bytes == 0)
+		fprintf(f, "<text x=\"%d\" y=\"%d\">no device memory was live then</text>\n", PAD,
+			PAD_TOP + 20);
+	else
+		svg_nodes(f, &g->root, g->root.bytes, PAD, 0, height);
+	fputs(script, f);
+	fputs("</svg>\n", f);
+}
+
+int cmd_flamegraph(int argc, char **argv)
+{
+	struct trace_opt opts[] = {
+	    {"--output", "-o", true, false, NULL},
+	    {"--at", NULL, true, false, NULL},
+	    {"--folded", NULL, false, false, NULL},
+	};
+	const char **paths = NULL;
+	int npaths = 0;
+	int rc = trace_args(argc, argv, help, opts, 3, &paths, &npaths);
+	if (rc >= 0)
+		return rc;
+	bool at_end = false;
+	if (npaths != 1)
+		rc = cli_usage_error(CMD, "expected one TRACE, got %d", npaths);
+	else
+		rc = snapshot_at_arg(CMD, opts[1].value, &at_end);
+	if (rc >= 0) {
+		free(paths);
+		return rc;
+	}
+	struct trace t;
+	rc = trace_open(&t, CMD, paths[0]);
+	if (rc >= 0) {
+		free(paths);
+		return rc;
+	}
+	struct fg g = {.t = &t, .root = {.name = "all"}};
+	g.multi_dev = t.ndevs > 1;
+	uint64_t when = 0;
+	rc = snapshot_live(&t, at_end, add_live, &g, &when);
+	if (rc < 0) {
+		sort_tree(&g.root);
+		const char *out = opts[0].value;
+		FILE *f = out && strcmp(out, "-") != 0 ? fopen(out, "w") : stdout;
+		if (!f) {
+			cli_error(CMD, "cannot write %s: %m", out);
+			rc = EXIT_INPUT;
+		} else {
+			size_t n = out ? strlen(out) : 0;
+			bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
+			if (opts[2].set) {
+				char path[8192] = "";
+				folded(f, &g.root, path, 0, sizeof(path));
+			} else if (html) {
+				fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+				      "<title>gpumemtrace flame graph</title></head>\n"
+				      "<body style=\"margin:0\">\n",
+				      f);
+				write_svg(f, &g, at_end, when, true);
+				fputs("</body></html>\n", f);
+			} else {
+				write_svg(f, &g, at_end, when, false);
+			}
+			if (f != stdout && fclose(f) != 0) {
+				cli_error(CMD, "cannot write %s: %m", out);
+				rc = EXIT_INPUT;
+			}
+		}
+	}
+	if (rc < 0)
+		rc = trace_finish(&t);
+	free_tree(&g.root);
+	trace_close(&t);
+	free(paths);
+	return rc;
+}

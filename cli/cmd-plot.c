@@ -1,0 +1,755 @@
+/* gpumemtrace plot: an SVG timeline of device memory, one panel per device,
+ * stacked by kind or library, with the peak, OOMs, phases and NVML usage. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "snapshot.h"
+#include "trace.h"
+
+#define CMD	"plot"
+#define NPTS	600 /* columns a trace is downsampled to (per-column max kept) */
+#define NGROUPS 10  /* stacked layers drawn; the rest join "other" */
+#define MAXG	64  /* groups tracked; beyond that they count as "other" */
+#define MAXOOM	200
+
+static const char help[] =
+    "usage: gpumemtrace plot [OPTIONS] TRACE\n"
+    "\n"
+    "Draws live device memory over time as a static SVG: one panel per device,\n"
+    "stacked by kind of memory (or by library), the peak marked and labelled,\n"
+    "failed allocations (OOMs) marked, NVTX/marker phases shaded, and the NVML\n"
+    "process usage as a line when the trace has samples. Long traces are\n"
+    "downsampled to 600 columns, each keeping its highest point, so the peak\n"
+    "is never lost.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE   write the SVG to FILE (default: stdout)\n"
+    "  --by kind|library   what the layers are (default kind)\n"
+    "  --device N          only device N\n"
+    "\n"
+    "examples:\n"
+    "  gpumemtrace plot gpumemtrace.1234.gmt -o memory.svg\n"
+    "  gpumemtrace plot --by library --device 0 run.gmt -o by-library.svg\n"
+    "  rsvg-convert memory.svg -o memory.png    # a PNG, for a slide or a ticket\n";
+
+struct column {
+	uint64_t total;
+	uint64_t g[MAXG];
+};
+
+struct panel {
+	int64_t ordinal;
+	uint64_t cur[MAXG], total;
+	struct column *cols;
+	int opened; /* columns filled so far */
+	uint64_t group_max[MAXG];
+};
+
+struct oom {
+	uint64_t time_ns, size;
+	int64_t device;
+};
+
+struct stack_group {
+	UT_hash_handle hh;
+	uint64_t stack_id;
+	int group;
+};
+
+struct plot {
+	struct trace *t;
+	struct replay rp;
+	bool by_library;
+	int64_t only_dev;
+	bool has_only_dev;
+	uint64_t t0, span; /* absolute start, ns covered */
+	uint64_t now;
+	struct panel *panels;
+	size_t npanels, panels_cap;
+	char *names[MAXG];
+	int ngroups;
+	struct stack_group *cache;
+	struct oom ooms[MAXOOM];
+	size_t nooms, ooms_dropped;
+};
+
+static struct panel *panel_for(struct plot *p, int64_t ordinal)
+{
+	for (size_t i = 0; i < p->npanels; i++)
+		if (p->panels[i].ordinal == ordinal)
+			return &p->panels[i];
+	GROW(p->panels, p->npanels, p->panels_cap);
+	struct panel *pn = &p->panels[p->npanels++];
+	memset(pn, 0, sizeof(*pn));
+	pn->ordinal = ordinal;
+	pn->cols = xcalloc(NPTS, sizeof(*pn->cols));
+	return pn;
+}
+
+static int group_named(struct plot *p, const char *name)
+{
+	for (int i = 0; i < p->ngroups; i++)
+		if (strcmp(p->names[i], name) == 0)
+			return i;
+	if (p->ngroups == MAXG - 1) /* the last slot is "other" */
+		return MAXG - 1;
+	p->names[p->ngroups] = xstrdup(name);
+	return p->ngroups++;
+}
+
+static int group_of(struct plot *p, const struct rp_live *l)
+{
+	if (!p->by_library)
+		return dev_kind_of(l);
+	struct stack_group *sg;
+	HASH_FIND(hh, p->cache, &l->stack_id, sizeof(l->stack_id), sg);
+	if (sg)
+		return sg->group;
+	sg = xcalloc(1, sizeof(*sg));
+	sg->stack_id = l->stack_id;
+	sg->group = group_named(p, trace_library(p->t, l->stack_id));
+	HASH_ADD(hh, p->cache, stack_id, sizeof(sg->stack_id), sg);
+	return sg->group;
+}
+
+static int column_at(const struct plot *p, uint64_t time_ns)
+{
+	uint64_t rel = time_ns > p->t0 ? time_ns - p->t0 : 0;
+	uint64_t c = p->span ? (uint64_t)((double)rel / (double)p->span * NPTS) : 0;
+	return c >= NPTS ? NPTS - 1 : (int)c;
+}
+
+/* Columns up to `upto` start from the state before the next change. */
+static void open_columns(struct panel *pn, int upto)
+{
+	for (; pn->opened <= upto; pn->opened++) {
+		struct column *c = &pn->cols[pn->opened];
+		c->total = pn->total;
+		memcpy(c->g, pn->cur, sizeof(c->g));
+	}
+}
+
+static void on_change(void *ctx, const struct rp_live *l, bool counted)
+{
+	struct plot *p = ctx;
+	if (dev_kind_of(l) < 0 || (p->has_only_dev && l->device != p->only_dev))
+		return;
+	int g = group_of(p, l);
+	struct panel *pn = panel_for(p, l->device);
+	int col = column_at(p, p->now);
+	open_columns(pn, col);
+	if (counted) {
+		pn->cur[g] += l->size;
+		pn->total += l->size;
+	} else {
+		pn->cur[g] -= l->size < pn->cur[g] ? l->size : pn->cur[g];
+		pn->total -= l->size < pn->total ? l->size : pn->total;
+	}
+	if (pn->cur[g] > pn->group_max[g])
+		pn->group_max[g] = pn->cur[g];
+	struct column *c = &pn->cols[col];
+	if (pn->total > c->total) {
+		c->total = pn->total;
+		memcpy(c->g, pn->cur, sizeof(c->g));
+	}
+}
+
+static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	struct plot *p = ctx;
+	p->now = e->time_ns;
+	replay_apply(&p->rp, e);
+	const struct api_info *a = api_lookup(e->api);
+	bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);
+	if (failed && a && a->op == GMT_OP_ALLOC &&
+	    replay_kind_bucket(a->kind, e->aux) == BK_DEVICE &&
+	    !(p->has_only_dev && e->device != p->only_dev)) {
+		if (p->nooms < MAXOOM)
+			p->ooms[p->nooms++] = (struct oom){e->time_ns, e->size, e->device};
+		else
+			p->ooms_dropped++;
+		panel_for(p, e->device);
+	}
+}
+
+/* ---- drawing ---------------------------------------------------------- */
+
+#define W	1200
+#define PANEL_H 380
+#define LEFT	84
+#define RIGHT	330
+#define TOP	64
+#define GAP	70
+
+static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
+				      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+
+static void xml_text(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			if ((unsigned char)*s >= 0x20 || *s == '\t')
+				fputc(*s, f);
+		}
+	}
+}
+
+/* 1, 2 or 5 times a power of ten, at least x. */
+static double nice_step(double x)
+{
+	if (x <= 0)
+		return 1;
+	double p = pow(10, floor(log10(x)));
+	double m = x / p;
+	return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
+struct axis {
+	double unit, step, max; /* in units */
+	const char *name;
+};
+
+static struct axis bytes_axis(uint64_t max_bytes)
+{
+	static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	struct axis a = {1, 1, 1, "B"};
+	int u = 0;
+	double v = (double)(max_bytes ? max_bytes : 1);
+	while (u < 4 && v >= 1024 * 1.5) {
+		v /= 1024;
+		u++;
+	}
+	a.unit = pow(1024, u);
+	a.name = names[u];
+	a.step = nice_step(v / 5);
+	a.max = ceil(v * 1.08 / a.step) * a.step;
+	return a;
+}
+
+static struct axis time_axis(uint64_t span_ns)
+{
+	struct axis a;
+	double s = (double)span_ns / 1e9;
+	if (s < 1) {
+		a.unit = 1e6;
+		a.name = "ms";
+	} else if (s < 180) {
+		a.unit = 1e9;
+		a.name = "s";
+	} else {
+		a.unit = 60e9;
+		a.name = "min";
+	}
+	double v = (double)(span_ns ? span_ns : 1) / a.unit;
+	a.step = nice_step(v / 8);
+	a.max = v;
+	return a;
+}
+
+static void fmt_num(char *buf, size_t n, double v)
+{
+	if (fabs(v - round(v)) < 1e-9)
+		snprintf(buf, n, "%.0f", v);
+	else
+		snprintf(buf, n, "%g", v);
+}
+
+struct frame {
+	double x0, y0, w, h; /* the plotting area */
+	struct axis xa, ya;
+	uint64_t span;
+};
+
+static double fx(const struct frame *fr, double rel_ns)
+{
+	return fr->x0 + fr->w * (rel_ns / (double)(fr->span ? fr->span : 1));
+}
+static double fy(const struct frame *fr, double bytes)
+{
+	double top = fr->ya.max * fr->ya.unit;
+	double v = bytes > top ? top : bytes;
+	return fr->y0 + fr->h - fr->h * (v / top);
+}
+
+static void draw_axes(FILE *f, const struct frame *fr)
+{
+	fputs("<g id=\"axes\" class=\"axes\" font-size=\"12\" fill=\"#333\">\n", f);
+	char buf[64];
+	for (double v = 0; v <= fr->ya.max + 1e-9; v += fr->ya.step) {
+		double y = fy(fr, v * fr->ya.unit);
+		fmt_num(buf, sizeof(buf), v);
+		fprintf(f,
+			"<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"#e3e3e3\"/>\n<text class=\"ytick\" x=\"%.1f\" y=\"%.1f\" "
+			"text-anchor=\"end\">%s %s</text>\n",
+			fr->x0, y, fr->x0 + fr->w, y, fr->x0 - 8, y + 4, buf, fr->ya.name);
+	}
+	for (double v = 0; v <= fr->xa.max + 1e-9; v += fr->xa.step) {
+		double x = fx(fr, v * fr->xa.unit);
+		fmt_num(buf, sizeof(buf), v);
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n"
+			"<text class=\"xtick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s "
+			"%s</text>\n",
+			x, fr->y0 + fr->h, x, fr->y0 + fr->h + 5, x, fr->y0 + fr->h + 19, buf,
+			fr->xa.name);
+	}
+	fprintf(f,
+		"<line id=\"x-axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+		"stroke=\"#333\"/>\n"
+		"<line id=\"y-axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+		"stroke=\"#333\"/>\n"
+		"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"13\">time since "
+		"start (%s)</text>\n"
+		"<text transform=\"translate(%.1f %.1f) rotate(-90)\" text-anchor=\"middle\" "
+		"font-size=\"13\">live device memory (%s)</text>\n</g>\n",
+		fr->x0, fr->y0 + fr->h, fr->x0 + fr->w, fr->y0 + fr->h, fr->x0, fr->y0, fr->x0,
+		fr->y0 + fr->h, fr->x0 + fr->w / 2, fr->y0 + fr->h + 38, fr->xa.name, fr->x0 - 62,
+		fr->y0 + fr->h / 2, fr->ya.name);
+}
+
+/* Phases from the trace's ranges: PUSH/POP nest per thread, START/END by id. */
+struct phase {
+	uint64_t start, end;
+	const char *text;
+	int depth;
+	bool mark;
+};
+
+static size_t collect_phases(const struct trace *t, struct phase **out)
+{
+	struct phase *v = NULL;
+	size_t n = 0, cap = 0;
+	struct open_range {
+		int tid;
+		uint64_t id;
+		bool by_id;
+		size_t idx;
+	} *open = NULL;
+	size_t nopen = 0, open_cap = 0;
+	uint64_t end = trace_end_ns(t);
+	for (size_t i = 0; i < t->nranges; i++) {
+		const struct trace_range *r = &t->ranges[i];
+		if (r->op == GMT_RANGE_PUSH || r->op == GMT_RANGE_START ||
+		    r->op == GMT_RANGE_MARK) {
+			int depth = 0;
+			for (size_t k = 0; k < nopen; k++)
+				depth += open[k].tid == r->tid && !open[k].by_id;
+			GROW(v, n, cap);
+			v[n] = (struct phase){r->time_ns, end, r->text, depth,
+					      r->op == GMT_RANGE_MARK};
+			if (r->op != GMT_RANGE_MARK) {
+				GROW(open, nopen, open_cap);
+				open[nopen++] =
+				    (struct open_range){r->tid, r->id, r->op == GMT_RANGE_START, n};
+			}
+			n++;
+			continue;
+		}
+		/* POP: the innermost push of the thread; END: the start with that id */
+		for (size_t k = nopen; k-- > 0;) {
+			bool match = r->op == GMT_RANGE_END
+					 ? open[k].by_id && open[k].id == r->id
+					 : !open[k].by_id && open[k].tid == r->tid;
+			if (match) {
+				v[open[k].idx].end = r->time_ns;
+				memmove(&open[k], &open[k + 1], (nopen - k - 1) * sizeof(*open));
+				nopen--;
+				break;
+			}
+		}
+	}
+	free(open);
+	*out = v;
+	return n;
+}
+
+static void draw_phases(FILE *f, const struct frame *fr, const struct plot *p,
+			const struct phase *ph, size_t n)
+{
+	if (!n)
+		return;
+	fputs("<g id=\"phases\" font-size=\"11\" fill=\"#555\">\n", f);
+	int shade = 0;
+	for (size_t i = 0; i < n; i++) {
+		double x1 = fx(fr, (double)(ph[i].start - p->t0));
+		if (ph[i].mark) {
+			fprintf(f,
+				"<g class=\"phase mark\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+				"y2=\"%.1f\" stroke=\"#999\" stroke-dasharray=\"2 3\"/>",
+				x1, fr->y0, x1, fr->y0 + fr->h);
+		} else {
+			double x2 = fx(fr, (double)(ph[i].end - p->t0));
+			if (ph[i].depth > 1)
+				continue;
+			/* outer phases shade the plot; the ones inside them are a strip on top */
+			double w = x2 - x1 > 0.5 ? x2 - x1 : 0.5;
+			const char *fill = ph[i].depth	 ? "#7a8fa6"
+					   : shade++ % 2 ? "#dde3ec"
+							 : "#ece6da";
+			fprintf(f,
+				"<g class=\"phase\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+				"height=\"%.1f\" fill=\"%s\" fill-opacity=\"%s\"/>",
+				x1, ph[i].depth ? fr->y0 + 18 : fr->y0, w,
+				ph[i].depth ? 4.0 : fr->h, fill, ph[i].depth ? "0.35" : "0.8");
+			/* a label only where it fits (about 6.5 px a character) */
+			const char *label = ph[i].text ? ph[i].text : "";
+			if (ph[i].depth || (double)strlen(label) * 6.5 + 6 > w) {
+				fputs("<title>", f);
+				xml_text(f, label);
+				fputs("</title></g>\n", f);
+				continue;
+			}
+		}
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", x1 + 3, fr->y0 + 13);
+		xml_text(f, ph[i].text && *ph[i].text ? ph[i].text : "(unnamed)");
+		fputs("</text><title>", f);
+		xml_text(f, ph[i].text ? ph[i].text : "");
+		fputs("</title></g>\n", f);
+	}
+	fputs("</g>\n", f);
+}
+
+static int layer_order(const struct panel *pn, int ngroups, int *order)
+{
+	int n = 0;
+	for (int g = 0; g < MAXG; g++)
+		if (pn->group_max[g] && (g < ngroups || g == MAXG - 1))
+			order[n++] = g;
+	for (int i = 1; i < n; i++) /* biggest at the bottom */
+		for (int j = i; j > 0 && pn->group_max[order[j]] > pn->group_max[order[j - 1]];
+		     j--) {
+			int x = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	return n;
+}
+
+static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, const struct phase *ph,
+		       size_t nph)
+{
+	struct trace *t = p->t;
+	struct rp_dev *rd = replay_dev(&p->rp, pn->ordinal);
+	uint64_t peak = rd->lv.peak, top = peak;
+	bool nvml = false;
+	for (size_t i = 0; i < t->nsamples; i++)
+		if (t->samples[i].device == pn->ordinal && t->samples[i].process_known) {
+			nvml = true;
+			if (t->samples[i].process_used_bytes > top)
+				top = t->samples[i].process_used_bytes;
+		}
+	struct frame fr = {
+	    LEFT, y0, W - LEFT - RIGHT, PANEL_H, time_axis(p->span), bytes_axis(top), p->span};
+
+	const struct trace_device *td = trace_device(t, pn->ordinal);
+	char sz[32], tbuf[32];
+	fprintf(f, "<g class=\"panel\" id=\"device-%" PRId64 "\">\n", pn->ordinal);
+	fprintf(f,
+		"<text class=\"subtitle\" x=\"%d\" y=\"%.1f\" font-size=\"14\" "
+		"font-weight=\"bold\">device %" PRId64,
+		LEFT, y0 - 10, pn->ordinal);
+	if (td && td->name && *td->name) {
+		fputs(" \xe2\x80\x94 ", f);
+		xml_text(f, td->name);
+		if (td->total_bytes)
+			fprintf(f, ", %s", fmt_size(sz, td->total_bytes));
+	}
+	fputs("</text>\n", f);
+	draw_phases(f, &fr, p, ph, nph);
+	draw_axes(f, &fr);
+
+	/* stacked layers, one step per column */
+	int order[MAXG], nl = layer_order(pn, p->ngroups, order);
+	fputs("<g id=\"layers\">\n", f);
+	static uint64_t below[NPTS];
+	memset(below, 0, sizeof(below));
+	for (int li = 0; li < nl; li++) {
+		int g = order[li];
+		fprintf(f, "<path class=\"layer\" fill=\"%s\" fill-opacity=\"0.85\" d=\"",
+			palette[li % 10]);
+		for (int c = 0; c < NPTS; c++) {
+			double xa = fr.x0 + fr.w * c / NPTS, xb = fr.x0 + fr.w * (c + 1) / NPTS;
+			double y = fy(&fr, (double)(below[c] + pn->cols[c].g[g]));
+			fprintf(f, "%s%.1f %.1f L%.1f %.1f ", c ? "L" : "M", xa, y, xb, y);
+		}
+		for (int c = NPTS; c-- > 0;) {
+			double xa = fr.x0 + fr.w * c / NPTS, xb = fr.x0 + fr.w * (c + 1) / NPTS;
+			double y = fy(&fr, (double)below[c]);
+			fprintf(f, "L%.1f %.1f L%.1f %.1f ", xb, y, xa, y);
+			below[c] += pn->cols[c].g[g];
+		}
+		fputs("Z\"/>\n", f);
+	}
+	/* the total as a crisp outline */
+	fputs("<path id=\"total\" fill=\"none\" stroke=\"#222\" stroke-width=\"1.2\" d=\"", f);
+	for (int c = 0; c < NPTS; c++) {
+		double xa = fr.x0 + fr.w * c / NPTS, xb = fr.x0 + fr.w * (c + 1) / NPTS;
+		double y = fy(&fr, (double)pn->cols[c].total);
+		fprintf(f, "%s%.1f %.1f L%.1f %.1f ", c ? "L" : "M", xa, y, xb, y);
+	}
+	fputs("\"/>\n</g>\n", f);
+
+	if (nvml) {
+		fputs("<polyline id=\"nvml\" class=\"nvml\" fill=\"none\" stroke=\"#d62728\" "
+		      "stroke-width=\"1.8\" stroke-dasharray=\"6 3\" points=\"",
+		      f);
+		for (size_t i = 0; i < t->nsamples; i++) {
+			const struct trace_sample *s = &t->samples[i];
+			if (s->device == pn->ordinal && s->process_known)
+				fprintf(
+				    f, "%.1f,%.1f ",
+				    fx(&fr, (double)(s->time_ns > p->t0 ? s->time_ns - p->t0 : 0)),
+				    fy(&fr, (double)s->process_used_bytes));
+		}
+		fputs("\"/>\n", f);
+	}
+
+	for (size_t i = 0; i < p->nooms; i++) {
+		if (p->ooms[i].device != pn->ordinal)
+			continue;
+		double x = fx(&fr, (double)(p->ooms[i].time_ns - p->t0)), y = fr.y0 + 10;
+		fprintf(f,
+			"<g class=\"oom\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"#c00\" stroke-width=\"1\" stroke-dasharray=\"3 2\"/>"
+			"<path d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\" stroke=\"#c00\" "
+			"stroke-width=\"2.5\"/><title>OOM: %s failed at %s</title></g>\n",
+			x, fr.y0, x, fr.y0 + fr.h, x - 4, y - 4, fmt_size(sz, p->ooms[i].size),
+			trace_fmt_time(tbuf, (int64_t)(p->ooms[i].time_ns - p->t0)));
+	}
+
+	if (peak) {
+		double x = fx(&fr, (double)(rd->lv.peak_time_ns - p->t0)),
+		       y = fy(&fr, (double)peak);
+		bool right = x < fr.x0 + fr.w * 0.7;
+		fprintf(f,
+			"<g id=\"peak\" class=\"peak\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+			"y2=\"%.1f\" stroke=\"#000\" stroke-dasharray=\"4 3\"/>"
+			"<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"#fff\" stroke=\"#000\" "
+			"stroke-width=\"2\"/>"
+			"<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" font-weight=\"bold\" "
+			"text-anchor=\"%s\">peak %s at %s</text></g>\n",
+			x, y, x, fr.y0 + fr.h, x, y, right ? x + 9 : x - 9, y - 8,
+			right ? "start" : "end", fmt_size(sz, peak),
+			trace_fmt_time(tbuf, (int64_t)(rd->lv.peak_time_ns - p->t0)));
+	}
+
+	/* legend */
+	double lx = W - RIGHT + 24, ly = y0 + 8;
+	fprintf(f,
+		"<g id=\"legend\" class=\"legend\" font-size=\"12\">\n<text x=\"%.1f\" "
+		"y=\"%.1f\" font-weight=\"bold\">%s (highest)</text>\n",
+		lx, ly, p->by_library ? "library" : "kind");
+	ly += 20;
+	for (int li = 0; li < nl; li++) {
+		int g = order[li];
+		const char *name = g == MAXG - 1   ? "other"
+				   : p->by_library ? p->names[g]
+				   : g < DK_COUNT  ? dev_kind_label[g]
+						   : "?";
+		fprintf(f,
+			"<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+			"<text x=\"%.1f\" y=\"%.1f\">",
+			lx, ly - 10, palette[li % 10], lx + 18, ly);
+		xml_text(f, name);
+		fprintf(f, " (%s)</text>\n", fmt_size(sz, pn->group_max[g]));
+		ly += 18;
+	}
+	fprintf(f,
+		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+		"stroke-width=\"1.2\"/><text x=\"%.1f\" y=\"%.1f\">total</text>\n",
+		lx, ly - 4, lx + 12, ly - 4, lx + 18, ly);
+	ly += 18;
+	fprintf(f,
+		"<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#fff\" stroke=\"#000\" "
+		"stroke-width=\"2\"/><text x=\"%.1f\" y=\"%.1f\">peak</text>\n",
+		lx + 6, ly - 4, lx + 18, ly);
+	ly += 18;
+	if (nvml) {
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
+			"stroke-width=\"1.8\" stroke-dasharray=\"6 3\"/><text x=\"%.1f\" "
+			"y=\"%.1f\">NVML process usage</text>\n",
+			lx, ly - 4, lx + 12, ly - 4, lx + 18, ly);
+		ly += 18;
+	}
+	size_t nd = 0;
+	for (size_t i = 0; i < p->nooms; i++)
+		nd += p->ooms[i].device == pn->ordinal;
+	if (nd) {
+		fprintf(f,
+			"<path d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\" stroke=\"#c00\" "
+			"stroke-width=\"2.5\"/><text x=\"%.1f\" y=\"%.1f\">failed allocation "
+			"(OOM) \xc3\x97%zu%s</text>\n",
+			lx + 2, ly - 9, lx + 18, ly, nd, p->ooms_dropped ? "+" : "");
+		ly += 18;
+	}
+	if (nph) {
+		fprintf(f,
+			"<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"#ece6da\" "
+			"stroke=\"#bbb\"/><text x=\"%.1f\" y=\"%.1f\">phase (NVTX range)</text>\n",
+			lx, ly - 10, lx + 18, ly);
+	}
+	fputs("</g>\n</g>\n", f);
+}
+
+static void write_svg(FILE *f, struct plot *p)
+{
+	struct trace *t = p->t;
+	struct phase *ph = NULL;
+	size_t nph = collect_phases(t, &ph);
+	double h = TOP + (double)p->npanels * (PANEL_H + GAP) + 20;
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
+		"viewBox=\"0 0 %d %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, "
+		"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n"
+		"<text id=\"title\" x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">"
+		"gpumemtrace: ",
+		W, h, W, h, LEFT);
+	const char *cmd = t->command && *t->command ? t->command : "(unknown command)";
+	char shortcmd[96];
+	snprintf(shortcmd, sizeof(shortcmd), "%s%s", cmd, strlen(cmd) > 80 ? "" : "");
+	if (strlen(cmd) > 80)
+		strcpy(shortcmd + 77, "...");
+	xml_text(f, shortcmd);
+	fputs(" on ", f);
+	xml_text(f, t->host && *t->host ? t->host : "(unknown host)");
+	char sz[32];
+	fprintf(f,
+		"</text>\n<text x=\"%d\" y=\"46\" font-size=\"12\" fill=\"#555\">pid %" PRIu64
+		", %" PRIu64 " events, %s%s</text>\n",
+		LEFT, t->pid, t->events, t->lost ? "" : "none lost",
+		t->complete ? "" : ", incomplete trace");
+	(void)sz;
+	if (t->lost)
+		fprintf(f,
+			"<text x=\"%d\" y=\"46\" font-size=\"12\" fill=\"#c00\" dx=\"260\">%" PRIu64
+			" events lost: the picture may be missing allocations</text>\n",
+			LEFT, t->lost);
+	for (size_t i = 0; i < p->npanels; i++)
+		draw_panel(f, p, &p->panels[i], TOP + 30 + (double)i * (PANEL_H + GAP), ph, nph);
+	if (p->npanels == 0)
+		fprintf(f,
+			"<text x=\"%d\" y=\"%d\" font-size=\"14\">no device memory was allocated "
+			"in this trace</text>\n",
+			LEFT, TOP + 40);
+	fputs("</svg>\n", f);
+	free(ph);
+}
+
+static int cmp_panel(const void *a, const void *b)
+{
+	const struct panel *x = a, *y = b;
+	return (x->ordinal > y->ordinal) - (x->ordinal < y->ordinal);
+}
+
+int cmd_plot(int argc, char **argv)
+{
+	struct trace_opt opts[] = {
+	    {"--output", "-o", true, false, NULL},
+	    {"--by", NULL, true, false, NULL},
+	    {"--device", NULL, true, false, NULL},
+	};
+	const char **paths = NULL;
+	int npaths = 0;
+	int rc = trace_args(argc, argv, help, opts, 3, &paths, &npaths);
+	if (rc >= 0)
+		return rc;
+	struct plot p = {0};
+	const char *out = opts[0].value;
+	if (npaths != 1) {
+		free(paths);
+		return cli_usage_error(CMD, "expected one TRACE, got %d", npaths);
+	}
+	if (opts[1].set && strcmp(opts[1].value, "kind") != 0) {
+		if (strcmp(opts[1].value, "library") != 0) {
+			free(paths);
+			return cli_usage_error(CMD, "--by: want 'kind' or 'library', not '%s'",
+					       opts[1].value);
+		}
+		p.by_library = true;
+	}
+	if (opts[2].set) {
+		uint64_t d;
+		if ((rc = trace_arg_uint(CMD, "--device", opts[2].value, &d)) >= 0) {
+			free(paths);
+			return rc;
+		}
+		p.only_dev = (int64_t)d;
+		p.has_only_dev = true;
+	}
+	struct trace t;
+	rc = trace_open(&t, CMD, paths[0]);
+	if (rc >= 0) {
+		free(paths);
+		return rc;
+	}
+	p.t = &t;
+	p.ngroups = p.by_library ? 0 : DK_COUNT;
+	p.t0 = t.hdr.start_mono_ns;
+	uint64_t end = trace_end_ns(&t);
+	p.span = end > p.t0 ? end - p.t0 : 0;
+	replay_init(&p.rp);
+	p.rp.on_change = on_change;
+	p.rp.on_change_ctx = &p;
+	rc = trace_replay(&t, NULL, on_event, &p);
+	if (rc < 0) {
+		for (size_t i = 0; i < p.npanels; i++)
+			open_columns(&p.panels[i], NPTS - 1);
+		if (p.npanels > 1)
+			qsort(p.panels, p.npanels, sizeof(*p.panels), cmp_panel);
+		if (p.has_only_dev && p.npanels == 0) {
+			cli_error(CMD, "%s: no device memory on device %" PRId64, paths[0],
+				  p.only_dev);
+			rc = EXIT_USAGE;
+		}
+	}
+	if (rc < 0) {
+		FILE *f = out && strcmp(out, "-") != 0 ? fopen(out, "w") : stdout;
+		if (!f) {
+			cli_error(CMD, "cannot write %s: %m", out);
+			rc = EXIT_INPUT;
+		} else {
+			write_svg(f, &p);
+			if (f != stdout && fclose(f) != 0) {
+				cli_error(CMD, "cannot write %s: %m", out);
+				rc = EXIT_INPUT;
+			}
+		}
+	}
+	if (rc < 0)
+		rc = trace_finish(&t);
+	for (size_t i = 0; i < p.npanels; i++)
+		free(p.panels[i].cols);
+	free(p.panels);
+	for (int i = 0; i < p.ngroups; i++)
+		free(p.names[i]);
+	struct stack_group *sg, *tmp;
+	HASH_ITER(hh, p.cache, sg, tmp)
+	{
+		HASH_DEL(p.cache, sg);
+		free(sg);
+	}
+	replay_free(&p.rp);
+	trace_close(&t);
+	free(paths);
+	return rc;
+}

@@ -1,0 +1,376 @@
+/* gpumemtrace run: trace a command with the preload library, pass its exit
+ * status through, then report on the trace(s) it wrote. */
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "trace.h"
+
+#define CMD "run"
+
+static const char help[] =
+    "usage: gpumemtrace run [OPTIONS] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND with libgpumemtrace.so preloaded, returns its exit status,\n"
+    "then prints the summary of every trace it wrote and their paths. The\n"
+    "report goes to stderr, so the command's own stdout stays clean.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output TEMPLATE   trace path template (GPUMEMTRACE_OUTPUT): %p pid,\n"
+    "                          %h host, %r rank; default gpumemtrace.%p.gmt in the\n"
+    "                          current directory (a relative path is made absolute)\n"
+    "  --stack-depth N         native frames per event (GPUMEMTRACE_STACK_DEPTH)\n"
+    "  --check-max-peak SIZE   also gate like 'gpumemtrace check --max-peak SIZE'\n"
+    "  --no-follow             trace only COMMAND's own process, not its children\n"
+    "  -q, --quiet             print only the trace paths, no summary\n"
+    "\n"
+    "The library is found next to the CLI (../lib/libgpumemtrace.so when\n"
+    "installed, the same directory in a build tree); GPUMEMTRACE_LIBRARY\n"
+    "overrides it. It is prepended to LD_PRELOAD, and NVTX_INJECTION64_PATH\n"
+    "is set to it unless already set.\n"
+    "\n"
+    "exit status: COMMAND's own status (128+N when killed by signal N); when\n"
+    "COMMAND exits 0, 1 if --check-max-peak failed, 3 or 4 if a trace could\n"
+    "not be read; 126/127 if COMMAND cannot be run; 2 on a usage error.\n"
+    "\n"
+    "examples:\n"
+    "  gpumemtrace run -- python train.py\n"
+    "  gpumemtrace run --check-max-peak 8GiB -- pytest tests/\n"
+    "  gpumemtrace run -o 'runs/%h.%p.gmt' --no-follow -- ./my_app --batch 64\n";
+
+struct run_args {
+	const char *output, *stack_depth, *max_peak;
+	bool no_follow, quiet;
+	char **command;
+};
+
+static int parse_args(int argc, char **argv, struct run_args *a)
+{
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *s = argv[i];
+		if (strcmp(s, "--") == 0) {
+			i++;
+			break;
+		}
+		if (s[0] != '-')
+			break;
+		if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+			fputs(help, stdout);
+			return 0;
+		}
+		if (strcmp(s, "--no-follow") == 0) {
+			a->no_follow = true;
+			continue;
+		}
+		if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
+			a->quiet = true;
+			continue;
+		}
+		const char **slot = NULL, *name = s;
+		size_t n = 0;
+		static const char *const names[] = {"--output", "-o", "--stack-depth",
+						    "--check-max-peak"};
+		for (size_t k = 0; k < 4 && !slot; k++) {
+			n = strlen(names[k]);
+			if (strncmp(s, names[k], n) == 0 && (s[n] == '\0' || s[n] == '=')) {
+				slot = k < 2 ? &a->output : k == 2 ? &a->stack_depth : &a->max_peak;
+				name = names[k];
+			}
+		}
+		if (!slot)
+			return cli_usage_error(CMD, "unknown option '%s'", s);
+		if (s[n] == '=') {
+			*slot = s + n + 1;
+		} else if (i + 1 < argc) {
+			*slot = argv[++i];
+		} else {
+			return cli_usage_error(CMD, "option '%s' needs a value", name);
+		}
+	}
+	if (i >= argc)
+		return cli_usage_error(CMD,
+				       "missing COMMAND (gpumemtrace run [OPTIONS] -- COMMAND)");
+	a->command = argv + i;
+	uint64_t v;
+	if (a->stack_depth && trace_arg_uint(CMD, "--stack-depth", a->stack_depth, &v) >= 0)
+		return EXIT_USAGE;
+	if (a->stack_depth && v > 256)
+		return cli_usage_error(CMD, "--stack-depth: at most 256, not %s", a->stack_depth);
+	if (a->max_peak && parse_size(a->max_peak, &v) != 0)
+		return cli_usage_error(CMD, "--check-max-peak: bad size '%s' (e.g. 8GiB, 512MiB)",
+				       a->max_peak);
+	if (a->output && !*a->output)
+		return cli_usage_error(CMD, "--output: empty template");
+	return -1;
+}
+
+static char *self_dir(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	return xstrdup(exe);
+}
+
+/* The library to preload, or NULL after the error line. */
+static char *find_library(void)
+{
+	const char *env = getenv("GPUMEMTRACE_LIBRARY");
+	if (env && *env) {
+		if (access(env, R_OK) != 0) {
+			cli_error(CMD, "GPUMEMTRACE_LIBRARY=%s: %s", env, strerror(errno));
+			return NULL;
+		}
+		return realpath(env, NULL);
+	}
+	char *dir = self_dir();
+	if (!dir) {
+		cli_error(CMD, "cannot find the CLI's own path; set GPUMEMTRACE_LIBRARY");
+		return NULL;
+	}
+	static const char *const rel[] = {"/../lib/libgpumemtrace.so", "/libgpumemtrace.so"};
+	char path[PATH_MAX + 64];
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s%s", dir, rel[i]);
+		char *real = realpath(path, NULL);
+		if (real) {
+			free(dir);
+			return real;
+		}
+	}
+	cli_error(CMD, "cannot find libgpumemtrace.so in %s/../lib or %s; set GPUMEMTRACE_LIBRARY",
+		  dir, dir);
+	free(dir);
+	return NULL;
+}
+
+/* The template as an absolute path, so a command that changes directory
+ * still writes where we look. */
+static char *absolute_template(const char *t)
+{
+	if (t[0] == '/')
+		return xstrdup(t);
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return xstrdup(t);
+	char *out = xrealloc(NULL, strlen(cwd) + strlen(t) + 2);
+	sprintf(out, "%s/%s", cwd, t);
+	return out;
+}
+
+/* Glob patterns for every file the library may create from template t
+ * (writer.c: %p %h %r expand, %% is '%', an existing file gets a .N suffix). */
+static void template_globs(const char *t, char *out[2])
+{
+	size_t n = strlen(t);
+	char *g = xrealloc(NULL, 2 * n + 8), *o = g;
+	for (const char *p = t; *p; p++) {
+		if (*p == '%' && p[1]) {
+			p++;
+			if (*p == 'p' || *p == 'h' || *p == 'r') {
+				*o++ = '*';
+				continue;
+			}
+		}
+		if (strchr("*?[\\", *p))
+			*o++ = '\\';
+		*o++ = *p;
+	}
+	*o = '\0';
+	size_t gl = strlen(g);
+	out[0] = g;
+	out[1] = xrealloc(NULL, gl + 8);
+	if (gl > 4 && strcmp(g + gl - 4, ".gmt") == 0)
+		sprintf(out[1], "%.*s.*.gmt", (int)(gl - 4), g);
+	else
+		sprintf(out[1], "%s.*", g);
+}
+
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+	char *path;
+};
+
+/* The regular files matching the template's globs, without duplicates. */
+static size_t list_traces(char *const globs[2], struct file_id **out)
+{
+	struct file_id *v = NULL;
+	size_t n = 0, cap = 0;
+	for (int k = 0; k < 2; k++) {
+		glob_t gl;
+		if (glob(globs[k], 0, NULL, &gl) != 0)
+			continue;
+		for (size_t i = 0; i < gl.gl_pathc; i++) {
+			struct stat st;
+			if (lstat(gl.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode))
+				continue;
+			bool dup = false;
+			for (size_t j = 0; j < n && !dup; j++)
+				dup = v[j].dev == st.st_dev && v[j].ino == st.st_ino;
+			if (dup)
+				continue;
+			GROW(v, n, cap);
+			v[n++] = (struct file_id){st.st_dev, st.st_ino, xstrdup(gl.gl_pathv[i])};
+		}
+		globfree(&gl);
+	}
+	*out = v;
+	return n;
+}
+
+static void free_list(struct file_id *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+static void set_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	if (old && *old) {
+		char *v = xrealloc(NULL, strlen(lib) + strlen(old) + 2);
+		sprintf(v, "%s:%s", lib, old);
+		setenv("LD_PRELOAD", v, 1);
+		free(v);
+	} else {
+		setenv("LD_PRELOAD", lib, 1);
+	}
+	setenv("NVTX_INJECTION64_PATH", lib, 0);
+}
+
+/* Runs the command; returns its status as a shell reports it. */
+static int run_child(const struct run_args *a)
+{
+	/* Like a shell: ^C and ^\ go to the command (same process group), and
+	 * we stay to report once it is gone. */
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		cli_error(CMD, "cannot fork: %s", strerror(errno));
+		return 126;
+	}
+	if (pid == 0) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGQUIT, &old_quit, NULL);
+		signal(SIGPIPE, SIG_DFL); /* main() ignores it; the command must not inherit that */
+		if (a->no_follow) {
+			char pidbuf[24];
+			snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+			setenv("GPUMEMTRACE_PID_ONLY", pidbuf, 1);
+		}
+		execvp(a->command[0], a->command);
+		int err = errno;
+		cli_error(CMD, "cannot run '%s': %s", a->command[0], strerror(err));
+		_exit(err == ENOENT ? 127 : 126);
+	}
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			cli_error(CMD, "waitpid: %s", strerror(errno));
+			status = 126 << 8;
+			break;
+		}
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGQUIT, &old_quit, NULL);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+/* Runs a report command with its stdout on our stderr. */
+static int report_to_stderr(int (*fn)(int, char **), int argc, char **argv)
+{
+	fflush(stdout);
+	int saved = dup(1);
+	if (saved < 0 || dup2(2, 1) < 0)
+		return fn(argc, argv);
+	int rc = fn(argc, argv);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_args a = {0};
+	int rc = parse_args(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	char *lib = find_library();
+	if (!lib)
+		return EXIT_INPUT;
+	char *tmpl = absolute_template(a.output ? a.output : "gpumemtrace.%p.gmt");
+	char *globs[2];
+	template_globs(tmpl, globs);
+	struct file_id *before = NULL;
+	size_t nbefore = list_traces(globs, &before);
+
+	set_preload(lib);
+	setenv("GPUMEMTRACE_OUTPUT", tmpl, 1);
+	if (a.stack_depth)
+		setenv("GPUMEMTRACE_STACK_DEPTH", a.stack_depth, 1);
+	int status = run_child(&a);
+	/* The report must not trace itself. */
+	unsetenv("LD_PRELOAD");
+
+	struct file_id *after = NULL;
+	size_t nafter = list_traces(globs, &after);
+	char **paths = xcalloc(nafter + 4, sizeof(*paths));
+	int npaths = 0;
+	for (size_t i = 0; i < nafter; i++) {
+		bool old = false;
+		for (size_t j = 0; j < nbefore && !old; j++)
+			old = before[j].dev == after[i].dev && before[j].ino == after[i].ino;
+		if (!old)
+			paths[3 + npaths++] = after[i].path;
+	}
+
+	int report_rc = 0;
+	if (npaths == 0) {
+		fprintf(stderr, "gpumemtrace run: no trace written (the command made no CUDA "
+				"allocation call)\n");
+	} else {
+		if (!a.quiet) {
+			paths[2] = "summary";
+			report_rc = report_to_stderr(cmd_summary, npaths + 1, paths + 2);
+		}
+		if (a.max_peak && report_rc == 0) {
+			paths[0] = "check";
+			paths[1] = "--max-peak";
+			paths[2] = (char *)a.max_peak;
+			report_rc = report_to_stderr(cmd_check, npaths + 3, paths);
+		}
+		for (int i = 0; i < npaths; i++)
+			fprintf(stderr, "gpumemtrace run: trace written to %s\n", paths[3 + i]);
+	}
+	free(paths);
+	free_list(before, nbefore);
+	free_list(after, nafter);
+	free(globs[0]);
+	free(globs[1]);
+	free(tmpl);
+	free(lib);
+	return status != 0 ? status : report_rc;
+}
