@@ -3,7 +3,7 @@ _gpumemtrace() {
 	local cur prev cmd opts
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="run summary top growth fragmentation oom leaks diff check plot flamegraph export dump help"
+	local cmds="run summary accounting top growth fragmentation oom leaks diff check plot flamegraph export dump help"
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
 		return
@@ -18,7 +18,7 @@ _gpumemtrace() {
 		fi
 	done
 	case $prev in
-	--by) COMPREPLY=($(compgen -W "stack function library api kind" -- "$cur")); return ;;
+	--by) COMPREPLY=($(compgen -W "stack function library api range kind" -- "$cur")); return ;;
 	--sort) COMPREPLY=($(compgen -W "peak end total calls" -- "$cur")); return ;;
 	--at) COMPREPLY=($(compgen -W "peak end" -- "$cur")); return ;;
 	--format | -f) COMPREPLY=($(compgen -W "perfetto csv pprof" -- "$cur")); return ;;
@@ -27,6 +27,7 @@ _gpumemtrace() {
 	case $cmd in
 	run) opts="--output -o --stack-depth --check-max-peak --no-follow --quiet -q --help --" ;;
 	summary) opts="--json --help" ;;
+	accounting) opts="--json --device --help" ;;
 	top) opts="--json --by --sort --depth --limit --help" ;;
 	leaks) opts="--json --by --depth --help" ;;
 	growth | fragmentation | oom | diff) opts="--json --help" ;;
