@@ -19,7 +19,7 @@ grep -q "PYFRAME [0-9]* function \"allocate\" file \"[^\"]*pyalloc.py\" line $li
 grep -q 'function "Model.forward" file "[^"]*pyalloc.py"' dump.txt ||
 	fail "no PYFRAME for Model.forward: $(grep PYFRAME dump.txt)"
 "$GMT_CLI" top --by stack --depth 20 "$t" >top.txt
-grep -q "allocate <- build_layer <- Model.forward <- <module>" top.txt ||
+grep -Eq "allocate \([^)]*pyalloc.py:[0-9]+\) <- build_layer \([^)]*pyalloc.py:[0-9]+\) <- Model.forward \([^)]*\) <- <module>" top.txt ||
 	fail "stack does not read allocate <- build_layer <- Model.forward: $(cat top.txt)"
 # spliced: the interpreter's own frames are gone
 if grep -q "_PyEval_EvalFrameDefault" top.txt; then fail "interpreter frames kept: $(cat top.txt)"; fi
