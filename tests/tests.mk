@@ -19,11 +19,12 @@ UNIT_SRCS_test-stacks := lib/stacks.c
 include tests/unit/unit.mk
 include tests/life/life.mk
 include tests/golden/golden.mk
+include tests/stress/stress.mk
 
 .PHONY: test check
 test: ## install what is missing, build everything, run every test (last line: N passed, N failed)
 	@scripts/install-deps.sh --quiet
 	@$(MAKE) --no-print-directory check
 
-check: all sim progs life-progs demo-prog unit-tests ## build and run every test, without the dependency check
+check: all sim progs life-progs stress-progs demo-prog unit-tests ## build and run every test, without the dependency check
 	@BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) tests/run.sh $(T)

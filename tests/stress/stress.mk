@@ -1,0 +1,8 @@
+# Load and fault programs for the hardening tests (docs/reliability.md).
+STRESS_PROGS := $(PROG_DIR)/stress
+.PHONY: stress-progs
+stress-progs: $(STRESS_PROGS) ## build the stress test programs
+
+$(PROG_DIR)/stress: tests/stress/stress.c hooks/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -lpthread $(SAN_LDFLAGS)
