@@ -7,6 +7,8 @@
  *   forks N       N children (4 at a time), each makes 10 events and ends by
  *                 exit() or _exit() in turn; the parent makes 2 per child
  *   exec D        2 events, then exec itself with D-1, down to 0: D+1 images
+ *   sabotage WHAT 3 rounds of 100 events, then WHAT (delete, truncate or
+ *                 none) to ./gpumemtrace.PID.gmt if it exists, 3 more rounds
  * The last line is "stress MODE ... failures=K"; the exit code is K != 0. */
 #include <pthread.h>
 #include <stdint.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuda-types.h"
@@ -82,7 +85,8 @@ static long run_threads(long n, void *(*fn)(void *), void **args, long batch)
 	for (long done = 0; done < n; done += batch) {
 		long k = n - done < batch ? n - done : batch;
 		for (long i = 0; i < k; i++)
-			if (pthread_create(&t[i], NULL, fn, args ? &args[done + i] : (void *)(done + i)))
+			if (pthread_create(&t[i], NULL, fn,
+					   args ? &args[done + i] : (void *)(done + i)))
 				return -1;
 		for (long i = 0; i < k; i++) {
 			void *f;
@@ -91,6 +95,21 @@ static long run_threads(long n, void *(*fn)(void *), void **args, long batch)
 		}
 	}
 	free(t);
+	return failures;
+}
+
+static long rounds(int n)
+{
+	long failures = 0;
+	for (int r = 0; r < n; r++) {
+		for (int i = 0; i < 50; i++) {
+			void *p;
+			failures += cudaMalloc(&p, (size_t)(i + 1) << 10) != cudaSuccess;
+			failures += cudaFree(p) != cudaSuccess;
+		}
+		struct timespec ts = {0, 150 * 1000000}; /* past a default 100 ms flush */
+		nanosleep(&ts, NULL);
+	}
 	return failures;
 }
 
@@ -138,7 +157,8 @@ int main(int argc, char **argv)
 			}
 			for (int j = 0; j < k; j++) {
 				int st;
-				if (waitpid(pids[j], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+				if (waitpid(pids[j], &st, 0) < 0 || !WIFEXITED(st) ||
+				    WEXITSTATUS(st))
 					failures++;
 			}
 		}
@@ -156,8 +176,19 @@ int main(int argc, char **argv)
 			perror("execl");
 			return 1;
 		}
+	} else if (!strcmp(mode, "sabotage") && argc > 2) {
+		failures += rounds(3);
+		char path[64];
+		snprintf(path, sizeof path, "gpumemtrace.%d.gmt", (int)getpid());
+		if (!strcmp(argv[2], "delete"))
+			unlink(path);
+		else if (!strcmp(argv[2], "truncate"))
+			truncate(path, 100);
+		failures += rounds(3);
+		printf("stress sabotage %s failures=%ld\n", argv[2], failures);
 	} else {
-		fprintf(stderr, "usage: stress threads N M | churn N | forks N | exec D\n");
+		fprintf(stderr,
+			"usage: stress threads N M | churn N | forks N | exec D | sabotage WHAT\n");
 		return 2;
 	}
 	return failures != 0;
