@@ -223,7 +223,8 @@ static void snapshot(struct summary *s, struct replay *rp, struct dev_info *dev)
 		all[i++] = *g;
 		free(g);
 	}
-	qsort(all, n, sizeof(*all), site_cmp);
+	if (n)
+		qsort(all, n, sizeof(*all), site_cmp);
 	/* by library: the libraries are few, a list will do */
 	dev->libs = xrealloc(NULL, n * sizeof(*dev->libs));
 	dev->nlibs = 0;
@@ -237,7 +238,8 @@ static void snapshot(struct summary *s, struct replay *rp, struct dev_info *dev)
 		dev->libs[k].bytes += all[i].bytes;
 		dev->libs[k].count += all[i].count;
 	}
-	qsort(dev->libs, dev->nlibs, sizeof(*dev->libs), lib_cmp);
+	if (dev->nlibs)
+		qsort(dev->libs, dev->nlibs, sizeof(*dev->libs), lib_cmp);
 	dev->distinct_sites = n;
 	dev->nsites = n < TOP_SITES ? n : TOP_SITES;
 	dev->sites = all;
@@ -621,7 +623,8 @@ static int summarize(struct summary *s, const char *path)
 	for (size_t i = 0; i < s->rp.ndevs; i++)
 		dev_get(s, s->rp.devs[i].ordinal);
 	if (s->ndevs > 1)
-		qsort(s->devs, s->ndevs, sizeof(*s->devs), dev_cmp);
+		if (s->ndevs)
+			qsort(s->devs, s->ndevs, sizeof(*s->devs), dev_cmp);
 	struct peak_target *targets = xrealloc(NULL, s->ndevs * sizeof(*targets));
 	size_t ntargets = 0;
 	for (size_t i = 0; i < s->ndevs; i++) {
@@ -634,7 +637,8 @@ static int summarize(struct summary *s, const char *path)
 			targets[ntargets++] = (struct peak_target){d->lv.peak_seq, d};
 	}
 	if (ntargets) {
-		qsort(targets, ntargets, sizeof(*targets), target_cmp);
+		if (ntargets)
+			qsort(targets, ntargets, sizeof(*targets), target_cmp);
 		struct replay rp2;
 		replay_init(&rp2);
 		s->targets = targets;

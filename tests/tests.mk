@@ -20,6 +20,7 @@ include tests/unit/unit.mk
 include tests/life/life.mk
 include tests/golden/golden.mk
 include tests/stress/stress.mk
+include tests/fuzz/fuzz.mk
 
 .PHONY: test check
 test: ## install what is missing, build everything, run every test (last line: N passed, N failed)
