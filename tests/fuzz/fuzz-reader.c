@@ -47,20 +47,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	read_all();
 	char *p = trace_path;
 	char *argvs[][6] = {
-	    {"dump", p},
-	    {"summary", "--json", p},
-	    {"summary", p},
-	    {"top", p},
-	    {"growth", p},
-	    {"fragmentation", p},
-	    {"oom", p},
-	    {"leaks", p},
-	    {"diff", p, p},
-	    {"check", "--max-peak", "1GiB", p},
+	    {"dump", p},    {"summary", "--json", p},
+	    {"summary", p}, {"top", p},
+	    {"growth", p},  {"fragmentation", p},
+	    {"oom", p},	    {"leaks", p},
+	    {"diff", p, p}, {"check", "--max-peak", "1GiB", p},
 	};
-	int (*fns[])(int, char **) = {cmd_dump,	     cmd_summary, cmd_summary, cmd_top,
-				      cmd_growth,    cmd_fragmentation, cmd_oom, cmd_leaks,
-				      cmd_diff,	     cmd_check};
+	int (*fns[])(int, char **) = {cmd_dump,	  cmd_summary,	     cmd_summary, cmd_top,
+				      cmd_growth, cmd_fragmentation, cmd_oom,	  cmd_leaks,
+				      cmd_diff,	  cmd_check};
 	size_t k = size % (sizeof fns / sizeof fns[0]);
 	int argc = 0;
 	while (argc < 6 && argvs[k][argc])
