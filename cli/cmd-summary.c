@@ -439,6 +439,12 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 					   : 0.0,
 				d->libs[k].count, d->libs[k].library);
 	}
+	/* What the library could not see or record (a DEEPBIND library, an
+	 * unknown lookup result): the totals above may undercount. */
+	if (t->nnotes)
+		fprintf(f, "\nnotes from the tracer\n");
+	for (size_t i = 0; i < t->nnotes; i++)
+		fprintf(f, "  %s\n", t->notes[i]);
 }
 
 static void json_level(FILE *f, const struct summary *s, const struct rp_level *lv)
@@ -582,6 +588,14 @@ static void print_json(struct summary *s, const struct gmt_read_info *in, const 
 			", \"lost\": %" PRIu64 ", \"reason\": %" PRIu64 "}",
 			rel(s, t->trailer_end_ns), t->trailer_events, t->trailer_lost,
 			t->trailer_reason);
+	if (t->nnotes) {
+		fputs(",\n \"notes\": [", f);
+		for (size_t i = 0; i < t->nnotes; i++) {
+			fputs(i ? ", " : "", f);
+			json_cstr0(f, t->notes[i]);
+		}
+		fputs("]", f);
+	}
 	fputs("}", f);
 }
 
