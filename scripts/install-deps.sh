@@ -14,6 +14,8 @@ packages=(
 	libelf-dev
 	python3           # JSON checks in the integration tests
 	binutils          # nm, for the export-list test
+	clang             # make fuzz (libFuzzer)
+	libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do
