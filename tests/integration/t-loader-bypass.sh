@@ -3,7 +3,11 @@
 # it (its allocation is not in the trace); we detect it: a NOTE naming the
 # library, shown by summary and summary --json. Results and dlerror unchanged.
 . "$TESTS_DIR/integration/lib.sh"
-for how in plain deepbind dlmopen; do
+hows="plain deepbind dlmopen"
+# ASan refuses RTLD_DEEPBIND (google/sanitizers#611) and a second copy of
+# itself in a new dlmopen namespace: under ASan only the plain case runs.
+[[ ${SANITIZE:-} == *address* ]] && hows=plain && echo "ASan: DEEPBIND and dlmopen not tested"
+for how in $hows; do
 	rm -f gpumemtrace.*
 	untraced "$PROG_DIR/bypass-main" $how >want.txt || fail "$how: untraced run failed"
 	traced "$PROG_DIR/bypass-main" $how >got.txt 2>err.txt || fail "$how: traced run failed"
