@@ -224,7 +224,8 @@ size_t check_measure_devs(const struct measure *m, int64_t **out)
 		v[n++] = m->t.devs[i].ordinal;
 	for (size_t i = 0; i < m->rp.ndevs; i++)
 		v[n++] = m->rp.devs[i].ordinal;
-	qsort(v, n, sizeof(*v), i64_cmp);
+	if (n)
+		qsort(v, n, sizeof(*v), i64_cmp);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!k || v[k - 1] != v[i])

@@ -253,7 +253,8 @@ static struct site_row *site_rows(struct measure *a, struct measure *b, size_t *
 		else
 			rows[k++] = *r;
 	}
-	qsort(rows, k, sizeof(*rows), row_cmp);
+	if (k)
+		qsort(rows, k, sizeof(*rows), row_cmp);
 	*n_out = k;
 	return rows;
 }

@@ -141,7 +141,8 @@ static void snapshot(struct frag *g, int64_t ord, uint64_t time, struct snap *s)
 	s->count = n;
 	if (!n)
 		return;
-	qsort(g->ranges, n, sizeof(*g->ranges), range_cmp);
+	if (n)
+		qsort(g->ranges, n, sizeof(*g->ranges), range_cmp);
 	uint64_t cur_end = g->ranges[0].end;
 	s->covered = g->ranges[0].end - g->ranges[0].start;
 	for (size_t i = 1; i < n; i++) {
@@ -432,7 +433,8 @@ int cmd_fragmentation(int argc, char **argv)
 				break;
 			}
 		}
-		qsort(g.devs, g.ndevs, sizeof(*g.devs), dev_cmp);
+		if (g.ndevs)
+			qsort(g.devs, g.ndevs, sizeof(*g.devs), dev_cmp);
 		for (size_t k = 0; k < g.ndevs; k++) {
 			struct fdev *d = &g.devs[k];
 			tot[i].peak_live += d->at_peak.live;

@@ -761,7 +761,8 @@ int cmd_growth(int argc, char **argv)
 				break; /* a read error: report what pass 1 found */
 			}
 		}
-		qsort(g.devs, g.ndevs, sizeof(*g.devs), dev_cmp);
+		if (g.ndevs)
+			qsort(g.devs, g.ndevs, sizeof(*g.devs), dev_cmp);
 		for (size_t k = 0; k < g.ndevs; k++) {
 			struct gdev *d = &g.devs[k];
 			finish_slope(d);

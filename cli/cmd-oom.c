@@ -125,7 +125,8 @@ static int holder_cmp(const void *a, const void *b)
 /* Keeps the `cap` largest of `all` (n entries) in out. */
 static size_t keep_top(struct holder *all, size_t n, struct holder *out, size_t cap)
 {
-	qsort(all, n, sizeof(*all), holder_cmp);
+	if (n)
+		qsort(all, n, sizeof(*all), holder_cmp);
 	size_t k = n < cap ? n : cap;
 	memcpy(out, all, k * sizeof(*all));
 	return k;

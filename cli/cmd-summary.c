@@ -248,7 +248,8 @@ static void snapshot(struct summary *s, struct replay *rp, struct dev_info *dev)
 		all[i++] = *g;
 		free(g);
 	}
-	qsort(all, n, sizeof(*all), site_cmp);
+	if (n)
+		qsort(all, n, sizeof(*all), site_cmp);
 	/* by library: the libraries are few, a list will do */
 	dev->libs = xrealloc(NULL, n * sizeof(*dev->libs));
 	dev->nlibs = 0;
@@ -262,7 +263,8 @@ static void snapshot(struct summary *s, struct replay *rp, struct dev_info *dev)
 		dev->libs[k].bytes += all[i].bytes;
 		dev->libs[k].count += all[i].count;
 	}
-	qsort(dev->libs, dev->nlibs, sizeof(*dev->libs), lib_cmp);
+	if (dev->nlibs)
+		qsort(dev->libs, dev->nlibs, sizeof(*dev->libs), lib_cmp);
 	dev->distinct_sites = n;
 	dev->nsites = n < TOP_SITES ? n : TOP_SITES;
 	dev->sites = all;
@@ -509,6 +511,12 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 					   : 0.0,
 				d->libs[k].count, d->libs[k].library);
 	}
+	/* What the library could not see or record (a DEEPBIND library, an
+	 * unknown lookup result): the totals above may undercount. */
+	if (t->nnotes)
+		fprintf(f, "\nnotes from the tracer\n");
+	for (size_t i = 0; i < t->nnotes; i++)
+		fprintf(f, "  %s\n", t->notes[i]);
 }
 
 static void json_level(FILE *f, const struct summary *s, const struct rp_level *lv)
@@ -677,6 +685,14 @@ static void print_json(struct summary *s, const struct gmt_read_info *in, const 
 			", \"lost\": %" PRIu64 ", \"reason\": %" PRIu64 "}",
 			rel(s, t->trailer_end_ns), t->trailer_events, t->trailer_lost,
 			t->trailer_reason);
+	if (t->nnotes) {
+		fputs(",\n \"notes\": [", f);
+		for (size_t i = 0; i < t->nnotes; i++) {
+			fputs(i ? ", " : "", f);
+			json_cstr0(f, t->notes[i]);
+		}
+		fputs("]", f);
+	}
 	fputs("}", f);
 }
 
@@ -732,7 +748,8 @@ static int summarize(struct summary *s, const char *path)
 	for (size_t i = 0; i < s->rp.ndevs; i++)
 		dev_get(s, s->rp.devs[i].ordinal);
 	if (s->ndevs > 1)
-		qsort(s->devs, s->ndevs, sizeof(*s->devs), dev_cmp);
+		if (s->ndevs)
+			qsort(s->devs, s->ndevs, sizeof(*s->devs), dev_cmp);
 	struct peak_target *targets = xrealloc(NULL, s->ndevs * sizeof(*targets));
 	size_t ntargets = 0;
 	for (size_t i = 0; i < s->ndevs; i++) {
@@ -745,7 +762,8 @@ static int summarize(struct summary *s, const char *path)
 			targets[ntargets++] = (struct peak_target){d->lv.peak_seq, d};
 	}
 	if (ntargets) {
-		qsort(targets, ntargets, sizeof(*targets), target_cmp);
+		if (ntargets)
+			qsort(targets, ntargets, sizeof(*targets), target_cmp);
 		struct replay rp2;
 		replay_init(&rp2);
 		s->targets = targets;

@@ -187,13 +187,15 @@ static int top_one(struct top *tp, struct top_trace *tt)
 		if (rp.devs[i].lv.peak > tt->peak)
 			tt->peak = rp.devs[i].lv.peak;
 	}
-	qsort(tt->devs, tt->ndevs, sizeof(*tt->devs), devpeak_cmp);
+	if (tt->ndevs)
+		qsort(tt->devs, tt->ndevs, sizeof(*tt->devs), devpeak_cmp);
 	for (size_t i = 0; i < tt->ndevs; i++)
 		if (tt->devs[i].lv.peak_seq)
 			tt->targets[tt->ntargets++] = &tt->devs[i];
 	replay_free(&rp);
 	if (tt->ntargets) {
-		qsort(tt->targets, tt->ntargets, sizeof(*tt->targets), target_cmp);
+		if (tt->ntargets)
+			qsort(tt->targets, tt->ntargets, sizeof(*tt->targets), target_cmp);
 		replay_init(&rp);
 		phase_init(&tp->phases, &tt->t);
 		rc = trace_replay(&tt->t, &rp, on_event2, tp);

@@ -280,7 +280,8 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 	t->complete = t->info.complete;
 	t->lost = t->trailer_lost > t->lost_in_records ? t->trailer_lost : t->lost_in_records;
 	if (t->ndevs > 1)
-		qsort(t->devs, t->ndevs, sizeof(*t->devs), dev_cmp);
+		if (t->ndevs)
+			qsort(t->devs, t->ndevs, sizeof(*t->devs), dev_cmp);
 	for (size_t i = 0; i < t->nmods; i++) {
 		struct trace_module *m = &t->mods[i];
 		m->library = path_basename(m->path);
@@ -294,7 +295,8 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 				sm->device = t->devs[d].ordinal;
 	}
 	if (t->nsamples > 1)
-		qsort(t->samples, t->nsamples, sizeof(*t->samples), sample_cmp);
+		if (t->nsamples)
+			qsort(t->samples, t->nsamples, sizeof(*t->samples), sample_cmp);
 	sort_ranges(t->ranges, t->nranges); /* nearly sorted: threads' batches interleave */
 	for (size_t i = 0; i < t->nnotes; i++)
 		if (strstr(t->notes[i], "NVML"))
@@ -1013,7 +1015,8 @@ struct trace_row **trace_rows_sorted(struct trace_rows *rs, int metric, size_t *
 	size_t i = 0;
 	HASH_ITER(hh, rs->rows, r, rt) out[i++] = r;
 	sort_metric = metric;
-	qsort(out, *n, sizeof(*out), row_cmp);
+	if (*n)
+		qsort(out, *n, sizeof(*out), row_cmp);
 	return out;
 }
 

@@ -60,10 +60,22 @@ static uint32_t gnu_hash(const char *s)
 	return h;
 }
 
+/* Our own loops, not libc's: under ASan this runs inside ASan's start-up
+ * (its dlsym reaches ours), when its strcmp interceptors have no target yet. */
+static int str_eq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
 static int basename_is(const char *path, const char *want)
 {
-	const char *slash = strrchr(path, '/');
-	return !strcmp(slash ? slash + 1 : path, want);
+	const char *base = path;
+	for (const char *p = path; *p; p++)
+		if (*p == '/')
+			base = p + 1;
+	return str_eq(base, want);
 }
 
 static int elf_find_in(struct dl_phdr_info *info, size_t size, void *data)
@@ -104,7 +116,7 @@ static int elf_find_in(struct dl_phdr_info *info, size_t size, void *data)
 	const char *strs = (const char *)strtab;
 #define GMT_SYM_MATCHES_(i)                                                                        \
 	(syms[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC &&            \
-	 !strcmp(strs + syms[i].st_name, f->symbol))
+	 str_eq(strs + syms[i].st_name, f->symbol))
 	if (gnuhash) {
 		const uint32_t *h = (const void *)gnuhash;
 		uint32_t nbuckets = h[0], symoffset = h[1], bloom_words = h[2];

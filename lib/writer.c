@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <uthash.h>
@@ -103,9 +104,19 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 	sigemptyset(&xfsz);
 	sigaddset(&xfsz, SIGXFSZ);
 	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	/* Someone deleted or truncated the file: writing on would leave a
+	 * hole of zeros (or nothing at all) instead of a readable trace. */
+	struct stat st;
+	if (!w->failed && w->written && fstat(w->fd, &st) == 0 &&
+	    (st.st_nlink == 0 || (uint64_t)st.st_size < w->written)) {
+		gmt_log("%s was %s under us; tracing stops here, the program runs on", w->path,
+			st.st_nlink == 0 ? "deleted" : "truncated");
+		w->failed = 1;
+	}
 	while (n && !w->failed) {
 		ssize_t k = write(w->fd, buf, n);
 		if (k > 0) {
+			w->written += (uint64_t)k;
 			buf += k;
 			n -= (size_t)k;
 		} else if (k < 0 && errno == EINTR) {
@@ -283,6 +294,7 @@ int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_d
 		return -1;
 	w->fd = fd;
 	w->failed = 0;
+	w->written = 0;
 	w->len = GMT_CHUNK_HEADER_SIZE;
 	w->ev_tid = -1;
 

@@ -15,7 +15,8 @@ struct gmt_ipset;
 
 struct gmt_writer {
 	int fd;
-	int failed; /* a write failed: the trace ends at the last good chunk */
+	int failed;	  /* a write failed: the trace ends at the last good chunk */
+	uint64_t written; /* bytes written: a smaller file was truncated under us */
 	char path[4096];
 
 	uint8_t *chunk; /* GMT_CHUNK_HEADER_SIZE bytes of room, then payload */

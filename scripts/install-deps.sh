@@ -19,6 +19,8 @@ packages=(
 	protobuf-compiler # protoc: the pprof export test decodes the profile
 	pkg-config        # the install test checks gpumemtrace.pc
 	groff-base        # the install test checks the man pages
+	clang             # make fuzz (libFuzzer)
+	libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -19,11 +19,19 @@ UNIT_SRCS_test-stacks := lib/stacks.c
 include tests/unit/unit.mk
 include tests/life/life.mk
 include tests/golden/golden.mk
+include tests/stress/stress.mk
+include tests/fuzz/fuzz.mk
 
 .PHONY: test check
 test: ## install what is missing, build everything, run every test (last line: N passed, N failed)
 	@scripts/install-deps.sh --quiet
 	@$(MAKE) --no-print-directory check
 
-check: all sim progs life-progs demo-prog unit-tests ## build and run every test, without the dependency check
-	@BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) tests/run.sh $(T)
+check: all sim progs life-progs stress-progs demo-prog unit-tests ## build and run every test, without the dependency check
+	@BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) SANITIZE=$(SANITIZE) CC=$(CC) tests/run.sh $(T)
+
+# ThreadSanitizer over the ring buffer's stress unit test, in its own build.
+.PHONY: check-tsan
+check-tsan: ## build and run the ring stress unit test under TSan (BUILD=build-tsan)
+	@$(MAKE) --no-print-directory BUILD=build-tsan SANITIZE=thread build-tsan/tests/unit/test-ring
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/unit/test-ring

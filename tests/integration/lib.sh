@@ -5,8 +5,14 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "$*"; exit 77; }
 
 # Run a command under the tracer with the simulated CUDA on the library path.
+# An ASan-built library needs libasan loaded first (SANITIZE=address,...).
+preload=$GMT_LIB
+if [[ ${SANITIZE:-} == *address* ]]; then
+	preload="$(${CC:-cc} -print-file-name=libasan.so) $GMT_LIB"
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0}
+fi
 traced() {
-	LD_PRELOAD=$GMT_LIB LD_LIBRARY_PATH=$SIM_DIR:$PROG_DIR "$@"
+	LD_PRELOAD=$preload LD_LIBRARY_PATH=$SIM_DIR:$PROG_DIR "$@"
 }
 untraced() {
 	LD_LIBRARY_PATH=$SIM_DIR:$PROG_DIR "$@"

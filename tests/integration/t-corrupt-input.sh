@@ -1,0 +1,76 @@
+# Every command on truncated, bit-flipped, oversized-count and wrong-version
+# traces: a documented exit code (0 with a warning for a torn tail, 3, 4),
+# a one-line "gpumemtrace CMD: ..." error when it fails, never a signal.
+. "$TESTS_DIR/integration/lib.sh"
+MKTRACE=$BUILD/tests/unit-tools/mktrace
+commands=(dump "summary --json" summary top growth fragmentation oom leaks
+	"check --max-peak 1GiB" diff accounting "top --by range" "plot -o p.svg"
+	"flamegraph -o f.svg" "flamegraph --folded" "export --format perfetto"
+	"export --format csv" "export --format pprof -o p.pb.gz")
+$GMT_CLI --help | grep -qE '^  (dump|summary|top|growth|fragmentation|oom|leaks|diff|check) ' ||
+	fail "command list changed"
+for c in $($GMT_CLI --help | awk '/^commands:/{on=1; next} on && /^  [a-z]/{print $1} /^$/{on=0}'); do
+	[ "$c" = run ] && continue # runs a program, reads no trace given to it
+	[[ " ${commands[*]} " == *" $c"* ]] || fail "command '$c' is not covered here"
+done
+
+runs=0
+try() { # file what
+	for cmd in "${commands[@]}"; do
+		local args=("$1") rc=0
+		[ "$cmd" = diff ] && args=("$1" "$1")
+		$GMT_CLI $cmd "${args[@]}" >/dev/null 2>err.txt || rc=$?
+		runs=$((runs + 1))
+		# check maps every error to 2 (docs/cli.md): 1 stays "a check failed"
+		[ "${cmd%% *}" = check ] && [ $rc -eq 2 ] && rc=4
+		case $rc in
+		0 | 1) ;;
+		3 | 4)
+			# one line per trace given: diff reads two
+			expect_eq "$2 / $cmd: stderr lines" "$(grep -v ': warning: ' err.txt | sort -u | wc -l)" 1
+			grep -q "^gpumemtrace ${cmd%% *}: " err.txt || fail "$2 / $cmd: $(cat err.txt)"
+			;;
+		*) fail "$2 / $cmd: exit $rc: $(tail -3 err.txt)" ;;
+		esac
+	done
+}
+
+traced "$PROG_DIR/stress" threads 2 2000 >/dev/null
+good=$(the_trace)
+mv "$good" good.gmt
+size=$(stat -c %s good.gmt)
+try good.gmt good
+
+# Truncated anywhere: inside the header, a chunk header, a payload.
+for cut in 0 20 64 100 $((size / 2)) $((size - 1)); do
+	head -c $cut good.gmt >cut.gmt
+	try cut.gmt "truncated at $cut"
+done
+
+# One bit flipped: header fields, chunk headers, payloads (CRC catches these).
+for off in 0 8 10 12 64 68 76 $((size / 2)); do
+	python3 -c 'import sys
+b = bytearray(open("good.gmt", "rb").read()); b[int(sys.argv[1])] ^= 0x10
+open("flip.gmt", "wb").write(b)' $off
+	try flip.gmt "bit flipped at $off"
+done
+
+# Wrong versions, a huge header size.
+for v in 3 99 65535; do
+	"$MKTRACE" v.gmt <<<"header version=$v" || fail "mktrace"
+	rc=0
+	$GMT_CLI summary v.gmt 2>err.txt >/dev/null || rc=$?
+	expect_eq "version $v exit" $rc 4
+	grep -q "version" err.txt || fail "version $v: $(cat err.txt)"
+	try v.gmt "version $v"
+done
+printf 'header header_size=65535\n' | "$MKTRACE" hs.gmt && try hs.gmt "header size"
+
+# Oversized counts and lengths with a valid CRC: every record tag followed by
+# varints at their maximum, so only the parser's bounds checks stand between.
+for tag in $(seq 1 15); do
+	hex=$(printf '%02x' $tag)
+	printf 'raw %sffffffffffffffffff01ffffffffffffffffff01ffffffff0f\n' "$hex" | "$MKTRACE" big.gmt
+	try big.gmt "oversized tag $tag"
+done
+echo "$runs runs ok"
