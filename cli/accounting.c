@@ -405,7 +405,8 @@ static void find_routes(struct pass *p, struct acct_dev *d)
 		  "memory",
 		  10, "%s",
 		  d->nroutes ? "always possible" : "nothing in the trace points elsewhere");
-	qsort(d->routes, d->nroutes, sizeof(*d->routes), route_cmp);
+	if (d->nroutes > 1)
+		qsort(d->routes, d->nroutes, sizeof(*d->routes), route_cmp);
 }
 
 /* ---- computing ---------------------------------------------------------- */
@@ -450,7 +451,8 @@ int acct_compute(struct acct *a, struct trace *t)
 	int rc = trace_replay(t, NULL, on_event, &p1);
 	for (size_t i = 0; i < p1.rp.ndevs; i++)
 		adev(a, p1.rp.devs[i].ordinal);
-	qsort(a->devs, a->ndevs, sizeof(*a->devs), dev_cmp);
+	if (a->ndevs > 1)
+		qsort(a->devs, a->ndevs, sizeof(*a->devs), dev_cmp);
 	uint64_t end = trace_end_ns(t);
 	for (size_t i = 0; i < a->ndevs; i++)
 		snapshot(&p1, &a->devs[i].end, a->devs[i].ordinal, end);

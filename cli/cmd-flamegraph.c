@@ -129,7 +129,8 @@ static void sort_tree(struct node *n)
 	k = 0;
 	for (struct node *c = n->child; c; c = c->next)
 		v[k++] = c;
-	qsort(v, k, sizeof(*v), cmp_node);
+	if (k > 1)
+		qsort(v, k, sizeof(*v), cmp_node);
 	for (size_t i = 0; i < k; i++) {
 		v[i]->next = i + 1 < k ? v[i + 1] : NULL;
 		sort_tree(v[i]);

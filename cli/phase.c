@@ -203,7 +203,8 @@ struct phase **phase_list(struct phase_tracker *pt, size_t *n)
 	struct phase **out = xcalloc(*n, sizeof(*out)), *ph, *pht;
 	size_t i = 0;
 	HASH_ITER(hh, pt->phases, ph, pht) out[i++] = ph;
-	qsort(out, *n, sizeof(*out), order_cmp);
+	if (*n > 1)
+		qsort(out, *n, sizeof(*out), order_cmp);
 	return out;
 }
 

@@ -46,19 +46,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	read_all();
 	char *p = trace_path;
-	char *argvs[][6] = {
-	    {"dump", p},    {"summary", "--json", p},
-	    {"summary", p}, {"top", p},
-	    {"growth", p},  {"fragmentation", p},
-	    {"oom", p},	    {"leaks", p},
-	    {"diff", p, p}, {"check", "--max-peak", "1GiB", p},
+	char *argvs[][7] = {
+	    {"dump", p},
+	    {"summary", "--json", p},
+	    {"summary", p},
+	    {"top", p},
+	    {"growth", p},
+	    {"fragmentation", p},
+	    {"oom", p},
+	    {"leaks", p},
+	    {"diff", p, p},
+	    {"check", "--max-peak", "1GiB", p},
+	    {"accounting", p},
+	    {"top", "--by", "range", p},
+	    {"plot", "-o", "/dev/null", p},
+	    {"flamegraph", "--folded", p},
+	    {"export", "--format", "perfetto", "-o", "/dev/null", p},
+	    {"export", "--format", "pprof", "-o", "/dev/null", p},
 	};
-	int (*fns[])(int, char **) = {cmd_dump,	  cmd_summary,	     cmd_summary, cmd_top,
-				      cmd_growth, cmd_fragmentation, cmd_oom,	  cmd_leaks,
-				      cmd_diff,	  cmd_check};
+	int (*fns[])(int, char **) = {cmd_dump,	  cmd_summary,	     cmd_summary,    cmd_top,
+				      cmd_growth, cmd_fragmentation, cmd_oom,	     cmd_leaks,
+				      cmd_diff,	  cmd_check,	     cmd_accounting, cmd_top,
+				      cmd_plot,	  cmd_flamegraph,    cmd_export,     cmd_export};
 	size_t k = size % (sizeof fns / sizeof fns[0]);
 	int argc = 0;
-	while (argc < 6 && argvs[k][argc])
+	while (argc < 7 && argvs[k][argc])
 		argc++;
 	int rc = fns[k](argc, argvs[k]);
 	if (rc < 0 || rc > 4)

@@ -14,7 +14,7 @@ FUZZ_FLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -Iinclude -Ilib -Ihooks -Icli \
 
 $(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard cli/*.h lib/*.h include/gpumemtrace/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SRCS) -o $@ -ldw -lelf
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SRCS) -o $@ -ldw -lelf -lz -lm
 
 .PHONY: fuzz-build fuzz-corpus fuzz
 fuzz-build: $(FUZZ_BIN) ## build the libFuzzer target (clang)

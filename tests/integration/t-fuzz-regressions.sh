@@ -4,8 +4,10 @@
 . "$TESTS_DIR/integration/lib.sh"
 n=0
 for f in "$TESTS_DIR"/fuzz/regressions/*; do
+	[ -f "$f" ] || fail "no regression inputs in $TESTS_DIR/fuzz/regressions"
 	for cmd in dump "summary --json" summary top growth fragmentation oom leaks \
-		"check --max-peak 1GiB"; do
+		"check --max-peak 1GiB" accounting "top --by range" "plot -o p.svg" \
+		"flamegraph --folded" "export --format csv" "export --format pprof -o p.gz"; do
 		rc=0
 		"$GMT_CLI" $cmd "$f" >/dev/null 2>err.txt || rc=$?
 		[ $rc -le 4 ] || fail "$cmd $(basename "$f"): exit $rc: $(tail -3 err.txt)"
