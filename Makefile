@@ -23,7 +23,8 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 # ---- the preload library ----------------------------------------------
 LIB := $(BUILD)/libgpumemtrace.so
 LIB_SRCS := $(wildcard hooks/*.c) lib/runtime.c lib/ring.c lib/writer.c lib/stacks.c \
-	lib/modules.c lib/symbolize.c lib/crc32c.c lib/log.c lib/settings.c
+	lib/modules.c lib/symbolize.c lib/crc32c.c lib/log.c lib/settings.c lib/nvml.c \
+	lib/sampler.c
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(LIB_SRCS))
 LIB_LIBS := -lunwind -ldw -lelf -ldl -lpthread
 

@@ -29,4 +29,5 @@ void gmt_settings_load(struct gmt_settings *s)
 	s->full_wait_ms = (int)env_long("GPUMEMTRACE_FULL_WAIT_MS", 1000, 0, 60000);
 	s->symbolize = (int)env_long("GPUMEMTRACE_SYMBOLIZE", 1, 0, 1);
 	s->disabled = (int)env_long("GPUMEMTRACE_DISABLE", 0, 0, 1);
+	s->sample_ms = (int)env_long("GPUMEMTRACE_SAMPLE_MS", 100, 0, 60000);
 }

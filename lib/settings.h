@@ -13,6 +13,7 @@ struct gmt_settings {
 	int full_wait_ms;	     /* GPUMEMTRACE_FULL_WAIT_MS, 0..60000, default 1000 */
 	int symbolize;		     /* GPUMEMTRACE_SYMBOLIZE, 0 or 1, default 1 */
 	int disabled;		     /* GPUMEMTRACE_DISABLE=1 */
+	int sample_ms; /* GPUMEMTRACE_SAMPLE_MS, 0..60000, default 100; 0: not periodic */
 };
 
 #define GMT_MAX_STACK_DEPTH 256
