@@ -99,8 +99,9 @@ static void record(struct probe *p, enum gmt_api api, CUresult r, int32_t device
 	uint64_t before = 0, after = 0, size = 0;
 	unsigned flags = 0;
 	if (measured) {
-		int creates = api == GMT_API_cuDevicePrimaryCtxRetain || api == GMT_API_cuCtxCreate_v2 ||
-			      api == GMT_API_cuCtxCreate_v3 || api == GMT_API_cuCtxCreate_v4;
+		int creates = api == GMT_API_cuDevicePrimaryCtxRetain ||
+			      api == GMT_API_cuCtxCreate_v2 || api == GMT_API_cuCtxCreate_v3 ||
+			      api == GMT_API_cuCtxCreate_v4;
 		int untrusted = creates && r == CUDA_SUCCESS && gmt_nvml_context_made(&p->after);
 		/* The process's usage when NVML reports it, else the device's. */
 		int process = p->before.process_known && p->after.process_known && !untrusted;

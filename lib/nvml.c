@@ -9,7 +9,7 @@
 #include "log.h"
 #include "tracer.h"
 
-#define GMT_NVML_PFN_(name, params) typedef nvmlReturn_t (*pfn_##name) params;
+#define GMT_NVML_PFN_(name, params) typedef nvmlReturn_t(*pfn_##name) params;
 GMT_NVML_FUNCS(GMT_NVML_PFN_)
 #undef GMT_NVML_PFN_
 
@@ -121,9 +121,10 @@ static void load(void)
 			nv.dev[i] = NULL;
 			continue;
 		}
-		nv.uuid_ok[i] = nv.nvmlDeviceGetUUID &&
-				nv.nvmlDeviceGetUUID(nv.dev[i], text, sizeof text) == NVML_SUCCESS &&
-				parse_uuid(text, nv.uuid[i]) == 0;
+		nv.uuid_ok[i] =
+		    nv.nvmlDeviceGetUUID &&
+		    nv.nvmlDeviceGetUUID(nv.dev[i], text, sizeof text) == NVML_SUCCESS &&
+		    parse_uuid(text, nv.uuid[i]) == 0;
 	}
 	nv.ndev = n;
 	settle(LOAD_READY);

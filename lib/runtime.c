@@ -241,6 +241,7 @@ static void flush_cycle(void)
 		}
 		pthread_mutex_unlock(&g.setup_lock);
 	}
+	gmt_sampler_cycle_done();
 	if (gmt_writer_flush(w) < 0)
 		set_state(ST_OFF); /* writing failed: stop tracing, the program runs on */
 }

@@ -230,6 +230,7 @@ static struct {
 	size_t cap, used; /* cap: a power of two */
 	uint64_t bytes[GMT_NVML_MAX_DEVICES], high[GMT_NVML_MAX_DEVICES];
 	uint64_t poked[GMT_NVML_MAX_DEVICES];
+	int peak_seen; /* a new high in this flush cycle: one poke at its end */
 } pk;
 
 static uint64_t live_key(uint64_t ptr, unsigned space)
@@ -316,8 +317,7 @@ void gmt_sampler_observe(const struct gmt_ring_hdr *h)
 		live_drop(live_key(e->ptr, space));
 		return;
 	}
-	if (op != GMT_OP_ALLOC || !e->ptr || e->device < 0 ||
-	    e->device >= GMT_NVML_MAX_DEVICES ||
+	if (op != GMT_OP_ALLOC || !e->ptr || e->device < 0 || e->device >= GMT_NVML_MAX_DEVICES ||
 	    (kind != GMT_KIND_DEVICE && kind != GMT_KIND_ASYNC && kind != GMT_KIND_VMM_PHYS))
 		return;
 	int32_t d = e->device;
@@ -330,6 +330,14 @@ void gmt_sampler_observe(const struct gmt_ring_hdr *h)
 		step = PEAK_MIN_STEP;
 	if (pk.high[d] >= pk.poked[d] + step) {
 		pk.poked[d] = pk.high[d];
+		pk.peak_seen = 1;
+	}
+}
+
+void gmt_sampler_cycle_done(void)
+{
+	if (pk.peak_seen) {
+		pk.peak_seen = 0;
 		gmt_sampler_poke(GMT_SAMPLE_WHY_PEAK);
 	}
 }

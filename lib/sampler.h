@@ -18,6 +18,8 @@ void gmt_sampler_poke(enum gmt_sample_why why);
 /* The flush thread shows every drained record here (flush_lock held): it
  * keeps live device bytes per device and pokes a PEAK sample on a new high. */
 void gmt_sampler_observe(const struct gmt_ring_hdr *h);
+/* ... and says when a flush cycle is over: at most one PEAK poke per cycle. */
+void gmt_sampler_cycle_done(void);
 
 /* Stops the thread (waits at most a bounded time) and, with take_end, takes
  * the END sample on the calling thread. Idempotent. */

@@ -53,11 +53,20 @@ static unsigned long long env_bytes(const char *name, unsigned long long dflt)
 	if (errno || end == s)
 		return dflt;
 	switch (*end) {
-	case 'k': case 'K': return v << 10;
-	case 'm': case 'M': return v << 20;
-	case 'g': case 'G': return v << 30;
-	case 't': case 'T': return v << 40;
-	default: return *end ? dflt : v;
+	case 'k':
+	case 'K':
+		return v << 10;
+	case 'm':
+	case 'M':
+		return v << 20;
+	case 'g':
+	case 'G':
+		return v << 30;
+	case 't':
+	case 'T':
+		return v << 40;
+	default:
+		return *end ? dflt : v;
 	}
 }
 
@@ -100,13 +109,20 @@ EXPORT nvmlReturn_t nvmlInit_v2(void)
 EXPORT const char *nvmlErrorString(nvmlReturn_t result)
 {
 	switch (result) {
-	case NVML_SUCCESS: return "Success";
-	case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-	case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-	case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-	case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-	case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
-	default: return "Unknown Error";
+	case NVML_SUCCESS:
+		return "Success";
+	case NVML_ERROR_UNINITIALIZED:
+		return "Uninitialized";
+	case NVML_ERROR_INVALID_ARGUMENT:
+		return "Invalid Argument";
+	case NVML_ERROR_INSUFFICIENT_SIZE:
+		return "Insufficient Size";
+	case NVML_ERROR_DRIVER_NOT_LOADED:
+		return "Driver Not Loaded";
+	case NVML_ERROR_FUNCTION_NOT_FOUND:
+		return "Function Not Found";
+	default:
+		return "Unknown Error";
 	}
 }
 
