@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 /* ---- NVML's own declarations ---- */
+#ifndef GMT_NVML_TOOLKIT_TYPES /* tests/cuda-decls/nvml-check.c: nvml.h's instead */
 typedef enum nvmlReturn_enum {
 	NVML_SUCCESS = 0,
 	NVML_ERROR_UNINITIALIZED = 1,
@@ -57,6 +58,7 @@ typedef struct nvmlProcessInfo_st {
 
 #define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
 #define NVML_VALUE_NOT_AVAILABLE	((unsigned long long)-1)
+#endif
 
 /* X(name, params): every NVML function the tracer calls. */
 /* clang-format off */
