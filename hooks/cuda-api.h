@@ -66,17 +66,31 @@
 	X(cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle,                                        \
 	  (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags))                 \
 	X(cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr dptr))                     \
+	X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev)) \
+	X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, (CUdevice dev))          \
+	X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, (CUdevice dev))              \
+	X(cuCtxCreate_v4, cuCtxCreate,                                                      \
+	  (CUcontext * pctx, CUctxCreateParams * ctxCreateParams, unsigned int flags,       \
+	   CUdevice dev))                                                                   \
+	X(cuCtxDestroy_v2, cuCtxDestroy, (CUcontext ctx))                                   \
 	X(cuGetProcAddress_v2, cuGetProcAddress,                                            \
 	  (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,               \
 	   CUdriverProcAddressQueryResult *symbolStatus))
 /* clang-format on */
 
-/* CUDA 11.3-11.8's four-argument form. cuda.h 12+ no longer declares it, so
- * it stays out of the list the signature check expands. */
+/* Older forms cuda.h declares only under __CUDA_API_VERSION_INTERNAL (the
+ * signature check's legacy mode): CUDA 11.3-11.8's four-argument
+ * cuGetProcAddress, and cuCtxCreate before 12.5 (_v2, and 11.4's _v3).
+ * The unversioned cuCtxCreate, cuCtxDestroy, cuDevicePrimaryCtxRelease and
+ * cuDevicePrimaryCtxReset are older ABIs still and are not wrapped. */
 /* clang-format off */
 #define GMT_DRIVER_HOOKS_LEGACY(X)                                                          \
 	X(cuGetProcAddress, cuGetProcAddress,                                               \
-	  (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags))
+	  (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags))              \
+	X(cuCtxCreate_v2, cuCtxCreate, (CUcontext * pctx, unsigned int flags, CUdevice dev)) \
+	X(cuCtxCreate_v3, cuCtxCreate,                                                      \
+	  (CUcontext * pctx, CUexecAffinityParam * paramsArray, int numParams,              \
+	   unsigned int flags, CUdevice dev))
 /* clang-format on */
 
 /* Driver functions the tracer calls but does not interpose. */

@@ -38,7 +38,9 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUarray_st *CUarray;
-typedef struct CUmemPoolProps_st CUmemPoolProps; /* opaque: never read */
+typedef struct CUmemPoolProps_st CUmemPoolProps;	   /* opaque: never read */
+typedef struct CUexecAffinityParam_st CUexecAffinityParam; /* opaque: never read */
+typedef struct CUctxCreateParams_st CUctxCreateParams;	   /* opaque: never read */
 
 typedef enum CUdriverProcAddressQueryResult_enum {
 	CU_GET_PROC_ADDRESS_SUCCESS = 0,

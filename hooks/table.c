@@ -8,6 +8,7 @@
 
 #include "hooks.h"
 #include "log.h"
+#include "sampler.h"
 
 struct gmt_hook gmt_hooks[GMT_HOOK_COUNT] = {
 #define GMT_ROW_DRIVER_(name, base, params)                                                        \
@@ -479,6 +480,8 @@ void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t
 		device = gmt_current_device();
 	errno = saved_errno;
 	gmt_record(api, result, device, ptr, size, aux, aux2, flags);
+	if (result != CUDA_SUCCESS && device_alloc(api))
+		gmt_sampler_poke(GMT_SAMPLE_WHY_OOM); /* NVML's view of the failure */
 	/* CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation are both 2. */
 	if (result == CUDA_ERROR_OUT_OF_MEMORY && device_alloc(api)) {
 		record_meminfo(api);

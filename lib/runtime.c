@@ -24,6 +24,7 @@
 #include "log.h"
 #include "python.h"
 #include "ring.h"
+#include "sampler.h"
 #include "settings.h"
 #include "tracer.h"
 #include "writer.h"
@@ -191,6 +192,12 @@ static void write_notes(struct gmt_writer *w)
 	pthread_mutex_unlock(&g.notes_lock);
 }
 
+static void drain_record(void *w, struct gmt_ring *r, const struct gmt_ring_hdr *h)
+{
+	gmt_sampler_observe(h); /* the peak watch sees every event, off the hot path */
+	gmt_writer_ring_record(w, r, h);
+}
+
 /* Moves everything the rings hold into the writer. Caller holds flush_lock. */
 static void flush_cycle(void)
 {
@@ -208,7 +215,7 @@ static void flush_cycle(void)
 		/* Read `exited` before draining: pairs with its release store in
 		 * thread_gone, so the owner's last records are visible to us. */
 		int exited = __atomic_load_n(&r->exited, __ATOMIC_ACQUIRE);
-		gmt_ring_drain(r, (gmt_ring_fn)gmt_writer_ring_record, w);
+		gmt_ring_drain(r, drain_record, w);
 		/* A hint only (read relaxed in gmt_record): a lost wake-up costs
 		 * at most one FLUSH_MS period, never an event. */
 		__atomic_store_n(&r->wake_sent, 0, __ATOMIC_RELAXED);
@@ -236,6 +243,7 @@ static void flush_cycle(void)
 		}
 		pthread_mutex_unlock(&g.setup_lock);
 	}
+	gmt_sampler_cycle_done();
 	if (gmt_writer_flush(w) < 0)
 		set_state(ST_OFF); /* writing failed: stop tracing, the program runs on */
 }
@@ -327,6 +335,7 @@ static struct gmt_ring *ring_for_this_thread(void)
 			set_state(ST_OFF);
 		} else {
 			set_state(ST_ACTIVE);
+			gmt_sampler_start(g.set.sample_ms);
 		}
 	}
 	struct gmt_ring *r = NULL;
@@ -608,6 +617,8 @@ void gmt_finish(enum gmt_end_reason reason)
 	/* A vfork child shares our memory but is not us: leave the trace be. */
 	if (load_state() != ST_ACTIVE || getpid() != g.pid)
 		goto out;
+	if (reason != GMT_END_EXEC)
+		gmt_sampler_stop(0); /* normally done by its atexit handler, with END */
 	if (reason != GMT_END_EXEC && g.flusher_running &&
 	    !pthread_equal(pthread_self(), g.flusher)) {
 		__atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);
@@ -697,6 +708,7 @@ static void fork_child(void)
 	g.stop = 0;
 	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
 	g.pid = getpid();
+	gmt_sampler_fork_child();
 	if (g.set.pid_only && g.set.pid_only != g.pid)
 		set_state(ST_OFF);
 	else if (g.state == ST_ACTIVE || g.state == ST_FINISHED)

@@ -538,6 +538,7 @@ void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const stru
 		commit(w, p);
 	} else if (h->type == GMT_RING_SAMPLE) {
 		const struct gmt_raw_sample *sm = (const void *)body;
+		gmt_writer_end_batch(w); /* after the events the thread recorded before it */
 		uint8_t *p = room(w, 8 * GMT_VARINT_MAX + 1 + sizeof sm->uuid);
 		if (!p)
 			return;

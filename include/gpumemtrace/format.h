@@ -222,7 +222,8 @@ enum gmt_space {
  *   pool create:     ptr = pool; trim: ptr = pool, size = bytes to keep
  *   contexts:        ptr = context, size = what the call cost the device
  *                    (after - before, 0 when it cost nothing or NVML is
- *                    missing), aux = NVML bytes used before, aux2 = after
+ *                    missing; for DESTROY what it gave back, before - after),
+ *                    aux = NVML bytes used before, aux2 = after
  *                    (present only when NVML measured them: GMT_EV_HAS_AUX*).
  *                    The process's usage when NVML reports it, else the
  *                    device's. Primary-context retains after the first cost 0. */

@@ -33,6 +33,8 @@
 	SAME(CUmemoryPool, struct CUmemPoolHandle_st *)                                    \
 	SAME(CUarray, struct CUarray_st *)                                                 \
 	SAME(CUmemPoolProps *, struct CUmemPoolProps_st *)                                 \
+	SAME(CUexecAffinityParam *, struct CUexecAffinityParam_st *)                       \
+	SAME(CUctxCreateParams *, struct CUctxCreateParams_st *)                           \
 	SIZE(CUdriverProcAddressQueryResult) SCALAR(CUdriverProcAddressQueryResult)        \
 	SAME(CUdriverProcAddressQueryResult, enum CUdriverProcAddressQueryResult_enum)     \
 	CONST(CU_GET_PROC_ADDRESS_SUCCESS) CONST(CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND)     \

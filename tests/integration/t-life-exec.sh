@@ -10,9 +10,9 @@ second=${first%.gmt}.1.gmt
 [ -f "$second" ] || fail "no $second"
 "$GMT_CLI" summary --json "$first" >a.json
 "$GMT_CLI" summary --json "$second" >b.json
-expect_eq "pre-exec events" "$(json a.json 'd["events"]')" 6
+expect_eq "pre-exec events" "$(json a.json 'd["events"]')" 7 # + the context retain
 expect_eq "pre-exec complete" "$(json a.json 'd["complete"]')" True
-expect_eq "post-exec events" "$(json b.json 'd["events"]')" 18
+expect_eq "post-exec events" "$(json b.json 'd["events"]')" 19 # + the context retain
 expect_eq "same pid" "$(json b.json 'd["process"]["pid"]')" "$(json a.json 'd["process"]["pid"]')"
 "$GMT_CLI" dump "$first" | grep -qi "exec" || fail "trailer does not say exec"
 
@@ -20,6 +20,6 @@ rm -f gpumemtrace.* ./*.json
 traced "$PROG_DIR/life" exec-fail 4 2>/dev/null
 t=$(the_trace)
 "$GMT_CLI" summary --json "$t" >c.json
-expect_eq "exec-fail events" "$(json c.json 'd["events"]')" 12
+expect_eq "exec-fail events" "$(json c.json 'd["events"]')" 13 # + the context retain
 expect_eq "exec-fail complete" "$(json c.json 'd["complete"]')" True
 echo ok

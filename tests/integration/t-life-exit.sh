@@ -8,7 +8,7 @@ set -e
 expect_eq "exit code" "$rc" 3
 t=$(the_trace)
 "$GMT_CLI" summary --json "$t" >s.json
-expect_eq "events" "$(json s.json 'd["events"]')" 9
+expect_eq "events" "$(json s.json 'd["events"]')" 10 # 9 + the context retain
 expect_eq "complete" "$(json s.json 'd["complete"]')" True
 "$GMT_CLI" dump "$t" | grep -qi "_exit" || fail "trailer does not say _exit"
 echo ok

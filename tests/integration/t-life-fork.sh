@@ -20,7 +20,7 @@ else
 fi
 [ -n "$parent" ] && [ -n "$child" ] || fail "cannot tell parent from child"
 # parent: 2 x allocs(6) = 12 mallocs + 6 frees; child: allocs(12) = 12 mallocs + 6 frees of 2 MiB
-expect_eq "parent events" "$(json "$parent.json" 'd["events"]')" 18
+expect_eq "parent events" "$(json "$parent.json" 'd["events"]')" 19 # + the context retain
 expect_eq "parent complete" "$(json "$parent.json" 'd["complete"]')" True
 expect_eq "child events" "$(json "$child.json" 'd["events"]')" 18
 expect_eq "child bytes" "$(json "$child.json" 'd["calls"]["cudaMalloc"]["bytes"]')" $((12 * 2 * 1048576))

@@ -8,7 +8,7 @@ set -e
 expect_eq "killed" "$rc" 137
 t=$(the_trace)
 "$GMT_CLI" summary --json "$t" >s.json 2>err.txt || fail "summary failed on a killed trace: $(cat err.txt)"
-expect_eq "events" "$(json s.json 'd["events"]')" 12
+expect_eq "events" "$(json s.json 'd["events"]')" 13 # 12 + the context retain
 expect_eq "complete" "$(json s.json 'd["complete"]')" False
 # A truncated tail (a write torn by the kill) still reads up to the last chunk.
 size=$(stat -c %s "$t")

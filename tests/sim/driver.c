@@ -7,7 +7,12 @@
  * host and managed memory are real anonymous mappings the program can use.
  *
  * Environment: SIMCUDA_DEVICES (default 1, 0..16), SIMCUDA_CAPACITY bytes
- * per device (default 16G; K, M, G, T suffixes, binary).
+ * per device (default 16G; K, M, G, T suffixes, binary), SIMCUDA_CTX_BYTES
+ * what a context costs (default 300M): charged when a primary context is
+ * first retained or a context created, given back at the last release, the
+ * reset or the destroy. Only the simulated NVML sees it (simcuda_usage): the
+ * capacity allocations draw on is the whole SIMCUDA_CAPACITY, so a program
+ * runs out of memory at the same point with or without contexts.
  *
  * Linked with -Bsymbolic: the tracer preloaded in front of us exports the
  * same names, and the addresses cuGetProcAddress hands out (taken of our own
@@ -25,6 +30,7 @@
 #include <unistd.h>
 
 #include "sim-cuda.h"
+#include "sim-nvml.h"
 
 #define KiB	     (1024ull)
 #define MiB	     (1024ull * KiB)
@@ -281,6 +287,7 @@ struct device {
 	size_t capacity, used;
 	struct CUctx_st primary;
 	int primary_refs;
+	size_t ctx_bytes; /* contexts' cost, seen by the simulated NVML only */
 	struct CUmemPoolHandle_st default_pool;
 };
 
@@ -448,9 +455,7 @@ CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
-	memcpy(uuid->bytes, "SIMCUDA-GPU-0000", 16);
-	uuid->bytes[15] = (char)('0' + dev % 10);
-	uuid->bytes[14] = (char)('0' + dev / 10);
+	sim_uuid_bytes(dev, uuid->bytes);
 	return CUDA_SUCCESS;
 }
 
@@ -497,6 +502,11 @@ static int valid_ctx(CUcontext c)
 	return c && c->magic == CTX_MAGIC;
 }
 
+static size_t ctx_cost(void)
+{
+	return env_size("SIMCUDA_CTX_BYTES", 300 * MiB);
+}
+
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	NEED_INIT();
@@ -505,7 +515,8 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	if (!valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	LOCK();
-	devs[dev].primary_refs++;
+	if (devs[dev].primary_refs++ == 0)
+		devs[dev].ctx_bytes += ctx_cost();
 	UNLOCK();
 	*pctx = &devs[dev].primary;
 	return CUDA_SUCCESS;
@@ -518,12 +529,28 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 		return CUDA_ERROR_INVALID_DEVICE;
 	CUresult r = CUDA_SUCCESS;
 	LOCK();
-	if (devs[dev].primary_refs > 0)
-		devs[dev].primary_refs--;
-	else
+	if (devs[dev].primary_refs > 0) {
+		if (--devs[dev].primary_refs == 0)
+			devs[dev].ctx_bytes -= ctx_cost();
+	} else {
 		r = CUDA_ERROR_INVALID_CONTEXT;
+	}
 	UNLOCK();
 	return r;
+}
+
+/* Destroys the primary context at once, whatever its count. */
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	NEED_INIT();
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	LOCK();
+	if (devs[dev].primary_refs > 0)
+		devs[dev].ctx_bytes -= ctx_cost();
+	devs[dev].primary_refs = 0;
+	UNLOCK();
+	return CUDA_SUCCESS;
 }
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
@@ -564,9 +591,26 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 	if (!c)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*c = (struct CUctx_st){CTX_MAGIC, dev, 0};
+	LOCK();
+	devs[dev].ctx_bytes += ctx_cost();
+	UNLOCK();
 	tl_ctx = c; /* a new context becomes current, like the real driver */
 	*pctx = c;
 	return CUDA_SUCCESS;
+}
+
+/* CUDA 11.4's form: execution affinity is not simulated. */
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+			unsigned int flags, CUdevice dev)
+{
+	return cuCtxCreate_v2(pctx, flags, dev);
+}
+
+/* CUDA 12.5's form (cuda.h 13's cuCtxCreate). */
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+			CUdevice dev)
+{
+	return cuCtxCreate_v2(pctx, flags, dev);
 }
 
 CUresult cuCtxDestroy_v2(CUcontext ctx)
@@ -576,6 +620,9 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (tl_ctx == ctx)
 		tl_ctx = NULL;
+	LOCK();
+	devs[ctx->dev].ctx_bytes -= ctx_cost();
+	UNLOCK();
 	ctx->magic = 0;
 	free(ctx);
 	return CUDA_SUCCESS;
@@ -1614,7 +1661,10 @@ static const struct proc_entry proc_table[] = {
     ROW(cuDeviceGetAttribute, 2000, 0, cuDeviceGetAttribute),
     ROW(cuDevicePrimaryCtxRetain, 7000, 0, cuDevicePrimaryCtxRetain),
     ROW(cuDevicePrimaryCtxRelease, 11000, 0, cuDevicePrimaryCtxRelease_v2),
+    ROW(cuDevicePrimaryCtxReset, 11000, 0, cuDevicePrimaryCtxReset_v2),
     ROW(cuCtxCreate, 3020, 0, cuCtxCreate_v2),
+    ROW(cuCtxCreate, 11040, 0, cuCtxCreate_v3),
+    ROW(cuCtxCreate, 12050, 0, cuCtxCreate_v4),
     ROW(cuCtxDestroy, 4000, 0, cuCtxDestroy_v2),
     ROW(cuCtxSetCurrent, 4000, 0, cuCtxSetCurrent),
     ROW(cuCtxGetCurrent, 4000, 0, cuCtxGetCurrent),
@@ -1720,4 +1770,16 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	return proc_lookup(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+/* ---- for the simulated NVML (tests/sim/nvml.c), in the same process ---- */
+__attribute__((visibility("default"))) int simcuda_usage(int dev, struct simcuda_usage *out)
+{
+	if (!is_initialized() || !valid_dev(dev) || !out)
+		return -1;
+	LOCK();
+	out->allocated = devs[dev].used;
+	out->contexts = devs[dev].ctx_bytes;
+	UNLOCK();
+	return 0;
 }

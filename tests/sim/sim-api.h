@@ -9,10 +9,7 @@
 
 /* Driver functions returning CUresult, declared by cuda.h as is. */
 #define SIM_DRIVER_EXTRA(X)                                                                        \
-	X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev))    \
-	X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, (CUdevice dev))                 \
 	X(cuCtxSetCurrent, cuCtxSetCurrent, (CUcontext ctx))                                       \
-	X(cuCtxDestroy_v2, cuCtxDestroy, (CUcontext ctx))                                          \
 	X(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity,                            \
 	  (size_t * granularity, const CUmemAllocationProp *prop,                                  \
 	   CUmemAllocationGranularity_flags option))                                               \
@@ -36,8 +33,7 @@
 	X(cuMemFree, cuMemFree, (unsigned int dptr))                                               \
 	X(cuMemAllocHost, cuMemAllocHost, (void **pp, unsigned int bytesize))                      \
 	X(cuMemHostRegister, cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags))    \
-	X(cuDeviceGetUuid, cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev))                         \
-	X(cuCtxCreate_v2, cuCtxCreate, (CUcontext * pctx, unsigned int flags, CUdevice dev))
+	X(cuDeviceGetUuid, cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev))
 
 /* Runtime functions returning cudaError_t (cudaGetErrorString is apart). */
 #define SIM_RUNTIME_EXTRA(X)                                                                       \
