@@ -14,7 +14,7 @@ grep -q "^device memory" err.txt || fail "no summary: $(cat err.txt)"
 t=$(the_trace)
 grep -q "trace written to $PWD/$t" err.txt || fail "no path: $(cat err.txt)"
 "$GMT_CLI" summary --json "$t" >s.json
-expect_eq "events" "$(json s.json 'd["events"]')" 6
+expect_eq "events" "$(json s.json 'd["events"]')" 7 # 6 + the runtime's context retain
 
 # A signalled command: 128 + the signal, like a shell.
 rm -f gpumemtrace.*
@@ -38,7 +38,7 @@ grep -q "child exited 0" out.txt || fail "program output changed: $(cat out.txt)
 expect_eq "no-follow traces" "$(ls sub/run.*.gmt | wc -l)" 1
 [ -z "$(ls gpumemtrace.* 2>/dev/null)" ] || fail "trace outside the template"
 "$GMT_CLI" summary --json sub/run.*.gmt >nf.json
-expect_eq "no-follow traces the parent" "$(json nf.json 'd["events"]')" 8
+expect_eq "no-follow traces the parent" "$(json nf.json 'd["events"]')" 9 # 8 + the context retain
 
 # --check-max-peak: the gate's verdict when the command itself succeeded.
 rm -rf sub gpumemtrace.*

@@ -15,7 +15,7 @@ for var in "${!bad[@]}"; do
 	grep -q "^gpumemtrace: ignoring GPUMEMTRACE_$var='${bad[$var]}' (want an integer in" err.txt ||
 		fail "$var: $(cat err.txt)"
 	"$GMT_CLI" summary --json "$(the_trace)" >s.json || fail "$var: no readable trace"
-	expect_eq "$var: events" "$(json s.json 'd["events"]')" 6
+	expect_eq "$var: events" "$(json s.json 'd["events"]')" 7 # 6 + the context retain
 done
 # Every setting the library reads is covered here (GPUMEMTRACE_OUTPUT: t-output-path).
 for v in $(grep -o '"GPUMEMTRACE_[A-Z_]*"' "$TESTS_DIR/../lib/settings.c" | tr -d '"' | sort -u); do

@@ -18,12 +18,12 @@ traces=(gpumemtrace.*.gmt)
 expect_eq "traces" ${#traces[@]} $((n + 1))
 per_trace "${traces[@]}" | sort | uniq -c | sed 's/^ *//' >counts.txt
 expect_eq "per-trace counts" "$(cat counts.txt)" "$n 10 0 True
-1 $((2 * n)) 0 True"
+1 $((2 * n + 1)) 0 True" # the parent: + its context retain
 
 rm -f gpumemtrace.*
 traced "$PROG_DIR/stress" exec $depth >got.txt || fail "exec chain failed"
 expect_eq "exec output lines" "$(grep -c 'failures=0' got.txt)" $((depth + 1))
 traces=(gpumemtrace.*.gmt)
 expect_eq "exec traces" ${#traces[@]} $((depth + 1))
-expect_eq "exec counts" "$(per_trace "${traces[@]}" | sort | uniq -c | sed 's/^ *//')" "$((depth + 1)) 2 0 True"
+expect_eq "exec counts" "$(per_trace "${traces[@]}" | sort | uniq -c | sed 's/^ *//')" "$((depth + 1)) 3 0 True" # 2 + each image's context retain
 echo ok
