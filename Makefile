@@ -43,6 +43,7 @@ $(LIB): $(LIB_OBJS) hooks/exports.map
 # ---- the CLI, the simulated CUDA, the tests ----------------------------
 include cli/cli.mk
 include tests/tests.mk
+include bench/bench.mk
 
 # ---- the demo workload ---------------------------------------------------
 DEMO := $(BUILD)/examples/train-loop
