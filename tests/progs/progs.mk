@@ -7,7 +7,7 @@ PROG_DEPS := tests/progs/progs.h $(SIM_HEADERS)
 PROG_LINK_RT := -L$(SIM_DIR) -l:libcudart.so.13
 PROG_LINK_DRV := -L$(SIM_DIR) -l:libcuda.so.1
 
-PROGS := runtime-basic driver-basic dlsym-route procaddr-route static-runtime \
+PROGS := runtime-basic driver-basic dlsym-route procaddr-route static-runtime stackmix \
 	entrypoint-route early-calls threads oom
 PROG_LIBS := libnextcheck.so libnextcheck2.so libfakeblas.so libearly.so
 
@@ -15,7 +15,8 @@ PROG_LIBS := libnextcheck.so libnextcheck2.so libfakeblas.so libearly.so
 progs: sim $(addprefix $(PROG_DIR)/,$(PROGS) $(PROG_LIBS)) ## build the test programs into build/tests/progs
 
 # Linked against the simulated runtime.
-$(PROG_DIR)/runtime-basic $(PROG_DIR)/entrypoint-route $(PROG_DIR)/threads $(PROG_DIR)/oom: \
+$(PROG_DIR)/runtime-basic $(PROG_DIR)/entrypoint-route $(PROG_DIR)/threads $(PROG_DIR)/oom \
+		$(PROG_DIR)/stackmix: \
 		$(PROG_DIR)/%: tests/progs/%.c $(PROG_DEPS) $(SIM_LIBCUDART)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -o $@ $< $(PROG_LINK_RT) -ldl -lpthread $(SAN_LDFLAGS)
