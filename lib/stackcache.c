@@ -17,9 +17,9 @@ enum {
 
 struct entry {
 	uint64_t ip0, slot0; /* the key: first return address outside us, its slot */
-	uint32_t n;	     /* 0: empty */
-	uint32_t pad_;
-	/* then n slots and n return addresses, in struct cache's stride */
+	/* n == 0: empty. clock: in way 0 only, the set's next victim. */
+	uint32_t n, clock;
+	/* then n (slot, return address) pairs, in struct cache's stride */
 };
 
 struct cache {
@@ -28,7 +28,6 @@ struct cache {
 	size_t map_bytes;
 	unsigned depth; /* what the entries were sized for */
 	int disabled;	/* setting up failed: libunwind only */
-	unsigned next_victim;
 	uint8_t entries[];
 };
 
@@ -84,7 +83,7 @@ static struct entry *way(struct cache *c, uint64_t ip0, uint64_t slot0, unsigned
 	return (struct entry *)(c->entries + ((h >> 58) * WAYS + w) * c->stride);
 }
 
-static uint64_t *entry_slots(struct entry *e)
+static uint64_t *entry_pairs(struct entry *e)
 {
 	return (uint64_t *)(e + 1);
 }
@@ -95,8 +94,9 @@ static __attribute__((noinline)) uint64_t first_foreign_slot(const struct cache 
 							     uintptr_t self_lo, uintptr_t self_hi)
 {
 	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t lo = c->stack_lo, span = c->stack_hi - lo - 16;
 	for (int i = 0; i < OWN_FRAMES; i++) {
-		if (fp < c->stack_lo || fp + 16 > c->stack_hi || (fp & 7))
+		if (fp - lo > span || (fp & 7)) /* one compare: below lo wraps high */
 			return 0;
 		uint64_t ra = ((const uint64_t *)fp)[1];
 		if (ra < self_lo || ra >= self_hi)
@@ -119,15 +119,17 @@ static unsigned try_hit(struct cache *c, uint64_t slot0, uint64_t *ips, unsigned
 		struct entry *e = way(c, ip0, slot0, w);
 		if (e->n == 0 || e->ip0 != ip0 || e->slot0 != slot0 || e->n > depth)
 			continue;
-		const uint64_t *slots = entry_slots(e), *want = slots + c->depth;
-		unsigned i = 0;
-		/* Inside [slot0, stack_hi) by construction: checked on insert. */
-		while (i < e->n && *(const uint64_t *)slots[i] == want[i])
-			i++;
-		if (i == e->n) {
-			memcpy(ips, want, i * sizeof *ips);
-			return i;
+		const uint64_t *pair = entry_pairs(e);
+		unsigned i = 0, n = e->n; /* a local: the stores to ips may alias e->n */
+		for (; i < n; i++, pair += 2) {
+			/* Inside [slot0, stack_hi) by construction: checked on insert. */
+			uint64_t v = *(const uint64_t *)pair[0];
+			if (v != pair[1])
+				break;
+			ips[i] = v;
 		}
+		if (i == n)
+			return n;
 	}
 	return 0;
 }
@@ -172,11 +174,21 @@ static void insert(struct cache *c, uint64_t slot0, const uint64_t *ips, const u
 		if (slots[i] < slot0 || slots[i] + 8 > c->stack_hi || (slots[i] & 7) ||
 		    *(const uint64_t *)slots[i] != ips[i])
 			return;
-	struct entry *e = way(c, ips[0], slot0, c->next_victim++ % WAYS);
+	/* An empty way, else the set's ways in turn (its clock is way 0's). */
+	struct entry *first = way(c, ips[0], slot0, 0), *e = NULL;
+	for (unsigned w = 0; w < WAYS && !e; w++)
+		if (way(c, ips[0], slot0, w)->n == 0)
+			e = way(c, ips[0], slot0, w);
+	if (!e)
+		e = way(c, ips[0], slot0, first->clock++ % WAYS);
+	e->n = 0;
 	e->ip0 = ips[0];
 	e->slot0 = slot0;
-	memcpy(entry_slots(e), slots, n * sizeof *slots);
-	memcpy(entry_slots(e) + c->depth, ips, n * sizeof *ips);
+	uint64_t *pair = entry_pairs(e);
+	for (unsigned i = 0; i < n; i++) {
+		pair[2 * i] = slots[i];
+		pair[2 * i + 1] = ips[i];
+	}
 	e->n = n;
 }
 
