@@ -10,15 +10,17 @@
 enum {
 	/* Per thread, WAYS entries per set: one call site at one depth is
 	 * often reached along several chains (an allocator's one cudaMalloc). */
-	SETS = 64,
-	WAYS = 4,
+	SETS = 32,
+	WAYS = 8,
+	SEEN = 512,
 	OWN_FRAMES = 16, /* more frames of ours than this: give up on the cache */
 };
 
 struct entry {
 	uint64_t ip0, slot0; /* the key: first return address outside us, its slot */
-	/* n == 0: empty. clock: in way 0 only, the set's next victim. */
-	uint32_t n, clock;
+	uint32_t n;	     /* 0: empty */
+	/* Way 0 only: the set's next victim, and its misses while full. */
+	uint16_t clock, misses;
 	/* then n (slot, return address) pairs, in struct cache's stride */
 };
 
@@ -26,8 +28,9 @@ struct cache {
 	uintptr_t stack_lo, stack_hi; /* this thread's stack; 0: none known */
 	size_t stride;		      /* bytes per entry */
 	size_t map_bytes;
-	unsigned depth; /* what the entries were sized for */
-	int disabled;	/* setting up failed: libunwind only */
+	unsigned depth;	     /* what the entries were sized for */
+	int disabled;	     /* setting up failed: libunwind only */
+	uint64_t seen[SEEN]; /* fingerprints of chains missed once */
 	uint8_t entries[];
 };
 
@@ -79,8 +82,12 @@ void gmt_stack_cache_release(void)
 
 static struct entry *way(struct cache *c, uint64_t ip0, uint64_t slot0, unsigned w)
 {
-	uint64_t h = (ip0 ^ (slot0 << 7)) * 0x9e3779b97f4a7c15ull;
-	return (struct entry *)(c->entries + ((h >> 58) * WAYS + w) * c->stride);
+	/* Call sites and slots a few bytes apart must land apart: mix. */
+	uint64_t h = ip0 ^ (slot0 << 17);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (struct entry *)(c->entries + ((h % SETS) * WAYS + w) * c->stride);
 }
 
 static uint64_t *entry_pairs(struct entry *e)
@@ -210,6 +217,32 @@ static unsigned backtrace_trimmed(uint64_t *ips, unsigned depth, uintptr_t self_
 	return keep;
 }
 
+/* Learning a chain takes a unw_step walk, which costs microseconds a
+ * frame (unw_backtrace: nanoseconds, from its own cache). So a chain is
+ * learnt only when it comes back: the first miss takes unw_backtrace and
+ * leaves a fingerprint. And a set that keeps missing while full (one call
+ * site at one depth reached along more chains than it has ways) learns
+ * only one miss in LEARN_EVERY. */
+enum { LEARN_EVERY = 256 };
+
+static int worth_learning(struct cache *c, uint64_t slot0, const uint64_t *ips, unsigned n)
+{
+	uint64_t h = slot0 ^ n;
+	for (unsigned i = 0; i < n; i++)
+		h = (h ^ ips[i]) * 0xff51afd7ed558ccdull;
+	h ^= h >> 29;
+	uint64_t *seen = &c->seen[h % SEEN];
+	if (*seen != h) {
+		*seen = h;
+		return 0;
+	}
+	for (unsigned w = 0; w < WAYS; w++)
+		if (way(c, ips[0], slot0, w)->n == 0)
+			return 1;
+	struct entry *first = way(c, ips[0], slot0, 0);
+	return ++first->misses % LEARN_EVERY == 0;
+}
+
 static unsigned capture_cached(struct cache *c, uint64_t *ips, unsigned depth, uintptr_t self_lo,
 			       uintptr_t self_hi, int count)
 {
@@ -219,9 +252,13 @@ static unsigned capture_cached(struct cache *c, uint64_t *ips, unsigned depth, u
 		__atomic_add_fetch(n ? &stat_hits : &stat_misses, 1, __ATOMIC_RELAXED);
 	if (n)
 		return n;
-	uint64_t slots[depth];
-	n = unwind(ips, slots, depth, self_lo, self_hi);
-	if (slot0)
+	n = backtrace_trimmed(ips, depth, self_lo, self_hi);
+	if (!slot0 || !n || !worth_learning(c, slot0, ips, n))
+		return n;
+	uint64_t slots[depth], again[depth];
+	unsigned m = unwind(again, slots, depth, self_lo, self_hi);
+	/* Both walks must agree before the chain is trusted. */
+	if (m == n && memcmp(again, ips, n * sizeof *ips) == 0)
 		insert(c, slot0, ips, slots, n);
 	return n;
 }

@@ -40,7 +40,12 @@ static struct gmt_stack_memo *memo_slot(struct gmt_stacks *s, const uint64_t *ip
 		return NULL;
 	if (!s->memo && !(s->memo = calloc(MEMO_SLOTS, sizeof *s->memo)))
 		return NULL;
-	return &s->memo[((ips[0] ^ n) * 0x9e3779b97f4a7c15ull) >> 60];
+	/* Call sites a few bytes apart must land apart: mix all the bits. */
+	uint64_t h = ips[0] ^ n;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return &s->memo[h % MEMO_SLOTS];
 }
 
 static uint64_t hash_ips(const uint64_t *ips, unsigned n)
