@@ -14,7 +14,10 @@ packages=(
 	libelf-dev
 	python3           # JSON checks in the integration tests
 	binutils          # nm, for the export-list test
+	valgrind          # callgrind, for the instruction-count guard (t-perf-guard)
 )
+# `make bench` also wants heaptrack (its anchors; skipped if absent), bc
+# and GNU time: apt-get install heaptrack bc time
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
