@@ -311,8 +311,13 @@ static void run_append(struct reorder_run *r, const struct gmt_event *e, size_t 
 		if (old < limit + 1 && r->cap > limit + 1)
 			r->cap = limit + 1;
 		r->buf = grow(r->buf, r->cap, sizeof(*r->buf));
-		/* The wrapped part [0, head) moves to just after the old end. */
-		memcpy(r->buf + old, r->buf, r->head * sizeof(*r->buf));
+		/* The older part [head, old) moves to the new end, so the
+		 * wrapped part [0, head) still follows it. */
+		if (r->head) {
+			size_t older = old - r->head;
+			memmove(r->buf + r->cap - older, r->buf + r->head, older * sizeof(*r->buf));
+			r->head = r->cap - older;
+		}
 	}
 	r->buf[wrap(r, r->head + r->len++)] = *e;
 }
