@@ -114,7 +114,8 @@ part_throughput() {
 			t1=$(date +%s.%N)
 			traced "$TMP/t.gmt" -- "$BUILD/tests/progs/threads" "$t" "$m" >/dev/null
 			t2=$(date +%s.%N)
-			line=$("$CLI" summary "$TMP/t.gmt" | grep -m1 ' events, ')
+			line=$("$CLI" summary "$TMP/t.gmt" | grep -m1 ' events, ') ||
+				{ echo "bench: summary of the $t-thread trace failed" >&2; continue; }
 			ev=$(echo "$line" | sed 's/.* \([0-9]*\) events, .*/\1/')
 			lost=$(echo "$line" | sed 's/.* events, \([0-9]*\) lost.*/\1/')
 			printf "%8d %10d %12.3f %10.3f %14.0f %6s\n" "$t" "$ev" "$(echo "$t2 - $t1" | bc -l)" \
