@@ -82,22 +82,6 @@ struct gmt_cursor {
 
 static inline uint64_t gmt_get_varint(struct gmt_cursor *c)
 {
-	const uint8_t *p = c->p;
-	if (c->end - p >= GMT_VARINT_MAX) {
-		/* Far from the end: no bounds check per byte. */
-		uint64_t v = 0;
-		for (unsigned i = 0; i < GMT_VARINT_MAX; i++) {
-			uint8_t b = p[i];
-			v |= (uint64_t)(b & 0x7f) << (7 * i);
-			if (!(b & 0x80)) {
-				c->p = p + i + 1;
-				return v;
-			}
-		}
-		c->p = p + GMT_VARINT_MAX;
-		c->bad = 1; /* more than 10 bytes: not a varint we wrote */
-		return 0;
-	}
 	uint64_t v = 0;
 	for (unsigned shift = 0; shift < 64; shift += 7) {
 		if (c->p >= c->end) {
@@ -109,7 +93,7 @@ static inline uint64_t gmt_get_varint(struct gmt_cursor *c)
 		if (!(b & 0x80))
 			return v;
 	}
-	c->bad = 1;
+	c->bad = 1; /* more than 10 bytes: not a varint we wrote */
 	return 0;
 }
 

@@ -35,6 +35,7 @@ struct cache {
 };
 
 static __thread struct cache *tls_cache __attribute__((tls_model("initial-exec")));
+static __thread int tls_cache_failed __attribute__((tls_model("initial-exec")));
 
 /* Verify mode only (a test setting): shared counters, never touched on the
  * default path. */
@@ -45,14 +46,19 @@ static struct cache *cache_for_thread(unsigned depth)
 	struct cache *c = tls_cache;
 	if (c && (c->disabled || c->depth >= depth))
 		return c;
-	if (c) /* the depth grew: start over */
+	if (tls_cache_failed)
+		return NULL; /* no mmap per event once one has failed */
+	if (c)		     /* the depth grew: start over */
 		gmt_stack_cache_release();
 	size_t stride = sizeof(struct entry) + 2 * sizeof(uint64_t) * depth;
 	size_t bytes = sizeof(struct cache) + SETS * WAYS * stride;
-	/* mmap: pages are touched only as entries fill, and no malloc here. */
+	/* Once per thread, like its ring (pthread_getattr_np may malloc).
+	 * mmap: pages are touched only as entries fill. */
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
+	if (m == MAP_FAILED) {
+		tls_cache_failed = 1;
 		return NULL;
+	}
 	c = m;
 	c->stride = stride;
 	c->map_bytes = bytes;

@@ -56,8 +56,10 @@ int main(void)
 				newest = e.time_ns;
 			for (int drain = 0;; drain = 0) {
 				struct gmt_event a, b;
-				int got = reorder_pop(&q, &a, drain), want = ref_pop(&b, newest, window, 0);
-				if (got != want || (got && (a.index != b.index || a.time_ns != b.time_ns)))
+				int got = reorder_pop(&q, &a, drain),
+				    want = ref_pop(&b, newest, window, 0);
+				if (got != want ||
+				    (got && (a.index != b.index || a.time_ns != b.time_ns)))
 					failures++;
 				if (!got || !want)
 					break;
