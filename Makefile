@@ -22,7 +22,7 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 
 # ---- the preload library ----------------------------------------------
 LIB := $(BUILD)/libgpumemtrace.so
-LIB_SRCS := $(wildcard hooks/*.c) lib/runtime.c lib/ring.c lib/writer.c lib/stacks.c \
+LIB_SRCS := $(wildcard hooks/*.c) lib/runtime.c lib/ring.c lib/writer.c lib/stacks.c lib/stackcache.c \
 	lib/modules.c lib/symbolize.c lib/crc32c.c lib/log.c lib/settings.c \
 	lib/nvtx.c lib/marker.c lib/python.c lib/nvml.c lib/sampler.c
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(LIB_SRCS))
@@ -49,6 +49,7 @@ $(LIB): $(LIB_OBJS) hooks/exports.map
 # ---- the CLI, the simulated CUDA, the tests ----------------------------
 include cli/cli.mk
 include tests/tests.mk
+include bench/bench.mk
 
 # ---- the demo workload ---------------------------------------------------
 DEMO := $(BUILD)/examples/train-loop

@@ -278,6 +278,8 @@ void reorder_init(struct reorder *q, size_t limit, uint64_t window_ns)
 void reorder_free(struct reorder *q)
 {
 	free(q->heap);
+	for (int i = 0; i < REORDER_RUNS; i++)
+		free(q->runs[i].buf);
 	memset(q, 0, sizeof(*q));
 }
 
@@ -286,19 +288,49 @@ static bool before(const struct gmt_event *a, const struct gmt_event *b)
 	return a->time_ns != b->time_ns ? a->time_ns < b->time_ns : a->index < b->index;
 }
 
-void reorder_push(struct reorder *q, const struct gmt_event *e)
+static void *grow(void *p, size_t count, size_t size)
 {
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? 2 * q->cap : 1024;
-		struct gmt_event *h = realloc(q->heap, cap * sizeof(*h));
-		if (!h) {
-			cli_error(NULL, "out of memory");
-			exit(EXIT_INPUT);
-		}
-		q->heap = h;
-		q->cap = cap;
+	void *np = realloc(p, count * size);
+	if (!np) {
+		cli_error(NULL, "out of memory");
+		exit(EXIT_INPUT);
 	}
-	size_t i = q->n++;
+	return np;
+}
+
+static size_t wrap(const struct reorder_run *r, size_t i)
+{
+	return i < r->cap ? i : i - r->cap;
+}
+
+static void run_append(struct reorder_run *r, const struct gmt_event *e, size_t limit)
+{
+	if (r->len == r->cap) {
+		size_t old = r->cap;
+		r->cap = old ? 2 * old : 1024;
+		/* limit + 1 events wait at most: one more doubling would touch
+		 * twice the memory for one event. */
+		if (old < limit + 1 && r->cap > limit + 1)
+			r->cap = limit + 1;
+		r->buf = grow(r->buf, r->cap, sizeof(*r->buf));
+		/* The older part [head, old) moves to the new end, so the
+		 * wrapped part [0, head) still follows it. */
+		if (r->head) {
+			size_t older = old - r->head;
+			memmove(r->buf + r->cap - older, r->buf + r->head, older * sizeof(*r->buf));
+			r->head = r->cap - older;
+		}
+	}
+	r->buf[wrap(r, r->head + r->len++)] = *e;
+}
+
+static void heap_push(struct reorder *q, const struct gmt_event *e)
+{
+	if (q->heap_n == q->heap_cap) {
+		q->heap_cap = q->heap_cap ? 2 * q->heap_cap : 1024;
+		q->heap = grow(q->heap, q->heap_cap, sizeof(*q->heap));
+	}
+	size_t i = q->heap_n++;
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
 		if (!before(e, &q->heap[p]))
@@ -307,6 +339,35 @@ void reorder_push(struct reorder *q, const struct gmt_event *e)
 		i = p;
 	}
 	q->heap[i] = *e;
+}
+
+static void heap_pop(struct reorder *q)
+{
+	struct gmt_event last = q->heap[--q->heap_n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= q->heap_n)
+			break;
+		if (c + 1 < q->heap_n && before(&q->heap[c + 1], &q->heap[c]))
+			c++;
+		if (!before(&q->heap[c], &last))
+			break;
+		q->heap[i] = q->heap[c];
+		i = c;
+	}
+	if (q->heap_n)
+		q->heap[i] = last;
+}
+
+void reorder_push(struct reorder *q, const struct gmt_event *e)
+{
+	struct reorder_run *r = &q->runs[(e->tid * 0x9e3779b97f4a7c15ull) >> 61];
+	if (r->len == 0 || !before(e, &r->buf[wrap(r, r->head + r->len - 1)]))
+		run_append(r, e, q->limit);
+	else
+		heap_push(q, e);
+	q->n++;
 	if (e->time_ns > q->newest)
 		q->newest = e->time_ns;
 }
@@ -315,24 +376,25 @@ int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
 {
 	if (q->n == 0)
 		return 0;
-	const struct gmt_event *top = &q->heap[0];
+	/* The least of the heap's top and the runs' heads. */
+	const struct gmt_event *top = q->heap_n ? &q->heap[0] : NULL;
+	struct reorder_run *from = NULL;
+	for (int i = 0; i < REORDER_RUNS; i++) {
+		struct reorder_run *r = &q->runs[i];
+		if (r->len && (!top || before(&r->buf[r->head], top))) {
+			top = &r->buf[r->head];
+			from = r;
+		}
+	}
 	if (!drain && q->n <= q->limit && q->newest - top->time_ns < q->window_ns)
 		return 0;
 	*out = *top;
-	struct gmt_event last = q->heap[--q->n];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= q->n)
-			break;
-		if (c + 1 < q->n && before(&q->heap[c + 1], &q->heap[c]))
-			c++;
-		if (!before(&q->heap[c], &last))
-			break;
-		q->heap[i] = q->heap[c];
-		i = c;
+	q->n--;
+	if (from) {
+		from->head = wrap(from, from->head + 1);
+		from->len--;
+	} else {
+		heap_pop(q);
 	}
-	if (q->n)
-		q->heap[i] = last;
 	return 1;
 }

@@ -91,12 +91,24 @@ void replay_apply(struct replay *rp, const struct gmt_event *e);
 /* The device's entry, created at 0 if new. */
 struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal);
 
-/* A min-heap on (time, index): events come out in time order, file order
- * among equal times, once they are `window_ns` older than the newest event
- * pushed or the heap holds `cap` events. */
+/* Events in (time, index) order: each comes out, in time order and file
+ * order among equal times, once it is `window_ns` older than the newest
+ * event pushed or more than `limit` events wait. Each thread's events are
+ * already in order, so most go to a sorted run (a FIFO, picked by thread)
+ * and only the rest to a min-heap; the next event is the least of the
+ * runs' heads and the heap's top. */
+#define REORDER_RUNS 8
+
+struct reorder_run {
+	struct gmt_event *buf; /* circular */
+	size_t head, len, cap;
+};
+
 struct reorder {
 	struct gmt_event *heap;
-	size_t n, cap, limit;
+	size_t heap_n, heap_cap;
+	struct reorder_run runs[REORDER_RUNS];
+	size_t n, limit;
 	uint64_t window_ns, newest;
 };
 

@@ -118,6 +118,9 @@ static inline const uint8_t *gmt_get_bytes(struct gmt_cursor *c, size_t *len)
 	return s;
 }
 
+/* CRC-32C; chain by passing the previous result as crc. */
 uint32_t gmt_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The same without the SSE4.2 instruction, for tests and other CPUs. */
+uint32_t gmt_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 
 #endif

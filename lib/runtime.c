@@ -18,14 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
 #include "log.h"
 #include "python.h"
 #include "ring.h"
 #include "sampler.h"
 #include "settings.h"
+#include "stackcache.h"
 #include "tracer.h"
 #include "writer.h"
 
@@ -359,6 +357,7 @@ static void thread_gone(void *ring)
 {
 	struct gmt_ring *r = ring;
 	tls_ring = NULL; /* a later event on this thread gets a fresh ring */
+	gmt_stack_cache_release();
 	/* Pairs with the acquire load in flush_cycle. */
 	__atomic_store_n(&r->exited, 1, __ATOMIC_RELEASE);
 	if (g.flusher_running)
@@ -422,18 +421,8 @@ static void flush_if_finished(void)
 
 static unsigned capture_stack(uint64_t *ips, unsigned depth)
 {
-	enum { SLACK = 8 }; /* our own frames, trimmed below */
-	int n = unw_backtrace((void **)ips, (int)(depth + SLACK));
-	if (n <= 0)
-		return 0;
-	unsigned skip = 0;
-	while (skip < (unsigned)n && ips[skip] >= g.self_lo && ips[skip] < g.self_hi)
-		skip++;
-	unsigned keep = (unsigned)n - skip;
-	if (keep > depth)
-		keep = depth;
-	memmove(ips, ips + skip, keep * sizeof *ips);
-	return keep;
+	/* Our own frames are trimmed: ips[0] is the program's call. */
+	return gmt_stack_capture(ips, depth, g.set.stack_cache, g.self_lo, g.self_hi);
 }
 
 void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
@@ -610,6 +599,17 @@ int gmt_trace_started(void)
 
 /* ---- the end ------------------------------------------------------------ */
 
+static void note_stack_cache_verify(void)
+{
+	uint64_t hits, misses, bad;
+	gmt_stack_cache_stats(&hits, &misses, &bad);
+	char text[160];
+	gmt_format(text, sizeof text,
+		   "stack cache verify: %llu hits, %llu misses, %llu differ from unw_backtrace",
+		   (unsigned long long)hits, (unsigned long long)misses, (unsigned long long)bad);
+	gmt_note(bad ? 1 : 0, text);
+}
+
 void gmt_finish(enum gmt_end_reason reason)
 {
 	int saved_errno = errno;
@@ -619,6 +619,8 @@ void gmt_finish(enum gmt_end_reason reason)
 		goto out;
 	if (reason != GMT_END_EXEC)
 		gmt_sampler_stop(0); /* normally done by its atexit handler, with END */
+	if (g.set.stack_cache == GMT_STACK_CACHE_VERIFY)
+		note_stack_cache_verify();
 	if (reason != GMT_END_EXEC && g.flusher_running &&
 	    !pthread_equal(pthread_self(), g.flusher)) {
 		__atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);

@@ -11,6 +11,7 @@ struct gmt_settings {
 	int flush_ms;		     /* GPUMEMTRACE_FLUSH_MS, 1..60000, default 100 */
 	size_t ring_bytes;	     /* GPUMEMTRACE_RING_KB, 64..65536, default 1024 */
 	int full_wait_ms;	     /* GPUMEMTRACE_FULL_WAIT_MS, 0..60000, default 1000 */
+	int stack_cache;	     /* GPUMEMTRACE_STACK_CACHE: 0 off, 1 on (default), 2 verify */
 	int symbolize;		     /* GPUMEMTRACE_SYMBOLIZE, 0 or 1, default 1 */
 	int disabled;		     /* GPUMEMTRACE_DISABLE=1 */
 	int python;		     /* GPUMEMTRACE_PYTHON, 0 or 1, default 1 */

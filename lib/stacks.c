@@ -24,6 +24,30 @@ struct gmt_whole {
 	UT_hash_handle hh;
 };
 
+/* A program allocates from a few stacks over and over: comparing the
+ * ips with a copy of a recent stack is cheaper than hashing them and
+ * walking the tree to confirm. Direct-mapped by the innermost ip. */
+enum { MEMO_SLOTS = 16, MEMO_MAX_FRAMES = 256 };
+
+struct gmt_stack_memo {
+	uint32_t n, leaf;
+	uint64_t ips[MEMO_MAX_FRAMES];
+};
+
+static struct gmt_stack_memo *memo_slot(struct gmt_stacks *s, const uint64_t *ips, unsigned n)
+{
+	if (n > MEMO_MAX_FRAMES)
+		return NULL;
+	if (!s->memo && !(s->memo = calloc(MEMO_SLOTS, sizeof *s->memo)))
+		return NULL;
+	/* Call sites a few bytes apart must land apart: mix all the bits. */
+	uint64_t h = ips[0] ^ n;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return &s->memo[h % MEMO_SLOTS];
+}
+
 static uint64_t hash_ips(const uint64_t *ips, unsigned n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
@@ -73,10 +97,26 @@ static uint32_t add_node(struct gmt_stacks *s, uint32_t parent, uint64_t ip)
 	return id;
 }
 
+static uint32_t intern_slow(struct gmt_stacks *s, const uint64_t *ips, unsigned n);
+
 uint32_t gmt_stacks_intern(struct gmt_stacks *s, const uint64_t *ips, unsigned n)
 {
 	if (!n)
 		return 0;
+	struct gmt_stack_memo *m = memo_slot(s, ips, n);
+	if (m && m->n == n && memcmp(m->ips, ips, n * sizeof *ips) == 0)
+		return m->leaf;
+	uint32_t leaf = intern_slow(s, ips, n);
+	if (m && leaf) {
+		m->n = n;
+		m->leaf = leaf;
+		memcpy(m->ips, ips, n * sizeof *ips);
+	}
+	return leaf;
+}
+
+static uint32_t intern_slow(struct gmt_stacks *s, const uint64_t *ips, unsigned n)
+{
 	uint64_t h = hash_ips(ips, n);
 	struct gmt_whole *w;
 	HASH_FIND(hh, s->wholes, &h, sizeof h, w);
@@ -116,5 +156,6 @@ void gmt_stacks_reset(struct gmt_stacks *s)
 	}
 	free(s->parent);
 	free(s->ip);
+	free(s->memo);
 	memset(s, 0, sizeof *s);
 }

@@ -8,6 +8,7 @@
 
 struct gmt_edge;
 struct gmt_whole;
+struct gmt_stack_memo;
 
 struct gmt_stacks {
 	uint32_t n, cap; /* nodes 1..n; 0 is the empty stack */
@@ -16,6 +17,7 @@ struct gmt_stacks {
 	uint32_t emitted; /* nodes 1..emitted are in the trace */
 	struct gmt_edge *edges;
 	struct gmt_whole *wholes;
+	struct gmt_stack_memo *memo; /* the last stacks seen, compared whole */
 };
 
 /* ips innermost first. Returns the leaf id, or 0 for an empty stack or when

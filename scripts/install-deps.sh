@@ -21,7 +21,10 @@ packages=(
 	groff-base        # the install test checks the man pages
 	clang             # make fuzz (libFuzzer)
 	libclang-rt-14-dev
+	valgrind          # callgrind, for the instruction-count guard (t-perf-guard)
 )
+# `make bench` also wants heaptrack (its anchors; skipped if absent), bc
+# and GNU time: apt-get install heaptrack bc time
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

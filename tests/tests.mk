@@ -16,6 +16,7 @@ include tests/progs/progs.mk
 # Unit tests of the library core link the pieces they test.
 UNIT_SRCS_test-ring := lib/ring.c
 UNIT_SRCS_test-stacks := lib/stacks.c
+UNIT_SRCS_test-reorder := cli/replay.c cli/util.c
 include tests/unit/unit.mk
 include tests/life/life.mk
 include tests/golden/golden.mk

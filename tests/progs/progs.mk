@@ -7,8 +7,8 @@ PROG_DEPS := tests/progs/progs.h $(SIM_HEADERS)
 PROG_LINK_RT := -L$(SIM_DIR) -l:libcudart.so.13
 PROG_LINK_DRV := -L$(SIM_DIR) -l:libcuda.so.1
 
-PROGS := runtime-basic driver-basic dlsym-route procaddr-route static-runtime \
-	entrypoint-route early-calls threads oom nvtx-client marker accounting
+PROGS := runtime-basic driver-basic dlsym-route procaddr-route static-runtime stackmix \
+	hookloop entrypoint-route early-calls threads oom nvtx-client marker accounting
 PROG_LIBS := libnextcheck.so libnextcheck2.so libfakeblas.so libearly.so
 
 .PHONY: progs
@@ -16,13 +16,13 @@ progs: sim $(addprefix $(PROG_DIR)/,$(PROGS) $(PROG_LIBS)) ## build the test pro
 
 # Linked against the simulated runtime.
 $(PROG_DIR)/runtime-basic $(PROG_DIR)/entrypoint-route $(PROG_DIR)/threads $(PROG_DIR)/oom \
-		$(PROG_DIR)/nvtx-client $(PROG_DIR)/marker: \
+		$(PROG_DIR)/nvtx-client $(PROG_DIR)/marker $(PROG_DIR)/stackmix: \
 		$(PROG_DIR)/%: tests/progs/%.c $(PROG_DEPS) $(SIM_LIBCUDART)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -o $@ $< $(PROG_LINK_RT) -ldl -lpthread $(SAN_LDFLAGS)
 
 # Linked against the simulated driver.
-$(PROG_DIR)/driver-basic $(PROG_DIR)/accounting: $(PROG_DIR)/%: tests/progs/%.c $(PROG_DEPS) \
+$(PROG_DIR)/driver-basic $(PROG_DIR)/accounting $(PROG_DIR)/hookloop: $(PROG_DIR)/%: tests/progs/%.c $(PROG_DEPS) \
 		$(SIM_LIBCUDA)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -o $@ $< $(PROG_LINK_DRV) $(SAN_LDFLAGS)

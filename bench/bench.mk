@@ -1,0 +1,24 @@
+# Benchmarks: `make bench` (never part of `make check`). bench/run.sh says
+# what each part measures; docs/performance.md has the results.
+
+BENCH_DIR := $(BUILD)/bench
+BENCH_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE $(WARN) -Itests/sim -Ihooks
+BENCH_PROGS := $(BENCH_DIR)/hookcost-fp $(BENCH_DIR)/hookcost-nofp $(BENCH_DIR)/workload
+
+.PHONY: bench-progs bench
+bench-progs: all sim progs $(BENCH_PROGS)
+
+$(BENCH_DIR)/hookcost-fp: bench/hookcost.c $(SIM_HEADERS) | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -fno-omit-frame-pointer $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1 -lunwind
+
+$(BENCH_DIR)/hookcost-nofp: bench/hookcost.c $(SIM_HEADERS) | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -fomit-frame-pointer $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1 -lunwind
+
+$(BENCH_DIR)/workload: bench/workload.c $(SIM_HEADERS) | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -fno-omit-frame-pointer $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1
+
+bench: bench-progs ## run the benchmarks (minutes; needs heaptrack for the anchors), results in bench/results/
+	@BUILD=$(abspath $(BUILD)) bench/run.sh $(BENCH)

@@ -1,0 +1,103 @@
+/* Per-pair cost at a controlled call depth, for bench/run.sh.
+ *
+ * usage: hookcost MODE DEPTH PAIRS
+ *   cuda    cuMemAlloc_v2 + cuMemFree_v2 on the (simulated) driver
+ *   malloc  malloc + free, the same shape, for heaptrack
+ *   unw     two unw_backtrace calls (one per event) of up to DEPTH + 8
+ *           frames: the floor of a libunwind-based capture
+ * The calls are made DEPTH - 5 noinline frames below main (loop, main and libc's
+ * start add 5), so the stack at the call is DEPTH frames deep.
+ * Prints "ns_per_pair=N" for the timed loop alone (startup and WARMUP
+ * pairs excluded). */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim-cuda.h"
+
+enum mode { M_CUDA, M_MALLOC, M_UNW };
+
+static enum mode mode;
+static long pairs;
+static int depth;
+static volatile uintptr_t sink;
+
+/* Untimed pairs first: the tracers' one-time setup (trace file, thread
+ * ring, heaptrack's module scan) is not a per-pair cost. */
+enum { WARMUP = 2000 };
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double t_start;
+
+static __attribute__((noinline)) long loop(void)
+{
+	long failures = 0;
+	void *frames[256 + 8];
+	for (long i = -WARMUP; i < pairs; i++) {
+		if (i == 0)
+			t_start = now_s();
+		switch (mode) {
+		case M_CUDA: {
+			CUdeviceptr p;
+			if (cuMemAlloc_v2(&p, 4096 + (size_t)(i & 7) * 256) != CUDA_SUCCESS ||
+			    cuMemFree_v2(p) != CUDA_SUCCESS)
+				failures++;
+			break;
+		}
+		case M_MALLOC: {
+			void *p = malloc(64 + (size_t)(i & 7) * 16);
+			sink = (uintptr_t)p; /* keeps the pair from being optimized out */
+			free(p);
+			break;
+		}
+		case M_UNW:
+			sink += (uintptr_t)unw_backtrace(frames, depth + 8);
+			sink += (uintptr_t)unw_backtrace(frames, depth + 8);
+			break;
+		}
+	}
+	return failures;
+}
+
+static __attribute__((noinline)) long descend(int levels)
+{
+	long r = levels > 0 ? descend(levels - 1) : loop();
+	__asm__ volatile("" ::: "memory"); /* no tail call: each level keeps a frame */
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s cuda|malloc|unw DEPTH PAIRS\n", argv[0]);
+		return 2;
+	}
+	mode = !strcmp(argv[1], "cuda") ? M_CUDA : !strcmp(argv[1], "malloc") ? M_MALLOC : M_UNW;
+	depth = atoi(argv[2]);
+	pairs = atol(argv[3]);
+	if (depth < 5 || depth > 256 || pairs < 1)
+		return 2;
+	if (mode == M_CUDA) {
+		CUdevice dev;
+		CUcontext ctx;
+		if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+		    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
+		    cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+			return 1;
+	}
+	long failures = descend(depth - 6);
+	double t_end = now_s();
+	printf("ns_per_pair=%.1f failures=%ld\n", (t_end - t_start) * 1e9 / (double)pairs,
+	       failures);
+	return failures != 0;
+}

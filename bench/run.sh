@@ -1,0 +1,179 @@
+#!/bin/bash
+# The benchmarks behind docs/performance.md. `make bench` runs them all;
+# `make bench BENCH="hook size"` runs some. Parts:
+#   hook        added ns per alloc+free pair at call depth 8/32/64, built
+#               with and without frame pointers: untraced, stacks off,
+#               default depth; anchors in the same rounds: heaptrack on
+#               malloc+free at the same depth, and a bare unw_backtrace loop
+#   throughput  events/s and events lost, 1/2/8/16 threads
+#   size        bytes per event on disk, realistic workload, vs heaptrack
+#   reader      `gpumemtrace summary` events/s and peak RSS vs heaptrack_print
+# Knobs (environment): ROUNDS (5), PAIRS (300000), READER_EVENTS (20000000).
+# Results: printed, and written to bench/results/PART.txt.
+set -u
+BUILD=${BUILD:-$(pwd)/build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RESULTS=$ROOT/bench/results
+ROUNDS=${ROUNDS:-5}
+PAIRS=${PAIRS:-300000}
+READER_EVENTS=${READER_EVENTS:-20000000}
+LIB=$BUILD/libgpumemtrace.so
+CLI=$BUILD/gpumemtrace
+B=$BUILD/bench
+export LD_LIBRARY_PATH=$BUILD/sim
+TMP=$(mktemp -d /tmp/gmt-bench.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+mkdir -p "$RESULTS"
+
+HEAPTRACK=$(command -v heaptrack || true)
+HEAPTRACK_PRINT=$(command -v heaptrack_print || true)
+[ -n "$HEAPTRACK" ] || echo "bench: heaptrack not installed (apt-get install heaptrack): its anchors are skipped"
+
+machine() {
+	echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')," \
+		"$(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty')"
+}
+
+# median, min, max of the numbers on stdin
+stats() { sort -g | awk '{v[NR]=$1} END {if (!NR) {print "- - -"; exit}
+	m = NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%.0f %.0f %.0f\n", m, v[1], v[NR]}'; }
+
+ns() { sed -n 's/^ns_per_pair=\([0-9.]*\).*/\1/p'; }
+
+traced() { # traced OUTFILE ENV... -- PROG ARGS
+	local out=$1; shift
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	rm -f "$out"
+	env "${envs[@]}" GPUMEMTRACE_OUTPUT="$out" LD_PRELOAD="$LIB" "$@"
+}
+
+part_hook() {
+	local f=$TMP/hook
+	: >"$f"
+	for round in $(seq "$ROUNDS"); do
+		for variant in fp nofp; do
+			local prog=$B/hookcost-$variant
+			for d in 8 32 64; do
+				# One round runs every configuration once: the noise of a
+				# shared machine lands on all of them alike.
+				u=$("$prog" cuda "$d" "$PAIRS" | ns)
+				s0=$(traced "$TMP/t.gmt" GPUMEMTRACE_STACK_DEPTH=0 -- "$prog" cuda "$d" "$PAIRS" | ns)
+				sd=$(traced "$TMP/t.gmt" -- "$prog" cuda "$d" "$PAIRS" | ns)
+				fl=$("$prog" unw "$d" "$PAIRS" | ns)
+				echo "$variant $d off $(echo "$s0 - $u" | bc -l)" >>"$f"
+				echo "$variant $d on $(echo "$sd - $u" | bc -l)" >>"$f"
+				echo "$variant $d floor $fl" >>"$f"
+				echo "$variant $d untraced $u" >>"$f"
+				if [ -n "$HEAPTRACK" ]; then
+					mu=$("$prog" malloc "$d" "$PAIRS" | ns)
+					ht=$("$HEAPTRACK" -o "$TMP/ht" "$prog" malloc "$d" "$PAIRS" 2>/dev/null | ns)
+					rm -f "$TMP"/ht*
+					echo "$variant $d heaptrack $(echo "$ht - $mu" | bc -l)" >>"$f"
+				fi
+			done
+		done
+		echo "hook: round $round of $ROUNDS done" >&2
+	done
+	{
+		machine
+		echo "hook cost: ns per alloc+free pair (cuMemAlloc_v2+cuMemFree_v2 on the simulated driver;"
+		echo "heaptrack: malloc+free), median [min..max] of $ROUNDS interleaved rounds of $PAIRS pairs;"
+		echo "'added' = traced minus untraced of the same round; floor = 2 unw_backtrace per pair"
+		printf "%-6s %5s | %-16s | %-18s | %-18s | %-18s | %-16s | %7s %7s\n" build depth untraced \
+			"added, stacks off" "added, stacks on" "heaptrack added" "unw floor" ours/ht ours/flr
+		for variant in fp nofp; do
+			for d in 8 32 64; do
+				row=()
+				for k in untraced off on heaptrack floor; do
+					read -r m lo hi < <(awk -v v="$variant" -v d="$d" -v k="$k" \
+						'$1==v && $2==d && $3==k {print $4}' "$f" | stats)
+					row+=("$m [$lo..$hi]")
+					eval "med_$k=$m"
+				done
+				r1=$( [ "$med_heaptrack" != - ] && echo "scale=2; $med_on / $med_heaptrack" | bc -l || echo -)
+				r2=$(echo "scale=2; $med_on / $med_floor" | bc -l)
+				printf "%-6s %5s | %-16s | %-18s | %-18s | %-18s | %-16s | %7s %7s\n" "$variant" "$d" \
+					"${row[0]}" "${row[1]}" "${row[2]}" "${row[3]}" "${row[4]}" "$r1" "$r2"
+			done
+		done
+	} | tee "$RESULTS/hook.txt"
+}
+
+part_throughput() {
+	{
+		machine
+		echo "throughput: tests/progs/threads T M (cudaMalloc+cudaFree of 4 KiB, simulated runtime),"
+		echo "default settings (stacks on, depth 64); events/s = 2*T*M / wall time of the traced process"
+		printf "%8s %10s %12s %10s %14s %6s\n" threads events wall_s untraced_s events/s lost
+		for t in 1 2 8 16; do
+			m=$((4000000 / 2 / t))
+			t0=$(date +%s.%N)
+			"$BUILD/tests/progs/threads" "$t" "$m" >/dev/null
+			t1=$(date +%s.%N)
+			traced "$TMP/t.gmt" -- "$BUILD/tests/progs/threads" "$t" "$m" >/dev/null
+			t2=$(date +%s.%N)
+			line=$("$CLI" summary "$TMP/t.gmt" | grep -m1 ' events, ') ||
+				{ echo "bench: summary of the $t-thread trace failed" >&2; continue; }
+			ev=$(echo "$line" | sed 's/.* \([0-9]*\) events, .*/\1/')
+			lost=$(echo "$line" | sed 's/.* events, \([0-9]*\) lost.*/\1/')
+			printf "%8d %10d %12.3f %10.3f %14.0f %6s\n" "$t" "$ev" "$(echo "$t2 - $t1" | bc -l)" \
+				"$(echo "$t1 - $t0" | bc -l)" "$(echo "$ev / ($t2 - $t1)" | bc -l)" "$lost"
+		done
+	} | tee "$RESULTS/throughput.txt"
+}
+
+part_size() {
+	local n=2000000
+	{
+		machine
+		echo "trace size: bench/workload (256 stacks, 16 B..16 MiB, mixed lifetimes), $n calls"
+		traced "$TMP/w.gmt" -- "$B/workload" cuda "$n" >/dev/null
+		ev=$("$CLI" summary "$TMP/w.gmt" | grep -m1 ' events, ' | sed 's/.* \([0-9]*\) events, .*/\1/')
+		sz=$(stat -c %s "$TMP/w.gmt")
+		printf "gpumemtrace: %d events, %d bytes, %.2f bytes/event\n" "$ev" "$sz" "$(echo "$sz / $ev" | bc -l)"
+		if [ -n "$HEAPTRACK" ]; then
+			"$HEAPTRACK" -o "$TMP/hw" "$B/workload" malloc "$n" >/dev/null 2>&1
+			sz=$(stat -c %s "$TMP"/hw.*)
+			printf "heaptrack:   %d calls, %d bytes (%s), %.2f bytes/call\n" "$n" "$sz" \
+				"$(basename "$TMP"/hw.* | sed 's/^hw//')" "$(echo "$sz / $n" | bc -l)"
+		fi
+	} | tee "$RESULTS/size.txt"
+}
+
+# peak RSS (KiB) and wall seconds of a command, from GNU time
+measure() {
+	/usr/bin/time -f "%e %M" -o "$TMP/time" "$@" >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; return 1; }
+	cat "$TMP/time"
+}
+
+part_reader() {
+	local n=$READER_EVENTS
+	{
+		machine
+		echo "reader: a trace of bench/workload with $n calls, read by 'gpumemtrace summary';"
+		echo "heaptrack_print on heaptrack's trace of the same workload (malloc); /usr/bin/time"
+		traced "$TMP/r.gmt" -- "$B/workload" cuda "$n" >/dev/null
+		read -r s kb < <(measure "$CLI" summary "$TMP/r.gmt")
+		printf "gpumemtrace summary: %d events in %.2f s = %.2fM events/s, peak RSS %d MiB (trace %d MiB)\n" \
+			"$n" "$s" "$(echo "$n / $s / 1000000" | bc -l)" $((kb / 1024)) $(($(stat -c %s "$TMP/r.gmt") >> 20))
+		rm -f "$TMP/r.gmt"
+		if [ -n "$HEAPTRACK" ] && [ -n "$HEAPTRACK_PRINT" ]; then
+			"$HEAPTRACK" -o "$TMP/hr" "$B/workload" malloc "$n" >/dev/null 2>&1
+			read -r s kb < <(measure "$HEAPTRACK_PRINT" "$TMP"/hr.*)
+			printf "heaptrack_print:     %d calls in %.2f s = %.2fM calls/s, peak RSS %d MiB\n" \
+				"$n" "$s" "$(echo "$n / $s / 1000000" | bc -l)" $((kb / 1024))
+			rm -f "$TMP"/hr.*
+		fi
+	} | tee "$RESULTS/reader.txt"
+}
+
+command -v bc >/dev/null || { echo "bench: needs bc"; exit 2; }
+parts=${*:-hook throughput size reader}
+for p in $parts; do
+	case $p in
+	hook | throughput | size | reader) "part_$p" ;;
+	*) echo "bench: unknown part '$p' (hook throughput size reader)"; exit 2 ;;
+	esac
+done
