@@ -113,7 +113,12 @@ static void record(struct probe *p, enum gmt_api api, CUresult r, int32_t device
 			size = before > after ? before - after : 0;
 		flags = GMT_AUX2;
 	}
+	/* Inside a traced free (the runtime may retain its context there), the
+	 * free's start time belongs to the free's own event, recorded later. */
+	uint64_t outer_start = gmt_tls_call_start;
+	gmt_tls_call_start = 0;
 	gmt_record(api, r, device, GMT_U(ctx), size, before, after, flags);
+	gmt_tls_call_start = outer_start;
 }
 
 /* Declares r_; returns early, untraced, when tracing is off or inside

@@ -28,7 +28,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInByt
 
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-	GMT_FORWARD(cuMemFree_v2, MISSING, dptr);
+	GMT_FORWARD_FREE(cuMemFree_v2, MISSING, dptr);
 	gmt_hook_record(GMT_API_cuMemFree_v2, r_, GMT_DEVICE_CURRENT, dptr, 0, 0, 0, 0);
 	return r_;
 }
@@ -59,7 +59,7 @@ CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 
 CUresult cuMemFreeHost(void *p)
 {
-	GMT_FORWARD(cuMemFreeHost, MISSING, p);
+	GMT_FORWARD_FREE(cuMemFreeHost, MISSING, p);
 	gmt_hook_record(GMT_API_cuMemFreeHost, r_, HOST, GMT_U(p), 0, 0, 0, 0);
 	return r_;
 }
@@ -74,7 +74,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 
 CUresult cuMemHostUnregister(void *p)
 {
-	GMT_FORWARD(cuMemHostUnregister, MISSING, p);
+	GMT_FORWARD_FREE(cuMemHostUnregister, MISSING, p);
 	gmt_hook_record(GMT_API_cuMemHostUnregister, r_, HOST, GMT_U(p), 0, 0, 0, 0);
 	return r_;
 }
@@ -106,7 +106,7 @@ ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 #define FREE_ASYNC(name)                                                                           \
 	CUresult name(CUdeviceptr dptr, CUstream hStream)                                          \
 	{                                                                                          \
-		GMT_FORWARD(name, MISSING, dptr, hStream);                                         \
+		GMT_FORWARD_FREE(name, MISSING, dptr, hStream);                                    \
 		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, dptr, 0, GMT_U(hStream),   \
 				0, GMT_AUX);                                                       \
 		return r_;                                                                         \
@@ -123,7 +123,7 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 
 CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
-	GMT_FORWARD(cuMemPoolDestroy, MISSING, pool);
+	GMT_FORWARD_FREE(cuMemPoolDestroy, MISSING, pool);
 	gmt_hook_record(GMT_API_cuMemPoolDestroy, r_, GMT_DEVICE_CURRENT, GMT_U(pool), 0, 0, 0, 0);
 	return r_;
 }
@@ -152,7 +152,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-	GMT_FORWARD(cuMemRelease, MISSING, handle);
+	GMT_FORWARD_FREE(cuMemRelease, MISSING, handle);
 	gmt_hook_record(GMT_API_cuMemRelease, r_, GMT_DEVICE_CURRENT, handle, 0, 0, 0, 0);
 	return r_;
 }
@@ -168,7 +168,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-	GMT_FORWARD(cuMemUnmap, MISSING, ptr, size);
+	GMT_FORWARD_FREE(cuMemUnmap, MISSING, ptr, size);
 	gmt_hook_record(GMT_API_cuMemUnmap, r_, GMT_DEVICE_CURRENT, ptr, size, 0, 0, 0);
 	return r_;
 }
@@ -184,7 +184,7 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-	GMT_FORWARD(cuMemAddressFree, MISSING, ptr, size);
+	GMT_FORWARD_FREE(cuMemAddressFree, MISSING, ptr, size);
 	gmt_hook_record(GMT_API_cuMemAddressFree, r_, GMT_DEVICE_CURRENT, ptr, size, 0, 0, 0);
 	return r_;
 }
@@ -253,7 +253,7 @@ CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAl
 
 CUresult cuArrayDestroy(CUarray hArray)
 {
-	GMT_FORWARD(cuArrayDestroy, MISSING, hArray);
+	GMT_FORWARD_FREE(cuArrayDestroy, MISSING, hArray);
 	gmt_hook_record(GMT_API_cuArrayDestroy, r_, GMT_DEVICE_CURRENT, GMT_U(hArray), 0, 0, 0, 0);
 	return r_;
 }
@@ -270,7 +270,7 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsign
 
 CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
-	GMT_FORWARD(cuIpcCloseMemHandle, MISSING, dptr);
+	GMT_FORWARD_FREE(cuIpcCloseMemHandle, MISSING, dptr);
 	gmt_hook_record(GMT_API_cuIpcCloseMemHandle, r_, GMT_DEVICE_CURRENT, dptr, 0, 0, 0, 0);
 	return r_;
 }

@@ -18,6 +18,21 @@
 	__typeof__(real_(__VA_ARGS__)) r_ = real_(__VA_ARGS__);                                    \
 	gmt_leave()
 
+/* The same for calls that make an address (or handle) free for reuse: the
+ * event is timed before the real call. Another thread's allocation that
+ * gets the address back is timed after its own call returns, so it always
+ * sorts after this free, and replay never sees the reuse first. */
+#define GMT_FORWARD_FREE(name, missing, ...)                                                       \
+	pfn_##name real_ = GMT_REAL(name);                                                         \
+	if (!real_)                                                                                \
+		return missing;                                                                    \
+	if (gmt_nested() || !gmt_tracing())                                                        \
+		return real_(__VA_ARGS__);                                                         \
+	gmt_enter();                                                                               \
+	gmt_tls_call_start = gmt_now_ns();                                                         \
+	__typeof__(real_(__VA_ARGS__)) r_ = real_(__VA_ARGS__);                                    \
+	gmt_leave()
+
 /* An out-parameter's value, only when the call succeeded. */
 #define GMT_OUT(p) (r_ == 0 && (p) ? (uint64_t)(uintptr_t) * (p) : 0)
 #define GMT_U(x)   ((uint64_t)(uintptr_t)(x))

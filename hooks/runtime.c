@@ -34,7 +34,7 @@ cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent
 
 cudaError_t cudaFree(void *devPtr)
 {
-	GMT_FORWARD(cudaFree, MISSING, devPtr);
+	GMT_FORWARD_FREE(cudaFree, MISSING, devPtr);
 	gmt_hook_record(GMT_API_cudaFree, r_, GMT_DEVICE_CURRENT, GMT_U(devPtr), 0, 0, 0, 0);
 	return r_;
 }
@@ -63,7 +63,7 @@ cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 
 cudaError_t cudaFreeHost(void *ptr)
 {
-	GMT_FORWARD(cudaFreeHost, MISSING, ptr);
+	GMT_FORWARD_FREE(cudaFreeHost, MISSING, ptr);
 	gmt_hook_record(GMT_API_cudaFreeHost, r_, HOST, GMT_U(ptr), 0, 0, 0, 0);
 	return r_;
 }
@@ -77,7 +77,7 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 
 cudaError_t cudaHostUnregister(void *ptr)
 {
-	GMT_FORWARD(cudaHostUnregister, MISSING, ptr);
+	GMT_FORWARD_FREE(cudaHostUnregister, MISSING, ptr);
 	gmt_hook_record(GMT_API_cudaHostUnregister, r_, HOST, GMT_U(ptr), 0, 0, 0, 0);
 	return r_;
 }
@@ -107,7 +107,7 @@ MALLOC_FROM_POOL(cudaMallocFromPoolAsync_ptsz)
 #define FREE_ASYNC(name)                                                                           \
 	cudaError_t name(void *devPtr, cudaStream_t hStream)                                       \
 	{                                                                                          \
-		GMT_FORWARD(name, MISSING, devPtr, hStream);                                       \
+		GMT_FORWARD_FREE(name, MISSING, devPtr, hStream);                                  \
 		gmt_hook_record(GMT_API_##name, r_, GMT_DEVICE_CURRENT, GMT_U(devPtr), 0,          \
 				GMT_U(hStream), 0, GMT_AUX);                                       \
 		return r_;                                                                         \
@@ -125,7 +125,7 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolPr
 
 cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
 {
-	GMT_FORWARD(cudaMemPoolDestroy, MISSING, memPool);
+	GMT_FORWARD_FREE(cudaMemPoolDestroy, MISSING, memPool);
 	gmt_hook_record(GMT_API_cudaMemPoolDestroy, r_, GMT_DEVICE_CURRENT, GMT_U(memPool), 0, 0, 0,
 			0);
 	return r_;
@@ -175,7 +175,7 @@ cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormat
 
 cudaError_t cudaFreeArray(cudaArray_t array)
 {
-	GMT_FORWARD(cudaFreeArray, MISSING, array);
+	GMT_FORWARD_FREE(cudaFreeArray, MISSING, array);
 	gmt_hook_record(GMT_API_cudaFreeArray, r_, GMT_DEVICE_CURRENT, GMT_U(array), 0, 0, 0, 0);
 	return r_;
 }
@@ -190,7 +190,7 @@ cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsig
 
 cudaError_t cudaIpcCloseMemHandle(void *devPtr)
 {
-	GMT_FORWARD(cudaIpcCloseMemHandle, MISSING, devPtr);
+	GMT_FORWARD_FREE(cudaIpcCloseMemHandle, MISSING, devPtr);
 	gmt_hook_record(GMT_API_cudaIpcCloseMemHandle, r_, GMT_DEVICE_CURRENT, GMT_U(devPtr), 0, 0,
 			0, 0);
 	return r_;

@@ -28,6 +28,7 @@
 #include "writer.h"
 
 __thread int gmt_tls_depth __attribute__((tls_model("initial-exec")));
+__thread uint64_t gmt_tls_call_start __attribute__((tls_model("initial-exec")));
 static __thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
 
 enum state {
@@ -429,6 +430,8 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 		uint64_t aux, uint64_t aux2, unsigned flags)
 {
 	int saved_errno = errno;
+	uint64_t call_start = gmt_tls_call_start; /* a free's time: before its call */
+	gmt_tls_call_start = 0;
 	gmt_enter();
 	struct gmt_ring *r = tls_ring;
 	if (load_state() == ST_OFF)
@@ -455,7 +458,7 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 	h->type = GMT_RING_EVENT;
 	h->nframes = (uint16_t)nframes;
 	struct gmt_raw_event *e = (void *)(h + 1);
-	e->time_ns = gmt_now_ns();
+	e->time_ns = call_start ? call_start : gmt_now_ns();
 	e->ptr = ptr;
 	e->size = size;
 	e->aux = aux;

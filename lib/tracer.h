@@ -13,6 +13,12 @@
  * __tls_get_addr (which may malloc) from inside a hook. */
 extern __thread int gmt_tls_depth __attribute__((tls_model("initial-exec")));
 
+/* Set by GMT_FORWARD_FREE before the real call; gmt_record takes it as
+ * the event's time (and clears it) instead of reading the clock after. */
+extern __thread uint64_t gmt_tls_call_start __attribute__((tls_model("initial-exec")));
+
+uint64_t gmt_now_ns(void);
+
 static inline int gmt_nested(void)
 {
 	return gmt_tls_depth > 0;

@@ -12,7 +12,7 @@ N1=2000 N2=6000 DEPTH=26 # 26 levels + loop, main and libc's 3: 32 frames
 count() { # N env...: instructions of all threads of hookloop N
 	local n=$1
 	shift
-	env LD_LIBRARY_PATH="$SIM_DIR:$PROG_DIR" "$@" GPUMEMTRACE_FLUSH_MS=60000 \
+	env LD_LIBRARY_PATH="$SIM_DIR:$PROG_DIR" "$@" GPUMEMTRACE_FLUSH_MS=60000 GPUMEMTRACE_SAMPLE_MS=0 SIMCUDA_NVML=fail \
 		GPUMEMTRACE_SYMBOLIZE=0 GPUMEMTRACE_OUTPUT="$PWD/t.%n.gmt" \
 		valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 		"$PROG_DIR/hookloop" "$n" "$DEPTH" >/dev/null 2>cg.err </dev/null ||

@@ -12,5 +12,8 @@ t=$(the_trace)
 events=$(json s.json 'd["events"]') lost=$(json s.json 'd["lost_events"]')
 expect_eq "events + lost" $((events + lost)) $((16 * per + 1)) # + the context retain
 expect_eq "complete" "$(json s.json 'd["complete"]')" True
+# Frees are timed before their call, allocations after theirs: an address
+# one thread frees and another gets back is replayed in that order.
+expect_eq "unmatched frees" "$(json s.json 'd["unmatched_frees"]')" 0
 echo "events=$events lost=$lost"
 echo ok
