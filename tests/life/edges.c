@@ -21,7 +21,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size);
 cudaError_t cudaFree(void *devPtr);
 void late_keep(void *p);
 
-#define MiB (1024ul * 1024)
+#define MiB	    (1024ul * 1024)
 #define MAX_THREADS 64
 
 static void *fourth;

@@ -84,12 +84,12 @@ int main(void)
 		return 1;
 
 	static const char *names[] = {
-	    "cuMemAlloc",	"cuMemFree",	      "cuMemAllocAsync", "cuMemFreeAsync",
-	    "cuMemHostRegister", "cuCtxCreate",	      "cuDeviceGetUuid", "cuDevicePrimaryCtxRelease",
-	    "cuMemCreate",	"cuGetProcAddress", "cuDoesNotExist",  "",
+	    "cuMemAlloc",	 "cuMemFree",	     "cuMemAllocAsync", "cuMemFreeAsync",
+	    "cuMemHostRegister", "cuCtxCreate",	     "cuDeviceGetUuid", "cuDevicePrimaryCtxRelease",
+	    "cuMemCreate",	 "cuGetProcAddress", "cuDoesNotExist",	"",
 	};
-	static const int versions[] = {0, 2000, 3010, 3020, 6000, 6050, 10020, 11000, 11020,
-				       11040, 12000, 12050, 99000};
+	static const int versions[] = {0,     2000,  3010,  3020,  6000,  6050, 10020,
+				       11000, 11020, 11040, 12000, 12050, 99000};
 	static const cuuint64_t flags[] = {CU_GET_PROC_ADDRESS_DEFAULT,
 					   CU_GET_PROC_ADDRESS_LEGACY_STREAM,
 					   CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, 3, 4};
@@ -111,7 +111,7 @@ int main(void)
 	CHECK(((CUresult(*)(unsigned))get("cuInit", 99000, 0))(0), CUDA_SUCCESS);
 	CUcontext ctx;
 	CHECK(((CUresult(*)(CUcontext *, CUdevice))get("cuDevicePrimaryCtxRetain", 99000, 0))(&ctx,
-												 0),
+											      0),
 	      CUDA_SUCCESS);
 	CHECK(((CUresult(*)(CUcontext))get("cuCtxSetCurrent", 7000, 0))(ctx), CUDA_SUCCESS);
 	free_t release = (free_t)get("cuMemFree", 99000, 0);
