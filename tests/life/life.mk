@@ -16,3 +16,29 @@ $(LOCAL_EXT): tests/life/local-ext.c hooks/cuda-types.h | sim
 $(LOCAL_MAIN): tests/life/local-main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -ldl
+
+# Edges of life (t-life-edges, t-life-exit-race): liblate.so is linked in,
+# so its constructor runs before the tracer's and its destructor after.
+LIBLATE := $(PROG_DIR)/liblate.so
+EDGES := $(PROG_DIR)/edges
+life-progs: $(LIBLATE) $(EDGES)
+$(LIBLATE): tests/life/liblate.c hooks/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,liblate.so $< -o $@ \
+		-L$(SIM_DIR) -l:libcudart.so.13 $(SAN_LDFLAGS)
+$(EDGES): tests/life/edges.c $(LIBLATE)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(PROG_DIR) -llate -L$(SIM_DIR) -l:libcudart.so.13 \
+		-lpthread $(SAN_LDFLAGS)
+
+# AT_SECURE (t-settings-secure): loads the driver and the tracer by path.
+life-progs: $(PROG_DIR)/secure
+$(PROG_DIR)/secure: tests/life/secure.c hooks/cuda-types.h
+	$(CC) $(ALL_CFLAGS) $< -o $@ -ldl $(SAN_LDFLAGS)
+
+# cuGetProcAddress versions, flags, unknown names (t-route-procaddr-edges),
+# NULL out-parameters (t-api-null-out).
+life-progs: $(PROG_DIR)/procaddr-edges $(PROG_DIR)/null-out
+$(PROG_DIR)/procaddr-edges: tests/life/procaddr-edges.c $(PROG_DEPS)
+	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl $(SAN_LDFLAGS)
+$(PROG_DIR)/null-out: tests/life/null-out.c $(PROG_DEPS) | sim
+	$(CC) $(PROG_CFLAGS) $< -o $@ $(PROG_LINK_RT) $(PROG_LINK_DRV) $(SAN_LDFLAGS)
