@@ -161,7 +161,9 @@ void gmt_sampler_start(int sample_ms)
 	s.pid = getpid();
 	s.sample_ms = sample_ms;
 	static int at_exit_registered; /* atexit entries survive fork */
-	/* atexit handlers run before any library's destructor, so the END
+	/* atexit handlers registered from main on run before any library's
+	 * destructor (one registered in a constructor runs after them all, and
+	 * then our destructor has stopped us without an END sample), so the END
 	 * sample is taken while libnvidia-ml is still whole. */
 	if (!at_exit_registered)
 		at_exit_registered = atexit(at_exit_sample) == 0;
