@@ -94,6 +94,8 @@ const char *fmt_reltime(char *buf, int64_t ns);
 
 /* JSON string with quotes; invalid UTF-8 becomes U+FFFD. */
 void json_str(FILE *f, const char *s, size_t len);
+/* XML text (JUnit, SVG): escaped, control characters and invalid UTF-8 as '?'. */
+void xml_text(FILE *f, const char *s);
 /* The same escaping, for human output (quoted). */
 #define json_cstr(f, s) json_str((f), (s), strlen(s))
 

@@ -374,46 +374,6 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 	fputs("]}\n", f);
 }
 
-/* XML text: escaped, control characters and invalid UTF-8 as '?'. */
-static void xml_text(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		unsigned c = *p;
-		if (c == '&')
-			fputs("&amp;", f);
-		else if (c == '<')
-			fputs("&lt;", f);
-		else if (c == '>')
-			fputs("&gt;", f);
-		else if (c == '"')
-			fputs("&quot;", f);
-		else if (c == '\'')
-			fputs("&apos;", f);
-		else if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
-			fputc('?', f);
-		else if (c < 0x80)
-			fputc((int)c, f);
-		else {
-			/* a valid UTF-8 sequence goes through whole */
-			size_t n = c >= 0xc2 && c <= 0xdf   ? 2
-				   : c >= 0xe0 && c <= 0xef ? 3
-				   : c >= 0xf0 && c <= 0xf4 ? 4
-							    : 0;
-			size_t k = 1;
-			while (n && k < n && (p[k] & 0xc0) == 0x80)
-				k++;
-			if (n && k == n) {
-				fwrite(p, 1, n, f);
-				p += n;
-				continue;
-			}
-			fputc('?', f);
-		}
-		p++;
-	}
-}
-
 static int write_junit(const char *file, const struct check_state *s, const struct check_args *a,
 		       size_t failed)
 {

@@ -180,29 +180,6 @@ static void folded(FILE *f, const struct node *n, char *path, size_t len, size_t
 #define PAD_TOP 70
 #define PAD	10
 
-static void xml_text(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		default:
-			if ((unsigned char)*s >= 0x20)
-				fputc(*s, f);
-		}
-	}
-}
-
 /* Warm colours for native frames, blue for Python, grey for the CUDA
  * libraries' own frames, hashed from the name so they stay put. */
 static void frame_colour(const char *name, char *buf, size_t size)

@@ -188,29 +188,6 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
 				      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 
-static void xml_text(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		default:
-			if ((unsigned char)*s >= 0x20 || *s == '\t')
-				fputc(*s, f);
-		}
-	}
-}
-
 /* 1, 2 or 5 times a power of ten, at least x. */
 static double nice_step(double x)
 {

@@ -8,28 +8,23 @@
 /* Declares r_ holding the real function's result. Returns early, untraced,
  * when tracing is off or when another traced call is below us (a runtime
  * call reaching the driver is one event, named after the runtime call). */
-#define GMT_FORWARD(name, missing, ...)                                                            \
-	pfn_##name real_ = GMT_REAL(name);                                                         \
-	if (!real_)                                                                                \
-		return missing;                                                                    \
-	if (gmt_nested() || !gmt_tracing())                                                        \
-		return real_(__VA_ARGS__);                                                         \
-	gmt_enter();                                                                               \
-	__typeof__(real_(__VA_ARGS__)) r_ = real_(__VA_ARGS__);                                    \
-	gmt_leave()
+#define GMT_FORWARD(name, missing, ...) GMT_FORWARD_(name, missing, (void)0, __VA_ARGS__)
 
 /* The same for calls that make an address (or handle) free for reuse: the
  * event is timed before the real call. Another thread's allocation that
  * gets the address back is timed after its own call returns, so it always
  * sorts after this free, and replay never sees the reuse first. */
 #define GMT_FORWARD_FREE(name, missing, ...)                                                       \
+	GMT_FORWARD_(name, missing, gmt_tls_call_start = gmt_now_ns(), __VA_ARGS__)
+
+#define GMT_FORWARD_(name, missing, before_call, ...)                                              \
 	pfn_##name real_ = GMT_REAL(name);                                                         \
 	if (!real_)                                                                                \
 		return missing;                                                                    \
 	if (gmt_nested() || !gmt_tracing())                                                        \
 		return real_(__VA_ARGS__);                                                         \
 	gmt_enter();                                                                               \
-	gmt_tls_call_start = gmt_now_ns();                                                         \
+	before_call;                                                                               \
 	__typeof__(real_(__VA_ARGS__)) r_ = real_(__VA_ARGS__);                                    \
 	gmt_leave()
 
