@@ -551,7 +551,8 @@ void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source s
 		rr->id = id;
 		rr->op = (uint16_t)op;
 		rr->source = (uint16_t)source;
-		memcpy(rr + 1, text, n);
+		if (n) /* text may be NULL (POP, END) */
+			memcpy(rr + 1, text, n);
 		commit_other(len);
 	}
 	gmt_leave();
@@ -586,8 +587,10 @@ void gmt_record_pyframe(uint64_t id, const char *function, const char *file, uin
 		pf->line = line;
 		pf->function_len = (uint32_t)fn;
 		pf->file_len = (uint32_t)fl;
-		memcpy(pf + 1, function, fn);
-		memcpy((char *)(pf + 1) + fn, file, fl);
+		if (fn)
+			memcpy(pf + 1, function, fn);
+		if (fl)
+			memcpy((char *)(pf + 1) + fn, file, fl);
 		commit_other(len);
 	}
 	gmt_leave();

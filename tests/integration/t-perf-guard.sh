@@ -6,6 +6,7 @@
 # baseline after a deliberate change (say why in the commit).
 . "$TESTS_DIR/integration/lib.sh"
 command -v valgrind >/dev/null || skip "valgrind not installed (scripts/install-deps.sh installs it)"
+[ -z "${SANITIZE:-}" ] || skip "sanitizer builds: valgrind cannot run them, and their counts mean nothing"
 baseline=$TESTS_DIR/perf-guard.baseline
 N1=2000 N2=6000 DEPTH=26 # 26 levels + loop, main and libc's 3: 32 frames
 
