@@ -197,12 +197,20 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 		struct acct_dev *d = &p->a->devs[p->targets[p->next++].dev];
 		snapshot(p, &d->peak, d->ordinal, e->time_ns);
 	}
+	for (size_t i = 0; i < p->a->ndevs; i++) {
+		struct acct_moment *pk = &p->a->devs[i].peak;
+		if (pk->have && !pk->until_ns && e->time_ns > pk->time_ns &&
+		    replay_dev(&p->rp, p->a->devs[i].ordinal)->lv.bytes < pk->traced)
+			pk->until_ns = e->time_ns;
+	}
 }
 
 /* The sample for a moment: of the device's samples (this process's usage
  * when NVML reported it, else the whole device's), the highest taken within
- * ACCT_WINDOW_NS after the moment; else the nearest in time. */
-static void pick_sample(const struct trace *t, struct acct_moment *m, int64_t ordinal)
+ * ACCT_WINDOW_NS after the moment; else the nearest in time. For the peak,
+ * only samples taken while it lasted count: one from after the memory was
+ * freed would make the peak look unexplained by minus the freed bytes. */
+static void pick_sample(const struct trace *t, struct acct_moment *m, int64_t ordinal, bool peak)
 {
 	bool process = false;
 	for (size_t i = 0; i < t->nsamples; i++)
@@ -214,7 +222,10 @@ static void pick_sample(const struct trace *t, struct acct_moment *m, int64_t or
 		if (s->device != ordinal || (process && !s->process_known))
 			continue;
 		uint64_t v = process ? s->process_used_bytes : s->used_bytes;
-		if (s->time_ns >= m->time_ns && s->time_ns - m->time_ns <= ACCT_WINDOW_NS &&
+		if (peak && (s->time_ns < m->time_ns || (m->until_ns && s->time_ns >= m->until_ns)))
+			continue;
+		if (s->time_ns >= m->time_ns &&
+		    (peak || s->time_ns - m->time_ns <= ACCT_WINDOW_NS) &&
 		    (!best || v > (process ? best->process_used_bytes : best->used_bytes)))
 			best = s;
 		uint64_t dist =
@@ -226,8 +237,10 @@ static void pick_sample(const struct trace *t, struct acct_moment *m, int64_t or
 	}
 	if (!best)
 		best = near;
-	if (!best)
+	if (!best) {
+		m->unsampled = peak && t->nsamples > 0;
 		return;
+	}
 	m->nvml = true;
 	m->nvml_process = process;
 	m->smi = process ? best->process_used_bytes : best->used_bytes;
@@ -483,8 +496,8 @@ int acct_compute(struct acct *a, struct trace *t)
 			d->peak.time_ns = t->first_time_ns;
 			d->peak.libs = xcalloc(1, sizeof(*d->peak.libs));
 		}
-		pick_sample(t, &d->peak, d->ordinal);
-		pick_sample(t, &d->end, d->ordinal);
+		pick_sample(t, &d->peak, d->ordinal, true);
+		pick_sample(t, &d->end, d->ordinal, false);
 		reconcile(&d->peak);
 		reconcile(&d->end);
 		if (d->peak.flagged || d->end.flagged)
@@ -593,7 +606,7 @@ void acct_print(FILE *f, const struct acct *a, int64_t only)
 			if (ms[k]->nvml)
 				snprintf(v[k], 96, "%s", fmt_size(b3, ms[k]->smi));
 			else
-				snprintf(v[k], 96, "-");
+				snprintf(v[k], 96, "%s", ms[k]->unsampled ? "unsampled" : "-");
 		fprintf(f, "  %-34s %22s %22s\n",
 			pk->nvml && !pk->nvml_process ? "nvidia-smi (whole device)"
 						      : "nvidia-smi (this process)",
@@ -605,6 +618,11 @@ void acct_print(FILE *f, const struct acct *a, int64_t only)
 			else
 				snprintf(v[k], 96, "-");
 		fprintf(f, "  %-34s %22s %22s\n", "  sample used", v[0], v[1]);
+		if (pk->unsampled)
+			fprintf(
+			    f,
+			    "  (no NVML reading was taken while the peak lasted: it was shorter "
+			    "than the sampling period; GPUMEMTRACE_SAMPLE_MS lower catches it)\n");
 		fprintf(f, "  %-34s %22s %22s\n", "traced allocations", fmt_size(b1, pk->traced),
 			fmt_size(b2, en->traced));
 		static const char *const kl[3] = {"  device (cudaMalloc, cuMemAlloc)",
@@ -691,7 +709,10 @@ void acct_print_brief(FILE *f, const struct acct *a)
 		for (int k = 0; k < 2; k++) {
 			const struct acct_moment *m = ms[k];
 			fprintf(f, "  %-4" PRId64 " %-9s %11s %11s %22s %24s\n", d->ordinal,
-				k ? "end" : "peak", m->nvml ? fmt_size(b[0], m->smi) : "-",
+				k ? "end" : "peak",
+				m->nvml	       ? fmt_size(b[0], m->smi)
+				: m->unsampled ? "unsampled"
+					       : "-",
 				fmt_size(b[1], m->traced), ctx_text(d, m, b[2]),
 				unexplained_text(m, b[3]));
 		}
@@ -714,6 +735,7 @@ static void json_moment(FILE *f, const struct acct_dev *d, const struct acct_mom
 		fputs(
 		    "null, \"nvml_scope\": null, \"sample_time_ns\": null, \"sample_reason\": null",
 		    f);
+	fprintf(f, ", \"unsampled\": %s", m->unsampled ? "true" : "false");
 	fprintf(f,
 		",\n     \"traced_bytes\": %" PRIu64 ", \"by_kind\": {\"device\": %" PRIu64
 		", \"stream_ordered\": %" PRIu64 ", \"vmm_physical\": %" PRIu64

@@ -25,6 +25,10 @@ struct acct_lib {
 struct acct_moment {
 	bool have;	  /* false: no device bytes were ever traced there */
 	uint64_t time_ns; /* absolute */
+	/* The peak only: when traced device bytes first fell below it (0: never).
+	 * A sample speaks for the peak only if taken before then. */
+	uint64_t until_ns;
+	bool unsampled; /* samples exist, but none was taken while the peak lasted */
 	/* nvidia-smi */
 	bool nvml;	   /* a sample was found */
 	bool nvml_process; /* it is this process's usage (else the whole device's) */

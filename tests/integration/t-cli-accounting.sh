@@ -136,4 +136,28 @@ rc=0
 rc=0
 "$GMT_CLI" accounting nope.gmt >out 2>err || rc=$?
 [ "$rc" -eq 3 ] && grep -q "^gpumemtrace accounting: cannot open nope.gmt" err || fail "missing file: rc $rc $(cat err)"
+# A peak shorter than the sampling period: the only readings are from before
+# it and after the memory was freed, and neither may speak for it (the
+# later one would read as the peak being 512 MiB over-explained).
+cat <<T | "$MKTRACE" short.gmt
+header start_mono=0 pid=34
+process pid=34 ppid=1 exe=/work/app arg=app
+device ord=0 name="Sim GPU" total=$((80 * 1024 * MiB)) uuid=$UUID
+sample t=500 used=0 total=$((80 * 1024 * MiB)) uuid=$UUID process=0 reason=3
+events tid=1
+ev api=cudaMalloc t=2000 ptr=0x10000000 size=$((512 * MiB)) dev=0
+ev api=cudaMalloc t=2500 ptr=0x40000000 size=$((512 * MiB))
+ev api=cudaFree t=3000 ptr=0x40000000
+sample t=4000 used=1 total=$((80 * 1024 * MiB)) uuid=$UUID process=$((512 * MiB)) reason=4
+trailer t=5000
+T
+acc short short.gmt
+expect_eq "short peak" "$(json short.json "[$D['at_peak'][k] for k in ('nvidia_smi_bytes', 'unsampled', 'unexplained_bytes', 'flagged')]")" \
+	"[None, True, None, False]"
+expect_eq "short end" "$(json short.json "[$D['at_end'][k] for k in ('nvidia_smi_bytes', 'unsampled', 'unexplained_bytes')]")" \
+	"[$((512 * MiB)), False, 0]"
+"$GMT_CLI" accounting short.gmt >short.txt
+grep -q "nvidia-smi (this process) *unsampled" short.txt || fail "short peak text: $(cat short.txt)"
+grep -q "no NVML reading was taken while the peak lasted" short.txt || fail "no hint: $(cat short.txt)"
+
 echo ok
