@@ -48,6 +48,7 @@ static struct {
 	struct gmt_writer w;
 	pthread_t flusher;
 	int flusher_running;
+	uint32_t flusher_up; /* futex word: see gmt_thread_up */
 	int stop;
 	uint32_t wake; /* futex word: bumped to get the flush thread going */
 	/* _exit and exec may run in a signal handler, where nothing that
@@ -249,9 +250,31 @@ static void flush_cycle(void)
 
 static void flush_now_with_trailer(unsigned reason);
 
+void gmt_thread_up(uint32_t *up)
+{
+	/* Pairs with the acquire load in gmt_await_thread_up. */
+	__atomic_store_n(up, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, up, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+void gmt_await_thread_up(uint32_t *up)
+{
+	enum { UP_WAIT_MS = 1000 }; /* a thread starts in microseconds */
+	uint64_t deadline = gmt_now_ns() + UP_WAIT_MS * 1000000ull;
+	for (;;) {
+		uint64_t now = gmt_now_ns();
+		if (__atomic_load_n(up, __ATOMIC_ACQUIRE) || now >= deadline)
+			return;
+		uint64_t left = deadline - now;
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		syscall(SYS_futex, up, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	}
+}
+
 static void *flusher_main(void *arg)
 {
 	gmt_enter(); /* nothing this thread does is the program's */
+	gmt_thread_up(&g.flusher_up);
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
 	/* Pairs with the release store of g.stop in gmt_finish. */
 	while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
@@ -292,6 +315,7 @@ static int start_flusher(void)
 	/* The flush thread inherits a full mask: no signal of the program's is
 	 * ever handled on it, and SIGXFSZ from a full disk cannot kill. */
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	g.flusher_up = 0;
 	int rc = pthread_create(&g.flusher, NULL, flusher_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	g.flusher_running = rc == 0;
@@ -687,6 +711,12 @@ __attribute__((destructor)) static void at_unload(void)
 
 static void fork_prepare(void)
 {
+	/* None of our threads is in an allocator or in NVML at the fork: the
+	 * child would inherit their locks held and hang in its first malloc
+	 * (seen with ASan when a fork followed the first CUDA call at once). */
+	if (g.flusher_running && g.pid == getpid())
+		gmt_await_thread_up(&g.flusher_up);
+	gmt_sampler_fork_prepare(); /* before ours: a sample takes setup_lock */
 	/* The child gets the writer and ring list at a consistent point. */
 	pthread_mutex_lock(&g.flush_lock);
 	pthread_mutex_lock(&g.setup_lock);
@@ -698,6 +728,7 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&g.notes_lock);
 	pthread_mutex_unlock(&g.setup_lock);
 	pthread_mutex_unlock(&g.flush_lock);
+	gmt_sampler_fork_parent();
 }
 
 static void fork_child(void)

@@ -40,13 +40,18 @@ static struct {
 	uint32_t done;	  /* futex word: the thread is leaving */
 	uint32_t pending; /* 1 << GMT_SAMPLE_WHY_* requested by pokes */
 	int read_failed_noted;
-	int idle; /* NVML is unavailable: nothing to poke or watch */
-} s;
+	int idle;    /* NVML is unavailable: nothing to poke or watch */
+	uint32_t up; /* futex word: see gmt_thread_up */
+	/* Held while the thread is in NVML or recording: fork takes it. */
+	pthread_mutex_t work_lock;
+	int fork_held; /* fork_prepare took work_lock */
+} s = {.work_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- sampling ---------------------------------------------------------- */
 
 static void sample_all(enum gmt_sample_why why)
 {
+	pthread_mutex_lock(&s.work_lock);
 	unsigned n = gmt_nvml_device_count();
 	for (unsigned i = 0; i < n; i++) {
 		struct gmt_nvml_reading rd;
@@ -73,6 +78,15 @@ static void sample_all(enum gmt_sample_why why)
 		memcpy(sm.uuid, rd.uuid, sizeof sm.uuid);
 		gmt_record_sample(&sm);
 	}
+	pthread_mutex_unlock(&s.work_lock);
+}
+
+static int nvml_ready(void)
+{
+	pthread_mutex_lock(&s.work_lock); /* the first call loads NVML */
+	int ready = gmt_nvml_ready();
+	pthread_mutex_unlock(&s.work_lock);
+	return ready;
 }
 
 static void futex_wait_ms(uint32_t *word, uint32_t seen, uint64_t ms)
@@ -90,13 +104,14 @@ static int stopping(void)
 static void *sampler_main(void *arg)
 {
 	gmt_enter(); /* nothing this thread does is the program's */
+	gmt_thread_up(&s.up);
 	prctl(PR_SET_NAME, "gmt-sample", 0, 0, 0);
 	/* The program's thread may be loading NVML (a context hook): wait. */
-	while (!stopping() && !gmt_nvml_ready() && !gmt_nvml_settled())
+	while (!stopping() && !nvml_ready() && !gmt_nvml_settled())
 		futex_wait_ms(&s.wake, __atomic_load_n(&s.wake, __ATOMIC_ACQUIRE), NVML_POLL_MS);
-	if (!gmt_nvml_ready())
+	if (!nvml_ready())
 		__atomic_store_n(&s.idle, 1, __ATOMIC_RELAXED); /* a hint for pokes */
-	if (!stopping() && gmt_nvml_ready()) {
+	if (!stopping() && nvml_ready()) {
 		sample_all(GMT_SAMPLE_WHY_START);
 		uint64_t period = (uint64_t)s.sample_ms * 1000000u;
 		uint64_t next = gmt_now_ns() + period;
@@ -171,6 +186,7 @@ void gmt_sampler_start(int sample_ms)
 	sigfillset(&all);
 	/* Like the flush thread: no signal of the program's is handled here. */
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	s.up = 0;
 	int rc = pthread_create(&s.thread, NULL, sampler_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
@@ -344,8 +360,30 @@ void gmt_sampler_cycle_done(void)
 	}
 }
 
+void gmt_sampler_fork_prepare(void)
+{
+	if (!__atomic_load_n(&s.running, __ATOMIC_RELAXED) || s.pid != getpid() ||
+	    pthread_equal(pthread_self(), s.thread))
+		return;
+	gmt_await_thread_up(&s.up);
+	/* Bounded: an NVML call that hangs must not hang the program's fork. */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += STOP_WAIT_MS / 1000;
+	s.fork_held = pthread_mutex_timedlock(&s.work_lock, &until) == 0;
+}
+
+void gmt_sampler_fork_parent(void)
+{
+	if (s.fork_held) {
+		s.fork_held = 0;
+		pthread_mutex_unlock(&s.work_lock);
+	}
+}
+
 void gmt_sampler_fork_child(void)
 {
+	gmt_sampler_fork_parent(); /* the forking thread took it: ours to drop */
 	/* The parent's thread is not ours, nor its allocations. */
 	free(pk.slots);
 	memset(&pk, 0, sizeof pk);

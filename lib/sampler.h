@@ -25,7 +25,11 @@ void gmt_sampler_cycle_done(void);
  * the END sample on the calling thread. Idempotent. */
 void gmt_sampler_stop(int take_end);
 
-/* The child of fork has no sampler until its own trace starts. */
+/* fork waits until the thread is between samples (not in NVML, which has
+ * locks of its own, nor in an allocator) and holds it there; the child of
+ * fork has no sampler until its own trace starts. */
+void gmt_sampler_fork_prepare(void);
+void gmt_sampler_fork_parent(void);
 void gmt_sampler_fork_child(void);
 
 #endif

@@ -67,6 +67,13 @@ int gmt_trace_started(void);
 #define GMT_MAX_NOTES 32
 void gmt_note(int level, const char *text);
 
+/* Our threads announce they have started (gmt_thread_up, from the thread)
+ * and fork waits a bounded time for that (gmt_await_thread_up): a thread
+ * still starting is inside libc's and sanitizers' allocators, whose locks a
+ * child of fork would inherit held. */
+void gmt_thread_up(uint32_t *up);
+void gmt_await_thread_up(uint32_t *up);
+
 /* Flushes everything and writes a trailer, on the calling thread (exit). */
 void gmt_finish(enum gmt_end_reason reason);
 /* The same, done by the flush thread while the caller waits a bounded

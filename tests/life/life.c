@@ -62,8 +62,10 @@ int main(int argc, char **argv)
 		nap_ms(500); /* well past a GPUMEMTRACE_FLUSH_MS=20 flush */
 		raise(SIGKILL);
 	}
-	if (!strcmp(mode, "fork")) {
+	if (!strcmp(mode, "fork") || !strcmp(mode, "fork-late")) {
 		allocs(n, 1 << 20);
+		if (mode[4]) /* late: our threads are up and sampling at the fork */
+			nap_ms(50);
 		pid_t pid = fork();
 		if (pid == 0) {
 			allocs(2 * n, 2 << 20);

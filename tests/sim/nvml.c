@@ -15,12 +15,16 @@
  * SIMCUDA_NVML=v2       _v3 of the process query says FUNCTION_NOT_FOUND
  * SIMCUDA_NVML=v1       so do _v3 and _v2: only the unversioned form answers
  * SIMCUDA_NVML=otherpid this process is listed under another pid (a
- *                       container's pid namespace) */
+ *                       container's pid namespace)
+ * SIMCUDA_NVML_CALL_US  each memory query holds NVML's lock this long, like
+ *                       a slow real NVML (what a fork must not catch held) */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nvml.h"
@@ -35,6 +39,8 @@ struct nvmlDevice_st {
 };
 static struct nvmlDevice_st devices[MAX_DEVICES];
 static int initialized;
+
+static pthread_mutex_t nvml_lock = PTHREAD_MUTEX_INITIALIZER; /* real NVML has one */
 
 static const char *mode(void)
 {
@@ -94,6 +100,15 @@ static unsigned long long process_usage(int dev)
 	if (!ok || u.allocated + u.contexts == 0)
 		return 0;
 	return u.allocated + u.contexts + env_bytes("SIMCUDA_UNTRACED_BYTES", 0);
+}
+
+static void lock_for_a_call(void)
+{
+	pthread_mutex_lock(&nvml_lock);
+	unsigned long long us = env_bytes("SIMCUDA_NVML_CALL_US", 0);
+	struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+	if (us)
+		nanosleep(&ts, NULL);
 }
 
 EXPORT nvmlReturn_t nvmlInit_v2(void)
@@ -164,12 +179,14 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *m
 {
 	if (!valid(device) || !memory)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	lock_for_a_call();
 	unsigned long long total = env_bytes("SIMCUDA_CAPACITY", 16ull << 30);
 	unsigned long long used =
 	    process_usage(device->index) + env_bytes("SIMCUDA_NVML_OTHER_BYTES", 0);
 	memory->total = total;
 	memory->used = used;
 	memory->free = used < total ? total - used : 0;
+	pthread_mutex_unlock(&nvml_lock);
 	return NVML_SUCCESS;
 }
 
