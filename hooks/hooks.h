@@ -62,8 +62,16 @@ static inline void *gmt_real(enum gmt_hook_id id)
 }
 #define GMT_REAL(name) ((pfn_##name)gmt_real(GMT_HOOK_##name))
 
-/* A driver function we call ourselves, or NULL while libcuda is unknown. */
-void *gmt_used(enum gmt_used_id id);
+/* A driver function we call ourselves, or NULL while libcuda is unknown.
+ * The found ones are cached inline: cuCtxGetCurrent is on every event. */
+extern void *gmt_used_fn[GMT_USED_COUNT];
+void *gmt_used_resolve(enum gmt_used_id id);
+static inline void *gmt_used(enum gmt_used_id id)
+{
+	/* Pairs with the release store in gmt_used_resolve. */
+	void *p = __atomic_load_n(&gmt_used_fn[id], __ATOMIC_ACQUIRE);
+	return p ? p : gmt_used_resolve(id);
+}
 #define GMT_USED(name) ((pfn_##name)gmt_used(GMT_USED_##name))
 
 /* libc's own dlsym/dlvsym, never ours. */

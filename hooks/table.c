@@ -23,7 +23,7 @@ static const char *const used_names[GMT_USED_COUNT] = {
     GMT_DRIVER_USED(GMT_USED_NAME_)
 #undef GMT_USED_NAME_
 };
-static void *used_fn[GMT_USED_COUNT];
+void *gmt_used_fn[GMT_USED_COUNT];
 
 /* libcuda's handle, learnt from the program's own dlsym and entry-point
  * lookups: the runtime opens it RTLD_LOCAL, out of RTLD_NEXT's reach. */
@@ -260,16 +260,14 @@ void *gmt_real_resolve(enum gmt_hook_id id)
 	return __atomic_load_n(&h->real, __ATOMIC_ACQUIRE);
 }
 
-void *gmt_used(enum gmt_used_id id)
+void *gmt_used_resolve(enum gmt_used_id id)
 {
-	void *p = __atomic_load_n(&used_fn[id], __ATOMIC_ACQUIRE);
-	if (p)
-		return p;
 	int saved_errno = errno;
+	void *p = NULL;
 	void *dh = get_driver_handle();
 	dlsym_fn ds = gmt_real_dlsym();
 	if (dh && ds && (p = ds(dh, used_names[id])))
-		__atomic_store_n(&used_fn[id], p, __ATOMIC_RELEASE); /* pairs with the load above */
+		__atomic_store_n(&gmt_used_fn[id], p, __ATOMIC_RELEASE); /* pairs with gmt_used */
 	else
 		dlerror();
 	errno = saved_errno;

@@ -27,40 +27,6 @@ void gmt_ring_free(struct gmt_ring *r)
 	free(r);
 }
 
-void *gmt_ring_reserve(struct gmt_ring *r, size_t len)
-{
-	uint64_t head = r->head;
-	/* Pairs with the release store of tail in gmt_ring_drain: the consumer
-	 * is done reading the space we are about to overwrite. */
-	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-	size_t off = head & (r->cap - 1);
-	size_t contig = r->cap - off;
-	size_t need = len + (contig < len ? contig : 0);
-	if (r->cap - (head - tail) < need)
-		return NULL;
-	if (contig < len) {
-		struct gmt_ring_hdr *pad = (void *)(r->buf + off);
-		pad->len = (uint32_t)contig;
-		pad->type = GMT_RING_PAD;
-		pad->nframes = 0;
-		head += contig;
-		/* Publish the pad now, so the reserved record starts at offset 0.
-		 * Pairs with the acquire load of head in gmt_ring_drain. */
-		__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
-		off = 0;
-	}
-	return r->buf + off;
-}
-
-size_t gmt_ring_commit(struct gmt_ring *r, size_t len)
-{
-	uint64_t head = r->head + len;
-	/* Pairs with the acquire load of head in gmt_ring_drain: the record's
-	 * bytes are visible before its end is. */
-	__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
-	return head - __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
-}
-
 size_t gmt_ring_drain(struct gmt_ring *r, gmt_ring_fn fn, void *ctx)
 {
 	/* Pairs with the release stores of head in reserve and commit. */

@@ -88,10 +88,41 @@ struct gmt_ring *gmt_ring_new(size_t cap, int tid);
 void gmt_ring_free(struct gmt_ring *r);
 
 /* Producer: reserve `len` bytes (header included, rounded to 8). Returns
- * NULL if the ring is full right now. */
-void *gmt_ring_reserve(struct gmt_ring *r, size_t len);
+ * NULL if the ring is full right now. Inline: it is on every event's path. */
+static inline void *gmt_ring_reserve(struct gmt_ring *r, size_t len)
+{
+	uint64_t head = r->head;
+	/* Pairs with the release store of tail in gmt_ring_drain: the consumer
+	 * is done reading the space we are about to overwrite. */
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	size_t off = head & (r->cap - 1);
+	size_t contig = r->cap - off;
+	size_t need = len + (contig < len ? contig : 0);
+	if (r->cap - (head - tail) < need)
+		return NULL;
+	if (contig < len) {
+		struct gmt_ring_hdr *pad = (void *)(r->buf + off);
+		pad->len = (uint32_t)contig;
+		pad->type = GMT_RING_PAD;
+		pad->nframes = 0;
+		head += contig;
+		/* Publish the pad now, so the reserved record starts at offset 0.
+		 * Pairs with the acquire load of head in gmt_ring_drain. */
+		__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
+		off = 0;
+	}
+	return r->buf + off;
+}
+
 /* Producer: publish the record reserved last; returns the bytes now used. */
-size_t gmt_ring_commit(struct gmt_ring *r, size_t len);
+static inline size_t gmt_ring_commit(struct gmt_ring *r, size_t len)
+{
+	uint64_t head = r->head + len;
+	/* Pairs with the acquire load of head in gmt_ring_drain: the record's
+	 * bytes are visible before its end is. */
+	__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
+	return head - __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+}
 
 /* Consumer: call fn on every published record, then free their space. */
 typedef void (*gmt_ring_fn)(void *ctx, struct gmt_ring *r, const struct gmt_ring_hdr *h);

@@ -530,7 +530,8 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 	e->device = device;
 	e->api = (uint16_t)api;
 	e->flags = (uint16_t)flags;
-	memcpy(e + 1, ips, nframes * sizeof *ips);
+	if (nframes)
+		memcpy(e + 1, ips, nframes * sizeof *ips);
 	size_t used = gmt_ring_commit(r, len);
 
 	flush_if_finished();

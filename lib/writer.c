@@ -520,7 +520,9 @@ void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const stru
 	if (h->type == GMT_RING_EVENT) {
 		const struct gmt_raw_event *e = (const void *)body;
 		uint32_t stack =
-		    gmt_stacks_intern(&w->stacks, (const uint64_t *)(e + 1), h->nframes);
+		    h->nframes
+			? gmt_stacks_intern(&w->stacks, (const uint64_t *)(e + 1), h->nframes)
+			: 0;
 		put_event(w, r->tid, e, stack);
 	} else if (h->type == GMT_RING_MEMINFO) {
 		const struct gmt_raw_meminfo *m = (const void *)body;
