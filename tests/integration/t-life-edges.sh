@@ -14,7 +14,7 @@ expect_json "events" 'd["events"]' 13 "live at end" 'd["devices"][0]["live_alloc
 # The constructor's allocation came first, before main's.
 first=$(grep -m1 -E 'EVENT #[0-9]+ .* cudaMalloc ' dump.txt)
 [[ $first == *"size 1048576 "* ]] || fail "first cudaMalloc is not the constructor's: $first"
-stack_of cudaMalloc | grep -q '^liblate.so late_init$' || fail "no late_init frame"
+grep -qx 'liblate.so late_init' <<<"$(stack_of cudaMalloc)" || fail "no late_init frame" # no pipe: grep -q must not break stack_of's
 # The final flush (first trailer) came before the destructor's and the late
 # atexit handler's 7 events; each later batch got its own trailer.
 first_trailer=$(grep -m1 -oE 'TRAILER .* events [0-9]+' dump.txt | grep -oE '[0-9]+$')
