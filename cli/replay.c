@@ -214,6 +214,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		l->size = b == BK_POOL ? 0 : e->size;
 		l->stack_id = e->stack_id;
 		l->time_ns = e->time_ns;
+		l->seq = rp->seq;
 		l->api = e->api;
 		l->refs = 1;
 		HASH_ADD(hh, rp->tables[l->space], key, sizeof(l->key), l);

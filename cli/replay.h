@@ -58,6 +58,7 @@ struct rp_live {
 	int bucket;
 	int64_t device;
 	uint64_t size, stack_id, time_ns;
+	uint64_t seq; /* the replay ordinal of its allocation */
 	uint32_t api;
 	uint64_t refs, maps; /* VMM handles */
 };

@@ -263,7 +263,7 @@ static int dev_cmp(const void *a, const void *b)
 	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
-int trace_open(struct trace *t, const char *cmd, const char *path)
+static int open_start(struct trace *t, const char *cmd, const char *path)
 {
 	memset(t, 0, sizeof(*t));
 	t->cmd = cmd;
@@ -273,9 +273,12 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 	if (!t->reader)
 		return rc;
 	t->hdr = *gmt_reader_header(t->reader);
-	struct gmt_record rec;
-	while (gmt_reader_next(t->reader, &rec))
-		on_record(t, &rec);
+	return -1;
+}
+
+/* After the metadata pass: sorting and cross-references. */
+static void open_end(struct trace *t)
+{
 	t->info = *gmt_reader_info(t->reader);
 	t->complete = t->info.complete;
 	t->lost = t->trailer_lost > t->lost_in_records ? t->trailer_lost : t->lost_in_records;
@@ -301,6 +304,17 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 	for (size_t i = 0; i < t->nnotes; i++)
 		if (strstr(t->notes[i], "NVML"))
 			t->nvml_missing = true;
+}
+
+int trace_open(struct trace *t, const char *cmd, const char *path)
+{
+	int rc = open_start(t, cmd, path);
+	if (rc >= 0)
+		return rc;
+	struct gmt_record rec;
+	while (gmt_reader_next(t->reader, &rec))
+		on_record(t, &rec);
+	open_end(t);
 	return -1;
 }
 
@@ -375,17 +389,19 @@ static void progress(struct trace *t, uint64_t offset, int *shown)
 	fflush(stderr);
 }
 
-int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx)
+/* One read of the events in time order; meta: the metadata pass too. */
+static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx, bool meta)
 {
 	struct reorder q;
 	struct gmt_record rec;
 	struct gmt_event ev;
 	bool bar = t->info.file_size > PROGRESS_MIN && isatty(2);
 	int shown = -1;
-	gmt_reader_rewind(t->reader);
 	reorder_init(&q, REORDER_LIMIT, REORDER_WINDOW_NS);
 	for (;;) {
 		int more = gmt_reader_next(t->reader, &rec);
+		if (more && meta)
+			on_record(t, &rec);
 		if (more && rec.type == GMT_REC_EVENT)
 			reorder_push(&q, &rec.u.event);
 		else if (more && bar && rec.type == GMT_REC_CHUNK)
@@ -402,11 +418,29 @@ int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ct
 	reorder_free(&q);
 	if (bar)
 		fprintf(stderr, "\r%*s\r", 70 + (int)strlen(t->cmd) + (int)strlen(t->path), "");
+}
+
+int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx)
+{
+	gmt_reader_rewind(t->reader);
+	read_events(t, rp, fn, ctx, false);
 	const struct gmt_read_info *in = gmt_reader_info(t->reader);
 	if (in->stop == GMT_STOP_IO && t->info.stop != GMT_STOP_IO) {
 		t->info = *in;
 		return cli_finish(t->cmd, t->path, in);
 	}
+	return -1;
+}
+
+int trace_open_replay(struct trace *t, const char *cmd, const char *path, struct replay *rp,
+		      trace_event_fn fn, void *ctx)
+{
+	int rc = open_start(t, cmd, path);
+	if (rc >= 0)
+		return rc;
+	t->info.file_size = gmt_reader_info(t->reader)->file_size; /* for the progress bar */
+	read_events(t, rp, fn, ctx, true);
+	open_end(t);
 	return -1;
 }
 

@@ -148,6 +148,12 @@ typedef void (*trace_event_fn)(void *ctx, const struct gmt_event *e, struct repl
 int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx);
 /* (rp is not initialized by trace_replay: replay_init it first.) */
 
+/* trace_open and a first trace_replay in one read of the file: the
+ * metadata is complete only when it returns, so fn must not need it (nor
+ * the ranges or samples) before then. Same returns as trace_open. */
+int trace_open_replay(struct trace *t, const char *cmd, const char *path, struct replay *rp,
+		      trace_event_fn fn, void *ctx);
+
 /* After the last pass: the warning line for an incomplete trace (or the
  * error line for corruption); returns 0 or the exit code (cli_finish). */
 int trace_finish(struct trace *t);
