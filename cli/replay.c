@@ -31,6 +31,11 @@ void replay_free(struct replay *rp)
 			free(l);
 		}
 	}
+	while (rp->spare) {
+		struct rp_live *l = rp->spare;
+		rp->spare = l->hh.next;
+		free(l);
+	}
 	struct rp_map *m, *mt;
 	HASH_ITER(hh, rp->maps, m, mt)
 	{
@@ -133,7 +138,8 @@ static void drop(struct replay *rp, struct rp_live *l)
 {
 	account(rp, l, 0, 0);
 	HASH_DEL(rp->tables[l->space], l);
-	free(l);
+	l->hh.next = rp->spare;
+	rp->spare = l;
 }
 
 static void maybe_release(struct replay *rp, struct rp_live *h)
@@ -206,7 +212,13 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 			rp->replaced++;
 			drop(rp, old);
 		}
-		struct rp_live *l = xcalloc(1, sizeof(*l));
+		struct rp_live *l = rp->spare;
+		if (l) {
+			rp->spare = l->hh.next;
+			memset(l, 0, sizeof(*l));
+		} else {
+			l = xcalloc(1, sizeof(*l));
+		}
 		l->key = e->ptr;
 		l->space = a->space;
 		l->bucket = b;
@@ -364,9 +376,10 @@ static void heap_pop(struct reorder *q)
 void reorder_push(struct reorder *q, const struct gmt_event *e)
 {
 	struct reorder_run *r = &q->runs[(e->tid * 0x9e3779b97f4a7c15ull) >> 61];
-	if (r->len == 0 || !before(e, &r->buf[wrap(r, r->head + r->len - 1)]))
+	if (r->len == 0 || !before(e, &r->buf[wrap(r, r->head + r->len - 1)])) {
 		run_append(r, e, q->limit);
-	else
+		q->nonempty |= 1u << (r - q->runs);
+	} else
 		heap_push(q, e);
 	q->n++;
 	if (e->time_ns > q->newest)
@@ -380,9 +393,9 @@ int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
 	/* The least of the heap's top and the runs' heads. */
 	const struct gmt_event *top = q->heap_n ? &q->heap[0] : NULL;
 	struct reorder_run *from = NULL;
-	for (int i = 0; i < REORDER_RUNS; i++) {
-		struct reorder_run *r = &q->runs[i];
-		if (r->len && (!top || before(&r->buf[r->head], top))) {
+	for (unsigned m = q->nonempty; m; m &= m - 1) {
+		struct reorder_run *r = &q->runs[__builtin_ctz(m)];
+		if (!top || before(&r->buf[r->head], top)) {
 			top = &r->buf[r->head];
 			from = r;
 		}
@@ -393,7 +406,8 @@ int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
 	q->n--;
 	if (from) {
 		from->head = wrap(from, from->head + 1);
-		from->len--;
+		if (--from->len == 0)
+			q->nonempty &= ~(1u << (from - q->runs));
 	} else {
 		heap_pop(q);
 	}

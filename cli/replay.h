@@ -71,6 +71,7 @@ struct rp_map {
 struct replay {
 	struct rp_live *tables[5]; /* by enum gmt_space */
 	struct rp_map *maps;
+	struct rp_live *spare; /* freed entries, chained by hh.next: no malloc per event */
 	struct rp_level buckets[BK_COUNT]; /* BK_DEVICE: all devices together */
 	struct rp_dev *devs;
 	size_t ndevs, devs_cap;
@@ -109,6 +110,7 @@ struct reorder {
 	struct gmt_event *heap;
 	size_t heap_n, heap_cap;
 	struct reorder_run runs[REORDER_RUNS];
+	unsigned nonempty; /* bit i: runs[i] holds events (most traces use one run) */
 	size_t n, limit;
 	uint64_t window_ns, newest;
 };

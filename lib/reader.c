@@ -47,6 +47,19 @@ struct gmt_reader {
 	size_t env_cap;
 	struct gmt_stack_node *nodes;
 	size_t nodes_cap;
+	/* The chunk's first events as its validation decoded them, so the real
+	 * pass copies them instead of decoding twice; capped, so a huge chunk
+	 * decodes the rest again rather than holding them all. */
+	struct cached_event *cache;
+	size_t ncache;
+	uint64_t cache_first; /* event_index of cache[0] */
+};
+
+#define CACHE_MAX 32768
+
+struct cached_event {
+	struct gmt_event e;
+	const uint8_t *end; /* the cursor after it */
 };
 
 const char *gmt_rec_type_name(int type)
@@ -232,6 +245,7 @@ void gmt_reader_close(struct gmt_reader *r)
 	free(r->argv);
 	free(r->env);
 	free(r->nodes);
+	free(r->cache);
 	free(r);
 }
 
@@ -255,6 +269,7 @@ void gmt_reader_rewind(struct gmt_reader *r)
 	r->have_chunk = 0;
 	r->chunk_pending = 0;
 	r->last_type = 0;
+	r->ncache = 0;
 	memset(&r->dec, 0, sizeof(r->dec));
 	r->dec.next_stack_id = 1;
 }
@@ -356,6 +371,21 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 	struct gmt_cursor *c = &d->c;
 	r->arena_used = 0;
 	rec->chunk_offset = d->base_offset - GMT_CHUNK_HEADER_SIZE;
+	if (d->ev_left && d == &r->dec && d->event_index - r->cache_first < r->ncache) {
+		const struct cached_event *ce = &r->cache[d->event_index - r->cache_first];
+		rec->type = GMT_REC_EVENT;
+		rec->offset = d->base_offset + (uint64_t)(d->c.p - d->base);
+		rec->u.event = ce->e;
+		d->c.p = ce->end;
+		d->event_index++;
+		d->ev_left--;
+		/* what decoding the next event of the batch starts from */
+		d->ev_time = ce->e.time_ns;
+		d->ev_ptr = ce->e.ptr;
+		d->ev_stack = ce->e.stack_id;
+		d->ev_dev = ce->e.device;
+		return DEC_RECORD;
+	}
 	if (d->ev_left)
 		return dec_event(d, rec);
 	if (c->p >= c->end)
@@ -618,11 +648,21 @@ static int load_chunk(struct gmt_reader *r)
 	d.base_offset = off + GMT_CHUNK_HEADER_SIZE;
 	d.ev_left = 0;
 	r->dec = d; /* the real pass starts from here */
+	r->ncache = 0;
+	r->cache_first = d.event_index;
 	struct gmt_record rec;
 	for (;;) {
 		int rc = dec_next(r, &d, &rec);
-		if (rc == DEC_RECORD)
+		if (rc == DEC_RECORD) {
+			if (rec.type == GMT_REC_EVENT && r->ncache < CACHE_MAX) {
+				if (r->ncache == 0 && !r->cache)
+					r->cache = malloc(CACHE_MAX * sizeof(*r->cache));
+				if (r->cache)
+					r->cache[r->ncache++] =
+					    (struct cached_event){rec.u.event, d.c.p};
+			}
 			continue;
+		}
 		if (rc == DEC_END)
 			break;
 		if (rc == DEC_UNKNOWN) {
