@@ -50,8 +50,11 @@ struct acct_pass {
 	struct peak_extra *extra;
 	size_t nextra;
 	struct stack_seen *alloc_stacks;
+	uint8_t *seen_bits; /* stack ids below SEEN_BITS already in alloc_stacks */
 	uint64_t vmm_creates;
 };
+
+#define SEEN_BITS (1ull << 24) /* 2 MiB at most; larger ids use the hash only */
 
 static struct acct_dev *adev(struct acct *a, int64_t ordinal)
 {
@@ -243,8 +246,17 @@ void acct_event(struct acct *a, const struct gmt_event *e)
 	if (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))
 		ctx_event(p, e, ai);
 	if (ai && ai->op == GMT_OP_ALLOC && trace_alloc_bucket(e) >= 0) {
+		uint64_t id = e->stack_id;
+		bool bit = id < SEEN_BITS;
+		if (bit && !p->seen_bits)
+			p->seen_bits = xcalloc(SEEN_BITS / 8, 1);
 		struct stack_seen *s = NULL;
-		HASH_FIND(hh, p->alloc_stacks, &e->stack_id, sizeof(e->stack_id), s);
+		if (!bit || !(p->seen_bits[id / 8] & (1u << (id % 8))))
+			HASH_FIND(hh, p->alloc_stacks, &e->stack_id, sizeof(e->stack_id), s);
+		else
+			s = p->alloc_stacks; /* seen: any non-NULL will do */
+		if (bit)
+			p->seen_bits[id / 8] |= (uint8_t)(1u << (id % 8));
 		if (!s) {
 			s = xcalloc(1, sizeof(*s));
 			s->stack_id = e->stack_id;
@@ -506,6 +518,7 @@ static void pass_free(struct acct_pass *p)
 	}
 	free(p->ctx_now);
 	free(p->extra);
+	free(p->seen_bits);
 	free(p);
 }
 

@@ -101,6 +101,7 @@ struct summary {
 	struct dev_info *devs;
 	size_t ndevs, devs_cap;
 	struct call *calls;
+	struct call *by_api[GMT_API_MAX_ + 1];
 	struct failure *failures;
 	size_t nfailures_kept;
 	uint64_t nfailures;
@@ -136,13 +137,18 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct summary *s = ctx;
 	acct_event(&s->acct, e);
-	struct call *c = NULL;
-	HASH_FIND(hh, s->calls, &e->api, sizeof(e->api), c);
+	/* known APIs by index, no hash lookup per event */
+	struct call *c = e->api <= GMT_API_MAX_ ? s->by_api[e->api] : NULL;
 	if (!c) {
-		c = xrealloc(NULL, sizeof(*c));
-		memset(c, 0, sizeof(*c));
-		c->api = e->api;
-		HASH_ADD(hh, s->calls, api, sizeof(c->api), c);
+		HASH_FIND(hh, s->calls, &e->api, sizeof(e->api), c);
+		if (!c) {
+			c = xrealloc(NULL, sizeof(*c));
+			memset(c, 0, sizeof(*c));
+			c->api = e->api;
+			HASH_ADD(hh, s->calls, api, sizeof(c->api), c);
+		}
+		if (e->api <= GMT_API_MAX_)
+			s->by_api[e->api] = c;
 	}
 	c->count++;
 	bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);

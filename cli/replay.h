@@ -90,6 +90,8 @@ int replay_kind_bucket(int kind, uint64_t aux);
 void replay_init(struct replay *rp);
 void replay_free(struct replay *rp);
 void replay_apply(struct replay *rp, const struct gmt_event *e);
+/* The live entry of a key in a space (enum gmt_space), or NULL. */
+struct rp_live *replay_find(struct replay *rp, int space, uint64_t key);
 /* The device's entry, created at 0 if new. */
 struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal);
 

@@ -226,8 +226,11 @@ static void on_record(struct trace *t, const struct gmt_record *rec)
 			t->first_time_ns = e->time_ns;
 		if (e->time_ns > t->last_time_ns)
 			t->last_time_ns = e->time_ns;
-		if (e->device >= 0)
+		if (e->device >= 0 && (!t->have_last_dev || e->device != t->last_dev)) {
 			dev_get(t, e->device);
+			t->have_last_dev = true;
+			t->last_dev = e->device;
+		}
 		break;
 	}
 	default:

@@ -133,6 +133,8 @@ struct trace {
 	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
 	size_t samples_cap, ranges_cap;
 	bool nvml_missing; /* the library said NVML could not be used (a NOTE) */
+	bool have_last_dev;
+	int64_t last_dev; /* of the last event: most repeat it */
 };
 
 /* Opens `path` and loads its metadata. Returns -1 on success, else the exit
