@@ -394,7 +394,8 @@ void reorder_push(struct reorder *q, const struct gmt_event *e)
 		q->nonempty |= 1u << (r - q->runs);
 	} else
 		heap_push(q, e);
-	q->n++;
+	if (q->n++ == 0 || e->time_ns < q->low)
+		q->low = e->time_ns;
 	if (e->time_ns > q->newest)
 		q->newest = e->time_ns;
 }
@@ -403,6 +404,8 @@ int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
 {
 	if (q->n == 0)
 		return 0;
+	if (!drain && q->n <= q->limit && q->newest - q->low < q->window_ns)
+		return 0; /* every waiting event is younger than the window */
 	/* The least of the heap's top and the runs' heads. */
 	const struct gmt_event *top = q->heap_n ? &q->heap[0] : NULL;
 	struct reorder_run *from = NULL;
@@ -413,6 +416,7 @@ int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
 			from = r;
 		}
 	}
+	q->low = top->time_ns; /* the least now */
 	if (!drain && q->n <= q->limit && q->newest - top->time_ns < q->window_ns)
 		return 0;
 	*out = *top;

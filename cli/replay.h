@@ -115,6 +115,7 @@ struct reorder {
 	unsigned nonempty; /* bit i: runs[i] holds events (most traces use one run) */
 	size_t n, limit;
 	uint64_t window_ns, newest;
+	uint64_t low; /* <= every waiting event's time: skips the scan when none can go */
 };
 
 void reorder_init(struct reorder *q, size_t limit, uint64_t window_ns);

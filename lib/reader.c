@@ -326,26 +326,50 @@ static uint64_t left_bytes(const struct gmt_cursor *c)
 	return (uint64_t)(c->end - c->p);
 }
 
-static int dec_event(struct dec *d, struct gmt_record *rec)
+/* gmt_get_varint without a bounds check per byte where a whole varint
+ * fits: the events are most of a trace's bytes. */
+static inline uint64_t ev_varint(struct gmt_cursor *c)
+{
+	const uint8_t *p = c->p;
+	if (c->end - p < 10)
+		return gmt_get_varint(c);
+	uint64_t b = *p++;
+	if (b < 0x80) {
+		c->p = p;
+		return b;
+	}
+	uint64_t v = b & 0x7f;
+	for (unsigned shift = 7; shift < 64; shift += 7) {
+		b = *p++;
+		v |= (b & 0x7f) << shift;
+		if (b < 0x80) {
+			c->p = p;
+			return v;
+		}
+	}
+	c->p = p;
+	c->bad = 1; /* more than 10 bytes, as gmt_get_varint says */
+	return 0;
+}
+
+/* The next event of the batch into *e. */
+static int dec_ev(struct dec *d, struct gmt_event *e)
 {
 	struct gmt_cursor *c = &d->c;
-	struct gmt_event *e = &rec->u.event;
-	rec->type = GMT_REC_EVENT;
-	rec->offset = d->base_offset + (uint64_t)(c->p - d->base);
-	uint64_t head = gmt_get_varint(c);
-	uint64_t dt = gmt_get_varint(c);
-	uint64_t dptr = gmt_get_varint(c);
-	uint64_t size = gmt_get_varint(c);
-	uint64_t dstk = gmt_get_varint(c);
-	memset(e, 0, sizeof(*e));
+	uint64_t head = ev_varint(c);
+	uint64_t dt = ev_varint(c);
+	uint64_t dptr = ev_varint(c);
+	uint64_t size = ev_varint(c);
+	uint64_t dstk = ev_varint(c);
+	e->result = e->aux = e->aux2 = 0;
 	if (head & GMT_EV_FAILED)
-		e->result = gmt_get_varint(c);
+		e->result = ev_varint(c);
 	if (head & GMT_EV_DEV_CHANGED)
-		d->ev_dev = gmt_get_zigzag(c);
+		d->ev_dev = gmt_unzigzag(ev_varint(c));
 	if (head & GMT_EV_HAS_AUX)
-		e->aux = gmt_get_varint(c);
+		e->aux = ev_varint(c);
 	if (head & GMT_EV_HAS_AUX2)
-		e->aux2 = gmt_get_varint(c);
+		e->aux2 = ev_varint(c);
 	if (c->bad || (head >> GMT_EV_API_SHIFT) > UINT32_MAX)
 		return DEC_BAD;
 	/* deltas are two's complement differences: wrap-around is exact */
@@ -363,6 +387,13 @@ static int dec_event(struct dec *d, struct gmt_record *rec)
 	e->stack_id = d->ev_stack;
 	d->ev_left--;
 	return DEC_RECORD;
+}
+
+static int dec_event(struct dec *d, struct gmt_record *rec)
+{
+	rec->type = GMT_REC_EVENT;
+	rec->offset = d->base_offset + (uint64_t)(d->c.p - d->base);
+	return dec_ev(d, &rec->u.event);
 }
 
 /* Decodes the next record (or event) of the chunk. */
@@ -654,12 +685,21 @@ static int load_chunk(struct gmt_reader *r)
 	for (;;) {
 		int rc = dec_next(r, &d, &rec);
 		if (rc == DEC_RECORD) {
-			if (rec.type == GMT_REC_EVENT && r->ncache < CACHE_MAX) {
-				if (r->ncache == 0 && !r->cache)
-					r->cache = malloc(CACHE_MAX * sizeof(*r->cache));
-				if (r->cache)
-					r->cache[r->ncache++] =
-					    (struct cached_event){rec.u.event, d.c.p};
+			if (rec.type != GMT_REC_EVENTS || !d.ev_left)
+				continue;
+			if (!r->cache)
+				r->cache = malloc(CACHE_MAX * sizeof(*r->cache));
+			/* the batch's events straight into the cache while it has room */
+			while (r->cache && d.ev_left && r->ncache < CACHE_MAX &&
+			       d.event_index == r->cache_first + r->ncache) {
+				struct cached_event *ce = &r->cache[r->ncache];
+				rec.offset = d.base_offset + (uint64_t)(d.c.p - d.base);
+				if (dec_ev(&d, &ce->e) != DEC_RECORD)
+					return stop(r, GMT_STOP_CORRUPT, off,
+						    "malformed event at offset %llu",
+						    (unsigned long long)rec.offset);
+				ce->end = d.c.p;
+				r->ncache++;
 			}
 			continue;
 		}
