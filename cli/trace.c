@@ -62,6 +62,19 @@ static bool cuda_path(const char *path)
 
 /* ---- the metadata pass ---------------------------------------------- */
 
+static void on_event_meta(struct trace *t, const struct gmt_event *e)
+{
+	if (t->events++ == 0 || e->time_ns < t->first_time_ns)
+		t->first_time_ns = e->time_ns;
+	if (e->time_ns > t->last_time_ns)
+		t->last_time_ns = e->time_ns;
+	if (e->device >= 0 && (!t->have_last_dev || e->device != t->last_dev)) {
+		dev_get(t, e->device);
+		t->have_last_dev = true;
+		t->last_dev = e->device;
+	}
+}
+
 static void on_record(struct trace *t, const struct gmt_record *rec)
 {
 	switch (rec->type) {
@@ -220,19 +233,9 @@ static void on_record(struct trace *t, const struct gmt_record *rec)
 		t->trailer_lost = rec->u.trailer.lost;
 		t->trailer_reason = rec->u.trailer.reason;
 		break;
-	case GMT_REC_EVENT: {
-		const struct gmt_event *e = &rec->u.event;
-		if (t->events++ == 0 || e->time_ns < t->first_time_ns)
-			t->first_time_ns = e->time_ns;
-		if (e->time_ns > t->last_time_ns)
-			t->last_time_ns = e->time_ns;
-		if (e->device >= 0 && (!t->have_last_dev || e->device != t->last_dev)) {
-			dev_get(t, e->device);
-			t->have_last_dev = true;
-			t->last_dev = e->device;
-		}
+	case GMT_REC_EVENT:
+		on_event_meta(t, &rec->u.event);
 		break;
-	}
 	default:
 		break;
 	}
@@ -402,6 +405,22 @@ static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, v
 	int shown = -1;
 	reorder_init(&q, REORDER_LIMIT, REORDER_WINDOW_NS);
 	for (;;) {
+		const struct gmt_event *evs;
+		size_t nev = gmt_reader_next_events(t->reader, &evs);
+		if (nev) { /* a run of events: no record plumbing per event */
+			for (size_t i = 0; i < nev; i++) {
+				if (meta)
+					on_event_meta(t, &evs[i]);
+				reorder_push(&q, &evs[i]);
+				while (reorder_pop(&q, &ev, false)) {
+					if (rp)
+						replay_apply(rp, &ev);
+					if (fn)
+						fn(ctx, &ev, rp);
+				}
+			}
+			continue;
+		}
 		int more = gmt_reader_next(t->reader, &rec);
 		if (more && meta)
 			on_record(t, &rec);

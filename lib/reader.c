@@ -50,17 +50,13 @@ struct gmt_reader {
 	/* The chunk's first events as its validation decoded them, so the real
 	 * pass copies them instead of decoding twice; capped, so a huge chunk
 	 * decodes the rest again rather than holding them all. */
-	struct cached_event *cache;
+	struct gmt_event *cache;
+	const uint8_t **cache_end; /* the cursor after each */
 	size_t ncache;
 	uint64_t cache_first; /* event_index of cache[0] */
 };
 
 #define CACHE_MAX 32768
-
-struct cached_event {
-	struct gmt_event e;
-	const uint8_t *end; /* the cursor after it */
-};
 
 const char *gmt_rec_type_name(int type)
 {
@@ -246,6 +242,7 @@ void gmt_reader_close(struct gmt_reader *r)
 	free(r->env);
 	free(r->nodes);
 	free(r->cache);
+	free(r->cache_end);
 	free(r);
 }
 
@@ -396,6 +393,20 @@ static int dec_event(struct dec *d, struct gmt_record *rec)
 	return dec_ev(d, &rec->u.event);
 }
 
+/* Moves the real pass past cached events [i, i + n) of the chunk. */
+static void take_cached(struct gmt_reader *r, struct dec *d, size_t i, size_t n)
+{
+	const struct gmt_event *last = &r->cache[i + n - 1];
+	d->c.p = r->cache_end[i + n - 1];
+	d->event_index += n;
+	d->ev_left -= n;
+	/* what decoding the next event of the batch starts from */
+	d->ev_time = last->time_ns;
+	d->ev_ptr = last->ptr;
+	d->ev_stack = last->stack_id;
+	d->ev_dev = last->device;
+}
+
 /* Decodes the next record (or event) of the chunk. */
 static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 {
@@ -403,18 +414,11 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 	r->arena_used = 0;
 	rec->chunk_offset = d->base_offset - GMT_CHUNK_HEADER_SIZE;
 	if (d->ev_left && d == &r->dec && d->event_index - r->cache_first < r->ncache) {
-		const struct cached_event *ce = &r->cache[d->event_index - r->cache_first];
+		size_t i = d->event_index - r->cache_first;
 		rec->type = GMT_REC_EVENT;
 		rec->offset = d->base_offset + (uint64_t)(d->c.p - d->base);
-		rec->u.event = ce->e;
-		d->c.p = ce->end;
-		d->event_index++;
-		d->ev_left--;
-		/* what decoding the next event of the batch starts from */
-		d->ev_time = ce->e.time_ns;
-		d->ev_ptr = ce->e.ptr;
-		d->ev_stack = ce->e.stack_id;
-		d->ev_dev = ce->e.device;
+		rec->u.event = r->cache[i];
+		take_cached(r, d, i, 1);
 		return DEC_RECORD;
 	}
 	if (d->ev_left)
@@ -687,18 +691,23 @@ static int load_chunk(struct gmt_reader *r)
 		if (rc == DEC_RECORD) {
 			if (rec.type != GMT_REC_EVENTS || !d.ev_left)
 				continue;
-			if (!r->cache)
+			if (!r->cache) {
 				r->cache = malloc(CACHE_MAX * sizeof(*r->cache));
+				r->cache_end = malloc(CACHE_MAX * sizeof(*r->cache_end));
+				if (!r->cache_end) {
+					free(r->cache);
+					r->cache = NULL;
+				}
+			}
 			/* the batch's events straight into the cache while it has room */
 			while (r->cache && d.ev_left && r->ncache < CACHE_MAX &&
 			       d.event_index == r->cache_first + r->ncache) {
-				struct cached_event *ce = &r->cache[r->ncache];
 				rec.offset = d.base_offset + (uint64_t)(d.c.p - d.base);
-				if (dec_ev(&d, &ce->e) != DEC_RECORD)
+				if (dec_ev(&d, &r->cache[r->ncache]) != DEC_RECORD)
 					return stop(r, GMT_STOP_CORRUPT, off,
 						    "malformed event at offset %llu",
 						    (unsigned long long)rec.offset);
-				ce->end = d.c.p;
+				r->cache_end[r->ncache] = d.c.p;
 				r->ncache++;
 			}
 			continue;
@@ -777,4 +786,20 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec)
 		/* end of chunk: validated, so nothing else can happen here */
 		r->have_chunk = 0;
 	}
+}
+
+size_t gmt_reader_next_events(struct gmt_reader *r, const struct gmt_event **evs)
+{
+	struct dec *d = &r->dec;
+	if (r->info.eof || r->chunk_pending || !r->have_chunk || !d->ev_left ||
+	    d->event_index - r->cache_first >= r->ncache)
+		return 0;
+	size_t i = d->event_index - r->cache_first, n = r->ncache - i;
+	if (n > d->ev_left)
+		n = d->ev_left;
+	*evs = &r->cache[i];
+	take_cached(r, d, i, n);
+	r->last_type = GMT_REC_EVENT;
+	r->info.events += n;
+	return n;
 }
