@@ -245,7 +245,8 @@ void acct_event(struct acct *a, const struct gmt_event *e)
 	const struct api_info *ai = api_lookup(e->api);
 	if (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))
 		ctx_event(p, e, ai);
-	if (ai && ai->op == GMT_OP_ALLOC && trace_alloc_bucket(e) >= 0) {
+	if (ai && ai->op == GMT_OP_ALLOC && !e->result && !(e->flags & GMT_EV_FAILED) &&
+	    replay_kind_bucket(ai->kind, e->aux) >= 0) { /* trace_alloc_bucket(e) >= 0 */
 		uint64_t id = e->stack_id;
 		bool bit = id < SEEN_BITS;
 		if (bit && !p->seen_bits)

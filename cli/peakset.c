@@ -1,4 +1,19 @@
 /* Live set at each device's peak in one pass: see peakset.h. */
+#include <stdint.h>
+#include <string.h>
+
+/* The key is three 64-bit words (struct pk_key): a multiply per word mixes
+ * them for far less than Jenkins' hash. Only this file hashes into the
+ * table. */
+#define HASH_FUNCTION(keyptr, keylen, hashv)                                                       \
+	do {                                                                                       \
+		uint64_t w_[3];                                                                    \
+		memcpy(w_, keyptr, sizeof(w_));                                                    \
+		uint64_t h_ = (w_[0] * 0x9e3779b97f4a7c15ull) ^ (w_[1] * 0xc2b2ae3d27d4eb4full) ^  \
+			      (w_[2] * 0x165667b19e3779f9ull);                                     \
+		(hashv) = (unsigned)(h_ >> 32);                                                    \
+	} while (0)
+
 #include "peakset.h"
 
 #include <stdlib.h>

@@ -61,6 +61,8 @@ void replay_free(struct replay *rp)
 
 struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal)
 {
+	if (rp->ndevs && rp->devs[0].ordinal == ordinal)
+		return &rp->devs[0]; /* one device, most often */
 	for (size_t i = 0; i < rp->ndevs; i++)
 		if (rp->devs[i].ordinal == ordinal)
 			return &rp->devs[i];
