@@ -318,8 +318,16 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 	if (rc >= 0)
 		return rc;
 	struct gmt_record rec;
-	while (gmt_reader_next(t->reader, &rec))
-		on_record(t, &rec);
+	for (;;) {
+		const struct gmt_event *evs;
+		size_t n = gmt_reader_next_events(t->reader, &evs);
+		for (size_t i = 0; i < n; i++)
+			on_event_meta(t, &evs[i]);
+		if (!n && !gmt_reader_next(t->reader, &rec))
+			break;
+		if (!n)
+			on_record(t, &rec);
+	}
 	open_end(t);
 	return -1;
 }
