@@ -1,8 +1,8 @@
 /* Reconciliation of nvidia-smi with the trace: see accounting.h.
  *
- * Pass 1 replays the live set to find each device's peak, the libraries
- * that allocated, and the contexts; pass 2 replays again to the peak and
- * takes the snapshot there. The end snapshot is pass 1's final state. */
+ * One replay finds each device's peak, what was live there (cli/peakset.h),
+ * the libraries that allocated, and the contexts; the end snapshot is its
+ * final state. The summary feeds the same pass from its own replay. */
 #include "accounting.h"
 
 #include <inttypes.h>
@@ -11,8 +11,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define PAGE	     (2ull << 20)
-#define BIG	     (1ull << 20) /* allocations over this are page-aligned */
 #define MAX_EVIDENCE 512
 
 /* A context, live from its creation to its destruction (primary contexts:
@@ -30,20 +28,33 @@ struct stack_seen {
 	uint64_t stack_id;
 };
 
-struct pass {
-	struct acct *a;
-	struct replay rp;
-	struct ctx_live *ctxs;
-	/* pass 1 */
-	struct stack_seen *alloc_stacks;
-	uint64_t vmm_creates;
-	/* pass 2: (seq, device index) in seq order */
-	struct {
-		uint64_t seq;
-		size_t dev;
-	} * targets;
-	size_t ntargets, next;
+/* Contexts' cost on one device: now, and when the device last peaked. */
+struct ctx_sum {
+	int64_t ordinal;
+	uint64_t contexts, live, unmeasured;
 };
+
+/* Per replay device (same index as rp->devs): its peak's extras. */
+struct peak_extra {
+	uint64_t seq;	   /* the peak they belong to */
+	uint64_t until_ns; /* when device bytes first fell below it (0: not yet) */
+	struct ctx_sum ctx;
+};
+
+struct acct_pass {
+	struct acct *a;
+	struct replay *rp;
+	struct ctx_live *ctxs;
+	struct ctx_sum *ctx_now;
+	size_t nctx_now;
+	struct peak_extra *extra;
+	size_t nextra;
+	struct stack_seen *alloc_stacks;
+	uint8_t *seen_bits; /* stack ids below SEEN_BITS already in alloc_stacks */
+	uint64_t vmm_creates;
+};
+
+#define SEEN_BITS (1ull << 24) /* 2 MiB at most; larger ids use the hash only */
 
 static struct acct_dev *adev(struct acct *a, int64_t ordinal)
 {
@@ -54,13 +65,29 @@ static struct acct_dev *adev(struct acct *a, int64_t ordinal)
 	struct acct_dev *d = &a->devs[a->ndevs++];
 	memset(d, 0, sizeof(*d));
 	d->ordinal = ordinal;
-	const struct trace_device *td = trace_device(a->t, ordinal);
-	d->name = td ? td->name : "";
-	d->total = td ? td->total_bytes : 0;
+	d->name = "";
 	return d;
 }
 
-static void ctx_event(struct pass *p, const struct gmt_event *e, const struct api_info *ai)
+static struct ctx_sum *ctx_now(struct acct_pass *p, int64_t ordinal)
+{
+	for (size_t i = 0; i < p->nctx_now; i++)
+		if (p->ctx_now[i].ordinal == ordinal)
+			return &p->ctx_now[i];
+	p->ctx_now = xrealloc(p->ctx_now, (p->nctx_now + 1) * sizeof(*p->ctx_now));
+	p->ctx_now[p->nctx_now] = (struct ctx_sum){.ordinal = ordinal};
+	return &p->ctx_now[p->nctx_now++];
+}
+
+static void ctx_count(struct acct_pass *p, const struct ctx_live *c, int sign)
+{
+	struct ctx_sum *cs = ctx_now(p, c->device);
+	cs->contexts += (uint64_t)sign * c->cost;
+	cs->live += (uint64_t)sign;
+	cs->unmeasured += (uint64_t)sign * !c->measured;
+}
+
+static void ctx_event(struct acct_pass *p, const struct gmt_event *e, const struct api_info *ai)
 {
 	if (e->result != 0 || (e->flags & GMT_EV_FAILED) || !e->ptr)
 		return;
@@ -78,11 +105,10 @@ static void ctx_event(struct pass *p, const struct gmt_event *e, const struct ap
 		c->cost = e->size;
 		c->measured = e->flags & (GMT_EV_HAS_AUX | GMT_EV_HAS_AUX2); /* before may be 0 */
 		HASH_ADD(hh, p->ctxs, ctx, sizeof(c->ctx), c);
-		if (p->targets == NULL) {
-			struct acct_dev *d = adev(p->a, e->device);
-			d->ctx_events++;
-			d->ctx_measured += c->measured;
-		}
+		ctx_count(p, c, 1);
+		struct acct_dev *d = adev(p->a, e->device);
+		d->ctx_events++;
+		d->ctx_measured += c->measured;
 		return;
 	}
 	if (!c)
@@ -91,54 +117,56 @@ static void ctx_event(struct pass *p, const struct gmt_event *e, const struct ap
 		c->refs--;
 		return;
 	}
+	ctx_count(p, c, -1);
 	HASH_DEL(p->ctxs, c);
 	free(c);
 }
 
-static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp);
+struct group {
+	UT_hash_handle hh;
+	uint64_t stack_id, bytes, count;
+};
 
-/* What is live on the moment's device now. */
-static void snapshot(struct pass *p, struct acct_moment *m, int64_t ordinal, uint64_t time_ns)
+struct moment_fill {
+	struct acct_moment *m;
+	struct group *groups;
+};
+
+static void moment_add(void *ctx, uint64_t stack_id, uint32_t api, uint64_t bytes, uint64_t count,
+		       uint64_t big, uint64_t rounding)
 {
-	struct trace *t = p->a->t;
-	m->have = true;
-	m->time_ns = time_ns;
-	struct {
-		UT_hash_handle hh;
-		uint64_t stack_id, bytes, count;
-	} *groups = NULL, *g, *gt;
-	for (int sp = 0; sp < 5; sp++) {
-		struct rp_live *l, *lt;
-		HASH_ITER(hh, p->rp.tables[sp], l, lt)
-		{
-			if (l->bucket != BK_DEVICE || l->device != ordinal)
-				continue;
-			const struct api_info *ai = api_lookup(l->api);
-			int kind = ai ? ai->kind : 0;
-			m->traced += l->size;
-			if (kind == GMT_KIND_ASYNC)
-				m->async += l->size;
-			else if (kind == GMT_KIND_VMM_PHYS)
-				m->vmm += l->size;
-			else
-				m->device += l->size;
-			if (kind == GMT_KIND_DEVICE && l->size > BIG) {
-				m->big_allocs++;
-				m->rounding += (PAGE - l->size % PAGE) % PAGE;
-			}
-			HASH_FIND(hh, groups, &l->stack_id, sizeof(l->stack_id), g);
-			if (!g) {
-				g = xcalloc(1, sizeof(*g));
-				g->stack_id = l->stack_id;
-				HASH_ADD(hh, groups, stack_id, sizeof(g->stack_id), g);
-			}
-			g->bytes += l->size;
-			g->count++;
-		}
+	struct moment_fill *mf = ctx;
+	struct acct_moment *m = mf->m;
+	const struct api_info *ai = api_lookup(api);
+	int kind = ai ? ai->kind : 0;
+	m->traced += bytes;
+	if (kind == GMT_KIND_ASYNC)
+		m->async += bytes;
+	else if (kind == GMT_KIND_VMM_PHYS)
+		m->vmm += bytes;
+	else
+		m->device += bytes;
+	m->big_allocs += big;
+	m->rounding += rounding;
+	struct group *g;
+	HASH_FIND(hh, mf->groups, &stack_id, sizeof(stack_id), g);
+	if (!g) {
+		g = xcalloc(1, sizeof(*g));
+		g->stack_id = stack_id;
+		HASH_ADD(hh, mf->groups, stack_id, sizeof(g->stack_id), g);
 	}
+	g->bytes += bytes;
+	g->count += count;
+}
+
+/* The moment's libraries, from its groups by stack. */
+static void moment_libs(struct trace *t, struct moment_fill *mf)
+{
+	struct acct_moment *m = mf->m;
+	struct group *g, *gt;
 	/* by library: the libraries are few, a list will do */
-	m->libs = xcalloc(HASH_COUNT(groups), sizeof(*m->libs));
-	HASH_ITER(hh, groups, g, gt)
+	m->libs = xcalloc(HASH_COUNT(mf->groups), sizeof(*m->libs));
+	HASH_ITER(hh, mf->groups, g, gt)
 	{
 		const char *lib = trace_library(t, g->stack_id);
 		size_t k = 0;
@@ -148,7 +176,7 @@ static void snapshot(struct pass *p, struct acct_moment *m, int64_t ordinal, uin
 			m->libs[m->nlibs++] = (struct acct_lib){lib, 0, 0};
 		m->libs[k].bytes += g->bytes;
 		m->libs[k].count += g->count;
-		HASH_DEL(groups, g);
+		HASH_DEL(mf->groups, g);
 		free(g);
 	}
 	for (size_t i = 1; i < m->nlibs; i++)
@@ -161,47 +189,98 @@ static void snapshot(struct pass *p, struct acct_moment *m, int64_t ordinal, uin
 			m->libs[j] = m->libs[j - 1];
 			m->libs[j - 1] = x;
 		}
-	struct ctx_live *c, *ct;
-	HASH_ITER(hh, p->ctxs, c, ct)
-	{
-		if (c->device != ordinal)
+}
+
+/* What is live on the device at the end of the pass. */
+static void snapshot_end(struct acct_pass *p, struct acct_moment *m, int64_t ordinal,
+			 uint64_t time_ns)
+{
+	struct moment_fill mf = {m, NULL};
+	m->have = true;
+	m->time_ns = time_ns;
+	for (int sp = 0; sp < 5; sp++) {
+		struct rp_live *l, *lt;
+		HASH_ITER(hh, p->rp->tables[sp], l, lt)
+		{
+			if (l->bucket != BK_DEVICE || l->device != ordinal)
+				continue;
+			const struct api_info *ai = api_lookup(l->api);
+			bool big = ai && ai->kind == GMT_KIND_DEVICE && l->size > PK_BIG;
+			moment_add(&mf, l->stack_id, l->api, l->size, 1, big,
+				   big ? (PK_PAGE - l->size % PK_PAGE) % PK_PAGE : 0);
+		}
+	}
+	moment_libs(p->a->t, &mf);
+	const struct ctx_sum *cs = ctx_now(p, ordinal);
+	m->contexts = cs->contexts;
+	m->contexts_live = cs->live;
+	m->contexts_unmeasured = cs->unmeasured;
+}
+
+/* What was live on the device at its peak (none: m->have stays false). */
+static void snapshot_peak(struct acct_pass *p, const struct peakset *ps, struct acct_moment *m,
+			  int64_t ordinal)
+{
+	const struct replay *rp = p->rp;
+	for (size_t i = 0; i < rp->ndevs; i++) {
+		if (rp->devs[i].ordinal != ordinal || !rp->devs[i].lv.peak_seq)
 			continue;
-		m->contexts += c->cost;
-		m->contexts_live++;
-		m->contexts_unmeasured += !c->measured;
+		struct moment_fill mf = {m, NULL};
+		m->have = true;
+		m->time_ns = rp->devs[i].lv.peak_time_ns;
+		peakset_each(ps, ordinal, moment_add, &mf);
+		moment_libs(p->a->t, &mf);
+		const struct peak_extra *x = &p->extra[i];
+		m->until_ns = x->until_ns;
+		m->contexts = x->ctx.contexts;
+		m->contexts_live = x->ctx.live;
+		m->contexts_unmeasured = x->ctx.unmeasured;
 	}
 }
 
-static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+void acct_event(struct acct *a, const struct gmt_event *e)
 {
-	(void)unused;
-	struct pass *p = ctx;
+	struct acct_pass *p = a->pass;
+	struct replay *rp = p->rp;
 	const struct api_info *ai = api_lookup(e->api);
 	if (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))
 		ctx_event(p, e, ai);
-	replay_apply(&p->rp, e);
-	if (!p->targets) {
-		if (ai && ai->op == GMT_OP_ALLOC && trace_alloc_bucket(e) >= 0) {
-			struct stack_seen *s = NULL;
+	if (ai && ai->op == GMT_OP_ALLOC && !e->result && !(e->flags & GMT_EV_FAILED) &&
+	    replay_kind_bucket(ai->kind, e->aux) >= 0) { /* trace_alloc_bucket(e) >= 0 */
+		uint64_t id = e->stack_id;
+		bool bit = id < SEEN_BITS;
+		if (bit && !p->seen_bits)
+			p->seen_bits = xcalloc(SEEN_BITS / 8, 1);
+		struct stack_seen *s = NULL;
+		if (!bit || !(p->seen_bits[id / 8] & (1u << (id % 8))))
 			HASH_FIND(hh, p->alloc_stacks, &e->stack_id, sizeof(e->stack_id), s);
-			if (!s) {
-				s = xcalloc(1, sizeof(*s));
-				s->stack_id = e->stack_id;
-				HASH_ADD(hh, p->alloc_stacks, stack_id, sizeof(s->stack_id), s);
-			}
-			p->vmm_creates += ai->kind == GMT_KIND_VMM_PHYS;
+		else
+			s = p->alloc_stacks; /* seen: any non-NULL will do */
+		if (bit)
+			p->seen_bits[id / 8] |= (uint8_t)(1u << (id % 8));
+		if (!s) {
+			s = xcalloc(1, sizeof(*s));
+			s->stack_id = e->stack_id;
+			HASH_ADD(hh, p->alloc_stacks, stack_id, sizeof(s->stack_id), s);
 		}
-		return;
+		p->vmm_creates += ai->kind == GMT_KIND_VMM_PHYS;
 	}
-	while (p->next < p->ntargets && p->targets[p->next].seq == p->rp.seq) {
-		struct acct_dev *d = &p->a->devs[p->targets[p->next++].dev];
-		snapshot(p, &d->peak, d->ordinal, e->time_ns);
+	if (p->nextra < rp->ndevs) {
+		p->extra = xrealloc(p->extra, rp->ndevs * sizeof(*p->extra));
+		memset(p->extra + p->nextra, 0, (rp->ndevs - p->nextra) * sizeof(*p->extra));
+		p->nextra = rp->ndevs;
 	}
-	for (size_t i = 0; i < p->a->ndevs; i++) {
-		struct acct_moment *pk = &p->a->devs[i].peak;
-		if (pk->have && !pk->until_ns && e->time_ns > pk->time_ns &&
-		    replay_dev(&p->rp, p->a->devs[i].ordinal)->lv.bytes < pk->traced)
-			pk->until_ns = e->time_ns;
+	for (size_t i = 0; i < rp->ndevs; i++) {
+		const struct rp_level *lv = &rp->devs[i].lv;
+		struct peak_extra *x = &p->extra[i];
+		if (lv->peak_seq != x->seq) { /* a new peak, at this event */
+			x->seq = lv->peak_seq;
+			x->until_ns = 0;
+			x->ctx = *ctx_now(p, rp->devs[i].ordinal);
+		} else if (x->seq && !x->until_ns && e->time_ns > lv->peak_time_ns &&
+			   lv->bytes < lv->peak) {
+			x->until_ns = e->time_ns;
+		}
 	}
 }
 
@@ -312,7 +391,7 @@ static int route_cmp(const void *a, const void *b)
 	return y->score - x->score;
 }
 
-static void find_routes(struct pass *p, struct acct_dev *d)
+static void find_routes(struct acct_pass *p, struct acct_dev *d)
 {
 	struct trace *t = p->a->t;
 	const struct acct_moment *m = d->peak.flagged ? &d->peak : &d->end;
@@ -424,9 +503,8 @@ static void find_routes(struct pass *p, struct acct_dev *d)
 
 /* ---- computing ---------------------------------------------------------- */
 
-static void pass_free(struct pass *p)
+static void pass_free(struct acct_pass *p)
 {
-	replay_free(&p->rp);
 	struct ctx_live *c, *ct;
 	HASH_ITER(hh, p->ctxs, c, ct)
 	{
@@ -439,6 +517,10 @@ static void pass_free(struct pass *p)
 		HASH_DEL(p->alloc_stacks, s);
 		free(s);
 	}
+	free(p->ctx_now);
+	free(p->extra);
+	free(p->seen_bits);
+	free(p);
 }
 
 static int dev_cmp(const void *a, const void *b)
@@ -447,10 +529,20 @@ static int dev_cmp(const void *a, const void *b)
 	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
-int acct_compute(struct acct *a, struct trace *t)
+void acct_begin(struct acct *a, struct trace *t, struct replay *rp)
 {
 	memset(a, 0, sizeof(*a));
 	a->t = t;
+	struct acct_pass *p = xcalloc(1, sizeof(*p));
+	p->a = a;
+	p->rp = rp;
+	a->pass = p;
+}
+
+void acct_end(struct acct *a, const struct peakset *ps)
+{
+	struct acct_pass *p = a->pass;
+	struct trace *t = a->t;
 	if (!t->nsamples)
 		a->nvml_why = t->nvml_missing ? "NVML could not be used (see the note in the trace)"
 			      : t->hdr.version < 2
@@ -459,34 +551,18 @@ int acct_compute(struct acct *a, struct trace *t)
 				    "process ended before the first one)";
 	for (size_t i = 0; i < t->ndevs; i++)
 		adev(a, t->devs[i].ordinal);
-	struct pass p1 = {.a = a};
-	replay_init(&p1.rp);
-	int rc = trace_replay(t, NULL, on_event, &p1);
-	for (size_t i = 0; i < p1.rp.ndevs; i++)
-		adev(a, p1.rp.devs[i].ordinal);
+	for (size_t i = 0; i < p->rp->ndevs; i++)
+		adev(a, p->rp->devs[i].ordinal);
 	if (a->ndevs > 1)
 		qsort(a->devs, a->ndevs, sizeof(*a->devs), dev_cmp);
 	uint64_t end = trace_end_ns(t);
-	for (size_t i = 0; i < a->ndevs; i++)
-		snapshot(&p1, &a->devs[i].end, a->devs[i].ordinal, end);
-
-	struct pass p2 = {.a = a};
-	p2.targets = xcalloc(a->ndevs, sizeof(*p2.targets));
-	for (size_t i = 0; i < a->ndevs; i++)
-		for (size_t k = 0; k < p1.rp.ndevs; k++)
-			if (p1.rp.devs[k].ordinal == a->devs[i].ordinal &&
-			    p1.rp.devs[k].lv.peak_seq)
-				p2.targets[p2.ntargets++] =
-				    (typeof(*p2.targets)){p1.rp.devs[k].lv.peak_seq, i};
-	for (size_t i = 1; i < p2.ntargets; i++)
-		for (size_t j = i; j > 0 && p2.targets[j - 1].seq > p2.targets[j].seq; j--) {
-			typeof(*p2.targets) x = p2.targets[j];
-			p2.targets[j] = p2.targets[j - 1];
-			p2.targets[j - 1] = x;
-		}
-	if (rc < 0 && p2.ntargets) {
-		replay_init(&p2.rp);
-		rc = trace_replay(t, NULL, on_event, &p2);
+	for (size_t i = 0; i < a->ndevs; i++) {
+		struct acct_dev *d = &a->devs[i];
+		const struct trace_device *td = trace_device(t, d->ordinal);
+		d->name = td ? td->name : "";
+		d->total = td ? td->total_bytes : 0;
+		snapshot_end(p, &d->end, d->ordinal, end);
+		snapshot_peak(p, ps, &d->peak, d->ordinal);
 	}
 	for (size_t i = 0; i < a->ndevs; i++) {
 		struct acct_dev *d = &a->devs[i];
@@ -501,17 +577,35 @@ int acct_compute(struct acct *a, struct trace *t)
 		reconcile(&d->peak);
 		reconcile(&d->end);
 		if (d->peak.flagged || d->end.flagged)
-			find_routes(&p1, d);
+			find_routes(p, d);
 	}
-	free(p2.targets);
-	p2.targets = NULL;
-	pass_free(&p2);
-	pass_free(&p1);
+	pass_free(p);
+	a->pass = NULL;
+}
+
+static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
+{
+	acct_event(ctx, e);
+}
+
+int acct_compute(struct acct *a, struct trace *t)
+{
+	struct replay rp;
+	struct peakset ps;
+	replay_init(&rp);
+	peakset_attach(&ps, &rp);
+	acct_begin(a, t, &rp);
+	int rc = trace_replay(t, &rp, on_event, a);
+	acct_end(a, &ps);
+	peakset_free(&ps);
+	replay_free(&rp);
 	return rc;
 }
 
 void acct_free(struct acct *a)
 {
+	if (a->pass) /* begun, never ended */
+		pass_free(a->pass);
 	for (size_t i = 0; i < a->ndevs; i++) {
 		free(a->devs[i].peak.libs);
 		free(a->devs[i].end.libs);

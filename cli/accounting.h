@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "peakset.h"
 #include "trace.h"
 
 /* Unexplained memory is flagged above both of these. */
@@ -68,10 +69,17 @@ struct acct {
 	const char *nvml_why; /* why there is no NVML figure; NULL when samples exist */
 	struct acct_dev *devs;
 	size_t ndevs;
+	void *pass; /* between acct_begin and acct_end */
 };
 
-/* Two replays of t. Returns -1, or the exit code of a read error. */
+/* One replay of t. Returns -1, or the exit code of a read error. */
 int acct_compute(struct acct *a, struct trace *t);
+/* The same, fed from a caller's replay pass (rp, with ps attached):
+ * acct_event after each replay_apply; acct_end once t's metadata is
+ * complete. */
+void acct_begin(struct acct *a, struct trace *t, struct replay *rp);
+void acct_event(struct acct *a, const struct gmt_event *e);
+void acct_end(struct acct *a, const struct peakset *ps);
 void acct_free(struct acct *a);
 
 /* The full report of one trace (`accounting`), only_device < 0: all. */

@@ -205,8 +205,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 	bool ok = !(e->flags & GMT_EV_FAILED) && e->result == 0;
 	if (g->pass == 1 && a && ok) {
 		if (a->op == GMT_OP_FREE && a->space == GMT_SPACE_ADDR) {
-			struct rp_live *l = NULL;
-			HASH_FIND(hh, g->rp.tables[GMT_SPACE_ADDR], &e->ptr, sizeof(e->ptr), l);
+			struct rp_live *l = replay_find(&g->rp, GMT_SPACE_ADDR, e->ptr);
 			if (l && api_lookup(l->api) && api_lookup(l->api)->kind == GMT_KIND_ASYNC)
 				g->async_live -= l->size < g->async_live ? l->size : g->async_live;
 		}

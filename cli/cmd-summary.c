@@ -2,9 +2,11 @@
  * happened, what was live at the end, calls per API, failures, lost events,
  * and the allocation sites holding the most memory at each device's peak.
  *
- * Two passes: the first replays the live set (cli/replay.c) to find each
- * peak; the second replays again up to each peak event and groups what is
- * live there by stack. */
+ * One read of the file: the metadata and the replay of the live set
+ * (cli/replay.c) together, which finds each peak, what was live there
+ * (cli/peakset.h) and the NVML reconciliation's figures. A trace with
+ * ranges is read a second time for the phases: the ranges must all be known,
+ * in time order, before the events are attributed to them. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "accounting.h"
 #include "cli.h"
+#include "peakset.h"
 #include "phase.h"
 #include "replay.h"
 #include "trace.h"
@@ -98,13 +101,12 @@ struct summary {
 	struct dev_info *devs;
 	size_t ndevs, devs_cap;
 	struct call *calls;
+	struct call *by_api[GMT_API_MAX_ + 1];
 	struct failure *failures;
 	size_t nfailures_kept;
 	uint64_t nfailures;
 	struct replay rp;
-	/* pass 2 */
-	struct peak_target *targets;
-	size_t ntargets, next_target;
+	struct peakset ps;
 	/* with NVML samples or its NOTE: the reconciliation */
 	struct acct acct;
 	bool has_acct;
@@ -112,11 +114,6 @@ struct summary {
 	struct phase_tracker phases;
 	bool has_phases;
 	uint64_t last_live; /* device bytes before the event */
-};
-
-struct peak_target {
-	uint64_t seq;
-	struct dev_info *dev;
 };
 
 static struct dev_info *dev_get(struct summary *s, int64_t ordinal)
@@ -134,18 +131,24 @@ static struct dev_info *dev_get(struct summary *s, int64_t ordinal)
 	return d;
 }
 
-/* ---- pass 1: the live set, calls and failures ------------------------- */
+/* ---- the pass: the live set, calls and failures ------------------------ */
 
-static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
+static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct summary *s = ctx;
-	struct call *c = NULL;
-	HASH_FIND(hh, s->calls, &e->api, sizeof(e->api), c);
+	acct_event(&s->acct, e);
+	/* known APIs by index, no hash lookup per event */
+	struct call *c = e->api <= GMT_API_MAX_ ? s->by_api[e->api] : NULL;
 	if (!c) {
-		c = xrealloc(NULL, sizeof(*c));
-		memset(c, 0, sizeof(*c));
-		c->api = e->api;
-		HASH_ADD(hh, s->calls, api, sizeof(c->api), c);
+		HASH_FIND(hh, s->calls, &e->api, sizeof(e->api), c);
+		if (!c) {
+			c = xrealloc(NULL, sizeof(*c));
+			memset(c, 0, sizeof(*c));
+			c->api = e->api;
+			HASH_ADD(hh, s->calls, api, sizeof(c->api), c);
+		}
+		if (e->api <= GMT_API_MAX_)
+			s->by_api[e->api] = c;
 	}
 	c->count++;
 	bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);
@@ -160,7 +163,14 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 	} else {
 		c->bytes += e->size;
 	}
-	if (s->has_phases) {
+}
+
+/* ---- with ranges, a second pass: the phases ---------------------------- */
+
+static void on_phase_event(void *ctx, const struct gmt_event *e, struct replay *rp)
+{
+	struct summary *s = ctx;
+	{
 		uint64_t live = phase_device_bytes(rp);
 		phase_advance(&s->phases, e->time_ns, s->last_live);
 		struct phase *ph = phase_of(&s->phases, e->tid);
@@ -178,7 +188,7 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 	}
 }
 
-/* ---- pass 2: what is live at each peak --------------------------------- */
+/* ---- what was live at each peak ---------------------------------------- */
 
 static int site_cmp(const void *a, const void *b)
 {
@@ -217,29 +227,35 @@ static void kinds_now(struct replay *rp, int64_t ordinal, uint64_t *kinds)
 	}
 }
 
-/* Groups what is live on dev's device now by stack id and by library;
- * keeps the top sites. */
-static void snapshot(struct summary *s, struct replay *rp, struct dev_info *dev)
+struct peak_fill {
+	struct dev_info *dev;
+	struct site *groups;
+};
+
+static void peak_add(void *ctx, uint64_t stack_id, uint32_t api, uint64_t bytes, uint64_t count,
+		     uint64_t big, uint64_t rounding)
 {
-	struct site *groups = NULL, *g, *tmp;
-	for (int sp = 0; sp < 5; sp++) {
-		struct rp_live *l, *lt;
-		HASH_ITER(hh, rp->tables[sp], l, lt)
-		{
-			if (l->bucket != BK_DEVICE || l->device != dev->ordinal)
-				continue;
-			HASH_FIND(hh, groups, &l->stack_id, sizeof(l->stack_id), g);
-			if (!g) {
-				g = xrealloc(NULL, sizeof(*g));
-				memset(g, 0, sizeof(*g));
-				g->stack_id = l->stack_id;
-				HASH_ADD(hh, groups, stack_id, sizeof(g->stack_id), g);
-			}
-			g->bytes += l->size;
-			g->count++;
-			dev->kind_peak[api_kind(l->api)] += l->size;
-		}
+	struct peak_fill *pf = ctx;
+	struct site *g;
+	HASH_FIND(hh, pf->groups, &stack_id, sizeof(stack_id), g);
+	if (!g) {
+		g = xrealloc(NULL, sizeof(*g));
+		memset(g, 0, sizeof(*g));
+		g->stack_id = stack_id;
+		HASH_ADD(hh, pf->groups, stack_id, sizeof(g->stack_id), g);
 	}
+	g->bytes += bytes;
+	g->count += count;
+	pf->dev->kind_peak[api_kind(api)] += bytes;
+}
+
+/* Groups what was live on dev's device at its peak by stack id and by
+ * library; keeps the top sites. */
+static void snapshot(struct summary *s, struct dev_info *dev)
+{
+	struct peak_fill pf = {dev, NULL};
+	peakset_each(&s->ps, dev->ordinal, peak_add, &pf);
+	struct site *groups = pf.groups, *g, *tmp;
 	size_t n = HASH_COUNT(groups), i = 0;
 	struct site *all = xrealloc(NULL, n * sizeof(*all));
 	HASH_ITER(hh, groups, g, tmp)
@@ -270,19 +286,6 @@ static void snapshot(struct summary *s, struct replay *rp, struct dev_info *dev)
 	dev->sites = all;
 	for (i = 0; i < dev->nsites; i++)
 		memset(&all[i].hh, 0, sizeof(all[i].hh));
-}
-
-static void on_event2(void *ctx, const struct gmt_event *e, struct replay *rp)
-{
-	struct summary *s = ctx;
-	while (s->next_target < s->ntargets && s->targets[s->next_target].seq == rp->seq)
-		snapshot(s, rp, s->targets[s->next_target++].dev);
-}
-
-static int target_cmp(const void *a, const void *b)
-{
-	const struct peak_target *x = a, *y = b;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 static int dev_cmp(const void *a, const void *b)
@@ -714,6 +717,7 @@ static void summary_free(struct summary *s)
 		acct_free(&s->acct);
 	if (s->has_phases)
 		phase_free(&s->phases);
+	peakset_free(&s->ps);
 	replay_free(&s->rp);
 	trace_close(&s->t);
 }
@@ -722,62 +726,52 @@ static void summary_free(struct summary *s)
 static int summarize(struct summary *s, const char *path)
 {
 	memset(s, 0, sizeof(*s));
-	int rc = trace_open(&s->t, "summary", path);
+	replay_init(&s->rp);
+	peakset_attach(&s->ps, &s->rp);
+	acct_begin(&s->acct, &s->t, &s->rp);
+	int rc = trace_open_replay(&s->t, "summary", path, &s->rp, on_event, s);
+	s->has_acct = true; /* acct_end or acct_free below */
 	if (rc >= 0)
 		return rc;
 	s->path = path;
 	s->hdr = &s->t.hdr;
-	for (size_t i = 0; i < s->t.ndevs; i++)
-		dev_get(s, s->t.devs[i].ordinal);
-	replay_init(&s->rp);
+	if (s->t.nsamples || s->t.nvml_missing)
+		acct_end(&s->acct, &s->ps);
+	else
+		s->has_acct = false, acct_free(&s->acct);
 	if (s->t.nranges) {
 		phase_init(&s->phases, &s->t);
 		s->has_phases = true;
-	}
-	rc = trace_replay(&s->t, &s->rp, on_event1, s);
-	if (rc >= 0)
-		return rc;
-	if (s->t.nsamples || s->t.nvml_missing) {
-		s->has_acct = true;
-		rc = acct_compute(&s->acct, &s->t);
+		struct replay rp2;
+		replay_init(&rp2);
+		rc = trace_replay(&s->t, &rp2, on_phase_event, s);
+		replay_free(&rp2);
 		if (rc >= 0)
 			return rc;
 	}
 
+	for (size_t i = 0; i < s->t.ndevs; i++)
+		dev_get(s, s->t.devs[i].ordinal);
 	/* devices seen only in the replay (an allocation on device -1) */
 	for (size_t i = 0; i < s->rp.ndevs; i++)
 		dev_get(s, s->rp.devs[i].ordinal);
 	if (s->ndevs > 1)
 		if (s->ndevs)
 			qsort(s->devs, s->ndevs, sizeof(*s->devs), dev_cmp);
-	struct peak_target *targets = xrealloc(NULL, s->ndevs * sizeof(*targets));
-	size_t ntargets = 0;
 	for (size_t i = 0; i < s->ndevs; i++) {
 		struct dev_info *d = &s->devs[i];
 		for (size_t k = 0; k < s->rp.ndevs; k++)
 			if (s->rp.devs[k].ordinal == d->ordinal)
 				d->lv = s->rp.devs[k].lv;
 		kinds_now(&s->rp, d->ordinal, d->kind_end);
-		if (d->lv.peak_seq)
-			targets[ntargets++] = (struct peak_target){d->lv.peak_seq, d};
-	}
-	if (ntargets) {
-		if (ntargets)
-			qsort(targets, ntargets, sizeof(*targets), target_cmp);
-		struct replay rp2;
-		replay_init(&rp2);
-		s->targets = targets;
-		s->ntargets = ntargets;
-		rc = trace_replay(&s->t, &rp2, on_event2, s);
-		replay_free(&rp2);
-		for (size_t i = 0; i < s->ndevs; i++)
-			for (size_t k = 0; k < s->devs[i].nsites; k++) {
-				struct site *st = &s->devs[i].sites[k];
+		if (d->lv.peak_seq) {
+			snapshot(s, d);
+			for (size_t k = 0; k < d->nsites; k++) {
+				struct site *st = &d->sites[k];
 				st->has_frame = trace_site(&s->t, st->stack_id, &st->frame);
 			}
+		}
 	}
-	free(targets);
-	s->targets = NULL;
 	HASH_SORT(s->calls, call_cmp);
 	return rc;
 }

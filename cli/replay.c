@@ -1,4 +1,17 @@
 /* Live-set replay and event reordering: see replay.h. */
+#include <stdint.h>
+#include <string.h>
+
+/* Every key in these tables is a uint64_t address or handle: one multiply
+ * mixes it (aligned addresses included) for a fraction of Jenkins' cost.
+ * Only this file may hash into them (others use replay_find). */
+#define HASH_FUNCTION(keyptr, keylen, hashv)                                                       \
+	do {                                                                                       \
+		uint64_t k_;                                                                       \
+		memcpy(&k_, keyptr, sizeof(k_));                                                   \
+		(hashv) = (unsigned)((k_ * 0x9e3779b97f4a7c15ull) >> 32);                          \
+	} while (0)
+
 #include "replay.h"
 
 #include <stdio.h>
@@ -31,6 +44,11 @@ void replay_free(struct replay *rp)
 			free(l);
 		}
 	}
+	while (rp->spare) {
+		struct rp_live *l = rp->spare;
+		rp->spare = l->hh.next;
+		free(l);
+	}
 	struct rp_map *m, *mt;
 	HASH_ITER(hh, rp->maps, m, mt)
 	{
@@ -43,6 +61,8 @@ void replay_free(struct replay *rp)
 
 struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal)
 {
+	if (rp->ndevs && rp->devs[0].ordinal == ordinal)
+		return &rp->devs[0]; /* one device, most often */
 	for (size_t i = 0; i < rp->ndevs; i++)
 		if (rp->devs[i].ordinal == ordinal)
 			return &rp->devs[i];
@@ -121,7 +141,7 @@ static void account(struct replay *rp, const struct rp_live *l, int add, uint64_
 	}
 }
 
-static struct rp_live *find(struct replay *rp, int space, uint64_t key)
+struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
 {
 	struct rp_live *l = NULL;
 	if (space >= 0 && space < 5)
@@ -133,7 +153,8 @@ static void drop(struct replay *rp, struct rp_live *l)
 {
 	account(rp, l, 0, 0);
 	HASH_DEL(rp->tables[l->space], l);
-	free(l);
+	l->hh.next = rp->spare;
+	rp->spare = l;
 }
 
 static void maybe_release(struct replay *rp, struct rp_live *h)
@@ -144,7 +165,7 @@ static void maybe_release(struct replay *rp, struct rp_live *h)
 
 static void unmap_one(struct replay *rp, struct rp_map *m)
 {
-	struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
+	struct rp_live *h = replay_find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
 	HASH_DEL(rp->maps, m);
 	free(m);
 	if (h && h->maps) {
@@ -185,7 +206,7 @@ static struct rp_live *handle_at(struct replay *rp, uint64_t addr)
 	HASH_ITER(hh, rp->maps, m, tmp)
 	{
 		if (addr >= m->va && addr - m->va < m->size)
-			return find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
+			return replay_find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
 	}
 	return NULL;
 }
@@ -201,12 +222,18 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		int b = replay_kind_bucket(a->kind, e->aux);
 		if (b < 0 || e->ptr == 0)
 			return;
-		struct rp_live *old = find(rp, a->space, e->ptr);
+		struct rp_live *old = replay_find(rp, a->space, e->ptr);
 		if (old) {
 			rp->replaced++;
 			drop(rp, old);
 		}
-		struct rp_live *l = xcalloc(1, sizeof(*l));
+		struct rp_live *l = rp->spare;
+		if (l) {
+			rp->spare = l->hh.next;
+			memset(l, 0, sizeof(*l));
+		} else {
+			l = xcalloc(1, sizeof(*l));
+		}
 		l->key = e->ptr;
 		l->space = a->space;
 		l->bucket = b;
@@ -214,6 +241,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		l->size = b == BK_POOL ? 0 : e->size;
 		l->stack_id = e->stack_id;
 		l->time_ns = e->time_ns;
+		l->seq = rp->seq;
 		l->api = e->api;
 		l->refs = 1;
 		HASH_ADD(hh, rp->tables[l->space], key, sizeof(l->key), l);
@@ -223,7 +251,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 	case GMT_OP_FREE: {
 		if (e->ptr == 0)
 			return; /* cudaFree(0) and friends: no-ops */
-		struct rp_live *l = find(rp, a->space, e->ptr);
+		struct rp_live *l = replay_find(rp, a->space, e->ptr);
 		if (!l) {
 			rp->unmatched_frees++;
 			return;
@@ -247,7 +275,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		m->size = e->size;
 		m->handle = e->aux;
 		HASH_ADD(hh, rp->maps, va, sizeof(m->va), m);
-		struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, e->aux);
+		struct rp_live *h = replay_find(rp, GMT_SPACE_VMM_HANDLE, e->aux);
 		if (h)
 			h->maps++;
 		return;
@@ -256,7 +284,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		unmap_range(rp, e->ptr, e->size);
 		return;
 	case GMT_OP_VMM_RETAIN: {
-		struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, e->ptr);
+		struct rp_live *h = replay_find(rp, GMT_SPACE_VMM_HANDLE, e->ptr);
 		if (!h)
 			h = handle_at(rp, e->aux);
 		if (h)
@@ -363,11 +391,13 @@ static void heap_pop(struct reorder *q)
 void reorder_push(struct reorder *q, const struct gmt_event *e)
 {
 	struct reorder_run *r = &q->runs[(e->tid * 0x9e3779b97f4a7c15ull) >> 61];
-	if (r->len == 0 || !before(e, &r->buf[wrap(r, r->head + r->len - 1)]))
+	if (r->len == 0 || !before(e, &r->buf[wrap(r, r->head + r->len - 1)])) {
 		run_append(r, e, q->limit);
-	else
+		q->nonempty |= 1u << (r - q->runs);
+	} else
 		heap_push(q, e);
-	q->n++;
+	if (q->n++ == 0 || e->time_ns < q->low)
+		q->low = e->time_ns;
 	if (e->time_ns > q->newest)
 		q->newest = e->time_ns;
 }
@@ -376,23 +406,27 @@ int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
 {
 	if (q->n == 0)
 		return 0;
+	if (!drain && q->n <= q->limit && q->newest - q->low < q->window_ns)
+		return 0; /* every waiting event is younger than the window */
 	/* The least of the heap's top and the runs' heads. */
 	const struct gmt_event *top = q->heap_n ? &q->heap[0] : NULL;
 	struct reorder_run *from = NULL;
-	for (int i = 0; i < REORDER_RUNS; i++) {
-		struct reorder_run *r = &q->runs[i];
-		if (r->len && (!top || before(&r->buf[r->head], top))) {
+	for (unsigned m = q->nonempty; m; m &= m - 1) {
+		struct reorder_run *r = &q->runs[__builtin_ctz(m)];
+		if (!top || before(&r->buf[r->head], top)) {
 			top = &r->buf[r->head];
 			from = r;
 		}
 	}
+	q->low = top->time_ns; /* the least now */
 	if (!drain && q->n <= q->limit && q->newest - top->time_ns < q->window_ns)
 		return 0;
 	*out = *top;
 	q->n--;
 	if (from) {
 		from->head = wrap(from, from->head + 1);
-		from->len--;
+		if (--from->len == 0)
+			q->nonempty &= ~(1u << (from - q->runs));
 	} else {
 		heap_pop(q);
 	}

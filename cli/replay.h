@@ -58,6 +58,7 @@ struct rp_live {
 	int bucket;
 	int64_t device;
 	uint64_t size, stack_id, time_ns;
+	uint64_t seq; /* the replay ordinal of its allocation */
 	uint32_t api;
 	uint64_t refs, maps; /* VMM handles */
 };
@@ -70,6 +71,7 @@ struct rp_map {
 struct replay {
 	struct rp_live *tables[5]; /* by enum gmt_space */
 	struct rp_map *maps;
+	struct rp_live *spare; /* freed entries, chained by hh.next: no malloc per event */
 	struct rp_level buckets[BK_COUNT]; /* BK_DEVICE: all devices together */
 	struct rp_dev *devs;
 	size_t ndevs, devs_cap;
@@ -88,6 +90,8 @@ int replay_kind_bucket(int kind, uint64_t aux);
 void replay_init(struct replay *rp);
 void replay_free(struct replay *rp);
 void replay_apply(struct replay *rp, const struct gmt_event *e);
+/* The live entry of a key in a space (enum gmt_space), or NULL. */
+struct rp_live *replay_find(struct replay *rp, int space, uint64_t key);
 /* The device's entry, created at 0 if new. */
 struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal);
 
@@ -108,8 +112,10 @@ struct reorder {
 	struct gmt_event *heap;
 	size_t heap_n, heap_cap;
 	struct reorder_run runs[REORDER_RUNS];
+	unsigned nonempty; /* bit i: runs[i] holds events (most traces use one run) */
 	size_t n, limit;
 	uint64_t window_ns, newest;
+	uint64_t low; /* <= every waiting event's time: skips the scan when none can go */
 };
 
 void reorder_init(struct reorder *q, size_t limit, uint64_t window_ns);

@@ -62,6 +62,19 @@ static bool cuda_path(const char *path)
 
 /* ---- the metadata pass ---------------------------------------------- */
 
+static void on_event_meta(struct trace *t, const struct gmt_event *e)
+{
+	if (t->events++ == 0 || e->time_ns < t->first_time_ns)
+		t->first_time_ns = e->time_ns;
+	if (e->time_ns > t->last_time_ns)
+		t->last_time_ns = e->time_ns;
+	if (e->device >= 0 && (!t->have_last_dev || e->device != t->last_dev)) {
+		dev_get(t, e->device);
+		t->have_last_dev = true;
+		t->last_dev = e->device;
+	}
+}
+
 static void on_record(struct trace *t, const struct gmt_record *rec)
 {
 	switch (rec->type) {
@@ -220,16 +233,9 @@ static void on_record(struct trace *t, const struct gmt_record *rec)
 		t->trailer_lost = rec->u.trailer.lost;
 		t->trailer_reason = rec->u.trailer.reason;
 		break;
-	case GMT_REC_EVENT: {
-		const struct gmt_event *e = &rec->u.event;
-		if (t->events++ == 0 || e->time_ns < t->first_time_ns)
-			t->first_time_ns = e->time_ns;
-		if (e->time_ns > t->last_time_ns)
-			t->last_time_ns = e->time_ns;
-		if (e->device >= 0)
-			dev_get(t, e->device);
+	case GMT_REC_EVENT:
+		on_event_meta(t, &rec->u.event);
 		break;
-	}
 	default:
 		break;
 	}
@@ -263,7 +269,7 @@ static int dev_cmp(const void *a, const void *b)
 	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
-int trace_open(struct trace *t, const char *cmd, const char *path)
+static int open_start(struct trace *t, const char *cmd, const char *path)
 {
 	memset(t, 0, sizeof(*t));
 	t->cmd = cmd;
@@ -273,9 +279,12 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 	if (!t->reader)
 		return rc;
 	t->hdr = *gmt_reader_header(t->reader);
-	struct gmt_record rec;
-	while (gmt_reader_next(t->reader, &rec))
-		on_record(t, &rec);
+	return -1;
+}
+
+/* After the metadata pass: sorting and cross-references. */
+static void open_end(struct trace *t)
+{
 	t->info = *gmt_reader_info(t->reader);
 	t->complete = t->info.complete;
 	t->lost = t->trailer_lost > t->lost_in_records ? t->trailer_lost : t->lost_in_records;
@@ -301,6 +310,25 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 	for (size_t i = 0; i < t->nnotes; i++)
 		if (strstr(t->notes[i], "NVML"))
 			t->nvml_missing = true;
+}
+
+int trace_open(struct trace *t, const char *cmd, const char *path)
+{
+	int rc = open_start(t, cmd, path);
+	if (rc >= 0)
+		return rc;
+	struct gmt_record rec;
+	for (;;) {
+		const struct gmt_event *evs;
+		size_t n = gmt_reader_next_events(t->reader, &evs);
+		for (size_t i = 0; i < n; i++)
+			on_event_meta(t, &evs[i]);
+		if (!n && !gmt_reader_next(t->reader, &rec))
+			break;
+		if (!n)
+			on_record(t, &rec);
+	}
+	open_end(t);
 	return -1;
 }
 
@@ -375,17 +403,35 @@ static void progress(struct trace *t, uint64_t offset, int *shown)
 	fflush(stderr);
 }
 
-int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx)
+/* One read of the events in time order; meta: the metadata pass too. */
+static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx, bool meta)
 {
 	struct reorder q;
 	struct gmt_record rec;
 	struct gmt_event ev;
 	bool bar = t->info.file_size > PROGRESS_MIN && isatty(2);
 	int shown = -1;
-	gmt_reader_rewind(t->reader);
 	reorder_init(&q, REORDER_LIMIT, REORDER_WINDOW_NS);
 	for (;;) {
+		const struct gmt_event *evs;
+		size_t nev = gmt_reader_next_events(t->reader, &evs);
+		if (nev) { /* a run of events: no record plumbing per event */
+			for (size_t i = 0; i < nev; i++) {
+				if (meta)
+					on_event_meta(t, &evs[i]);
+				reorder_push(&q, &evs[i]);
+				while (reorder_pop(&q, &ev, false)) {
+					if (rp)
+						replay_apply(rp, &ev);
+					if (fn)
+						fn(ctx, &ev, rp);
+				}
+			}
+			continue;
+		}
 		int more = gmt_reader_next(t->reader, &rec);
+		if (more && meta)
+			on_record(t, &rec);
 		if (more && rec.type == GMT_REC_EVENT)
 			reorder_push(&q, &rec.u.event);
 		else if (more && bar && rec.type == GMT_REC_CHUNK)
@@ -402,11 +448,29 @@ int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ct
 	reorder_free(&q);
 	if (bar)
 		fprintf(stderr, "\r%*s\r", 70 + (int)strlen(t->cmd) + (int)strlen(t->path), "");
+}
+
+int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx)
+{
+	gmt_reader_rewind(t->reader);
+	read_events(t, rp, fn, ctx, false);
 	const struct gmt_read_info *in = gmt_reader_info(t->reader);
 	if (in->stop == GMT_STOP_IO && t->info.stop != GMT_STOP_IO) {
 		t->info = *in;
 		return cli_finish(t->cmd, t->path, in);
 	}
+	return -1;
+}
+
+int trace_open_replay(struct trace *t, const char *cmd, const char *path, struct replay *rp,
+		      trace_event_fn fn, void *ctx)
+{
+	int rc = open_start(t, cmd, path);
+	if (rc >= 0)
+		return rc;
+	t->info.file_size = gmt_reader_info(t->reader)->file_size; /* for the progress bar */
+	read_events(t, rp, fn, ctx, true);
+	open_end(t);
 	return -1;
 }
 

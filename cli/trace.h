@@ -133,6 +133,8 @@ struct trace {
 	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
 	size_t samples_cap, ranges_cap;
 	bool nvml_missing; /* the library said NVML could not be used (a NOTE) */
+	bool have_last_dev;
+	int64_t last_dev; /* of the last event: most repeat it */
 };
 
 /* Opens `path` and loads its metadata. Returns -1 on success, else the exit
@@ -147,6 +149,12 @@ void trace_close(struct trace *t);
 typedef void (*trace_event_fn)(void *ctx, const struct gmt_event *e, struct replay *rp);
 int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx);
 /* (rp is not initialized by trace_replay: replay_init it first.) */
+
+/* trace_open and a first trace_replay in one read of the file: the
+ * metadata is complete only when it returns, so fn must not need it (nor
+ * the ranges or samples) before then. Same returns as trace_open. */
+int trace_open_replay(struct trace *t, const char *cmd, const char *path, struct replay *rp,
+		      trace_event_fn fn, void *ctx);
 
 /* After the last pass: the warning line for an incomplete trace (or the
  * error line for corruption); returns 0 or the exit code (cli_finish). */

@@ -47,7 +47,16 @@ struct gmt_reader {
 	size_t env_cap;
 	struct gmt_stack_node *nodes;
 	size_t nodes_cap;
+	/* The chunk's first events as its validation decoded them, so the real
+	 * pass copies them instead of decoding twice; capped, so a huge chunk
+	 * decodes the rest again rather than holding them all. */
+	struct gmt_event *cache;
+	const uint8_t **cache_end; /* the cursor after each */
+	size_t ncache;
+	uint64_t cache_first; /* event_index of cache[0] */
 };
+
+#define CACHE_MAX 32768
 
 const char *gmt_rec_type_name(int type)
 {
@@ -232,6 +241,8 @@ void gmt_reader_close(struct gmt_reader *r)
 	free(r->argv);
 	free(r->env);
 	free(r->nodes);
+	free(r->cache);
+	free(r->cache_end);
 	free(r);
 }
 
@@ -255,6 +266,7 @@ void gmt_reader_rewind(struct gmt_reader *r)
 	r->have_chunk = 0;
 	r->chunk_pending = 0;
 	r->last_type = 0;
+	r->ncache = 0;
 	memset(&r->dec, 0, sizeof(r->dec));
 	r->dec.next_stack_id = 1;
 }
@@ -311,26 +323,50 @@ static uint64_t left_bytes(const struct gmt_cursor *c)
 	return (uint64_t)(c->end - c->p);
 }
 
-static int dec_event(struct dec *d, struct gmt_record *rec)
+/* gmt_get_varint without a bounds check per byte where a whole varint
+ * fits: the events are most of a trace's bytes. */
+static inline uint64_t ev_varint(struct gmt_cursor *c)
+{
+	const uint8_t *p = c->p;
+	if (c->end - p < 10)
+		return gmt_get_varint(c);
+	uint64_t b = *p++;
+	if (b < 0x80) {
+		c->p = p;
+		return b;
+	}
+	uint64_t v = b & 0x7f;
+	for (unsigned shift = 7; shift < 64; shift += 7) {
+		b = *p++;
+		v |= (b & 0x7f) << shift;
+		if (b < 0x80) {
+			c->p = p;
+			return v;
+		}
+	}
+	c->p = p;
+	c->bad = 1; /* more than 10 bytes, as gmt_get_varint says */
+	return 0;
+}
+
+/* The next event of the batch into *e. */
+static int dec_ev(struct dec *d, struct gmt_event *e)
 {
 	struct gmt_cursor *c = &d->c;
-	struct gmt_event *e = &rec->u.event;
-	rec->type = GMT_REC_EVENT;
-	rec->offset = d->base_offset + (uint64_t)(c->p - d->base);
-	uint64_t head = gmt_get_varint(c);
-	uint64_t dt = gmt_get_varint(c);
-	uint64_t dptr = gmt_get_varint(c);
-	uint64_t size = gmt_get_varint(c);
-	uint64_t dstk = gmt_get_varint(c);
-	memset(e, 0, sizeof(*e));
+	uint64_t head = ev_varint(c);
+	uint64_t dt = ev_varint(c);
+	uint64_t dptr = ev_varint(c);
+	uint64_t size = ev_varint(c);
+	uint64_t dstk = ev_varint(c);
+	e->result = e->aux = e->aux2 = 0;
 	if (head & GMT_EV_FAILED)
-		e->result = gmt_get_varint(c);
+		e->result = ev_varint(c);
 	if (head & GMT_EV_DEV_CHANGED)
-		d->ev_dev = gmt_get_zigzag(c);
+		d->ev_dev = gmt_unzigzag(ev_varint(c));
 	if (head & GMT_EV_HAS_AUX)
-		e->aux = gmt_get_varint(c);
+		e->aux = ev_varint(c);
 	if (head & GMT_EV_HAS_AUX2)
-		e->aux2 = gmt_get_varint(c);
+		e->aux2 = ev_varint(c);
 	if (c->bad || (head >> GMT_EV_API_SHIFT) > UINT32_MAX)
 		return DEC_BAD;
 	/* deltas are two's complement differences: wrap-around is exact */
@@ -350,12 +386,41 @@ static int dec_event(struct dec *d, struct gmt_record *rec)
 	return DEC_RECORD;
 }
 
+static int dec_event(struct dec *d, struct gmt_record *rec)
+{
+	rec->type = GMT_REC_EVENT;
+	rec->offset = d->base_offset + (uint64_t)(d->c.p - d->base);
+	return dec_ev(d, &rec->u.event);
+}
+
+/* Moves the real pass past cached events [i, i + n) of the chunk. */
+static void take_cached(struct gmt_reader *r, struct dec *d, size_t i, size_t n)
+{
+	const struct gmt_event *last = &r->cache[i + n - 1];
+	d->c.p = r->cache_end[i + n - 1];
+	d->event_index += n;
+	d->ev_left -= n;
+	/* what decoding the next event of the batch starts from */
+	d->ev_time = last->time_ns;
+	d->ev_ptr = last->ptr;
+	d->ev_stack = last->stack_id;
+	d->ev_dev = last->device;
+}
+
 /* Decodes the next record (or event) of the chunk. */
 static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 {
 	struct gmt_cursor *c = &d->c;
 	r->arena_used = 0;
 	rec->chunk_offset = d->base_offset - GMT_CHUNK_HEADER_SIZE;
+	if (d->ev_left && d == &r->dec && d->event_index - r->cache_first < r->ncache) {
+		size_t i = d->event_index - r->cache_first;
+		rec->type = GMT_REC_EVENT;
+		rec->offset = d->base_offset + (uint64_t)(d->c.p - d->base);
+		rec->u.event = r->cache[i];
+		take_cached(r, d, i, 1);
+		return DEC_RECORD;
+	}
 	if (d->ev_left)
 		return dec_event(d, rec);
 	if (c->p >= c->end)
@@ -618,11 +683,35 @@ static int load_chunk(struct gmt_reader *r)
 	d.base_offset = off + GMT_CHUNK_HEADER_SIZE;
 	d.ev_left = 0;
 	r->dec = d; /* the real pass starts from here */
+	r->ncache = 0;
+	r->cache_first = d.event_index;
 	struct gmt_record rec;
 	for (;;) {
 		int rc = dec_next(r, &d, &rec);
-		if (rc == DEC_RECORD)
+		if (rc == DEC_RECORD) {
+			if (rec.type != GMT_REC_EVENTS || !d.ev_left)
+				continue;
+			if (!r->cache) {
+				r->cache = malloc(CACHE_MAX * sizeof(*r->cache));
+				r->cache_end = malloc(CACHE_MAX * sizeof(*r->cache_end));
+				if (!r->cache_end) {
+					free(r->cache);
+					r->cache = NULL;
+				}
+			}
+			/* the batch's events straight into the cache while it has room */
+			while (r->cache && d.ev_left && r->ncache < CACHE_MAX &&
+			       d.event_index == r->cache_first + r->ncache) {
+				rec.offset = d.base_offset + (uint64_t)(d.c.p - d.base);
+				if (dec_ev(&d, &r->cache[r->ncache]) != DEC_RECORD)
+					return stop(r, GMT_STOP_CORRUPT, off,
+						    "malformed event at offset %llu",
+						    (unsigned long long)rec.offset);
+				r->cache_end[r->ncache] = d.c.p;
+				r->ncache++;
+			}
 			continue;
+		}
 		if (rc == DEC_END)
 			break;
 		if (rc == DEC_UNKNOWN) {
@@ -697,4 +786,20 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec)
 		/* end of chunk: validated, so nothing else can happen here */
 		r->have_chunk = 0;
 	}
+}
+
+size_t gmt_reader_next_events(struct gmt_reader *r, const struct gmt_event **evs)
+{
+	struct dec *d = &r->dec;
+	if (r->info.eof || r->chunk_pending || !r->have_chunk || !d->ev_left ||
+	    d->event_index - r->cache_first >= r->ncache)
+		return 0;
+	size_t i = d->event_index - r->cache_first, n = r->ncache - i;
+	if (n > d->ev_left)
+		n = d->ev_left;
+	*evs = &r->cache[i];
+	take_cached(r, d, i, n);
+	r->last_type = GMT_REC_EVENT;
+	r->info.events += n;
+	return n;
 }

@@ -224,6 +224,13 @@ const struct gmt_header *gmt_reader_header(const struct gmt_reader *r);
  * gmt_reader_info); keeps returning 0 until a rewind. */
 int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec);
 
+/* A faster way through the events: where the next records are events of an
+ * EVENTS batch (already decoded when their chunk was checked), points *evs
+ * at up to the rest of that batch and returns how many, as if that many
+ * gmt_reader_next calls had returned them (without their record offsets).
+ * 0: use gmt_reader_next. The events stay valid as a record's data does. */
+size_t gmt_reader_next_events(struct gmt_reader *r, const struct gmt_event **evs);
+
 /* Back to the first chunk, for another pass; counters restart. */
 void gmt_reader_rewind(struct gmt_reader *r);
 

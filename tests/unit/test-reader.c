@@ -732,6 +732,98 @@ static void test_crc(void)
 	      "crc32c(\"123456789\") = 0xe3069283 in both implementations");
 }
 
+/* gmt_reader_next_events hands out the events as written, in order, the
+ * rest by gmt_reader_next: across batches, chunks and a batch longer than
+ * the reader's cache of decoded events. */
+static bool same_event(const struct gmt_event *g, const struct tb_event *w, uint64_t index,
+		       uint64_t tid)
+{
+	return g->index == index && g->tid == tid && g->time_ns == w->time_ns && g->api == w->api &&
+	       g->result == w->result && g->device == w->device && g->ptr == w->ptr &&
+	       g->size == w->size && g->aux == w->aux && g->aux2 == w->aux2 &&
+	       g->stack_id == w->stack_id;
+}
+
+static void test_next_events(void)
+{
+	enum { BIG = 40000, SMALL = 300 };
+	struct tb_event *in = calloc(BIG + SMALL, sizeof(*in));
+	for (uint64_t i = 0; i < BIG; i++)
+		in[i] =
+		    (struct tb_event){.time_ns = 1000 + 3 * i,
+				      .api = i % 3 ? GMT_API_cuMemAlloc_v2 : GMT_API_cuMemFree_v2,
+				      .result = i % 97 == 0 ? 2 : 0,
+				      .device = (int64_t)(i / 1000 % 3) - 1,
+				      .ptr = 0x10000 + (i * 7919 % 4096) * 256,
+				      .size = i * 13,
+				      .aux = i % 5 == 0 ? i : 0,
+				      .stack_id = i % 256};
+	for (uint64_t i = 0; i < SMALL; i++)
+		in[BIG + i] = (struct tb_event){.time_ns = 500000 + i,
+						.api = GMT_API_cudaMalloc,
+						.ptr = 0x900000 + i,
+						.size = i,
+						.aux2 = i + 1,
+						.stack_id = 3};
+	struct tb *b = tb_new(NULL);
+	tb_events_begin(b, 5, 1000);
+	for (size_t i = 0; i < BIG; i++)
+		tb_event(b, &in[i]);
+	tb_events_end(b);
+	tb_note(b, 1, "between the batches");
+	tb_chunk(b);
+	tb_events_begin(b, 6, 500000);
+	for (size_t i = BIG; i < BIG + SMALL; i++)
+		tb_event(b, &in[i]);
+	tb_events_end(b);
+	tb_trailer(b, 600000, BIG + SMALL, 0, 0, GMT_END_EXIT);
+	const char *path = path_for("next-events.gmt");
+	tb_write(b, path);
+	tb_free(b);
+
+	struct gmt_read_error err;
+	struct gmt_reader *r = gmt_reader_open(path, &err);
+	check(r != NULL, "next_events: open: %s", err.msg);
+	if (!r) {
+		free(in);
+		return;
+	}
+	for (int pass = 0; pass < 2; pass++) { /* 0: gmt_reader_next only */
+		gmt_reader_rewind(r);
+		size_t got = 0, batched = 0, records = 0, wrong = 0;
+		struct gmt_record rec;
+		for (;;) {
+			const struct gmt_event *evs;
+			size_t k = pass ? gmt_reader_next_events(r, &evs) : 0;
+			for (size_t i = 0; i < k; i++, got++)
+				wrong += got >= BIG + SMALL ||
+					 !same_event(&evs[i], &in[got], got, got < BIG ? 5 : 6);
+			batched += k;
+			if (k)
+				continue;
+			if (!gmt_reader_next(r, &rec))
+				break;
+			if (rec.type == GMT_REC_EVENT) {
+				wrong += got >= BIG + SMALL || !same_event(&rec.u.event, &in[got],
+									   got, got < BIG ? 5 : 6);
+				got++;
+			} else {
+				records++;
+			}
+		}
+		check(got == BIG + SMALL && wrong == 0, "next_events[%d]: %zu events, %zu wrong",
+		      pass, got, wrong);
+		check(pass ? batched > 0 && batched < got : 1, "next_events[%d]: %zu came batched",
+		      pass, batched);
+		check(records == 6, "next_events[%d]: %zu other records", pass, records);
+		check(gmt_reader_info(r)->events == BIG + SMALL && gmt_reader_info(r)->complete,
+		      "next_events[%d]: info counts %llu events", pass,
+		      (unsigned long long)gmt_reader_info(r)->events);
+	}
+	free(in);
+	gmt_reader_close(r);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -746,6 +838,7 @@ int main(void)
 	test_unknown_tag();
 	test_completeness();
 	test_headers();
+	test_next_events();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
