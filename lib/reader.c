@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "zstd.h"
 
 /* Decoding state inside one chunk's payload. Copied for the validation
  * pass, so checking a chunk never disturbs the real pass. */
@@ -35,9 +36,14 @@ struct gmt_reader {
 	uint32_t chunk_len, chunk_crc;
 	int chunk_pending; /* the CHUNK pseudo-record is still to be handed out */
 	int last_type;	   /* the last real record handed out */
+	int chunk_zstd;	   /* the chunk is GMTZ: chunk_raw_len bytes decompressed */
+	uint32_t chunk_raw_len;
 	struct dec dec;
-	uint8_t *payload;
+	uint8_t *payload; /* the chunk's records (decompressed for GMTZ) */
 	size_t payload_cap;
+	uint8_t *zbuf; /* a GMTZ chunk as on disk */
+	size_t zbuf_cap;
+	ZSTD_DCtx *dctx;
 	/* per-record scratch: string copies, argv, env, stack nodes */
 	char *arena;
 	size_t arena_cap, arena_used;
@@ -119,6 +125,24 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off)
 		p += n;
 		len -= (size_t)n;
 		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Walks the chunk headers (only when libzstd is missing) so that a trace
+ * that needs it fails at open, before a command prints anything. */
+static int has_zstd_chunk(int fd, uint64_t off, uint64_t size)
+{
+	uint8_t h[GMT_CHUNK_HEADER_SIZE];
+	while (size - off >= GMT_CHUNK_HEADER_SIZE && read_at(fd, h, sizeof(h), off) == 0) {
+		uint32_t magic = gmt_get_le32(h);
+		if (magic == GMT_CHUNK_MAGIC_ZSTD)
+			return 1;
+		if (magic != GMT_CHUNK_MAGIC)
+			return 0;
+		off += GMT_CHUNK_HEADER_SIZE + (uint64_t)gmt_get_le32(h + 4);
+		if (off > size)
+			return 0;
 	}
 	return 0;
 }
@@ -207,6 +231,14 @@ struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 		goto fail;
 	}
 
+	const char *why;
+	if (hdr.version >= 3 && !gmt_zstd_get(&why) && has_zstd_chunk(fd, hdr.header_size, size)) {
+		set_err(err, GMT_READ_ERR_ZSTD, 0,
+			"has zstd-compressed chunks and " GMT_ZSTD_SONAME " cannot be loaded (%s)",
+			why);
+		goto fail;
+	}
+
 	struct gmt_reader *r = calloc(1, sizeof(*r));
 	if (!r) {
 		set_err(err, GMT_READ_ERR_OPEN, ENOMEM, "%s", strerror(ENOMEM));
@@ -227,6 +259,9 @@ void gmt_reader_close(struct gmt_reader *r)
 	if (!r)
 		return;
 	close(r->fd);
+	if (r->dctx)
+		gmt_zstd_get(NULL)->ZSTD_freeDCtx(r->dctx);
+	free(r->zbuf);
 	free(r->payload);
 	free(r->arena);
 	free(r->argv);
@@ -560,6 +595,48 @@ static const char *tag_name(uint64_t tag)
 	return tag >= 1 && tag <= GMT_TAG_MAX_ ? gmt_rec_type_name((int)tag) : "unknown";
 }
 
+/* r->zbuf (a GMTZ payload of len bytes, CRC checked) into r->payload. 1:
+ * done, *raw_len set; 0: stopped (r->info says why). */
+static int decompress(struct gmt_reader *r, uint64_t off, uint32_t len, uint32_t *raw_len)
+{
+	const char *why;
+	const struct gmt_zstd *z = gmt_zstd_get(&why);
+	if (!z) { /* open checked already; a file that grew since lands here */
+		r->info.stop_errnum = ENOENT;
+		return stop(r, GMT_STOP_IO, off,
+			    "zstd-compressed chunk and " GMT_ZSTD_SONAME " cannot be loaded (%s)",
+			    why);
+	}
+	struct gmt_cursor c = {r->zbuf, r->zbuf + len, 0};
+	uint64_t want = gmt_get_varint(&c);
+	if (c.bad || want > GMT_CHUNK_MAX_PAYLOAD)
+		return stop(r, GMT_STOP_CORRUPT, off, "compressed chunk: bad raw length");
+	const uint8_t *frame = c.p;
+	size_t flen = (size_t)(c.end - c.p);
+	unsigned long long fcs = z->ZSTD_getFrameContentSize(frame, flen);
+	if (fcs == GMT_ZSTD_CONTENTSIZE_ERROR)
+		return stop(r, GMT_STOP_CORRUPT, off, "compressed chunk: not a zstd frame");
+	if (fcs != GMT_ZSTD_CONTENTSIZE_UNKNOWN && fcs != want)
+		return stop(r, GMT_STOP_CORRUPT, off,
+			    "compressed chunk: frame holds %llu bytes, raw length says %llu", fcs,
+			    (unsigned long long)want);
+	if (grow((void **)&r->payload, &r->payload_cap, want ? (size_t)want : 1, 1) ||
+	    (!r->dctx && !(r->dctx = z->ZSTD_createDCtx()))) {
+		r->info.stop_errnum = ENOMEM;
+		return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
+	}
+	size_t n = z->ZSTD_decompressDCtx(r->dctx, r->payload, (size_t)want, frame, flen);
+	if (z->ZSTD_isError(n))
+		return stop(r, GMT_STOP_CORRUPT, off, "compressed chunk does not decompress (%s)",
+			    z->ZSTD_getErrorName(n));
+	if (n != want)
+		return stop(r, GMT_STOP_CORRUPT, off,
+			    "compressed chunk: %zu bytes decompressed, raw length says %llu", n,
+			    (unsigned long long)want);
+	*raw_len = (uint32_t)want;
+	return 1;
+}
+
 /* Reads, checks and validates the chunk at r->pos. 1: loaded; 0: the
  * readable part is over (r->info says why). */
 static int load_chunk(struct gmt_reader *r)
@@ -578,7 +655,8 @@ static int load_chunk(struct gmt_reader *r)
 	}
 	uint32_t magic = gmt_get_le32(h), len = gmt_get_le32(h + 4), crc = gmt_get_le32(h + 12);
 	uint64_t seq = gmt_get_le32(h + 8);
-	if (magic != GMT_CHUNK_MAGIC) {
+	int zstd = magic == GMT_CHUNK_MAGIC_ZSTD && r->hdr.version >= 3;
+	if (magic != GMT_CHUNK_MAGIC && !zstd) {
 		int z = zero_tail(r, off);
 		if (z < 0) {
 			r->info.stop_errnum = errno;
@@ -594,23 +672,34 @@ static int load_chunk(struct gmt_reader *r)
 	if ((uint64_t)len > left - GMT_CHUNK_HEADER_SIZE)
 		return stop(r, GMT_STOP_TORN, off, "torn chunk (%llu of %u payload bytes)",
 			    (unsigned long long)(left - GMT_CHUNK_HEADER_SIZE), len);
-	if (grow((void **)&r->payload, &r->payload_cap, len ? len : 1, 1) ||
-	    grow((void **)&r->arena, &r->arena_cap, 2 * (size_t)len + 64, 1)) {
+	uint8_t **disk = zstd ? &r->zbuf : &r->payload;
+	if (grow((void **)disk, zstd ? &r->zbuf_cap : &r->payload_cap, len ? len : 1, 1)) {
 		r->info.stop_errnum = ENOMEM;
 		return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
 	}
-	if (read_at(r->fd, r->payload, len, off + GMT_CHUNK_HEADER_SIZE) < 0) {
+	if (read_at(r->fd, *disk, len, off + GMT_CHUNK_HEADER_SIZE) < 0) {
 		r->info.stop_errnum = errno;
 		return stop(r, GMT_STOP_IO, off, "read error: %s", strerror(errno));
 	}
 	uint64_t chunk_end = off + GMT_CHUNK_HEADER_SIZE + len;
-	uint32_t got = gmt_crc32c(0, r->payload, len);
+	uint32_t got = gmt_crc32c(0, *disk, len);
 	if (got != crc) {
 		if (chunk_end == size) /* the last chunk: a write cut short by a crash */
 			return stop(r, GMT_STOP_TORN, off, "CRC mismatch in the last chunk");
 		return stop(r, GMT_STOP_CORRUPT, off,
 			    "CRC mismatch (stored 0x%08x, computed 0x%08x)", crc, got);
 	}
+	uint32_t raw_len = len;
+	if (zstd) {
+		int rc = decompress(r, off, len, &raw_len);
+		if (rc <= 0)
+			return 0;
+	}
+	if (grow((void **)&r->arena, &r->arena_cap, 2 * (size_t)raw_len + 64, 1)) {
+		r->info.stop_errnum = ENOMEM;
+		return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
+	}
+	len = raw_len; /* from here on: the records */
 
 	struct dec d = r->dec;
 	d.c = (struct gmt_cursor){r->payload, r->payload + len, 0};
@@ -651,8 +740,10 @@ static int load_chunk(struct gmt_reader *r)
 	r->info.chunks++;
 	r->chunk_offset = off;
 	r->chunk_seq = seq;
-	r->chunk_len = len;
+	r->chunk_len = (uint32_t)(chunk_end - off - GMT_CHUNK_HEADER_SIZE);
 	r->chunk_crc = crc;
+	r->chunk_zstd = zstd;
+	r->chunk_raw_len = raw_len;
 	r->info.readable_end = chunk_end;
 	r->pos = chunk_end;
 	return 1;
@@ -672,6 +763,8 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec)
 			rec->u.chunk.seq = r->chunk_seq;
 			rec->u.chunk.payload_len = r->chunk_len;
 			rec->u.chunk.crc = r->chunk_crc;
+			rec->u.chunk.zstd = r->chunk_zstd;
+			rec->u.chunk.raw_len = r->chunk_raw_len;
 			return 1;
 		}
 		if (!r->have_chunk) {

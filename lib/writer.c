@@ -16,10 +16,16 @@
 #include "log.h"
 #include "symbolize.h"
 #include "tracer.h"
+#include "zstd.h"
 
 #define CHUNK_TARGET (256u << 10) /* write a chunk once this much is pending */
 #define BATCH_TARGET (64u << 10)  /* close an EVENTS record at this size */
 #define STACK_BATCH  4096	  /* nodes per STACK record */
+/* zstd level: 1 and the negative (faster) levels measured in
+ * docs/performance.md "Trace size". */
+#define ZSTD_LEVEL 1
+
+enum { ZS_OFF = 0, ZS_WANTED = 1, ZS_ON = 2 };
 
 /* The environment that shapes GPU memory, and the process's place in its
  * job, kept in the process record. */
@@ -135,6 +141,45 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+void gmt_writer_compress_init(struct gmt_writer *w)
+{
+	if (w->zstate != ZS_WANTED)
+		return;
+	const char *why;
+	const struct gmt_zstd *z = gmt_zstd_get(&why);
+	w->zstate = ZS_OFF;
+	if (!z) {
+		char text[256];
+		gmt_format(text, sizeof text, "zstd not available: chunks uncompressed (%s)", why);
+		gmt_writer_note(w, 0, text);
+		return;
+	}
+	if ((w->cctx = z->ZSTD_createCCtx()))
+		w->zstate = ZS_ON;
+}
+
+/* The pending chunk compressed into w->zbuf: its length on disk, or 0 when
+ * compressing fails or does not make it smaller. */
+static size_t compress_chunk(struct gmt_writer *w, size_t payload)
+{
+	const struct gmt_zstd *z = gmt_zstd_get(NULL);
+	size_t need = GMT_CHUNK_HEADER_SIZE + GMT_VARINT_MAX + z->ZSTD_compressBound(payload);
+	if (need > w->zcap) {
+		uint8_t *b = realloc(w->zbuf, need);
+		if (!b)
+			return 0;
+		w->zbuf = b;
+		w->zcap = need;
+	}
+	uint8_t *p = gmt_put_varint(w->zbuf + GMT_CHUNK_HEADER_SIZE, payload);
+	size_t head = (size_t)(p - w->zbuf) - GMT_CHUNK_HEADER_SIZE;
+	size_t n = z->ZSTD_compressCCtx(w->cctx, p, w->zcap - (size_t)(p - w->zbuf),
+					w->chunk + GMT_CHUNK_HEADER_SIZE, payload, ZSTD_LEVEL);
+	if (z->ZSTD_isError(n) || head + n >= payload)
+		return 0;
+	return head + n;
+}
+
 int gmt_writer_flush(struct gmt_writer *w)
 {
 	if (w->failed)
@@ -142,12 +187,17 @@ int gmt_writer_flush(struct gmt_writer *w)
 	if (w->len <= GMT_CHUNK_HEADER_SIZE)
 		return 0;
 	uint32_t payload = (uint32_t)(w->len - GMT_CHUNK_HEADER_SIZE);
-	gmt_put_le32(w->chunk, GMT_CHUNK_MAGIC);
-	gmt_put_le32(w->chunk + 4, payload);
-	gmt_put_le32(w->chunk + 8, w->seq++);
-	gmt_put_le32(w->chunk + 12, gmt_crc32c(0, w->chunk + GMT_CHUNK_HEADER_SIZE, payload));
+	size_t zlen = w->zstate == ZS_ON ? compress_chunk(w, payload) : 0;
+	uint8_t *c = zlen ? w->zbuf : w->chunk;
+	uint32_t len = zlen ? (uint32_t)zlen : payload;
+	gmt_put_le32(c, zlen ? GMT_CHUNK_MAGIC_ZSTD : GMT_CHUNK_MAGIC);
+	gmt_put_le32(c + 4, len);
+	gmt_put_le32(c + 8, w->seq++);
+	gmt_put_le32(c + 12, gmt_crc32c(0, c + GMT_CHUNK_HEADER_SIZE, len));
+	w->raw_bytes += payload;
+	w->disk_bytes += len;
 	/* One write per chunk: a kill leaves whole chunks and one torn tail. */
-	write_all(w, w->chunk, w->len);
+	write_all(w, c, GMT_CHUNK_HEADER_SIZE + (size_t)len);
 	w->len = GMT_CHUNK_HEADER_SIZE;
 	return w->failed ? -1 : 0;
 }
@@ -282,7 +332,7 @@ static void put_process(struct gmt_writer *w)
 	commit(w, p);
 }
 
-int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth)
+int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress)
 {
 	char base[4096];
 	if (expand_template(path_template, base, sizeof base) < 0) {
@@ -311,7 +361,8 @@ int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_d
 
 	put_process(w);
 	gmt_writer_scan_modules(w);
-	gmt_writer_flush(w);
+	gmt_writer_flush(w); /* on the hook path: uncompressed */
+	w->zstate = compress ? ZS_WANTED : ZS_OFF;
 	return w->failed ? -1 : 0;
 }
 
@@ -326,6 +377,9 @@ static void free_state(struct gmt_writer *w)
 	gmt_symbolizer_free(w->sym);
 	gmt_stacks_reset(&w->stacks);
 	gmt_modules_reset(&w->modules);
+	if (w->cctx)
+		gmt_zstd_get(NULL)->ZSTD_freeCCtx(w->cctx);
+	free(w->zbuf);
 	free(w->chunk);
 	free(w->ev);
 	memset(w, 0, sizeof *w);

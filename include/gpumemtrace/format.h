@@ -1,5 +1,5 @@
-/* gpumemtrace trace format, version 2 (readers also take version 1). Shared by the library and the
- * CLI.
+/* gpumemtrace trace format, version 3 (readers also take versions 1 and 2). Shared by the
+ * library and the CLI.
  *
  * docs/trace-format.md is the prose; `gpumemtrace dump` is the spec you can
  * run. Every multi-byte fixed field is little-endian and is written byte by
@@ -14,7 +14,15 @@
  *
  * A chunk is written with one write(), so a killed process leaves whole
  * chunks plus at most one torn tail, which the CRC exposes. The payload is a
- * sequence of records, each a varint tag followed by its body (below). */
+ * sequence of records, each a varint tag followed by its body (below).
+ *
+ * Version 3 adds the compressed chunk: magic GMTZ, the same header (len is
+ * the payload's length on disk, the CRC covers those bytes), and a payload
+ * of v raw_len + one zstd frame that decompresses to exactly raw_len bytes
+ * (raw_len <= GMT_CHUNK_MAX_PAYLOAD) of records, as a GMTC payload holds. A
+ * writer uses it only when it is smaller; GMTC and GMTZ chunks mix freely.
+ * A frame that does not decompress, or not to raw_len bytes, makes the
+ * chunk corrupt, as a CRC mismatch does. */
 #ifndef GPUMEMTRACE_FORMAT_H
 #define GPUMEMTRACE_FORMAT_H
 
@@ -22,7 +30,7 @@
 
 #define GMT_MAGIC	       "\x89GMTRACE" /* 8 bytes; the high byte catches 7-bit mangling */
 #define GMT_MAGIC_LEN	       8
-#define GMT_FORMAT_VERSION     2
+#define GMT_FORMAT_VERSION     3
 #define GMT_FORMAT_VERSION_MIN 1 /* oldest version readers still take */
 #define GMT_HEADER_SIZE	       64
 #define GMT_ENDIAN_LITTLE      1
@@ -45,6 +53,7 @@ enum gmt_feature {
 };
 
 #define GMT_CHUNK_MAGIC	      0x43544d47u /* "GMTC" little-endian */
+#define GMT_CHUNK_MAGIC_ZSTD  0x5a544d47u /* "GMTZ": zstd payload (version 3) */
 #define GMT_CHUNK_HEADER_SIZE 16
 #define GMT_CHUNK_MAX_PAYLOAD (16u << 20)
 

@@ -684,7 +684,7 @@ static void test_headers(void)
 	size_t len;
 	const uint8_t *p = tb_data(b, &len);
 	o = read_all(write_bytes("future.gmt", p, len));
-	check(o.open_code == GMT_READ_ERR_VERSION && strstr(o.msg, "unsupported future version 3"),
+	check(o.open_code == GMT_READ_ERR_VERSION && strstr(o.msg, "unsupported future version 4"),
 	      "future version: unsupported (%s)", o.msg);
 	tb_free(b);
 
