@@ -2,7 +2,8 @@
 """Test tool: rewrites a trace's chunks as GMTZ (zstd) chunks, through the
 same libzstd.so.1 the tracer loads (ctypes), and damages them on request.
 
-  gmtz.py compress IN OUT             every chunk compressed (even if larger)
+  gmtz.py compress IN OUT             every chunk compressed (even if larger),
+                                      the header's version raised to 3
   gmtz.py damage IN OUT HOW           the 2nd GMTZ chunk damaged, its CRC
                                       recomputed so only the zstd layer is
                                       wrong. HOW: magic (the frame's magic),
@@ -66,6 +67,8 @@ def main():
     hsize = struct.unpack_from("<H", data, 10)[0]
     out = bytearray(data[:hsize])
     if cmd == "compress":
+        if struct.unpack_from("<H", out, 8)[0] < 3:  # GMTZ is version 3
+            struct.pack_into("<H", out, 8, 3)
         z = ctypes.CDLL("libzstd.so.1")
         z.ZSTD_compressBound.restype = ctypes.c_size_t
         z.ZSTD_compress.restype = ctypes.c_size_t
