@@ -209,9 +209,10 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 		fputc('\n', f);
 		return;
 	case GMT_REC_EVENTS:
-		fprintf(f, "EVENTS tid %" PRIu64 " base %s count %" PRIu64 "\n", rec->u.events.tid,
+		fprintf(f, "EVENTS tid %" PRIu64 " base %s count %" PRIu64 "%s\n",
+			rec->u.events.tid,
 			fmt_reltime(b1, (int64_t)(rec->u.events.base_time_ns - mono0)),
-			rec->u.events.count);
+			rec->u.events.count, rec->u.events.columns ? " (columns)" : "");
 		return;
 	case GMT_REC_EVENT: {
 		const struct gmt_event *e = &rec->u.event;

@@ -24,6 +24,8 @@ struct dec {
 	/* the EVENTS batch being handed out */
 	uint64_t ev_left, ev_tid, ev_time, ev_ptr, ev_stack;
 	int64_t ev_dev;
+	int ev_cols; /* an EVENTCOLS batch: its fields come from col[] */
+	struct gmt_cursor col[GMT_EV_COLUMNS];
 };
 
 struct gmt_reader {
@@ -348,29 +350,47 @@ static uint64_t left_bytes(const struct gmt_cursor *c)
 
 static int dec_event(struct dec *d, struct gmt_record *rec)
 {
-	struct gmt_cursor *c = &d->c;
+	/* rows: every field from the record; columns: each from its own */
+	struct gmt_cursor *f[GMT_EV_COLUMNS];
+	for (int i = 0; i < GMT_EV_COLUMNS; i++)
+		f[i] = d->ev_cols ? &d->col[i] : &d->c;
 	struct gmt_event *e = &rec->u.event;
 	rec->type = GMT_REC_EVENT;
-	rec->offset = d->base_offset + (uint64_t)(c->p - d->base);
-	uint64_t head = gmt_get_varint(c);
-	uint64_t dt = gmt_get_varint(c);
-	uint64_t dptr = gmt_get_varint(c);
-	uint64_t size = gmt_get_varint(c);
-	uint64_t dstk = gmt_get_varint(c);
+	rec->offset = d->base_offset + (uint64_t)(f[0]->p - d->base);
+	uint64_t head = gmt_get_varint(f[0]);
+	uint64_t dt = gmt_get_varint(f[1]);
+	uint64_t dptr = 0;
+	if (!d->ev_cols) {
+		dptr = gmt_get_varint(f[2]);
+	} else if (f[2]->end - f[2]->p >= 8) { /* EVENTCOLS: the pointer, 8 bytes */
+		dptr = gmt_get_le64(f[2]->p) - d->ev_ptr;
+		f[2]->p += 8;
+	} else {
+		f[2]->bad = 1;
+	}
+	uint64_t size = gmt_get_varint(f[3]);
+	uint64_t dstk = gmt_get_varint(f[4]);
+	struct gmt_cursor *o = f[5];
 	memset(e, 0, sizeof(*e));
 	if (head & GMT_EV_FAILED)
-		e->result = gmt_get_varint(c);
+		e->result = gmt_get_varint(o);
 	if (head & GMT_EV_DEV_CHANGED)
-		d->ev_dev = gmt_get_zigzag(c);
+		d->ev_dev = gmt_get_zigzag(o);
 	if (head & GMT_EV_HAS_AUX)
-		e->aux = gmt_get_varint(c);
+		e->aux = gmt_get_varint(o);
 	if (head & GMT_EV_HAS_AUX2)
-		e->aux2 = gmt_get_varint(c);
-	if (c->bad || (head >> GMT_EV_API_SHIFT) > UINT32_MAX)
+		e->aux2 = gmt_get_varint(o);
+	int bad = 0;
+	for (int i = 0; i < GMT_EV_COLUMNS; i++) {
+		bad |= f[i]->bad;
+		/* the last event of EVENTCOLS uses up every column exactly */
+		bad |= d->ev_cols && d->ev_left == 1 && f[i]->p != f[i]->end;
+	}
+	if (bad || (head >> GMT_EV_API_SHIFT) > UINT32_MAX)
 		return DEC_BAD;
 	/* deltas are two's complement differences: wrap-around is exact */
 	d->ev_time += dt;
-	d->ev_ptr += (uint64_t)gmt_unzigzag(dptr);
+	d->ev_ptr += d->ev_cols ? dptr : (uint64_t)gmt_unzigzag(dptr);
 	d->ev_stack += (uint64_t)gmt_unzigzag(dstk);
 	e->index = d->event_index++;
 	e->time_ns = d->ev_time;
@@ -480,6 +500,39 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 		/* each event takes >= 5 bytes */
 		if (c->bad || rec->u.events.count > left_bytes(c) / 5)
 			return DEC_BAD;
+		rec->u.events.columns = false;
+		d->ev_cols = 0;
+		goto events;
+	case GMT_TAG_EVENTCOLS: {
+		rec->type = GMT_REC_EVENTS;
+		rec->u.events.tid = gmt_get_varint(c);
+		rec->u.events.base_time_ns = gmt_get_varint(c);
+		rec->u.events.count = gmt_get_varint(c);
+		rec->u.events.columns = true;
+		uint64_t len[GMT_EV_COLUMNS], total = 0;
+		for (int i = 0; i < GMT_EV_COLUMNS; i++) {
+			len[i] = gmt_get_varint(c);
+			if (c->bad || len[i] > left_bytes(c) - total)
+				return DEC_BAD;
+			total += len[i];
+		}
+		/* each event takes >= 1 byte in each of the first five columns,
+		 * exactly 8 in the pointer's */
+		uint64_t n = rec->u.events.count;
+		for (int i = 0; i < GMT_EV_COLUMNS - 1; i++)
+			if (n > len[i] || (!n && len[i]))
+				return DEC_BAD;
+		if (len[2] != 8 * n)
+			return DEC_BAD;
+		if (!n && len[GMT_EV_COLUMNS - 1])
+			return DEC_BAD;
+		for (int i = 0; i < GMT_EV_COLUMNS; i++) {
+			d->col[i] = (struct gmt_cursor){c->p, c->p + len[i], 0};
+			c->p += len[i];
+		}
+		d->ev_cols = 1;
+	}
+	events:
 		d->ev_left = rec->u.events.count;
 		d->ev_tid = rec->u.events.tid;
 		d->ev_time = rec->u.events.base_time_ns;
@@ -592,6 +645,8 @@ static int zero_tail(struct gmt_reader *r, uint64_t off)
 
 static const char *tag_name(uint64_t tag)
 {
+	if (tag == GMT_TAG_EVENTCOLS)
+		return "EVENTCOLS";
 	return tag >= 1 && tag <= GMT_TAG_MAX_ ? gmt_rec_type_name((int)tag) : "unknown";
 }
 

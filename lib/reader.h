@@ -180,6 +180,7 @@ struct gmt_record {
 		} thread;
 		struct {
 			uint64_t tid, base_time_ns, count;
+			bool columns; /* on disk as EVENTCOLS */
 		} events;
 		struct gmt_event event;
 		struct {

@@ -473,25 +473,77 @@ static void put_new_nodes(struct gmt_writer *w)
 	}
 }
 
+/* Copies one varint from *src to *dst, advancing both. */
+static inline void copy_varint(uint8_t **dst, const uint8_t **src)
+{
+	uint8_t *d = *dst;
+	const uint8_t *s = *src;
+	do
+		*d++ = *s;
+	while (*s++ & 0x80);
+	*dst = d;
+	*src = s;
+}
+
+/* The batch in w->ev (rows, as put_event wrote them; w->ev_col holds each
+ * column's length) as the columns of an EVENTCOLS record. Only when chunks
+ * are compressed: zstd finds like bytes together; plain chunks gain nothing. */
+static uint8_t *put_columns(struct gmt_writer *w, uint8_t *p)
+{
+	/* optional fields per head: one varint per set bit of its low four */
+	static const uint8_t nopt[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+	uint8_t *col[GMT_EV_COLUMNS];
+	for (int i = 0; i < GMT_EV_COLUMNS; i++)
+		p = gmt_put_varint(p, w->ev_col[i]);
+	for (int i = 0; i < GMT_EV_COLUMNS; i++) {
+		col[i] = p;
+		p += w->ev_col[i];
+	}
+	uint64_t ptr = 0;
+	const uint8_t *e = w->ev, *end = w->ev + w->ev_len;
+	while (e < end) {
+		unsigned opt = nopt[e[0] & 0xf]; /* the head's low bits are in its first byte */
+		copy_varint(&col[0], &e);
+		copy_varint(&col[1], &e);
+		struct gmt_cursor pc = {e, end, 0};
+		ptr += (uint64_t)gmt_unzigzag(gmt_get_varint(&pc));
+		e = pc.p;
+		gmt_put_le64(col[2], ptr); /* whole: a free repeats its alloc's 8 bytes */
+		col[2] += 8;
+		copy_varint(&col[3], &e);
+		copy_varint(&col[4], &e);
+		for (unsigned k = 0; k < opt; k++)
+			copy_varint(&col[5], &e);
+	}
+	return p;
+}
+
 void gmt_writer_end_batch(struct gmt_writer *w)
 {
 	put_new_nodes(w);
 	if (!w->ev_count)
 		return;
-	uint8_t *p = room(w, w->ev_len + 4 * GMT_VARINT_MAX);
+	uint8_t *p = room(w, w->ev_len + (4 + GMT_EV_COLUMNS) * GMT_VARINT_MAX);
 	if (!p) { /* out of memory: counted as lost, never silent */
 		w->lost += w->ev_count;
 		w->events -= w->ev_count;
 	}
 	if (p) {
-		p = gmt_put_varint(p, GMT_TAG_EVENTS);
+		int cols = w->zstate == ZS_ON;
+		p = gmt_put_varint(p, cols ? GMT_TAG_EVENTCOLS : GMT_TAG_EVENTS);
 		p = gmt_put_varint(p, (uint64_t)w->ev_tid);
 		p = gmt_put_varint(p, w->ev_base);
 		p = gmt_put_varint(p, w->ev_count);
-		memcpy(p, w->ev, w->ev_len);
-		commit(w, p + w->ev_len);
+		if (cols) {
+			p = put_columns(w, p);
+		} else {
+			memcpy(p, w->ev, w->ev_len);
+			p += w->ev_len;
+		}
+		commit(w, p);
 	}
 	w->ev_len = 0;
+	memset(w->ev_col, 0, sizeof w->ev_col);
 	w->ev_count = 0;
 	w->ev_tid = -1;
 }
@@ -533,12 +585,19 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 		head |= GMT_EV_FAILED;
 	if (e->device != w->ev_prev_dev)
 		head |= GMT_EV_DEV_CHANGED;
-	uint8_t *p = w->ev + w->ev_len;
+	/* each field's length counted for EVENTCOLS (the pointer: 8 bytes) */
+	uint8_t *p = w->ev + w->ev_len, *q = p;
 	p = gmt_put_varint(p, head);
-	p = gmt_put_varint(p, e->time_ns - w->ev_prev_time);
+	w->ev_col[0] += (uint32_t)(p - q);
+	p = gmt_put_varint(q = p, e->time_ns - w->ev_prev_time);
+	w->ev_col[1] += (uint32_t)(p - q);
 	p = gmt_put_varint(p, gmt_zigzag((int64_t)(e->ptr - w->ev_prev_ptr)));
-	p = gmt_put_varint(p, e->size);
-	p = gmt_put_varint(p, gmt_zigzag((int64_t)stack - (int64_t)w->ev_prev_stack));
+	w->ev_col[2] += 8;
+	p = gmt_put_varint(q = p, e->size);
+	w->ev_col[3] += (uint32_t)(p - q);
+	p = gmt_put_varint(q = p, gmt_zigzag((int64_t)stack - (int64_t)w->ev_prev_stack));
+	w->ev_col[4] += (uint32_t)(p - q);
+	q = p;
 	if (head & GMT_EV_FAILED)
 		p = gmt_put_varint(p, e->result);
 	if (head & GMT_EV_DEV_CHANGED)
@@ -547,6 +606,7 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 		p = gmt_put_varint(p, e->aux);
 	if (head & GMT_EV_HAS_AUX2)
 		p = gmt_put_varint(p, e->aux2);
+	w->ev_col[5] += (uint32_t)(p - q);
 	w->ev_len = (size_t)(p - w->ev);
 	w->ev_count++;
 	w->ev_prev_time = e->time_ns;

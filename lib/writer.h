@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpumemtrace/format.h"
 #include "modules.h"
 #include "ring.h"
 #include "stacks.h"
@@ -34,6 +35,7 @@ struct gmt_writer {
 	/* The EVENTS record being built, one thread's batch. */
 	uint8_t *ev;
 	size_t ev_len, ev_cap;
+	uint32_t ev_col[GMT_EV_COLUMNS]; /* EVENTCOLS column lengths of the batch */
 	uint32_t ev_count;
 	int ev_tid;
 	uint64_t ev_base, ev_prev_time, ev_prev_ptr;

@@ -107,6 +107,16 @@ enum gmt_feature {
  *          thread ran Python but did not hold the GIL, so its Python frames
  *          could not be read. PYFRAMEs may follow the stack nodes that use
  *          them: readers resolve them after the whole file. (version 2)
+ * EVENTCOLS  the same events as EVENTS, one column per field, so that
+ *          zstd sees like bytes together (written in place of EVENTS when
+ *          chunks are compressed; version 3): v tid, v base_time_ns,
+ *          v count, 6 x v column length in bytes, then the columns: every
+ *          event's head, dt, ptr, size, dstk, and last its optional fields
+ *          ([result] [device] [aux] [aux2], event by event). The ptr
+ *          column holds each pointer whole, u64 little-endian (a free then
+ *          repeats its allocation's 8 bytes, which zstd finds), not dptr.
+ *          Each column holds exactly count values (the optional one: what
+ *          the heads call for). Read as an EVENTS record.
  * TRAILER  v end_time_ns, v events, v lost, v stack_nodes, v reason
  *          (GMT_END_*). Complete trace: the last record read is a TRAILER.
  *          A TRAILER followed by more chunks (a failed exec) is not final. */
@@ -122,10 +132,11 @@ enum gmt_tag {
 	GMT_TAG_NOTE = 9,
 	GMT_TAG_TRAILER = 10,
 	GMT_TAG_MEMINFO = 11,
-	GMT_TAG_SAMPLE = 12,  /* version 2 */
-	GMT_TAG_RANGE = 13,   /* version 2 */
-	GMT_TAG_PYFRAME = 14, /* version 2 */
-	GMT_TAG_MAX_ = 14,
+	GMT_TAG_SAMPLE = 12,	/* version 2 */
+	GMT_TAG_RANGE = 13,	/* version 2 */
+	GMT_TAG_PYFRAME = 14,	/* version 2 */
+	GMT_TAG_EVENTCOLS = 15, /* version 3 */
+	GMT_TAG_MAX_ = 15,
 };
 
 /* SAMPLE flags and reasons. */
@@ -173,6 +184,7 @@ enum gmt_end_reason {
 #define GMT_EV_HAS_AUX2	   0x4u
 #define GMT_EV_DEV_CHANGED 0x8u
 #define GMT_EV_API_SHIFT   4
+#define GMT_EV_COLUMNS	   6 /* EVENTCOLS: head, dt, dptr, size, dstk, optional */
 
 /* What an API does to the live set. */
 enum gmt_op {
