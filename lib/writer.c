@@ -523,13 +523,16 @@ void gmt_writer_end_batch(struct gmt_writer *w)
 	put_new_nodes(w);
 	if (!w->ev_count)
 		return;
-	uint8_t *p = room(w, w->ev_len + (4 + GMT_EV_COLUMNS) * GMT_VARINT_MAX);
+	int cols = w->zstate == ZS_ON;
+	size_t body = cols ? 0 : w->ev_len;
+	for (int i = 0; cols && i < GMT_EV_COLUMNS; i++)
+		body += w->ev_col[i]; /* whole pointers: more room than their deltas */
+	uint8_t *p = room(w, body + (4 + GMT_EV_COLUMNS) * GMT_VARINT_MAX);
 	if (!p) { /* out of memory: counted as lost, never silent */
 		w->lost += w->ev_count;
 		w->events -= w->ev_count;
 	}
 	if (p) {
-		int cols = w->zstate == ZS_ON;
 		p = gmt_put_varint(p, cols ? GMT_TAG_EVENTCOLS : GMT_TAG_EVENTS);
 		p = gmt_put_varint(p, (uint64_t)w->ev_tid);
 		p = gmt_put_varint(p, w->ev_base);

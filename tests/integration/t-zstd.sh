@@ -37,6 +37,13 @@ events_of d0.txt >e0.txt
 events_of d1.txt >e1.txt
 cmp -s e0.txt e1.txt || fail "events differ: $(diff e0.txt e1.txt | head -5)"
 
+echo "== many threads: batches of small pointer deltas (whole pointers are bigger)"
+GPUMEMTRACE_OUTPUT=m.gmt traced "$PROG_DIR/threads" 8 100000 >/dev/null ||
+	fail "8 threads: the traced program failed"
+"$GMT_CLI" summary --json m.gmt >m.json || fail "8 threads: summary"
+expect_eq "8 threads: events" "$(json m.json 'd["events"]')" 1600001
+expect_eq "8 threads: complete" "$(json m.json 'd["complete"]')" True
+
 echo "== a trace compressed reads exactly as uncompressed"
 gmtz compress c0.gmt z.gmt
 "$GMT_CLI" dump z.gmt | grep -q '^@[0-9]* *CHUNK #1 .* zstd raw [0-9]* bytes$' ||
