@@ -194,8 +194,6 @@ int gmt_writer_flush(struct gmt_writer *w)
 	gmt_put_le32(c + 4, len);
 	gmt_put_le32(c + 8, w->seq++);
 	gmt_put_le32(c + 12, gmt_crc32c(0, c + GMT_CHUNK_HEADER_SIZE, len));
-	w->raw_bytes += payload;
-	w->disk_bytes += len;
 	/* One write per chunk: a kill leaves whole chunks and one torn tail. */
 	write_all(w, c, GMT_CHUNK_HEADER_SIZE + (size_t)len);
 	w->len = GMT_CHUNK_HEADER_SIZE;

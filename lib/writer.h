@@ -30,7 +30,6 @@ struct gmt_writer {
 	struct ZSTD_CCtx_s *cctx; /* reused by every chunk */
 	uint8_t *zbuf;		  /* the compressed chunk, header included */
 	size_t zcap;
-	uint64_t raw_bytes, disk_bytes; /* payload bytes before and after compression */
 
 	/* The EVENTS record being built, one thread's batch. */
 	uint8_t *ev;
