@@ -2,9 +2,9 @@
 # Objects under $(BUILD)/obj/cli/ (built without -fPIC, unlike the library's).
 
 CLI := $(BUILD)/gpumemtrace
-CLI_SRCS := $(wildcard cli/*.c) lib/reader.c lib/crc32c.c lib/symbolize.c
+CLI_SRCS := $(wildcard cli/*.c) lib/reader.c lib/crc32c.c lib/symbolize.c lib/zstd.c
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/cli/%.o,$(CLI_SRCS))
-CLI_LIBS := -ldw -lelf -lz -lm
+CLI_LIBS := -ldw -lelf -lz -lm -ldl -lpthread
 
 $(BUILD)/obj/cli/%.o: %.c
 	@mkdir -p $(dir $@)

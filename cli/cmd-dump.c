@@ -12,7 +12,10 @@ static const char help[] =
     "usage: gpumemtrace dump TRACE...\n"
     "\n"
     "Prints the header, then every record of the trace, one line each, prefixed\n"
-    "with its file offset: chunk boundaries, process, modules, devices, stack\n"
+    "with its file offset (in a zstd-compressed chunk: the chunk's payload\n"
+    "offset plus the offset in the decompressed payload): chunk boundaries\n"
+    "(a compressed one with its size on disk and decompressed), process,\n"
+    "modules, devices, stack\n"
     "nodes, threads, event batches and each event (API, time since the trace\n"
     "start, thread, device, pointer, size, per-API fields, result, stack id),\n"
     "lost events, symbols, notes, the trailer. The last line says how the\n"
@@ -138,9 +141,12 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 	case GMT_REC_CHUNK:
 		fprintf(f,
 			"CHUNK #%" PRIu64 " seq %" PRIu64 " payload %" PRIu32
-			" bytes crc32c 0x%08" PRIx32 "\n",
+			" bytes crc32c 0x%08" PRIx32,
 			rec->u.chunk.index, rec->u.chunk.seq, rec->u.chunk.payload_len,
 			rec->u.chunk.crc);
+		if (rec->u.chunk.zstd)
+			fprintf(f, " zstd raw %" PRIu32 " bytes", rec->u.chunk.raw_len);
+		fputc('\n', f);
 		return;
 	case GMT_REC_PROCESS: {
 		typeof(rec->u.process) const *p = &rec->u.process;
@@ -203,9 +209,10 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 		fputc('\n', f);
 		return;
 	case GMT_REC_EVENTS:
-		fprintf(f, "EVENTS tid %" PRIu64 " base %s count %" PRIu64 "\n", rec->u.events.tid,
+		fprintf(f, "EVENTS tid %" PRIu64 " base %s count %" PRIu64 "%s\n",
+			rec->u.events.tid,
 			fmt_reltime(b1, (int64_t)(rec->u.events.base_time_ns - mono0)),
-			rec->u.events.count);
+			rec->u.events.count, rec->u.events.columns ? " (columns)" : "");
 		return;
 	case GMT_REC_EVENT: {
 		const struct gmt_event *e = &rec->u.event;

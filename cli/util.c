@@ -94,6 +94,9 @@ struct gmt_reader *cli_open(const char *cmd, const char *path, int *rc)
 	if (err.code == GMT_READ_ERR_OPEN) {
 		cli_error(cmd, "cannot open %s: %s", path, err.msg);
 		*rc = EXIT_INPUT;
+	} else if (err.code == GMT_READ_ERR_ZSTD) {
+		cli_error(cmd, "cannot read %s: %s", path, err.msg);
+		*rc = EXIT_INPUT;
 	} else {
 		cli_error(cmd, "%s: %s", path, err.msg);
 		*rc = EXIT_TRACE;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "zstd.h"
 
 /* Decoding state inside one chunk's payload. Copied for the validation
  * pass, so checking a chunk never disturbs the real pass. */
@@ -23,6 +24,8 @@ struct dec {
 	/* the EVENTS batch being handed out */
 	uint64_t ev_left, ev_tid, ev_time, ev_ptr, ev_stack;
 	int64_t ev_dev;
+	int ev_cols; /* an EVENTCOLS batch: its fields come from col[] */
+	struct gmt_cursor col[GMT_EV_COLUMNS];
 };
 
 struct gmt_reader {
@@ -35,9 +38,14 @@ struct gmt_reader {
 	uint32_t chunk_len, chunk_crc;
 	int chunk_pending; /* the CHUNK pseudo-record is still to be handed out */
 	int last_type;	   /* the last real record handed out */
+	int chunk_zstd;	   /* the chunk is GMTZ: chunk_raw_len bytes decompressed */
+	uint32_t chunk_raw_len;
 	struct dec dec;
-	uint8_t *payload;
+	uint8_t *payload; /* the chunk's records (decompressed for GMTZ) */
 	size_t payload_cap;
+	uint8_t *zbuf; /* a GMTZ chunk as on disk */
+	size_t zbuf_cap;
+	ZSTD_DCtx *dctx;
 	/* per-record scratch: string copies, argv, env, stack nodes */
 	char *arena;
 	size_t arena_cap, arena_used;
@@ -132,6 +140,24 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* Walks the chunk headers (only when libzstd is missing) so that a trace
+ * that needs it fails at open, before a command prints anything. */
+static int has_zstd_chunk(int fd, uint64_t off, uint64_t size)
+{
+	uint8_t h[GMT_CHUNK_HEADER_SIZE];
+	while (size - off >= GMT_CHUNK_HEADER_SIZE && read_at(fd, h, sizeof(h), off) == 0) {
+		uint32_t magic = gmt_get_le32(h);
+		if (magic == GMT_CHUNK_MAGIC_ZSTD)
+			return 1;
+		if (magic != GMT_CHUNK_MAGIC)
+			return 0;
+		off += GMT_CHUNK_HEADER_SIZE + (uint64_t)gmt_get_le32(h + 4);
+		if (off > size)
+			return 0;
+	}
+	return 0;
+}
+
 struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 {
 	memset(err, 0, sizeof(*err));
@@ -216,6 +242,14 @@ struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 		goto fail;
 	}
 
+	const char *why;
+	if (hdr.version >= 3 && !gmt_zstd_get(&why) && has_zstd_chunk(fd, hdr.header_size, size)) {
+		set_err(err, GMT_READ_ERR_ZSTD, 0,
+			"has zstd-compressed chunks and " GMT_ZSTD_SONAME " cannot be loaded (%s)",
+			why);
+		goto fail;
+	}
+
 	struct gmt_reader *r = calloc(1, sizeof(*r));
 	if (!r) {
 		set_err(err, GMT_READ_ERR_OPEN, ENOMEM, "%s", strerror(ENOMEM));
@@ -236,6 +270,9 @@ void gmt_reader_close(struct gmt_reader *r)
 	if (!r)
 		return;
 	close(r->fd);
+	if (r->dctx)
+		gmt_zstd_get(NULL)->ZSTD_freeDCtx(r->dctx);
+	free(r->zbuf);
 	free(r->payload);
 	free(r->arena);
 	free(r->argv);
@@ -349,29 +386,70 @@ static inline uint64_t ev_varint(struct gmt_cursor *c)
 	return 0;
 }
 
+/* The next event of an EVENTCOLS batch: each field from its own column,
+ * the pointer whole. */
+static int dec_ev_cols(struct dec *d, struct gmt_event *e, uint64_t *head, uint64_t *dt,
+		       uint64_t *ptr, uint64_t *size, uint64_t *dstk)
+{
+	struct gmt_cursor *f = d->col, *o = &d->col[GMT_EV_COLUMNS - 1];
+	*head = ev_varint(&f[0]);
+	*dt = ev_varint(&f[1]);
+	if (f[2].end - f[2].p >= 8) {
+		*ptr = gmt_get_le64(f[2].p);
+		f[2].p += 8;
+	} else {
+		f[2].bad = 1;
+	}
+	*size = ev_varint(&f[3]);
+	*dstk = ev_varint(&f[4]);
+	e->result = e->aux = e->aux2 = 0;
+	if (*head & GMT_EV_FAILED)
+		e->result = ev_varint(o);
+	if (*head & GMT_EV_DEV_CHANGED)
+		d->ev_dev = gmt_unzigzag(ev_varint(o));
+	if (*head & GMT_EV_HAS_AUX)
+		e->aux = ev_varint(o);
+	if (*head & GMT_EV_HAS_AUX2)
+		e->aux2 = ev_varint(o);
+	int bad = 0;
+	for (int i = 0; i < GMT_EV_COLUMNS; i++) {
+		bad |= f[i].bad;
+		/* the last event of the batch uses up every column exactly */
+		bad |= d->ev_left == 1 && f[i].p != f[i].end;
+	}
+	return bad;
+}
+
 /* The next event of the batch into *e. */
 static int dec_ev(struct dec *d, struct gmt_event *e)
 {
-	struct gmt_cursor *c = &d->c;
-	uint64_t head = ev_varint(c);
-	uint64_t dt = ev_varint(c);
-	uint64_t dptr = ev_varint(c);
-	uint64_t size = ev_varint(c);
-	uint64_t dstk = ev_varint(c);
-	e->result = e->aux = e->aux2 = 0;
-	if (head & GMT_EV_FAILED)
-		e->result = ev_varint(c);
-	if (head & GMT_EV_DEV_CHANGED)
-		d->ev_dev = gmt_unzigzag(ev_varint(c));
-	if (head & GMT_EV_HAS_AUX)
-		e->aux = ev_varint(c);
-	if (head & GMT_EV_HAS_AUX2)
-		e->aux2 = ev_varint(c);
-	if (c->bad || (head >> GMT_EV_API_SHIFT) > UINT32_MAX)
+	uint64_t head, dt, dptr = 0, size, dstk, ptr = 0;
+	int bad;
+	if (d->ev_cols) {
+		bad = dec_ev_cols(d, e, &head, &dt, &ptr, &size, &dstk);
+	} else {
+		struct gmt_cursor *c = &d->c;
+		head = ev_varint(c);
+		dt = ev_varint(c);
+		dptr = ev_varint(c);
+		size = ev_varint(c);
+		dstk = ev_varint(c);
+		e->result = e->aux = e->aux2 = 0;
+		if (head & GMT_EV_FAILED)
+			e->result = ev_varint(c);
+		if (head & GMT_EV_DEV_CHANGED)
+			d->ev_dev = gmt_unzigzag(ev_varint(c));
+		if (head & GMT_EV_HAS_AUX)
+			e->aux = ev_varint(c);
+		if (head & GMT_EV_HAS_AUX2)
+			e->aux2 = ev_varint(c);
+		bad = c->bad;
+	}
+	if (bad || (head >> GMT_EV_API_SHIFT) > UINT32_MAX)
 		return DEC_BAD;
 	/* deltas are two's complement differences: wrap-around is exact */
 	d->ev_time += dt;
-	d->ev_ptr += (uint64_t)gmt_unzigzag(dptr);
+	d->ev_ptr = d->ev_cols ? ptr : d->ev_ptr + (uint64_t)gmt_unzigzag(dptr);
 	d->ev_stack += (uint64_t)gmt_unzigzag(dstk);
 	e->index = d->event_index++;
 	e->time_ns = d->ev_time;
@@ -386,18 +464,28 @@ static int dec_ev(struct dec *d, struct gmt_event *e)
 	return DEC_RECORD;
 }
 
+/* Where the next event of the batch starts (the head column's place in an
+ * EVENTCOLS batch): for offsets in messages. */
+static const uint8_t *ev_at(const struct dec *d)
+{
+	return d->ev_cols ? d->col[0].p : d->c.p;
+}
+
 static int dec_event(struct dec *d, struct gmt_record *rec)
 {
 	rec->type = GMT_REC_EVENT;
-	rec->offset = d->base_offset + (uint64_t)(d->c.p - d->base);
+	rec->offset = d->base_offset + (uint64_t)(ev_at(d) - d->base);
 	return dec_ev(d, &rec->u.event);
 }
 
-/* Moves the real pass past cached events [i, i + n) of the chunk. */
+/* Moves the real pass past cached events [i, i + n) of the chunk. An
+ * EVENTCOLS batch is cached whole or not at all, and its record header has
+ * moved the cursor past its columns already: only rows move it here. */
 static void take_cached(struct gmt_reader *r, struct dec *d, size_t i, size_t n)
 {
 	const struct gmt_event *last = &r->cache[i + n - 1];
-	d->c.p = r->cache_end[i + n - 1];
+	if (!d->ev_cols)
+		d->c.p = r->cache_end[i + n - 1];
 	d->event_index += n;
 	d->ev_left -= n;
 	/* what decoding the next event of the batch starts from */
@@ -416,7 +504,7 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 	if (d->ev_left && d == &r->dec && d->event_index - r->cache_first < r->ncache) {
 		size_t i = d->event_index - r->cache_first;
 		rec->type = GMT_REC_EVENT;
-		rec->offset = d->base_offset + (uint64_t)(d->c.p - d->base);
+		rec->offset = d->base_offset + (uint64_t)(ev_at(d) - d->base);
 		rec->u.event = r->cache[i];
 		take_cached(r, d, i, 1);
 		return DEC_RECORD;
@@ -510,6 +598,39 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 		/* each event takes >= 5 bytes */
 		if (c->bad || rec->u.events.count > left_bytes(c) / 5)
 			return DEC_BAD;
+		rec->u.events.columns = false;
+		d->ev_cols = 0;
+		goto events;
+	case GMT_TAG_EVENTCOLS: {
+		rec->type = GMT_REC_EVENTS;
+		rec->u.events.tid = gmt_get_varint(c);
+		rec->u.events.base_time_ns = gmt_get_varint(c);
+		rec->u.events.count = gmt_get_varint(c);
+		rec->u.events.columns = true;
+		uint64_t len[GMT_EV_COLUMNS], total = 0;
+		for (int i = 0; i < GMT_EV_COLUMNS; i++) {
+			len[i] = gmt_get_varint(c);
+			if (c->bad || len[i] > left_bytes(c) - total)
+				return DEC_BAD;
+			total += len[i];
+		}
+		/* each event takes >= 1 byte in each of the first five columns,
+		 * exactly 8 in the pointer's */
+		uint64_t n = rec->u.events.count;
+		for (int i = 0; i < GMT_EV_COLUMNS - 1; i++)
+			if (n > len[i] || (!n && len[i]))
+				return DEC_BAD;
+		if (len[2] != 8 * n)
+			return DEC_BAD;
+		if (!n && len[GMT_EV_COLUMNS - 1])
+			return DEC_BAD;
+		for (int i = 0; i < GMT_EV_COLUMNS; i++) {
+			d->col[i] = (struct gmt_cursor){c->p, c->p + len[i], 0};
+			c->p += len[i];
+		}
+		d->ev_cols = 1;
+	}
+	events:
 		d->ev_left = rec->u.events.count;
 		d->ev_tid = rec->u.events.tid;
 		d->ev_time = rec->u.events.base_time_ns;
@@ -622,7 +743,51 @@ static int zero_tail(struct gmt_reader *r, uint64_t off)
 
 static const char *tag_name(uint64_t tag)
 {
+	if (tag == GMT_TAG_EVENTCOLS)
+		return "EVENTCOLS";
 	return tag >= 1 && tag <= GMT_TAG_MAX_ ? gmt_rec_type_name((int)tag) : "unknown";
+}
+
+/* r->zbuf (a GMTZ payload of len bytes, CRC checked) into r->payload. 1:
+ * done, *raw_len set; 0: stopped (r->info says why). */
+static int decompress(struct gmt_reader *r, uint64_t off, uint32_t len, uint32_t *raw_len)
+{
+	const char *why;
+	const struct gmt_zstd *z = gmt_zstd_get(&why);
+	if (!z) { /* open checked already; a file that grew since lands here */
+		r->info.stop_errnum = ENOENT;
+		return stop(r, GMT_STOP_IO, off,
+			    "zstd-compressed chunk and " GMT_ZSTD_SONAME " cannot be loaded (%s)",
+			    why);
+	}
+	struct gmt_cursor c = {r->zbuf, r->zbuf + len, 0};
+	uint64_t want = gmt_get_varint(&c);
+	if (c.bad || want > GMT_CHUNK_MAX_PAYLOAD)
+		return stop(r, GMT_STOP_CORRUPT, off, "compressed chunk: bad raw length");
+	const uint8_t *frame = c.p;
+	size_t flen = (size_t)(c.end - c.p);
+	unsigned long long fcs = z->ZSTD_getFrameContentSize(frame, flen);
+	if (fcs == GMT_ZSTD_CONTENTSIZE_ERROR)
+		return stop(r, GMT_STOP_CORRUPT, off, "compressed chunk: not a zstd frame");
+	if (fcs != GMT_ZSTD_CONTENTSIZE_UNKNOWN && fcs != want)
+		return stop(r, GMT_STOP_CORRUPT, off,
+			    "compressed chunk: frame holds %llu bytes, raw length says %llu", fcs,
+			    (unsigned long long)want);
+	if (grow((void **)&r->payload, &r->payload_cap, want ? (size_t)want : 1, 1) ||
+	    (!r->dctx && !(r->dctx = z->ZSTD_createDCtx()))) {
+		r->info.stop_errnum = ENOMEM;
+		return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
+	}
+	size_t n = z->ZSTD_decompressDCtx(r->dctx, r->payload, (size_t)want, frame, flen);
+	if (z->ZSTD_isError(n))
+		return stop(r, GMT_STOP_CORRUPT, off, "compressed chunk does not decompress (%s)",
+			    z->ZSTD_getErrorName(n));
+	if (n != want)
+		return stop(r, GMT_STOP_CORRUPT, off,
+			    "compressed chunk: %zu bytes decompressed, raw length says %llu", n,
+			    (unsigned long long)want);
+	*raw_len = (uint32_t)want;
+	return 1;
 }
 
 /* Reads, checks and validates the chunk at r->pos. 1: loaded; 0: the
@@ -643,7 +808,8 @@ static int load_chunk(struct gmt_reader *r)
 	}
 	uint32_t magic = gmt_get_le32(h), len = gmt_get_le32(h + 4), crc = gmt_get_le32(h + 12);
 	uint64_t seq = gmt_get_le32(h + 8);
-	if (magic != GMT_CHUNK_MAGIC) {
+	int zstd = magic == GMT_CHUNK_MAGIC_ZSTD && r->hdr.version >= 3;
+	if (magic != GMT_CHUNK_MAGIC && !zstd) {
 		int z = zero_tail(r, off);
 		if (z < 0) {
 			r->info.stop_errnum = errno;
@@ -659,23 +825,34 @@ static int load_chunk(struct gmt_reader *r)
 	if ((uint64_t)len > left - GMT_CHUNK_HEADER_SIZE)
 		return stop(r, GMT_STOP_TORN, off, "torn chunk (%llu of %u payload bytes)",
 			    (unsigned long long)(left - GMT_CHUNK_HEADER_SIZE), len);
-	if (grow((void **)&r->payload, &r->payload_cap, len ? len : 1, 1) ||
-	    grow((void **)&r->arena, &r->arena_cap, 2 * (size_t)len + 64, 1)) {
+	uint8_t **disk = zstd ? &r->zbuf : &r->payload;
+	if (grow((void **)disk, zstd ? &r->zbuf_cap : &r->payload_cap, len ? len : 1, 1)) {
 		r->info.stop_errnum = ENOMEM;
 		return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
 	}
-	if (read_at(r->fd, r->payload, len, off + GMT_CHUNK_HEADER_SIZE) < 0) {
+	if (read_at(r->fd, *disk, len, off + GMT_CHUNK_HEADER_SIZE) < 0) {
 		r->info.stop_errnum = errno;
 		return stop(r, GMT_STOP_IO, off, "read error: %s", strerror(errno));
 	}
 	uint64_t chunk_end = off + GMT_CHUNK_HEADER_SIZE + len;
-	uint32_t got = gmt_crc32c(0, r->payload, len);
+	uint32_t got = gmt_crc32c(0, *disk, len);
 	if (got != crc) {
 		if (chunk_end == size) /* the last chunk: a write cut short by a crash */
 			return stop(r, GMT_STOP_TORN, off, "CRC mismatch in the last chunk");
 		return stop(r, GMT_STOP_CORRUPT, off,
 			    "CRC mismatch (stored 0x%08x, computed 0x%08x)", crc, got);
 	}
+	uint32_t raw_len = len;
+	if (zstd) {
+		int rc = decompress(r, off, len, &raw_len);
+		if (rc <= 0)
+			return 0;
+	}
+	if (grow((void **)&r->arena, &r->arena_cap, 2 * (size_t)raw_len + 64, 1)) {
+		r->info.stop_errnum = ENOMEM;
+		return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
+	}
+	len = raw_len; /* from here on: the records */
 
 	struct dec d = r->dec;
 	d.c = (struct gmt_cursor){r->payload, r->payload + len, 0};
@@ -699,10 +876,12 @@ static int load_chunk(struct gmt_reader *r)
 					r->cache = NULL;
 				}
 			}
-			/* the batch's events straight into the cache while it has room */
-			while (r->cache && d.ev_left && r->ncache < CACHE_MAX &&
+			/* the batch's events straight into the cache while it has
+			 * room; an EVENTCOLS batch only whole (see take_cached) */
+			int room = !d.ev_cols || r->ncache + d.ev_left <= CACHE_MAX;
+			while (room && r->cache && d.ev_left && r->ncache < CACHE_MAX &&
 			       d.event_index == r->cache_first + r->ncache) {
-				rec.offset = d.base_offset + (uint64_t)(d.c.p - d.base);
+				rec.offset = d.base_offset + (uint64_t)(ev_at(&d) - d.base);
 				if (dec_ev(&d, &r->cache[r->ncache]) != DEC_RECORD)
 					return stop(r, GMT_STOP_CORRUPT, off,
 						    "malformed event at offset %llu",
@@ -740,8 +919,10 @@ static int load_chunk(struct gmt_reader *r)
 	r->info.chunks++;
 	r->chunk_offset = off;
 	r->chunk_seq = seq;
-	r->chunk_len = len;
+	r->chunk_len = (uint32_t)(chunk_end - off - GMT_CHUNK_HEADER_SIZE);
 	r->chunk_crc = crc;
+	r->chunk_zstd = zstd;
+	r->chunk_raw_len = raw_len;
 	r->info.readable_end = chunk_end;
 	r->pos = chunk_end;
 	return 1;
@@ -761,6 +942,8 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec)
 			rec->u.chunk.seq = r->chunk_seq;
 			rec->u.chunk.payload_len = r->chunk_len;
 			rec->u.chunk.crc = r->chunk_crc;
+			rec->u.chunk.zstd = r->chunk_zstd;
+			rec->u.chunk.raw_len = r->chunk_raw_len;
 			return 1;
 		}
 		if (!r->have_chunk) {

@@ -1,4 +1,4 @@
-/* Streaming reader for trace format v1 (include/gpumemtrace/format.h).
+/* Streaming reader for trace formats v1..v3 (include/gpumemtrace/format.h).
  *
  *     struct gmt_read_error err;
  *     struct gmt_reader *r = gmt_reader_open(path, &err);
@@ -10,7 +10,10 @@
  *     gmt_reader_close(r);
  *
  * The reader holds one chunk in memory at a time (at most
- * GMT_CHUNK_MAX_PAYLOAD bytes plus scratch), never the whole file. A chunk is
+ * GMT_CHUNK_MAX_PAYLOAD bytes, twice for a compressed chunk: as on disk and
+ * decompressed, plus scratch), never the whole file. In a compressed chunk a
+ * record's offset is its payload's file offset plus the record's offset in
+ * the decompressed payload. A chunk is
  * checked whole (header, length, CRC32C of its payload, every record decodes
  * within it) before any of its records is handed out, so a consumer never
  * sees half of a bad chunk. The first bad or short chunk ends the readable
@@ -34,6 +37,7 @@ enum gmt_read_err {
 	GMT_READ_ERR_NOT_TRACE = 2, /* bad magic, or too short for a header */
 	GMT_READ_ERR_VERSION = 3,   /* version newer than GMT_FORMAT_VERSION */
 	GMT_READ_ERR_HEADER = 4,    /* magic ok, header fields invalid */
+	GMT_READ_ERR_ZSTD = 5,	    /* zstd-compressed chunks, and no libzstd to read them */
 };
 
 struct gmt_read_error {
@@ -143,7 +147,9 @@ struct gmt_record {
 	union {
 		struct {
 			uint64_t index, seq;
-			uint32_t payload_len, crc;
+			uint32_t payload_len, crc; /* payload_len: bytes on disk */
+			bool zstd;		   /* GMTZ: raw_len bytes decompressed */
+			uint32_t raw_len;
 		} chunk;
 		struct {
 			uint64_t pid, ppid, start_wall_ns;
@@ -174,6 +180,7 @@ struct gmt_record {
 		} thread;
 		struct {
 			uint64_t tid, base_time_ns, count;
+			bool columns; /* on disk as EVENTCOLS */
 		} events;
 		struct gmt_event event;
 		struct {

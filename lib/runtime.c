@@ -325,6 +325,7 @@ static void *flusher_main(void *arg)
 		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
 		pthread_mutex_lock(&g.flush_lock);
 		if (load_state() == ST_ACTIVE) {
+			gmt_writer_compress_init(&g.w); /* dlopen: here, never on the hook path */
 			if (req) {
 				if (req - 1 != GMT_END_EXEC) {
 					set_state(ST_FINISHED);
@@ -384,7 +385,8 @@ static struct gmt_ring *ring_for_this_thread(void)
 	pthread_mutex_lock(&g.setup_lock);
 	if (g.state == ST_IDLE) {
 		/* The process's first event creates the file. */
-		if (gmt_writer_open(&g.w, g.set.output_template, g.set.stack_depth) != 0) {
+		if (gmt_writer_open(&g.w, g.set.output_template, g.set.stack_depth,
+				    g.set.compress) != 0) {
 			gmt_log(
 			    "cannot create trace file from '%s': %s; tracing is off, the program "
 			    "runs on",

@@ -17,6 +17,7 @@ struct gmt_settings {
 	int python;		     /* GPUMEMTRACE_PYTHON, 0 or 1, default 1 */
 	long pid_only; /* GPUMEMTRACE_PID_ONLY: trace only this pid (0: every process) */
 	int sample_ms; /* GPUMEMTRACE_SAMPLE_MS, 0..60000, default 100; 0: not periodic */
+	int compress;  /* GPUMEMTRACE_COMPRESS, 0 or 1, default 1: zstd chunks */
 };
 
 #define GMT_MAX_STACK_DEPTH 256

@@ -16,10 +16,16 @@
 #include "log.h"
 #include "symbolize.h"
 #include "tracer.h"
+#include "zstd.h"
 
 #define CHUNK_TARGET (256u << 10) /* write a chunk once this much is pending */
 #define BATCH_TARGET (64u << 10)  /* close an EVENTS record at this size */
 #define STACK_BATCH  4096	  /* nodes per STACK record */
+/* zstd level: 1 and the negative (faster) levels measured in
+ * docs/performance.md "Trace size". */
+#define ZSTD_LEVEL 1
+
+enum { ZS_OFF = 0, ZS_WANTED = 1, ZS_ON = 2 };
 
 /* The environment that shapes GPU memory, and the process's place in its
  * job, kept in the process record. */
@@ -135,6 +141,45 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+void gmt_writer_compress_init(struct gmt_writer *w)
+{
+	if (w->zstate != ZS_WANTED)
+		return;
+	const char *why;
+	const struct gmt_zstd *z = gmt_zstd_get(&why);
+	w->zstate = ZS_OFF;
+	if (!z) {
+		char text[256];
+		gmt_format(text, sizeof text, "zstd not available: chunks uncompressed (%s)", why);
+		gmt_writer_note(w, 0, text);
+		return;
+	}
+	if ((w->cctx = z->ZSTD_createCCtx()))
+		w->zstate = ZS_ON;
+}
+
+/* The pending chunk compressed into w->zbuf: its length on disk, or 0 when
+ * compressing fails or does not make it smaller. */
+static size_t compress_chunk(struct gmt_writer *w, size_t payload)
+{
+	const struct gmt_zstd *z = gmt_zstd_get(NULL);
+	size_t need = GMT_CHUNK_HEADER_SIZE + GMT_VARINT_MAX + z->ZSTD_compressBound(payload);
+	if (need > w->zcap) {
+		uint8_t *b = realloc(w->zbuf, need);
+		if (!b)
+			return 0;
+		w->zbuf = b;
+		w->zcap = need;
+	}
+	uint8_t *p = gmt_put_varint(w->zbuf + GMT_CHUNK_HEADER_SIZE, payload);
+	size_t head = (size_t)(p - w->zbuf) - GMT_CHUNK_HEADER_SIZE;
+	size_t n = z->ZSTD_compressCCtx(w->cctx, p, w->zcap - (size_t)(p - w->zbuf),
+					w->chunk + GMT_CHUNK_HEADER_SIZE, payload, ZSTD_LEVEL);
+	if (z->ZSTD_isError(n) || head + n >= payload)
+		return 0;
+	return head + n;
+}
+
 int gmt_writer_flush(struct gmt_writer *w)
 {
 	if (w->failed)
@@ -142,12 +187,15 @@ int gmt_writer_flush(struct gmt_writer *w)
 	if (w->len <= GMT_CHUNK_HEADER_SIZE)
 		return 0;
 	uint32_t payload = (uint32_t)(w->len - GMT_CHUNK_HEADER_SIZE);
-	gmt_put_le32(w->chunk, GMT_CHUNK_MAGIC);
-	gmt_put_le32(w->chunk + 4, payload);
-	gmt_put_le32(w->chunk + 8, w->seq++);
-	gmt_put_le32(w->chunk + 12, gmt_crc32c(0, w->chunk + GMT_CHUNK_HEADER_SIZE, payload));
+	size_t zlen = w->zstate == ZS_ON ? compress_chunk(w, payload) : 0;
+	uint8_t *c = zlen ? w->zbuf : w->chunk;
+	uint32_t len = zlen ? (uint32_t)zlen : payload;
+	gmt_put_le32(c, zlen ? GMT_CHUNK_MAGIC_ZSTD : GMT_CHUNK_MAGIC);
+	gmt_put_le32(c + 4, len);
+	gmt_put_le32(c + 8, w->seq++);
+	gmt_put_le32(c + 12, gmt_crc32c(0, c + GMT_CHUNK_HEADER_SIZE, len));
 	/* One write per chunk: a kill leaves whole chunks and one torn tail. */
-	write_all(w, w->chunk, w->len);
+	write_all(w, c, GMT_CHUNK_HEADER_SIZE + (size_t)len);
 	w->len = GMT_CHUNK_HEADER_SIZE;
 	return w->failed ? -1 : 0;
 }
@@ -282,7 +330,7 @@ static void put_process(struct gmt_writer *w)
 	commit(w, p);
 }
 
-int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth)
+int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress)
 {
 	char base[4096];
 	if (expand_template(path_template, base, sizeof base) < 0) {
@@ -311,7 +359,8 @@ int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_d
 
 	put_process(w);
 	gmt_writer_scan_modules(w);
-	gmt_writer_flush(w);
+	gmt_writer_flush(w); /* on the hook path: uncompressed */
+	w->zstate = compress ? ZS_WANTED : ZS_OFF;
 	return w->failed ? -1 : 0;
 }
 
@@ -326,6 +375,9 @@ static void free_state(struct gmt_writer *w)
 	gmt_symbolizer_free(w->sym);
 	gmt_stacks_reset(&w->stacks);
 	gmt_modules_reset(&w->modules);
+	if (w->cctx)
+		gmt_zstd_get(NULL)->ZSTD_freeCCtx(w->cctx);
+	free(w->zbuf);
 	free(w->chunk);
 	free(w->ev);
 	memset(w, 0, sizeof *w);
@@ -419,25 +471,80 @@ static void put_new_nodes(struct gmt_writer *w)
 	}
 }
 
+/* Copies one varint from *src to *dst, advancing both. */
+static inline void copy_varint(uint8_t **dst, const uint8_t **src)
+{
+	uint8_t *d = *dst;
+	const uint8_t *s = *src;
+	do
+		*d++ = *s;
+	while (*s++ & 0x80);
+	*dst = d;
+	*src = s;
+}
+
+/* The batch in w->ev (rows, as put_event wrote them; w->ev_col holds each
+ * column's length) as the columns of an EVENTCOLS record. Only when chunks
+ * are compressed: zstd finds like bytes together; plain chunks gain nothing. */
+static uint8_t *put_columns(struct gmt_writer *w, uint8_t *p)
+{
+	/* optional fields per head: one varint per set bit of its low four */
+	static const uint8_t nopt[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+	uint8_t *col[GMT_EV_COLUMNS];
+	for (int i = 0; i < GMT_EV_COLUMNS; i++)
+		p = gmt_put_varint(p, w->ev_col[i]);
+	for (int i = 0; i < GMT_EV_COLUMNS; i++) {
+		col[i] = p;
+		p += w->ev_col[i];
+	}
+	uint64_t ptr = 0;
+	const uint8_t *e = w->ev, *end = w->ev + w->ev_len;
+	while (e < end) {
+		unsigned opt = nopt[e[0] & 0xf]; /* the head's low bits are in its first byte */
+		copy_varint(&col[0], &e);
+		copy_varint(&col[1], &e);
+		struct gmt_cursor pc = {e, end, 0};
+		ptr += (uint64_t)gmt_unzigzag(gmt_get_varint(&pc));
+		e = pc.p;
+		gmt_put_le64(col[2], ptr); /* whole: a free repeats its alloc's 8 bytes */
+		col[2] += 8;
+		copy_varint(&col[3], &e);
+		copy_varint(&col[4], &e);
+		for (unsigned k = 0; k < opt; k++)
+			copy_varint(&col[5], &e);
+	}
+	return p;
+}
+
 void gmt_writer_end_batch(struct gmt_writer *w)
 {
 	put_new_nodes(w);
 	if (!w->ev_count)
 		return;
-	uint8_t *p = room(w, w->ev_len + 4 * GMT_VARINT_MAX);
+	int cols = w->zstate == ZS_ON;
+	size_t body = cols ? 0 : w->ev_len;
+	for (int i = 0; cols && i < GMT_EV_COLUMNS; i++)
+		body += w->ev_col[i]; /* whole pointers: more room than their deltas */
+	uint8_t *p = room(w, body + (4 + GMT_EV_COLUMNS) * GMT_VARINT_MAX);
 	if (!p) { /* out of memory: counted as lost, never silent */
 		w->lost += w->ev_count;
 		w->events -= w->ev_count;
 	}
 	if (p) {
-		p = gmt_put_varint(p, GMT_TAG_EVENTS);
+		p = gmt_put_varint(p, cols ? GMT_TAG_EVENTCOLS : GMT_TAG_EVENTS);
 		p = gmt_put_varint(p, (uint64_t)w->ev_tid);
 		p = gmt_put_varint(p, w->ev_base);
 		p = gmt_put_varint(p, w->ev_count);
-		memcpy(p, w->ev, w->ev_len);
-		commit(w, p + w->ev_len);
+		if (cols) {
+			p = put_columns(w, p);
+		} else {
+			memcpy(p, w->ev, w->ev_len);
+			p += w->ev_len;
+		}
+		commit(w, p);
 	}
 	w->ev_len = 0;
+	memset(w->ev_col, 0, sizeof w->ev_col);
 	w->ev_count = 0;
 	w->ev_tid = -1;
 }
@@ -479,12 +586,19 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 		head |= GMT_EV_FAILED;
 	if (e->device != w->ev_prev_dev)
 		head |= GMT_EV_DEV_CHANGED;
-	uint8_t *p = w->ev + w->ev_len;
+	/* each field's length counted for EVENTCOLS (the pointer: 8 bytes) */
+	uint8_t *p = w->ev + w->ev_len, *q = p;
 	p = gmt_put_varint(p, head);
-	p = gmt_put_varint(p, e->time_ns - w->ev_prev_time);
+	w->ev_col[0] += (uint32_t)(p - q);
+	p = gmt_put_varint(q = p, e->time_ns - w->ev_prev_time);
+	w->ev_col[1] += (uint32_t)(p - q);
 	p = gmt_put_varint(p, gmt_zigzag((int64_t)(e->ptr - w->ev_prev_ptr)));
-	p = gmt_put_varint(p, e->size);
-	p = gmt_put_varint(p, gmt_zigzag((int64_t)stack - (int64_t)w->ev_prev_stack));
+	w->ev_col[2] += 8;
+	p = gmt_put_varint(q = p, e->size);
+	w->ev_col[3] += (uint32_t)(p - q);
+	p = gmt_put_varint(q = p, gmt_zigzag((int64_t)stack - (int64_t)w->ev_prev_stack));
+	w->ev_col[4] += (uint32_t)(p - q);
+	q = p;
 	if (head & GMT_EV_FAILED)
 		p = gmt_put_varint(p, e->result);
 	if (head & GMT_EV_DEV_CHANGED)
@@ -493,6 +607,7 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 		p = gmt_put_varint(p, e->aux);
 	if (head & GMT_EV_HAS_AUX2)
 		p = gmt_put_varint(p, e->aux2);
+	w->ev_col[5] += (uint32_t)(p - q);
 	w->ev_len = (size_t)(p - w->ev);
 	w->ev_count++;
 	w->ev_prev_time = e->time_ns;

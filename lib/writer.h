@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpumemtrace/format.h"
 #include "modules.h"
 #include "ring.h"
 #include "stacks.h"
@@ -23,9 +24,17 @@ struct gmt_writer {
 	size_t len, cap;
 	uint32_t seq;
 
+	/* Chunk compression (GMTZ): off, wanted (libzstd not loaded yet: the
+	 * flush thread loads it, never the hook path), or on. */
+	int zstate;
+	struct ZSTD_CCtx_s *cctx; /* reused by every chunk */
+	uint8_t *zbuf;		  /* the compressed chunk, header included */
+	size_t zcap;
+
 	/* The EVENTS record being built, one thread's batch. */
 	uint8_t *ev;
 	size_t ev_len, ev_cap;
+	uint32_t ev_col[GMT_EV_COLUMNS]; /* EVENTCOLS column lengths of the batch */
 	uint32_t ev_count;
 	int ev_tid;
 	uint64_t ev_base, ev_prev_time, ev_prev_ptr;
@@ -47,7 +56,10 @@ struct gmt_writer {
 /* Creates the file from the template (never following a symlink, never
  * overwriting: a taken name gets .1, .2 ... before .gmt) and writes the
  * header and the process record. Returns 0, or -1 with errno set. */
-int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth);
+int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress);
+/* Loads libzstd when compression is wanted: on the flush thread only. No
+ * libzstd: one NOTE, and the chunks stay uncompressed. */
+void gmt_writer_compress_init(struct gmt_writer *w);
 void gmt_writer_close(struct gmt_writer *w);
 /* Forgets everything without writing: the child side of fork. */
 void gmt_writer_abandon(struct gmt_writer *w);

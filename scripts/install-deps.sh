@@ -12,6 +12,7 @@ packages=(
 	uthash-dev        # hash tables
 	libdw-dev         # symbolization (elfutils)
 	libelf-dev
+	libzstd1          # compressed trace chunks (dlopen'd at run time; no -dev package)
 	python3           # JSON checks in the integration tests
 	binutils          # nm, for the export-list test
 	zlib1g-dev        # gzip for 'gpumemtrace export --format pprof'

@@ -1,5 +1,5 @@
-/* gpumemtrace trace format, version 2 (readers also take version 1). Shared by the library and the
- * CLI.
+/* gpumemtrace trace format, version 3 (readers also take versions 1 and 2). Shared by the
+ * library and the CLI.
  *
  * docs/trace-format.md is the prose; `gpumemtrace dump` is the spec you can
  * run. Every multi-byte fixed field is little-endian and is written byte by
@@ -14,7 +14,15 @@
  *
  * A chunk is written with one write(), so a killed process leaves whole
  * chunks plus at most one torn tail, which the CRC exposes. The payload is a
- * sequence of records, each a varint tag followed by its body (below). */
+ * sequence of records, each a varint tag followed by its body (below).
+ *
+ * Version 3 adds the compressed chunk: magic GMTZ, the same header (len is
+ * the payload's length on disk, the CRC covers those bytes), and a payload
+ * of v raw_len + one zstd frame that decompresses to exactly raw_len bytes
+ * (raw_len <= GMT_CHUNK_MAX_PAYLOAD) of records, as a GMTC payload holds. A
+ * writer uses it only when it is smaller; GMTC and GMTZ chunks mix freely.
+ * A frame that does not decompress, or not to raw_len bytes, makes the
+ * chunk corrupt, as a CRC mismatch does. */
 #ifndef GPUMEMTRACE_FORMAT_H
 #define GPUMEMTRACE_FORMAT_H
 
@@ -22,7 +30,7 @@
 
 #define GMT_MAGIC	       "\x89GMTRACE" /* 8 bytes; the high byte catches 7-bit mangling */
 #define GMT_MAGIC_LEN	       8
-#define GMT_FORMAT_VERSION     2
+#define GMT_FORMAT_VERSION     3
 #define GMT_FORMAT_VERSION_MIN 1 /* oldest version readers still take */
 #define GMT_HEADER_SIZE	       64
 #define GMT_ENDIAN_LITTLE      1
@@ -45,6 +53,7 @@ enum gmt_feature {
 };
 
 #define GMT_CHUNK_MAGIC	      0x43544d47u /* "GMTC" little-endian */
+#define GMT_CHUNK_MAGIC_ZSTD  0x5a544d47u /* "GMTZ": zstd payload (version 3) */
 #define GMT_CHUNK_HEADER_SIZE 16
 #define GMT_CHUNK_MAX_PAYLOAD (16u << 20)
 
@@ -98,6 +107,16 @@ enum gmt_feature {
  *          thread ran Python but did not hold the GIL, so its Python frames
  *          could not be read. PYFRAMEs may follow the stack nodes that use
  *          them: readers resolve them after the whole file. (version 2)
+ * EVENTCOLS  the same events as EVENTS, one column per field, so that
+ *          zstd sees like bytes together (written in place of EVENTS when
+ *          chunks are compressed; version 3): v tid, v base_time_ns,
+ *          v count, 6 x v column length in bytes, then the columns: every
+ *          event's head, dt, ptr, size, dstk, and last its optional fields
+ *          ([result] [device] [aux] [aux2], event by event). The ptr
+ *          column holds each pointer whole, u64 little-endian (a free then
+ *          repeats its allocation's 8 bytes, which zstd finds), not dptr.
+ *          Each column holds exactly count values (the optional one: what
+ *          the heads call for). Read as an EVENTS record.
  * TRAILER  v end_time_ns, v events, v lost, v stack_nodes, v reason
  *          (GMT_END_*). Complete trace: the last record read is a TRAILER.
  *          A TRAILER followed by more chunks (a failed exec) is not final. */
@@ -113,10 +132,11 @@ enum gmt_tag {
 	GMT_TAG_NOTE = 9,
 	GMT_TAG_TRAILER = 10,
 	GMT_TAG_MEMINFO = 11,
-	GMT_TAG_SAMPLE = 12,  /* version 2 */
-	GMT_TAG_RANGE = 13,   /* version 2 */
-	GMT_TAG_PYFRAME = 14, /* version 2 */
-	GMT_TAG_MAX_ = 14,
+	GMT_TAG_SAMPLE = 12,	/* version 2 */
+	GMT_TAG_RANGE = 13,	/* version 2 */
+	GMT_TAG_PYFRAME = 14,	/* version 2 */
+	GMT_TAG_EVENTCOLS = 15, /* version 3 */
+	GMT_TAG_MAX_ = 15,
 };
 
 /* SAMPLE flags and reasons. */
@@ -164,6 +184,7 @@ enum gmt_end_reason {
 #define GMT_EV_HAS_AUX2	   0x4u
 #define GMT_EV_DEV_CHANGED 0x8u
 #define GMT_EV_API_SHIFT   4
+#define GMT_EV_COLUMNS	   6 /* EVENTCOLS: head, dt, dptr, size, dstk, optional */
 
 /* What an API does to the live set. */
 enum gmt_op {

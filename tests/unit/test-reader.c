@@ -626,6 +626,76 @@ static void test_unknown_tag(void)
 	tb_free(b);
 }
 
+/* EVENTCOLS (format v3): tid 7, base 1000, two events by column: a
+ * cudaMalloc (aux 9) and the cudaFree of its pointer. `bad` spoils it. */
+static const char *eventcols(const char *name, int bad)
+{
+	static const uint8_t ptr[16] = {0, 0x10, 0, 0, 0, 0x7f, 0, 0, 0, 0x10, 0, 0, 0, 0x7f, 0, 0};
+	struct tb *b = tb_new(NULL);
+	tb_varint(b, GMT_TAG_EVENTCOLS);
+	tb_varint(b, 7);
+	tb_varint(b, 1000);
+	tb_varint(b, 2);
+	/* column lengths: head, dt, ptr, size, dstk, optional */
+	uint64_t lens[GMT_EV_COLUMNS] = {4, 2, bad == 1 ? 15 : 16, 3, 2, bad == 2 ? 2 : 1};
+	for (int i = 0; i < GMT_EV_COLUMNS; i++)
+		tb_varint(b, lens[i]);
+	tb_varint(b, (uint64_t)GMT_API_cudaMalloc << GMT_EV_API_SHIFT | GMT_EV_HAS_AUX);
+	tb_varint(b, (uint64_t)GMT_API_cudaFree << GMT_EV_API_SHIFT);
+	tb_raw(b, "\x00\x05", 2);
+	tb_raw(b, ptr, bad == 1 ? 15 : 16);
+	tb_raw(b, "\x80\x20\x00", 3); /* 4096, 0 */
+	tb_raw(b, "\x02\x01", 2);     /* stack +1, -1 */
+	tb_raw(b, bad == 2 ? "\x09\x09" : "\x09", bad == 2 ? 2 : 1);
+	tb_chunk(b);
+	tb_trailer(b, 2000, 2, 0, 0, 0);
+	size_t len;
+	const uint8_t *p = tb_data(b, &len);
+	const char *path = write_bytes(name, p, len);
+	tb_free(b);
+	return path;
+}
+
+static void test_eventcols(void)
+{
+	struct gmt_read_error err;
+	struct gmt_reader *r = gmt_reader_open(eventcols("cols.gmt", 0), &err);
+	check(r != NULL, "EVENTCOLS trace opens (%s)", err.msg);
+	if (!r)
+		return;
+	struct gmt_record rec;
+	struct gmt_event ev[3];
+	int n = 0, batches = 0;
+	while (gmt_reader_next(r, &rec)) {
+		if (rec.type == GMT_REC_EVENTS)
+			batches += rec.u.events.columns && rec.u.events.count == 2 &&
+				   rec.u.events.tid == 7;
+		if (rec.type == GMT_REC_EVENT && n < 3)
+			ev[n++] = rec.u.event;
+	}
+	const struct gmt_read_info *in = gmt_reader_info(r);
+	check(n == 2 && batches == 1 && in->complete && in->stop == GMT_STOP_NONE,
+	      "EVENTCOLS: one batch of two events (%d, %d)", n, batches);
+	if (n == 2) {
+		check(ev[0].api == GMT_API_cudaMalloc && ev[0].time_ns == 1000 &&
+			  ev[0].ptr == 0x7f0000001000ull && ev[0].size == 4096 &&
+			  ev[0].stack_id == 1 && ev[0].aux == 9 && ev[0].tid == 7,
+		      "EVENTCOLS: first event decoded");
+		check(ev[1].api == GMT_API_cudaFree && ev[1].time_ns == 1005 &&
+			  ev[1].ptr == 0x7f0000001000ull && ev[1].size == 0 &&
+			  ev[1].stack_id == 0 && ev[1].aux == 0,
+		      "EVENTCOLS: second event decoded");
+	}
+	gmt_reader_close(r);
+	struct readout o = read_all(eventcols("cols-ptr.gmt", 1));
+	check(o.info.stop == GMT_STOP_CORRUPT && o.events == 0,
+	      "EVENTCOLS: a pointer column not 8 bytes per event is corrupt");
+	o = read_all(eventcols("cols-extra.gmt", 2));
+	check(o.info.stop == GMT_STOP_CORRUPT && o.events == 0 &&
+		  strstr(o.info.stop_msg, "malformed event"),
+	      "EVENTCOLS: a column with bytes left over is corrupt (%s)", o.info.stop_msg);
+}
+
 static void test_completeness(void)
 {
 	struct tb *b = tb_new(NULL);
@@ -684,7 +754,7 @@ static void test_headers(void)
 	size_t len;
 	const uint8_t *p = tb_data(b, &len);
 	o = read_all(write_bytes("future.gmt", p, len));
-	check(o.open_code == GMT_READ_ERR_VERSION && strstr(o.msg, "unsupported future version 3"),
+	check(o.open_code == GMT_READ_ERR_VERSION && strstr(o.msg, "unsupported future version 4"),
 	      "future version: unsupported (%s)", o.msg);
 	tb_free(b);
 
@@ -836,6 +906,7 @@ int main(void)
 	test_torn_tail();
 	test_corruption();
 	test_unknown_tag();
+	test_eventcols();
 	test_completeness();
 	test_headers();
 	test_next_events();

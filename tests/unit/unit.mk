@@ -8,7 +8,7 @@
 # $(BUILD)/tests/unit-tools/, which tests/run.sh does not run.
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(TEST_BUILD)/unit/%,$(wildcard tests/unit/test-*.c))
-UNIT_COMMON := lib/reader.c lib/crc32c.c tests/unit/trace-builder.c
+UNIT_COMMON := lib/reader.c lib/crc32c.c lib/zstd.c tests/unit/trace-builder.c
 UNIT_OBJ := $(BUILD)/obj/unit
 MKTRACE := $(TEST_BUILD)/unit-tools/mktrace
 
@@ -24,7 +24,7 @@ unit_objs = $(patsubst %.c,$(UNIT_OBJ)/%.o,$(UNIT_COMMON) $(UNIT_SRCS_$(1)))
 define UNIT_TEST_RULE
 $(TEST_BUILD)/unit/$(1): $(UNIT_OBJ)/tests/unit/$(1).o $(call unit_objs,$(1))
 	@mkdir -p $$(dir $$@)
-	$$(CC) -o $$@ $$^ $$(SAN_LDFLAGS) $$(LDFLAGS) $$(UNIT_LIBS_$(1)) -lpthread
+	$$(CC) -o $$@ $$^ $$(SAN_LDFLAGS) $$(LDFLAGS) $$(UNIT_LIBS_$(1)) -ldl -lpthread
 endef
 $(foreach t,$(notdir $(UNIT_TESTS)),$(eval $(call UNIT_TEST_RULE,$(t))))
 
