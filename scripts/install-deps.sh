@@ -12,7 +12,8 @@ packages=(
 	uthash-dev        # hash tables
 	libdw-dev         # symbolization (elfutils)
 	libelf-dev
-	libzstd1          # compressed trace chunks (dlopen'd at run time; no -dev package)
+	libzstd1          # compressed trace chunks (dlopen'd at run time, never linked)
+	libzstd-dev       # zstd.h only: t-zstd-decls checks our prototypes against it
 	python3           # JSON checks in the integration tests
 	binutils          # nm, for the export-list test
 	zlib1g-dev        # gzip for 'gpumemtrace export --format pprof'
