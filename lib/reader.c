@@ -411,12 +411,14 @@ static int dec_ev_cols(struct dec *d, struct gmt_event *e, uint64_t *head, uint6
 		e->aux = ev_varint(o);
 	if (*head & GMT_EV_HAS_AUX2)
 		e->aux2 = ev_varint(o);
+	/* Checked once, at the batch's last event, which must use up every
+	 * column exactly: a cursor that ran out stays bad and reads as 0 until
+	 * then, and no event reaches a caller before its chunk has validated. */
+	if (d->ev_left != 1)
+		return 0;
 	int bad = 0;
-	for (int i = 0; i < GMT_EV_COLUMNS; i++) {
-		bad |= f[i].bad;
-		/* the last event of the batch uses up every column exactly */
-		bad |= d->ev_left == 1 && f[i].p != f[i].end;
-	}
+	for (int i = 0; i < GMT_EV_COLUMNS; i++)
+		bad |= f[i].bad || f[i].p != f[i].end;
 	return bad;
 }
 
