@@ -380,6 +380,8 @@ static void free_state(struct gmt_writer *w)
 	free(w->zbuf);
 	free(w->chunk);
 	free(w->ev);
+	for (int i = 0; i < GMT_EV_COLUMNS; i++)
+		free(w->col[i]);
 	memset(w, 0, sizeof *w);
 	w->fd = -1;
 }
@@ -471,61 +473,13 @@ static void put_new_nodes(struct gmt_writer *w)
 	}
 }
 
-/* Copies one varint from *src to *dst, advancing both. */
-static inline void copy_varint(uint8_t **dst, const uint8_t **src)
-{
-	uint8_t *d = *dst;
-	const uint8_t *s = *src;
-	do
-		*d++ = *s;
-	while (*s++ & 0x80);
-	*dst = d;
-	*src = s;
-}
-
-/* The batch in w->ev (rows, as put_event wrote them; w->ev_col holds each
- * column's length) as the columns of an EVENTCOLS record. Only when chunks
- * are compressed: zstd finds like bytes together; plain chunks gain nothing. */
-static uint8_t *put_columns(struct gmt_writer *w, uint8_t *p)
-{
-	/* optional fields per head: one varint per set bit of its low four */
-	static const uint8_t nopt[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
-	uint8_t *col[GMT_EV_COLUMNS];
-	for (int i = 0; i < GMT_EV_COLUMNS; i++)
-		p = gmt_put_varint(p, w->ev_col[i]);
-	for (int i = 0; i < GMT_EV_COLUMNS; i++) {
-		col[i] = p;
-		p += w->ev_col[i];
-	}
-	uint64_t ptr = 0;
-	const uint8_t *e = w->ev, *end = w->ev + w->ev_len;
-	while (e < end) {
-		unsigned opt = nopt[e[0] & 0xf]; /* the head's low bits are in its first byte */
-		copy_varint(&col[0], &e);
-		copy_varint(&col[1], &e);
-		struct gmt_cursor pc = {e, end, 0};
-		ptr += (uint64_t)gmt_unzigzag(gmt_get_varint(&pc));
-		e = pc.p;
-		gmt_put_le64(col[2], ptr); /* whole: a free repeats its alloc's 8 bytes */
-		col[2] += 8;
-		copy_varint(&col[3], &e);
-		copy_varint(&col[4], &e);
-		for (unsigned k = 0; k < opt; k++)
-			copy_varint(&col[5], &e);
-	}
-	return p;
-}
-
 void gmt_writer_end_batch(struct gmt_writer *w)
 {
 	put_new_nodes(w);
 	if (!w->ev_count)
 		return;
-	int cols = w->zstate == ZS_ON;
-	size_t body = cols ? 0 : w->ev_len;
-	for (int i = 0; cols && i < GMT_EV_COLUMNS; i++)
-		body += w->ev_col[i]; /* whole pointers: more room than their deltas */
-	uint8_t *p = room(w, body + (4 + GMT_EV_COLUMNS) * GMT_VARINT_MAX);
+	int cols = w->ev_cols;
+	uint8_t *p = room(w, w->ev_len + (4 + GMT_EV_COLUMNS) * GMT_VARINT_MAX);
 	if (!p) { /* out of memory: counted as lost, never silent */
 		w->lost += w->ev_count;
 		w->events -= w->ev_count;
@@ -536,7 +490,12 @@ void gmt_writer_end_batch(struct gmt_writer *w)
 		p = gmt_put_varint(p, w->ev_base);
 		p = gmt_put_varint(p, w->ev_count);
 		if (cols) {
-			p = put_columns(w, p);
+			for (int i = 0; i < GMT_EV_COLUMNS; i++)
+				p = gmt_put_varint(p, w->ev_col[i]);
+			for (int i = 0; i < GMT_EV_COLUMNS; i++) {
+				memcpy(p, w->col[i], w->ev_col[i]);
+				p += w->ev_col[i];
+			}
 		} else {
 			memcpy(p, w->ev, w->ev_len);
 			p += w->ev_len;
@@ -549,7 +508,19 @@ void gmt_writer_end_batch(struct gmt_writer *w)
 	w->ev_tid = -1;
 }
 
-/* One event, appended to the open EVENTS record (layout in format.h):
+/* Columns for EVENTCOLS batches, made on the first one; 0 on failure (the
+ * batch is then written as rows). A batch ends once it reaches
+ * BATCH_TARGET, so no column outgrows that plus one event. */
+static int have_columns(struct gmt_writer *w)
+{
+	for (int i = 0; i < GMT_EV_COLUMNS; i++)
+		if (!w->col[i] && !(w->col[i] = malloc(BATCH_TARGET + 16 * GMT_VARINT_MAX)))
+			return 0;
+	return 1;
+}
+
+/* One event, appended to the open batch (layout in format.h). By row
+ * (EVENTS), each event's fields together:
  *
  *   head  v (api << 4) | dev_changed << 3 | has_aux2 << 2 | has_aux << 1 | failed
  *   dt    v time - previous time
@@ -557,6 +528,11 @@ void gmt_writer_end_batch(struct gmt_writer *w)
  *   size  v
  *   dstk  z stack - previous stack
  *   [result v] [device z] [aux v] [aux2 v]
+ *
+ * By column (EVENTCOLS, when chunks are compressed), the same fields of
+ * every event together, in six columns: heads | dts | ptrs, each whole, 8
+ * bytes LE (a free repeats its allocation's bytes, which zstd matches) |
+ * sizes | dstks | the optional fields. zstd finds like bytes together.
  */
 static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event *e, uint32_t stack)
 {
@@ -569,8 +545,9 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 		w->ev_prev_ptr = 0;
 		w->ev_prev_stack = 0;
 		w->ev_prev_dev = 0;
+		w->ev_cols = w->zstate == ZS_ON && have_columns(w);
 	}
-	if (w->ev_len + 10 * GMT_VARINT_MAX > w->ev_cap) {
+	if (!w->ev_cols && w->ev_len + 10 * GMT_VARINT_MAX > w->ev_cap) {
 		size_t cap = w->ev_cap ? w->ev_cap * 2 : BATCH_TARGET + 1024;
 		uint8_t *b = realloc(w->ev, cap);
 		if (!b) {
@@ -586,19 +563,26 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 		head |= GMT_EV_FAILED;
 	if (e->device != w->ev_prev_dev)
 		head |= GMT_EV_DEV_CHANGED;
-	/* each field's length counted for EVENTCOLS (the pointer: 8 bytes) */
-	uint8_t *p = w->ev + w->ev_len, *q = p;
-	p = gmt_put_varint(p, head);
-	w->ev_col[0] += (uint32_t)(p - q);
-	p = gmt_put_varint(q = p, e->time_ns - w->ev_prev_time);
-	w->ev_col[1] += (uint32_t)(p - q);
-	p = gmt_put_varint(p, gmt_zigzag((int64_t)(e->ptr - w->ev_prev_ptr)));
-	w->ev_col[2] += 8;
-	p = gmt_put_varint(q = p, e->size);
-	w->ev_col[3] += (uint32_t)(p - q);
-	p = gmt_put_varint(q = p, gmt_zigzag((int64_t)stack - (int64_t)w->ev_prev_stack));
-	w->ev_col[4] += (uint32_t)(p - q);
-	q = p;
+	uint64_t dt = e->time_ns - w->ev_prev_time;
+	uint64_t dstk = gmt_zigzag((int64_t)stack - (int64_t)w->ev_prev_stack);
+	uint8_t *p;
+	if (w->ev_cols) {
+		uint32_t *n = w->ev_col;
+		n[0] = (uint32_t)(gmt_put_varint(w->col[0] + n[0], head) - w->col[0]);
+		n[1] = (uint32_t)(gmt_put_varint(w->col[1] + n[1], dt) - w->col[1]);
+		gmt_put_le64(w->col[2] + n[2], e->ptr);
+		n[2] += 8;
+		n[3] = (uint32_t)(gmt_put_varint(w->col[3] + n[3], e->size) - w->col[3]);
+		n[4] = (uint32_t)(gmt_put_varint(w->col[4] + n[4], dstk) - w->col[4]);
+		p = w->col[5] + n[5];
+	} else {
+		p = w->ev + w->ev_len;
+		p = gmt_put_varint(p, head);
+		p = gmt_put_varint(p, dt);
+		p = gmt_put_varint(p, gmt_zigzag((int64_t)(e->ptr - w->ev_prev_ptr)));
+		p = gmt_put_varint(p, e->size);
+		p = gmt_put_varint(p, dstk);
+	}
 	if (head & GMT_EV_FAILED)
 		p = gmt_put_varint(p, e->result);
 	if (head & GMT_EV_DEV_CHANGED)
@@ -607,8 +591,13 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 		p = gmt_put_varint(p, e->aux);
 	if (head & GMT_EV_HAS_AUX2)
 		p = gmt_put_varint(p, e->aux2);
-	w->ev_col[5] += (uint32_t)(p - q);
-	w->ev_len = (size_t)(p - w->ev);
+	if (w->ev_cols) {
+		uint32_t *n = w->ev_col;
+		n[5] = (uint32_t)(p - w->col[5]);
+		w->ev_len = (size_t)n[0] + n[1] + n[2] + n[3] + n[4] + n[5];
+	} else {
+		w->ev_len = (size_t)(p - w->ev);
+	}
 	w->ev_count++;
 	w->ev_prev_time = e->time_ns;
 	w->ev_prev_ptr = e->ptr;

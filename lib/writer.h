@@ -34,7 +34,11 @@ struct gmt_writer {
 	/* The EVENTS record being built, one thread's batch. */
 	uint8_t *ev;
 	size_t ev_len, ev_cap;
-	uint32_t ev_col[GMT_EV_COLUMNS]; /* EVENTCOLS column lengths of the batch */
+	/* An EVENTCOLS batch (chunks compressed when it began) is written
+	 * straight into its columns; ev_len is then their total. */
+	int ev_cols;
+	uint8_t *col[GMT_EV_COLUMNS];	 /* BATCH_TARGET + slack each, made once */
+	uint32_t ev_col[GMT_EV_COLUMNS]; /* the columns' lengths */
 	uint32_t ev_count;
 	int ev_tid;
 	uint64_t ev_base, ev_prev_time, ev_prev_ptr;
