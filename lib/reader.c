@@ -482,11 +482,14 @@ static int dec_event(struct dec *d, struct gmt_record *rec)
 
 /* Moves the real pass past cached events [i, i + n) of the chunk. An
  * EVENTCOLS batch is cached whole or not at all, and its record header has
- * moved the cursor past its columns already: only rows move it here. */
+ * moved the cursor past its columns already: there only the head column
+ * moves, for the offsets `dump` shows. */
 static void take_cached(struct gmt_reader *r, struct dec *d, size_t i, size_t n)
 {
 	const struct gmt_event *last = &r->cache[i + n - 1];
-	if (!d->ev_cols)
+	if (d->ev_cols)
+		d->col[0].p = r->cache_end[i + n - 1];
+	else
 		d->c.p = r->cache_end[i + n - 1];
 	d->event_index += n;
 	d->ev_left -= n;
@@ -888,7 +891,7 @@ static int load_chunk(struct gmt_reader *r)
 					return stop(r, GMT_STOP_CORRUPT, off,
 						    "malformed event at offset %llu",
 						    (unsigned long long)rec.offset);
-				r->cache_end[r->ncache] = d.c.p;
+				r->cache_end[r->ncache] = ev_at(&d);
 				r->ncache++;
 			}
 			continue;

@@ -25,7 +25,7 @@ expect_eq "plain chunks with COMPRESS=0" "$(grep -c ' zstd raw ' d0.txt || true)
 grep -q '^HEADER version 3 ' d1.txt || fail "not a version 3 trace"
 s0=$(stat -c %s c0.gmt) s1=$(stat -c %s c1.gmt)
 [ $((s1 * 10)) -lt $((s0 * 9)) ] || fail "compressed $s1 bytes, not 10% under $s0"
-for k in '["events"]' '["lost"]' '["complete"]'; do
+for k in '["events"]' '["lost_events"]' '["complete"]'; do
 	expect_eq "summary$k" "$(json s1.json "d$k")" "$(json s0.json "d$k")"
 done
 expect_eq events "$(json s1.json 'd["events"]')" 40001
@@ -43,6 +43,11 @@ GPUMEMTRACE_OUTPUT=m.gmt traced "$PROG_DIR/threads" 8 100000 >/dev/null ||
 "$GMT_CLI" summary --json m.gmt >m.json || fail "8 threads: summary"
 expect_eq "8 threads: events" "$(json m.json 'd["events"]')" 1600001
 expect_eq "8 threads: complete" "$(json m.json 'd["complete"]')" True
+# Each event of an EVENTCOLS batch has its own offset in its chunk (its
+# head's place), cached by the chunk's validation or not.
+"$GMT_CLI" dump m.gmt >m.txt || fail "8 threads: dump"
+awk '/ CHUNK #/ {c = $3} / EVENT #/ {print c, $1}' m.txt | sort | uniq -d >dups.txt
+[ ! -s dups.txt ] || fail "events share dump offsets in a chunk: $(head -3 dups.txt)"
 
 echo "== a trace compressed reads exactly as uncompressed"
 gmtz compress c0.gmt z.gmt
