@@ -978,8 +978,9 @@ static void test_worker(void)
 			h[t] = read_hashed(paths[p], &nt[t], &info[t]);
 		}
 		unsetenv("GPUMEMTRACE_READER_THREADS");
-		check(nt[0] == 1 && nt[1] == 2, "worker[%d]: %d threads serial, %d with the worker",
-		      p, nt[0], nt[1]);
+		/* relative: a sanitizer may run a thread of its own */
+		check(nt[0] >= 1 && nt[1] == nt[0] + 1,
+		      "worker[%d]: %d threads serial, %d with the worker", p, nt[0], nt[1]);
 		check(h[0] == h[1] && h[0] != 0, "worker[%d]: the same records", p);
 		check(info[0].chunks == info[1].chunks && info[0].events == info[1].events &&
 			  info[0].stop == info[1].stop &&
