@@ -86,7 +86,7 @@ struct gmt_reader {
 	struct chunk ck[2];
 	struct chunk *k; /* the chunk being read */
 	ZSTD_DCtx *dctx; /* only whoever prepares chunks uses it */
-	/* The worker thread (GMT_READER_THREADS=0, one CPU, or no thread: none,
+	/* The worker thread (GPUMEMTRACE_READER_THREADS=0, one CPU, or no thread: none,
 	 * the caller prepares each chunk itself). */
 	int threads, started, quit;
 	int sync;   /* mu and cv initialised */
