@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,24 +31,13 @@ struct dec {
 	struct gmt_cursor col[GMT_EV_COLUMNS];
 };
 
-struct gmt_reader {
-	int fd;
-	struct gmt_header hdr;
-	struct gmt_read_info info;
-	uint64_t pos; /* file offset of the next chunk */
-	int have_chunk;
-	uint64_t chunk_offset, chunk_seq;
-	uint32_t chunk_len, chunk_crc;
-	int chunk_pending; /* the CHUNK pseudo-record is still to be handed out */
-	int last_type;	   /* the last real record handed out */
-	int chunk_zstd;	   /* the chunk is GMTZ: chunk_raw_len bytes decompressed */
-	uint32_t chunk_raw_len;
-	struct dec dec;
+/* One chunk's buffers and what preparing it found. Two of them: the
+ * caller reads one while the worker prepares the next (see next_chunk). */
+struct chunk {
 	uint8_t *payload; /* the chunk's records (decompressed for GMTZ) */
 	size_t payload_cap;
 	uint8_t *zbuf; /* a GMTZ chunk as on disk */
 	size_t zbuf_cap;
-	ZSTD_DCtx *dctx;
 	/* per-record scratch: string copies, argv, env, stack nodes */
 	char *arena;
 	size_t arena_cap, arena_used;
@@ -62,7 +54,52 @@ struct gmt_reader {
 	const uint8_t **cache_end; /* the cursor after each */
 	size_t ncache;
 	uint64_t cache_first; /* event_index of cache[0] */
+	/* The outcome. Only the caller's thread turns it into counters and
+	 * stops (commit), in file order. */
+	int ok;		  /* 0: the readable part ends here; stop says why (NONE: clean end) */
+	struct dec start; /* the real pass starts here */
+	uint64_t next_stack_id, next_event_index; /* the next chunk's decoding starts here */
+	uint64_t off, end, seq;
+	uint32_t len, crc, raw_len;
+	int zstd;
+	int unknown; /* cut short by an unknown tag: unknown_bytes skipped */
+	uint64_t unknown_bytes;
+	enum gmt_read_stop stop;
+	int stop_errnum;
+	char stop_msg[200];
 };
+
+struct gmt_reader {
+	int fd;
+	struct gmt_header hdr;
+	struct gmt_read_info info;
+	uint64_t pos;				  /* file offset of the next chunk */
+	uint64_t next_stack_id, next_event_index; /* where that chunk's decoding starts */
+	int have_chunk;
+	uint64_t chunk_offset, chunk_seq;
+	uint32_t chunk_len, chunk_crc;
+	int chunk_pending; /* the CHUNK pseudo-record is still to be handed out */
+	int last_type;	   /* the last real record handed out */
+	int chunk_zstd;	   /* the chunk is GMTZ: chunk_raw_len bytes decompressed */
+	uint32_t chunk_raw_len;
+	struct dec dec;
+	struct chunk ck[2];
+	struct chunk *k; /* the chunk being read */
+	ZSTD_DCtx *dctx; /* only whoever prepares chunks uses it */
+	/* The worker thread (GPUMEMTRACE_READER_THREADS=0, one CPU, or no thread: none,
+	 * the caller prepares each chunk itself). */
+	int threads, started, quit;
+	int sync;   /* mu and cv initialised */
+	int posted; /* a request not yet taken (the caller's own copy of state) */
+	int state;  /* REQ_*: the request in req_k */
+	struct chunk *req_k;
+	uint64_t req_off, req_size, req_stack_id, req_event_index;
+	pthread_t worker;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+enum { REQ_NONE = 0, REQ_POSTED = 1, REQ_DONE = 2 };
 
 #define CACHE_MAX 32768
 
@@ -156,6 +193,19 @@ static int has_zstd_chunk(int fd, uint64_t off, uint64_t size)
 			return 0;
 	}
 	return 0;
+}
+
+/* A worker thread to prepare the next chunk: GPUMEMTRACE_READER_THREADS=0
+ * says never, 1 always; by default, where this process may use two CPUs. */
+static int want_worker(void)
+{
+	const char *e = getenv("GPUMEMTRACE_READER_THREADS");
+	if (e && *e)
+		return strcmp(e, "0") != 0;
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < 2)
+		return 0;
+	return 1;
 }
 
 struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
@@ -258,6 +308,10 @@ struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 	r->fd = fd;
 	r->hdr = hdr;
 	r->info.file_size = size;
+	r->threads = want_worker();
+	if (r->threads && (pthread_mutex_init(&r->mu, NULL) || pthread_cond_init(&r->cv, NULL)))
+		r->threads = 0; /* glibc's never fail; the serial path if they do */
+	r->sync = r->threads;
 	gmt_reader_rewind(r);
 	return r;
 fail:
@@ -269,17 +323,31 @@ void gmt_reader_close(struct gmt_reader *r)
 {
 	if (!r)
 		return;
+	if (r->started) {
+		pthread_mutex_lock(&r->mu);
+		r->quit = 1; /* after the chunk it may be preparing */
+		pthread_cond_broadcast(&r->cv);
+		pthread_mutex_unlock(&r->mu);
+		pthread_join(r->worker, NULL);
+	}
+	if (r->sync) {
+		pthread_mutex_destroy(&r->mu);
+		pthread_cond_destroy(&r->cv);
+	}
 	close(r->fd);
 	if (r->dctx)
 		gmt_zstd_get(NULL)->ZSTD_freeDCtx(r->dctx);
-	free(r->zbuf);
-	free(r->payload);
-	free(r->arena);
-	free(r->argv);
-	free(r->env);
-	free(r->nodes);
-	free(r->cache);
-	free(r->cache_end);
+	for (int i = 0; i < 2; i++) {
+		struct chunk *k = &r->ck[i];
+		free(k->zbuf);
+		free(k->payload);
+		free(k->arena);
+		free(k->argv);
+		free(k->env);
+		free(k->nodes);
+		free(k->cache);
+		free(k->cache_end);
+	}
 	free(r);
 }
 
@@ -293,8 +361,12 @@ const struct gmt_read_info *gmt_reader_info(const struct gmt_reader *r)
 	return &r->info;
 }
 
+static struct chunk *wait_done(struct gmt_reader *r);
+
 void gmt_reader_rewind(struct gmt_reader *r)
 {
+	if (r->posted)
+		wait_done(r); /* a chunk asked for ahead: dropped */
 	uint64_t size = r->info.file_size;
 	memset(&r->info, 0, sizeof(r->info));
 	r->info.file_size = size;
@@ -303,30 +375,32 @@ void gmt_reader_rewind(struct gmt_reader *r)
 	r->have_chunk = 0;
 	r->chunk_pending = 0;
 	r->last_type = 0;
-	r->ncache = 0;
+	r->k = NULL;
 	memset(&r->dec, 0, sizeof(r->dec));
 	r->dec.next_stack_id = 1;
+	r->next_stack_id = 1;
+	r->next_event_index = 0;
 }
 
 /* ---- scratch --------------------------------------------------------- */
 
-static struct gmt_str arena_str(struct gmt_reader *r, const uint8_t *p, size_t len)
+static struct gmt_str arena_str(struct chunk *k, const uint8_t *p, size_t len)
 {
-	/* load_chunk sized the arena so a record's strings always fit */
-	char *s = r->arena + r->arena_used;
+	/* prepare sized the arena so a record's strings always fit */
+	char *s = k->arena + k->arena_used;
 	memcpy(s, p, len);
 	s[len] = 0;
-	r->arena_used += len + 1;
+	k->arena_used += len + 1;
 	return (struct gmt_str){s, len};
 }
 
-static struct gmt_str get_str(struct gmt_reader *r, struct gmt_cursor *c)
+static struct gmt_str get_str(struct chunk *k, struct gmt_cursor *c)
 {
 	size_t len;
 	const uint8_t *p = gmt_get_bytes(c, &len);
 	if (c->bad)
 		return (struct gmt_str){"", 0};
-	return arena_str(r, p, len);
+	return arena_str(k, p, len);
 }
 
 static struct gmt_blob get_blob(struct gmt_cursor *c)
@@ -484,13 +558,13 @@ static int dec_event(struct dec *d, struct gmt_record *rec)
  * EVENTCOLS batch is cached whole or not at all, and its record header has
  * moved the cursor past its columns already: there only the head column
  * moves, for the offsets `dump` shows. */
-static void take_cached(struct gmt_reader *r, struct dec *d, size_t i, size_t n)
+static void take_cached(struct chunk *k, struct dec *d, size_t i, size_t n)
 {
-	const struct gmt_event *last = &r->cache[i + n - 1];
+	const struct gmt_event *last = &k->cache[i + n - 1];
 	if (d->ev_cols)
-		d->col[0].p = r->cache_end[i + n - 1];
+		d->col[0].p = k->cache_end[i + n - 1];
 	else
-		d->c.p = r->cache_end[i + n - 1];
+		d->c.p = k->cache_end[i + n - 1];
 	d->event_index += n;
 	d->ev_left -= n;
 	/* what decoding the next event of the batch starts from */
@@ -500,18 +574,19 @@ static void take_cached(struct gmt_reader *r, struct dec *d, size_t i, size_t n)
 	d->ev_dev = last->device;
 }
 
-/* Decodes the next record (or event) of the chunk. */
-static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
+/* Decodes the next record (or event) of chunk k; cached: the real pass,
+ * which may take events from k's cache. */
+static int dec_next(struct chunk *k, struct dec *d, struct gmt_record *rec, int cached)
 {
 	struct gmt_cursor *c = &d->c;
-	r->arena_used = 0;
+	k->arena_used = 0;
 	rec->chunk_offset = d->base_offset - GMT_CHUNK_HEADER_SIZE;
-	if (d->ev_left && d == &r->dec && d->event_index - r->cache_first < r->ncache) {
-		size_t i = d->event_index - r->cache_first;
+	if (d->ev_left && cached && d->event_index - k->cache_first < k->ncache) {
+		size_t i = d->event_index - k->cache_first;
 		rec->type = GMT_REC_EVENT;
 		rec->offset = d->base_offset + (uint64_t)(ev_at(d) - d->base);
-		rec->u.event = r->cache[i];
-		take_cached(r, d, i, 1);
+		rec->u.event = k->cache[i];
+		take_cached(k, d, i, 1);
 		return DEC_RECORD;
 	}
 	if (d->ev_left)
@@ -528,28 +603,28 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 		rec->u.process.pid = gmt_get_varint(c);
 		rec->u.process.ppid = gmt_get_varint(c);
 		rec->u.process.start_wall_ns = gmt_get_varint(c);
-		rec->u.process.hostname = get_str(r, c);
-		rec->u.process.exe = get_str(r, c);
+		rec->u.process.hostname = get_str(k, c);
+		rec->u.process.exe = get_str(k, c);
 		uint64_t argc = gmt_get_varint(c);
 		if (c->bad || argc > left_bytes(c)) /* each arg takes >= 1 byte */
 			return DEC_BAD;
-		if (grow((void **)&r->argv, &r->argv_cap, (size_t)argc, sizeof(*r->argv)))
+		if (grow((void **)&k->argv, &k->argv_cap, (size_t)argc, sizeof(*k->argv)))
 			return DEC_NOMEM;
 		for (uint64_t i = 0; i < argc; i++)
-			r->argv[i] = get_str(r, c);
+			k->argv[i] = get_str(k, c);
 		uint64_t nenv = gmt_get_varint(c);
 		if (c->bad || nenv > left_bytes(c) / 2)
 			return DEC_BAD;
-		if (grow((void **)&r->env, &r->env_cap, (size_t)nenv, sizeof(*r->env)))
+		if (grow((void **)&k->env, &k->env_cap, (size_t)nenv, sizeof(*k->env)))
 			return DEC_NOMEM;
 		for (uint64_t i = 0; i < nenv; i++) {
-			r->env[i].key = get_str(r, c);
-			r->env[i].value = get_str(r, c);
+			k->env[i].key = get_str(k, c);
+			k->env[i].value = get_str(k, c);
 		}
 		rec->u.process.argc = (size_t)argc;
-		rec->u.process.argv = r->argv;
+		rec->u.process.argv = k->argv;
 		rec->u.process.nenv = (size_t)nenv;
-		rec->u.process.env = r->env;
+		rec->u.process.env = k->env;
 		break;
 	}
 	case GMT_TAG_MODULE:
@@ -558,13 +633,13 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 		rec->u.module.load_bias = gmt_get_varint(c);
 		rec->u.module.start = gmt_get_varint(c);
 		rec->u.module.end = gmt_get_varint(c);
-		rec->u.module.path = get_str(r, c);
+		rec->u.module.path = get_str(k, c);
 		rec->u.module.build_id = get_blob(c);
 		break;
 	case GMT_TAG_DEVICE:
 		rec->type = GMT_REC_DEVICE;
 		rec->u.device.ordinal = gmt_get_zigzag(c);
-		rec->u.device.name = get_str(r, c);
+		rec->u.device.name = get_str(k, c);
 		rec->u.device.uuid = get_blob(c);
 		rec->u.device.total_bytes = gmt_get_varint(c);
 		rec->u.device.cc_major = gmt_get_varint(c);
@@ -576,24 +651,24 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 		uint64_t n = gmt_get_varint(c);
 		if (c->bad || n > left_bytes(c) / 2) /* each node takes >= 2 bytes */
 			return DEC_BAD;
-		if (grow((void **)&r->nodes, &r->nodes_cap, (size_t)n, sizeof(*r->nodes)))
+		if (grow((void **)&k->nodes, &k->nodes_cap, (size_t)n, sizeof(*k->nodes)))
 			return DEC_NOMEM;
 		for (uint64_t i = 0; i < n; i++) {
-			r->nodes[i].id = d->next_stack_id + i;
-			r->nodes[i].parent = gmt_get_varint(c);
-			r->nodes[i].ip = gmt_get_varint(c);
+			k->nodes[i].id = d->next_stack_id + i;
+			k->nodes[i].parent = gmt_get_varint(c);
+			k->nodes[i].ip = gmt_get_varint(c);
 		}
 		if (c->bad)
 			return DEC_BAD;
 		d->next_stack_id += n;
 		rec->u.stack.count = (size_t)n;
-		rec->u.stack.nodes = r->nodes;
+		rec->u.stack.nodes = k->nodes;
 		break;
 	}
 	case GMT_TAG_THREAD:
 		rec->type = GMT_REC_THREAD;
 		rec->u.thread.tid = gmt_get_varint(c);
-		rec->u.thread.name = get_str(r, c);
+		rec->u.thread.name = get_str(k, c);
 		break;
 	case GMT_TAG_EVENTS:
 		rec->type = GMT_REC_EVENTS;
@@ -653,14 +728,14 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 		rec->type = GMT_REC_SYMBOL;
 		rec->u.symbol.ip = gmt_get_varint(c);
 		rec->u.symbol.module_id = gmt_get_varint(c);
-		rec->u.symbol.function = get_str(r, c);
-		rec->u.symbol.file = get_str(r, c);
+		rec->u.symbol.function = get_str(k, c);
+		rec->u.symbol.file = get_str(k, c);
 		rec->u.symbol.line = gmt_get_varint(c);
 		break;
 	case GMT_TAG_NOTE:
 		rec->type = GMT_REC_NOTE;
 		rec->u.note.level = gmt_get_varint(c);
-		rec->u.note.text = get_str(r, c);
+		rec->u.note.text = get_str(k, c);
 		break;
 	case GMT_TAG_TRAILER:
 		rec->type = GMT_REC_TRAILER;
@@ -697,13 +772,13 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 		rec->u.range.op = gmt_get_varint(c);
 		rec->u.range.id = gmt_get_varint(c);
 		rec->u.range.source = gmt_get_varint(c);
-		rec->u.range.text = get_str(r, c);
+		rec->u.range.text = get_str(k, c);
 		break;
 	case GMT_TAG_PYFRAME:
 		rec->type = GMT_REC_PYFRAME;
 		rec->u.pyframe.id = gmt_get_varint(c);
-		rec->u.pyframe.function = get_str(r, c);
-		rec->u.pyframe.file = get_str(r, c);
+		rec->u.pyframe.function = get_str(k, c);
+		rec->u.pyframe.file = get_str(k, c);
 		rec->u.pyframe.line = gmt_get_varint(c);
 		break;
 	default:
@@ -714,29 +789,41 @@ static int dec_next(struct gmt_reader *r, struct dec *d, struct gmt_record *rec)
 
 /* ---- chunks ---------------------------------------------------------- */
 
-static int stop(struct gmt_reader *r, enum gmt_read_stop why, uint64_t off, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int stop(struct gmt_reader *r, enum gmt_read_stop why, uint64_t off, const char *fmt, ...)
+/* Records why chunk k ends the readable part; 0 for the caller to return. */
+static int stop(struct chunk *k, enum gmt_read_stop why, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int stop(struct chunk *k, enum gmt_read_stop why, const char *fmt, ...)
 {
 	va_list ap;
-	r->info.stop = why;
-	r->info.stop_offset = off;
+	k->stop = why;
 	va_start(ap, fmt);
-	vsnprintf(r->info.stop_msg, sizeof(r->info.stop_msg), fmt, ap);
+	vsnprintf(k->stop_msg, sizeof(k->stop_msg), fmt, ap);
 	va_end(ap);
 	return 0;
 }
 
-/* 1: every byte from off to the end of the file is zero (a preallocated or
- * zero-filled tail after a crash); 0: not; -1: read error. */
-static int zero_tail(struct gmt_reader *r, uint64_t off)
+static int stop_read(struct chunk *k, int errnum)
+{
+	k->stop_errnum = errnum;
+	return stop(k, GMT_STOP_IO, "read error: %s", strerror(errnum));
+}
+
+static int stop_nomem(struct chunk *k)
+{
+	k->stop_errnum = ENOMEM;
+	return stop(k, GMT_STOP_IO, "%s", strerror(ENOMEM));
+}
+
+/* 1: every byte from off to size is zero (a preallocated or zero-filled
+ * tail after a crash); 0: not; -1: read error. */
+static int zero_tail(int fd, uint64_t off, uint64_t size)
 {
 	uint8_t buf[65536];
-	while (off < r->info.file_size) {
-		uint64_t n = r->info.file_size - off;
+	while (off < size) {
+		uint64_t n = size - off;
 		if (n > sizeof(buf))
 			n = sizeof(buf);
-		if (read_at(r->fd, buf, (size_t)n, off) < 0)
+		if (read_at(fd, buf, (size_t)n, off) < 0)
 			return -1;
 		for (size_t i = 0; i < n; i++)
 			if (buf[i])
@@ -753,184 +840,297 @@ static const char *tag_name(uint64_t tag)
 	return tag >= 1 && tag <= GMT_TAG_MAX_ ? gmt_rec_type_name((int)tag) : "unknown";
 }
 
-/* r->zbuf (a GMTZ payload of len bytes, CRC checked) into r->payload. 1:
- * done, *raw_len set; 0: stopped (r->info says why). */
-static int decompress(struct gmt_reader *r, uint64_t off, uint32_t len, uint32_t *raw_len)
+/* k->zbuf (a GMTZ payload of len bytes, CRC checked) into k->payload. 1:
+ * done, *raw_len set; 0: stopped (k says why). */
+static int decompress(struct gmt_reader *r, struct chunk *k, uint32_t len, uint32_t *raw_len)
 {
 	const char *why;
 	const struct gmt_zstd *z = gmt_zstd_get(&why);
 	if (!z) { /* open checked already; a file that grew since lands here */
-		r->info.stop_errnum = ENOENT;
-		return stop(r, GMT_STOP_IO, off,
+		k->stop_errnum = ENOENT;
+		return stop(k, GMT_STOP_IO,
 			    "zstd-compressed chunk and " GMT_ZSTD_SONAME " cannot be loaded (%s)",
 			    why);
 	}
-	struct gmt_cursor c = {r->zbuf, r->zbuf + len, 0};
+	struct gmt_cursor c = {k->zbuf, k->zbuf + len, 0};
 	uint64_t want = gmt_get_varint(&c);
 	if (c.bad || want > GMT_CHUNK_MAX_PAYLOAD)
-		return stop(r, GMT_STOP_CORRUPT, off, "compressed chunk: bad raw length");
+		return stop(k, GMT_STOP_CORRUPT, "compressed chunk: bad raw length");
 	const uint8_t *frame = c.p;
 	size_t flen = (size_t)(c.end - c.p);
 	unsigned long long fcs = z->ZSTD_getFrameContentSize(frame, flen);
 	if (fcs == GMT_ZSTD_CONTENTSIZE_ERROR)
-		return stop(r, GMT_STOP_CORRUPT, off, "compressed chunk: not a zstd frame");
+		return stop(k, GMT_STOP_CORRUPT, "compressed chunk: not a zstd frame");
 	if (fcs != GMT_ZSTD_CONTENTSIZE_UNKNOWN && fcs != want)
-		return stop(r, GMT_STOP_CORRUPT, off,
+		return stop(k, GMT_STOP_CORRUPT,
 			    "compressed chunk: frame holds %llu bytes, raw length says %llu", fcs,
 			    (unsigned long long)want);
-	if (grow((void **)&r->payload, &r->payload_cap, want ? (size_t)want : 1, 1) ||
-	    (!r->dctx && !(r->dctx = z->ZSTD_createDCtx()))) {
-		r->info.stop_errnum = ENOMEM;
-		return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
-	}
-	size_t n = z->ZSTD_decompressDCtx(r->dctx, r->payload, (size_t)want, frame, flen);
+	if (grow((void **)&k->payload, &k->payload_cap, want ? (size_t)want : 1, 1) ||
+	    (!r->dctx && !(r->dctx = z->ZSTD_createDCtx())))
+		return stop_nomem(k);
+	size_t n = z->ZSTD_decompressDCtx(r->dctx, k->payload, (size_t)want, frame, flen);
 	if (z->ZSTD_isError(n))
-		return stop(r, GMT_STOP_CORRUPT, off, "compressed chunk does not decompress (%s)",
+		return stop(k, GMT_STOP_CORRUPT, "compressed chunk does not decompress (%s)",
 			    z->ZSTD_getErrorName(n));
 	if (n != want)
-		return stop(r, GMT_STOP_CORRUPT, off,
+		return stop(k, GMT_STOP_CORRUPT,
 			    "compressed chunk: %zu bytes decompressed, raw length says %llu", n,
 			    (unsigned long long)want);
 	*raw_len = (uint32_t)want;
 	return 1;
 }
 
-/* Reads, checks and validates the chunk at r->pos. 1: loaded; 0: the
- * readable part is over (r->info says why). */
-static int load_chunk(struct gmt_reader *r)
+/* Reads, checks and validates the chunk at off (of a file of size bytes)
+ * into k, its decoding starting from stack_id and event_index. Touches only
+ * k, r->dctx and what open set, so it can run on the worker thread. 1:
+ * loaded; 0: the readable part ends here (k says why). */
+static int prepare(struct gmt_reader *r, struct chunk *k, uint64_t off, uint64_t size,
+		   uint64_t stack_id, uint64_t event_index)
 {
-	uint64_t off = r->pos, size = r->info.file_size;
+	k->off = off;
+	k->stop = GMT_STOP_NONE;
+	k->stop_errnum = 0;
+	k->unknown = 0;
+	k->ok = 0;
 	if (off >= size)
 		return 0; /* clean end */
 	uint64_t left = size - off;
 	if (left < GMT_CHUNK_HEADER_SIZE)
-		return stop(r, GMT_STOP_TORN, off, "torn chunk header (%llu of %d bytes)",
+		return stop(k, GMT_STOP_TORN, "torn chunk header (%llu of %d bytes)",
 			    (unsigned long long)left, GMT_CHUNK_HEADER_SIZE);
 	uint8_t h[GMT_CHUNK_HEADER_SIZE];
-	if (read_at(r->fd, h, sizeof(h), off) < 0) {
-		r->info.stop_errnum = errno;
-		return stop(r, GMT_STOP_IO, off, "read error: %s", strerror(errno));
-	}
+	if (read_at(r->fd, h, sizeof(h), off) < 0)
+		return stop_read(k, errno);
 	uint32_t magic = gmt_get_le32(h), len = gmt_get_le32(h + 4), crc = gmt_get_le32(h + 12);
 	uint64_t seq = gmt_get_le32(h + 8);
 	int zstd = magic == GMT_CHUNK_MAGIC_ZSTD && r->hdr.version >= 3;
 	if (magic != GMT_CHUNK_MAGIC && !zstd) {
-		int z = zero_tail(r, off);
-		if (z < 0) {
-			r->info.stop_errnum = errno;
-			return stop(r, GMT_STOP_IO, off, "read error: %s", strerror(errno));
-		}
+		int z = zero_tail(r->fd, off, size);
+		if (z < 0)
+			return stop_read(k, errno);
 		if (z)
-			return stop(r, GMT_STOP_TORN, off, "zero-filled tail");
-		return stop(r, GMT_STOP_CORRUPT, off, "bad chunk magic 0x%08x", magic);
+			return stop(k, GMT_STOP_TORN, "zero-filled tail");
+		return stop(k, GMT_STOP_CORRUPT, "bad chunk magic 0x%08x", magic);
 	}
 	if (len > GMT_CHUNK_MAX_PAYLOAD)
-		return stop(r, GMT_STOP_CORRUPT, off, "chunk payload length %u over the limit %u",
-			    len, GMT_CHUNK_MAX_PAYLOAD);
+		return stop(k, GMT_STOP_CORRUPT, "chunk payload length %u over the limit %u", len,
+			    GMT_CHUNK_MAX_PAYLOAD);
 	if ((uint64_t)len > left - GMT_CHUNK_HEADER_SIZE)
-		return stop(r, GMT_STOP_TORN, off, "torn chunk (%llu of %u payload bytes)",
+		return stop(k, GMT_STOP_TORN, "torn chunk (%llu of %u payload bytes)",
 			    (unsigned long long)(left - GMT_CHUNK_HEADER_SIZE), len);
-	uint8_t **disk = zstd ? &r->zbuf : &r->payload;
-	if (grow((void **)disk, zstd ? &r->zbuf_cap : &r->payload_cap, len ? len : 1, 1)) {
-		r->info.stop_errnum = ENOMEM;
-		return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
-	}
-	if (read_at(r->fd, *disk, len, off + GMT_CHUNK_HEADER_SIZE) < 0) {
-		r->info.stop_errnum = errno;
-		return stop(r, GMT_STOP_IO, off, "read error: %s", strerror(errno));
-	}
+	uint8_t **disk = zstd ? &k->zbuf : &k->payload;
+	if (grow((void **)disk, zstd ? &k->zbuf_cap : &k->payload_cap, len ? len : 1, 1))
+		return stop_nomem(k);
+	if (read_at(r->fd, *disk, len, off + GMT_CHUNK_HEADER_SIZE) < 0)
+		return stop_read(k, errno);
 	uint64_t chunk_end = off + GMT_CHUNK_HEADER_SIZE + len;
 	uint32_t got = gmt_crc32c(0, *disk, len);
 	if (got != crc) {
 		if (chunk_end == size) /* the last chunk: a write cut short by a crash */
-			return stop(r, GMT_STOP_TORN, off, "CRC mismatch in the last chunk");
-		return stop(r, GMT_STOP_CORRUPT, off,
-			    "CRC mismatch (stored 0x%08x, computed 0x%08x)", crc, got);
+			return stop(k, GMT_STOP_TORN, "CRC mismatch in the last chunk");
+		return stop(k, GMT_STOP_CORRUPT, "CRC mismatch (stored 0x%08x, computed 0x%08x)",
+			    crc, got);
 	}
 	uint32_t raw_len = len;
-	if (zstd) {
-		int rc = decompress(r, off, len, &raw_len);
-		if (rc <= 0)
-			return 0;
-	}
-	if (grow((void **)&r->arena, &r->arena_cap, 2 * (size_t)raw_len + 64, 1)) {
-		r->info.stop_errnum = ENOMEM;
-		return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
-	}
+	if (zstd && !decompress(r, k, len, &raw_len))
+		return 0;
+	if (grow((void **)&k->arena, &k->arena_cap, 2 * (size_t)raw_len + 64, 1))
+		return stop_nomem(k);
+	k->len = len;
 	len = raw_len; /* from here on: the records */
 
-	struct dec d = r->dec;
-	d.c = (struct gmt_cursor){r->payload, r->payload + len, 0};
-	d.base = r->payload;
+	struct dec d = {0};
+	d.c = (struct gmt_cursor){k->payload, k->payload + len, 0};
+	d.base = k->payload;
 	d.base_offset = off + GMT_CHUNK_HEADER_SIZE;
-	d.ev_left = 0;
-	r->dec = d; /* the real pass starts from here */
-	r->ncache = 0;
-	r->cache_first = d.event_index;
+	d.next_stack_id = stack_id;
+	d.event_index = event_index;
+	k->start = d; /* the real pass starts from here */
+	k->ncache = 0;
+	k->cache_first = d.event_index;
 	struct gmt_record rec;
 	for (;;) {
-		int rc = dec_next(r, &d, &rec);
+		int rc = dec_next(k, &d, &rec, 0);
 		if (rc == DEC_RECORD) {
 			if (rec.type != GMT_REC_EVENTS || !d.ev_left)
 				continue;
-			if (!r->cache) {
-				r->cache = malloc(CACHE_MAX * sizeof(*r->cache));
-				r->cache_end = malloc(CACHE_MAX * sizeof(*r->cache_end));
-				if (!r->cache_end) {
-					free(r->cache);
-					r->cache = NULL;
+			if (!k->cache) {
+				k->cache = malloc(CACHE_MAX * sizeof(*k->cache));
+				k->cache_end = malloc(CACHE_MAX * sizeof(*k->cache_end));
+				if (!k->cache_end) {
+					free(k->cache);
+					k->cache = NULL;
 				}
 			}
 			/* the batch's events straight into the cache while it has
 			 * room; an EVENTCOLS batch only whole (see take_cached) */
-			int room = !d.ev_cols || r->ncache + d.ev_left <= CACHE_MAX;
-			while (room && r->cache && d.ev_left && r->ncache < CACHE_MAX &&
-			       d.event_index == r->cache_first + r->ncache) {
+			int room = !d.ev_cols || k->ncache + d.ev_left <= CACHE_MAX;
+			while (room && k->cache && d.ev_left && k->ncache < CACHE_MAX &&
+			       d.event_index == k->cache_first + k->ncache) {
 				rec.offset = d.base_offset + (uint64_t)(ev_at(&d) - d.base);
-				if (dec_ev(&d, &r->cache[r->ncache]) != DEC_RECORD)
-					return stop(r, GMT_STOP_CORRUPT, off,
+				if (dec_ev(&d, &k->cache[k->ncache]) != DEC_RECORD)
+					return stop(k, GMT_STOP_CORRUPT,
 						    "malformed event at offset %llu",
 						    (unsigned long long)rec.offset);
-				r->cache_end[r->ncache] = ev_at(&d);
-				r->ncache++;
+				k->cache_end[k->ncache] = ev_at(&d);
+				k->ncache++;
 			}
 			continue;
 		}
 		if (rc == DEC_END)
 			break;
 		if (rc == DEC_UNKNOWN) {
-			r->info.unknown_chunks++;
 			uint64_t tag_at = rec.offset - d.base_offset;
-			r->info.unknown_bytes += len - tag_at;
-			r->dec.c.end = r->payload + tag_at; /* the real pass stops there */
+			k->unknown = 1;
+			k->unknown_bytes = len - tag_at;
+			k->start.c.end = k->payload + tag_at; /* the real pass stops there */
 			break;
 		}
-		if (rc == DEC_NOMEM) {
-			r->info.stop_errnum = ENOMEM;
-			return stop(r, GMT_STOP_IO, off, "%s", strerror(ENOMEM));
-		}
+		if (rc == DEC_NOMEM)
+			return stop_nomem(k);
 		if (d.ev_left)
-			return stop(r, GMT_STOP_CORRUPT, off, "malformed event at offset %llu",
+			return stop(k, GMT_STOP_CORRUPT, "malformed event at offset %llu",
 				    (unsigned long long)rec.offset);
 		uint64_t tag_at = rec.offset - d.base_offset;
-		struct gmt_cursor tc = {r->payload + tag_at, r->payload + len, 0};
-		return stop(r, GMT_STOP_CORRUPT, off, "malformed %s record at offset %llu",
+		struct gmt_cursor tc = {k->payload + tag_at, k->payload + len, 0};
+		return stop(k, GMT_STOP_CORRUPT, "malformed %s record at offset %llu",
 			    tag_name(gmt_get_varint(&tc)), (unsigned long long)rec.offset);
 	}
+	k->next_stack_id = d.next_stack_id;
+	k->next_event_index = d.event_index;
+	k->end = chunk_end;
+	k->seq = seq;
+	k->crc = crc;
+	k->zstd = zstd;
+	k->raw_len = raw_len;
+	k->ok = 1;
+	return 1;
+}
+
+/* ---- the worker ------------------------------------------------------ */
+
+static void *worker_main(void *arg)
+{
+	struct gmt_reader *r = arg;
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		while (r->state != REQ_POSTED && !r->quit)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (r->quit)
+			break;
+		struct chunk *k = r->req_k;
+		uint64_t off = r->req_off, size = r->req_size;
+		uint64_t sid = r->req_stack_id, eidx = r->req_event_index;
+		pthread_mutex_unlock(&r->mu);
+		prepare(r, k, off, size, sid, eidx);
+		pthread_mutex_lock(&r->mu);
+		r->state = REQ_DONE;
+		pthread_cond_broadcast(&r->cv);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* Asks the worker for the chunk at r->pos, into k. 0: posted; -1: no
+ * worker (it could not be started): the caller prepares chunks itself. */
+static int post(struct gmt_reader *r, struct chunk *k)
+{
+	if (!r->started) {
+		/* signals stay with the caller's threads, as without a worker */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		int rc = pthread_create(&r->worker, NULL, worker_main, r);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rc) {
+			r->threads = 0;
+			return -1;
+		}
+		r->started = 1;
+	}
+	pthread_mutex_lock(&r->mu);
+	r->req_k = k;
+	r->req_off = r->pos;
+	r->req_size = r->info.file_size;
+	r->req_stack_id = r->next_stack_id;
+	r->req_event_index = r->next_event_index;
+	r->state = REQ_POSTED;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	r->posted = 1;
+	return 0;
+}
+
+/* Waits for the posted request; its chunk. */
+static struct chunk *wait_done(struct gmt_reader *r)
+{
+	pthread_mutex_lock(&r->mu);
+	while (r->state == REQ_POSTED)
+		pthread_cond_wait(&r->cv, &r->mu);
+	struct chunk *k = r->req_k;
+	r->state = REQ_NONE;
+	pthread_mutex_unlock(&r->mu);
+	r->posted = 0;
+	return k;
+}
+
+/* Applies a prepared chunk on the caller's thread, in file order: every
+ * counter and stop, as reading it there would. 1: loaded; 0: the end. */
+static int commit(struct gmt_reader *r, struct chunk *k)
+{
+	if (!k->ok) {
+		if (k->stop != GMT_STOP_NONE) {
+			r->info.stop = k->stop;
+			r->info.stop_offset = k->off;
+			r->info.stop_errnum = k->stop_errnum;
+			memcpy(r->info.stop_msg, k->stop_msg, sizeof(r->info.stop_msg));
+		}
+		return 0;
+	}
+	if (k->unknown) {
+		r->info.unknown_chunks++;
+		r->info.unknown_bytes += k->unknown_bytes;
+	}
 	if (r->info.chunks == 0)
-		r->info.seq_first = seq;
-	else if (seq != ((r->chunk_seq + 1) & 0xffffffffu))
+		r->info.seq_first = k->seq;
+	else if (k->seq != ((r->chunk_seq + 1) & 0xffffffffu))
 		r->info.seq_gaps++;
 	r->info.chunks++;
-	r->chunk_offset = off;
-	r->chunk_seq = seq;
-	r->chunk_len = (uint32_t)(chunk_end - off - GMT_CHUNK_HEADER_SIZE);
-	r->chunk_crc = crc;
-	r->chunk_zstd = zstd;
-	r->chunk_raw_len = raw_len;
-	r->info.readable_end = chunk_end;
-	r->pos = chunk_end;
+	r->chunk_offset = k->off;
+	r->chunk_seq = k->seq;
+	r->chunk_len = k->len;
+	r->chunk_crc = k->crc;
+	r->chunk_zstd = k->zstd;
+	r->chunk_raw_len = k->raw_len;
+	r->info.readable_end = k->end;
+	r->pos = k->end;
+	r->next_stack_id = k->next_stack_id;
+	r->next_event_index = k->next_event_index;
+	r->dec = k->start;
+	r->k = k;
 	return 1;
+}
+
+/* The chunk at r->pos, prepared. With a worker it was asked for when the
+ * chunk before it was taken, and the next one is asked for now, into the
+ * other buffers: at most two chunks in memory. */
+static struct chunk *next_chunk(struct gmt_reader *r)
+{
+	if (r->threads) {
+		if (!r->posted && post(r, &r->ck[r->k == &r->ck[0]]) < 0)
+			goto serial;
+		struct chunk *k = wait_done(r);
+		if (k->ok) {
+			r->pos = k->end;
+			r->next_stack_id = k->next_stack_id;
+			r->next_event_index = k->next_event_index;
+			post(r, &r->ck[k == &r->ck[0]]);
+		}
+		return k;
+	}
+serial:
+	prepare(r, &r->ck[0], r->pos, r->info.file_size, r->next_stack_id, r->next_event_index);
+	return &r->ck[0];
 }
 
 int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec)
@@ -952,7 +1152,7 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec)
 			return 1;
 		}
 		if (!r->have_chunk) {
-			if (!load_chunk(r)) {
+			if (!commit(r, next_chunk(r))) {
 				r->info.eof = 1;
 				r->info.unreadable = r->info.file_size - r->info.readable_end;
 				r->info.complete = r->last_type == GMT_REC_TRAILER;
@@ -962,7 +1162,7 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec)
 			r->chunk_pending = 1;
 			continue;
 		}
-		int rc = dec_next(r, &r->dec, rec);
+		int rc = dec_next(r->k, &r->dec, rec, 1);
 		if (rc == DEC_RECORD) {
 			r->last_type = rec->type;
 			if (rec->type == GMT_REC_EVENT)
@@ -980,13 +1180,14 @@ size_t gmt_reader_next_events(struct gmt_reader *r, const struct gmt_event **evs
 {
 	struct dec *d = &r->dec;
 	if (r->info.eof || r->chunk_pending || !r->have_chunk || !d->ev_left ||
-	    d->event_index - r->cache_first >= r->ncache)
+	    d->event_index - r->k->cache_first >= r->k->ncache)
 		return 0;
-	size_t i = d->event_index - r->cache_first, n = r->ncache - i;
+	struct chunk *k = r->k;
+	size_t i = d->event_index - k->cache_first, n = k->ncache - i;
 	if (n > d->ev_left)
 		n = d->ev_left;
-	*evs = &r->cache[i];
-	take_cached(r, d, i, n);
+	*evs = &k->cache[i];
+	take_cached(k, d, i, n);
 	r->last_type = GMT_REC_EVENT;
 	r->info.events += n;
 	return n;

@@ -9,9 +9,13 @@
  *     gmt_reader_rewind(r);  // a second pass: no reopen, no re-validation of the header
  *     gmt_reader_close(r);
  *
- * The reader holds one chunk in memory at a time (at most
+ * The reader holds at most two chunks in memory (each at most
  * GMT_CHUNK_MAX_PAYLOAD bytes, twice for a compressed chunk: as on disk and
- * decompressed, plus scratch), never the whole file. In a compressed chunk a
+ * decompressed, plus scratch), never the whole file: the one being read and,
+ * where two CPUs are usable, the next, which a worker thread loads and
+ * checks meanwhile (GPUMEMTRACE_READER_THREADS=0: none). Only the caller's
+ * thread touches the reader's state and counters; a reader is used from one
+ * thread at a time. In a compressed chunk a
  * record's offset is its payload's file offset plus the record's offset in
  * the decompressed payload. A chunk is
  * checked whole (header, length, CRC32C of its payload, every record decodes

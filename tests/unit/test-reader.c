@@ -1,5 +1,6 @@
 /* lib/reader.c against traces written by tests/unit/trace-builder.c, an
  * independent encoder of format v1. One line per check; exits 1 on failure. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -894,6 +895,109 @@ static void test_next_events(void)
 	gmt_reader_close(r);
 }
 
+static int tasks(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Reads every record (after a rewind midway), folding what it saw into a
+ * hash; *nt: this process's threads once reading has begun. */
+static uint64_t read_hashed(const char *path, int *nt, struct gmt_read_info *info)
+{
+	struct gmt_read_error err;
+	struct gmt_reader *r = gmt_reader_open(path, &err);
+	if (!r)
+		return 0;
+	struct gmt_record rec;
+	uint64_t h = 0, n = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		gmt_reader_rewind(r);
+		h = 1469598103934665603ull;
+		n = 0;
+		while (gmt_reader_next(r, &rec)) {
+			if (n++ == 0)
+				*nt = tasks();
+			uint64_t v[4] = {rec.type, rec.offset, 0, 0};
+			if (rec.type == GMT_REC_EVENT) {
+				v[2] = rec.u.event.index ^ rec.u.event.ptr;
+				v[3] = rec.u.event.time_ns ^ rec.u.event.stack_id;
+			}
+			for (int i = 0; i < 4; i++)
+				h = (h ^ v[i]) * 1099511628211ull;
+			if (pass == 0 && n == 500)
+				break; /* the worker is ahead: the rewind drops its chunk */
+		}
+	}
+	*info = *gmt_reader_info(r);
+	gmt_reader_close(r);
+	return h ^ n;
+}
+
+/* The worker thread (GPUMEMTRACE_READER_THREADS=1) reads as the serial
+ * reader (=0) does, and stops where it does, with the same counts. */
+static void test_worker(void)
+{
+	struct tb *b = tb_new(NULL);
+	uint64_t idx = 0;
+	for (int c = 0; c < 6; c++) {
+		tb_events_begin(b, 7, 1000 * (uint64_t)c);
+		for (int i = 0; i < 400; i++, idx++)
+			tb_event(b, &(struct tb_event){.time_ns = 1000 * (uint64_t)c + (uint64_t)i,
+						       .api = GMT_API_cudaMalloc,
+						       .ptr = 0x1000 + idx * 64,
+						       .size = idx,
+						       .stack_id = idx % 5});
+		tb_events_end(b);
+		tb_chunk(b);
+	}
+	tb_trailer(b, 99999, idx, 0, 0, GMT_END_EXIT);
+	const char *good = strdup(path_for("worker.gmt"));
+	tb_write(b, good);
+	tb_free(b);
+	FILE *f = fopen(good, "rb");
+	static uint8_t buf[1 << 20];
+	size_t len = f ? fread(buf, 1, sizeof(buf), f) : 0;
+	if (f)
+		fclose(f);
+	buf[len * 2 / 3] ^= 0x10; /* a CRC mismatch in a middle chunk */
+	const char *bad = strdup(write_bytes("worker-bad.gmt", buf, len));
+	const char *paths[] = {good, bad};
+	for (int p = 0; p < 2; p++) {
+		struct gmt_read_info info[2];
+		uint64_t h[2];
+		int nt[2] = {0, 0};
+		for (int t = 0; t < 2; t++) {
+			setenv("GPUMEMTRACE_READER_THREADS", t ? "1" : "0", 1);
+			h[t] = read_hashed(paths[p], &nt[t], &info[t]);
+		}
+		unsetenv("GPUMEMTRACE_READER_THREADS");
+		/* relative: a sanitizer may run a thread of its own */
+		check(nt[0] >= 1 && nt[1] == nt[0] + 1,
+		      "worker[%d]: %d threads serial, %d with the worker", p, nt[0], nt[1]);
+		check(h[0] == h[1] && h[0] != 0, "worker[%d]: the same records", p);
+		check(info[0].chunks == info[1].chunks && info[0].events == info[1].events &&
+			  info[0].stop == info[1].stop &&
+			  info[0].stop_offset == info[1].stop_offset &&
+			  info[0].readable_end == info[1].readable_end &&
+			  !strcmp(info[0].stop_msg, info[1].stop_msg),
+		      "worker[%d]: the same end: %llu chunks, stop %d '%s' / %d '%s'", p,
+		      (unsigned long long)info[1].chunks, info[0].stop, info[0].stop_msg,
+		      info[1].stop, info[1].stop_msg);
+		check(p ? info[1].stop == GMT_STOP_CORRUPT
+			: info[1].complete && info[1].chunks >= 6,
+		      "worker[%d]: %s", p, p ? "stops at the bad chunk" : "reads to the trailer");
+	}
+	free((void *)good);
+	free((void *)bad);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -910,6 +1014,7 @@ int main(void)
 	test_completeness();
 	test_headers();
 	test_next_events();
+	test_worker();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
