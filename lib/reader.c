@@ -199,9 +199,15 @@ static int has_zstd_chunk(int fd, uint64_t off, uint64_t size)
  * says never, 1 always; by default, where this process may use two CPUs. */
 static int want_worker(void)
 {
+	static int warned; /* once per process, however many traces it reads */
 	const char *e = getenv("GPUMEMTRACE_READER_THREADS");
-	if (e && *e)
-		return strcmp(e, "0") != 0;
+	if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
+		return *e == '1';
+	if (e && *e && !warned) {
+		warned = 1;
+		fprintf(stderr,
+			"gpumemtrace: ignoring GPUMEMTRACE_READER_THREADS='%s' (want 0 or 1)\n", e);
+	}
 	cpu_set_t set;
 	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < 2)
 		return 0;

@@ -63,4 +63,11 @@ GPUMEMTRACE_READER_THREADS=1 $GMT_CLI summary flip-mid.gmt >/dev/null 2>err.txt 
 grep -q "CRC mismatch" err.txt || fail "flip-mid: $(cat err.txt)"
 GPUMEMTRACE_READER_THREADS=1 $GMT_CLI dump unknown.gmt >d.txt 2>&1 || true
 grep -qi "unknown" d.txt || fail "unknown.gmt: no unknown-tag note: $(tail -3 d.txt)"
+# A bad value: one line on stderr, the default used, the same output.
+GPUMEMTRACE_READER_THREADS=yes $GMT_CLI summary flip-mid.gmt >bad.txt 2>bad-err.txt || true
+$GMT_CLI summary flip-mid.gmt >good.txt 2>good-err.txt || true
+cmp -s bad.txt good.txt || fail "a bad GPUMEMTRACE_READER_THREADS changed the output"
+expect_eq "bad GPUMEMTRACE_READER_THREADS: stderr lines" "$(wc -l <bad-err.txt)" $(($(wc -l <good-err.txt) + 1))
+grep -q "^gpumemtrace: ignoring GPUMEMTRACE_READER_THREADS='yes' (want 0 or 1)$" bad-err.txt ||
+	fail "bad GPUMEMTRACE_READER_THREADS: $(cat bad-err.txt)"
 echo "$runs comparisons ok"
