@@ -49,7 +49,7 @@ static struct {
 	struct gmt_writer w;
 	pthread_t flusher;
 	int flusher_running;
-	uint32_t flusher_up; /* futex word: see gmt_thread_up */
+	uint32_t flusher_up; /* futex word: the flush thread runs our code */
 	int stop;
 	uint32_t wake; /* futex word: bumped to get the flush thread going */
 	/* _exit and exec may run in a signal handler, where nothing that
@@ -289,31 +289,34 @@ static void flush_cycle(void)
 
 static void flush_now_with_trailer(unsigned reason);
 
-void gmt_thread_up(uint32_t *up)
+void gmt_futex_set(uint32_t *word, uint32_t value)
 {
-	/* Pairs with the acquire load in gmt_await_thread_up. */
-	__atomic_store_n(up, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, up, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+	/* Pairs with the acquire load in gmt_futex_wait_while. */
+	__atomic_store_n(word, value, __ATOMIC_RELEASE);
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
-void gmt_await_thread_up(uint32_t *up)
+uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms)
 {
-	enum { UP_WAIT_MS = 1000 }; /* a thread starts in microseconds */
-	uint64_t deadline = gmt_now_ns() + UP_WAIT_MS * 1000000ull;
-	for (;;) {
+	uint64_t deadline = gmt_now_ns() + max_ms * 1000000ull;
+	uint32_t seen;
+	/* Pairs with the release store in gmt_futex_set (or the flush thread's
+	 * release add to final_done). */
+	while ((seen = __atomic_load_n(word, __ATOMIC_ACQUIRE)) == value) {
 		uint64_t now = gmt_now_ns();
-		if (__atomic_load_n(up, __ATOMIC_ACQUIRE) || now >= deadline)
-			return;
+		if (now >= deadline)
+			break;
 		uint64_t left = deadline - now;
 		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-		syscall(SYS_futex, up, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+		syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, &ts, NULL, 0);
 	}
+	return seen;
 }
 
 static void *flusher_main(void *arg)
 {
-	gmt_enter(); /* nothing this thread does is the program's */
-	gmt_thread_up(&g.flusher_up);
+	gmt_enter();			 /* nothing this thread does is the program's */
+	gmt_futex_set(&g.flusher_up, 1); /* fork waits for this */
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
 	/* Pairs with the release store of g.stop in gmt_finish. */
 	while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
@@ -729,15 +732,7 @@ void gmt_finish_async(enum gmt_end_reason reason)
 	 * interrupted malloc. If the flush thread cannot finish (it may need
 	 * that very lock), give up in time: the trace then ends at its last
 	 * flush, readable and marked incomplete, and the program still ends. */
-	uint64_t deadline = gmt_now_ns() + FINAL_WAIT_MS * 1000000ull;
-	while (__atomic_load_n(&g.final_done, __ATOMIC_ACQUIRE) == done) {
-		uint64_t now = gmt_now_ns();
-		if (now >= deadline)
-			break;
-		uint64_t left = deadline - now;
-		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-		syscall(SYS_futex, &g.final_done, FUTEX_WAIT_PRIVATE, done, &ts, NULL, 0);
-	}
+	gmt_futex_wait_while(&g.final_done, done, FINAL_WAIT_MS);
 out:
 	gmt_leave();
 	errno = saved_errno;
@@ -756,7 +751,7 @@ static void fork_prepare(void)
 	 * child would inherit their locks held and hang in its first malloc
 	 * (seen with ASan when a fork followed the first CUDA call at once). */
 	if (g.flusher_running && g.pid == getpid())
-		gmt_await_thread_up(&g.flusher_up);
+		gmt_futex_wait_while(&g.flusher_up, 0, GMT_THREAD_UP_WAIT_MS);
 	gmt_sampler_fork_prepare(); /* before ours: a sample takes setup_lock */
 	/* The child gets the writer and ring list at a consistent point. */
 	pthread_mutex_lock(&g.flush_lock);

@@ -41,7 +41,7 @@ static struct {
 	uint32_t pending; /* 1 << GMT_SAMPLE_WHY_* requested by pokes */
 	int read_failed_noted;
 	int idle;    /* NVML is unavailable: nothing to poke or watch */
-	uint32_t up; /* futex word: see gmt_thread_up */
+	uint32_t up; /* futex word: the thread runs our code (fork waits) */
 	/* Held while the thread is in NVML or recording: fork takes it. */
 	pthread_mutex_t work_lock;
 	int fork_held; /* fork_prepare took work_lock */
@@ -104,7 +104,7 @@ static int stopping(void)
 static void *sampler_main(void *arg)
 {
 	gmt_enter(); /* nothing this thread does is the program's */
-	gmt_thread_up(&s.up);
+	gmt_futex_set(&s.up, 1);
 	prctl(PR_SET_NAME, "gmt-sample", 0, 0, 0);
 	/* The program's thread may be loading NVML (a context hook): wait. */
 	while (!stopping() && !nvml_ready() && !gmt_nvml_settled())
@@ -140,9 +140,7 @@ static void *sampler_main(void *arg)
 				futex_wait_ms(&s.wake, seen, wait_ms);
 		}
 	}
-	/* Pairs with the acquire load in gmt_sampler_stop. */
-	__atomic_store_n(&s.done, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &s.done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+	gmt_futex_set(&s.done, 1); /* gmt_sampler_stop waits for this */
 	return NULL;
 }
 
@@ -207,15 +205,7 @@ void gmt_sampler_stop(int take_end)
 	/* Pairs with the acquire load in stopping(). */
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
 	wake_sampler();
-	uint64_t deadline = gmt_now_ns() + STOP_WAIT_MS * 1000000ull;
-	for (;;) {
-		uint64_t now = gmt_now_ns();
-		/* Pairs with the release store at the end of sampler_main. */
-		if (__atomic_load_n(&s.done, __ATOMIC_ACQUIRE) || now >= deadline)
-			break;
-		futex_wait_ms(&s.done, 0, (deadline - now) / 1000000 + 1);
-	}
-	if (!__atomic_load_n(&s.done, __ATOMIC_ACQUIRE)) {
+	if (!gmt_futex_wait_while(&s.done, 0, STOP_WAIT_MS)) {
 		/* Stuck in NVML: leave it; the process ends it. No END sample,
 		 * which would ask the same NVML. */
 		gmt_note(1, "the NVML sampling thread did not stop in time: no END sample");
@@ -365,7 +355,7 @@ void gmt_sampler_fork_prepare(void)
 	if (!__atomic_load_n(&s.running, __ATOMIC_RELAXED) || s.pid != getpid() ||
 	    pthread_equal(pthread_self(), s.thread))
 		return;
-	gmt_await_thread_up(&s.up);
+	gmt_futex_wait_while(&s.up, 0, GMT_THREAD_UP_WAIT_MS);
 	/* Bounded: an NVML call that hangs must not hang the program's fork. */
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);

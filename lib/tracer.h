@@ -67,12 +67,15 @@ int gmt_trace_started(void);
 #define GMT_MAX_NOTES 32
 void gmt_note(int level, const char *text);
 
-/* Our threads announce they have started (gmt_thread_up, from the thread)
- * and fork waits a bounded time for that (gmt_await_thread_up): a thread
- * still starting is inside libc's and sanitizers' allocators, whose locks a
- * child of fork would inherit held. */
-void gmt_thread_up(uint32_t *up);
-void gmt_await_thread_up(uint32_t *up);
+/* Futex words our threads signal each other with (a thread is up, a thread
+ * is done). Waits are bounded: fork, exit and exec never hang on us. Both
+ * are async-signal-safe. gmt_futex_set stores value (release) and wakes
+ * every waiter; gmt_futex_wait_while waits while *word == value, at most
+ * max_ms, and returns what it saw last (acquire). */
+void gmt_futex_set(uint32_t *word, uint32_t value);
+/* How long fork waits for one of our threads to start (it takes microseconds). */
+enum { GMT_THREAD_UP_WAIT_MS = 1000 };
+uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms);
 
 /* Flushes everything and writes a trailer, on the calling thread (exit). */
 void gmt_finish(enum gmt_end_reason reason);
