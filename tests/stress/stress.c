@@ -7,8 +7,9 @@
  *   forks N       N children (4 at a time), each makes 10 events and ends by
  *                 exit() or _exit() in turn; the parent makes 2 per child
  *   exec D        2 events, then exec itself with D-1, down to 0: D+1 images
- *   sabotage WHAT 3 rounds of 100 events, then WHAT (delete, truncate or
- *                 none) to ./gpumemtrace.PID.gmt if it exists, 3 more rounds
+ *   sabotage WHAT [R]  R rounds (3) of 100 events, then WHAT (delete,
+ *                 truncate or none) to ./gpumemtrace.PID.gmt if it exists,
+ *                 R more rounds
  * The last line is "stress MODE ... failures=K"; the exit code is K != 0. */
 #include <pthread.h>
 #include <stdint.h>
@@ -177,18 +178,20 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	} else if (!strcmp(mode, "sabotage") && argc > 2) {
-		failures += rounds(3);
+		int r = argc > 3 ? atoi(argv[3]) : 3;
+		failures += rounds(r);
 		char path[64];
 		snprintf(path, sizeof path, "gpumemtrace.%d.gmt", (int)getpid());
 		if (!strcmp(argv[2], "delete"))
 			unlink(path);
 		else if (!strcmp(argv[2], "truncate"))
 			truncate(path, 100);
-		failures += rounds(3);
+		failures += rounds(r);
 		printf("stress sabotage %s failures=%ld\n", argv[2], failures);
 	} else {
-		fprintf(stderr,
-			"usage: stress threads N M | churn N | forks N | exec D | sabotage WHAT\n");
+		fprintf(
+		    stderr,
+		    "usage: stress threads N M | churn N | forks N | exec D | sabotage WHAT [R]\n");
 		return 2;
 	}
 	return failures != 0;
