@@ -1,7 +1,20 @@
 #include "ring.h"
 
 #include <stdlib.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <sys/mman.h>
+
+static int cpu_has_prefetchw(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+	return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & bit_PRFCHW);
+#else
+	return 0;
+#endif
+}
 
 struct gmt_ring *gmt_ring_new(size_t cap, int tid)
 {
@@ -18,6 +31,7 @@ struct gmt_ring *gmt_ring_new(size_t cap, int tid)
 	r->buf = buf;
 	r->cap = cap;
 	r->tid = tid;
+	r->prefetchw = cpu_has_prefetchw();
 	return r;
 }
 

@@ -70,10 +70,18 @@ int main(void)
 	/* A full ring refuses instead of overwriting. */
 	struct gmt_ring *small = gmt_ring_new(4096, 2);
 	int accepted = 0;
+	int prefetch_bad = 0;
 	while (gmt_ring_reserve(small, 64)) {
+		/* The lines up to GMT_RING_PREFETCH_AHEAD past the record were asked
+		 * for (and no more than one record's worth beyond). */
+		uint64_t end = small->head + 64 + GMT_RING_PREFETCH_AHEAD;
+		if (small->prefetched < end || small->prefetched > end + 64)
+			prefetch_bad++;
 		gmt_ring_commit(small, 64);
 		accepted++;
 	}
+	printf("prefetch window wrong after %d reserves\n", prefetch_bad);
+	ok &= prefetch_bad == 0;
 	printf("a 4096-byte ring took %d 64-byte records before refusing\n", accepted);
 	ok &= accepted == 64;
 	gmt_ring_free(small);
