@@ -40,6 +40,8 @@ stats() { sort -g | awk '{v[NR]=$1} END {if (!NR) {print "- - -"; exit}
 	m = NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%.0f %.0f %.0f\n", m, v[1], v[NR]}'; }
 
 ns() { sed -n 's/^ns_per_pair=\([0-9.]*\).*/\1/p'; }
+# "WALL CPU": the loop's wall ns and the calling thread's CPU ns per pair.
+ns_cpu() { sed -n 's/^ns_per_pair=\([0-9.]*\) cpu_ns_per_pair=\([0-9.]*\).*/\1 \2/p'; }
 
 traced() { # traced OUTFILE ENV... -- PROG ARGS
 	local out=$1; shift
@@ -58,12 +60,14 @@ part_hook() {
 			for d in 8 32 64; do
 				# One round runs every configuration once: the noise of a
 				# shared machine lands on all of them alike.
-				u=$("$prog" cuda "$d" "$PAIRS" | ns)
-				s0=$(traced "$TMP/t.gmt" GPUMEMTRACE_STACK_DEPTH=0 -- "$prog" cuda "$d" "$PAIRS" | ns)
-				sd=$(traced "$TMP/t.gmt" -- "$prog" cuda "$d" "$PAIRS" | ns)
+				read -r u uc < <("$prog" cuda "$d" "$PAIRS" | ns_cpu)
+				read -r s0 s0c < <(traced "$TMP/t.gmt" GPUMEMTRACE_STACK_DEPTH=0 -- "$prog" cuda "$d" "$PAIRS" | ns_cpu)
+				read -r sd sdc < <(traced "$TMP/t.gmt" -- "$prog" cuda "$d" "$PAIRS" | ns_cpu)
 				fl=$("$prog" unw "$d" "$PAIRS" | ns)
 				echo "$variant $d off $(echo "$s0 - $u" | bc -l)" >>"$f"
 				echo "$variant $d on $(echo "$sd - $u" | bc -l)" >>"$f"
+				echo "$variant $d offcpu $(echo "$s0c - $uc" | bc -l)" >>"$f"
+				echo "$variant $d oncpu $(echo "$sdc - $uc" | bc -l)" >>"$f"
 				echo "$variant $d floor $fl" >>"$f"
 				echo "$variant $d untraced $u" >>"$f"
 				if [ -n "$HEAPTRACK" ]; then
@@ -96,6 +100,21 @@ part_hook() {
 				r2=$(echo "scale=2; $med_on / $med_floor" | bc -l)
 				printf "%-6s %5s | %-16s | %-18s | %-18s | %-18s | %-16s | %7s %7s\n" "$variant" "$d" \
 					"${row[0]}" "${row[1]}" "${row[2]}" "${row[3]}" "${row[4]}" "$r1" "$r2"
+			done
+		done
+		echo
+		echo "the same rounds, CPU time of the calling thread (not counting time spent waiting"
+		echo "for a CPU that other jobs hold, nor the flush thread's): added ns per pair"
+		printf "%-6s %5s | %-18s | %-18s\n" build depth "added cpu, off" "added cpu, on"
+		for variant in fp nofp; do
+			for d in 8 32 64; do
+				row=()
+				for k in offcpu oncpu; do
+					read -r m lo hi < <(awk -v v="$variant" -v d="$d" -v k="$k" \
+						'$1==v && $2==d && $3==k {print $4}' "$f" | stats)
+					row+=("$m [$lo..$hi]")
+				done
+				printf "%-6s %5s | %-18s | %-18s\n" "$variant" "$d" "${row[0]}" "${row[1]}"
 			done
 		done
 	} | tee "$RESULTS/hook.txt"
