@@ -472,7 +472,16 @@ static void *wait_for_space(struct gmt_ring *r, size_t len)
 
 /* After the final trailer, whoever records writes (with a fresh trailer):
  * the events and LOST counts of late destructors still reach the file. */
-static void flush_if_finished(void)
+static __attribute__((noinline, cold)) void flush_finished(void)
+{
+	pthread_mutex_lock(&g.flush_lock);
+	if (load_state() == ST_FINISHED)
+		flush_now_with_trailer(GMT_END_EXIT);
+	pthread_mutex_unlock(&g.flush_lock);
+}
+
+/* Inline: on every event's path, where the answer is almost always no. */
+static inline void flush_if_finished(void)
 {
 	/* Our commit (or lost count) must be visible before we read the state,
 	 * and the finisher's state store before it drains: without a full
@@ -480,12 +489,8 @@ static void flush_if_finished(void)
 	 * store and the event would sit in the ring forever. Pairs with
 	 * fence_finished in gmt_finish and flusher_main. */
 	fence_recorded();
-	if (load_state() != ST_FINISHED)
-		return;
-	pthread_mutex_lock(&g.flush_lock);
-	if (load_state() == ST_FINISHED)
-		flush_now_with_trailer(GMT_END_EXIT);
-	pthread_mutex_unlock(&g.flush_lock);
+	if (__builtin_expect(load_state() == ST_FINISHED, 0))
+		flush_finished();
 }
 
 static unsigned capture_stack(uint64_t *ips, unsigned depth)
