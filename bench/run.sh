@@ -124,21 +124,27 @@ part_throughput() {
 	{
 		machine
 		echo "throughput: tests/progs/threads T M (cudaMalloc+cudaFree of 4 KiB, simulated runtime),"
-		echo "default settings (stacks on, depth 64); events/s = 2*T*M / wall time of the traced process"
-		printf "%8s %10s %12s %10s %14s %6s\n" threads events wall_s untraced_s events/s lost
+		echo "default settings (stacks on, depth 64); events/s = 2*T*M / wall time of the traced process;"
+		echo "sustained = 2*T*M / the calls' own wall time (run_s: first thread started to last joined,"
+		echo "without the process's start-up and exit, where the trace is symbolized and closed)"
+		printf "%8s %10s %12s %10s %14s %8s %8s %14s %6s\n" threads events wall_s untraced_s events/s \
+			run_s u_run_s sustained lost
 		for t in 1 2 8 16; do
 			m=$((4000000 / 2 / t))
 			t0=$(date +%s.%N)
-			"$BUILD/tests/progs/threads" "$t" "$m" >/dev/null
+			urun=$("$BUILD/tests/progs/threads" "$t" "$m" | sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
 			t1=$(date +%s.%N)
-			traced "$TMP/t.gmt" -- "$BUILD/tests/progs/threads" "$t" "$m" >/dev/null
+			run=$(traced "$TMP/t.gmt" -- "$BUILD/tests/progs/threads" "$t" "$m" |
+				sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
 			t2=$(date +%s.%N)
 			line=$("$CLI" summary "$TMP/t.gmt" | grep -m1 ' events, ') ||
 				{ echo "bench: summary of the $t-thread trace failed" >&2; continue; }
 			ev=$(echo "$line" | sed 's/.* \([0-9]*\) events, .*/\1/')
 			lost=$(echo "$line" | sed 's/.* events, \([0-9]*\) lost.*/\1/')
-			printf "%8d %10d %12.3f %10.3f %14.0f %6s\n" "$t" "$ev" "$(echo "$t2 - $t1" | bc -l)" \
-				"$(echo "$t1 - $t0" | bc -l)" "$(echo "$ev / ($t2 - $t1)" | bc -l)" "$lost"
+			printf "%8d %10d %12.3f %10.3f %14.0f %8.3f %8.3f %14.0f %6s\n" "$t" "$ev" \
+				"$(echo "$t2 - $t1" | bc -l)" "$(echo "$t1 - $t0" | bc -l)" \
+				"$(echo "$ev / ($t2 - $t1)" | bc -l)" "$run" "$urun" \
+				"$(echo "$((2 * t * m)) / $run" | bc -l)" "$lost"
 		done
 	} | tee "$RESULTS/throughput.txt"
 }
