@@ -132,9 +132,9 @@ part_throughput() {
 		for t in 1 2 8 16; do
 			m=$((4000000 / 2 / t))
 			t0=$(date +%s.%N)
-			urun=$("$BUILD/tests/progs/threads" "$t" "$m" | sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
+			urun=$(THREADS_RUN_TIME=1 "$BUILD/tests/progs/threads" "$t" "$m" | sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
 			t1=$(date +%s.%N)
-			run=$(traced "$TMP/t.gmt" -- "$BUILD/tests/progs/threads" "$t" "$m" |
+			run=$(traced "$TMP/t.gmt" THREADS_RUN_TIME=1 -- "$BUILD/tests/progs/threads" "$t" "$m" |
 				sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
 			t2=$(date +%s.%N)
 			line=$("$CLI" summary "$TMP/t.gmt" | grep -m1 ' events, ') ||
