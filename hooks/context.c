@@ -116,9 +116,12 @@ static void record(struct probe *p, enum gmt_api api, CUresult r, int32_t device
 	/* Inside a traced free (the runtime may retain its context there), the
 	 * free's start time belongs to the free's own event, recorded later. */
 	uint64_t outer_start = gmt_tls_call_start;
+	uintptr_t outer_frame = gmt_tls_hook_frame; /* likewise the free's frame */
 	gmt_tls_call_start = 0;
+	gmt_tls_hook_frame = 0;
 	gmt_record(api, r, device, GMT_U(ctx), size, before, after, flags);
 	gmt_tls_call_start = outer_start;
+	gmt_tls_hook_frame = outer_frame;
 }
 
 /* Declares r_; returns early, untraced, when tracing is off or inside

@@ -24,6 +24,7 @@
 	if (gmt_nested() || !gmt_tracing())                                                        \
 		return real_(__VA_ARGS__);                                                         \
 	gmt_enter();                                                                               \
+	gmt_tls_hook_frame = (uintptr_t)__builtin_frame_address(0);                                \
 	before_call;                                                                               \
 	__typeof__(real_(__VA_ARGS__)) r_ = real_(__VA_ARGS__);                                    \
 	gmt_leave()

@@ -30,6 +30,7 @@
 
 __thread int gmt_tls_depth __attribute__((tls_model("initial-exec")));
 __thread uint64_t gmt_tls_call_start __attribute__((tls_model("initial-exec")));
+__thread uintptr_t gmt_tls_hook_frame __attribute__((tls_model("initial-exec")));
 static __thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
 
 enum state {
@@ -493,10 +494,10 @@ static inline void flush_if_finished(void)
 		flush_finished();
 }
 
-static unsigned capture_stack(uint64_t *ips, unsigned depth)
+static unsigned capture_stack(uint64_t *ips, unsigned depth, uintptr_t hook_frame)
 {
 	/* Our own frames are trimmed: ips[0] is the program's call. */
-	return gmt_stack_capture(ips, depth, g.set.stack_cache, g.self_lo, g.self_hi);
+	return gmt_stack_capture(ips, depth, g.set.stack_cache, g.self_lo, g.self_hi, hook_frame);
 }
 
 void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
@@ -505,6 +506,8 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 	int saved_errno = errno;
 	uint64_t call_start = gmt_tls_call_start; /* a free's time: before its call */
 	gmt_tls_call_start = 0;
+	uintptr_t hook_frame = gmt_tls_hook_frame;
+	gmt_tls_hook_frame = 0;
 	gmt_enter();
 	struct gmt_ring *r = tls_ring;
 	if (load_state() == ST_OFF)
@@ -513,7 +516,8 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 		goto out;
 
 	uint64_t ips[GMT_MAX_STACK_DEPTH + 16];
-	unsigned nframes = g.set.stack_depth ? capture_stack(ips, (unsigned)g.set.stack_depth) : 0;
+	unsigned nframes =
+	    g.set.stack_depth ? capture_stack(ips, (unsigned)g.set.stack_depth, hook_frame) : 0;
 	if (g.set.stack_depth && g.set.python)
 		nframes = gmt_python_splice(ips, nframes, (unsigned)g.set.stack_depth);
 	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + sizeof(struct gmt_raw_event) +

@@ -122,6 +122,18 @@ static __attribute__((noinline)) uint64_t first_foreign_slot(const struct cache 
 	return 0;
 }
 
+/* The slot above the wrapper's frame, if it holds a return address outside
+ * us (the walk's answer, without the walk); else 0. */
+static uint64_t hook_frame_slot(const struct cache *c, uintptr_t fp, uintptr_t self_lo,
+				uintptr_t self_hi)
+{
+	uintptr_t lo = c->stack_lo, span = c->stack_hi - lo - 16;
+	if (!fp || fp - lo > span || (fp & 7))
+		return 0;
+	uint64_t ra = ((const uint64_t *)fp)[1];
+	return ra < self_lo || ra >= self_hi ? fp + 8 : 0;
+}
+
 /* A hit: every cached slot of one way still holds its return address. */
 static unsigned try_hit(struct cache *c, uint64_t slot0, uint64_t *ips, unsigned depth)
 {
@@ -250,9 +262,11 @@ static int worth_learning(struct cache *c, uint64_t slot0, const uint64_t *ips, 
 }
 
 static unsigned capture_cached(struct cache *c, uint64_t *ips, unsigned depth, uintptr_t self_lo,
-			       uintptr_t self_hi, int count)
+			       uintptr_t self_hi, uintptr_t hook_frame, int count)
 {
-	uint64_t slot0 = first_foreign_slot(c, self_lo, self_hi);
+	uint64_t slot0 = hook_frame_slot(c, hook_frame, self_lo, self_hi);
+	if (!slot0)
+		slot0 = first_foreign_slot(c, self_lo, self_hi);
 	unsigned n = try_hit(c, slot0, ips, depth);
 	if (count)
 		__atomic_add_fetch(n ? &stat_hits : &stat_misses, 1, __ATOMIC_RELAXED);
@@ -270,16 +284,16 @@ static unsigned capture_cached(struct cache *c, uint64_t *ips, unsigned depth, u
 }
 
 unsigned gmt_stack_capture(uint64_t *ips, unsigned depth, int mode, uintptr_t self_lo,
-			   uintptr_t self_hi)
+			   uintptr_t self_hi, uintptr_t hook_frame)
 {
 	struct cache *c = mode == GMT_STACK_CACHE_OFF ? NULL : cache_for_thread(depth);
 	if (!c || c->disabled)
 		return backtrace_trimmed(ips, depth, self_lo, self_hi);
 	if (mode != GMT_STACK_CACHE_VERIFY)
-		return capture_cached(c, ips, depth, self_lo, self_hi, 0);
+		return capture_cached(c, ips, depth, self_lo, self_hi, hook_frame, 0);
 
 	/* Verify: the cached answer must be unw_backtrace's, hit or miss. */
-	unsigned n = capture_cached(c, ips, depth, self_lo, self_hi, 1);
+	unsigned n = capture_cached(c, ips, depth, self_lo, self_hi, hook_frame, 1);
 	uint64_t ref[depth + 16];
 	unsigned m = backtrace_trimmed(ref, depth, self_lo, self_hi);
 	if (n != m || memcmp(ips, ref, n * sizeof *ips) != 0)

@@ -24,9 +24,11 @@ enum gmt_stack_cache_mode {
 
 /* Fills ips (innermost first, our own frames trimmed) with at most depth
  * return addresses; ips has room for depth + 16. self_lo..self_hi is our
- * own code. Never faults: slots outside this thread's stack are not read. */
+ * own code. Never faults: slots outside this thread's stack are not read.
+ * hook_frame: the frame of our outermost function on the stack (the
+ * wrapper the program called), or 0: saves walking our frames to it. */
 unsigned gmt_stack_capture(uint64_t *ips, unsigned depth, int mode, uintptr_t self_lo,
-			   uintptr_t self_hi);
+			   uintptr_t self_hi, uintptr_t hook_frame);
 
 /* The calling thread is exiting: frees its cache. */
 void gmt_stack_cache_release(void);

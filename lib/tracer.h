@@ -17,6 +17,11 @@ extern __thread int gmt_tls_depth __attribute__((tls_model("initial-exec")));
  * the event's time (and clears it) instead of reading the clock after. */
 extern __thread uint64_t gmt_tls_call_start __attribute__((tls_model("initial-exec")));
 
+/* Set by GMT_FORWARD_ to the wrapper's own frame: the stack cache's key is
+ * the slot just above it, found without walking our frames (a hint: checked,
+ * and the walk is the fallback). gmt_record takes it and clears it. */
+extern __thread uintptr_t gmt_tls_hook_frame __attribute__((tls_model("initial-exec")));
+
 uint64_t gmt_now_ns(void);
 
 static inline int gmt_nested(void)
