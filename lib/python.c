@@ -53,6 +53,7 @@ static struct {
 
 enum { API_UNRESOLVED = 0, API_PRESENT, API_ABSENT };
 static int api_state;
+int gmt_python_absent; /* see python.h */
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Code object -> its strings, and (code, line) -> PYFRAME id. Only GIL
@@ -148,6 +149,7 @@ static int python_present(void)
 		st = resolve_api();
 		/* Pairs with the acquire loads above. */
 		__atomic_store_n(&api_state, st, __ATOMIC_RELEASE);
+		__atomic_store_n(&gmt_python_absent, st == API_ABSENT, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&resolve_lock);
 	return st == API_PRESENT;

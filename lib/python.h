@@ -14,4 +14,15 @@
  * count, at most cap; ips has room for cap entries. */
 unsigned gmt_python_splice(uint64_t *ips, unsigned n, unsigned cap);
 
+/* 1 once the process is known to have no usable CPython (it never changes
+ * back): the event path then skips the call above. */
+extern int gmt_python_absent __attribute__((visibility("hidden")));
+
+static inline unsigned gmt_python_splice_if_present(uint64_t *ips, unsigned n, unsigned cap)
+{
+	if (__atomic_load_n(&gmt_python_absent, __ATOMIC_RELAXED))
+		return n;
+	return gmt_python_splice(ips, n, cap);
+}
+
 #endif

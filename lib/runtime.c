@@ -519,7 +519,7 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 	unsigned nframes =
 	    g.set.stack_depth ? capture_stack(ips, (unsigned)g.set.stack_depth, hook_frame) : 0;
 	if (g.set.stack_depth && g.set.python)
-		nframes = gmt_python_splice(ips, nframes, (unsigned)g.set.stack_depth);
+		nframes = gmt_python_splice_if_present(ips, nframes, (unsigned)g.set.stack_depth);
 	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + sizeof(struct gmt_raw_event) +
 				    nframes * sizeof(uint64_t));
 	struct gmt_ring_hdr *h = gmt_ring_reserve(r, len);

@@ -261,8 +261,9 @@ static int worth_learning(struct cache *c, uint64_t slot0, const uint64_t *ips, 
 	return ++first->misses % LEARN_EVERY == 0;
 }
 
-static unsigned capture_cached(struct cache *c, uint64_t *ips, unsigned depth, uintptr_t self_lo,
-			       uintptr_t self_hi, uintptr_t hook_frame, int count)
+static inline __attribute__((always_inline)) unsigned
+capture_cached(struct cache *c, uint64_t *ips, unsigned depth, uintptr_t self_lo, uintptr_t self_hi,
+	       uintptr_t hook_frame, int count)
 {
 	uint64_t slot0 = hook_frame_slot(c, hook_frame, self_lo, self_hi);
 	if (!slot0)
