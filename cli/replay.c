@@ -126,27 +126,36 @@ static void level_sub(struct rp_level *lv, uint64_t bytes)
 		lv->count--;
 }
 
-static void account(struct replay *rp, const struct rp_live *l, int add, uint64_t time)
+static inline void account(struct replay *rp, const struct rp_live *l, int add, uint64_t time)
 {
 	if (rp->on_change)
 		rp->on_change(rp->on_change_ctx, l, add);
-	struct rp_level *lv[2] = {&rp->buckets[l->bucket], NULL};
-	if (l->bucket == BK_DEVICE)
-		lv[1] = &replay_dev(rp, l->device)->lv;
-	for (int i = 0; i < 2 && lv[i]; i++) {
-		if (add)
-			level_add(lv[i], l->size, time, rp->seq);
-		else
-			level_sub(lv[i], l->size);
+	struct rp_level *b = &rp->buckets[l->bucket], *d = NULL;
+	if (l->bucket == BK_DEVICE) /* one device, most often: no call */
+		d = rp->ndevs && rp->devs[0].ordinal == l->device ? &rp->devs[0].lv
+								  : &replay_dev(rp, l->device)->lv;
+	if (add) {
+		level_add(b, l->size, time, rp->seq);
+		if (d)
+			level_add(d, l->size, time, rp->seq);
+	} else {
+		level_sub(b, l->size);
+		if (d)
+			level_sub(d, l->size);
 	}
 }
 
-struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
+static inline struct rp_live *find(struct replay *rp, int space, uint64_t key)
 {
 	struct rp_live *l = NULL;
 	if (space >= 0 && space < 5)
 		HASH_FIND(hh, rp->tables[space], &key, sizeof(key), l);
 	return l;
+}
+
+struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
+{
+	return find(rp, space, key);
 }
 
 static void drop(struct replay *rp, struct rp_live *l)
@@ -165,7 +174,7 @@ static void maybe_release(struct replay *rp, struct rp_live *h)
 
 static void unmap_one(struct replay *rp, struct rp_map *m)
 {
-	struct rp_live *h = replay_find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
+	struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
 	HASH_DEL(rp->maps, m);
 	free(m);
 	if (h && h->maps) {
@@ -206,7 +215,7 @@ static struct rp_live *handle_at(struct replay *rp, uint64_t addr)
 	HASH_ITER(hh, rp->maps, m, tmp)
 	{
 		if (addr >= m->va && addr - m->va < m->size)
-			return replay_find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
+			return find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
 	}
 	return NULL;
 }
@@ -222,7 +231,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		int b = replay_kind_bucket(a->kind, e->aux);
 		if (b < 0 || e->ptr == 0)
 			return;
-		struct rp_live *old = replay_find(rp, a->space, e->ptr);
+		struct rp_live *old = find(rp, a->space, e->ptr);
 		if (old) {
 			rp->replaced++;
 			drop(rp, old);
@@ -251,7 +260,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 	case GMT_OP_FREE: {
 		if (e->ptr == 0)
 			return; /* cudaFree(0) and friends: no-ops */
-		struct rp_live *l = replay_find(rp, a->space, e->ptr);
+		struct rp_live *l = find(rp, a->space, e->ptr);
 		if (!l) {
 			rp->unmatched_frees++;
 			return;
@@ -275,7 +284,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		m->size = e->size;
 		m->handle = e->aux;
 		HASH_ADD(hh, rp->maps, va, sizeof(m->va), m);
-		struct rp_live *h = replay_find(rp, GMT_SPACE_VMM_HANDLE, e->aux);
+		struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, e->aux);
 		if (h)
 			h->maps++;
 		return;
@@ -284,7 +293,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		unmap_range(rp, e->ptr, e->size);
 		return;
 	case GMT_OP_VMM_RETAIN: {
-		struct rp_live *h = replay_find(rp, GMT_SPACE_VMM_HANDLE, e->ptr);
+		struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, e->ptr);
 		if (!h)
 			h = handle_at(rp, e->aux);
 		if (h)
@@ -402,12 +411,12 @@ void reorder_push(struct reorder *q, const struct gmt_event *e)
 		q->newest = e->time_ns;
 }
 
-int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
+const struct gmt_event *reorder_next(struct reorder *q, bool drain)
 {
 	if (q->n == 0)
-		return 0;
+		return NULL;
 	if (!drain && q->n <= q->limit && q->newest - q->low < q->window_ns)
-		return 0; /* every waiting event is younger than the window */
+		return NULL; /* every waiting event is younger than the window */
 	/* The least of the heap's top and the runs' heads. */
 	const struct gmt_event *top = q->heap_n ? &q->heap[0] : NULL;
 	struct reorder_run *from = NULL;
@@ -420,15 +429,25 @@ int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
 	}
 	q->low = top->time_ns; /* the least now */
 	if (!drain && q->n <= q->limit && q->newest - top->time_ns < q->window_ns)
-		return 0;
-	*out = *top;
+		return NULL;
 	q->n--;
 	if (from) {
+		/* the slot stays as it is until the next push: no copy */
 		from->head = wrap(from, from->head + 1);
 		if (--from->len == 0)
 			q->nonempty &= ~(1u << (from - q->runs));
-	} else {
-		heap_pop(q);
+		return top;
 	}
+	q->out = *top;
+	heap_pop(q);
+	return &q->out;
+}
+
+int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
+{
+	const struct gmt_event *e = reorder_next(q, drain);
+	if (!e)
+		return 0;
+	*out = *e;
 	return 1;
 }

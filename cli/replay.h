@@ -115,7 +115,8 @@ struct reorder {
 	unsigned nonempty; /* bit i: runs[i] holds events (most traces use one run) */
 	size_t n, limit;
 	uint64_t window_ns, newest;
-	uint64_t low; /* <= every waiting event's time: skips the scan when none can go */
+	uint64_t low;	      /* <= every waiting event's time: skips the scan when none can go */
+	struct gmt_event out; /* reorder_next's event when it came from the heap */
 };
 
 void reorder_init(struct reorder *q, size_t limit, uint64_t window_ns);
@@ -123,5 +124,8 @@ void reorder_free(struct reorder *q);
 void reorder_push(struct reorder *q, const struct gmt_event *e);
 /* Pops the next event that may go (drain: any event). 0 when none. */
 int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain);
+/* The same without the copy: the event, valid until the next push or pop;
+ * NULL when none may go. */
+const struct gmt_event *reorder_next(struct reorder *q, bool drain);
 
 #endif

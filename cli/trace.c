@@ -408,7 +408,7 @@ static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, v
 {
 	struct reorder q;
 	struct gmt_record rec;
-	struct gmt_event ev;
+	const struct gmt_event *ev;
 	bool bar = t->info.file_size > PROGRESS_MIN && isatty(2);
 	int shown = -1;
 	reorder_init(&q, REORDER_LIMIT, REORDER_WINDOW_NS);
@@ -420,11 +420,11 @@ static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, v
 				if (meta)
 					on_event_meta(t, &evs[i]);
 				reorder_push(&q, &evs[i]);
-				while (reorder_pop(&q, &ev, false)) {
+				while ((ev = reorder_next(&q, false))) {
 					if (rp)
-						replay_apply(rp, &ev);
+						replay_apply(rp, ev);
 					if (fn)
-						fn(ctx, &ev, rp);
+						fn(ctx, ev, rp);
 				}
 			}
 			continue;
@@ -436,11 +436,11 @@ static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, v
 			reorder_push(&q, &rec.u.event);
 		else if (more && bar && rec.type == GMT_REC_CHUNK)
 			progress(t, rec.chunk_offset, &shown);
-		while (reorder_pop(&q, &ev, !more)) {
+		while ((ev = reorder_next(&q, !more))) {
 			if (rp)
-				replay_apply(rp, &ev);
+				replay_apply(rp, ev);
 			if (fn)
-				fn(ctx, &ev, rp);
+				fn(ctx, ev, rp);
 		}
 		if (!more)
 			break;
