@@ -322,7 +322,7 @@ void reorder_free(struct reorder *q)
 
 static bool before(const struct gmt_event *a, const struct gmt_event *b)
 {
-	return a->time_ns != b->time_ns ? a->time_ns < b->time_ns : a->index < b->index;
+	return reorder_before_(a, b);
 }
 
 static void *grow(void *p, size_t count, size_t size)
@@ -358,7 +358,8 @@ static void run_append(struct reorder_run *r, const struct gmt_event *e, size_t 
 			r->head = r->cap - older;
 		}
 	}
-	r->buf[wrap(r, r->head + r->len++)] = *e;
+	r->last = &r->buf[wrap(r, r->head + r->len++)];
+	*r->last = *e;
 }
 
 static void heap_push(struct reorder *q, const struct gmt_event *e)
@@ -397,48 +398,22 @@ static void heap_pop(struct reorder *q)
 		q->heap[i] = last;
 }
 
-void reorder_push(struct reorder *q, const struct gmt_event *e)
+/* What the inline reorder_push leaves here: an empty or full run, or an
+ * event older than its run's newest. */
+void reorder_push_slow_(struct reorder *q, struct reorder_run *r, const struct gmt_event *e)
 {
-	struct reorder_run *r = &q->runs[(e->tid * 0x9e3779b97f4a7c15ull) >> 61];
-	if (r->len == 0 || !before(e, &r->buf[wrap(r, r->head + r->len - 1)])) {
+	if (r->len == 0 || !before(e, r->last)) {
 		run_append(r, e, q->limit);
 		q->nonempty |= 1u << (r - q->runs);
-	} else
+	} else {
 		heap_push(q, e);
-	if (q->n++ == 0 || e->time_ns < q->low)
-		q->low = e->time_ns;
-	if (e->time_ns > q->newest)
-		q->newest = e->time_ns;
+	}
 }
 
-const struct gmt_event *reorder_next(struct reorder *q, bool drain)
+/* reorder_next's heap case: the top, copied out since the heap moves. */
+const struct gmt_event *reorder_heap_next_(struct reorder *q)
 {
-	if (q->n == 0)
-		return NULL;
-	if (!drain && q->n <= q->limit && q->newest - q->low < q->window_ns)
-		return NULL; /* every waiting event is younger than the window */
-	/* The least of the heap's top and the runs' heads. */
-	const struct gmt_event *top = q->heap_n ? &q->heap[0] : NULL;
-	struct reorder_run *from = NULL;
-	for (unsigned m = q->nonempty; m; m &= m - 1) {
-		struct reorder_run *r = &q->runs[__builtin_ctz(m)];
-		if (!top || before(&r->buf[r->head], top)) {
-			top = &r->buf[r->head];
-			from = r;
-		}
-	}
-	q->low = top->time_ns; /* the least now */
-	if (!drain && q->n <= q->limit && q->newest - top->time_ns < q->window_ns)
-		return NULL;
-	q->n--;
-	if (from) {
-		/* the slot stays as it is until the next push: no copy */
-		from->head = wrap(from, from->head + 1);
-		if (--from->len == 0)
-			q->nonempty &= ~(1u << (from - q->runs));
-		return top;
-	}
-	q->out = *top;
+	q->out = q->heap[0];
 	heap_pop(q);
 	return &q->out;
 }
