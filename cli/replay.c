@@ -128,7 +128,7 @@ static void level_sub(struct rp_level *lv, uint64_t bytes)
 
 static inline void account(struct replay *rp, const struct rp_live *l, int add, uint64_t time)
 {
-	if (rp->on_change)
+	if (rp->on_change && !(add && rp->on_change_ends_only))
 		rp->on_change(rp->on_change_ctx, l, add);
 	struct rp_level *b = &rp->buckets[l->bucket], *d = NULL;
 	if (l->bucket == BK_DEVICE) /* one device, most often: no call */
@@ -239,7 +239,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		struct rp_live *l = rp->spare;
 		if (l) {
 			rp->spare = l->hh.next;
-			memset(l, 0, sizeof(*l));
+			l->maps = 0; /* every other field is set below, hh by HASH_ADD */
 		} else {
 			l = xcalloc(1, sizeof(*l));
 		}

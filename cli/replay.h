@@ -82,6 +82,7 @@ struct replay {
 	 * plot/flamegraph/export can split the bytes by their own groups. */
 	void (*on_change)(void *ctx, const struct rp_live *l, bool counted);
 	void *on_change_ctx;
+	bool on_change_ends_only; /* on_change is not told of new allocations */
 };
 
 /* The bucket an allocation of this GMT_KIND_* counts in (aux: a
