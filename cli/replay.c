@@ -82,32 +82,6 @@ struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal)
 	return d;
 }
 
-int replay_kind_bucket(int kind, uint64_t aux)
-{
-	switch (kind) {
-	case GMT_KIND_DEVICE:
-	case GMT_KIND_ASYNC:
-		return BK_DEVICE;
-	case GMT_KIND_VMM_PHYS:
-		return aux == 1 ? BK_DEVICE : BK_VMM_HOST;
-	case GMT_KIND_MANAGED:
-		return BK_MANAGED;
-	case GMT_KIND_HOST_PINNED:
-		return BK_PINNED;
-	case GMT_KIND_HOST_REGISTERED:
-		return BK_REGISTERED;
-	case GMT_KIND_VMM_VA:
-		return BK_VA;
-	case GMT_KIND_ARRAY:
-		return BK_ARRAY;
-	case GMT_KIND_IPC:
-		return BK_IPC;
-	case GMT_KIND_POOL:
-		return BK_POOL;
-	}
-	return -1;
-}
-
 static void level_add(struct rp_level *lv, uint64_t bytes, uint64_t time, uint64_t seq)
 {
 	lv->bytes += bytes;

@@ -87,7 +87,31 @@ struct replay {
 
 /* The bucket an allocation of this GMT_KIND_* counts in (aux: a
  * cuMemCreate location type); -1 for kinds that hold no memory. */
-int replay_kind_bucket(int kind, uint64_t aux);
+static inline int replay_kind_bucket(int kind, uint64_t aux)
+{
+	switch (kind) {
+	case GMT_KIND_DEVICE:
+	case GMT_KIND_ASYNC:
+		return BK_DEVICE;
+	case GMT_KIND_VMM_PHYS:
+		return aux == 1 ? BK_DEVICE : BK_VMM_HOST;
+	case GMT_KIND_MANAGED:
+		return BK_MANAGED;
+	case GMT_KIND_HOST_PINNED:
+		return BK_PINNED;
+	case GMT_KIND_HOST_REGISTERED:
+		return BK_REGISTERED;
+	case GMT_KIND_VMM_VA:
+		return BK_VA;
+	case GMT_KIND_ARRAY:
+		return BK_ARRAY;
+	case GMT_KIND_IPC:
+		return BK_IPC;
+	case GMT_KIND_POOL:
+		return BK_POOL;
+	}
+	return -1;
+}
 void replay_init(struct replay *rp);
 void replay_free(struct replay *rp);
 void replay_apply(struct replay *rp, const struct gmt_event *e);
@@ -136,7 +160,8 @@ static inline bool reorder_before_(const struct gmt_event *a, const struct gmt_e
 void reorder_push_slow_(struct reorder *q, struct reorder_run *r, const struct gmt_event *e);
 const struct gmt_event *reorder_heap_next_(struct reorder *q);
 
-static inline void reorder_push(struct reorder *q, const struct gmt_event *e)
+static inline __attribute__((always_inline)) void reorder_push(struct reorder *q,
+							       const struct gmt_event *e)
 {
 	struct reorder_run *r = &q->runs[(e->tid * 0x9e3779b97f4a7c15ull) >> 61];
 	if (r->len && r->len < r->cap && !reorder_before_(e, r->last)) {
@@ -154,20 +179,27 @@ static inline void reorder_push(struct reorder *q, const struct gmt_event *e)
 
 /* The next event that may go (drain: any event), valid until the next
  * push or pop, without a copy; NULL when none may go. */
-static inline const struct gmt_event *reorder_next(struct reorder *q, bool drain)
+static inline __attribute__((always_inline)) const struct gmt_event *reorder_next(struct reorder *q,
+										  bool drain)
 {
 	if (q->n == 0)
 		return NULL;
 	if (!drain && q->n <= q->limit && q->newest - q->low < q->window_ns)
 		return NULL; /* every waiting event is younger than the window */
 	/* The least of the heap's top and the runs' heads. */
-	const struct gmt_event *top = q->heap_n ? &q->heap[0] : NULL;
+	const struct gmt_event *top;
 	struct reorder_run *from = NULL;
-	for (unsigned m = q->nonempty; m; m &= m - 1) {
-		struct reorder_run *r = &q->runs[__builtin_ctz(m)];
-		if (!top || reorder_before_(&r->buf[r->head], top)) {
-			top = &r->buf[r->head];
-			from = r;
+	if (!q->heap_n && !(q->nonempty & (q->nonempty - 1))) {
+		from = &q->runs[__builtin_ctz(q->nonempty)]; /* one run: most traces */
+		top = &from->buf[from->head];
+	} else {
+		top = q->heap_n ? &q->heap[0] : NULL;
+		for (unsigned m = q->nonempty; m; m &= m - 1) {
+			struct reorder_run *r = &q->runs[__builtin_ctz(m)];
+			if (!top || reorder_before_(&r->buf[r->head], top)) {
+				top = &r->buf[r->head];
+				from = r;
+			}
 		}
 	}
 	q->low = top->time_ns; /* the least now */

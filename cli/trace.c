@@ -62,7 +62,9 @@ static bool cuda_path(const char *path)
 
 /* ---- the metadata pass ---------------------------------------------- */
 
-static void on_event_meta(struct trace *t, const struct gmt_event *e)
+/* Inline: once per event in the first read. */
+static inline __attribute__((always_inline)) void on_event_meta(struct trace *t,
+								const struct gmt_event *e)
 {
 	if (t->events++ == 0 || e->time_ns < t->first_time_ns)
 		t->first_time_ns = e->time_ns;
