@@ -79,7 +79,14 @@ struct api_info {
 	const char *name;
 	int op, kind, space;
 };
-const struct api_info *api_lookup(uint32_t api);
+extern const struct api_info api_table_[GMT_API_MAX_ + 1]; /* use api_lookup */
+/* Inline: the replay asks up to three times an event. */
+static inline const struct api_info *api_lookup(uint32_t api)
+{
+	if (api > GMT_API_MAX_ || !api_table_[api].name)
+		return NULL;
+	return &api_table_[api];
+}
 /* The name, or "api#N" in a static buffer for unknown ids. */
 const char *api_name(uint32_t api);
 

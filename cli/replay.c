@@ -82,32 +82,6 @@ struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal)
 	return d;
 }
 
-int replay_kind_bucket(int kind, uint64_t aux)
-{
-	switch (kind) {
-	case GMT_KIND_DEVICE:
-	case GMT_KIND_ASYNC:
-		return BK_DEVICE;
-	case GMT_KIND_VMM_PHYS:
-		return aux == 1 ? BK_DEVICE : BK_VMM_HOST;
-	case GMT_KIND_MANAGED:
-		return BK_MANAGED;
-	case GMT_KIND_HOST_PINNED:
-		return BK_PINNED;
-	case GMT_KIND_HOST_REGISTERED:
-		return BK_REGISTERED;
-	case GMT_KIND_VMM_VA:
-		return BK_VA;
-	case GMT_KIND_ARRAY:
-		return BK_ARRAY;
-	case GMT_KIND_IPC:
-		return BK_IPC;
-	case GMT_KIND_POOL:
-		return BK_POOL;
-	}
-	return -1;
-}
-
 static void level_add(struct rp_level *lv, uint64_t bytes, uint64_t time, uint64_t seq)
 {
 	lv->bytes += bytes;
@@ -126,27 +100,36 @@ static void level_sub(struct rp_level *lv, uint64_t bytes)
 		lv->count--;
 }
 
-static void account(struct replay *rp, const struct rp_live *l, int add, uint64_t time)
+static inline void account(struct replay *rp, const struct rp_live *l, int add, uint64_t time)
 {
-	if (rp->on_change)
+	if (rp->on_change && !(add && rp->on_change_ends_only))
 		rp->on_change(rp->on_change_ctx, l, add);
-	struct rp_level *lv[2] = {&rp->buckets[l->bucket], NULL};
-	if (l->bucket == BK_DEVICE)
-		lv[1] = &replay_dev(rp, l->device)->lv;
-	for (int i = 0; i < 2 && lv[i]; i++) {
-		if (add)
-			level_add(lv[i], l->size, time, rp->seq);
-		else
-			level_sub(lv[i], l->size);
+	struct rp_level *b = &rp->buckets[l->bucket], *d = NULL;
+	if (l->bucket == BK_DEVICE) /* one device, most often: no call */
+		d = rp->ndevs && rp->devs[0].ordinal == l->device ? &rp->devs[0].lv
+								  : &replay_dev(rp, l->device)->lv;
+	if (add) {
+		level_add(b, l->size, time, rp->seq);
+		if (d)
+			level_add(d, l->size, time, rp->seq);
+	} else {
+		level_sub(b, l->size);
+		if (d)
+			level_sub(d, l->size);
 	}
 }
 
-struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
+static inline struct rp_live *find(struct replay *rp, int space, uint64_t key)
 {
 	struct rp_live *l = NULL;
 	if (space >= 0 && space < 5)
 		HASH_FIND(hh, rp->tables[space], &key, sizeof(key), l);
 	return l;
+}
+
+struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
+{
+	return find(rp, space, key);
 }
 
 static void drop(struct replay *rp, struct rp_live *l)
@@ -165,7 +148,7 @@ static void maybe_release(struct replay *rp, struct rp_live *h)
 
 static void unmap_one(struct replay *rp, struct rp_map *m)
 {
-	struct rp_live *h = replay_find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
+	struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
 	HASH_DEL(rp->maps, m);
 	free(m);
 	if (h && h->maps) {
@@ -206,7 +189,7 @@ static struct rp_live *handle_at(struct replay *rp, uint64_t addr)
 	HASH_ITER(hh, rp->maps, m, tmp)
 	{
 		if (addr >= m->va && addr - m->va < m->size)
-			return replay_find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
+			return find(rp, GMT_SPACE_VMM_HANDLE, m->handle);
 	}
 	return NULL;
 }
@@ -222,7 +205,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		int b = replay_kind_bucket(a->kind, e->aux);
 		if (b < 0 || e->ptr == 0)
 			return;
-		struct rp_live *old = replay_find(rp, a->space, e->ptr);
+		struct rp_live *old = find(rp, a->space, e->ptr);
 		if (old) {
 			rp->replaced++;
 			drop(rp, old);
@@ -230,7 +213,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		struct rp_live *l = rp->spare;
 		if (l) {
 			rp->spare = l->hh.next;
-			memset(l, 0, sizeof(*l));
+			l->maps = 0; /* every other field is set below, hh by HASH_ADD */
 		} else {
 			l = xcalloc(1, sizeof(*l));
 		}
@@ -251,7 +234,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 	case GMT_OP_FREE: {
 		if (e->ptr == 0)
 			return; /* cudaFree(0) and friends: no-ops */
-		struct rp_live *l = replay_find(rp, a->space, e->ptr);
+		struct rp_live *l = find(rp, a->space, e->ptr);
 		if (!l) {
 			rp->unmatched_frees++;
 			return;
@@ -275,7 +258,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		m->size = e->size;
 		m->handle = e->aux;
 		HASH_ADD(hh, rp->maps, va, sizeof(m->va), m);
-		struct rp_live *h = replay_find(rp, GMT_SPACE_VMM_HANDLE, e->aux);
+		struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, e->aux);
 		if (h)
 			h->maps++;
 		return;
@@ -284,7 +267,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		unmap_range(rp, e->ptr, e->size);
 		return;
 	case GMT_OP_VMM_RETAIN: {
-		struct rp_live *h = replay_find(rp, GMT_SPACE_VMM_HANDLE, e->ptr);
+		struct rp_live *h = find(rp, GMT_SPACE_VMM_HANDLE, e->ptr);
 		if (!h)
 			h = handle_at(rp, e->aux);
 		if (h)
@@ -313,7 +296,7 @@ void reorder_free(struct reorder *q)
 
 static bool before(const struct gmt_event *a, const struct gmt_event *b)
 {
-	return a->time_ns != b->time_ns ? a->time_ns < b->time_ns : a->index < b->index;
+	return reorder_before_(a, b);
 }
 
 static void *grow(void *p, size_t count, size_t size)
@@ -349,7 +332,8 @@ static void run_append(struct reorder_run *r, const struct gmt_event *e, size_t 
 			r->head = r->cap - older;
 		}
 	}
-	r->buf[wrap(r, r->head + r->len++)] = *e;
+	r->last = &r->buf[wrap(r, r->head + r->len++)];
+	*r->last = *e;
 }
 
 static void heap_push(struct reorder *q, const struct gmt_event *e)
@@ -388,47 +372,31 @@ static void heap_pop(struct reorder *q)
 		q->heap[i] = last;
 }
 
-void reorder_push(struct reorder *q, const struct gmt_event *e)
+/* What the inline reorder_push leaves here: an empty or full run, or an
+ * event older than its run's newest. */
+void reorder_push_slow_(struct reorder *q, struct reorder_run *r, const struct gmt_event *e)
 {
-	struct reorder_run *r = &q->runs[(e->tid * 0x9e3779b97f4a7c15ull) >> 61];
-	if (r->len == 0 || !before(e, &r->buf[wrap(r, r->head + r->len - 1)])) {
+	if (r->len == 0 || !before(e, r->last)) {
 		run_append(r, e, q->limit);
 		q->nonempty |= 1u << (r - q->runs);
-	} else
+	} else {
 		heap_push(q, e);
-	if (q->n++ == 0 || e->time_ns < q->low)
-		q->low = e->time_ns;
-	if (e->time_ns > q->newest)
-		q->newest = e->time_ns;
+	}
+}
+
+/* reorder_next's heap case: the top, copied out since the heap moves. */
+const struct gmt_event *reorder_heap_next_(struct reorder *q)
+{
+	q->out = q->heap[0];
+	heap_pop(q);
+	return &q->out;
 }
 
 int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
 {
-	if (q->n == 0)
+	const struct gmt_event *e = reorder_next(q, drain);
+	if (!e)
 		return 0;
-	if (!drain && q->n <= q->limit && q->newest - q->low < q->window_ns)
-		return 0; /* every waiting event is younger than the window */
-	/* The least of the heap's top and the runs' heads. */
-	const struct gmt_event *top = q->heap_n ? &q->heap[0] : NULL;
-	struct reorder_run *from = NULL;
-	for (unsigned m = q->nonempty; m; m &= m - 1) {
-		struct reorder_run *r = &q->runs[__builtin_ctz(m)];
-		if (!top || before(&r->buf[r->head], top)) {
-			top = &r->buf[r->head];
-			from = r;
-		}
-	}
-	q->low = top->time_ns; /* the least now */
-	if (!drain && q->n <= q->limit && q->newest - top->time_ns < q->window_ns)
-		return 0;
-	*out = *top;
-	q->n--;
-	if (from) {
-		from->head = wrap(from, from->head + 1);
-		if (--from->len == 0)
-			q->nonempty &= ~(1u << (from - q->runs));
-	} else {
-		heap_pop(q);
-	}
+	*out = *e;
 	return 1;
 }

@@ -82,11 +82,36 @@ struct replay {
 	 * plot/flamegraph/export can split the bytes by their own groups. */
 	void (*on_change)(void *ctx, const struct rp_live *l, bool counted);
 	void *on_change_ctx;
+	bool on_change_ends_only; /* on_change is not told of new allocations */
 };
 
 /* The bucket an allocation of this GMT_KIND_* counts in (aux: a
  * cuMemCreate location type); -1 for kinds that hold no memory. */
-int replay_kind_bucket(int kind, uint64_t aux);
+static inline int replay_kind_bucket(int kind, uint64_t aux)
+{
+	switch (kind) {
+	case GMT_KIND_DEVICE:
+	case GMT_KIND_ASYNC:
+		return BK_DEVICE;
+	case GMT_KIND_VMM_PHYS:
+		return aux == 1 ? BK_DEVICE : BK_VMM_HOST;
+	case GMT_KIND_MANAGED:
+		return BK_MANAGED;
+	case GMT_KIND_HOST_PINNED:
+		return BK_PINNED;
+	case GMT_KIND_HOST_REGISTERED:
+		return BK_REGISTERED;
+	case GMT_KIND_VMM_VA:
+		return BK_VA;
+	case GMT_KIND_ARRAY:
+		return BK_ARRAY;
+	case GMT_KIND_IPC:
+		return BK_IPC;
+	case GMT_KIND_POOL:
+		return BK_POOL;
+	}
+	return -1;
+}
 void replay_init(struct replay *rp);
 void replay_free(struct replay *rp);
 void replay_apply(struct replay *rp, const struct gmt_event *e);
@@ -106,6 +131,7 @@ struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal);
 struct reorder_run {
 	struct gmt_event *buf; /* circular */
 	size_t head, len, cap;
+	struct gmt_event *last; /* the newest, where len > 0 */
 };
 
 struct reorder {
@@ -115,13 +141,78 @@ struct reorder {
 	unsigned nonempty; /* bit i: runs[i] holds events (most traces use one run) */
 	size_t n, limit;
 	uint64_t window_ns, newest;
-	uint64_t low; /* <= every waiting event's time: skips the scan when none can go */
+	uint64_t low;	      /* <= every waiting event's time: skips the scan when none can go */
+	struct gmt_event out; /* reorder_next's event when it came from the heap */
 };
 
 void reorder_init(struct reorder *q, size_t limit, uint64_t window_ns);
 void reorder_free(struct reorder *q);
-void reorder_push(struct reorder *q, const struct gmt_event *e);
 /* Pops the next event that may go (drain: any event). 0 when none. */
 int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain);
+
+/* reorder_push and reorder_next run for every event of every replay:
+ * inline, with what is rare (a run to start or grow, the heap) in
+ * replay.c. */
+static inline bool reorder_before_(const struct gmt_event *a, const struct gmt_event *b)
+{
+	return a->time_ns != b->time_ns ? a->time_ns < b->time_ns : a->index < b->index;
+}
+void reorder_push_slow_(struct reorder *q, struct reorder_run *r, const struct gmt_event *e);
+const struct gmt_event *reorder_heap_next_(struct reorder *q);
+
+static inline __attribute__((always_inline)) void reorder_push(struct reorder *q,
+							       const struct gmt_event *e)
+{
+	struct reorder_run *r = &q->runs[(e->tid * 0x9e3779b97f4a7c15ull) >> 61];
+	if (r->len && r->len < r->cap && !reorder_before_(e, r->last)) {
+		r->last = r->last + 1 == r->buf + r->cap ? r->buf : r->last + 1;
+		*r->last = *e;
+		r->len++;
+	} else {
+		reorder_push_slow_(q, r, e);
+	}
+	if (q->n++ == 0 || e->time_ns < q->low)
+		q->low = e->time_ns;
+	if (e->time_ns > q->newest)
+		q->newest = e->time_ns;
+}
+
+/* The next event that may go (drain: any event), valid until the next
+ * push or pop, without a copy; NULL when none may go. */
+static inline __attribute__((always_inline)) const struct gmt_event *reorder_next(struct reorder *q,
+										  bool drain)
+{
+	if (q->n == 0)
+		return NULL;
+	if (!drain && q->n <= q->limit && q->newest - q->low < q->window_ns)
+		return NULL; /* every waiting event is younger than the window */
+	/* The least of the heap's top and the runs' heads. */
+	const struct gmt_event *top;
+	struct reorder_run *from = NULL;
+	if (!q->heap_n && !(q->nonempty & (q->nonempty - 1))) {
+		from = &q->runs[__builtin_ctz(q->nonempty)]; /* one run: most traces */
+		top = &from->buf[from->head];
+	} else {
+		top = q->heap_n ? &q->heap[0] : NULL;
+		for (unsigned m = q->nonempty; m; m &= m - 1) {
+			struct reorder_run *r = &q->runs[__builtin_ctz(m)];
+			if (!top || reorder_before_(&r->buf[r->head], top)) {
+				top = &r->buf[r->head];
+				from = r;
+			}
+		}
+	}
+	q->low = top->time_ns; /* the least now */
+	if (!drain && q->n <= q->limit && q->newest - top->time_ns < q->window_ns)
+		return NULL;
+	q->n--;
+	if (!from)
+		return reorder_heap_next_(q);
+	/* the slot stays as it is until the next push: no copy */
+	from->head = from->head + 1 == from->cap ? 0 : from->head + 1;
+	if (--from->len == 0)
+		q->nonempty &= ~(1u << (from - q->runs));
+	return top;
+}
 
 #endif

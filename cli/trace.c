@@ -62,7 +62,9 @@ static bool cuda_path(const char *path)
 
 /* ---- the metadata pass ---------------------------------------------- */
 
-static void on_event_meta(struct trace *t, const struct gmt_event *e)
+/* Inline: once per event in the first read. */
+static inline __attribute__((always_inline)) void on_event_meta(struct trace *t,
+								const struct gmt_event *e)
 {
 	if (t->events++ == 0 || e->time_ns < t->first_time_ns)
 		t->first_time_ns = e->time_ns;
@@ -408,7 +410,7 @@ static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, v
 {
 	struct reorder q;
 	struct gmt_record rec;
-	struct gmt_event ev;
+	const struct gmt_event *ev;
 	bool bar = t->info.file_size > PROGRESS_MIN && isatty(2);
 	int shown = -1;
 	reorder_init(&q, REORDER_LIMIT, REORDER_WINDOW_NS);
@@ -420,11 +422,11 @@ static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, v
 				if (meta)
 					on_event_meta(t, &evs[i]);
 				reorder_push(&q, &evs[i]);
-				while (reorder_pop(&q, &ev, false)) {
+				while ((ev = reorder_next(&q, false))) {
 					if (rp)
-						replay_apply(rp, &ev);
+						replay_apply(rp, ev);
 					if (fn)
-						fn(ctx, &ev, rp);
+						fn(ctx, ev, rp);
 				}
 			}
 			continue;
@@ -436,11 +438,11 @@ static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, v
 			reorder_push(&q, &rec.u.event);
 		else if (more && bar && rec.type == GMT_REC_CHUNK)
 			progress(t, rec.chunk_offset, &shown);
-		while (reorder_pop(&q, &ev, !more)) {
+		while ((ev = reorder_next(&q, !more))) {
 			if (rp)
-				replay_apply(rp, &ev);
+				replay_apply(rp, ev);
 			if (fn)
-				fn(ctx, &ev, rp);
+				fn(ctx, ev, rp);
 		}
 		if (!more)
 			break;

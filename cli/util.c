@@ -142,18 +142,11 @@ int cli_finish(const char *cmd, const char *path, const struct gmt_read_info *in
 
 /* ---- APIs and results ---- */
 
-static const struct api_info apis[GMT_API_MAX_ + 1] = {
+const struct api_info api_table_[GMT_API_MAX_ + 1] = {
 #define X_(id, name, op, kind, space) [id] = {#name, op, kind, space},
     GMT_API_LIST(X_)
 #undef X_
 };
-
-const struct api_info *api_lookup(uint32_t api)
-{
-	if (api > GMT_API_MAX_ || !apis[api].name)
-		return NULL;
-	return &apis[api];
-}
 
 const char *api_name(uint32_t api)
 {

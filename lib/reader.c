@@ -89,17 +89,24 @@ struct gmt_reader {
 	/* The worker thread (GPUMEMTRACE_READER_THREADS=0, one CPU, or no thread: none,
 	 * the caller prepares each chunk itself). */
 	int threads, started, quit;
-	int sync;   /* mu and cv initialised */
-	int posted; /* a request not yet taken (the caller's own copy of state) */
-	int state;  /* REQ_*: the request in req_k */
-	struct chunk *req_k;
-	uint64_t req_off, req_size, req_stack_id, req_event_index;
+	int sync; /* mu and cv initialised */
+	/* Chunks are numbered from the last rewind; chunk c goes into ck[c % 2].
+	 * The caller's own: */
+	uint64_t c_next; /* the chunk next_chunk hands out next */
+	int fresh;	 /* rewound: the worker starts again from r->pos */
+	/* Under mu. The worker prepares chunk w_next, at w_off, as soon as its
+	 * buffers are free (w_next < wanted + 2: the caller is done with chunk
+	 * w_next - 2), without waiting for the caller to ask: a worker that
+	 * is the slower of the two never idles through a wake-up. */
+	uint64_t wanted;		       /* the chunk the caller reads or waits for */
+	uint64_t w_next, w_done;	       /* chunks [0, w_done) are prepared */
+	uint64_t w_off, w_size, w_sid, w_eidx; /* where chunk w_next starts */
+	int running;			       /* 0: stopped (a last chunk, or a rewind) */
+	int busy;			       /* inside prepare */
 	pthread_t worker;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 };
-
-enum { REQ_NONE = 0, REQ_POSTED = 1, REQ_DONE = 2 };
 
 #define CACHE_MAX 32768
 
@@ -367,12 +374,17 @@ const struct gmt_read_info *gmt_reader_info(const struct gmt_reader *r)
 	return &r->info;
 }
 
-static struct chunk *wait_done(struct gmt_reader *r);
-
 void gmt_reader_rewind(struct gmt_reader *r)
 {
-	if (r->posted)
-		wait_done(r); /* a chunk asked for ahead: dropped */
+	if (r->started) { /* what the worker prepared ahead is dropped */
+		pthread_mutex_lock(&r->mu);
+		r->running = 0;
+		while (r->busy)
+			pthread_cond_wait(&r->cv, &r->mu);
+		pthread_mutex_unlock(&r->mu);
+	}
+	r->fresh = 1;
+	r->c_next = 0;
 	uint64_t size = r->info.file_size;
 	memset(&r->info, 0, sizeof(r->info));
 	r->info.file_size = size;
@@ -1020,64 +1032,50 @@ static void *worker_main(void *arg)
 	struct gmt_reader *r = arg;
 	pthread_mutex_lock(&r->mu);
 	for (;;) {
-		while (r->state != REQ_POSTED && !r->quit)
+		while (!r->quit && !(r->running && r->w_next < r->wanted + 2))
 			pthread_cond_wait(&r->cv, &r->mu);
 		if (r->quit)
 			break;
-		struct chunk *k = r->req_k;
-		uint64_t off = r->req_off, size = r->req_size;
-		uint64_t sid = r->req_stack_id, eidx = r->req_event_index;
+		uint64_t c = r->w_next;
+		struct chunk *k = &r->ck[c % 2];
+		uint64_t off = r->w_off, size = r->w_size, sid = r->w_sid, eidx = r->w_eidx;
+		r->busy = 1;
 		pthread_mutex_unlock(&r->mu);
 		prepare(r, k, off, size, sid, eidx);
 		pthread_mutex_lock(&r->mu);
-		r->state = REQ_DONE;
+		r->busy = 0;
+		if (r->running) { /* not rewound meanwhile */
+			r->w_done = r->w_next = c + 1;
+			if (k->ok) { /* the next chunk starts where this one ended */
+				r->w_off = k->end;
+				r->w_sid = k->next_stack_id;
+				r->w_eidx = k->next_event_index;
+			} else {
+				r->running = 0; /* nothing past the end or a bad chunk */
+			}
+		}
 		pthread_cond_broadcast(&r->cv);
 	}
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
 }
 
-/* Asks the worker for the chunk at r->pos, into k. 0: posted; -1: no
- * worker (it could not be started): the caller prepares chunks itself. */
-static int post(struct gmt_reader *r, struct chunk *k)
+/* Starts the worker. 0: started; -1: it could not be: the caller prepares
+ * chunks itself. */
+static int start_worker(struct gmt_reader *r)
 {
-	if (!r->started) {
-		/* signals stay with the caller's threads, as without a worker */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		int rc = pthread_create(&r->worker, NULL, worker_main, r);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (rc) {
-			r->threads = 0;
-			return -1;
-		}
-		r->started = 1;
+	/* signals stay with the caller's threads, as without a worker */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&r->worker, NULL, worker_main, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		r->threads = 0;
+		return -1;
 	}
-	pthread_mutex_lock(&r->mu);
-	r->req_k = k;
-	r->req_off = r->pos;
-	r->req_size = r->info.file_size;
-	r->req_stack_id = r->next_stack_id;
-	r->req_event_index = r->next_event_index;
-	r->state = REQ_POSTED;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	r->posted = 1;
+	r->started = 1;
 	return 0;
-}
-
-/* Waits for the posted request; its chunk. */
-static struct chunk *wait_done(struct gmt_reader *r)
-{
-	pthread_mutex_lock(&r->mu);
-	while (r->state == REQ_POSTED)
-		pthread_cond_wait(&r->cv, &r->mu);
-	struct chunk *k = r->req_k;
-	r->state = REQ_NONE;
-	pthread_mutex_unlock(&r->mu);
-	r->posted = 0;
-	return k;
 }
 
 /* Applies a prepared chunk on the caller's thread, in file order: every
@@ -1117,22 +1115,30 @@ static int commit(struct gmt_reader *r, struct chunk *k)
 	return 1;
 }
 
-/* The chunk at r->pos, prepared. With a worker it was asked for when the
- * chunk before it was taken, and the next one is asked for now, into the
- * other buffers: at most two chunks in memory. */
+/* The chunk at r->pos, prepared. With a worker it was prepared while the
+ * caller read the chunk before it, and the worker goes on to the next one
+ * into the buffers of the chunk just read: at most two chunks in memory. */
 static struct chunk *next_chunk(struct gmt_reader *r)
 {
 	if (r->threads) {
-		if (!r->posted && post(r, &r->ck[r->k == &r->ck[0]]) < 0)
+		if (!r->started && start_worker(r) < 0)
 			goto serial;
-		struct chunk *k = wait_done(r);
-		if (k->ok) {
-			r->pos = k->end;
-			r->next_stack_id = k->next_stack_id;
-			r->next_event_index = k->next_event_index;
-			post(r, &r->ck[k == &r->ck[0]]);
+		pthread_mutex_lock(&r->mu);
+		if (r->fresh) {
+			r->fresh = 0;
+			r->w_next = r->w_done = 0;
+			r->w_off = r->pos;
+			r->w_size = r->info.file_size;
+			r->w_sid = r->next_stack_id;
+			r->w_eidx = r->next_event_index;
+			r->running = 1;
 		}
-		return k;
+		r->wanted = r->c_next; /* done with the chunk before it */
+		pthread_cond_broadcast(&r->cv);
+		while (r->w_done <= r->c_next)
+			pthread_cond_wait(&r->cv, &r->mu);
+		pthread_mutex_unlock(&r->mu);
+		return &r->ck[r->c_next++ % 2];
 	}
 serial:
 	prepare(r, &r->ck[0], r->pos, r->info.file_size, r->next_stack_id, r->next_event_index);
