@@ -13,7 +13,8 @@ for round in 1 2 3; do
 	[ ${#traces[@]} -eq 2 ] || fail "round $round: expected 2 traces, got: ${traces[*]}"
 	for t in "${traces[@]}"; do
 		"$GMT_CLI" dump "$t" >"$t.txt"
-		grep -q "SAMPLE .* reason \(start\|end\)" "$t.txt" || fail "round $round: $t has no sample"
+		grep -q "SAMPLE .* reason \(start\|end\)" "$t.txt" ||
+			fail "round $round: $t has no sample (program: $(tr '\n' ' ' <out.txt); notes and samples: $(grep -E 'NOTE|SAMPLE|END' "$t.txt" | head -8 | tr '\n' ' '))"
 		! grep -q "did not stop in time" "$t.txt" || fail "round $round: $t: sampler hung"
 		"$GMT_CLI" summary --json "$t" >"$t.json"
 		expect_eq "$t complete" "$(json "$t.json" 'd["complete"]')" True
