@@ -120,6 +120,28 @@ part_hook() {
 	} | tee "$RESULTS/hook.txt"
 }
 
+# One throughput row: LABEL THREADS [PREFIX...]: the untraced and the traced
+# run of threads THREADS M (4M events in all), each under PREFIX (taskset).
+throughput_row() {
+	local label=$1 t=$2
+	shift 2
+	local m=$((4000000 / 2 / t)) t0 t1 t2 urun run line ev lost
+	t0=$(date +%s.%N)
+	urun=$(THREADS_RUN_TIME=1 "$@" "$BUILD/tests/progs/threads" "$t" "$m" | sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
+	t1=$(date +%s.%N)
+	run=$(traced "$TMP/t.gmt" THREADS_RUN_TIME=1 -- "$@" "$BUILD/tests/progs/threads" "$t" "$m" |
+		sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
+	t2=$(date +%s.%N)
+	line=$("$CLI" summary "$TMP/t.gmt" | grep -m1 ' events, ') ||
+		{ echo "bench: summary of the $label-thread trace failed" >&2; return; }
+	ev=$(echo "$line" | sed 's/.* \([0-9]*\) events, .*/\1/')
+	lost=$(echo "$line" | sed 's/.* events, \([0-9]*\) lost.*/\1/')
+	printf "%8s %10d %12.3f %10.3f %14.0f %8.3f %8.3f %14.0f %6s\n" "$label" "$ev" \
+		"$(echo "$t2 - $t1" | bc -l)" "$(echo "$t1 - $t0" | bc -l)" \
+		"$(echo "$ev / ($t2 - $t1)" | bc -l)" "$run" "$urun" \
+		"$(echo "$((2 * t * m)) / $run" | bc -l)" "$lost"
+}
+
 part_throughput() {
 	{
 		machine
@@ -130,40 +152,14 @@ part_throughput() {
 		printf "%8s %10s %12s %10s %14s %8s %8s %14s %6s\n" threads events wall_s untraced_s events/s \
 			run_s u_run_s sustained lost
 		for t in 1 2 8 16; do
-			m=$((4000000 / 2 / t))
-			t0=$(date +%s.%N)
-			urun=$(THREADS_RUN_TIME=1 "$BUILD/tests/progs/threads" "$t" "$m" | sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
-			t1=$(date +%s.%N)
-			run=$(traced "$TMP/t.gmt" THREADS_RUN_TIME=1 -- "$BUILD/tests/progs/threads" "$t" "$m" |
-				sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
-			t2=$(date +%s.%N)
-			line=$("$CLI" summary "$TMP/t.gmt" | grep -m1 ' events, ') ||
-				{ echo "bench: summary of the $t-thread trace failed" >&2; continue; }
-			ev=$(echo "$line" | sed 's/.* \([0-9]*\) events, .*/\1/')
-			lost=$(echo "$line" | sed 's/.* events, \([0-9]*\) lost.*/\1/')
-			printf "%8d %10d %12.3f %10.3f %14.0f %8.3f %8.3f %14.0f %6s\n" "$t" "$ev" \
-				"$(echo "$t2 - $t1" | bc -l)" "$(echo "$t1 - $t0" | bc -l)" \
-				"$(echo "$ev / ($t2 - $t1)" | bc -l)" "$run" "$urun" \
-				"$(echo "$((2 * t * m)) / $run" | bc -l)" "$lost"
+			throughput_row "$t" "$t"
 		done
 		# The simulated driver serializes every call on one mutex, whose line
 		# (and the tables it guards) moves between CPUs on each call: on two
 		# CPUs the untraced program itself runs ~3x slower than on one. This
 		# row runs everything, flush thread included, on one CPU.
 		if command -v taskset >/dev/null; then
-			t=8 m=$((4000000 / 2 / 8))
-			urun=$(THREADS_RUN_TIME=1 taskset -c 0 "$BUILD/tests/progs/threads" "$t" "$m" |
-				sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
-			t1=$(date +%s.%N)
-			run=$(traced "$TMP/t.gmt" THREADS_RUN_TIME=1 -- taskset -c 0 "$BUILD/tests/progs/threads" "$t" "$m" |
-				sed -n 's/.*run_s=\([0-9.]*\).*/\1/p')
-			t2=$(date +%s.%N)
-			line=$("$CLI" summary "$TMP/t.gmt" | grep -m1 ' events, ')
-			ev=$(echo "$line" | sed 's/.* \([0-9]*\) events, .*/\1/')
-			lost=$(echo "$line" | sed 's/.* events, \([0-9]*\) lost.*/\1/')
-			printf "%8s %10d %12.3f %10s %14.0f %8.3f %8.3f %14.0f %6s\n" "8, 1 CPU" "$ev" \
-				"$(echo "$t2 - $t1" | bc -l)" - "$(echo "$ev / ($t2 - $t1)" | bc -l)" "$run" "$urun" \
-				"$(echo "$((2 * t * m)) / $run" | bc -l)" "$lost"
+			throughput_row "8, 1 CPU" 8 taskset -c 0
 		fi
 	} | tee "$RESULTS/throughput.txt"
 }
