@@ -101,18 +101,29 @@ static uint64_t *entry_pairs(struct entry *e)
 	return (uint64_t *)(e + 1);
 }
 
+/* fp is an aligned frame inside this thread's stack, with room above it
+ * for the saved frame pointer and the return address. One compare: an fp
+ * below the stack wraps high. */
+static inline int frame_in_stack(const struct cache *c, uintptr_t fp)
+{
+	return fp - c->stack_lo <= c->stack_hi - c->stack_lo - 16 && !(fp & 7);
+}
+
+static inline int outside_us(uint64_t ra, uintptr_t self_lo, uintptr_t self_hi)
+{
+	return ra < self_lo || ra >= self_hi;
+}
+
 /* Our own frames have frame pointers: follow them to the first return
  * address outside us. Returns its slot, or 0. */
 static __attribute__((noinline)) uint64_t first_foreign_slot(const struct cache *c,
 							     uintptr_t self_lo, uintptr_t self_hi)
 {
 	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-	uintptr_t lo = c->stack_lo, span = c->stack_hi - lo - 16;
 	for (int i = 0; i < OWN_FRAMES; i++) {
-		if (fp - lo > span || (fp & 7)) /* one compare: below lo wraps high */
+		if (!frame_in_stack(c, fp))
 			return 0;
-		uint64_t ra = ((const uint64_t *)fp)[1];
-		if (ra < self_lo || ra >= self_hi)
+		if (outside_us(((const uint64_t *)fp)[1], self_lo, self_hi))
 			return fp + 8;
 		uintptr_t next = ((const uintptr_t *)fp)[0];
 		if (next <= fp)
@@ -127,11 +138,11 @@ static __attribute__((noinline)) uint64_t first_foreign_slot(const struct cache 
 static uint64_t hook_frame_slot(const struct cache *c, uintptr_t fp, uintptr_t self_lo,
 				uintptr_t self_hi)
 {
-	uintptr_t lo = c->stack_lo, span = c->stack_hi - lo - 16;
-	if (!fp || fp - lo > span || (fp & 7))
-		return 0;
-	uint64_t ra = ((const uint64_t *)fp)[1];
-	return ra < self_lo || ra >= self_hi ? fp + 8 : 0;
+	/* 0: the event did not come through a wrapper that set it. */
+	return fp && frame_in_stack(c, fp) &&
+		       outside_us(((const uint64_t *)fp)[1], self_lo, self_hi)
+		   ? fp + 8
+		   : 0;
 }
 
 /* A hit: every cached slot of one way still holds its return address. */
