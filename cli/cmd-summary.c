@@ -352,21 +352,43 @@ static struct phase **phases_shown(struct summary *s, size_t *n)
 	return ps;
 }
 
+/* Nested phases share their parents' prefix ("NCCL: ncclCommInitRankConfig/
+ * ..."): a name too long for the column keeps its head and its tail, which
+ * tells the children apart (cut at 32 columns, NCCL's three read alike). */
+#define PHASE_COL_MIN 32
+#define PHASE_COL_MAX 72
+static const char *fit_name(char *out, size_t outsz, const char *name, int width)
+{
+	size_t len = strlen(name);
+	if (len <= (size_t)width || width < 16)
+		return name;
+	int head = width / 3, tail = width - head - 3;
+	snprintf(out, outsz, "%.*s...%s", head, name, name + len - tail);
+	return out;
+}
+
 static void print_phases(FILE *f, struct summary *s)
 {
-	char b1[32], b2[32], b3[32], b4[32];
+	char b1[32], b2[32], b3[32], b4[32], nb[PHASE_COL_MAX + 1];
 	size_t n;
 	struct phase **ps = phases_shown(s, &n);
+	int width = PHASE_COL_MIN;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(ps[i]->name);
+		if (len > (size_t)width)
+			width = len > PHASE_COL_MAX ? PHASE_COL_MAX : (int)len;
+	}
 	fprintf(f,
 		"\nphases (device memory; an event's phase is the innermost range open on its "
-		"thread)\n  %-32s %8s %11s %11s %12s %15s\n",
-		"phase", "allocs", "allocated", "freed", "net change", "peak while open");
+		"thread)\n  %-*s %8s %11s %11s %12s %15s\n",
+		width, "phase", "allocs", "allocated", "freed", "net change", "peak while open");
 	for (size_t i = 0; i < n; i++) {
 		const struct phase *ph = ps[i];
 		int64_t net = (int64_t)(ph->bytes_allocated - ph->bytes_freed);
 		snprintf(b3, sizeof(b3), "%s", net < 0 ? "-" : "+");
 		fmt_size(b3 + 1, net < 0 ? -(uint64_t)net : (uint64_t)net);
-		fprintf(f, "  %-32.32s %8" PRIu64 " %11s %11s %12s %15s\n", ph->name, ph->allocs,
+		fprintf(f, "  %-*s %8" PRIu64 " %11s %11s %12s %15s\n", width,
+			fit_name(nb, sizeof nb, ph->name, width), ph->allocs,
 			fmt_size(b1, ph->bytes_allocated), fmt_size(b2, ph->bytes_freed), b3,
 			fmt_size(b4, ph->peak));
 	}

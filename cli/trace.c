@@ -285,6 +285,24 @@ static int open_start(struct trace *t, const char *cmd, const char *path)
 }
 
 /* After the metadata pass: sorting and cross-references. */
+/* A DEVICE record without its uuid (the library notes why) cannot be matched
+ * to NVML's samples by uuid. With one CUDA device and one NVML device in
+ * the samples, they are the same one. */
+static void match_unnamed_device(struct trace *t, const uint8_t *no_uuid)
+{
+	if (t->ndevs != 1 || memcmp(t->devs[0].uuid, no_uuid, 16))
+		return;
+	const uint8_t *seen = NULL;
+	for (size_t i = 0; i < t->nsamples; i++) {
+		const uint8_t *u = t->samples[i].uuid;
+		if (!memcmp(u, no_uuid, 16) || (seen && memcmp(u, seen, 16)))
+			return;
+		seen = u;
+	}
+	for (size_t i = 0; i < t->nsamples; i++)
+		t->samples[i].device = t->devs[0].ordinal;
+}
+
 static void open_end(struct trace *t)
 {
 	t->info = *gmt_reader_info(t->reader);
@@ -305,6 +323,7 @@ static void open_end(struct trace *t)
 			if (!memcmp(sm->uuid, t->devs[d].uuid, 16))
 				sm->device = t->devs[d].ordinal;
 	}
+	match_unnamed_device(t, no_uuid);
 	if (t->nsamples > 1)
 		if (t->nsamples)
 			qsort(t->samples, t->nsamples, sizeof(*t->samples), sample_cmp);

@@ -499,31 +499,52 @@ int gmt_driver_device_count(void)
 	return n;
 }
 
-int gmt_driver_device_info(int ordinal, struct gmt_device_info *out)
+/* "cuDeviceGetUuid_v2 returned 3 (libcuda.so.1)": which object answered is
+ * half the diagnosis when a query fails on one machine only. */
+static void describe_failure(char *why, size_t why_len, const char *fn, int result, void *f)
+{
+	Dl_info info;
+	const char *obj = "not found in libcuda";
+	if (f && dladdr(f, &info) && info.dli_fname) {
+		const char *slash = strrchr(info.dli_fname, '/');
+		obj = slash ? slash + 1 : info.dli_fname;
+	}
+	gmt_format(why, why_len, "%s returned %d (%s)", fn, result, obj);
+}
+
+/* Each query's result is checked: a DEVICE record of zeros (seen on an H100
+ * with the dynamic runtime) says nothing of why, so the caller retries and
+ * in the end notes the first query that failed. */
+int gmt_driver_device_info(int ordinal, struct gmt_device_info *out, char *why, size_t why_len)
 {
 	memset(out, 0, sizeof *out);
+	if (why_len)
+		why[0] = 0;
 	pfn_cuDeviceGet get = GMT_USED(cuDeviceGet);
 	CUdevice dev;
 	if (!get || get(&dev, ordinal) != CUDA_SUCCESS)
 		return -1;
-	pfn_cuDeviceGetName name = GMT_USED(cuDeviceGetName);
-	if (name)
-		name(out->name, (int)sizeof out->name - 1, dev);
-	pfn_cuDeviceGetUuid_v2 uuid = GMT_USED(cuDeviceGetUuid_v2);
+	int incomplete = 0;
+#define GMT_DEVICE_QUERY(fn, ...)                                                                  \
+	do {                                                                                       \
+		pfn_##fn f_ = GMT_USED(fn);                                                        \
+		CUresult r_ = f_ ? f_(__VA_ARGS__) : CUDA_ERROR_NOT_FOUND;                         \
+		if (r_ != CUDA_SUCCESS && !incomplete++ && why_len)                                \
+			describe_failure(why, why_len, #fn, (int)r_, (void *)f_);                  \
+	} while (0)
+	GMT_DEVICE_QUERY(cuDeviceGetName, out->name, (int)sizeof out->name - 1, dev);
 	CUuuid u;
-	if (uuid && uuid(&u, dev) == CUDA_SUCCESS)
-		memcpy(out->uuid, u.bytes, sizeof out->uuid);
-	pfn_cuDeviceTotalMem_v2 total = GMT_USED(cuDeviceTotalMem_v2);
+	memset(&u, 0, sizeof u);
+	GMT_DEVICE_QUERY(cuDeviceGetUuid_v2, &u, dev);
+	memcpy(out->uuid, u.bytes, sizeof out->uuid);
 	size_t bytes = 0;
-	if (total && total(&bytes, dev) == CUDA_SUCCESS)
-		out->total_bytes = bytes;
-	pfn_cuDeviceGetAttribute attr = GMT_USED(cuDeviceGetAttribute);
-	if (attr) {
-		attr(&out->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-		attr(&out->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-	}
-	pfn_cuDriverGetVersion ver = GMT_USED(cuDriverGetVersion);
-	if (ver)
-		ver(&out->driver_version);
-	return 0;
+	GMT_DEVICE_QUERY(cuDeviceTotalMem_v2, &bytes, dev);
+	out->total_bytes = bytes;
+	GMT_DEVICE_QUERY(cuDeviceGetAttribute, &out->cc_major,
+			 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+	GMT_DEVICE_QUERY(cuDeviceGetAttribute, &out->cc_minor,
+			 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+	GMT_DEVICE_QUERY(cuDriverGetVersion, &out->driver_version);
+#undef GMT_DEVICE_QUERY
+	return incomplete ? 1 : 0;
 }

@@ -68,6 +68,12 @@ static struct {
 	int nnotes, notes_written;
 	uint64_t notes_dropped;
 	size_t ring_cap;
+	/* The trace's time zero: when the library loaded (or the child forked).
+	 * A call's time is taken before the call, and the file is created inside
+	 * the first call (the runtime's lazy init retains the context there),
+	 * so the open itself is too late: that first call would read as
+	 * happening before the trace began. */
+	uint64_t start_mono;
 } g = {
     .setup_lock = PTHREAD_MUTEX_INITIALIZER,
     .flush_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -173,6 +179,7 @@ static void configure_locked(void)
 		cap <<= 1;
 	g.ring_cap = cap;
 	g.pid = getpid();
+	g.start_mono = gmt_now_ns();
 	g.w.fd = -1;
 	asym_fence_setup();
 	dl_iterate_phdr(find_self, NULL);
@@ -319,11 +326,17 @@ static void *flusher_main(void *arg)
 	gmt_enter();			 /* nothing this thread does is the program's */
 	gmt_futex_set(&g.flusher_up, 1); /* fork waits for this */
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
+	/* The first cycle comes at once, while the program is still in the call
+	 * that made the file, so the driver is surely up for the device facts.
+	 * A program whose CUDA work is shorter than a flush period would be
+	 * asked only at exit, after the runtime's teardown (seen on an H100:
+	 * CUDA_ERROR_DEINITIALIZED, and a DEVICE record of zeros). */
+	unsigned wait_ms = 1;
 	/* Pairs with the release store of g.stop in gmt_finish. */
 	while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
 		uint32_t seen = __atomic_load_n(&g.wake, __ATOMIC_ACQUIRE);
-		struct timespec ts = {g.set.flush_ms / 1000,
-				      (long)(g.set.flush_ms % 1000) * 1000000};
+		struct timespec ts = {wait_ms / 1000, (long)(wait_ms % 1000) * 1000000};
+		wait_ms = g.set.flush_ms;
 		syscall(SYS_futex, &g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 		/* Pairs with the release store in gmt_finish_async. */
 		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
@@ -389,8 +402,8 @@ static struct gmt_ring *ring_for_this_thread(void)
 	pthread_mutex_lock(&g.setup_lock);
 	if (g.state == ST_IDLE) {
 		/* The process's first event creates the file. */
-		if (gmt_writer_open(&g.w, g.set.output_template, g.set.stack_depth,
-				    g.set.compress) != 0) {
+		if (gmt_writer_open(&g.w, g.set.output_template, g.set.stack_depth, g.set.compress,
+				    g.start_mono) != 0) {
 			gmt_log(
 			    "cannot create trace file from '%s': %s; tracing is off, the program "
 			    "runs on",
@@ -437,6 +450,7 @@ static void thread_gone(void *ring)
  * writes: the trace stays complete even for frees in late destructors. */
 static void flush_now_with_trailer(unsigned reason)
 {
+	g.w.devices_settle = 1;
 	flush_cycle();
 	if (g.set.symbolize)
 		gmt_writer_symbols(&g.w);
@@ -792,6 +806,7 @@ static void fork_child(void)
 	g.stop = 0;
 	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
 	g.pid = getpid();
+	g.start_mono = gmt_now_ns();
 	asym_fence_setup(); /* one thread now: safe to change modes */
 	gmt_sampler_fork_child();
 	if (g.set.pid_only && g.set.pid_only != g.pid)

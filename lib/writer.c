@@ -330,7 +330,8 @@ static void put_process(struct gmt_writer *w)
 	commit(w, p);
 }
 
-int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress)
+int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress,
+		    uint64_t start_mono)
 {
 	char base[4096];
 	if (expand_template(path_template, base, sizeof base) < 0) {
@@ -352,8 +353,12 @@ int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_d
 	gmt_put_le16(hdr + GMT_HDR_HEADER_SIZE, GMT_HEADER_SIZE);
 	hdr[GMT_HDR_ENDIAN] = GMT_ENDIAN_LITTLE;
 	gmt_put_le32(hdr + GMT_HDR_FEATURES, stack_depth > 0 ? GMT_FEAT_STACKS : 0);
-	gmt_put_le64(hdr + GMT_HDR_START_WALL, wall_ns());
-	gmt_put_le64(hdr + GMT_HDR_START_MONO, gmt_now_ns());
+	/* The wall clock at start_mono, read now and moved back by the same span. */
+	uint64_t now_mono = gmt_now_ns();
+	if (!start_mono || start_mono > now_mono)
+		start_mono = now_mono;
+	gmt_put_le64(hdr + GMT_HDR_START_WALL, wall_ns() - (now_mono - start_mono));
+	gmt_put_le64(hdr + GMT_HDR_START_MONO, start_mono);
 	gmt_put_le32(hdr + GMT_HDR_PID, (uint32_t)getpid());
 	write_all(w, hdr, sizeof hdr);
 
@@ -423,30 +428,90 @@ void gmt_writer_scan_modules(struct gmt_writer *w)
 	}
 }
 
+/* Flushes that find a device's facts incomplete before they are written as
+ * they are, with a NOTE: 50 at the default 100 ms is 5 s of retries. */
+#define DEVICE_INFO_TRIES 50
+
+/* Keeps what each query gave at some flush: at the end the driver may be
+ * gone (seen on an H100: cuDeviceGet failing at exit, after the runtime's
+ * teardown), and what an earlier flush learnt is still true. */
+static void merge_device_info(struct gmt_device_info *into, const struct gmt_device_info *d)
+{
+	static const uint8_t zero[16];
+	if (d->name[0])
+		memcpy(into->name, d->name, sizeof into->name);
+	if (memcmp(d->uuid, zero, sizeof zero))
+		memcpy(into->uuid, d->uuid, sizeof into->uuid);
+	if (d->total_bytes)
+		into->total_bytes = d->total_bytes;
+	if (d->cc_major)
+		into->cc_major = d->cc_major, into->cc_minor = d->cc_minor;
+	if (d->driver_version)
+		into->driver_version = d->driver_version;
+}
+
+static int device_info_complete(const struct gmt_device_info *d)
+{
+	static const uint8_t zero[16];
+	return d->name[0] && memcmp(d->uuid, zero, sizeof zero) && d->total_bytes && d->cc_major &&
+	       d->driver_version;
+}
+
 void gmt_writer_devices(struct gmt_writer *w)
 {
 	if (w->devices_done)
 		return;
 	int n = gmt_driver_device_count();
-	if (n < 0)
+	if (n < 0 && !w->devices_n)
 		return; /* the program has not initialized CUDA yet: ask again later */
-	w->devices_done = 1;
-	for (int i = 0; i < n; i++) {
+	if (n > GMT_WRITER_MAX_DEVICES)
+		n = GMT_WRITER_MAX_DEVICES;
+	if (n > w->devices_n)
+		w->devices_n = n;
+	/* A query can fail while the program's thread is still initializing the
+	 * driver: ask again at later flushes before settling for less. */
+	int complete = 1;
+	for (int i = 0; i < w->devices_n; i++) {
 		struct gmt_device_info d;
-		if (gmt_driver_device_info(i, &d) != 0)
+		char why[160];
+		int rc = gmt_driver_device_info(i, &d, why, sizeof why);
+		if (rc >= 0) {
+			w->devices_seen[i] = 1;
+			merge_device_info(&w->devices[i], &d);
+		}
+		if (rc != 0 && why[0] && !w->devices_why[i][0])
+			memcpy(w->devices_why[i], why, sizeof why);
+		complete &= !w->devices_seen[i] || device_info_complete(&w->devices[i]);
+	}
+	if (!complete && !w->devices_settle && ++w->devices_tries < DEVICE_INFO_TRIES)
+		return;
+	w->devices_done = 1;
+	for (int i = 0; i < w->devices_n; i++) {
+		const struct gmt_device_info *d = &w->devices[i];
+		if (!w->devices_seen[i])
 			continue;
-		size_t nl = strnlen(d.name, sizeof d.name);
+		if (!device_info_complete(d)) {
+			char text[240];
+			gmt_format(
+			    text, sizeof text,
+			    "device %d: %s (asked at %d flushes); its DEVICE record lacks what "
+			    "that query gives",
+			    i, w->devices_why[i][0] ? w->devices_why[i] : "a query failed",
+			    w->devices_tries);
+			gmt_note(1, text);
+		}
+		size_t nl = strnlen(d->name, sizeof d->name);
 		uint8_t *p = room(w, nl + 16 + 8 * GMT_VARINT_MAX);
 		if (!p)
 			return;
 		p = gmt_put_varint(p, GMT_TAG_DEVICE);
 		p = gmt_put_varint(p, gmt_zigzag(i));
-		p = put_str(p, d.name, nl);
-		p = put_str(p, d.uuid, sizeof d.uuid);
-		p = gmt_put_varint(p, d.total_bytes);
-		p = gmt_put_varint(p, (uint64_t)d.cc_major);
-		p = gmt_put_varint(p, (uint64_t)d.cc_minor);
-		p = gmt_put_varint(p, (uint64_t)d.driver_version);
+		p = put_str(p, d->name, nl);
+		p = put_str(p, d->uuid, sizeof d->uuid);
+		p = gmt_put_varint(p, d->total_bytes);
+		p = gmt_put_varint(p, (uint64_t)d->cc_major);
+		p = gmt_put_varint(p, (uint64_t)d->cc_minor);
+		p = gmt_put_varint(p, (uint64_t)d->driver_version);
 		commit(w, p);
 	}
 }

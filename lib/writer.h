@@ -11,6 +11,10 @@
 #include "modules.h"
 #include "ring.h"
 #include "stacks.h"
+#include "tracer.h"
+
+/* DEVICE records kept for the first this many ordinals. */
+#define GMT_WRITER_MAX_DEVICES 16
 
 struct gmt_ipset;
 
@@ -53,6 +57,12 @@ struct gmt_writer {
 	struct gmt_symbolizer *sym; /* kept: late events name only their new frames */
 	uint32_t sym_modules;	    /* modules registered with sym */
 	int devices_done;
+	int devices_tries; /* flushes that found a device's facts incomplete */
+	int devices_n;	   /* devices asked about so far */
+	uint8_t devices_seen[GMT_WRITER_MAX_DEVICES];
+	struct gmt_device_info devices[GMT_WRITER_MAX_DEVICES]; /* what the queries gave */
+	char devices_why[GMT_WRITER_MAX_DEVICES][160];		/* the first failure */
+	int devices_settle; /* the trace is ending: write what is known */
 
 	uint64_t events, lost;
 };
@@ -60,7 +70,9 @@ struct gmt_writer {
 /* Creates the file from the template (never following a symlink, never
  * overwriting: a taken name gets .1, .2 ... before .gmt) and writes the
  * header and the process record. Returns 0, or -1 with errno set. */
-int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress);
+/* start_mono: the trace's time zero (0: now); no event may be earlier. */
+int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress,
+		    uint64_t start_mono);
 /* Loads libzstd when compression is wanted: on the flush thread only. No
  * libzstd: one NOTE, and the chunks stay uncompressed. */
 void gmt_writer_compress_init(struct gmt_writer *w);

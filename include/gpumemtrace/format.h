@@ -44,7 +44,7 @@ enum gmt_header_offset {
 	GMT_HDR_ENDIAN = 12,	  /* u8: GMT_ENDIAN_LITTLE */
 	GMT_HDR_FEATURES = 16,	  /* u32: GMT_FEAT_* */
 	GMT_HDR_START_WALL = 24,  /* u64: CLOCK_REALTIME ns at trace start */
-	GMT_HDR_START_MONO = 32,  /* u64: CLOCK_MONOTONIC ns at trace start */
+	GMT_HDR_START_MONO = 32,  /* u64: CLOCK_MONOTONIC ns at trace start (library load) */
 	GMT_HDR_PID = 40,	  /* u32 */
 };
 

@@ -63,11 +63,11 @@ for cmd in summary "summary --json" top leaks; do
 done
 
 echo "== a damaged zstd layer is a corrupt chunk"
-off2=$("$GMT_CLI" dump z.gmt | grep -m2 ' CHUNK ' | tail -1 | sed 's/^@\([0-9]*\).*/\1/')
+
 declare -A why=([magic]="not a zstd frame" [frame]="" [cut]="does not decompress"
 	[rawlen]="raw length says")
 for how in magic frame cut rawlen; do
-	gmtz damage z.gmt bad-$how.gmt $how
+	off2=$(gmtz damage z.gmt bad-$how.gmt $how)
 	for cmd in summary dump "summary --json" top; do
 		rc=0
 		"$GMT_CLI" $cmd bad-$how.gmt >/dev/null 2>err.txt || rc=$?

@@ -316,10 +316,21 @@ static int is_initialized(void)
 
 /* Every call but the version and lookup ones needs cuInit; memory calls
  * need a current context, like the real driver. */
+/* SIMCUDA_DEINIT_AT_EXIT=1: like the real runtime's teardown, an exit
+ * handler registered at cuInit (so it runs before the tracer's own) leaves
+ * every later call failing with CUDA_ERROR_DEINITIALIZED. */
+static int deinitialized;
+static void deinit_at_exit(void)
+{
+	__atomic_store_n(&deinitialized, 1, __ATOMIC_RELEASE);
+}
+
 #define NEED_INIT()                                                                                \
 	do {                                                                                       \
 		if (!is_initialized())                                                             \
 			return CUDA_ERROR_NOT_INITIALIZED;                                         \
+		if (__atomic_load_n(&deinitialized, __ATOMIC_ACQUIRE))                             \
+			return CUDA_ERROR_DEINITIALIZED;                                           \
 	} while (0)
 #define NEED_CTX()                                                                                 \
 	do {                                                                                       \
@@ -373,6 +384,9 @@ CUresult cuInit(unsigned int Flags)
 	CUresult r = CUDA_SUCCESS;
 	LOCK();
 	if (!initialized) {
+		const char *deinit = getenv("SIMCUDA_DEINIT_AT_EXIT");
+		if (deinit && strcmp(deinit, "1") == 0)
+			atexit(deinit_at_exit);
 		size_t n = env_size("SIMCUDA_DEVICES", 1);
 		size_t cap = env_size("SIMCUDA_CAPACITY", 16 * GiB);
 		if (n > MAX_DEVICES)
@@ -452,9 +466,27 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
+/* SIMCUDA_UUID_FAILS=N: the first N calls fail as if the driver were still
+ * initializing (the tracer's DEVICE record must not settle for zeros). */
+static int uuid_fails_left(void)
+{
+	static int left = -1;
+	if (__atomic_load_n(&left, __ATOMIC_ACQUIRE) < 0) {
+		const char *v = getenv("SIMCUDA_UUID_FAILS");
+		__atomic_store_n(&left, v ? atoi(v) : 0, __ATOMIC_RELEASE);
+	}
+	int n = __atomic_load_n(&left, __ATOMIC_ACQUIRE);
+	while (n > 0 && !__atomic_compare_exchange_n(&left, &n, n - 1, 0, __ATOMIC_ACQ_REL,
+						     __ATOMIC_ACQUIRE))
+		;
+	return n > 0;
+}
+
 CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
 	NEED_INIT();
+	if (uuid_fails_left())
+		return CUDA_ERROR_NOT_INITIALIZED;
 	if (!uuid)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!valid_dev(dev))

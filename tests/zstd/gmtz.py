@@ -4,9 +4,12 @@ same libzstd.so.1 the tracer loads (ctypes), and damages them on request.
 
   gmtz.py compress IN OUT             every chunk compressed (even if larger),
                                       the header's version raised to 3
-  gmtz.py damage IN OUT HOW           the 2nd GMTZ chunk damaged, its CRC
-                                      recomputed so only the zstd layer is
-                                      wrong. HOW: magic (the frame's magic),
+  gmtz.py damage IN OUT HOW           the largest GMTZ chunk damaged (a
+                                      small one's frame may hold its bytes
+                                      raw, where a flipped byte still
+                                      decodes), its CRC recomputed so only
+                                      the zstd layer is wrong; prints its
+                                      offset. HOW: magic (the frame's magic),
                                       frame (a byte mid-frame), cut (the
                                       frame's last 8 bytes gone), rawlen
                                       (raw_len + 1)
@@ -82,10 +85,13 @@ def main():
             out += chunk(ZCHUNK, seq, varint(len(p)) + buf.raw[:n])
     elif cmd == "damage":
         how, seen = sys.argv[4], 0
-        for _, magic, seq, p in chunks(data):
+        sizes = [(len(p), off) for off, magic, _, p in chunks(data) if magic == ZCHUNK]
+        target = max(sizes)[1] if sizes else -1
+        for off, magic, seq, p in chunks(data):
             if magic == ZCHUNK:
                 seen += 1
-                if seen == 2:
+                if off == target:
+                    print(off)
                     p = bytearray(p)
                     i = 0
                     while p[i] & 0x80:
