@@ -357,6 +357,7 @@ static struct phase **phases_shown(struct summary *s, size_t *n)
  * tells the children apart (cut at 32 columns, NCCL's three read alike). */
 #define PHASE_COL_MIN 32
 #define PHASE_COL_MAX 72
+#define PHASES_SHOWN  24
 static const char *fit_name(char *out, size_t outsz, const char *name, int width)
 {
 	size_t len = strlen(name);
@@ -378,12 +379,27 @@ static void print_phases(FILE *f, struct summary *s)
 		if (len > (size_t)width)
 			width = len > PHASE_COL_MAX ? PHASE_COL_MAX : (int)len;
 	}
+	/* XLA names a range for every compiler pass (26 755 phases in one JAX
+	 * run on an H100): past PHASES_SHOWN the table keeps the phases that
+	 * allocated or freed, then the first others, in their order. */
+	bool *keep = xcalloc(n ? n : 1, sizeof(*keep));
+	size_t kept = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n && kept < PHASES_SHOWN; i++) {
+			bool moved = ps[i]->allocs || ps[i]->frees;
+			if (!keep[i] && (pass || moved)) {
+				keep[i] = true;
+				kept++;
+			}
+		}
 	fprintf(f,
 		"\nphases (device memory; an event's phase is the innermost range open on its "
 		"thread)\n  %-*s %8s %11s %11s %12s %15s\n",
 		width, "phase", "allocs", "allocated", "freed", "net change", "peak while open");
 	for (size_t i = 0; i < n; i++) {
 		const struct phase *ph = ps[i];
+		if (!keep[i])
+			continue;
 		int64_t net = (int64_t)(ph->bytes_allocated - ph->bytes_freed);
 		snprintf(b3, sizeof(b3), "%s", net < 0 ? "-" : "+");
 		fmt_size(b3 + 1, net < 0 ? -(uint64_t)net : (uint64_t)net);
@@ -392,6 +408,12 @@ static void print_phases(FILE *f, struct summary *s)
 			fmt_size(b1, ph->bytes_allocated), fmt_size(b2, ph->bytes_freed), b3,
 			fmt_size(b4, ph->peak));
 	}
+	if (kept < n)
+		fprintf(f,
+			"  (%zu more phases without allocations or frees: `summary --json` lists "
+			"every phase, `top --by range` ranks them)\n",
+			n - kept);
+	free(keep);
 	if (s->phases.unmatched_pops || s->phases.unmatched_ends)
 		fprintf(f, "  (%" PRIu64 " pops and %" PRIu64 " ends matched no open range)\n",
 			s->phases.unmatched_pops, s->phases.unmatched_ends);

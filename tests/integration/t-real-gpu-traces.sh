@@ -1,0 +1,54 @@
+# Traces of real programs on an H100 (docs/validation/2026-11-22-h100),
+# read by today's CLI: what those runs showed stays true of the reports.
+#  - plain CUDA C, dynamic and static runtime: the calls and bytes the
+#    program made, a named device, the 64 MiB it leaves, nothing unexplained;
+#  - a trace written before the fixes (DEVICE record without uuid): NVML's
+#    samples still match the one device;
+#  - PyTorch's cudaMallocAsync backend: the pool's reserve is the likely route;
+#  - NCCL: its cuMem buffers charged to libnccl, module code the likely
+#    route, each nested NCCL phase named apart, no unmatched frees (NCCL
+#    retains and releases each handle twice);
+#  - JAX's preallocation: growth says so, and the 26 755 XLA phases do not
+#    flood the summary.
+. "$TESTS_DIR/integration/lib.sh"
+V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
+[ -d "$V" ] || fail "no $V"
+
+q() { # q FILE EXPR: a Python expression over the JSON in FILE (as d)
+	python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"
+}
+
+"$GMT_CLI" summary --json "$V/plain-shared.596.gmt" >ps.json || fail "summary plain-shared"
+expect_eq shared-calls "$(q ps.json '[d["calls"][k]["count"] for k in ("cudaMalloc", "cudaMallocAsync", "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc", "cuMemCreate")]')" "[4, 2, 1, 1, 1, 1]"
+expect_eq shared-device "$(q ps.json 'd["devices"][0]["name"], d["devices"][0]["total_bytes"], d["devices"][0]["live_bytes_at_end"]')" \
+	"('NVIDIA H100 80GB HBM3', 85017493504, 67108864)"
+expect_eq shared-unexplained "$(q ps.json 'd["accounting"]["devices"][0]["at_end"]["unexplained_bytes"]')" 0
+"$GMT_CLI" dump "$V/plain-shared.596.gmt" >ps.txt || fail "dump plain-shared"
+! grep -qE 'EVENT #[0-9]+ -' ps.txt || fail "an event before the start"
+
+"$GMT_CLI" summary --json "$V/plain-static.674.gmt" >st.json || fail "summary plain-static"
+expect_eq static-calls "$(q st.json '[d["calls"][k]["count"] for k in ("cuMemAlloc_v2", "cuMemAllocPitch_v2", "cuMemAllocAsync", "cuMemAllocManaged", "cuMemHostAlloc", "cuMemCreate")]')" "[4, 1, 2, 1, 2, 1]"
+expect_eq static-failed "$(q st.json 'd["calls"]["cuMemAlloc_v2"]["failed"], d["devices"][0]["live_bytes_at_end"]')" "(1, 67108864)"
+
+"$GMT_CLI" accounting --json "$V/before-fixes-plain-shared.gmt" >old.json || fail "accounting old trace"
+expect_eq old-matched "$(q old.json 'd["traces"][0]["accounting"]["devices"][0]["at_end"]["nvidia_smi_bytes"]')" 610271232
+
+"$GMT_CLI" accounting --json "$V/torch-async.837.gmt" >ta.json || fail "accounting torch-async"
+expect_eq async-route "$(q ta.json 'd["traces"][0]["accounting"]["devices"][0]["likely_routes"][0]["route"]')" pool_reserve
+
+"$GMT_CLI" accounting --json "$V/nccl.969.gmt" >na.json || fail "accounting nccl"
+expect_eq nccl-route "$(q na.json 'd["traces"][0]["accounting"]["devices"][0]["likely_routes"][0]["route"]')" lazy_loading
+"$GMT_CLI" summary --json "$V/nccl.969.gmt" >ns.json || fail "summary nccl"
+expect_eq nccl-lib "$(q ns.json 'd["devices"][0]["by_library"][0]["library"], d["devices"][0]["by_library"][0]["bytes"], d["unmatched_frees"]')" \
+	"('libnccl.so.2', 406847488, 0)"
+"$GMT_CLI" summary "$V/nccl.969.gmt" >ns.txt || fail "summary nccl text"
+grep -q '^  NCCL: ncclCommInitRankConfig/NCCL: ncclAllReduce ' ns.txt &&
+	grep -q '^  NCCL: ncclCommInitRankConfig/NCCL: ncclCommFinalize ' ns.txt ||
+	fail "nested NCCL phases not told apart: $(sed -n '/^phases/,/^$/p' ns.txt)"
+
+"$GMT_CLI" summary "$V/jax-default.1043.gmt" >js.txt || fail "summary jax"
+[ "$(wc -l <js.txt)" -lt 150 ] || fail "summary of the JAX trace is $(wc -l <js.txt) lines"
+grep -q '^  (26731 more phases without allocations or frees' js.txt || fail "no line for the phases left out"
+"$GMT_CLI" growth "$V/jax-default.1043.gmt" >jg.txt || fail "growth jax"
+grep -q 'growth pattern: preallocation (59.4 GiB)' jg.txt || fail "growth does not see XLA's preallocation"
+echo ok
