@@ -16,7 +16,8 @@
 #
 # Needs: an NVIDIA GPU and driver, nvcc for the plain scenario, and python3
 # with torch, jax, cupy for theirs (a missing one is reported and skipped).
-# Exit status: 0 when every check passed, 1 when one failed, 2 usage.
+# Exit status: 0 when every check passed, 1 when one failed, 2 usage, 3 no
+# GPU here (only the env and sim scenarios run without one).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT_DIR=gpu-check-out
@@ -29,8 +30,19 @@ while [ $# -gt 0 ]; do
 	--prebuilt) PREBUILT=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
 	--steps) STEPS=$2; shift 2 ;;
-	-h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "gpu-check: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+	esac
+done
+for s in $ONLY; do
+	case " env plain torch nccl jax cupy eager overhead sim " in
+	*" $s "*) ;;
+	*) echo "gpu-check: unknown scenario '$s' (try --help)" >&2; exit 2 ;;
+	esac
+	case $s in
+	env | sim) ;;
+	*) nvidia-smi -L >/dev/null 2>&1 ||
+		{ echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L failed); scenario '$s' needs one" >&2; exit 3; } ;;
 	esac
 done
 mkdir -p "$OUT_DIR"/traces "$OUT_DIR"/runs || exit 2

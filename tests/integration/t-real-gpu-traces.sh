@@ -51,4 +51,27 @@ grep -q '^  NCCL: ncclCommInitRankConfig/NCCL: ncclAllReduce ' ns.txt &&
 grep -q '^  (26731 more phases without allocations or frees' js.txt || fail "no line for the phases left out"
 "$GMT_CLI" growth "$V/jax-default.1043.gmt" >jg.txt || fail "growth jax"
 grep -q 'growth pattern: preallocation (59.4 GiB)' jg.txt || fail "growth does not see XLA's preallocation"
+# The checker scripts/gpu-check.sh uses: every call of the plain program
+# found by pointer and size, and the first run's defects caught.
+R=$V/../reports
+python3 "$TESTS_DIR/gpu/check.py" plain "$GMT_CLI" "$R/plain-shared.out" "$V/plain-shared.596.gmt" >c1.txt ||
+	{ cat c1.txt; fail "check.py: the plain program's calls not all matched"; }
+grep -q '^ROW | 12/12 allocs, 11/11 frees, 1/1 failures matched |' c1.txt || fail "check.py row: $(tail -1 c1.txt)"
+python3 "$TESTS_DIR/gpu/check.py" plain "$GMT_CLI" "$R/plain-static.out" "$V/plain-static.674.gmt" >c2.txt ||
+	{ cat c2.txt; fail "check.py: the static program's calls not all matched"; }
+! python3 "$TESTS_DIR/gpu/check.py" plain "$GMT_CLI" "$R/before-fixes-plain-shared.out" \
+	"$V/before-fixes-plain-shared.gmt" >c3.txt || fail "check.py passed the trace with the first run's defects"
+grep -q 'MISSING a DEVICE record without its uuid' c3.txt && grep -q "MISSING an event before the trace's start" c3.txt ||
+	fail "check.py did not name the first run's defects: $(cat c3.txt)"
+
+# gpu-check.sh's own errors: a bad scenario is a usage error; without a GPU
+# the GPU scenarios say so.
+rc=0
+"$TESTS_DIR/../scripts/gpu-check.sh" --only bogus --out gc 2>err.txt || rc=$?
+expect_eq bad-scenario "$rc $(wc -l <err.txt)" "2 1"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+	rc=0
+	"$TESTS_DIR/../scripts/gpu-check.sh" --only plain --out gc 2>err.txt || rc=$?
+	expect_eq no-gpu "$rc $(wc -l <err.txt)" "3 1"
+fi
 echo ok
