@@ -1,6 +1,7 @@
 /* A trace as the report commands see it (cli/trace.h): the metadata pass,
  * stack and frame resolution, time-ordered replay, grouping keys, sizes. */
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -75,6 +76,31 @@ static inline __attribute__((always_inline)) void on_event_meta(struct trace *t,
 		t->have_last_dev = true;
 		t->last_dev = e->device;
 	}
+}
+
+/* C++ names as people read them ("c10::cuda::...::alloc_block(...)", not
+ * "_ZN3c104cuda..."): libstdc++'s demangler, loaded at run time so the CLI
+ * links no C++ runtime. Without it, or for a name it rejects, NULL: the
+ * name stays as the trace has it. */
+static char *demangle(const char *name)
+{
+	typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+	static demangle_fn fn;
+	static int tried;
+	if (!name || name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	if (!tried) {
+		tried = 1;
+		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+		fn = h ? (demangle_fn)dlsym(h, "__cxa_demangle") : NULL;
+	}
+	int status = -1;
+	char *out = fn ? fn(name, NULL, NULL, &status) : NULL;
+	if (status != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
 }
 
 static void on_record(struct trace *t, const struct gmt_record *rec)
@@ -160,7 +186,9 @@ static void on_record(struct trace *t, const struct gmt_record *rec)
 		memset(sym, 0, sizeof(*sym));
 		sym->ip = ip;
 		sym->module_id = rec->u.symbol.module_id;
-		sym->function = xstrdup(rec->u.symbol.function.s);
+		sym->function = demangle(rec->u.symbol.function.s);
+		if (!sym->function)
+			sym->function = xstrdup(rec->u.symbol.function.s);
 		sym->file = xstrdup(rec->u.symbol.file.s);
 		sym->line = rec->u.symbol.line;
 		HASH_ADD(hh, t->symbols, ip, sizeof(sym->ip), sym);
@@ -574,6 +602,17 @@ static void resolve(struct trace *t, struct trace_frame *f)
 		f->function = out.function;
 		f->file = out.file;
 		f->line = out.line;
+		char *d = demangle(out.function);
+		if (d) { /* kept as a SYMBOL would be: freed with the others */
+			sym = xrealloc(NULL, sizeof(*sym));
+			memset(sym, 0, sizeof(*sym));
+			sym->ip = f->ip;
+			sym->function = d;
+			sym->file = xstrdup(out.file ? out.file : "");
+			sym->line = out.line;
+			HASH_ADD(hh, t->symbols, ip, sizeof(sym->ip), sym);
+			f->function = d;
+		}
 	}
 }
 

@@ -36,6 +36,18 @@ expect_eq old-matched "$(q old.json 'd["traces"][0]["accounting"]["devices"][0][
 "$GMT_CLI" accounting --json "$V/torch-async.837.gmt" >ta.json || fail "accounting torch-async"
 expect_eq async-route "$(q ta.json 'd["traces"][0]["accounting"]["devices"][0]["likely_routes"][0]["route"]')" pool_reserve
 
+# PyTorch's allocator, demangled (where libstdc++ is here to do it); every
+# one of its allocations ran without the GIL (PyTorch releases it around
+# its operators), so its Python frames read as unavailable.
+if python3 -c 'import ctypes; ctypes.CDLL("libstdc++.so.6")' 2>/dev/null; then
+	"$GMT_CLI" top --by function "$V/torch-async.837.gmt" >tf.txt || fail "top torch-async"
+	grep -q ' c10::cuda::CUDACachingAllocator::CudaMallocAsync::' tf.txt ||
+		fail "PyTorch's allocator not demangled: $(head -8 tf.txt)"
+fi
+"$GMT_CLI" flamegraph --folded "$V/torch-async.837.gmt" >tg.txt || fail "flamegraph torch-async"
+! grep -v '^\[Python frames unavailable: the GIL was not held\]' tg.txt | grep -q . ||
+	[ ! -s tg.txt ] || fail "a PyTorch stack without the GIL marker: $(grep -v '^\[Python' tg.txt | head -2)"
+
 "$GMT_CLI" accounting --json "$V/nccl.969.gmt" >na.json || fail "accounting nccl"
 expect_eq nccl-route "$(q na.json 'd["traces"][0]["accounting"]["devices"][0]["likely_routes"][0]["route"]')" lazy_loading
 "$GMT_CLI" summary --json "$V/nccl.969.gmt" >ns.json || fail "summary nccl"
