@@ -109,6 +109,8 @@ static void ctx_event(struct acct_pass *p, const struct gmt_event *e, const stru
 		struct acct_dev *d = adev(p->a, e->device);
 		d->ctx_events++;
 		d->ctx_measured += c->measured;
+		if (e->time_ns <= p->a->t->first_time_ns)
+			d->first_event_ctx += c->cost;
 		return;
 	}
 	if (!c)
@@ -423,11 +425,10 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 			continue;
 		uint64_t v = m->nvml_process ? s->process_used_bytes : s->used_bytes;
 		/* The library's first sample is taken as the trace file is made,
-		 * inside the first traced call: on a real GPU that call has
-		 * usually just created the context (seen on an H100: 518 MiB, all
-		 * of it the context). Only usage beyond the contexts' points
-		 * before the tracer. */
-		uint64_t ctx = m->contexts;
+		 * inside the first traced call, which may have just created the
+		 * context (seen on an H100: 518 MiB, all of it the context). Only
+		 * usage beyond that context's cost points before the tracer. */
+		uint64_t ctx = d->first_event_ctx;
 		if (s->time_ns <= t->first_time_ns && v > ctx + ACCT_CTX_SLACK)
 			add_route(d, "before_tracer",
 				  m->nvml_process

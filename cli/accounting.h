@@ -59,6 +59,9 @@ struct acct_dev {
 	uint64_t total;
 	struct acct_moment peak, end;
 	uint64_t ctx_events, ctx_measured; /* context creations seen, and measured */
+	/* The cost of a context the trace's first event created: the library's
+	 * first NVML sample is taken inside that call, so it may show it. */
+	uint64_t first_event_ctx;
 	size_t nsamples;
 	struct acct_route *routes; /* most likely first; only when a moment is flagged */
 	size_t nroutes;

@@ -373,25 +373,39 @@ static void print_phases(FILE *f, struct summary *s)
 	char b1[32], b2[32], b3[32], b4[32], nb[PHASE_COL_MAX + 1];
 	size_t n;
 	struct phase **ps = phases_shown(s, &n);
-	int width = PHASE_COL_MIN;
+	int width;
+	/* XLA names a range for every compiler pass (26 755 phases in one JAX
+	 * run on an H100): past PHASES_SHOWN rows the table keeps "(no phase)",
+	 * then the phases that moved the most memory, then the first others;
+	 * each in its place. */
+	bool *keep = xcalloc(n ? n : 1, sizeof(*keep));
+	size_t kept = 0, moved_hidden = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ps[i] == s->phases.none && kept < PHASES_SHOWN)
+			keep[i] = true, kept++;
+	while (kept < PHASES_SHOWN) { /* the largest mover not yet kept */
+		size_t best = n;
+		for (size_t i = 0; i < n; i++)
+			if (!keep[i] && (ps[i]->allocs || ps[i]->frees) &&
+			    (best == n || ps[i]->bytes_allocated + ps[i]->bytes_freed >
+					      ps[best]->bytes_allocated + ps[best]->bytes_freed))
+				best = i;
+		if (best == n)
+			break;
+		keep[best] = true;
+		kept++;
+	}
+	for (size_t i = 0; i < n && kept < PHASES_SHOWN; i++)
+		if (!keep[i])
+			keep[i] = true, kept++;
+	for (size_t i = 0; i < n; i++)
+		moved_hidden += !keep[i] && (ps[i]->allocs || ps[i]->frees);
+	width = PHASE_COL_MIN;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(ps[i]->name);
-		if (len > (size_t)width)
+		if (keep[i] && len > (size_t)width)
 			width = len > PHASE_COL_MAX ? PHASE_COL_MAX : (int)len;
 	}
-	/* XLA names a range for every compiler pass (26 755 phases in one JAX
-	 * run on an H100): past PHASES_SHOWN the table keeps the phases that
-	 * allocated or freed, then the first others, in their order. */
-	bool *keep = xcalloc(n ? n : 1, sizeof(*keep));
-	size_t kept = 0;
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < n && kept < PHASES_SHOWN; i++) {
-			bool moved = ps[i]->allocs || ps[i]->frees;
-			if (!keep[i] && (pass || moved)) {
-				keep[i] = true;
-				kept++;
-			}
-		}
 	fprintf(f,
 		"\nphases (device memory; an event's phase is the innermost range open on its "
 		"thread)\n  %-*s %8s %11s %11s %12s %15s\n",
@@ -408,7 +422,12 @@ static void print_phases(FILE *f, struct summary *s)
 			fmt_size(b1, ph->bytes_allocated), fmt_size(b2, ph->bytes_freed), b3,
 			fmt_size(b4, ph->peak));
 	}
-	if (kept < n)
+	if (kept < n && moved_hidden)
+		fprintf(f,
+			"  (%zu more phases, %zu of them with allocations or frees: `summary "
+			"--json` lists every phase, `top --by range` ranks them)\n",
+			n - kept, moved_hidden);
+	else if (kept < n)
 		fprintf(f,
 			"  (%zu more phases without allocations or frees: `summary --json` lists "
 			"every phase, `top --by range` ranks them)\n",

@@ -499,19 +499,6 @@ int gmt_driver_device_count(void)
 	return n;
 }
 
-/* "cuDeviceGetUuid_v2 returned 3 (libcuda.so.1)": which object answered is
- * half the diagnosis when a query fails on one machine only. */
-static void describe_failure(char *why, size_t why_len, const char *fn, int result, void *f)
-{
-	Dl_info info;
-	const char *obj = "not found in libcuda";
-	if (f && dladdr(f, &info) && info.dli_fname) {
-		const char *slash = strrchr(info.dli_fname, '/');
-		obj = slash ? slash + 1 : info.dli_fname;
-	}
-	gmt_format(why, why_len, "%s returned %d (%s)", fn, result, obj);
-}
-
 /* Each query's result is checked: a DEVICE record of zeros (seen on an H100
  * with the dynamic runtime) says nothing of why, so the caller retries and
  * in the end notes the first query that failed. */
@@ -530,7 +517,8 @@ int gmt_driver_device_info(int ordinal, struct gmt_device_info *out, char *why, 
 		pfn_##fn f_ = GMT_USED(fn);                                                        \
 		CUresult r_ = f_ ? f_(__VA_ARGS__) : CUDA_ERROR_NOT_FOUND;                         \
 		if (r_ != CUDA_SUCCESS && !incomplete++ && why_len)                                \
-			describe_failure(why, why_len, #fn, (int)r_, (void *)f_);                  \
+			gmt_format(why, why_len, "%s returned %d%s", #fn, (int)r_,                 \
+				   f_ ? "" : " (not in libcuda)");                                 \
 	} while (0)
 	GMT_DEVICE_QUERY(cuDeviceGetName, out->name, (int)sizeof out->name - 1, dev);
 	CUuuid u;

@@ -245,11 +245,29 @@ static void drain_record(void *w, struct gmt_ring *r, const struct gmt_ring_hdr 
 	gmt_writer_ring_record(w, r, h);
 }
 
+/* The devices' facts, asked on the program's thread inside the call whose
+ * event made the file: the driver is surely up there, while at exit the
+ * runtime may have torn it down (seen on an H100: a DEVICE record of
+ * zeros). No lock is held across the driver calls, whose first lookups take
+ * the loader's lock; the flush thread merges the result. */
+static struct {
+	pthread_mutex_t lock;
+	struct gmt_device_facts *facts; /* handed to the flush thread */
+} early = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
 /* Moves everything the rings hold into the writer. Caller holds flush_lock. */
 static void flush_cycle(void)
 {
 	struct gmt_writer *w = &g.w;
 	gmt_writer_scan_modules(w);
+	pthread_mutex_lock(&early.lock);
+	struct gmt_device_facts *f = early.facts;
+	early.facts = NULL;
+	pthread_mutex_unlock(&early.lock);
+	if (f) {
+		gmt_device_facts_merge(&w->devices, f);
+		free(f);
+	}
 	gmt_writer_devices(w);
 	write_notes(w);
 
@@ -326,17 +344,11 @@ static void *flusher_main(void *arg)
 	gmt_enter();			 /* nothing this thread does is the program's */
 	gmt_futex_set(&g.flusher_up, 1); /* fork waits for this */
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
-	/* The first cycle comes at once, while the program is still in the call
-	 * that made the file, so the driver is surely up for the device facts.
-	 * A program whose CUDA work is shorter than a flush period would be
-	 * asked only at exit, after the runtime's teardown (seen on an H100:
-	 * CUDA_ERROR_DEINITIALIZED, and a DEVICE record of zeros). */
-	unsigned wait_ms = 1;
 	/* Pairs with the release store of g.stop in gmt_finish. */
 	while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
 		uint32_t seen = __atomic_load_n(&g.wake, __ATOMIC_ACQUIRE);
-		struct timespec ts = {wait_ms / 1000, (long)(wait_ms % 1000) * 1000000};
-		wait_ms = g.set.flush_ms;
+		struct timespec ts = {g.set.flush_ms / 1000,
+				      (long)(g.set.flush_ms % 1000) * 1000000};
 		syscall(SYS_futex, &g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 		/* Pairs with the release store in gmt_finish_async. */
 		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
@@ -396,9 +408,22 @@ static void push_thread_name(struct gmt_ring *r)
 	gmt_ring_commit(r, len);
 }
 
+static void learn_devices_early(void)
+{
+	struct gmt_device_facts *f = calloc(1, sizeof *f);
+	if (!f)
+		return;
+	gmt_device_facts_query(f, NULL);
+	pthread_mutex_lock(&early.lock);
+	free(early.facts);
+	early.facts = f;
+	pthread_mutex_unlock(&early.lock);
+}
+
 /* A thread's first event: the only one that locks and allocates. */
 static struct gmt_ring *ring_for_this_thread(void)
 {
+	int made_file = 0;
 	pthread_mutex_lock(&g.setup_lock);
 	if (g.state == ST_IDLE) {
 		/* The process's first event creates the file. */
@@ -416,6 +441,7 @@ static struct gmt_ring *ring_for_this_thread(void)
 		} else {
 			set_state(ST_ACTIVE);
 			gmt_sampler_start(g.set.sample_ms);
+			made_file = 1;
 		}
 	}
 	struct gmt_ring *r = NULL;
@@ -427,6 +453,8 @@ static struct gmt_ring *ring_for_this_thread(void)
 		}
 	}
 	pthread_mutex_unlock(&g.setup_lock);
+	if (made_file)
+		learn_devices_early();
 	if (!r)
 		return NULL;
 	tls_ring = r;
@@ -450,7 +478,8 @@ static void thread_gone(void *ring)
  * writes: the trace stays complete even for frees in late destructors. */
 static void flush_now_with_trailer(unsigned reason)
 {
-	g.w.devices_settle = 1;
+	if (reason != GMT_END_EXEC) /* an exec may fail, and the trace go on */
+		g.w.devices_settle = 1;
 	flush_cycle();
 	if (g.set.symbolize)
 		gmt_writer_symbols(&g.w);
@@ -802,6 +831,9 @@ static void fork_child(void)
 	tls_ring = NULL;
 	pthread_setspecific(g.key, NULL);
 	gmt_writer_abandon(&g.w);
+	free(early.facts); /* the parent's; the child asks at its own first event */
+	early.facts = NULL;
+	pthread_mutex_init(&early.lock, NULL);
 	g.flusher_running = 0;
 	g.stop = 0;
 	g.notes_written = 0; /* the child's trace repeats what its parent learnt */

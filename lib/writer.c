@@ -428,10 +428,6 @@ void gmt_writer_scan_modules(struct gmt_writer *w)
 	}
 }
 
-/* Flushes that find a device's facts incomplete before they are written as
- * they are, with a NOTE: 50 at the default 100 ms is 5 s of retries. */
-#define DEVICE_INFO_TRIES 50
-
 /* Keeps what each query gave at some flush: at the end the driver may be
  * gone (seen on an H100: cuDeviceGet failing at exit, after the runtime's
  * teardown), and what an earlier flush learnt is still true. */
@@ -457,47 +453,75 @@ static int device_info_complete(const struct gmt_device_info *d)
 	       d->driver_version;
 }
 
+/* How long a device whose facts are incomplete waits for the rest. */
+#define DEVICE_INFO_WAIT_NS (5ull * 1000000000u)
+
+int gmt_device_facts_query(struct gmt_device_facts *f, const uint8_t *skip)
+{
+	int n = gmt_driver_device_count();
+	if (n > GMT_WRITER_MAX_DEVICES)
+		n = GMT_WRITER_MAX_DEVICES;
+	if (n > f->n)
+		f->n = n;
+	for (int i = 0; i < f->n; i++) {
+		if (skip && skip[i])
+			continue;
+		struct gmt_device_info d;
+		char why[sizeof f->why[0]];
+		int rc = gmt_driver_device_info(i, &d, why, sizeof why);
+		if (rc >= 0) {
+			f->seen[i] = 1;
+			merge_device_info(&f->d[i], &d);
+		}
+		if (rc != 0 && why[0] && !f->why[i][0])
+			memcpy(f->why[i], why, sizeof why);
+	}
+	return n;
+}
+
+void gmt_device_facts_merge(struct gmt_device_facts *into, const struct gmt_device_facts *from)
+{
+	if (from->n > into->n)
+		into->n = from->n;
+	for (int i = 0; i < from->n; i++) {
+		if (from->seen[i]) {
+			into->seen[i] = 1;
+			merge_device_info(&into->d[i], &from->d[i]);
+		}
+		if (from->why[i][0] && !into->why[i][0])
+			memcpy(into->why[i], from->why[i], sizeof into->why[i]);
+	}
+}
+
 void gmt_writer_devices(struct gmt_writer *w)
 {
 	if (w->devices_done)
 		return;
-	int n = gmt_driver_device_count();
-	if (n < 0 && !w->devices_n)
+	struct gmt_device_facts *f = &w->devices;
+	gmt_device_facts_query(f, w->devices_written);
+	if (!f->n)
 		return; /* the program has not initialized CUDA yet: ask again later */
-	if (n > GMT_WRITER_MAX_DEVICES)
-		n = GMT_WRITER_MAX_DEVICES;
-	if (n > w->devices_n)
-		w->devices_n = n;
-	/* A query can fail while the program's thread is still initializing the
-	 * driver: ask again at later flushes before settling for less. */
-	int complete = 1;
-	for (int i = 0; i < w->devices_n; i++) {
-		struct gmt_device_info d;
-		char why[160];
-		int rc = gmt_driver_device_info(i, &d, why, sizeof why);
-		if (rc >= 0) {
-			w->devices_seen[i] = 1;
-			merge_device_info(&w->devices[i], &d);
-		}
-		if (rc != 0 && why[0] && !w->devices_why[i][0])
-			memcpy(w->devices_why[i], why, sizeof why);
-		complete &= !w->devices_seen[i] || device_info_complete(&w->devices[i]);
-	}
-	if (!complete && !w->devices_settle && ++w->devices_tries < DEVICE_INFO_TRIES)
-		return;
-	w->devices_done = 1;
-	for (int i = 0; i < w->devices_n; i++) {
-		const struct gmt_device_info *d = &w->devices[i];
-		if (!w->devices_seen[i])
+	uint64_t now = gmt_now_ns();
+	if (!w->devices_first_ns)
+		w->devices_first_ns = now;
+	int give_up = w->devices_settle || now - w->devices_first_ns >= DEVICE_INFO_WAIT_NS;
+	int pending = 0;
+	for (int i = 0; i < f->n; i++) {
+		const struct gmt_device_info *d = &f->d[i];
+		if (w->devices_written[i] || !f->seen[i])
 			continue;
-		if (!device_info_complete(d)) {
+		/* A complete device is written at once; an incomplete one waits
+		 * for later flushes, then goes as it is with a NOTE. */
+		int complete = device_info_complete(d);
+		if (!complete && !give_up) {
+			pending = 1;
+			continue;
+		}
+		if (!complete) {
 			char text[240];
-			gmt_format(
-			    text, sizeof text,
-			    "device %d: %s (asked at %d flushes); its DEVICE record lacks what "
-			    "that query gives",
-			    i, w->devices_why[i][0] ? w->devices_why[i] : "a query failed",
-			    w->devices_tries);
+			gmt_format(text, sizeof text,
+				   "device %d: %s; its DEVICE record lacks what that query gives",
+				   i, f->why[i][0] ? f->why[i] : "a query failed");
 			gmt_note(1, text);
 		}
 		size_t nl = strnlen(d->name, sizeof d->name);
@@ -513,7 +537,10 @@ void gmt_writer_devices(struct gmt_writer *w)
 		p = gmt_put_varint(p, (uint64_t)d->cc_minor);
 		p = gmt_put_varint(p, (uint64_t)d->driver_version);
 		commit(w, p);
+		w->devices_written[i] = 1;
 	}
+	if (!pending || give_up)
+		w->devices_done = 1;
 }
 
 /* Stack nodes must be in the file before the events that name them. */

@@ -16,6 +16,20 @@
 /* DEVICE records kept for the first this many ordinals. */
 #define GMT_WRITER_MAX_DEVICES 16
 
+/* What the driver's queries gave for each device, merged over several
+ * askings: a query that failed once may answer later, and what one asking
+ * learnt stays true. */
+struct gmt_device_facts {
+	int n; /* devices asked about */
+	uint8_t seen[GMT_WRITER_MAX_DEVICES];
+	struct gmt_device_info d[GMT_WRITER_MAX_DEVICES];
+	char why[GMT_WRITER_MAX_DEVICES][160]; /* each one's first failed query */
+};
+/* Asks the driver about every device not in skip (may be NULL); returns
+ * how many it has (-1: CUDA not initialized yet). */
+int gmt_device_facts_query(struct gmt_device_facts *f, const uint8_t *skip);
+void gmt_device_facts_merge(struct gmt_device_facts *into, const struct gmt_device_facts *from);
+
 struct gmt_ipset;
 
 struct gmt_writer {
@@ -57,11 +71,9 @@ struct gmt_writer {
 	struct gmt_symbolizer *sym; /* kept: late events name only their new frames */
 	uint32_t sym_modules;	    /* modules registered with sym */
 	int devices_done;
-	int devices_tries; /* flushes that found a device's facts incomplete */
-	int devices_n;	   /* devices asked about so far */
-	uint8_t devices_seen[GMT_WRITER_MAX_DEVICES];
-	struct gmt_device_info devices[GMT_WRITER_MAX_DEVICES]; /* what the queries gave */
-	char devices_why[GMT_WRITER_MAX_DEVICES][160];		/* the first failure */
+	uint64_t devices_first_ns; /* when a flush first found CUDA initialized */
+	struct gmt_device_facts devices;
+	uint8_t devices_written[GMT_WRITER_MAX_DEVICES];
 	int devices_settle; /* the trace is ending: write what is known */
 
 	uint64_t events, lost;

@@ -24,12 +24,13 @@ OUT_DIR=gpu-check-out
 PREBUILT=
 ONLY="env plain torch nccl jax cupy eager overhead sim"
 STEPS=300
+needs_value() { [ $# -ge 2 ] || { echo "gpu-check: $1 needs a value (try --help)" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
 	case $1 in
-	--out) OUT_DIR=$2; shift 2 ;;
-	--prebuilt) PREBUILT=$2; shift 2 ;;
-	--only) ONLY=$2; shift 2 ;;
-	--steps) STEPS=$2; shift 2 ;;
+	--out) needs_value "$@"; OUT_DIR=$2; shift 2 ;;
+	--prebuilt) needs_value "$@"; PREBUILT=$2; shift 2 ;;
+	--only) needs_value "$@"; ONLY=$2; shift 2 ;;
+	--steps) needs_value "$@"; STEPS=$2; shift 2 ;;
 	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "gpu-check: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
@@ -195,6 +196,8 @@ if want nccl; then
 		else
 			fail nccl "exit $?: $(tail -1 "$OUT_DIR/runs/nccl.err")"
 		fi
+	else
+		row "nccl | skipped | no torch"
 	fi
 fi
 
@@ -243,10 +246,16 @@ print("context %.0f MiB, unexplained at the end %.0f MiB" % (
     (d["at_end"].get("context_bytes") or 0) / 2**20, (d["at_end"].get("unexplained_bytes") or 0) / 2**20))'; }
 	if have_py torch; then
 		for mode in LAZY EAGER; do
-			traced "torch-$mode" STEPS=50 CUDA_MODULE_LOADING=$mode -- python3 "$ROOT/tests/gpu/torch_train.py" &&
+			if traced "torch-$mode" STEPS=50 CUDA_MODULE_LOADING=$mode -- python3 "$ROOT/tests/gpu/torch_train.py"; then
 				row "torch CUDA_MODULE_LOADING=$mode | ok | $(unexplained)"
-			traced "nccl-$mode" CUDA_MODULE_LOADING=$mode -- python3 "$ROOT/tests/gpu/nccl_allreduce.py" &&
+			else
+				fail "torch CUDA_MODULE_LOADING=$mode" "exit $?: $(tail -1 "$OUT_DIR/runs/torch-$mode.err")"
+			fi
+			if traced "nccl-$mode" CUDA_MODULE_LOADING=$mode -- python3 "$ROOT/tests/gpu/nccl_allreduce.py"; then
 				row "nccl CUDA_MODULE_LOADING=$mode | ok | $(unexplained)"
+			else
+				fail "nccl CUDA_MODULE_LOADING=$mode" "exit $?: $(tail -1 "$OUT_DIR/runs/nccl-$mode.err")"
+			fi
 		done
 	fi
 fi
@@ -271,6 +280,11 @@ if want overhead; then
 			done
 			u=$(median <"$OUT_DIR/runs/overhead-$cfg.u")
 			t=$(median <"$OUT_DIR/runs/overhead-$cfg.t")
+			if [ "$(wc -l <"$OUT_DIR/runs/overhead-$cfg.u")" != 3 ] ||
+				[ "$(wc -l <"$OUT_DIR/runs/overhead-$cfg.t")" != 3 ]; then
+				fail "overhead torch $cfg" "a run failed (runs/ovh-$cfg-*.err)"
+				continue
+			fi
 			echo "torch $cfg: loop seconds untraced $(tr '\n' ' ' <"$OUT_DIR/runs/overhead-$cfg.u")| traced $(tr '\n' ' ' <"$OUT_DIR/runs/overhead-$cfg.t")"
 			row "overhead torch $cfg | ok | $STEPS steps, median of 3: untraced ${u}s, traced ${t}s, ratio $(python3 -c "print('%.3f' % ($t / $u))" 2>/dev/null)"
 		done

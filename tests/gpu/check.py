@@ -143,21 +143,31 @@ def accounting(cli_path, trace):
     print("  accounting:\n" + "\n".join("    " + l for l in out.splitlines()))
 
 
+def defects(cli_path, trace):
+    """trace_defects of the trace, printed; what every mode checks."""
+    events(cli_path, trace)
+    for d in events.defects:
+        print("  DEFECT " + d)
+    return "".join("; " + d for d in events.defects)
+
+
 def torch_row(cli_path, prog_out, trace):
     r = result_line(prog_out) or {}
+    bad = defects(cli_path, trace)
     s = summary(cli_path, trace)
     accounting(cli_path, trace)
     print("  by library at the peak: " + by_library(s))
     print("  calls: " + ", ".join("%s %d" % (k, v["count"]) for k, v in sorted((s.get("calls") or {}).items())))
-    print("ROW | torch reserved %s, allocated %s | traced peak %s | NVML process %s | events %s lost %s |" % (
+    print("ROW | torch reserved %s, allocated %s | traced peak %s | NVML process %s | events %s lost %s%s |" % (
         mib(r.get("max_memory_reserved")), mib(r.get("max_memory_allocated")), mib(peak(s)),
         mib(r["nvml_process_bytes"]) if isinstance(r.get("nvml_process_bytes"), int) else r.get("nvml_process_bytes"),
-        s.get("events"), s.get("lost_events")))
-    return 0
+        s.get("events"), s.get("lost_events"), bad))
+    return 1 if bad or s.get("lost_events") or not r else 0
 
 
 def generic(cli_path, prog_out, trace, what):
     r = result_line(prog_out) or {}
+    bad = defects(cli_path, trace)
     s = summary(cli_path, trace)
     print("  program: " + json.dumps(r))
     print("  by library at the peak: " + by_library(s))
@@ -165,9 +175,9 @@ def generic(cli_path, prog_out, trace, what):
     mem = s.get("memory") or {}
     kinds = ", ".join("%s %s" % (k, mib(v.get("peak_bytes"))) for k, v in mem.items()
                       if isinstance(v, dict) and v.get("peak_bytes"))
-    print("ROW | %s | traced device peak %s | peaks by kind: %s | events %s lost %s |" % (
-        what, mib(peak(s)), kinds or "-", s.get("events"), s.get("lost_events")))
-    return 0
+    print("ROW | %s | traced device peak %s | peaks by kind: %s | events %s lost %s%s |" % (
+        what, mib(peak(s)), kinds or "-", s.get("events"), s.get("lost_events"), bad))
+    return 1 if bad or s.get("lost_events") or not r else 0
 
 
 def main():

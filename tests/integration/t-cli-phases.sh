@@ -100,4 +100,25 @@ expect_eq no-markers "$(json gp.json "$M")" "None"
 expect_eq no-phases "$(json sp.json "d['phases']")" "None"
 "$GMT_CLI" summary plain.gmt >sp.txt 2>err || fail "summary plain text exit $?"
 ! grep -q '^phases' sp.txt || fail "phases without ranges: $(cat sp.txt)"
+
+# Past 24 rows (XLA names a range per compiler pass: 26,755 in one JAX run
+# on an H100) the table keeps "(no phase)", then the phases that moved the
+# most memory, then the first others, and counts the rest.
+{
+	echo "header start_mono=0 pid=46"
+	echo "events tid=1"
+	for k in $(seq 1 30); do echo "ev api=cudaMalloc t=$((k * 100 + 50)) ptr=$((0x100000 * k)) size=$((k * 1000)) dev=0"; done
+	echo "ev api=cudaMalloc t=9000 ptr=0x9000000 size=5 dev=0"
+	for k in $(seq 1 30); do
+		echo "range tid=1 t=$((k * 100)) op=push text=step$k"
+		echo "range tid=1 t=$((k * 100 + 60)) op=pop"
+	done
+	for k in $(seq 1 40); do echo "range tid=1 t=$((5000 + k)) op=mark text=idle$k"; done
+	echo "trailer t=10000"
+} | "$MKTRACE" many.gmt
+"$GMT_CLI" summary many.gmt >many.txt 2>err || fail "summary many exit $?"
+sed -n '/^phases/,/^$/p' many.txt >rows.txt
+expect_eq rows "$(grep -c '^  step[0-9]' rows.txt) $(grep -c '^  (no phase)' rows.txt)" "23 1"
+grep -q '^  step30 ' rows.txt && ! grep -q '^  step7 ' rows.txt || fail "not the largest movers: $(cat rows.txt)"
+grep -q '^  (7 more phases, 7 of them with allocations or frees' rows.txt || fail "no count of the rest: $(cat rows.txt)"
 echo ok
