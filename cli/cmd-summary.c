@@ -363,8 +363,13 @@ static const char *fit_name(char *out, size_t outsz, const char *name, int width
 	size_t len = strlen(name);
 	if (len <= (size_t)width || width < 16)
 		return name;
-	int head = width / 3, tail = width - head - 3;
-	snprintf(out, outsz, "%.*s...%s", head, name, name + len - tail);
+	size_t head = (size_t)width / 3, tail = (size_t)width - head - 3;
+	/* cut between UTF-8 characters, never inside one (NVTX names may be wide) */
+	while (head && ((unsigned char)name[head] & 0xc0) == 0x80)
+		head--;
+	while (tail && ((unsigned char)name[len - tail] & 0xc0) == 0x80)
+		tail--;
+	snprintf(out, outsz, "%.*s...%s", (int)head, name, name + len - tail);
 	return out;
 }
 

@@ -121,4 +121,14 @@ sed -n '/^phases/,/^$/p' many.txt >rows.txt
 expect_eq rows "$(grep -c '^  step[0-9]' rows.txt) $(grep -c '^  (no phase)' rows.txt)" "23 1"
 grep -q '^  step30 ' rows.txt && ! grep -q '^  step7 ' rows.txt || fail "not the largest movers: $(cat rows.txt)"
 grep -q '^  (7 more phases, 7 of them with allocations or frees' rows.txt || fail "no count of the rest: $(cat rows.txt)"
+
+# A long name is cut between UTF-8 characters, keeping its head and tail.
+long=$(python3 -c 'print("\u00e9" * 50 + "/" + "\u00fc" * 30)')
+printf '%s\n' "header start_mono=0 pid=47" "events tid=1" \
+	"ev api=cudaMalloc t=150 ptr=0x100000 size=4096 dev=0" \
+	"range tid=1 t=100 op=push text=$long" "range tid=1 t=200 op=pop" "trailer t=1000" |
+	"$MKTRACE" u8.gmt
+"$GMT_CLI" summary u8.gmt >u8.txt 2>err || fail "summary u8 exit $?"
+python3 -c 'import sys; open(sys.argv[1], encoding="utf-8").read()' u8.txt || fail "a name cut inside a character"
+grep -q '^  \(\xc3\xa9\)*\.\.\.\(\xc3\xbc\)* ' u8.txt || grep -q '^  é*\.\.\.ü* ' u8.txt || fail "no head...tail: $(cat u8.txt)"
 echo ok
