@@ -122,6 +122,17 @@ expect_eq rows "$(grep -c '^  step[0-9]' rows.txt) $(grep -c '^  (no phase)' row
 grep -q '^  step30 ' rows.txt && ! grep -q '^  step7 ' rows.txt || fail "not the largest movers: $(cat rows.txt)"
 grep -q '^  (7 more phases, 7 of them with allocations or frees' rows.txt || fail "no count of the rest: $(cat rows.txt)"
 
+# A range per training step: growth finds the most frequent top-level range
+# by sorting, not pairwise (200,000 steps took minutes pairwise; the
+# timeout is a hang guard, not a measurement).
+python3 -c '
+print("header start_mono=0 pid=48\nevents tid=1\nev api=cudaMalloc t=5 ptr=0x100000 size=4096 dev=0")
+for k in range(200000):
+    print("range tid=1 t=%d op=push text=train_step\nrange tid=1 t=%d op=pop" % (10 + 10 * k, 15 + 10 * k))
+print("trailer t=3000000")' | "$MKTRACE" steps.gmt
+timeout 60 "$GMT_CLI" growth steps.gmt >steps.txt 2>err || fail "growth on 200,000 steps: exit $? $(cat err)"
+grep -q 'per iteration (range "train_step", 200000 iterations)' steps.txt || fail "no iterations: $(cat steps.txt)"
+
 # A long name is cut between UTF-8 characters, keeping its head and tail.
 long=$(python3 -c 'print("\u00e9" * 50 + "/" + "\u00fc" * 30)')
 printf '%s\n' "header start_mono=0 pid=47" "events tid=1" \
