@@ -128,6 +128,18 @@ check_row() { # check_row MODE NAME
 	if [ $rc -eq 0 ]; then row "$2 | ok | $line"; else fail "$2" "$line"; fi
 }
 
+# scenario MODE NAME ENV... -- CMD...: a traced run, its reports, its row
+scenario() {
+	local mode=$1 name=$2
+	shift 2
+	if traced "$name" "$@"; then
+		report "$name"
+		check_row "$mode" "$name"
+	else
+		fail "$name" "exit $? traced: $(tail -1 "$OUT_DIR/runs/$name.err")"
+	fi
+}
+
 if want env; then
 	section environment
 	date -u +%Y-%m-%dT%H:%M:%SZ
@@ -177,10 +189,7 @@ if want torch; then
 			async) envs+=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
 			nocache) envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
 			esac
-			traced "torch-$cfg" "${envs[@]}" -- python3 "$ROOT/tests/gpu/torch_train.py" ||
-				{ fail "torch-$cfg" "exit $? traced: $(tail -1 "$OUT_DIR/runs/torch-$cfg.err")"; continue; }
-			report "torch-$cfg"
-			check_row torch "torch-$cfg"
+			scenario torch "torch-$cfg" "${envs[@]}" -- python3 "$ROOT/tests/gpu/torch_train.py"
 		done
 	else
 		row "torch | skipped | no torch"
@@ -190,12 +199,7 @@ fi
 if want nccl; then
 	section NCCL
 	if have_py torch; then
-		if traced nccl -- python3 "$ROOT/tests/gpu/nccl_allreduce.py"; then
-			report nccl
-			check_row nccl nccl
-		else
-			fail nccl "exit $?: $(tail -1 "$OUT_DIR/runs/nccl.err")"
-		fi
+		scenario nccl nccl -- python3 "$ROOT/tests/gpu/nccl_allreduce.py"
 	else
 		row "nccl | skipped | no torch"
 	fi
@@ -210,10 +214,7 @@ if want jax; then
 			nopreallocate) envs+=(XLA_PYTHON_CLIENT_PREALLOCATE=false) ;;
 			platform) envs+=(XLA_PYTHON_CLIENT_ALLOCATOR=platform) ;;
 			esac
-			traced "jax-$cfg" "${envs[@]}" -- python3 "$ROOT/tests/gpu/jax_run.py" ||
-				{ fail "jax-$cfg" "exit $? traced: $(tail -1 "$OUT_DIR/runs/jax-$cfg.err")"; continue; }
-			report "jax-$cfg"
-			check_row jax "jax-$cfg"
+			scenario jax "jax-$cfg" "${envs[@]}" -- python3 "$ROOT/tests/gpu/jax_run.py"
 		done
 	else
 		row "jax | skipped | no jax"
@@ -223,12 +224,7 @@ fi
 if want cupy; then
 	section CuPy
 	if have_py cupy; then
-		if traced cupy -- python3 "$ROOT/tests/gpu/cupy_pools.py"; then
-			report cupy
-			check_row cupy cupy
-		else
-			fail cupy "exit $?: $(tail -1 "$OUT_DIR/runs/cupy.err")"
-		fi
+		scenario cupy cupy -- python3 "$ROOT/tests/gpu/cupy_pools.py"
 	else
 		row "cupy | skipped | no cupy"
 	fi
