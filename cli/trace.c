@@ -103,6 +103,21 @@ static char *demangle(const char *name)
 	return out;
 }
 
+/* An entry of the symbol table; it takes function (malloc'd), copies file. */
+static struct trace_symbol *add_symbol(struct trace *t, uint64_t ip, uint64_t module_id,
+				       char *function, const char *file, uint64_t line)
+{
+	struct trace_symbol *sym = xrealloc(NULL, sizeof(*sym));
+	memset(sym, 0, sizeof(*sym));
+	sym->ip = ip;
+	sym->module_id = module_id;
+	sym->function = function;
+	sym->file = xstrdup(file);
+	sym->line = line;
+	HASH_ADD(hh, t->symbols, ip, sizeof(sym->ip), sym);
+	return sym;
+}
+
 static void on_record(struct trace *t, const struct gmt_record *rec)
 {
 	switch (rec->type) {
@@ -182,16 +197,10 @@ static void on_record(struct trace *t, const struct gmt_record *rec)
 		HASH_FIND(hh, t->symbols, &ip, sizeof(ip), sym);
 		if (sym)
 			break; /* the first one wins */
-		sym = xrealloc(NULL, sizeof(*sym));
-		memset(sym, 0, sizeof(*sym));
-		sym->ip = ip;
-		sym->module_id = rec->u.symbol.module_id;
-		sym->function = demangle(rec->u.symbol.function.s);
-		if (!sym->function)
-			sym->function = xstrdup(rec->u.symbol.function.s);
-		sym->file = xstrdup(rec->u.symbol.file.s);
-		sym->line = rec->u.symbol.line;
-		HASH_ADD(hh, t->symbols, ip, sizeof(sym->ip), sym);
+		char *function = demangle(rec->u.symbol.function.s);
+		add_symbol(t, ip, rec->u.symbol.module_id,
+			   function ? function : xstrdup(rec->u.symbol.function.s),
+			   rec->u.symbol.file.s, rec->u.symbol.line);
 		break;
 	}
 	case GMT_REC_LOST:
@@ -312,7 +321,6 @@ static int open_start(struct trace *t, const char *cmd, const char *path)
 	return -1;
 }
 
-/* After the metadata pass: sorting and cross-references. */
 /* A DEVICE record without its uuid (the library notes why) cannot be matched
  * to NVML's samples by uuid. With one CUDA device and one NVML device in
  * the samples, they are the same one. */
@@ -331,6 +339,7 @@ static void match_unnamed_device(struct trace *t, const uint8_t *no_uuid)
 		t->samples[i].device = t->devs[0].ordinal;
 }
 
+/* After the metadata pass: sorting and cross-references. */
 static void open_end(struct trace *t)
 {
 	t->info = *gmt_reader_info(t->reader);
@@ -603,16 +612,9 @@ static void resolve(struct trace *t, struct trace_frame *f)
 		f->file = out.file;
 		f->line = out.line;
 		char *d = demangle(out.function);
-		if (d) { /* kept as a SYMBOL would be: freed with the others */
-			sym = xrealloc(NULL, sizeof(*sym));
-			memset(sym, 0, sizeof(*sym));
-			sym->ip = f->ip;
-			sym->function = d;
-			sym->file = xstrdup(out.file ? out.file : "");
-			sym->line = out.line;
-			HASH_ADD(hh, t->symbols, ip, sizeof(sym->ip), sym);
-			f->function = d;
-		}
+		if (d) /* kept as a SYMBOL would be: freed with the others */
+			f->function = add_symbol(t, f->ip, 0, d, out.file ? out.file : "", out.line)
+					  ->function;
 	}
 }
 
