@@ -257,6 +257,26 @@ print("context %.0f MiB, unexplained at the end %.0f MiB" % (
 fi
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "-"}'; }
+# ns_run FILE MODE CMD...: one run of CMD untraced (u), traced with stacks
+# off (off) or at the default depth (on); its ns per pair appended to FILE
+ns_run() {
+	local file=$1 mode=$2
+	shift 2
+	case $mode in
+	u) "$@" ;;
+	off) GPUMEMTRACE_OUTPUT="$OUT_DIR/traces/ns.%p.gmt" GPUMEMTRACE_STACK_DEPTH=0 LD_PRELOAD=$LIB "$@" ;;
+	on) GPUMEMTRACE_OUTPUT="$OUT_DIR/traces/ns.%p.gmt" LD_PRELOAD=$LIB "$@" ;;
+	esac | sed -n 's/^\(.* \)\{0,1\}ns_per_pair[= ]\([0-9.]*\).*/\2/p' >>"$file"
+	rm -f "$OUT_DIR"/traces/ns.*.gmt
+}
+# ns_medians PREFIX LABEL: each mode's runs printed; u, off, on set to medians
+ns_medians() {
+	local mode
+	for mode in u off on; do echo "$2, ns per pair, $mode: $(tr '\n' ' ' <"$1.$mode")"; done
+	u=$(median <"$1.u")
+	off=$(median <"$1.off")
+	on=$(median <"$1.on")
+}
 if want overhead; then
 	section overhead
 	# PyTorch's loop, untraced and traced, interleaved; the loop's own time.
@@ -289,17 +309,11 @@ if want overhead; then
 	if [ -x "$OUT_DIR/runs/plain-shared" ]; then
 		for mode in u off on; do : >"$OUT_DIR/runs/loop.$mode"; done
 		for round in 1 2 3 4 5; do
-			"$OUT_DIR/runs/plain-shared" loop 20000 | sed -n 's/.*ns_per_pair \([0-9.]*\).*/\1/p' >>"$OUT_DIR/runs/loop.u"
-			GPUMEMTRACE_OUTPUT="$OUT_DIR/traces/loop-off.%p.gmt" GPUMEMTRACE_STACK_DEPTH=0 LD_PRELOAD=$LIB \
-				"$OUT_DIR/runs/plain-shared" loop 20000 | sed -n 's/.*ns_per_pair \([0-9.]*\).*/\1/p' >>"$OUT_DIR/runs/loop.off"
-			GPUMEMTRACE_OUTPUT="$OUT_DIR/traces/loop-on.%p.gmt" LD_PRELOAD=$LIB \
-				"$OUT_DIR/runs/plain-shared" loop 20000 | sed -n 's/.*ns_per_pair \([0-9.]*\).*/\1/p' >>"$OUT_DIR/runs/loop.on"
-			rm -f "$OUT_DIR"/traces/loop-*.gmt
+			for mode in u off on; do
+				ns_run "$OUT_DIR/runs/loop.$mode" $mode "$OUT_DIR/runs/plain-shared" loop 20000
+			done
 		done
-		u=$(median <"$OUT_DIR/runs/loop.u")
-		off=$(median <"$OUT_DIR/runs/loop.off")
-		on=$(median <"$OUT_DIR/runs/loop.on")
-		for mode in u off on; do echo "cudaMalloc+cudaFree 1 MiB, ns per pair, $mode: $(tr '\n' ' ' <"$OUT_DIR/runs/loop.$mode")"; done
+		ns_medians "$OUT_DIR/runs/loop" "cudaMalloc+cudaFree 1 MiB"
 		row "overhead cudaMalloc+cudaFree | ok | median of 5 x 20000 pairs: untraced ${u} ns, stacks off ${off} ns, stacks on ${on} ns"
 	fi
 fi
@@ -330,17 +344,11 @@ EOF
 	# hookcost links the simulated libcuda and libunwind.
 	export LD_LIBRARY_PATH=$BIN/sim:$BIN/deps
 	for round in 1 2 3 4 5; do
-		"$BIN/bench/hookcost-fp" cuda 8 1000000 | sed -n 's/^ns_per_pair=\([0-9.]*\).*/\1/p' >>"$OUT_DIR/runs/hook.u"
-		GPUMEMTRACE_OUTPUT="$OUT_DIR/traces/hook.%p.gmt" GPUMEMTRACE_STACK_DEPTH=0 LD_PRELOAD=$LIB \
-			"$BIN/bench/hookcost-fp" cuda 8 1000000 | sed -n 's/^ns_per_pair=\([0-9.]*\).*/\1/p' >>"$OUT_DIR/runs/hook.off"
-		GPUMEMTRACE_OUTPUT="$OUT_DIR/traces/hook.%p.gmt" LD_PRELOAD=$LIB \
-			"$BIN/bench/hookcost-fp" cuda 32 1000000 | sed -n 's/^ns_per_pair=\([0-9.]*\).*/\1/p' >>"$OUT_DIR/runs/hook.on"
-		rm -f "$OUT_DIR"/traces/hook.*.gmt
+		ns_run "$OUT_DIR/runs/hook.u" u "$BIN/bench/hookcost-fp" cuda 8 1000000
+		ns_run "$OUT_DIR/runs/hook.off" off "$BIN/bench/hookcost-fp" cuda 8 1000000
+		ns_run "$OUT_DIR/runs/hook.on" on "$BIN/bench/hookcost-fp" cuda 32 1000000
 	done
-	for mode in u off on; do echo "hookcost-fp, ns per pair, $mode: $(tr '\n' ' ' <"$OUT_DIR/runs/hook.$mode")"; done
-	u=$(median <"$OUT_DIR/runs/hook.u")
-	off=$(median <"$OUT_DIR/runs/hook.off")
-	on=$(median <"$OUT_DIR/runs/hook.on")
+	ns_medians "$OUT_DIR/runs/hook" "hookcost-fp"
 	unset LD_LIBRARY_PATH
 	row "hook cost (sim driver) | ok | median of 5 x 1M pairs: untraced ${u} ns; depth 8 stacks off ${off} ns; depth 32 stacks on ${on} ns"
 fi
