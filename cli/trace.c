@@ -208,6 +208,8 @@ static void on_record(struct trace *t, const struct gmt_record *rec)
 		t->lost_records++;
 		break;
 	case GMT_REC_NOTE:
+		if (rec->u.note.level == 0)
+			break; /* information for `dump` (the clock): not a warning */
 		GROW(t->notes, t->nnotes, t->notes_cap);
 		t->notes[t->nnotes++] = xstrdup(rec->u.note.text.s);
 		break;

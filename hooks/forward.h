@@ -15,7 +15,7 @@
  * gets the address back is timed after its own call returns, so it always
  * sorts after this free, and replay never sees the reuse first. */
 #define GMT_FORWARD_FREE(name, missing, ...)                                                       \
-	GMT_FORWARD_(name, missing, gmt_tls_call_start = gmt_now_ns(), __VA_ARGS__)
+	GMT_FORWARD_(name, missing, gmt_tls_call_start = gmt_now_ns_before(), __VA_ARGS__)
 
 #define GMT_FORWARD_(name, missing, before_call, ...)                                              \
 	pfn_##name real_ = GMT_REAL(name);                                                         \

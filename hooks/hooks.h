@@ -9,9 +9,6 @@
 
 #define GMT_EXPORT __attribute__((visibility("default")))
 
-/* A device argument gmt_hook_record resolves from the current context. */
-#define GMT_DEVICE_CURRENT INT32_MIN
-
 #define GMT_PFN_DRIVER_(name, base, params)  typedef CUresult(*pfn_##name) params;
 #define GMT_PFN_RUNTIME_(name, base, params) typedef cudaError_t(*pfn_##name) params;
 GMT_DRIVER_HOOKS(GMT_PFN_DRIVER_)
@@ -84,11 +81,18 @@ void *gmt_libc_next(const char *name); /* RTLD_NEXT lookup from this library */
 void *gmt_wrap_dlsym(const char *name, void *handle, void *addr);
 void *gmt_wrap_entry_point(const char *base, void *addr);
 
-/* Device ordinal of the calling thread's current context, -1 if none. */
-int32_t gmt_current_device(void);
+/* What a failed call adds: NVML's view, and cuMemGetInfo's after an OOM.
+ * Preserves errno. */
+void gmt_hook_failed(enum gmt_api api, uint32_t result);
 
-/* gmt_record with GMT_DEVICE_CURRENT resolved, errno preserved. */
-void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
-		     uint64_t aux, uint64_t aux2, unsigned flags);
+/* One function call on the event path: gmt_record resolves
+ * GMT_DEVICE_CURRENT itself, after its one errno save. */
+static inline void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
+				   uint64_t size, uint64_t aux, uint64_t aux2, unsigned flags)
+{
+	gmt_record(api, result, device, ptr, size, aux, aux2, flags);
+	if (__builtin_expect(result != 0, 0))
+		gmt_hook_failed(api, result);
+}
 
 #endif

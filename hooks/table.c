@@ -470,21 +470,16 @@ static void record_meminfo(enum gmt_api api)
 		gmt_record_meminfo(api, gmt_current_device(), free_bytes, total_bytes);
 }
 
-void gmt_hook_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
-		     uint64_t aux, uint64_t aux2, unsigned flags)
+void gmt_hook_failed(enum gmt_api api, uint32_t result)
 {
+	if (!device_alloc(api))
+		return;
 	int saved_errno = errno;
-	if (device == GMT_DEVICE_CURRENT)
-		device = gmt_current_device();
-	errno = saved_errno;
-	gmt_record(api, result, device, ptr, size, aux, aux2, flags);
-	if (result != CUDA_SUCCESS && device_alloc(api))
-		gmt_sampler_poke(GMT_SAMPLE_WHY_OOM); /* NVML's view of the failure */
+	gmt_sampler_poke(GMT_SAMPLE_WHY_OOM); /* NVML's view of the failure */
 	/* CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation are both 2. */
-	if (result == CUDA_ERROR_OUT_OF_MEMORY && device_alloc(api)) {
+	if (result == CUDA_ERROR_OUT_OF_MEMORY)
 		record_meminfo(api);
-		errno = saved_errno;
-	}
+	errno = saved_errno;
 }
 
 /* ---- device facts for the flush thread ---------------------------------- */

@@ -77,6 +77,7 @@ struct gmt_ring {
 	/* Consumer-owned line. */
 	uint64_t tail __attribute__((aligned(64)));
 	uint64_t lost_reported;
+	uint64_t last_time; /* the thread's latest event time written */
 	/* Shared, set once. */
 	uint8_t *buf __attribute__((aligned(64)));
 	size_t cap; /* power of two */

@@ -179,6 +179,7 @@ static void configure_locked(void)
 		cap <<= 1;
 	g.ring_cap = cap;
 	g.pid = getpid();
+	gmt_clock_init(g.set.clock);
 	g.start_mono = gmt_now_ns();
 	g.w.fd = -1;
 	asym_fence_setup();
@@ -347,9 +348,12 @@ static void *flusher_main(void *arg)
 	/* Pairs with the release store of g.stop in gmt_finish. */
 	while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
 		uint32_t seen = __atomic_load_n(&g.wake, __ATOMIC_ACQUIRE);
-		struct timespec ts = {g.set.flush_ms / 1000,
-				      (long)(g.set.flush_ms % 1000) * 1000000};
+		unsigned ms = (unsigned)g.set.flush_ms, clock_ms = gmt_clock_wait_ms();
+		if (clock_ms && clock_ms < ms)
+			ms = clock_ms;
+		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 		syscall(SYS_futex, &g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		gmt_clock_tick();
 		/* Pairs with the release store in gmt_finish_async. */
 		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
 		pthread_mutex_lock(&g.flush_lock);
@@ -557,6 +561,8 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 		goto out;
 	if (!r && (!gmt_tracing() || !(r = ring_for_this_thread())))
 		goto out;
+	if (device == GMT_DEVICE_CURRENT)
+		device = gmt_current_device();
 
 	uint64_t ips[GMT_MAX_STACK_DEPTH + 16];
 	unsigned nframes =

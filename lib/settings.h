@@ -18,6 +18,8 @@ struct gmt_settings {
 	long pid_only; /* GPUMEMTRACE_PID_ONLY: trace only this pid (0: every process) */
 	int sample_ms; /* GPUMEMTRACE_SAMPLE_MS, 0..60000, default 100; 0: not periodic */
 	int compress;  /* GPUMEMTRACE_COMPRESS, 0 or 1, default 1: zstd chunks */
+	int clock;     /* GPUMEMTRACE_CLOCK: 0 CLOCK_MONOTONIC, 1 TSC where vouched for
+			  (default), 2 TSC where invariant */
 };
 
 #define GMT_MAX_STACK_DEPTH 256

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "clock.h"
 #include "gpumemtrace/format.h"
 
 #define GMT_INTERNAL __attribute__((visibility("hidden")))
@@ -22,8 +23,6 @@ extern __thread uint64_t gmt_tls_call_start __attribute__((tls_model("initial-ex
  * and the walk is the fallback). gmt_record takes it and clears it. */
 extern __thread uintptr_t gmt_tls_hook_frame __attribute__((tls_model("initial-exec")));
 
-uint64_t gmt_now_ns(void);
-
 static inline int gmt_nested(void)
 {
 	return gmt_tls_depth > 0;
@@ -40,6 +39,13 @@ static inline void gmt_leave(void)
 /* 0 when the hooks should only forward: tracing off, AT_SECURE, or setup
  * failed. Initializes on first use, so it works before our constructor. */
 int gmt_tracing(void);
+
+/* A device argument gmt_record resolves from the current context. */
+#define GMT_DEVICE_CURRENT INT32_MIN
+
+/* Provided by the hooks: the device ordinal of the calling thread's
+ * current context, -1 if none. */
+int32_t gmt_current_device(void);
 
 /* Records one call. Preserves errno. `flags` is GMT_EV_HAS_AUX/AUX2. */
 void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,

@@ -54,13 +54,6 @@ struct gmt_ipset {
 	UT_hash_handle hh;
 };
 
-uint64_t gmt_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t wall_ns(void)
 {
 	struct timespec ts;
@@ -626,14 +619,15 @@ static int have_columns(struct gmt_writer *w)
  * bytes LE (a free repeats its allocation's bytes, which zstd matches) |
  * sizes | dstks | the optional fields. zstd finds like bytes together.
  */
-static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event *e, uint32_t stack)
+static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event *e, uint64_t time,
+		      uint32_t stack)
 {
 	if (w->ev_count &&
-	    (w->ev_tid != tid || w->ev_len >= BATCH_TARGET || e->time_ns < w->ev_prev_time))
+	    (w->ev_tid != tid || w->ev_len >= BATCH_TARGET || time < w->ev_prev_time))
 		gmt_writer_end_batch(w);
 	if (!w->ev_count) {
 		w->ev_tid = tid;
-		w->ev_base = w->ev_prev_time = e->time_ns;
+		w->ev_base = w->ev_prev_time = time;
 		w->ev_prev_ptr = 0;
 		w->ev_prev_stack = 0;
 		w->ev_prev_dev = 0;
@@ -655,7 +649,7 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 		head |= GMT_EV_FAILED;
 	if (e->device != w->ev_prev_dev)
 		head |= GMT_EV_DEV_CHANGED;
-	uint64_t dt = e->time_ns - w->ev_prev_time;
+	uint64_t dt = time - w->ev_prev_time;
 	uint64_t dstk = gmt_zigzag((int64_t)stack - (int64_t)w->ev_prev_stack);
 	uint8_t *p;
 	if (w->ev_cols) {
@@ -691,7 +685,7 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 		w->ev_len = (size_t)(p - w->ev);
 	}
 	w->ev_count++;
-	w->ev_prev_time = e->time_ns;
+	w->ev_prev_time = time;
 	w->ev_prev_ptr = e->ptr;
 	w->ev_prev_stack = stack;
 	w->ev_prev_dev = e->device;
@@ -719,7 +713,11 @@ void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const stru
 		    h->nframes
 			? gmt_stacks_intern(&w->stacks, (const uint64_t *)(e + 1), h->nframes)
 			: 0;
-		put_event(w, r->tid, e, stack);
+		/* A thread's stamps never go back: a free's, taken without a
+		 * fence, may read a few ns before the stamp above it (clock.h). */
+		uint64_t time = e->time_ns > r->last_time ? e->time_ns : r->last_time;
+		r->last_time = time;
+		put_event(w, r->tid, e, time, stack);
 	} else if (h->type == GMT_RING_MEMINFO) {
 		const struct gmt_raw_meminfo *m = (const void *)body;
 		gmt_writer_end_batch(w); /* after the failed event it describes */

@@ -103,6 +103,4 @@ void gmt_writer_trailer(struct gmt_writer *w, unsigned reason, uint64_t end_ns);
 /* Writes the pending chunk. Returns 0, or -1 once writing has failed. */
 int gmt_writer_flush(struct gmt_writer *w);
 
-uint64_t gmt_now_ns(void);
-
 #endif

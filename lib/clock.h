@@ -1,0 +1,116 @@
+/* The trace's clock: CLOCK_MONOTONIC, or the TSC on a line fitted to it.
+ *
+ * Every time stamp of the trace comes from gmt_now_ns. A vDSO
+ * clock_gettime costs ~26 ns on a KVM guest, two per alloc+free pair; an
+ * ordered rdtsc ~18. Where the kernel vouches that the TSC agrees across
+ * CPUs (clock.c, gmt_clock_tick), the flush thread fits a line
+ * ns = base_ns + (tsc - base_tsc) * mult / 2^32 to CLOCK_MONOTONIC and
+ * publishes it; until then, and wherever the TSC is not trusted, stamps
+ * are clock_gettime's. The line is continuous where it is refitted and
+ * slews toward CLOCK_MONOTONIC, so stamps never jump (docs/design.md,
+ * "The clock"). */
+#ifndef GMT_CLOCK_H
+#define GMT_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#define GMT_HAVE_TSC 1
+#else
+#define GMT_HAVE_TSC 0
+#endif
+
+/* A seqlock with one writer, the flush thread (gmt_clock_tick). seq: 0 no
+ * line yet, odd while the writer changes the fields, even otherwise. */
+struct gmt_clock_line {
+	uint32_t seq;
+	uint64_t base_tsc, base_ns;
+	uint64_t mult; /* ns per tick, fixed point with 32 fraction bits */
+};
+extern struct gmt_clock_line gmt_clock_line __attribute__((visibility("hidden")));
+
+static inline uint64_t gmt_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#if GMT_HAVE_TSC
+/* lfence first: the counter is read after every earlier instruction has
+ * completed, so a stamp taken after a call is later than anything the call
+ * saw (the kernel's rdtsc_ordered does the same). */
+static inline uint64_t gmt_rdtsc_ordered(void)
+{
+	_mm_lfence();
+	return __rdtsc();
+}
+
+static inline uint64_t gmt_clock_apply(uint64_t base_tsc, uint64_t base_ns, uint64_t mult,
+				       uint64_t tsc)
+{
+	/* Signed: a counter read just before a refit lies behind its base. */
+	__int128 d = (__int128)(int64_t)(tsc - base_tsc) * (__int128)mult;
+	return base_ns + (uint64_t)(int64_t)(d >> 32);
+}
+#endif
+
+/* A stamp on the line, or clock_gettime's when there is none. Wait-free:
+ * a reader that meets the writer mid-change takes clock_gettime, which the
+ * line tracks to within a microsecond (gmt_clock_tick keeps it so). */
+static inline uint64_t gmt_clock_read(int ordered)
+{
+#if GMT_HAVE_TSC
+	/* Pairs with the release stores of seq in publish_line (clock.c). */
+	uint32_t seq = __atomic_load_n(&gmt_clock_line.seq, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(seq != 0 && !(seq & 1), 1)) {
+		uint64_t base_tsc = __atomic_load_n(&gmt_clock_line.base_tsc, __ATOMIC_RELAXED);
+		uint64_t base_ns = __atomic_load_n(&gmt_clock_line.base_ns, __ATOMIC_RELAXED);
+		uint64_t mult = __atomic_load_n(&gmt_clock_line.mult, __ATOMIC_RELAXED);
+		uint64_t tsc = ordered ? gmt_rdtsc_ordered() : __rdtsc();
+		/* The field loads before the second seq load: pairs with the
+		 * writer's release fence after its odd store. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&gmt_clock_line.seq, __ATOMIC_RELAXED) == seq)
+			return gmt_clock_apply(base_tsc, base_ns, mult, tsc);
+	}
+#else
+	(void)ordered;
+#endif
+	return gmt_mono_ns();
+}
+
+/* The current time in ns on the trace's clock, read after everything
+ * before it: an allocation's stamp, taken after its call, is later than
+ * the free (another thread's) that made its address available. */
+static inline uint64_t gmt_now_ns(void)
+{
+	return gmt_clock_read(1);
+}
+
+/* A stamp taken before an action, earlier than anything the action does.
+ * That needs no fence: the counter is read before the rdtsc retires, and
+ * retirement is in order, so none of the action's stores is visible yet.
+ * The lfence of gmt_now_ns costs ~20 ns per pair here, with the driver's
+ * call still in flight (docs/performance.md, "The clock"). Such a stamp
+ * may read a few ns before an ordered one just above it in the same
+ * thread; the writer keeps each thread's stamps from going back. */
+static inline uint64_t gmt_now_ns_before(void)
+{
+	return gmt_clock_read(0);
+}
+
+/* GPUMEMTRACE_CLOCK: 0 CLOCK_MONOTONIC only; 1 the TSC where the kernel
+ * vouches for it (default); 2 the TSC wherever it is invariant (tests). */
+void gmt_clock_init(int setting);
+/* From the flush thread, each cycle: calibrates, then refits the line. */
+void gmt_clock_tick(void);
+/* How soon the flush thread should tick for the first fit, in ms (0: no
+ * hurry): the line then comes 20 ms after load, not a flush period. */
+unsigned gmt_clock_wait_ms(void);
+/* For tests and `dump`-style reports: 1 once stamps come from the TSC. */
+int gmt_clock_using_tsc(void);
+
+#endif
