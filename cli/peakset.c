@@ -73,7 +73,7 @@ void peakset_attach(struct peakset *ps, struct replay *rp)
 	ps->rp = rp;
 	rp->on_change = on_change;
 	rp->on_change_ctx = ps;
-	rp->on_change_ends_only = true; /* on_change has nothing to do for them */
+	rp->on_change_peak_ends = true; /* on_change has nothing to do for the others */
 }
 
 void peakset_free(struct peakset *ps)

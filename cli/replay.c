@@ -102,12 +102,13 @@ static void level_sub(struct rp_level *lv, uint64_t bytes)
 
 static inline void account(struct replay *rp, const struct rp_live *l, int add, uint64_t time)
 {
-	if (rp->on_change && !(add && rp->on_change_ends_only))
-		rp->on_change(rp->on_change_ctx, l, add);
 	struct rp_level *b = &rp->buckets[l->bucket], *d = NULL;
 	if (l->bucket == BK_DEVICE) /* one device, most often: no call */
 		d = rp->ndevs && rp->devs[0].ordinal == l->device ? &rp->devs[0].lv
 								  : &replay_dev(rp, l->device)->lv;
+	if (rp->on_change &&
+	    !(rp->on_change_peak_ends && (add || !d || !d->peak_seq || l->seq > d->peak_seq)))
+		rp->on_change(rp->on_change_ctx, l, add);
 	if (add) {
 		level_add(b, l->size, time, rp->seq);
 		if (d)

@@ -82,7 +82,10 @@ struct replay {
 	 * plot/flamegraph/export can split the bytes by their own groups. */
 	void (*on_change)(void *ctx, const struct rp_live *l, bool counted);
 	void *on_change_ctx;
-	bool on_change_ends_only; /* on_change is not told of new allocations */
+	/* on_change is told only of ends (counted false) of device
+	 * allocations made by their device's peak (seq <= its peak_seq): the
+	 * only ones peakset counts. */
+	bool on_change_peak_ends;
 };
 
 /* The bucket an allocation of this GMT_KIND_* counts in (aux: a
