@@ -240,45 +240,65 @@ static void snapshot_peak(struct acct_pass *p, const struct peakset *ps, struct 
 	}
 }
 
+/* acct_event's rare parts, out of line so that the per-event path saves
+ * no registers: an allocation's stack not seen yet, a device new to the
+ * pass, a new peak. */
+static __attribute__((noinline)) void stack_first_seen(struct acct_pass *p, uint64_t id)
+{
+	bool bit = id < SEEN_BITS;
+	if (bit && !p->seen_bits)
+		p->seen_bits = xcalloc(SEEN_BITS / 8, 1);
+	struct stack_seen *s = NULL;
+	if (!bit || !(p->seen_bits[id / 8] & (1u << (id % 8))))
+		HASH_FIND(hh, p->alloc_stacks, &id, sizeof(id), s);
+	else
+		s = p->alloc_stacks; /* seen: any non-NULL will do */
+	if (bit)
+		p->seen_bits[id / 8] |= (uint8_t)(1u << (id % 8));
+	if (!s) {
+		s = xcalloc(1, sizeof(*s));
+		s->stack_id = id;
+		HASH_ADD(hh, p->alloc_stacks, stack_id, sizeof(s->stack_id), s);
+	}
+}
+
+static __attribute__((noinline)) void extra_grow(struct acct_pass *p, const struct replay *rp)
+{
+	p->extra = xrealloc(p->extra, rp->ndevs * sizeof(*p->extra));
+	memset(p->extra + p->nextra, 0, (rp->ndevs - p->nextra) * sizeof(*p->extra));
+	p->nextra = rp->ndevs;
+}
+
+static __attribute__((noinline)) void extra_new_peak(struct acct_pass *p, size_t i)
+{
+	const struct rp_dev *d = &p->rp->devs[i];
+	struct peak_extra *x = &p->extra[i];
+	x->seq = d->lv.peak_seq;
+	x->until_ns = 0;
+	x->ctx = *ctx_now(p, d->ordinal);
+}
+
 void acct_event(struct acct *a, const struct gmt_event *e)
 {
 	struct acct_pass *p = a->pass;
-	struct replay *rp = p->rp;
+	const struct replay *rp = p->rp;
 	const struct api_info *ai = api_lookup(e->api);
 	if (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))
 		ctx_event(p, e, ai);
 	if (ai && ai->op == GMT_OP_ALLOC && !e->result && !(e->flags & GMT_EV_FAILED) &&
 	    replay_kind_bucket(ai->kind, e->aux) >= 0) { /* trace_alloc_bucket(e) >= 0 */
 		uint64_t id = e->stack_id;
-		bool bit = id < SEEN_BITS;
-		if (bit && !p->seen_bits)
-			p->seen_bits = xcalloc(SEEN_BITS / 8, 1);
-		struct stack_seen *s = NULL;
-		if (!bit || !(p->seen_bits[id / 8] & (1u << (id % 8))))
-			HASH_FIND(hh, p->alloc_stacks, &e->stack_id, sizeof(e->stack_id), s);
-		else
-			s = p->alloc_stacks; /* seen: any non-NULL will do */
-		if (bit)
-			p->seen_bits[id / 8] |= (uint8_t)(1u << (id % 8));
-		if (!s) {
-			s = xcalloc(1, sizeof(*s));
-			s->stack_id = e->stack_id;
-			HASH_ADD(hh, p->alloc_stacks, stack_id, sizeof(s->stack_id), s);
-		}
+		if (id >= SEEN_BITS || !p->seen_bits || !(p->seen_bits[id / 8] & (1u << (id % 8))))
+			stack_first_seen(p, id);
 		p->vmm_creates += ai->kind == GMT_KIND_VMM_PHYS;
 	}
-	if (p->nextra < rp->ndevs) {
-		p->extra = xrealloc(p->extra, rp->ndevs * sizeof(*p->extra));
-		memset(p->extra + p->nextra, 0, (rp->ndevs - p->nextra) * sizeof(*p->extra));
-		p->nextra = rp->ndevs;
-	}
+	if (p->nextra < rp->ndevs)
+		extra_grow(p, rp);
 	for (size_t i = 0; i < rp->ndevs; i++) {
 		const struct rp_level *lv = &rp->devs[i].lv;
 		struct peak_extra *x = &p->extra[i];
 		if (lv->peak_seq != x->seq) { /* a new peak, at this event */
-			x->seq = lv->peak_seq;
-			x->until_ns = 0;
-			x->ctx = *ctx_now(p, rp->devs[i].ordinal);
+			extra_new_peak(p, i);
 		} else if (x->seq && !x->until_ns && e->time_ns > lv->peak_time_ns &&
 			   lv->bytes < lv->peak) {
 			x->until_ns = e->time_ns;
