@@ -202,7 +202,7 @@ static void snapshot_end(struct acct_pass *p, struct acct_moment *m, int64_t ord
 	m->time_ns = time_ns;
 	for (int sp = 0; sp < 5; sp++) {
 		struct rp_live *l, *lt;
-		HASH_ITER(hh, p->rp->tables[sp], l, lt)
+		RP_EACH(p->rp, sp, l, lt)
 		{
 			if (l->bucket != BK_DEVICE || l->device != ordinal)
 				continue;

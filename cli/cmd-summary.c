@@ -230,7 +230,7 @@ static void kinds_now(struct replay *rp, int64_t ordinal, uint64_t *kinds)
 {
 	for (int sp = 0; sp < 5; sp++) {
 		struct rp_live *l, *lt;
-		HASH_ITER(hh, rp->tables[sp], l, lt)
+		RP_EACH(rp, sp, l, lt)
 		{
 			if (l->bucket == BK_DEVICE && l->device == ordinal)
 				kinds[api_kind(l->api)] += l->size;

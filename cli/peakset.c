@@ -96,7 +96,7 @@ void peakset_each(const struct peakset *ps, int64_t ordinal, peakset_fn fn, void
 		return;
 	for (int sp = 0; sp < 5; sp++) {
 		struct rp_live *l, *lt;
-		HASH_ITER(hh, rp->tables[sp], l, lt)
+		RP_EACH(rp, sp, l, lt)
 		{
 			if (l->bucket != BK_DEVICE || l->device != ordinal || l->seq > peak)
 				continue;

@@ -38,15 +38,15 @@ void replay_free(struct replay *rp)
 {
 	for (int s = 0; s < 5; s++) {
 		struct rp_live *l, *tmp;
-		HASH_ITER(hh, rp->tables[s], l, tmp)
+		RP_EACH(rp, s, l, tmp)
 		{
-			HASH_DEL(rp->tables[s], l);
 			free(l);
 		}
+		free(rp->tables[s].slots);
 	}
 	while (rp->spare) {
 		struct rp_live *l = rp->spare;
-		rp->spare = l->hh.next;
+		rp->spare = l->next;
 		free(l);
 	}
 	struct rp_map *m, *mt;
@@ -120,12 +120,83 @@ static inline void account(struct replay *rp, const struct rp_live *l, int add, 
 	}
 }
 
+static inline size_t slot_of(const struct rp_table *t, uint64_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> t->shift);
+}
+
 static inline struct rp_live *find(struct replay *rp, int space, uint64_t key)
 {
-	struct rp_live *l = NULL;
-	if (space >= 0 && space < 5)
-		HASH_FIND(hh, rp->tables[space], &key, sizeof(key), l);
-	return l;
+	if (space < 0 || space >= 5 || !rp->tables[space].slots)
+		return NULL;
+	const struct rp_table *t = &rp->tables[space];
+	for (size_t i = slot_of(t, key);; i = (i + 1) & t->mask) {
+		const struct rp_slot *s = &t->slots[i];
+		if (s->key == key || !s->l) /* empty slots hold {0, NULL} */
+			return s->l;
+	}
+}
+
+static void slot_put(struct rp_table *t, struct rp_live *l)
+{
+	size_t i = slot_of(t, l->key);
+	while (t->slots[i].l)
+		i = (i + 1) & t->mask;
+	t->slots[i] = (struct rp_slot){l->key, l};
+}
+
+/* Twice the slots (64 at first), the entries put back in list order. */
+static __attribute__((noinline)) void table_grow(struct rp_table *t)
+{
+	size_t cap = t->slots ? 2 * (t->mask + 1) : 64;
+	free(t->slots);
+	t->slots = xcalloc(cap, sizeof(*t->slots));
+	t->mask = cap - 1;
+	t->shift = 64 - (unsigned)__builtin_ctzll(cap);
+	for (struct rp_live *l = t->head; l; l = l->next)
+		slot_put(t, l);
+}
+
+/* l (a key not in t) at the end of t. */
+static inline void table_add(struct rp_table *t, struct rp_live *l)
+{
+	if (!t->slots || 2 * (t->count + 1) > t->mask + 1)
+		table_grow(t);
+	slot_put(t, l);
+	t->count++;
+	l->next = NULL;
+	l->prev = t->tail;
+	if (t->tail)
+		t->tail->next = l;
+	else
+		t->head = l;
+	t->tail = l;
+}
+
+/* l out of t: its slot emptied by moving back the entries after it that
+ * may (backward shift, no tombstones), then out of the list. */
+static inline void table_del(struct rp_table *t, struct rp_live *l)
+{
+	size_t i = slot_of(t, l->key);
+	while (t->slots[i].l != l)
+		i = (i + 1) & t->mask;
+	for (size_t j = (i + 1) & t->mask; t->slots[j].l; j = (j + 1) & t->mask) {
+		size_t home = slot_of(t, t->slots[j].key);
+		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
+			t->slots[i] = t->slots[j];
+			i = j;
+		}
+	}
+	t->slots[i] = (struct rp_slot){0, NULL};
+	t->count--;
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		t->head = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	else
+		t->tail = l->prev;
 }
 
 struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
@@ -136,8 +207,8 @@ struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
 static void drop(struct replay *rp, struct rp_live *l)
 {
 	account(rp, l, 0, 0);
-	HASH_DEL(rp->tables[l->space], l);
-	l->hh.next = rp->spare;
+	table_del(&rp->tables[l->space], l);
+	l->next = rp->spare;
 	rp->spare = l;
 }
 
@@ -213,8 +284,9 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		}
 		struct rp_live *l = rp->spare;
 		if (l) {
-			rp->spare = l->hh.next;
-			l->maps = 0; /* every other field is set below, hh by HASH_ADD */
+			rp->spare = l->next;
+			l->maps =
+			    0; /* every other field is set below, next and prev by table_add */
 		} else {
 			l = xcalloc(1, sizeof(*l));
 		}
@@ -228,7 +300,7 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		l->seq = rp->seq;
 		l->api = e->api;
 		l->refs = 1;
-		HASH_ADD(hh, rp->tables[l->space], key, sizeof(l->key), l);
+		table_add(&rp->tables[l->space], l);
 		account(rp, l, 1, e->time_ns);
 		return;
 	}
