@@ -269,40 +269,73 @@ static __attribute__((noinline)) void extra_grow(struct acct_pass *p, const stru
 	p->nextra = rp->ndevs;
 }
 
-static __attribute__((noinline)) void extra_new_peak(struct acct_pass *p, size_t i)
+/* acct_event's loop over the devices from device i on. */
+static void extra_from(struct acct_pass *p, const struct gmt_event *e, size_t i)
 {
-	const struct rp_dev *d = &p->rp->devs[i];
-	struct peak_extra *x = &p->extra[i];
-	x->seq = d->lv.peak_seq;
-	x->until_ns = 0;
-	x->ctx = *ctx_now(p, d->ordinal);
+	const struct replay *rp = p->rp;
+	for (; i < rp->ndevs; i++) {
+		const struct rp_level *lv = &rp->devs[i].lv;
+		struct peak_extra *x = &p->extra[i];
+		if (lv->peak_seq != x->seq) { /* a new peak, at this event */
+			x->seq = lv->peak_seq;
+			x->until_ns = 0;
+			x->ctx = *ctx_now(p, rp->devs[i].ordinal);
+		} else if (x->seq && !x->until_ns && e->time_ns > lv->peak_time_ns &&
+			   lv->bytes < lv->peak) {
+			x->until_ns = e->time_ns;
+		}
+	}
 }
 
+/* acct_event whole, for the events that need more than its fast path. */
+static __attribute__((noinline)) void acct_event_all(struct acct_pass *p, const struct gmt_event *e,
+						     const struct api_info *ai)
+{
+	const struct replay *rp = p->rp;
+	if (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))
+		ctx_event(p, e, ai);
+	if (ai && ai->op == GMT_OP_ALLOC && !e->result && !(e->flags & GMT_EV_FAILED) &&
+	    replay_kind_bucket(ai->kind, e->aux) >= 0) { /* trace_alloc_bucket(e) >= 0 */
+		stack_first_seen(p, e->stack_id);
+		p->vmm_creates += ai->kind == GMT_KIND_VMM_PHYS;
+	}
+	if (p->nextra < rp->ndevs)
+		extra_grow(p, rp);
+	extra_from(p, e, 0);
+}
+
+/* What acct_event_all does, on a path with only tail calls (no registers
+ * saved): anything rare (a context event, a stack not seen yet, a device
+ * new to the pass, a new peak) goes out of line. */
 void acct_event(struct acct *a, const struct gmt_event *e)
 {
 	struct acct_pass *p = a->pass;
 	const struct replay *rp = p->rp;
 	const struct api_info *ai = api_lookup(e->api);
-	if (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))
-		ctx_event(p, e, ai);
+	if (p->nextra < rp->ndevs ||
+	    (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))) {
+		acct_event_all(p, e, ai);
+		return;
+	}
 	if (ai && ai->op == GMT_OP_ALLOC && !e->result && !(e->flags & GMT_EV_FAILED) &&
-	    replay_kind_bucket(ai->kind, e->aux) >= 0) { /* trace_alloc_bucket(e) >= 0 */
+	    replay_kind_bucket(ai->kind, e->aux) >= 0) {
 		uint64_t id = e->stack_id;
-		if (id >= SEEN_BITS || !p->seen_bits || !(p->seen_bits[id / 8] & (1u << (id % 8))))
-			stack_first_seen(p, id);
+		if (id >= SEEN_BITS || !p->seen_bits ||
+		    !(p->seen_bits[id / 8] & (1u << (id % 8)))) {
+			acct_event_all(p, e, ai);
+			return;
+		}
 		p->vmm_creates += ai->kind == GMT_KIND_VMM_PHYS;
 	}
-	if (p->nextra < rp->ndevs)
-		extra_grow(p, rp);
 	for (size_t i = 0; i < rp->ndevs; i++) {
 		const struct rp_level *lv = &rp->devs[i].lv;
 		struct peak_extra *x = &p->extra[i];
-		if (lv->peak_seq != x->seq) { /* a new peak, at this event */
-			extra_new_peak(p, i);
-		} else if (x->seq && !x->until_ns && e->time_ns > lv->peak_time_ns &&
-			   lv->bytes < lv->peak) {
-			x->until_ns = e->time_ns;
+		if (lv->peak_seq != x->seq) {
+			extra_from(p, e, i);
+			return;
 		}
+		if (x->seq && !x->until_ns && e->time_ns > lv->peak_time_ns && lv->bytes < lv->peak)
+			x->until_ns = e->time_ns;
 	}
 }
 
