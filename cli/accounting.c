@@ -202,7 +202,7 @@ static void snapshot_end(struct acct_pass *p, struct acct_moment *m, int64_t ord
 	m->time_ns = time_ns;
 	for (int sp = 0; sp < 5; sp++) {
 		struct rp_live *l, *lt;
-		HASH_ITER(hh, p->rp->tables[sp], l, lt)
+		RP_EACH(p->rp, sp, l, lt)
 		{
 			if (l->bucket != BK_DEVICE || l->device != ordinal)
 				continue;
@@ -240,39 +240,40 @@ static void snapshot_peak(struct acct_pass *p, const struct peakset *ps, struct 
 	}
 }
 
-void acct_event(struct acct *a, const struct gmt_event *e)
+/* acct_event's rare parts, out of line so that the per-event path saves
+ * no registers: an allocation's stack not seen yet, a device new to the
+ * pass, a new peak. */
+static __attribute__((noinline)) void stack_first_seen(struct acct_pass *p, uint64_t id)
 {
-	struct acct_pass *p = a->pass;
-	struct replay *rp = p->rp;
-	const struct api_info *ai = api_lookup(e->api);
-	if (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))
-		ctx_event(p, e, ai);
-	if (ai && ai->op == GMT_OP_ALLOC && !e->result && !(e->flags & GMT_EV_FAILED) &&
-	    replay_kind_bucket(ai->kind, e->aux) >= 0) { /* trace_alloc_bucket(e) >= 0 */
-		uint64_t id = e->stack_id;
-		bool bit = id < SEEN_BITS;
-		if (bit && !p->seen_bits)
-			p->seen_bits = xcalloc(SEEN_BITS / 8, 1);
-		struct stack_seen *s = NULL;
-		if (!bit || !(p->seen_bits[id / 8] & (1u << (id % 8))))
-			HASH_FIND(hh, p->alloc_stacks, &e->stack_id, sizeof(e->stack_id), s);
-		else
-			s = p->alloc_stacks; /* seen: any non-NULL will do */
-		if (bit)
-			p->seen_bits[id / 8] |= (uint8_t)(1u << (id % 8));
-		if (!s) {
-			s = xcalloc(1, sizeof(*s));
-			s->stack_id = e->stack_id;
-			HASH_ADD(hh, p->alloc_stacks, stack_id, sizeof(s->stack_id), s);
-		}
-		p->vmm_creates += ai->kind == GMT_KIND_VMM_PHYS;
+	bool bit = id < SEEN_BITS;
+	if (bit && !p->seen_bits)
+		p->seen_bits = xcalloc(SEEN_BITS / 8, 1);
+	struct stack_seen *s = NULL;
+	if (!bit || !(p->seen_bits[id / 8] & (1u << (id % 8))))
+		HASH_FIND(hh, p->alloc_stacks, &id, sizeof(id), s);
+	else
+		s = p->alloc_stacks; /* seen: any non-NULL will do */
+	if (bit)
+		p->seen_bits[id / 8] |= (uint8_t)(1u << (id % 8));
+	if (!s) {
+		s = xcalloc(1, sizeof(*s));
+		s->stack_id = id;
+		HASH_ADD(hh, p->alloc_stacks, stack_id, sizeof(s->stack_id), s);
 	}
-	if (p->nextra < rp->ndevs) {
-		p->extra = xrealloc(p->extra, rp->ndevs * sizeof(*p->extra));
-		memset(p->extra + p->nextra, 0, (rp->ndevs - p->nextra) * sizeof(*p->extra));
-		p->nextra = rp->ndevs;
-	}
-	for (size_t i = 0; i < rp->ndevs; i++) {
+}
+
+static __attribute__((noinline)) void extra_grow(struct acct_pass *p, const struct replay *rp)
+{
+	p->extra = xrealloc(p->extra, rp->ndevs * sizeof(*p->extra));
+	memset(p->extra + p->nextra, 0, (rp->ndevs - p->nextra) * sizeof(*p->extra));
+	p->nextra = rp->ndevs;
+}
+
+/* acct_event's loop over the devices from device i on. */
+static void extra_from(struct acct_pass *p, const struct gmt_event *e, size_t i)
+{
+	const struct replay *rp = p->rp;
+	for (; i < rp->ndevs; i++) {
 		const struct rp_level *lv = &rp->devs[i].lv;
 		struct peak_extra *x = &p->extra[i];
 		if (lv->peak_seq != x->seq) { /* a new peak, at this event */
@@ -283,6 +284,58 @@ void acct_event(struct acct *a, const struct gmt_event *e)
 			   lv->bytes < lv->peak) {
 			x->until_ns = e->time_ns;
 		}
+	}
+}
+
+/* acct_event whole, for the events that need more than its fast path. */
+static __attribute__((noinline)) void acct_event_all(struct acct_pass *p, const struct gmt_event *e,
+						     const struct api_info *ai)
+{
+	const struct replay *rp = p->rp;
+	if (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))
+		ctx_event(p, e, ai);
+	if (ai && ai->op == GMT_OP_ALLOC && !e->result && !(e->flags & GMT_EV_FAILED) &&
+	    replay_kind_bucket(ai->kind, e->aux) >= 0) { /* trace_alloc_bucket(e) >= 0 */
+		stack_first_seen(p, e->stack_id);
+		p->vmm_creates += ai->kind == GMT_KIND_VMM_PHYS;
+	}
+	if (p->nextra < rp->ndevs)
+		extra_grow(p, rp);
+	extra_from(p, e, 0);
+}
+
+/* What acct_event_all does, on a path with only tail calls (no registers
+ * saved): anything rare (a context event, a stack not seen yet, a device
+ * new to the pass, a new peak) goes out of line. */
+void acct_event(struct acct *a, const struct gmt_event *e)
+{
+	struct acct_pass *p = a->pass;
+	const struct replay *rp = p->rp;
+	const struct api_info *ai = api_lookup(e->api);
+	if (p->nextra < rp->ndevs ||
+	    (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))) {
+		acct_event_all(p, e, ai);
+		return;
+	}
+	if (ai && ai->op == GMT_OP_ALLOC && !e->result && !(e->flags & GMT_EV_FAILED) &&
+	    replay_kind_bucket(ai->kind, e->aux) >= 0) {
+		uint64_t id = e->stack_id;
+		if (id >= SEEN_BITS || !p->seen_bits ||
+		    !(p->seen_bits[id / 8] & (1u << (id % 8)))) {
+			acct_event_all(p, e, ai);
+			return;
+		}
+		p->vmm_creates += ai->kind == GMT_KIND_VMM_PHYS;
+	}
+	for (size_t i = 0; i < rp->ndevs; i++) {
+		const struct rp_level *lv = &rp->devs[i].lv;
+		struct peak_extra *x = &p->extra[i];
+		if (lv->peak_seq != x->seq) {
+			extra_from(p, e, i);
+			return;
+		}
+		if (x->seq && !x->until_ns && e->time_ns > lv->peak_time_ns && lv->bytes < lv->peak)
+			x->until_ns = e->time_ns;
 	}
 }
 

@@ -76,7 +76,7 @@ static void snapshot(struct measure *m, int64_t device)
 	char buf[4096];
 	for (int sp = 0; sp < 5; sp++) {
 		struct rp_live *l, *lt;
-		HASH_ITER(hh, m->rp2.tables[sp], l, lt)
+		RP_EACH(&m->rp2, sp, l, lt)
 		{
 			if (l->bucket != BK_DEVICE || l->device != device)
 				continue;

@@ -125,7 +125,7 @@ static void snapshot(struct frag *g, int64_t ord, uint64_t time, struct snap *s)
 	s->taken = true;
 	s->time_ns = time;
 	struct rp_live *l, *tmp;
-	HASH_ITER(hh, g->rp.tables[GMT_SPACE_ADDR], l, tmp)
+	RP_EACH(&g->rp, GMT_SPACE_ADDR, l, tmp)
 	{
 		if (l->bucket != BK_DEVICE || l->device != ord)
 			continue;
@@ -185,7 +185,7 @@ static void vmm_update(struct frag *g)
 	}
 	v->physical = 0;
 	struct rp_live *l, *lt;
-	HASH_ITER(hh, g->rp.tables[GMT_SPACE_VMM_HANDLE], l, lt)
+	RP_EACH(&g->rp, GMT_SPACE_VMM_HANDLE, l, lt)
 	{
 		if (l->api == GMT_API_cuMemCreate)
 			v->physical += l->size;

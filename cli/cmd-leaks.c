@@ -65,7 +65,7 @@ static int leaks_one(struct trace_rows *rows, struct leak_trace *lt)
 	if (rc < 0) {
 		for (int sp = 0; sp < 5; sp++) {
 			struct rp_live *l, *tmp;
-			HASH_ITER(hh, rp.tables[sp], l, tmp)
+			RP_EACH(&rp, sp, l, tmp)
 			{
 				if (!counted(l->bucket))
 					continue;

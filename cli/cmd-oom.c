@@ -145,7 +145,7 @@ static void analyse(struct oomrun *r, struct oom *o)
 	int spaces[2] = {GMT_SPACE_ADDR, GMT_SPACE_VMM_HANDLE};
 	for (int s = 0; s < 2; s++) {
 		struct rp_live *l, *lt;
-		HASH_ITER(hh, r->rp.tables[spaces[s]], l, lt)
+		RP_EACH(&r->rp, spaces[s], l, lt)
 		{
 			if (l->bucket != BK_DEVICE || l->device != e->device)
 				continue;

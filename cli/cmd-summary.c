@@ -133,36 +133,47 @@ static struct dev_info *dev_get(struct summary *s, int64_t ordinal)
 
 /* ---- the pass: the live set, calls and failures ------------------------ */
 
+/* on_event's rare parts, out of line: an API not in by_api, a failure. */
+static __attribute__((noinline)) struct call *call_new(struct summary *s, uint32_t api)
+{
+	struct call *c;
+	HASH_FIND(hh, s->calls, &api, sizeof(api), c);
+	if (!c) {
+		c = xrealloc(NULL, sizeof(*c));
+		memset(c, 0, sizeof(*c));
+		c->api = api;
+		HASH_ADD(hh, s->calls, api, sizeof(c->api), c);
+	}
+	if (api <= GMT_API_MAX_)
+		s->by_api[api] = c;
+	return c;
+}
+
+static __attribute__((noinline)) void call_failed(struct summary *s, struct call *c,
+						  const struct gmt_event *e)
+{
+	c->failed++;
+	if (s->nfailures++ < MAX_FAILURES) {
+		if (!s->failures)
+			s->failures = xrealloc(NULL, MAX_FAILURES * sizeof(*s->failures));
+		s->failures[s->nfailures_kept++] =
+		    (struct failure){e->time_ns, e->size, e->result, e->api, e->device};
+	}
+}
+
 static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct summary *s = ctx;
-	acct_event(&s->acct, e);
 	/* known APIs by index, no hash lookup per event */
 	struct call *c = e->api <= GMT_API_MAX_ ? s->by_api[e->api] : NULL;
-	if (!c) {
-		HASH_FIND(hh, s->calls, &e->api, sizeof(e->api), c);
-		if (!c) {
-			c = xrealloc(NULL, sizeof(*c));
-			memset(c, 0, sizeof(*c));
-			c->api = e->api;
-			HASH_ADD(hh, s->calls, api, sizeof(c->api), c);
-		}
-		if (e->api <= GMT_API_MAX_)
-			s->by_api[e->api] = c;
-	}
+	if (!c)
+		c = call_new(s, e->api);
 	c->count++;
-	bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);
-	if (failed) {
-		c->failed++;
-		if (s->nfailures++ < MAX_FAILURES) {
-			if (!s->failures)
-				s->failures = xrealloc(NULL, MAX_FAILURES * sizeof(*s->failures));
-			s->failures[s->nfailures_kept++] =
-			    (struct failure){e->time_ns, e->size, e->result, e->api, e->device};
-		}
-	} else {
+	if (e->result != 0 || (e->flags & GMT_EV_FAILED))
+		call_failed(s, c, e);
+	else
 		c->bytes += e->size;
-	}
+	acct_event(&s->acct, e); /* last: a tail call */
 }
 
 /* ---- with ranges, a second pass: the phases ---------------------------- */
@@ -219,7 +230,7 @@ static void kinds_now(struct replay *rp, int64_t ordinal, uint64_t *kinds)
 {
 	for (int sp = 0; sp < 5; sp++) {
 		struct rp_live *l, *lt;
-		HASH_ITER(hh, rp->tables[sp], l, lt)
+		RP_EACH(rp, sp, l, lt)
 		{
 			if (l->bucket == BK_DEVICE && l->device == ordinal)
 				kinds[api_kind(l->api)] += l->size;

@@ -121,7 +121,7 @@ static void charge_live(struct top *tp, struct replay *rp, int64_t device, int m
 {
 	for (int sp = 0; sp < 5; sp++) {
 		struct rp_live *l, *lt;
-		HASH_ITER(hh, rp->tables[sp], l, lt)
+		RP_EACH(rp, sp, l, lt)
 		{
 			if (l->bucket != BK_DEVICE || (device != INT64_MIN && l->device != device))
 				continue;

@@ -73,7 +73,7 @@ void peakset_attach(struct peakset *ps, struct replay *rp)
 	ps->rp = rp;
 	rp->on_change = on_change;
 	rp->on_change_ctx = ps;
-	rp->on_change_ends_only = true; /* on_change has nothing to do for them */
+	rp->on_change_peak_ends = true; /* on_change has nothing to do for the others */
 }
 
 void peakset_free(struct peakset *ps)
@@ -96,7 +96,7 @@ void peakset_each(const struct peakset *ps, int64_t ordinal, peakset_fn fn, void
 		return;
 	for (int sp = 0; sp < 5; sp++) {
 		struct rp_live *l, *lt;
-		HASH_ITER(hh, rp->tables[sp], l, lt)
+		RP_EACH(rp, sp, l, lt)
 		{
 			if (l->bucket != BK_DEVICE || l->device != ordinal || l->seq > peak)
 				continue;

@@ -38,15 +38,15 @@ void replay_free(struct replay *rp)
 {
 	for (int s = 0; s < 5; s++) {
 		struct rp_live *l, *tmp;
-		HASH_ITER(hh, rp->tables[s], l, tmp)
+		RP_EACH(rp, s, l, tmp)
 		{
-			HASH_DEL(rp->tables[s], l);
 			free(l);
 		}
+		free(rp->tables[s].slots);
 	}
 	while (rp->spare) {
 		struct rp_live *l = rp->spare;
-		rp->spare = l->hh.next;
+		rp->spare = l->next;
 		free(l);
 	}
 	struct rp_map *m, *mt;
@@ -100,14 +100,18 @@ static void level_sub(struct rp_level *lv, uint64_t bytes)
 		lv->count--;
 }
 
-static inline void account(struct replay *rp, const struct rp_live *l, int add, uint64_t time)
+/* Whether rp->on_change is told of this change (d: l's device level). */
+static inline bool tell(const struct replay *rp, const struct rp_live *l, int add,
+			const struct rp_level *d)
 {
-	if (rp->on_change && !(add && rp->on_change_ends_only))
-		rp->on_change(rp->on_change_ctx, l, add);
-	struct rp_level *b = &rp->buckets[l->bucket], *d = NULL;
-	if (l->bucket == BK_DEVICE) /* one device, most often: no call */
-		d = rp->ndevs && rp->devs[0].ordinal == l->device ? &rp->devs[0].lv
-								  : &replay_dev(rp, l->device)->lv;
+	return rp->on_change &&
+	       !(rp->on_change_peak_ends && (add || !d || !d->peak_seq || l->seq > d->peak_seq));
+}
+
+static inline void levels(struct replay *rp, const struct rp_live *l, int add, uint64_t time,
+			  struct rp_level *d)
+{
+	struct rp_level *b = &rp->buckets[l->bucket];
 	if (add) {
 		level_add(b, l->size, time, rp->seq);
 		if (d)
@@ -119,12 +123,127 @@ static inline void account(struct replay *rp, const struct rp_live *l, int add, 
 	}
 }
 
+static inline void account(struct replay *rp, const struct rp_live *l, int add, uint64_t time)
+{
+	struct rp_level *d = NULL;
+	if (l->bucket == BK_DEVICE) /* one device, most often: no call */
+		d = rp->ndevs && rp->devs[0].ordinal == l->device ? &rp->devs[0].lv
+								  : &replay_dev(rp, l->device)->lv;
+	if (tell(rp, l, add, d))
+		rp->on_change(rp->on_change_ctx, l, add);
+	levels(rp, l, add, time, d);
+}
+
+static __attribute__((noinline)) void account_call(struct replay *rp, const struct rp_live *l,
+						   int add, uint64_t time)
+{
+	account(rp, l, add, time);
+}
+
+/* account without a call: l's device level where it is the first device
+ * (*d; NULL for other memory) and on_change not to be told. false: use
+ * account. */
+static inline bool quiet(const struct replay *rp, const struct rp_live *l, int add,
+			 struct rp_level **d)
+{
+	*d = NULL;
+	if (l->bucket == BK_DEVICE) {
+		if (!rp->ndevs || rp->devs[0].ordinal != l->device)
+			return false;
+		*d = &rp->devs[0].lv;
+	}
+	return !tell(rp, l, add, *d);
+}
+
+static inline size_t slot_of(const struct rp_table *t, uint64_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> t->shift);
+}
+
 static inline struct rp_live *find(struct replay *rp, int space, uint64_t key)
 {
-	struct rp_live *l = NULL;
-	if (space >= 0 && space < 5)
-		HASH_FIND(hh, rp->tables[space], &key, sizeof(key), l);
-	return l;
+	if (space < 0 || space >= 5 || !rp->tables[space].slots)
+		return NULL;
+	const struct rp_table *t = &rp->tables[space];
+	for (size_t i = slot_of(t, key);; i = (i + 1) & t->mask) {
+		const struct rp_slot *s = &t->slots[i];
+		if (s->key == key || !s->l) /* empty slots hold {0, NULL} */
+			return s->l;
+	}
+}
+
+static void slot_put(struct rp_table *t, struct rp_live *l)
+{
+	size_t i = slot_of(t, l->key);
+	while (t->slots[i].l)
+		i = (i + 1) & t->mask;
+	t->slots[i] = (struct rp_slot){l->key, l};
+}
+
+/* Twice the slots (64 at first), the entries put back in list order. */
+static __attribute__((noinline)) void table_grow(struct rp_table *t)
+{
+	size_t cap = t->slots ? 2 * (t->mask + 1) : 64;
+	free(t->slots);
+	t->slots = xcalloc(cap, sizeof(*t->slots));
+	t->mask = cap - 1;
+	t->shift = 64 - (unsigned)__builtin_ctzll(cap);
+	for (struct rp_live *l = t->head; l; l = l->next)
+		slot_put(t, l);
+}
+
+/* Whether one more entry fits in t's index as it is. */
+static inline bool table_room(const struct rp_table *t)
+{
+	return t->slots && 2 * (t->count + 1) <= t->mask + 1;
+}
+
+/* l (a key not in t) at the end of t, where table_room. */
+static inline void table_insert(struct rp_table *t, struct rp_live *l)
+{
+	slot_put(t, l);
+	t->count++;
+	l->next = NULL;
+	l->prev = t->tail;
+	if (t->tail)
+		t->tail->next = l;
+	else
+		t->head = l;
+	t->tail = l;
+}
+
+/* l (a key not in t) at the end of t. */
+static inline void table_add(struct rp_table *t, struct rp_live *l)
+{
+	if (!table_room(t))
+		table_grow(t);
+	table_insert(t, l);
+}
+
+/* l out of t: its slot emptied by moving back the entries after it that
+ * may (backward shift, no tombstones), then out of the list. */
+static inline void table_del(struct rp_table *t, struct rp_live *l)
+{
+	size_t i = slot_of(t, l->key);
+	while (t->slots[i].l != l)
+		i = (i + 1) & t->mask;
+	for (size_t j = (i + 1) & t->mask; t->slots[j].l; j = (j + 1) & t->mask) {
+		size_t home = slot_of(t, t->slots[j].key);
+		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
+			t->slots[i] = t->slots[j];
+			i = j;
+		}
+	}
+	t->slots[i] = (struct rp_slot){0, NULL};
+	t->count--;
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		t->head = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	else
+		t->tail = l->prev;
 }
 
 struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
@@ -132,12 +251,29 @@ struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
 	return find(rp, space, key);
 }
 
-static void drop(struct replay *rp, struct rp_live *l)
+static inline void unlink_live(struct replay *rp, struct rp_live *l)
+{
+	table_del(&rp->tables[l->space], l);
+	l->next = rp->spare;
+	rp->spare = l;
+}
+
+static __attribute__((noinline)) void drop_call(struct replay *rp, struct rp_live *l)
 {
 	account(rp, l, 0, 0);
-	HASH_DEL(rp->tables[l->space], l);
-	l->hh.next = rp->spare;
-	rp->spare = l;
+	unlink_live(rp, l);
+}
+
+/* Without a call where account needs none (quiet). */
+static inline void drop(struct replay *rp, struct rp_live *l)
+{
+	struct rp_level *d;
+	if (!quiet(rp, l, 0, &d)) {
+		drop_call(rp, l);
+		return;
+	}
+	levels(rp, l, 0, 0, d);
+	unlink_live(rp, l);
 }
 
 static void maybe_release(struct replay *rp, struct rp_live *h)
@@ -194,12 +330,72 @@ static struct rp_live *handle_at(struct replay *rp, uint64_t addr)
 	return NULL;
 }
 
+static inline void fill_live(struct rp_live *l, const struct replay *rp, const struct gmt_event *e,
+			     const struct api_info *a, int b)
+{
+	l->key = e->ptr;
+	l->space = a->space;
+	l->bucket = b;
+	l->device = e->device;
+	l->size = b == BK_POOL ? 0 : e->size;
+	l->stack_id = e->stack_id;
+	l->time_ns = e->time_ns;
+	l->seq = rp->seq;
+	l->api = e->api;
+	l->refs = 1;
+}
+
+static __attribute__((noinline)) void apply_all(struct replay *rp, const struct gmt_event *e,
+						const struct api_info *a);
+
+/* An allocation from the spare list that needs no call to find its
+ * device, to grow the index or to tell on_change: without a call but the
+ * last; the rest in apply_all. */
+static __attribute__((noinline)) void alloc_fast(struct replay *rp, const struct gmt_event *e,
+						 const struct api_info *a)
+{
+	int b = replay_kind_bucket(a->kind, e->aux);
+	struct rp_table *t = &rp->tables[a->space];
+	if (b < 0 || !table_room(t) || find(rp, a->space, e->ptr)) {
+		apply_all(rp, e, a);
+		return;
+	}
+	struct rp_live *l = rp->spare;
+	rp->spare = l->next;
+	l->maps = 0;
+	fill_live(l, rp, e, a, b);
+	table_insert(t, l);
+	struct rp_level *d;
+	if (quiet(rp, l, 1, &d))
+		levels(rp, l, 1, e->time_ns, d);
+	else
+		account_call(rp, l, 1, e->time_ns);
+}
+
+/* Every event of every replay: the two common cases (a free of a live
+ * entry, an allocation: alloc_fast) with no registers saved here. */
 void replay_apply(struct replay *rp, const struct gmt_event *e)
 {
 	rp->seq++;
 	const struct api_info *a = api_lookup(e->api);
 	if (!a || e->result != 0 || (e->flags & GMT_EV_FAILED))
 		return;
+	if (a->op == GMT_OP_FREE && e->ptr && a->space != GMT_SPACE_VMM_HANDLE) {
+		struct rp_live *l = find(rp, a->space, e->ptr);
+		if (l) {
+			drop(rp, l);
+			return;
+		}
+	} else if (a->op == GMT_OP_ALLOC && e->ptr && rp->spare && a->space >= 0 && a->space < 5) {
+		alloc_fast(rp, e, a);
+		return;
+	}
+	apply_all(rp, e, a);
+}
+
+/* replay_apply for any event that passed its first checks. */
+static void apply_all(struct replay *rp, const struct gmt_event *e, const struct api_info *a)
+{
 	switch (a->op) {
 	case GMT_OP_ALLOC: {
 		int b = replay_kind_bucket(a->kind, e->aux);
@@ -212,22 +408,13 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 		}
 		struct rp_live *l = rp->spare;
 		if (l) {
-			rp->spare = l->hh.next;
-			l->maps = 0; /* every other field is set below, hh by HASH_ADD */
+			rp->spare = l->next;
+			l->maps = 0; /* the rest: fill_live, table_add */
 		} else {
 			l = xcalloc(1, sizeof(*l));
 		}
-		l->key = e->ptr;
-		l->space = a->space;
-		l->bucket = b;
-		l->device = e->device;
-		l->size = b == BK_POOL ? 0 : e->size;
-		l->stack_id = e->stack_id;
-		l->time_ns = e->time_ns;
-		l->seq = rp->seq;
-		l->api = e->api;
-		l->refs = 1;
-		HASH_ADD(hh, rp->tables[l->space], key, sizeof(l->key), l);
+		fill_live(l, rp, e, a, b);
+		table_add(&rp->tables[l->space], l);
 		account(rp, l, 1, e->time_ns);
 		return;
 	}

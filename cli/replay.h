@@ -52,8 +52,8 @@ struct rp_dev {
 };
 
 struct rp_live {
-	UT_hash_handle hh;
-	uint64_t key; /* address or handle */
+	struct rp_live *next, *prev; /* its table's entries in the order added */
+	uint64_t key;		     /* address or handle */
 	int space;
 	int bucket;
 	int64_t device;
@@ -68,10 +68,29 @@ struct rp_map {
 	uint64_t va, size, handle;
 };
 
+/* One space's live entries: a list in the order they were added (the
+ * order the commands print them in) and an index by key (open addressing,
+ * linear probing, at most half full). */
+struct rp_slot {
+	uint64_t key;
+	struct rp_live *l; /* NULL: empty */
+};
+
+struct rp_table {
+	struct rp_live *head, *tail;
+	struct rp_slot *slots;
+	size_t count, mask;
+	unsigned shift; /* a key's first slot: (key * golden ratio) >> shift */
+};
+
+/* Every live entry of a space, in the order added; the body may drop l. */
+#define RP_EACH(rp, space, l, tmp)                                                                 \
+	for ((l) = (rp)->tables[space].head; (l) && ((tmp) = (l)->next, 1); (l) = (tmp))
+
 struct replay {
-	struct rp_live *tables[5]; /* by enum gmt_space */
+	struct rp_table tables[5]; /* by enum gmt_space */
 	struct rp_map *maps;
-	struct rp_live *spare; /* freed entries, chained by hh.next: no malloc per event */
+	struct rp_live *spare;		   /* freed entries, chained by next: no malloc per event */
 	struct rp_level buckets[BK_COUNT]; /* BK_DEVICE: all devices together */
 	struct rp_dev *devs;
 	size_t ndevs, devs_cap;
@@ -82,7 +101,10 @@ struct replay {
 	 * plot/flamegraph/export can split the bytes by their own groups. */
 	void (*on_change)(void *ctx, const struct rp_live *l, bool counted);
 	void *on_change_ctx;
-	bool on_change_ends_only; /* on_change is not told of new allocations */
+	/* on_change is told only of ends (counted false) of device
+	 * allocations made by their device's peak (seq <= its peak_seq): the
+	 * only ones peakset counts. */
+	bool on_change_peak_ends;
 };
 
 /* The bucket an allocation of this GMT_KIND_* counts in (aux: a

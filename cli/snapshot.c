@@ -56,7 +56,7 @@ int snapshot_live(struct trace *t, bool at_end, snapshot_fn fn, void *ctx, uint6
 	*when_ns = at_end ? trace_end_ns(t) : s.when_ns;
 	for (int sp = 0; sp < 5; sp++) {
 		struct rp_live *l, *tmp;
-		HASH_ITER(hh, s.rp.tables[sp], l, tmp)
+		RP_EACH(&s.rp, sp, l, tmp)
 		{
 			if (dev_kind_of(l) >= 0 && l->size)
 				fn(ctx, l);

@@ -463,6 +463,64 @@ static void progress(struct trace *t, uint64_t offset, int *shown)
 	fflush(stderr);
 }
 
+/* Pushes events of a reader's run (evs[0, n): one batch, one thread) and
+ * applies those that may go, as reorder_push and reorder_next would one at
+ * a time, while the window holds only this thread's sorted run, with room,
+ * and no heap (most traces, all the time): the run's state in locals, one
+ * loop. Returns how many it took; the caller goes on with the rest. */
+static inline __attribute__((always_inline)) size_t push_run(struct trace *t, struct reorder *q,
+							     const struct gmt_event *evs, size_t n,
+							     struct replay *rp, trace_event_fn fn,
+							     void *ctx, bool meta)
+{
+	struct reorder_run *r = &q->runs[(evs[0].tid * 0x9e3779b97f4a7c15ull) >> 61];
+	unsigned bit = 1u << (r - q->runs);
+	if (q->heap_n || (q->nonempty & ~bit) || !r->len)
+		return 0;
+	struct gmt_event *buf = r->buf, *last = r->last;
+	size_t cap = r->cap, head = r->head, len = r->len, waiting = q->n, limit = q->limit;
+	uint64_t newest = q->newest, low = q->low, window = q->window_ns, tid = evs[0].tid;
+	size_t i = 0;
+	for (; i < n; i++) {
+		const struct gmt_event *e = &evs[i];
+		/* what reorder_push appends to the run without its slow path */
+		if (!len || len == cap || e->tid != tid || reorder_before_(e, last))
+			break;
+		if (meta)
+			on_event_meta(t, e);
+		last = last + 1 == buf + cap ? buf : last + 1;
+		*last = *e;
+		len++;
+		if (waiting++ == 0 || e->time_ns < low)
+			low = e->time_ns;
+		if (e->time_ns > newest)
+			newest = e->time_ns;
+		/* reorder_next with one run */
+		while (waiting && (waiting > limit || newest - low >= window)) {
+			const struct gmt_event *top = &buf[head];
+			low = top->time_ns;
+			if (waiting <= limit && newest - top->time_ns < window)
+				break;
+			waiting--;
+			head = head + 1 == cap ? 0 : head + 1;
+			len--;
+			if (rp)
+				replay_apply(rp, top);
+			if (fn)
+				fn(ctx, top, rp);
+		}
+	}
+	r->last = last;
+	r->head = head;
+	r->len = len;
+	if (!len)
+		q->nonempty &= ~bit;
+	q->n = waiting;
+	q->newest = newest;
+	q->low = low;
+	return i;
+}
+
 /* One read of the events in time order; meta: the metadata pass too. */
 static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx, bool meta)
 {
@@ -477,6 +535,9 @@ static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, v
 		size_t nev = gmt_reader_next_events(t->reader, &evs);
 		if (nev) { /* a run of events: no record plumbing per event */
 			for (size_t i = 0; i < nev; i++) {
+				i += push_run(t, &q, evs + i, nev - i, rp, fn, ctx, meta);
+				if (i == nev)
+					break;
 				if (meta)
 					on_event_meta(t, &evs[i]);
 				reorder_push(&q, &evs[i]);

@@ -452,16 +452,14 @@ static uint64_t left_bytes(const struct gmt_cursor *c)
 	return (uint64_t)(c->end - c->p);
 }
 
-/* gmt_get_varint without a bounds check per byte where a whole varint
- * fits: the events are most of a trace's bytes. */
-static inline uint64_t ev_varint(struct gmt_cursor *c)
+/* One varint of a column where at least GMT_VARINT_MAX bytes remain: no
+ * bounds check per byte (the events are most of a trace's bytes). */
+static inline __attribute__((always_inline)) uint64_t col_varint(const uint8_t **pp, int *bad)
 {
-	const uint8_t *p = c->p;
-	if (c->end - p < 10)
-		return gmt_get_varint(c);
+	const uint8_t *p = *pp;
 	uint64_t b = *p++;
 	if (b < 0x80) {
-		c->p = p;
+		*pp = p;
 		return b;
 	}
 	uint64_t v = b & 0x7f;
@@ -469,13 +467,21 @@ static inline uint64_t ev_varint(struct gmt_cursor *c)
 		b = *p++;
 		v |= (b & 0x7f) << shift;
 		if (b < 0x80) {
-			c->p = p;
+			*pp = p;
 			return v;
 		}
 	}
-	c->p = p;
-	c->bad = 1; /* more than 10 bytes, as gmt_get_varint says */
+	*pp = p;
+	*bad = 1; /* more than 10 bytes, as gmt_get_varint says */
 	return 0;
+}
+
+/* gmt_get_varint, through col_varint where a whole varint fits. */
+static inline uint64_t ev_varint(struct gmt_cursor *c)
+{
+	if (c->end - c->p < GMT_VARINT_MAX)
+		return gmt_get_varint(c);
+	return col_varint(&c->p, &c->bad);
 }
 
 /* The next event of an EVENTCOLS batch: each field from its own column,
@@ -556,6 +562,122 @@ static int dec_ev(struct dec *d, struct gmt_event *e)
 	e->stack_id = d->ev_stack;
 	d->ev_left--;
 	return DEC_RECORD;
+}
+
+enum { COL_HEAD, COL_DT, COL_SIZE, COL_DSTK };
+
+/* Value v of column `kind` into event i (p: the cursor after it). */
+static inline __attribute__((always_inline)) void col_put(int kind, struct gmt_event *e, size_t i,
+							  uint64_t v, uint64_t *acc,
+							  const uint8_t **ends, const uint8_t *p,
+							  size_t *bad_api, size_t n)
+{
+	switch (kind) {
+	case COL_HEAD:
+		if ((v >> GMT_EV_API_SHIFT) > UINT32_MAX && *bad_api == n)
+			*bad_api = i;
+		e[i].api = (uint32_t)(v >> GMT_EV_API_SHIFT);
+		e[i].flags = (uint32_t)(v & 0xf);
+		ends[i] = p;
+		break;
+	case COL_DT:
+		*acc += v;
+		e[i].time_ns = *acc;
+		break;
+	case COL_SIZE:
+		e[i].size = v;
+		break;
+	case COL_DSTK:
+		*acc += (uint64_t)gmt_unzigzag(v);
+		e[i].stack_id = *acc;
+		break;
+	}
+}
+
+/* Column `kind` of an EVENTCOLS batch into e[0, n), in one loop: where
+ * m * GMT_VARINT_MAX bytes remain, the next m varints are read without a
+ * check; the last few through gmt_get_varint. The cursor moves exactly as
+ * dec_ev_cols moves it, so a bad batch fails where it failed there. */
+static inline __attribute__((always_inline)) void dec_col(struct gmt_cursor *c, struct gmt_event *e,
+							  size_t n, int kind, struct dec *d,
+							  const uint8_t **ends, size_t *bad_api)
+{
+	const uint8_t *p = c->p, *end = c->end;
+	int bad = c->bad;
+	uint64_t acc = kind == COL_DT ? d->ev_time : d->ev_stack;
+	size_t i = 0;
+	while (i < n) {
+		size_t m = (size_t)(end - p) / GMT_VARINT_MAX;
+		if (m > n - i)
+			m = n - i;
+		if (m) {
+			for (size_t stop = i + m; i < stop; i++) {
+				uint64_t v = col_varint(&p, &bad);
+				col_put(kind, e, i, v, &acc, ends, p, bad_api, n);
+			}
+		} else { /* the column's last bytes */
+			c->p = p;
+			c->bad = bad;
+			uint64_t v = gmt_get_varint(c);
+			p = c->p;
+			bad = c->bad;
+			col_put(kind, e, i, v, &acc, ends, p, bad_api, n);
+			i++;
+		}
+	}
+	c->p = p;
+	c->bad = bad;
+	if (kind == COL_DT)
+		d->ev_time = acc;
+	else if (kind == COL_DSTK)
+		d->ev_stack = acc;
+}
+
+/* All n events left in an EVENTCOLS batch into e[0, n) (ends[i]: the head
+ * column's cursor after event i), column by column: what dec_ev does n
+ * times, with the same result. n: done; otherwise the index of the event
+ * dec_ev would have failed at (n - 1 for a column that does not end
+ * exactly there). */
+static size_t dec_ev_batch(struct dec *d, struct gmt_event *e, const uint8_t **ends, size_t n)
+{
+	struct gmt_cursor *f = d->col;
+	size_t bad_api = n;
+	dec_col(&f[0], e, n, COL_HEAD, d, ends, &bad_api);
+	dec_col(&f[1], e, n, COL_DT, d, ends, &bad_api);
+	/* the pointers: 8 * n bytes exactly (checked with the record) */
+	const uint8_t *pp = f[2].p;
+	for (size_t i = 0; i < n; i++, pp += 8)
+		e[i].ptr = gmt_get_le64(pp);
+	f[2].p = pp;
+	dec_col(&f[3], e, n, COL_SIZE, d, ends, &bad_api);
+	dec_col(&f[4], e, n, COL_DSTK, d, ends, &bad_api);
+	/* the optional fields, in each event's head order */
+	struct gmt_cursor *o = &f[GMT_EV_COLUMNS - 1];
+	int64_t dev = d->ev_dev;
+	uint64_t index = d->event_index, tid = d->ev_tid;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h = e[i].flags;
+		e[i].result = h & GMT_EV_FAILED ? ev_varint(o) : 0;
+		if (h & GMT_EV_DEV_CHANGED)
+			dev = gmt_unzigzag(ev_varint(o));
+		e[i].aux = h & GMT_EV_HAS_AUX ? ev_varint(o) : 0;
+		e[i].aux2 = h & GMT_EV_HAS_AUX2 ? ev_varint(o) : 0;
+		e[i].device = dev;
+		e[i].index = index + i;
+		e[i].tid = tid;
+	}
+	d->ev_dev = dev;
+	if (bad_api < n)
+		return bad_api;
+	int bad = 0;
+	for (int i = 0; i < GMT_EV_COLUMNS; i++)
+		bad |= f[i].bad || f[i].p != f[i].end;
+	if (bad)
+		return n - 1;
+	d->event_index += n;
+	d->ev_ptr = n ? e[n - 1].ptr : d->ev_ptr;
+	d->ev_left -= n;
+	return n;
 }
 
 /* Where the next event of the batch starts (the head column's place in an
@@ -983,6 +1105,22 @@ static int prepare(struct gmt_reader *r, struct chunk *k, uint64_t off, uint64_t
 			/* the batch's events straight into the cache while it has
 			 * room; an EVENTCOLS batch only whole (see take_cached) */
 			int room = !d.ev_cols || k->ncache + d.ev_left <= CACHE_MAX;
+			if (room && k->cache && d.ev_cols &&
+			    d.event_index == k->cache_first + k->ncache) {
+				size_t n = (size_t)d.ev_left, at = k->ncache;
+				const uint8_t *head0 = d.col[0].p;
+				size_t ok_n = dec_ev_batch(&d, &k->cache[at], &k->cache_end[at], n);
+				if (ok_n != n) {
+					const uint8_t *hp =
+					    ok_n ? k->cache_end[at + ok_n - 1] : head0;
+					return stop(k, GMT_STOP_CORRUPT,
+						    "malformed event at offset %llu",
+						    (unsigned long long)(d.base_offset +
+									 (uint64_t)(hp - d.base)));
+				}
+				k->ncache += n;
+				continue;
+			}
 			while (room && k->cache && d.ev_left && k->ncache < CACHE_MAX &&
 			       d.event_index == k->cache_first + k->ncache) {
 				rec.offset = d.base_offset + (uint64_t)(ev_at(&d) - d.base);
