@@ -8,7 +8,8 @@
 #   throughput  events/s and events lost, 1/2/8/16 threads
 #   size        bytes per event on disk, realistic workload, vs heaptrack
 #   reader      `gpumemtrace summary` events/s and peak RSS vs heaptrack_print
-# Knobs (environment): ROUNDS (5), PAIRS (300000), READER_EVENTS (20000000).
+# Knobs (environment): ROUNDS (5), PAIRS (300000), READER_EVENTS (20000000),
+# READER_ROUNDS (3).
 # Results: printed, and written to bench/results/PART.txt.
 set -u
 BUILD=${BUILD:-$(pwd)/build}
@@ -17,6 +18,7 @@ RESULTS=$ROOT/bench/results
 ROUNDS=${ROUNDS:-5}
 PAIRS=${PAIRS:-300000}
 READER_EVENTS=${READER_EVENTS:-20000000}
+READER_ROUNDS=${READER_ROUNDS:-3}
 LIB=$BUILD/libgpumemtrace.so
 CLI=$BUILD/gpumemtrace
 B=$BUILD/bench
@@ -193,19 +195,30 @@ part_reader() {
 	{
 		machine
 		echo "reader: a trace of bench/workload with $n calls, read by 'gpumemtrace summary';"
-		echo "heaptrack_print on heaptrack's trace of the same workload (malloc); /usr/bin/time"
+		echo "heaptrack_print on heaptrack's trace of the same workload (malloc); /usr/bin/time;"
+		echo "READER_ROUNDS=$READER_ROUNDS rounds, each reading both traces, one after the other"
 		traced "$TMP/r.gmt" -- "$B/workload" cuda "$n" >/dev/null
-		read -r s kb < <(measure "$CLI" summary "$TMP/r.gmt")
-		printf "gpumemtrace summary: %d events in %.2f s = %.2fM events/s, peak RSS %d MiB (trace %d MiB)\n" \
-			"$n" "$s" "$(echo "$n / $s / 1000000" | bc -l)" $((kb / 1024)) $(($(stat -c %s "$TMP/r.gmt") >> 20))
-		rm -f "$TMP/r.gmt"
+		local have_ht=0 ratios=() r s kb hs hkb
 		if [ -n "$HEAPTRACK" ] && [ -n "$HEAPTRACK_PRINT" ]; then
-			"$HEAPTRACK" -o "$TMP/hr" "$B/workload" malloc "$n" >/dev/null 2>&1
-			read -r s kb < <(measure "$HEAPTRACK_PRINT" "$TMP"/hr.*)
-			printf "heaptrack_print:     %d calls in %.2f s = %.2fM calls/s, peak RSS %d MiB\n" \
-				"$n" "$s" "$(echo "$n / $s / 1000000" | bc -l)" $((kb / 1024))
-			rm -f "$TMP"/hr.*
+			"$HEAPTRACK" -o "$TMP/hr" "$B/workload" malloc "$n" >/dev/null 2>&1 && have_ht=1
 		fi
+		for ((r = 1; r <= READER_ROUNDS; r++)); do
+			read -r s kb < <(measure "$CLI" summary "$TMP/r.gmt")
+			printf "round %d: gpumemtrace summary: %d events in %.2f s = %.2fM events/s, peak RSS %d MiB (trace %d MiB)\n" \
+				"$r" "$n" "$s" "$(echo "$n / $s / 1000000" | bc -l)" $((kb / 1024)) \
+				$(($(stat -c %s "$TMP/r.gmt") >> 20))
+			[ $have_ht = 1 ] || continue
+			read -r hs hkb < <(measure "$HEAPTRACK_PRINT" "$TMP"/hr.*)
+			printf "round %d: heaptrack_print:     %d calls in %.2f s = %.2fM calls/s, peak RSS %d MiB; ratio %.2fx\n" \
+				"$r" "$n" "$hs" "$(echo "$n / $hs / 1000000" | bc -l)" $((hkb / 1024)) \
+				"$(echo "$hs / $s" | bc -l)"
+			ratios+=("$(echo "$hs / $s" | bc -l)")
+		done
+		if [ ${#ratios[@]} -gt 0 ]; then
+			printf "ratio (summary events/s over heaptrack_print calls/s), median of %d rounds: %.2fx\n" \
+				${#ratios[@]} "$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')"
+		fi
+		rm -f "$TMP/r.gmt" "$TMP"/hr.*
 	} | tee "$RESULTS/reader.txt"
 }
 
