@@ -232,9 +232,9 @@ unsigned gmt_clock_wait_ms(void)
 
 void gmt_clock_init(int setting)
 {
-	(void)setting;
 	cal.state = CAL_NONE;
-	gmt_note(0, "clock: CLOCK_MONOTONIC (no TSC on this architecture)");
+	gmt_note(0, setting ? "clock: CLOCK_MONOTONIC (no TSC on this architecture)"
+			    : "clock: CLOCK_MONOTONIC (GPUMEMTRACE_CLOCK=0)");
 }
 
 void gmt_clock_tick(void)
@@ -242,8 +242,3 @@ void gmt_clock_tick(void)
 }
 
 #endif
-
-int gmt_clock_using_tsc(void)
-{
-	return __atomic_load_n(&gmt_clock_line.seq, __ATOMIC_ACQUIRE) != 0;
-}

@@ -110,7 +110,5 @@ void gmt_clock_tick(void);
 /* How soon the flush thread should tick for the first fit, in ms (0: no
  * hurry): the line then comes 20 ms after load, not a flush period. */
 unsigned gmt_clock_wait_ms(void);
-/* For tests and `dump`-style reports: 1 once stamps come from the TSC. */
-int gmt_clock_using_tsc(void);
 
 #endif
