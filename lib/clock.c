@@ -32,15 +32,19 @@ enum {
  * long, changing its rate by no more than MAX_SLEW. */
 #define SLEW_HORIZON_NS 1e9
 #define MAX_SLEW	5e-4
-/* Farther than this and the TSC is not what we took it for (a migrated
- * VM, a suspend): the line is re-anchored on CLOCK_MONOTONIC. */
+/* Farther than this (or 1000 ppm of the time since the last fit, when
+ * that is more) and the TSC is not what we took it for (a migrated VM, a
+ * suspend): the line is re-anchored on CLOCK_MONOTONIC. */
 #define REANCHOR_NS 1000000
+/* Restarts before a first line that give up on the TSC. */
+#define MAX_RESTARTS 3
 
 static struct {
 	int setting;
 	int state;
 	uint64_t tsc0, mono0; /* the first pair: every rate is measured from it */
 	uint64_t last_fit_mono;
+	int restarts;
 	int reanchor_noted;
 } cal;
 
@@ -125,20 +129,117 @@ static uint64_t to_mult(double ns_per_tick)
 	return (uint64_t)(ns_per_tick * 4294967296.0 + 0.5);
 }
 
-/* The writer's side of the seqlock in gmt_now_ns. */
+/* The writer's side of the latch read in gmt_clock_read. */
 static void publish_line(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
 {
 	uint32_t seq = gmt_clock_line.seq;
-	__atomic_store_n(&gmt_clock_line.seq, seq + 1, __ATOMIC_RELAXED);
-	/* The odd seq before the fields: pairs with the acquire fence in
-	 * gmt_now_ns, whose second seq load then sees a change. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&gmt_clock_line.base_tsc, base_tsc, __ATOMIC_RELAXED);
-	__atomic_store_n(&gmt_clock_line.base_ns, base_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&gmt_clock_line.mult, mult, __ATOMIC_RELAXED);
-	/* The fields before the even seq: pairs with the acquire load of seq
-	 * in gmt_now_ns. */
-	__atomic_store_n(&gmt_clock_line.seq, seq + 2, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++) {
+		/* Release: the other copy, written last, is complete for a
+		 * reader that sees this count. */
+		__atomic_store_n(&gmt_clock_line.seq, seq + 1 + i, __ATOMIC_RELEASE);
+		/* The count before copy i's stores: pairs with the acquire
+		 * fence in gmt_clock_read, whose second seq load then sees it
+		 * changed. */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		struct gmt_clock_params *p = &gmt_clock_line.p[i];
+		__atomic_store_n(&p->base_tsc, base_tsc, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->base_ns, base_ns, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->mult, mult, __ATOMIC_RELAXED);
+	}
+}
+
+static void note_once(const char *what)
+{
+	if (cal.reanchor_noted)
+		return;
+	cal.reanchor_noted = 1;
+	char text[200];
+	snprintf(text, sizeof text,
+		 "clock: the TSC %s; the line was re-anchored on CLOCK_MONOTONIC (events "
+		 "around it may be out of order)",
+		 what);
+	gmt_note(1, text);
+}
+
+/* The pairs disagree with the line or with each other (a migrated VM, a
+ * suspend, a counter that went back): calibrate again from this pair. A
+ * published line is moved onto the clock at once, at its old rate until a
+ * new one is measured; without one, the TSC is given up after a few. */
+static void restart(uint64_t tsc, uint64_t mono, const char *what)
+{
+	cal.tsc0 = tsc;
+	cal.mono0 = mono;
+	cal.last_fit_mono = mono;
+	if (cal.state == CAL_LINE) {
+		publish_line(tsc, mono, gmt_clock_line.p[0].mult);
+		note_once(what);
+	} else if (++cal.restarts >= MAX_RESTARTS) {
+		cal.state = CAL_NONE;
+		char text[160];
+		snprintf(text, sizeof text, "clock: CLOCK_MONOTONIC (the TSC %s)", what);
+		gmt_note(0, text);
+	}
+}
+
+void gmt_clock_step(uint64_t tsc, uint64_t mono)
+{
+	if (cal.state != CAL_WAITING && cal.state != CAL_LINE)
+		return;
+	if (tsc <= cal.tsc0 || mono <= cal.mono0) {
+		restart(tsc, mono, "went back");
+		return;
+	}
+	if (mono - cal.mono0 < FIRST_FIT_NS || mono - cal.last_fit_mono < REFIT_NS)
+		return;
+	/* Over the whole span since the first pair: the longer, the finer. */
+	double rate = (double)(mono - cal.mono0) / (double)(tsc - cal.tsc0);
+	if (!(rate > 0.01 && rate < 100.0)) {
+		restart(tsc, mono, "ran at no plausible rate (10 MHz..100 GHz)");
+		return;
+	}
+	uint64_t since_fit = mono - cal.last_fit_mono;
+	cal.last_fit_mono = mono;
+	if (cal.state == CAL_WAITING) {
+		publish_line(tsc, mono, to_mult(rate));
+		cal.state = CAL_LINE;
+		char text[160];
+		snprintf(text, sizeof text,
+			 "clock: the TSC (%.3f MHz, clocksource %s), fitted to CLOCK_MONOTONIC",
+			 1e3 / rate, cal.setting == 2 ? "not checked" : clocksource);
+		gmt_note(0, text);
+		return;
+	}
+	/* Refit through the old line's value now, so stamps stay continuous,
+	 * with a rate that closes the distance to CLOCK_MONOTONIC. */
+	const struct gmt_clock_params *p = &gmt_clock_line.p[0];
+	uint64_t on_line = gmt_clock_apply(p->base_tsc, p->base_ns, p->mult, tsc);
+	int64_t off = (int64_t)(mono - on_line);
+	int64_t limit = REANCHOR_NS > since_fit / 1000 ? REANCHOR_NS : (int64_t)(since_fit / 1000);
+	if (off > limit || off < -limit) {
+		char what[96];
+		snprintf(what, sizeof what, "and CLOCK_MONOTONIC parted by %lld us",
+			 (long long)(off / 1000));
+		restart(tsc, mono, what);
+		return;
+	}
+	/* The new rate holds until the next refit: spread the correction
+	 * over at least twice that, or each refit would overshoot (at refits
+	 * 2 s apart and a 1 s horizon, the distance would swing for ever). */
+	double horizon = 2.0 * (double)since_fit;
+	horizon = horizon > SLEW_HORIZON_NS ? horizon : SLEW_HORIZON_NS;
+	double slew = (double)off / horizon;
+	slew = slew > MAX_SLEW ? MAX_SLEW : slew < -MAX_SLEW ? -MAX_SLEW : slew;
+	publish_line(tsc, on_line, to_mult(rate * (1.0 + slew)));
+}
+
+void gmt_clock_test_start(uint64_t tsc0, uint64_t mono0)
+{
+	memset(&gmt_clock_line, 0, sizeof gmt_clock_line);
+	memset(&cal, 0, sizeof cal);
+	cal.setting = 2;
+	cal.state = CAL_WAITING;
+	cal.tsc0 = tsc0;
+	cal.mono0 = mono0;
 }
 
 void gmt_clock_init(int setting)
@@ -171,48 +272,7 @@ void gmt_clock_tick(void)
 	}
 	uint64_t tsc, mono;
 	read_pair(&tsc, &mono);
-	if (tsc <= cal.tsc0 || mono <= cal.mono0 + FIRST_FIT_NS ||
-	    mono - cal.last_fit_mono < REFIT_NS)
-		return;
-	/* Over the whole run so far: the longer the span, the finer the rate. */
-	double rate = (double)(mono - cal.mono0) / (double)(tsc - cal.tsc0);
-	if (!(rate > 0.01 && rate < 100.0)) {
-		cal.state = CAL_NONE; /* not a counter of 10 MHz..100 GHz */
-		return;
-	}
-	cal.last_fit_mono = mono;
-	if (cal.state == CAL_WAITING) {
-		publish_line(tsc, mono, to_mult(rate));
-		cal.state = CAL_LINE;
-		char text[160];
-		snprintf(text, sizeof text,
-			 "clock: the TSC (%.3f MHz, clocksource %s), fitted to CLOCK_MONOTONIC",
-			 1e3 / rate, cal.setting == 2 ? "not checked" : clocksource);
-		gmt_note(0, text);
-		return;
-	}
-	/* Refit through the old line's value now, so stamps stay continuous,
-	 * with a rate that closes the distance to CLOCK_MONOTONIC. */
-	uint64_t on_line = gmt_clock_apply(gmt_clock_line.base_tsc, gmt_clock_line.base_ns,
-					   gmt_clock_line.mult, tsc);
-	int64_t off = (int64_t)(mono - on_line);
-	if (off > REANCHOR_NS || off < -REANCHOR_NS) {
-		publish_line(tsc, mono, to_mult(rate));
-		if (!cal.reanchor_noted) {
-			cal.reanchor_noted = 1;
-			char text[160];
-			snprintf(
-			    text, sizeof text,
-			    "clock: the TSC and CLOCK_MONOTONIC parted by %lld us; the line was "
-			    "re-anchored (events around it may be out of order)",
-			    (long long)(off / 1000));
-			gmt_note(1, text);
-		}
-		return;
-	}
-	double slew = (double)off / SLEW_HORIZON_NS;
-	slew = slew > MAX_SLEW ? MAX_SLEW : slew < -MAX_SLEW ? -MAX_SLEW : slew;
-	publish_line(tsc, on_line, to_mult(rate * (1.0 + slew)));
+	gmt_clock_step(tsc, mono);
 }
 
 unsigned gmt_clock_wait_ms(void)
@@ -239,6 +299,18 @@ void gmt_clock_init(int setting)
 
 void gmt_clock_tick(void)
 {
+}
+
+void gmt_clock_step(uint64_t tsc, uint64_t mono)
+{
+	(void)tsc;
+	(void)mono;
+}
+
+void gmt_clock_test_start(uint64_t tsc0, uint64_t mono0)
+{
+	(void)tsc0;
+	(void)mono0;
 }
 
 #endif

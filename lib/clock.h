@@ -7,7 +7,8 @@
  * ns = base_ns + (tsc - base_tsc) * mult / 2^32 to CLOCK_MONOTONIC and
  * publishes it; until then, and wherever the TSC is not trusted, stamps
  * are clock_gettime's. The line is continuous where it is refitted and
- * slews toward CLOCK_MONOTONIC, so stamps never jump (docs/design.md,
+ * slews toward CLOCK_MONOTONIC, so stamps do not jump unless the TSC does
+ * (docs/design.md,
  * "The clock"). */
 #ifndef GMT_CLOCK_H
 #define GMT_CLOCK_H
@@ -22,12 +23,19 @@
 #define GMT_HAVE_TSC 0
 #endif
 
-/* A seqlock with one writer, the flush thread (gmt_clock_tick). seq: 0 no
- * line yet, odd while the writer changes the fields, even otherwise. */
-struct gmt_clock_line {
-	uint32_t seq;
+/* The line, as a latch (two copies and a count, Linux's seqcount_latch):
+ * the flush thread, its one writer (gmt_clock_tick, under flush_lock, so
+ * fork never copies a half-written count), bumps seq and rewrites copy 0,
+ * then bumps it again and rewrites copy 1. A reader takes copy seq & 1,
+ * the one not being written, so it never waits on a writer. seq < 2: no
+ * line yet. */
+struct gmt_clock_params {
 	uint64_t base_tsc, base_ns;
 	uint64_t mult; /* ns per tick, fixed point with 32 fraction bits */
+};
+struct gmt_clock_line {
+	uint32_t seq;
+	struct gmt_clock_params p[2];
 };
 extern struct gmt_clock_line gmt_clock_line __attribute__((visibility("hidden")));
 
@@ -57,21 +65,24 @@ static inline uint64_t gmt_clock_apply(uint64_t base_tsc, uint64_t base_ns, uint
 }
 #endif
 
-/* A stamp on the line, or clock_gettime's when there is none. Wait-free:
- * a reader that meets the writer mid-change takes clock_gettime, which the
- * line tracks to within a microsecond (gmt_clock_tick keeps it so). */
+/* A stamp on the line, or clock_gettime's while there is none. */
 static inline uint64_t gmt_clock_read(int ordered)
 {
 #if GMT_HAVE_TSC
-	/* Pairs with the release stores of seq in publish_line (clock.c). */
-	uint32_t seq = __atomic_load_n(&gmt_clock_line.seq, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(seq != 0 && !(seq & 1), 1)) {
-		uint64_t base_tsc = __atomic_load_n(&gmt_clock_line.base_tsc, __ATOMIC_RELAXED);
-		uint64_t base_ns = __atomic_load_n(&gmt_clock_line.base_ns, __ATOMIC_RELAXED);
-		uint64_t mult = __atomic_load_n(&gmt_clock_line.mult, __ATOMIC_RELAXED);
+	/* A retry needs the writer to finish a half of its update during our
+	 * few loads: it refits at most every 50 ms. */
+	for (int tries = 0; tries < 4; tries++) {
+		/* Pairs with the release stores of seq in publish_line (clock.c). */
+		uint32_t seq = __atomic_load_n(&gmt_clock_line.seq, __ATOMIC_ACQUIRE);
+		if (seq < 2)
+			break;
+		const struct gmt_clock_params *p = &gmt_clock_line.p[seq & 1];
+		uint64_t base_tsc = __atomic_load_n(&p->base_tsc, __ATOMIC_RELAXED);
+		uint64_t base_ns = __atomic_load_n(&p->base_ns, __ATOMIC_RELAXED);
+		uint64_t mult = __atomic_load_n(&p->mult, __ATOMIC_RELAXED);
 		uint64_t tsc = ordered ? gmt_rdtsc_ordered() : __rdtsc();
-		/* The field loads before the second seq load: pairs with the
-		 * writer's release fence after its odd store. */
+		/* The copy's loads before the second seq load: pairs with the
+		 * writer's release fence after each seq store. */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&gmt_clock_line.seq, __ATOMIC_RELAXED) == seq)
 			return gmt_clock_apply(base_tsc, base_ns, mult, tsc);
@@ -110,5 +121,9 @@ void gmt_clock_tick(void);
 /* How soon the flush thread should tick for the first fit, in ms (0: no
  * hurry): the line then comes 20 ms after load, not a flush period. */
 unsigned gmt_clock_wait_ms(void);
+/* The tick's work on one (TSC, CLOCK_MONOTONIC) pair, and a start from a
+ * given first pair with the TSC trusted: for tests/unit/test-clock.c. */
+void gmt_clock_step(uint64_t tsc, uint64_t mono);
+void gmt_clock_test_start(uint64_t tsc0, uint64_t mono0);
 
 #endif

@@ -353,10 +353,10 @@ static void *flusher_main(void *arg)
 			ms = clock_ms;
 		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 		syscall(SYS_futex, &g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-		gmt_clock_tick();
 		/* Pairs with the release store in gmt_finish_async. */
 		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
 		pthread_mutex_lock(&g.flush_lock);
+		gmt_clock_tick(); /* under the lock: fork never copies half a line */
 		if (load_state() == ST_ACTIVE) {
 			gmt_writer_compress_init(&g.w); /* dlopen: here, never on the hook path */
 			if (req) {

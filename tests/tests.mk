@@ -17,6 +17,7 @@ include tests/progs/progs.mk
 UNIT_SRCS_test-ring := lib/ring.c
 UNIT_SRCS_test-stacks := lib/stacks.c
 UNIT_SRCS_test-reorder := cli/replay.c cli/util.c
+UNIT_SRCS_test-clock := lib/clock.c
 include tests/unit/unit.mk
 include tests/life/life.mk
 include tests/golden/golden.mk
