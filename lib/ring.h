@@ -77,7 +77,6 @@ struct gmt_ring {
 	/* Consumer-owned line. */
 	uint64_t tail __attribute__((aligned(64)));
 	uint64_t lost_reported;
-	uint64_t last_time; /* the thread's latest event time written */
 	/* Shared, set once. */
 	uint8_t *buf __attribute__((aligned(64)));
 	size_t cap; /* power of two */
@@ -85,6 +84,9 @@ struct gmt_ring {
 	int exited;    /* the owner thread is gone: drain, then free */
 	int prefetchw; /* the CPU has PREFETCHW */
 	struct gmt_ring *next;
+	/* The flush thread's alone, written per event: kept off the line of
+	 * tail, which the producer reads per event. */
+	uint64_t last_time __attribute__((aligned(64))); /* latest event time written */
 };
 
 struct gmt_ring *gmt_ring_new(size_t cap, int tid);

@@ -93,7 +93,8 @@ int main(void)
 	 * minutes; the horizon now spans twice the period. */
 	tsc = 1000;
 	gmt_clock_test_start(tsc, mono_at(tsc, 20, 30));
-	gmt_clock_step(tsc + (uint64_t)(0.03 * TICKS_PER_S), mono_at(tsc + (uint64_t)(0.03 * TICKS_PER_S), 20, 0));
+	gmt_clock_step(tsc + (uint64_t)(0.03 * TICKS_PER_S),
+		       mono_at(tsc + (uint64_t)(0.03 * TICKS_PER_S), 20, 0));
 	tsc += (uint64_t)(0.03 * TICKS_PER_S);
 	warnings = 0;
 	worst = run(60, 300, 20, &tsc);
@@ -121,8 +122,8 @@ int main(void)
 		int64_t moved = (int64_t)(on_line(tsc) - before);
 		/* A rate still measured from before the jump would put the
 		 * line off again and again: each re-anchor is a jump here. */
-		CHECK(moved >= -1 && moved <= 1, "refit %d after the jump moved the line by %lld ns",
-		      i, (long long)moved);
+		CHECK(moved >= -1 && moved <= 1,
+		      "refit %d after the jump moved the line by %lld ns", i, (long long)moved);
 	}
 	int64_t d = (int64_t)(mono - on_line(tsc));
 	CHECK(d >= -50 && d <= 50, "10 s after the jump the line is %lld ns off", (long long)d);
