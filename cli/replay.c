@@ -507,9 +507,10 @@ static void run_append(struct reorder_run *r, const struct gmt_event *e, size_t 
 		size_t old = r->cap;
 		r->cap = old ? 2 * old : 1024;
 		/* limit + 1 events wait at most: one more doubling would touch
-		 * twice the memory for one event. */
-		if (old < limit + 1 && r->cap > limit + 1)
-			r->cap = limit + 1;
+		 * twice the memory for one event. REORDER_SLACK more let
+		 * trace.c's push_run push a block before it applies. */
+		if (old < limit + REORDER_SLACK && r->cap > limit + REORDER_SLACK)
+			r->cap = limit + REORDER_SLACK;
 		r->buf = grow(r->buf, r->cap, sizeof(*r->buf));
 		/* The older part [head, old) moves to the new end, so the
 		 * wrapped part [0, head) still follows it. */
