@@ -160,16 +160,22 @@ static inline size_t slot_of(const struct rp_table *t, uint64_t key)
 	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> t->shift);
 }
 
+/* key's slot in t, or the empty slot where it would go: the one slot_put
+ * picks, since probing stops at the first empty slot. t has slots. */
+static inline struct rp_slot *slot_find(const struct rp_table *t, uint64_t key)
+{
+	for (size_t i = slot_of(t, key);; i = (i + 1) & t->mask) {
+		struct rp_slot *s = &t->slots[i];
+		if (s->key == key || !s->l) /* empty slots hold {0, NULL} */
+			return s;
+	}
+}
+
 static inline struct rp_live *find(struct replay *rp, int space, uint64_t key)
 {
 	if (space < 0 || space >= 5 || !rp->tables[space].slots)
 		return NULL;
-	const struct rp_table *t = &rp->tables[space];
-	for (size_t i = slot_of(t, key);; i = (i + 1) & t->mask) {
-		const struct rp_slot *s = &t->slots[i];
-		if (s->key == key || !s->l) /* empty slots hold {0, NULL} */
-			return s->l;
-	}
+	return slot_find(&rp->tables[space], key)->l;
 }
 
 static void slot_put(struct rp_table *t, struct rp_live *l)
@@ -198,10 +204,11 @@ static inline bool table_room(const struct rp_table *t)
 	return t->slots && 2 * (t->count + 1) <= t->mask + 1;
 }
 
-/* l (a key not in t) at the end of t, where table_room. */
-static inline void table_insert(struct rp_table *t, struct rp_live *l)
+/* l (a key not in t) at the end of t, in slot s (slot_find's for its
+ * key), where table_room. */
+static inline void table_insert_at(struct rp_table *t, struct rp_live *l, struct rp_slot *s)
 {
-	slot_put(t, l);
+	*s = (struct rp_slot){l->key, l};
 	t->count++;
 	l->next = NULL;
 	l->prev = t->tail;
@@ -217,16 +224,14 @@ static inline void table_add(struct rp_table *t, struct rp_live *l)
 {
 	if (!table_room(t))
 		table_grow(t);
-	table_insert(t, l);
+	table_insert_at(t, l, slot_find(t, l->key));
 }
 
-/* l out of t: its slot emptied by moving back the entries after it that
- * may (backward shift, no tombstones), then out of the list. */
-static inline void table_del(struct rp_table *t, struct rp_live *l)
+/* l out of t, l being in slot i: the slot emptied by moving back the
+ * entries after it that may (backward shift, no tombstones), then out of
+ * the list. */
+static inline void table_del_at(struct rp_table *t, struct rp_live *l, size_t i)
 {
-	size_t i = slot_of(t, l->key);
-	while (t->slots[i].l != l)
-		i = (i + 1) & t->mask;
 	for (size_t j = (i + 1) & t->mask; t->slots[j].l; j = (j + 1) & t->mask) {
 		size_t home = slot_of(t, t->slots[j].key);
 		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
@@ -246,6 +251,15 @@ static inline void table_del(struct rp_table *t, struct rp_live *l)
 		t->tail = l->prev;
 }
 
+/* l out of t, its slot found from its key. */
+static inline void table_del(struct rp_table *t, struct rp_live *l)
+{
+	size_t i = slot_of(t, l->key);
+	while (t->slots[i].l != l)
+		i = (i + 1) & t->mask;
+	table_del_at(t, l, i);
+}
+
 struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
 {
 	return find(rp, space, key);
@@ -254,6 +268,14 @@ struct rp_live *replay_find(struct replay *rp, int space, uint64_t key)
 static inline void unlink_live(struct replay *rp, struct rp_live *l)
 {
 	table_del(&rp->tables[l->space], l);
+	l->next = rp->spare;
+	rp->spare = l;
+}
+
+/* unlink_live where l's slot is known: no second probe. */
+static inline void unlink_live_at(struct replay *rp, struct rp_live *l, size_t i)
+{
+	table_del_at(&rp->tables[l->space], l, i);
 	l->next = rp->spare;
 	rp->spare = l;
 }
@@ -274,6 +296,18 @@ static inline void drop(struct replay *rp, struct rp_live *l)
 	}
 	levels(rp, l, 0, 0, d);
 	unlink_live(rp, l);
+}
+
+/* drop for replay_apply's free, which found l in slot i of its table. */
+static __attribute__((noinline)) void drop_at(struct replay *rp, struct rp_live *l, size_t i)
+{
+	struct rp_level *d;
+	if (!quiet(rp, l, 0, &d)) {
+		drop_call(rp, l);
+		return;
+	}
+	levels(rp, l, 0, 0, d);
+	unlink_live_at(rp, l, i);
 }
 
 static void maybe_release(struct replay *rp, struct rp_live *h)
@@ -356,7 +390,8 @@ static __attribute__((noinline)) void alloc_fast(struct replay *rp, const struct
 {
 	int b = replay_kind_bucket(a->kind, e->aux);
 	struct rp_table *t = &rp->tables[a->space];
-	if (b < 0 || !table_room(t) || find(rp, a->space, e->ptr)) {
+	struct rp_slot *s;
+	if (b < 0 || !table_room(t) || (s = slot_find(t, e->ptr))->l) {
 		apply_all(rp, e, a);
 		return;
 	}
@@ -364,7 +399,7 @@ static __attribute__((noinline)) void alloc_fast(struct replay *rp, const struct
 	rp->spare = l->next;
 	l->maps = 0;
 	fill_live(l, rp, e, a, b);
-	table_insert(t, l);
+	table_insert_at(t, l, s); /* where slot_find stopped: one probe */
 	struct rp_level *d;
 	if (quiet(rp, l, 1, &d))
 		levels(rp, l, 1, e->time_ns, d);
@@ -380,10 +415,12 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 	const struct api_info *a = api_lookup(e->api);
 	if (!a || e->result != 0 || (e->flags & GMT_EV_FAILED))
 		return;
-	if (a->op == GMT_OP_FREE && e->ptr && a->space != GMT_SPACE_VMM_HANDLE) {
-		struct rp_live *l = find(rp, a->space, e->ptr);
-		if (l) {
-			drop(rp, l);
+	if (a->op == GMT_OP_FREE && e->ptr && a->space != GMT_SPACE_VMM_HANDLE && a->space >= 0 &&
+	    a->space < 5 && rp->tables[a->space].slots) {
+		const struct rp_table *t = &rp->tables[a->space];
+		struct rp_slot *s = slot_find(t, e->ptr);
+		if (s->l) { /* its slot passed on: table_del_at probes no more */
+			drop_at(rp, s->l, (size_t)(s - t->slots));
 			return;
 		}
 	} else if (a->op == GMT_OP_ALLOC && e->ptr && rp->spare && a->space >= 0 && a->space < 5) {
@@ -507,9 +544,10 @@ static void run_append(struct reorder_run *r, const struct gmt_event *e, size_t 
 		size_t old = r->cap;
 		r->cap = old ? 2 * old : 1024;
 		/* limit + 1 events wait at most: one more doubling would touch
-		 * twice the memory for one event. */
-		if (old < limit + 1 && r->cap > limit + 1)
-			r->cap = limit + 1;
+		 * twice the memory for one event. REORDER_SLACK more let
+		 * trace.c's push_run push a block before it applies. */
+		if (old < limit + REORDER_SLACK && r->cap > limit + REORDER_SLACK)
+			r->cap = limit + REORDER_SLACK;
 		r->buf = grow(r->buf, r->cap, sizeof(*r->buf));
 		/* The older part [head, old) moves to the new end, so the
 		 * wrapped part [0, head) still follows it. */

@@ -149,6 +149,9 @@ struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal);
  * and only the rest to a min-heap; the next event is the least of the
  * runs' heads and the heap's top. */
 #define REORDER_RUNS 8
+/* A full run's room beyond the limit: the events a push may add before the
+ * oldest are applied (trace.c's push_run pushes them as a block). */
+#define REORDER_SLACK 4096
 
 struct reorder_run {
 	struct gmt_event *buf; /* circular */

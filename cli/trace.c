@@ -463,11 +463,65 @@ static void progress(struct trace *t, uint64_t offset, int *shown)
 	fflush(stderr);
 }
 
+/* The metadata of a device's first event, out of line: once per device
+ * change. Returns the device now current. */
+static __attribute__((noinline)) int64_t meta_dev(struct trace *t, int64_t device)
+{
+	dev_get(t, device);
+	t->have_last_dev = true;
+	t->last_dev = device;
+	return device;
+}
+
+/* Applies the events [e, end) of a run, in order. rp and fn are tested once
+ * per span, not per event. */
+static inline __attribute__((always_inline)) void apply_span(const struct gmt_event *e,
+							     const struct gmt_event *end,
+							     struct replay *rp, trace_event_fn fn,
+							     void *ctx)
+{
+	if (rp && fn) {
+		for (; e < end; e++) {
+			replay_apply(rp, e);
+			fn(ctx, e, rp);
+		}
+		return;
+	}
+	for (; e < end; e++) {
+		if (rp)
+			replay_apply(rp, e);
+		if (fn)
+			fn(ctx, e, rp);
+	}
+}
+
+/* Applies the k oldest events of run r (k <= r->len): in at most two
+ * spans, the run being circular. */
+static void apply_oldest(struct reorder *q, struct reorder_run *r, size_t k, struct replay *rp,
+			 trace_event_fn fn, void *ctx)
+{
+	size_t first = r->cap - r->head < k ? r->cap - r->head : k;
+	const struct gmt_event *e = r->buf + r->head;
+	r->head = first == k ? r->head + k : k - first;
+	if (r->head == r->cap)
+		r->head = 0;
+	r->len -= k;
+	q->n -= k;
+	if (!r->len)
+		q->nonempty &= ~(1u << (r - q->runs));
+	/* the slots stay as they are until the next push: no copy */
+	apply_span(e, e + first, rp, fn, ctx);
+	apply_span(r->buf, r->buf + (k - first), rp, fn, ctx);
+}
+
 /* Pushes events of a reader's run (evs[0, n): one batch, one thread) and
  * applies those that may go, as reorder_push and reorder_next would one at
  * a time, while the window holds only this thread's sorted run, with room,
- * and no heap (most traces, all the time): the run's state in locals, one
- * loop. Returns how many it took; the caller goes on with the rest. */
+ * and no heap (most traces, all the time). The run is FIFO and in time
+ * order, so pushing a block of events and then applying the oldest that
+ * may go applies the same events in the same order as one push and its
+ * pops at a time: a push loop with no call, then an apply loop with few
+ * live values. Returns how many it took; the caller goes on with the rest. */
 static inline __attribute__((always_inline)) size_t push_run(struct trace *t, struct reorder *q,
 							     const struct gmt_event *evs, size_t n,
 							     struct replay *rp, trace_event_fn fn,
@@ -477,47 +531,55 @@ static inline __attribute__((always_inline)) size_t push_run(struct trace *t, st
 	unsigned bit = 1u << (r - q->runs);
 	if (q->heap_n || (q->nonempty & ~bit) || !r->len)
 		return 0;
-	struct gmt_event *buf = r->buf, *last = r->last;
-	size_t cap = r->cap, head = r->head, len = r->len, waiting = q->n, limit = q->limit;
-	uint64_t newest = q->newest, low = q->low, window = q->window_ns, tid = evs[0].tid;
+	uint64_t tid = evs[0].tid;
 	size_t i = 0;
-	for (; i < n; i++) {
-		const struct gmt_event *e = &evs[i];
-		/* what reorder_push appends to the run without its slow path */
-		if (!len || len == cap || e->tid != tid || reorder_before_(e, last))
-			break;
-		if (meta)
-			on_event_meta(t, e);
-		last = last + 1 == buf + cap ? buf : last + 1;
-		*last = *e;
-		len++;
-		if (waiting++ == 0 || e->time_ns < low)
-			low = e->time_ns;
-		if (e->time_ns > newest)
-			newest = e->time_ns;
-		/* reorder_next with one run */
-		while (waiting && (waiting > limit || newest - low >= window)) {
-			const struct gmt_event *top = &buf[head];
-			low = top->time_ns;
-			if (waiting <= limit && newest - top->time_ns < window)
+	while (i < n && r->len < r->cap) {
+		/* What reorder_push appends to the run without its slow path:
+		 * as many as fit and keep the order. */
+		struct gmt_event *buf = r->buf, *last = r->last, *wrap = r->buf + r->cap;
+		size_t m = n - i < r->cap - r->len ? n - i : r->cap - r->len, j = 0;
+		int64_t dev = t->have_last_dev ? t->last_dev : -1;
+		for (; j < m; j++) {
+			const struct gmt_event *e = &evs[i + j];
+			if (e->tid != tid || reorder_before_(e, last))
 				break;
-			waiting--;
-			head = head + 1 == cap ? 0 : head + 1;
-			len--;
-			if (rp)
-				replay_apply(rp, top);
-			if (fn)
-				fn(ctx, top, rp);
+			/* on_event_meta's device: its times are the block's ends */
+			if (meta && e->device != dev && e->device >= 0)
+				dev = meta_dev(t, e->device);
+			last = last + 1 == wrap ? buf : last + 1;
+			*last = *e;
 		}
+		if (!j)
+			break;
+		if (meta) { /* on_event_meta for the block: sorted, so its ends */
+			if (t->events == 0 || evs[i].time_ns < t->first_time_ns)
+				t->first_time_ns = evs[i].time_ns;
+			if (last->time_ns > t->last_time_ns)
+				t->last_time_ns = last->time_ns;
+			t->events += j;
+		}
+		i += j;
+		r->last = last;
+		r->len += j;
+		q->n += j;
+		if (last->time_ns > q->newest)
+			q->newest = last->time_ns;
+		/* reorder_next with one run: the oldest go while more than
+		 * limit wait or the oldest is window_ns older than the newest */
+		size_t k = q->n > q->limit ? q->n - q->limit : 0;
+		for (size_t at = r->head + k; k < r->len; k++, at++) {
+			if (at >= r->cap)
+				at -= r->cap;
+			if (q->newest - buf[at].time_ns < q->window_ns)
+				break;
+		}
+		if (k)
+			apply_oldest(q, r, k, rp, fn, ctx);
+		if (r->len)
+			q->low = r->buf[r->head].time_ns; /* the least now */
+		if (j < m)
+			break;
 	}
-	r->last = last;
-	r->head = head;
-	r->len = len;
-	if (!len)
-		q->nonempty &= ~bit;
-	q->n = waiting;
-	q->newest = newest;
-	q->low = low;
 	return i;
 }
 
@@ -557,6 +619,11 @@ static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, v
 			reorder_push(&q, &rec.u.event);
 		else if (more && bar && rec.type == GMT_REC_CHUNK)
 			progress(t, rec.chunk_offset, &shown);
+		if (!more && !q.heap_n && q.nonempty && !(q.nonempty & (q.nonempty - 1))) {
+			/* the end, one run left: all of it, in order */
+			struct reorder_run *r = &q.runs[__builtin_ctz(q.nonempty)];
+			apply_oldest(&q, r, r->len, rp, fn, ctx);
+		}
 		while ((ev = reorder_next(&q, !more))) {
 			if (rp)
 				replay_apply(rp, ev);
