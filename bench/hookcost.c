@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim-cuda.h"
+#include "sim-primary.h"
 
 enum mode { M_CUDA, M_MALLOC, M_UNW };
 
@@ -104,14 +104,8 @@ int main(int argc, char **argv)
 	pairs = atol(argv[3]);
 	if (depth < 5 || depth > 256 || pairs < 1)
 		return 2;
-	if (mode == M_CUDA) {
-		CUdevice dev;
-		CUcontext ctx;
-		if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-		    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
-		    cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
-			return 1;
-	}
+	if (mode == M_CUDA && sim_use_primary_context() != 0)
+		return 1;
 	long failures = descend(depth - 6);
 	double t_end = now_s(), cpu_end = thread_cpu_s();
 	printf("ns_per_pair=%.1f cpu_ns_per_pair=%.1f failures=%ld\n",

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim-cuda.h"
+#include "sim-primary.h"
 
 #define SLOTS 4096
 
@@ -89,14 +89,8 @@ CALLER(0) CALLER(1) CALLER(2) CALLER(3)
 	}
 	use_cuda = !strcmp(argv[1], "cuda");
 	long events = atol(argv[2]);
-	if (use_cuda) {
-		CUdevice dev;
-		CUcontext ctx;
-		if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-		    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
-		    cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
-			return 1;
-	}
+	if (use_cuda && sim_use_primary_context() != 0)
+		return 1;
 	for (long i = 0; i < events; i++) {
 		unsigned r = (unsigned)next_random();
 		switch (r % 4) {

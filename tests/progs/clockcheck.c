@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "progs.h"
+#include "sim-primary.h"
 
 static unsigned long long mono(void)
 {
@@ -20,11 +21,7 @@ int main(int argc, char **argv)
 		return 2;
 	long n = strtol(argv[1], NULL, 0);
 	long gap_us = strtol(argv[2], NULL, 0);
-	CUdevice dev;
-	CUcontext ctx;
-	if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-	    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
-	    cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+	if (sim_use_primary_context() != 0)
 		return 1;
 	for (long i = 0; i < n; i++) {
 		CUdeviceptr p;

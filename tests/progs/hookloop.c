@@ -2,6 +2,7 @@
  * DEPTH frames below main, for the instruction-count guard
  * (t-perf-guard.sh) and nothing else: it prints nothing per call. */
 #include "progs.h"
+#include "sim-primary.h"
 
 static long pairs;
 
@@ -29,11 +30,7 @@ int main(int argc, char **argv)
 		return 2;
 	pairs = strtol(argv[1], NULL, 0);
 	int depth = atoi(argv[2]);
-	CUdevice dev;
-	CUcontext ctx;
-	if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-	    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
-	    cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+	if (sim_use_primary_context() != 0)
 		return 1;
 	return descend(depth) != 0;
 }

@@ -7,7 +7,7 @@
 #   $(SIM_DIR)/libnvidia-ml.so.1  NVML: exports exactly what lib/nvml.h lists
 
 SIM_CFLAGS = $(ALL_CFLAGS) -Itests/sim
-SIM_HEADERS := tests/sim/sim-cuda.h tests/sim/sim-api.h hooks/cuda-types.h hooks/cuda-api.h
+SIM_HEADERS := tests/sim/sim-cuda.h tests/sim/sim-api.h tests/sim/sim-primary.h hooks/cuda-types.h hooks/cuda-api.h
 SIM_LIBCUDA := $(SIM_DIR)/libcuda.so.1
 SIM_LIBCUDART := $(SIM_DIR)/libcudart.so.13
 SIM_CUDART_STATIC := $(SIM_DIR)/libcudart_static.a

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
+#include "check.h"
 
 static int warnings, infos;
 
@@ -17,17 +18,6 @@ void gmt_note(int level, const char *text)
 		infos++;
 	(void)text;
 }
-
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                                \
-			printf(__VA_ARGS__);                                                       \
-			printf("\n");                                                              \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 static int have_line(void)
 {

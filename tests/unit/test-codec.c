@@ -3,15 +3,7 @@
 #include <string.h>
 
 #include "codec.h"
-
-static int failures;
-#define CHECK(cond, what)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			printf("FAIL: %s\n", what);                                                \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 int main(void)
 {

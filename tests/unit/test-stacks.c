@@ -4,17 +4,7 @@
 #include <stdlib.h>
 
 #include "stacks.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                                \
-			printf(__VA_ARGS__);                                                       \
-			printf("\n");                                                              \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 static int walks_back(const struct gmt_stacks *s, uint32_t id, const uint64_t *ips, unsigned n)
 {
