@@ -22,7 +22,7 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 
 # ---- the preload library ----------------------------------------------
 LIB := $(BUILD)/libgpumemtrace.so
-LIB_SRCS := $(wildcard hooks/*.c) lib/runtime.c lib/ring.c lib/writer.c lib/stacks.c lib/stackcache.c \
+LIB_SRCS := $(wildcard hooks/*.c) lib/runtime.c lib/callers.c lib/ring.c lib/writer.c lib/stacks.c lib/stackcache.c \
 	lib/modules.c lib/symbolize.c lib/crc32c.c lib/log.c lib/settings.c \
 	lib/nvtx.c lib/marker.c lib/python.c lib/nvml.c lib/sampler.c lib/zstd.c lib/clock.c
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(LIB_SRCS))

@@ -9,7 +9,8 @@
 #   e.g. bench/compare.sh new=build/libgpumemtrace.so \
 #            mono=build/libgpumemtrace.so:GPUMEMTRACE_CLOCK=0 old=/tmp/old/libgpumemtrace.so
 # Knobs (environment): ROUNDS (9), PAIRS (2000000), DEPTH (8: call depth),
-#   STACKS (0: GPUMEMTRACE_STACK_DEPTH), BUILD (build: hookcost and the sim).
+#   STACKS (0: GPUMEMTRACE_STACK_DEPTH), MODE (cuda, or cuda-mt: a second
+#   thread has made a call first), BUILD (build: hookcost and the sim).
 # Prints, per variant, the added CPU ns per pair of the calling thread
 # (CLOCK_THREAD_CPUTIME_ID: time waiting for a CPU does not count) and the
 # added wall ns, each as the sorted rounds and their median.
@@ -19,6 +20,7 @@ ROUNDS=${ROUNDS:-9}
 PAIRS=${PAIRS:-2000000}
 DEPTH=${DEPTH:-8}
 STACKS=${STACKS:-0}
+MODE=${MODE:-cuda}
 PROG=$BUILD/bench/hookcost-fp
 [ $# -gt 0 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
 [ -x "$PROG" ] || { echo "compare: no $PROG (make $PROG)" >&2; exit 2; }
@@ -28,7 +30,7 @@ trap 'rm -rf "$TMP"' EXIT
 field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
 declare -A cpu wall
 for ((i = 0; i < ROUNDS; i++)); do
-	out=$(LD_LIBRARY_PATH=$BUILD/sim "$PROG" cuda "$DEPTH" "$PAIRS")
+	out=$(LD_LIBRARY_PATH=$BUILD/sim "$PROG" "$MODE" "$DEPTH" "$PAIRS")
 	u_cpu=$(field cpu_ns_per_pair <<<"$out") u_wall=$(field ns_per_pair <<<"$out")
 	cpu[untraced]+=" $u_cpu" wall[untraced]+=" $u_wall"
 	for spec in "$@"; do
@@ -37,7 +39,7 @@ for ((i = 0; i < ROUNDS; i++)); do
 		[[ $rest == *:* ]] && vars=${rest#*:}
 		[ -f "$lib" ] || { echo "compare: no library $lib" >&2; exit 2; }
 		out=$(env ${vars//,/ } GPUMEMTRACE_STACK_DEPTH="$STACKS" GPUMEMTRACE_OUTPUT="$TMP/t.gmt" \
-			LD_PRELOAD="$lib" LD_LIBRARY_PATH="$BUILD/sim" "$PROG" cuda "$DEPTH" "$PAIRS")
+			LD_PRELOAD="$lib" LD_LIBRARY_PATH="$BUILD/sim" "$PROG" "$MODE" "$DEPTH" "$PAIRS")
 		rm -f "$TMP"/t*.gmt
 		cpu[$name]+=" $(echo "$(field cpu_ns_per_pair <<<"$out") - $u_cpu" | bc)"
 		wall[$name]+=" $(echo "$(field ns_per_pair <<<"$out") - $u_wall" | bc)"
@@ -48,7 +50,7 @@ summary() { # values...
 	sorted=$(printf '%s\n' "$@" | sort -n | tr '\n' ' ')
 	echo "$sorted(median $(printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'))"
 }
-echo "# $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg) rounds $ROUNDS pairs $PAIRS depth $DEPTH stacks $STACKS"
+echo "# $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg) rounds $ROUNDS pairs $PAIRS depth $DEPTH stacks $STACKS mode $MODE"
 echo "untraced ns per pair: cpu $(summary ${cpu[untraced]}) wall $(summary ${wall[untraced]})"
 for spec in "$@"; do
 	name=${spec%%=*}

@@ -2,6 +2,9 @@
  *
  * usage: hookcost MODE DEPTH PAIRS
  *   cuda    cuMemAlloc_v2 + cuMemFree_v2 on the (simulated) driver
+ *   cuda-mt the same, after another thread has made one pair: what each
+ *           pair costs in a process with more than one CUDA thread, where
+ *           the tracer's stamps take a fence (lib/tracer.h, gmt_callers)
  *   malloc  malloc + free, the same shape, for heaptrack
  *   unw     two unw_backtrace calls (one per event) of up to DEPTH + 8
  *           frames: the floor of a libunwind-based capture
@@ -12,6 +15,7 @@
  * pairs excluded). */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +90,16 @@ static __attribute__((noinline)) long loop(void)
 	return failures;
 }
 
+static void *other_caller(void *arg)
+{
+	(void)arg;
+	CUdeviceptr p;
+	if (sim_use_primary_context() != 0 || cuMemAlloc_v2(&p, 4096) != CUDA_SUCCESS ||
+	    cuMemFree_v2(p) != CUDA_SUCCESS)
+		return (void *)1;
+	return NULL;
+}
+
 static __attribute__((noinline)) long descend(int levels)
 {
 	long r = levels > 0 ? descend(levels - 1) : loop();
@@ -96,16 +110,26 @@ static __attribute__((noinline)) long descend(int levels)
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: %s cuda|malloc|unw DEPTH PAIRS\n", argv[0]);
+		fprintf(stderr, "usage: %s cuda|cuda-mt|malloc|unw DEPTH PAIRS\n", argv[0]);
 		return 2;
 	}
-	mode = !strcmp(argv[1], "cuda") ? M_CUDA : !strcmp(argv[1], "malloc") ? M_MALLOC : M_UNW;
+	int other_thread = !strcmp(argv[1], "cuda-mt");
+	mode = !strcmp(argv[1], "cuda") || other_thread ? M_CUDA
+	       : !strcmp(argv[1], "malloc")		? M_MALLOC
+							: M_UNW;
 	depth = atoi(argv[2]);
 	pairs = atol(argv[3]);
 	if (depth < 5 || depth > 256 || pairs < 1)
 		return 2;
 	if (mode == M_CUDA && sim_use_primary_context() != 0)
 		return 1;
+	if (other_thread) {
+		pthread_t t;
+		void *failed = NULL;
+		if (pthread_create(&t, NULL, other_caller, NULL) != 0 ||
+		    pthread_join(t, &failed) != 0 || failed)
+			return 1;
+	}
 	long failures = descend(depth - 6);
 	double t_end = now_s(), cpu_end = thread_cpu_s();
 	printf("ns_per_pair=%.1f cpu_ns_per_pair=%.1f failures=%ld\n",

@@ -133,6 +133,7 @@ static void record(struct probe *p, enum gmt_api api, CUresult r, int32_t device
 	if (tls_in_ctx_call || !gmt_tracing())                                                     \
 		return real_(__VA_ARGS__);                                                         \
 	int saved_errno_ = errno;                                                                  \
+	gmt_callers_join();                                                                        \
 	tls_in_ctx_call = 1;                                                                       \
 	gmt_enter();                                                                               \
 	struct probe probe_;                                                                       \

@@ -23,6 +23,7 @@
 		return missing;                                                                    \
 	if (gmt_nested() || !gmt_tracing())                                                        \
 		return real_(__VA_ARGS__);                                                         \
+	gmt_callers_join();                                                                        \
 	gmt_enter();                                                                               \
 	gmt_tls_hook_frame = (uintptr_t)__builtin_frame_address(0);                                \
 	before_call;                                                                               \

@@ -584,7 +584,7 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 	h->type = GMT_RING_EVENT;
 	h->nframes = (uint16_t)nframes;
 	struct gmt_raw_event *e = (void *)(h + 1);
-	e->time_ns = call_start ? call_start : gmt_now_ns();
+	e->time_ns = call_start ? call_start : gmt_stamp_after();
 	e->ptr = ptr;
 	e->size = size;
 	e->aux = aux;

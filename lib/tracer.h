@@ -23,6 +23,46 @@ extern __thread uint64_t gmt_tls_call_start __attribute__((tls_model("initial-ex
  * and the walk is the fallback). gmt_record takes it and clears it. */
 extern __thread uintptr_t gmt_tls_hook_frame __attribute__((tls_model("initial-exec")));
 
+/* Which threads make traced calls: GMT_CALLERS_NONE, then the one
+ * thread's token, then GMT_CALLERS_MANY for good (lib/callers.c). While a
+ * single thread makes them all, no other thread's free can hand its
+ * allocations an address, so their stamps need no fence (gmt_stamp_after;
+ * docs/design.md, "The clock"). A thread joins before its call reaches the
+ * driver: the wrappers' GMT_FORWARD_ and context.c's CTX_CALL. */
+#define GMT_CALLERS_NONE 1
+#define GMT_CALLERS_MANY UINT64_MAX
+extern uint64_t gmt_callers GMT_INTERNAL;
+/* This thread's token (> GMT_CALLERS_NONE, never reused), 0 until it joins. */
+extern __thread uint64_t gmt_tls_caller __attribute__((tls_model("initial-exec")));
+void gmt_callers_join_slow(void);
+
+static inline void gmt_callers_join(void)
+{
+	uint64_t callers = __atomic_load_n(&gmt_callers, __ATOMIC_RELAXED);
+	if (__builtin_expect(callers != gmt_tls_caller && callers != GMT_CALLERS_MANY, 0))
+		gmt_callers_join_slow();
+}
+
+/* 1 while this thread is the only one that has made traced calls. Read
+ * after a call, it sees any other thread's join that the call could have
+ * seen the effects of: that thread joined before its own call's stores,
+ * and x86 keeps stores in order and loads in order. */
+static inline int gmt_sole_caller(void)
+{
+	return __atomic_load_n(&gmt_callers, __ATOMIC_ACQUIRE) == gmt_tls_caller;
+}
+
+/* An event's stamp, taken after its call: ordered (clock.h, gmt_now_ns)
+ * so that it is later than another thread's free whose address the call
+ * handed out, unless this thread is the sole caller: then only its own
+ * stamps can come before it, and the writer keeps those in order. A
+ * free's stamp, taken before its call, needs no fence in either case
+ * (clock.h, gmt_now_ns_before). */
+static inline uint64_t gmt_stamp_after(void)
+{
+	return gmt_clock_read(!gmt_sole_caller());
+}
+
 static inline int gmt_nested(void)
 {
 	return gmt_tls_depth > 0;

@@ -18,6 +18,7 @@ UNIT_SRCS_test-ring := lib/ring.c
 UNIT_SRCS_test-stacks := lib/stacks.c
 UNIT_SRCS_test-reorder := cli/replay.c cli/util.c
 UNIT_SRCS_test-clock := lib/clock.c
+UNIT_SRCS_test-callers := lib/callers.c
 include tests/unit/unit.mk
 include tests/life/life.mk
 include tests/golden/golden.mk

@@ -99,4 +99,18 @@ t=$(the_trace)
 expect_eq "stress: unmatched frees" "$(json s.json 'd["unmatched_frees"]')" 0
 expect_eq "stress: lost" "$(json s.json 'd["lost_events"]')" 0
 cd ..
+
+# One thread alone, whose allocations' stamps go unfenced, then a second
+# that frees what the first allocates, which reuses those addresses: from
+# the second thread's first call on, the first's stamps are ordered again
+# (lib/tracer.h, gmt_sole_caller).
+mkdir h && cd h
+GPUMEMTRACE_CLOCK=2 GPUMEMTRACE_FLUSH_MS=5 traced "$PROG_DIR/stress" handoff 50000 >got.txt ||
+	fail "handoff run failed: $(cat got.txt)"
+t=$(the_trace)
+"$GMT_CLI" summary --json "$t" >s.json
+expect_eq "handoff: unmatched frees" "$(json s.json 'd["unmatched_frees"]')" 0
+expect_eq "handoff: lost" "$(json s.json 'd["lost_events"]')" 0
+expect_eq "handoff: cudaFree calls" "$(json s.json 'd["calls"]["cudaFree"]["count"]')" 100000
+cd ..
 echo ok

@@ -7,6 +7,10 @@
  *   forks N       N children (4 at a time), each makes 10 events and ends by
  *                 exit() or _exit() in turn; the parent makes 2 per child
  *   exec D        2 events, then exec itself with D-1, down to 0: D+1 images
+ *   handoff M     main alone makes M cudaMalloc+cudaFree pairs, then M more
+ *                 cudaMallocs whose blocks a second thread frees as they come
+ *                 (through a queue): main's allocations reuse what the other
+ *                 thread freed, after the tracer stops being sole-caller
  *   sabotage WHAT [R]  R rounds (3) of 100 events, then WHAT (delete,
  *                 truncate or none) to ./gpumemtrace.PID.gmt if it exists,
  *                 R more rounds
@@ -114,6 +118,59 @@ static long rounds(int n)
 	return failures;
 }
 
+/* handoff: main allocates, the freer frees, through a queue under a mutex. */
+enum { QUEUE = 64 };
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	void *p[QUEUE];
+	long head, tail, total;
+} q = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void *freer(void *arg)
+{
+	long failures = 0;
+	(void)arg;
+	for (long done = 0; done < q.total; done++) {
+		pthread_mutex_lock(&q.lock);
+		while (q.tail == q.head)
+			pthread_cond_wait(&q.cond, &q.lock);
+		void *p = q.p[q.tail++ % QUEUE];
+		pthread_cond_broadcast(&q.cond);
+		pthread_mutex_unlock(&q.lock);
+		failures += cudaFree(p) != cudaSuccess;
+	}
+	return (void *)failures;
+}
+
+static long handoff(long m)
+{
+	long failures = 0;
+	for (long i = 0; i < m; i++) {
+		void *p;
+		failures += cudaMalloc(&p, 4096) != cudaSuccess;
+		failures += cudaFree(p) != cudaSuccess;
+	}
+	q.total = m;
+	pthread_t t;
+	if (pthread_create(&t, NULL, freer, NULL))
+		return -1;
+	for (long i = 0; i < m; i++) {
+		void *p = NULL;
+		if (cudaMalloc(&p, 4096) != cudaSuccess)
+			failures++; /* the freer's cudaFree(NULL) still counts */
+		pthread_mutex_lock(&q.lock);
+		while (q.head - q.tail == QUEUE)
+			pthread_cond_wait(&q.cond, &q.lock);
+		q.p[q.head++ % QUEUE] = p;
+		pthread_cond_broadcast(&q.cond);
+		pthread_mutex_unlock(&q.lock);
+	}
+	void *f;
+	pthread_join(t, &f);
+	return failures + (long)f;
+}
+
 static int child(long i)
 {
 	void *p[5];
@@ -136,6 +193,9 @@ int main(int argc, char **argv)
 		per_thread = strtol(argv[3], NULL, 0) & ~1L;
 		failures = run_threads(n, random_worker, NULL, n);
 		printf("stress threads %ld events=%ld failures=%ld\n", n, n * per_thread, failures);
+	} else if (!strcmp(mode, "handoff") && n > 0) {
+		failures = handoff(n);
+		printf("stress handoff %ld events=%ld failures=%ld\n", n, 4 * n, failures);
 	} else if (!strcmp(mode, "churn")) {
 		void **keep = calloc((size_t)n, sizeof *keep);
 		failures = run_threads(n, short_worker, keep, 8);
@@ -189,9 +249,9 @@ int main(int argc, char **argv)
 		failures += rounds(r);
 		printf("stress sabotage %s failures=%ld\n", argv[2], failures);
 	} else {
-		fprintf(
-		    stderr,
-		    "usage: stress threads N M | churn N | forks N | exec D | sabotage WHAT [R]\n");
+		fprintf(stderr, "usage: stress threads N M | handoff M | churn N | forks N | exec "
+				"D | sabotage WHAT "
+				"[R]\n");
 		return 2;
 	}
 	return failures != 0;
