@@ -114,9 +114,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int other_thread = !strcmp(argv[1], "cuda-mt");
-	mode = !strcmp(argv[1], "cuda") || other_thread ? M_CUDA
-	       : !strcmp(argv[1], "malloc")		? M_MALLOC
-							: M_UNW;
+	if (!strcmp(argv[1], "cuda") || other_thread)
+		mode = M_CUDA;
+	else if (!strcmp(argv[1], "malloc"))
+		mode = M_MALLOC;
+	else if (!strcmp(argv[1], "unw"))
+		mode = M_UNW;
+	else
+		return 2;
 	depth = atoi(argv[2]);
 	pairs = atol(argv[3]);
 	if (depth < 5 || depth > 256 || pairs < 1)

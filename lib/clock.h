@@ -1,15 +1,15 @@
 /* The trace's clock: CLOCK_MONOTONIC, or the TSC on a line fitted to it.
  *
- * Every time stamp of the trace comes from gmt_now_ns. A vDSO
- * clock_gettime costs ~26 ns on a KVM guest, two per alloc+free pair; an
- * ordered rdtsc ~18. Where the kernel vouches that the TSC agrees across
+ * Every time stamp of the trace comes from gmt_clock_read: gmt_now_ns
+ * (ordered), gmt_now_ns_before (a free's, before its call) or tracer.h's
+ * gmt_stamp_after. A vDSO clock_gettime costs ~26 ns on a KVM guest, two
+ * per alloc+free pair; an ordered rdtsc ~18. Where the kernel vouches that the TSC agrees across
  * CPUs (clock.c, gmt_clock_tick), the flush thread fits a line
  * ns = base_ns + (tsc - base_tsc) * mult / 2^32 to CLOCK_MONOTONIC and
  * publishes it; until then, and wherever the TSC is not trusted, stamps
  * are clock_gettime's. The line is continuous where it is refitted and
  * slews toward CLOCK_MONOTONIC, so stamps do not jump unless the TSC does
- * (docs/design.md,
- * "The clock"). */
+ * (docs/design.md, "The clock"). */
 #ifndef GMT_CLOCK_H
 #define GMT_CLOCK_H
 
@@ -95,7 +95,9 @@ static inline uint64_t gmt_clock_read(int ordered)
 
 /* The current time in ns on the trace's clock, read after everything
  * before it: an allocation's stamp, taken after its call, is later than
- * the free (another thread's) that made its address available. */
+ * the free (another thread's) that made its address available. Events use
+ * tracer.h's gmt_stamp_after, which leaves the fence out while one thread
+ * makes every call. */
 static inline uint64_t gmt_now_ns(void)
 {
 	return gmt_clock_read(1);
@@ -107,7 +109,10 @@ static inline uint64_t gmt_now_ns(void)
  * The lfence of gmt_now_ns costs ~20 ns per pair here, with the driver's
  * call still in flight (docs/performance.md, "The clock"). Such a stamp
  * may read a few ns before an ordered one just above it in the same
- * thread; the writer keeps each thread's stamps from going back. */
+ * thread; the writer keeps each thread's stamps from going back. It may
+ * also read before a load just above it completes: a free of an address
+ * another thread published moments before is not ordered after that
+ * allocation (docs/design.md, "The clock"). */
 static inline uint64_t gmt_now_ns_before(void)
 {
 	return gmt_clock_read(0);

@@ -83,6 +83,8 @@ t=$(the_trace)
 	fail "GPUMEMTRACE_CLOCK=2: the TSC was not used: $("$GMT_CLI" dump "$t" | grep NOTE)"
 worst=$(check_brackets "$t" calls.txt) || fail "TSC: $worst"
 [ "$worst" -le 20000 ] || fail "TSC: an event is $worst ns outside its call"
+"$GMT_CLI" dump "$t" | grep -q 'a second thread made a traced call' &&
+	fail "one calling thread, yet a note of a second"
 echo "TSC: worst distance outside a call $worst ns"
 cd ..
 
@@ -103,14 +105,21 @@ cd ..
 # One thread alone, whose allocations' stamps go unfenced, then a second
 # that frees what the first allocates, which reuses those addresses: from
 # the second thread's first call on, the first's stamps are ordered again
-# (lib/tracer.h, gmt_sole_caller).
+# (lib/tracer.h, gmt_sole_caller), and one info NOTE says so. The first
+# thread's run starts 50 ms after its first call, on the TSC's line. No
+# run here has shown an unfenced stamp out of order: this checks the
+# change of state and the replay, not the fence.
 mkdir h && cd h
 GPUMEMTRACE_CLOCK=2 GPUMEMTRACE_FLUSH_MS=5 traced "$PROG_DIR/stress" handoff 50000 >got.txt ||
 	fail "handoff run failed: $(cat got.txt)"
 t=$(the_trace)
+"$GMT_CLI" dump "$t" >dump.txt
+grep -q 'NOTE info "clock: the TSC' dump.txt || fail "handoff: the TSC was not used"
+expect_eq "handoff: notes of a second caller" \
+	"$(grep -c 'NOTE info "clock: a second thread made a traced call' dump.txt)" 1
 "$GMT_CLI" summary --json "$t" >s.json
 expect_eq "handoff: unmatched frees" "$(json s.json 'd["unmatched_frees"]')" 0
 expect_eq "handoff: lost" "$(json s.json 'd["lost_events"]')" 0
-expect_eq "handoff: cudaFree calls" "$(json s.json 'd["calls"]["cudaFree"]["count"]')" 100000
+expect_eq "handoff: cudaFree calls" "$(json s.json 'd["calls"]["cudaFree"]["count"]')" 100001
 cd ..
 echo ok

@@ -7,7 +7,8 @@
  *   forks N       N children (4 at a time), each makes 10 events and ends by
  *                 exit() or _exit() in turn; the parent makes 2 per child
  *   exec D        2 events, then exec itself with D-1, down to 0: D+1 images
- *   handoff M     main alone makes M cudaMalloc+cudaFree pairs, then M more
+ *   handoff M     main alone makes 1 + M cudaMalloc+cudaFree pairs (the
+ *                 first 50 ms before the rest), then M more
  *                 cudaMallocs whose blocks a second thread frees as they come
  *                 (through a queue): main's allocations reuse what the other
  *                 thread freed, after the tracer stops being sole-caller
@@ -146,8 +147,14 @@ static void *freer(void *arg)
 static long handoff(long m)
 {
 	long failures = 0;
+	void *p = NULL;
+	/* The trace starts; the TSC line is fitted 20 ms later (lib/clock.c). */
+	failures += cudaMalloc(&p, 4096) != cudaSuccess;
+	failures += cudaFree(p) != cudaSuccess;
+	struct timespec ts = {0, 50 * 1000000};
+	nanosleep(&ts, NULL);
 	for (long i = 0; i < m; i++) {
-		void *p;
+		p = NULL;
 		failures += cudaMalloc(&p, 4096) != cudaSuccess;
 		failures += cudaFree(p) != cudaSuccess;
 	}
@@ -156,7 +163,7 @@ static long handoff(long m)
 	if (pthread_create(&t, NULL, freer, NULL))
 		return -1;
 	for (long i = 0; i < m; i++) {
-		void *p = NULL;
+		p = NULL;
 		if (cudaMalloc(&p, 4096) != cudaSuccess)
 			failures++; /* the freer's cudaFree(NULL) still counts */
 		pthread_mutex_lock(&q.lock);
@@ -195,7 +202,7 @@ int main(int argc, char **argv)
 		printf("stress threads %ld events=%ld failures=%ld\n", n, n * per_thread, failures);
 	} else if (!strcmp(mode, "handoff") && n > 0) {
 		failures = handoff(n);
-		printf("stress handoff %ld events=%ld failures=%ld\n", n, 4 * n, failures);
+		printf("stress handoff %ld events=%ld failures=%ld\n", n, 4 * n + 2, failures);
 	} else if (!strcmp(mode, "churn")) {
 		void **keep = calloc((size_t)n, sizeof *keep);
 		failures = run_threads(n, short_worker, keep, 8);
@@ -249,9 +256,9 @@ int main(int argc, char **argv)
 		failures += rounds(r);
 		printf("stress sabotage %s failures=%ld\n", argv[2], failures);
 	} else {
-		fprintf(stderr, "usage: stress threads N M | handoff M | churn N | forks N | exec "
-				"D | sabotage WHAT "
-				"[R]\n");
+		fprintf(stderr,
+			"usage: stress threads N M | handoff M | churn N | forks N | exec D |\n"
+			"       sabotage WHAT [R]\n");
 		return 2;
 	}
 	return failures != 0;
