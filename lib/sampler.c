@@ -44,14 +44,26 @@ static struct {
 	uint32_t up; /* futex word: the thread runs our code (fork waits) */
 	/* Held while the thread is in NVML or recording: fork takes it. */
 	pthread_mutex_t work_lock;
-	int fork_held; /* fork_prepare took work_lock */
+	int fork_held;	     /* fork_prepare took work_lock */
+	uint32_t fork_wants; /* futex word: a fork waits for work_lock */
 } s = {.work_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- sampling ---------------------------------------------------------- */
 
+/* A waiting fork goes first. glibc's mutex is not fair: with samples back
+ * to back (a slow NVML, a short period) and the forking thread slow to be
+ * scheduled, the sampler took the lock back at every handoff until fork's
+ * bound ran out, and the child inherited NVML's own lock held: its
+ * sampler hung (t-life-fork-sampling, 4 in 12 runs beside two busy loops). */
+static void take_work_lock(void)
+{
+	gmt_futex_wait_while(&s.fork_wants, 1, STOP_WAIT_MS);
+	pthread_mutex_lock(&s.work_lock);
+}
+
 static void sample_all(enum gmt_sample_why why)
 {
-	pthread_mutex_lock(&s.work_lock);
+	take_work_lock();
 	unsigned n = gmt_nvml_device_count();
 	for (unsigned i = 0; i < n; i++) {
 		struct gmt_nvml_reading rd;
@@ -83,7 +95,7 @@ static void sample_all(enum gmt_sample_why why)
 
 static int nvml_ready(void)
 {
-	pthread_mutex_lock(&s.work_lock); /* the first call loads NVML */
+	take_work_lock(); /* the first call loads NVML */
 	int ready = gmt_nvml_ready();
 	pthread_mutex_unlock(&s.work_lock);
 	return ready;
@@ -356,6 +368,7 @@ void gmt_sampler_fork_prepare(void)
 	    pthread_equal(pthread_self(), s.thread))
 		return;
 	gmt_futex_wait_while(&s.up, 0, GMT_THREAD_UP_WAIT_MS);
+	gmt_futex_set(&s.fork_wants, 1); /* read by take_work_lock */
 	/* Bounded: an NVML call that hangs must not hang the program's fork. */
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
@@ -369,6 +382,8 @@ void gmt_sampler_fork_parent(void)
 		s.fork_held = 0;
 		pthread_mutex_unlock(&s.work_lock);
 	}
+	if (__atomic_load_n(&s.fork_wants, __ATOMIC_RELAXED))
+		gmt_futex_set(&s.fork_wants, 0);
 }
 
 void gmt_sampler_fork_child(void)
