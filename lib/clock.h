@@ -3,10 +3,10 @@
  * Every time stamp of the trace comes from gmt_clock_read: gmt_now_ns
  * (ordered), gmt_now_ns_before (a free's, before its call) or tracer.h's
  * gmt_stamp_after. A vDSO clock_gettime costs ~26 ns on a KVM guest, two
- * per alloc+free pair; an ordered rdtsc ~18. Where the kernel vouches that the TSC agrees across
- * CPUs (clock.c, gmt_clock_tick), the flush thread fits a line
- * ns = base_ns + (tsc - base_tsc) * mult / 2^32 to CLOCK_MONOTONIC and
- * publishes it; until then, and wherever the TSC is not trusted, stamps
+ * per alloc+free pair; an ordered rdtsc ~18. Where the kernel vouches that
+ * the TSC agrees across CPUs (clock.c, gmt_clock_tick), the flush thread
+ * fits a line ns = base_ns + (tsc - base_tsc) * mult / 2^32 to
+ * CLOCK_MONOTONIC and publishes it; until then, and wherever the TSC is not trusted, stamps
  * are clock_gettime's. The line is continuous where it is refitted and
  * slews toward CLOCK_MONOTONIC, so stamps do not jump unless the TSC does
  * (docs/design.md, "The clock"). */
