@@ -34,36 +34,47 @@ GMT_EXPORT __attribute__((noreturn)) void _Exit(int status)
 	__builtin_unreachable();
 }
 
-/* The trace gets a trailer before the image goes. If exec fails, tracing
- * goes on and a later trailer supersedes this one. */
+/* The trace gets a trailer before the image goes, and nothing after it
+ * while the exec is under way. If exec fails, tracing goes on and a later
+ * trailer supersedes this one. */
 GMT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	gmt_finish_async(GMT_END_EXEC);
-	return ((execve_fn)gmt_libc_next("execve"))(path, argv, envp);
+	int rc = ((execve_fn)gmt_libc_next("execve"))(path, argv, envp);
+	gmt_exec_returned();
+	return rc;
 }
 
 GMT_EXPORT int execv(const char *path, char *const argv[])
 {
 	gmt_finish_async(GMT_END_EXEC);
-	return ((execv_fn)gmt_libc_next("execv"))(path, argv);
+	int rc = ((execv_fn)gmt_libc_next("execv"))(path, argv);
+	gmt_exec_returned();
+	return rc;
 }
 
 GMT_EXPORT int execvp(const char *file, char *const argv[])
 {
 	gmt_finish_async(GMT_END_EXEC);
-	return ((execv_fn)gmt_libc_next("execvp"))(file, argv);
+	int rc = ((execv_fn)gmt_libc_next("execvp"))(file, argv);
+	gmt_exec_returned();
+	return rc;
 }
 
 GMT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	gmt_finish_async(GMT_END_EXEC);
-	return ((execve_fn)gmt_libc_next("execvpe"))(file, argv, envp);
+	int rc = ((execve_fn)gmt_libc_next("execvpe"))(file, argv, envp);
+	gmt_exec_returned();
+	return rc;
 }
 
 GMT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	gmt_finish_async(GMT_END_EXEC);
-	return ((fexecve_fn)gmt_libc_next("fexecve"))(fd, argv, envp);
+	int rc = ((fexecve_fn)gmt_libc_next("fexecve"))(fd, argv, envp);
+	gmt_exec_returned();
+	return rc;
 }
 
 /* execl and friends: gather the variadic arguments into an argv, ending at

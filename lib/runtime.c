@@ -57,6 +57,11 @@ static struct {
 	 * mallocs or locks may run: they ask the flush thread for the final
 	 * flush (final_req = reason + 1) and wait for final_done to move. */
 	uint32_t final_req, final_done;
+	/* Set by the flush thread once an exec's trailer is written, cleared
+	 * when the exec returns (it failed). Until then it writes nothing: a
+	 * cycle before the new image replaces us would leave records after
+	 * the trailer, and the trace would read as incomplete. */
+	uint32_t exec_hold;
 	pid_t pid;
 	pthread_key_t key;
 	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
@@ -356,7 +361,11 @@ static void *flusher_main(void *arg)
 		/* Pairs with the release store in gmt_finish_async. */
 		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
 		pthread_mutex_lock(&g.flush_lock);
-		gmt_clock_tick(); /* under the lock: fork never copies half a line */
+		/* Only the flush thread sets or reads it under the lock; the exec
+		 * caller's clear needs no order, its wake-up follows it. */
+		int held = __atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED);
+		if (!held)
+			gmt_clock_tick(); /* under the lock: fork never copies half a line */
 		if (load_state() == ST_ACTIVE) {
 			gmt_writer_compress_init(&g.w); /* dlopen: here, never on the hook path */
 			if (req) {
@@ -365,7 +374,9 @@ static void *flusher_main(void *arg)
 					fence_finished(); /* pairs with flush_if_finished */
 				}
 				flush_now_with_trailer(req - 1);
-			} else {
+				if (req - 1 == GMT_END_EXEC)
+					__atomic_store_n(&g.exec_hold, 1, __ATOMIC_RELAXED);
+			} else if (!held) {
 				flush_cycle();
 			}
 		}
@@ -796,6 +807,14 @@ out:
 	errno = saved_errno;
 }
 
+void gmt_exec_returned(void)
+{
+	int saved_errno = errno;
+	if (getpid() == g.pid && __atomic_exchange_n(&g.exec_hold, 0, __ATOMIC_RELAXED))
+		wake_flusher(); /* what was recorded meanwhile, then a trailer at exit */
+	errno = saved_errno;
+}
+
 __attribute__((destructor)) static void at_unload(void)
 {
 	gmt_finish(GMT_END_EXIT);
@@ -842,6 +861,7 @@ static void fork_child(void)
 	pthread_mutex_init(&early.lock, NULL);
 	g.flusher_running = 0;
 	g.stop = 0;
+	g.exec_hold = 0;
 	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
 	g.pid = getpid();
 	g.start_mono = gmt_now_ns();

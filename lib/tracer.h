@@ -133,6 +133,10 @@ void gmt_finish(enum gmt_end_reason reason);
 /* The same, done by the flush thread while the caller waits a bounded
  * time: async-signal-safe, for _exit and exec, which handlers may call. */
 void gmt_finish_async(enum gmt_end_reason reason);
+/* An exec came back (it failed): the flush thread writes again. Its
+ * trailer was written already, so the trace stays complete until then.
+ * Async-signal-safe; keeps errno. */
+void gmt_exec_returned(void);
 
 /* Provided by the hooks: device facts, called from the flush thread. */
 struct gmt_device_info {

@@ -22,4 +22,27 @@ t=$(the_trace)
 "$GMT_CLI" summary --json "$t" >c.json
 expect_eq "exec-fail events" "$(json c.json 'd["events"]')" 13 # + the context retain
 expect_eq "exec-fail complete" "$(json c.json 'd["complete"]')" True
+
+# After a failed exec the flush thread writes again: killed later, the trace
+# still holds what came after the exec (the exec's trailer is superseded).
+rm -f gpumemtrace.* ./*.json
+GPUMEMTRACE_FLUSH_MS=20 traced "$PROG_DIR/life" exec-fail-kill 4 2>/dev/null && fail "not killed"
+t=$(the_trace)
+"$GMT_CLI" summary --json "$t" >d.json 2>/dev/null
+expect_eq "exec-fail-kill events" "$(json d.json 'd["events"]')" 13
+expect_eq "exec-fail-kill complete" "$(json d.json 'd["complete"]')" False
+
+# While an exec is under way (a slow one here, 300 ms of 5 ms flush and
+# sample periods) nothing follows its trailer: the trace it leaves is
+# complete, whatever the flush thread had to write meanwhile.
+rm -f gpumemtrace.* ./*.json
+LD_PRELOAD="$preload $PROG_DIR/libslowexec.so" LD_LIBRARY_PATH=$SIM_DIR:$PROG_DIR \
+	GPUMEMTRACE_FLUSH_MS=5 GPUMEMTRACE_SAMPLE_MS=5 "$PROG_DIR/life" exec 4
+snaps=(gpumemtrace.*.gmt.at-exec)
+[ ${#snaps[@]} -eq 1 ] && [ -f "${snaps[0]}" ] || fail "expected one snapshot: ${snaps[*]}"
+"$GMT_CLI" summary --json "${snaps[0]}" >e.json
+expect_eq "mid-exec complete" "$(json e.json 'd["complete"]')" True
+expect_eq "mid-exec events" "$(json e.json 'd["events"]')" 7
+"$GMT_CLI" summary --json "${snaps[0]%.at-exec}" >f.json
+expect_eq "after-exec complete" "$(json f.json 'd["complete"]')" True
 echo ok

@@ -1,5 +1,6 @@
 /* Process-life scenarios for the integration tests: fork, exec, _exit,
  * kill -9, late frees. Usage: life MODE [N] */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,10 +95,19 @@ int main(int argc, char **argv)
 		perror("execl");
 		return 1;
 	}
-	if (!strcmp(mode, "exec-fail")) {
+	if (!strcmp(mode, "exec-fail") || !strcmp(mode, "exec-fail-kill")) {
 		allocs(n, 1 << 20);
+		errno = 0;
 		execl("/nonexistent/program", "x", (char *)NULL);
+		if (errno != ENOENT) {
+			fprintf(stderr, "exec failed with errno %d, not ENOENT\n", errno);
+			return 1;
+		}
 		allocs(n, 1 << 20); /* tracing goes on after a failed exec */
+		if (mode[9]) {	    /* kill: only the flush thread can have written those */
+			nap_ms(500);
+			raise(SIGKILL);
+		}
 		return 0;
 	}
 	if (!strcmp(mode, "late")) {

@@ -6,6 +6,13 @@ $(LIFE): tests/life/life.c hooks/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
 
+# Preloaded after the tracer: a slow exec that snapshots the trace first.
+SLOWEXEC := $(PROG_DIR)/libslowexec.so
+life-progs: $(SLOWEXEC)
+$(SLOWEXEC): tests/life/slowexec.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ -ldl $(SAN_LDFLAGS)
+
 # An RTLD_LOCAL "extension" linked against the runtime, and its loader.
 LOCAL_EXT := $(PROG_DIR)/liblocal-ext.so
 LOCAL_MAIN := $(PROG_DIR)/local-main
