@@ -1,6 +1,7 @@
 #include "modules.h"
 
 #include <elf.h>
+#include <limits.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,12 +67,18 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	if (hi <= lo)
 		return 0;
-	char exe[4096];
+	char exe[PATH_MAX];
 	const char *path = info->dlpi_name;
 	if (!path || !*path) {
 		/* The main program has no name here. */
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 		exe[n > 0 ? n : 0] = '\0';
+		path = exe;
+	} else if (path[0] != '/' && realpath(path, exe)) {
+		/* Loaded by a relative path (LD_PRELOAD=./lib.so, a relative
+		 * LD_LIBRARY_PATH): symbolizers, ours at exit and the CLI's
+		 * later, elsewhere, need the file itself. The build id guards
+		 * against a cwd that moved since the load. */
 		path = exe;
 	}
 	if (known(m, info->dlpi_addr, lo, path))
