@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <limits.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,13 +17,41 @@ struct scan_ctx {
 	int added;
 };
 
-static int known(const struct gmt_modules *m, uint64_t bias, uint64_t start, const char *path)
+static int known(const struct gmt_modules *m, uint64_t bias, uint64_t start, const char *name)
 {
-	for (uint32_t i = 0; i < m->n; i++)
-		if (m->v[i].load_bias == bias && m->v[i].start == start &&
-		    !strcmp(m->v[i].path, path))
+	for (uint32_t i = 0; i < m->n; i++) {
+		const struct gmt_module *v = &m->v[i];
+		if (v->load_bias == bias && v->start == start &&
+		    !strcmp(v->loaded_as ? v->loaded_as : v->path, name))
 			return 1;
+	}
 	return 0;
+}
+
+/* The file the kernel has mapped at addr, from /proc/self/maps: absolute
+ * whatever the working directory is now. Writes it to out; 0 on success. */
+static int mapped_file(uint64_t addr, char *out, size_t cap)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -1;
+	char line[PATH_MAX + 128];
+	int found = -1;
+	while (found && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		int at = 0;
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 || !at ||
+		    addr < lo || addr >= hi)
+			continue;
+		char *path = line + at;
+		path[strcspn(path, "\n")] = '\0';
+		if (path[0] != '/' || strlen(path) >= cap)
+			break; /* [vdso], anonymous: no file to name */
+		strcpy(out, path);
+		found = 0;
+	}
+	fclose(f);
+	return found;
 }
 
 static unsigned read_build_id(const struct dl_phdr_info *info, uint8_t *out, unsigned cap)
@@ -68,21 +97,23 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 	if (hi <= lo)
 		return 0;
 	char exe[PATH_MAX];
-	const char *path = info->dlpi_name;
+	const char *path = info->dlpi_name, *loaded_as = NULL;
 	if (!path || !*path) {
 		/* The main program has no name here. */
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 		exe[n > 0 ? n : 0] = '\0';
 		path = exe;
-	} else if (path[0] != '/' && realpath(path, exe)) {
-		/* Loaded by a relative path (LD_PRELOAD=./lib.so, a relative
-		 * LD_LIBRARY_PATH): symbolizers, ours at exit and the CLI's
-		 * later, elsewhere, need the file itself. The build id guards
-		 * against a cwd that moved since the load. */
-		path = exe;
 	}
 	if (known(m, info->dlpi_addr, lo, path))
 		return 0;
+	if (path[0] != '/' && mapped_file(lo, exe, sizeof exe) == 0) {
+		/* Loaded by a relative path (LD_PRELOAD=./lib.so, a relative
+		 * LD_LIBRARY_PATH), which symbolizers, ours at exit and the
+		 * CLI's later, elsewhere, cannot open: name the file the kernel
+		 * mapped, whatever the working directory is now. */
+		loaded_as = path;
+		path = exe;
+	}
 	if (m->n == m->cap) {
 		uint32_t cap = m->cap ? m->cap * 2 : 64;
 		struct gmt_module *v = realloc(m->v, cap * sizeof *v);
@@ -94,8 +125,12 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 	struct gmt_module *mod = &m->v[m->n];
 	memset(mod, 0, sizeof *mod);
 	mod->path = strdup(path);
-	if (!mod->path)
+	mod->loaded_as = loaded_as ? strdup(loaded_as) : NULL;
+	if (!mod->path || (loaded_as && !mod->loaded_as)) {
+		free(mod->path);
+		free(mod->loaded_as);
 		return 1;
+	}
 	mod->id = m->n + 1;
 	mod->load_bias = info->dlpi_addr;
 	mod->start = lo;
@@ -134,8 +169,10 @@ const struct gmt_module *gmt_modules_find(const struct gmt_modules *m, uint64_t 
 
 void gmt_modules_reset(struct gmt_modules *m)
 {
-	for (uint32_t i = 0; i < m->n; i++)
+	for (uint32_t i = 0; i < m->n; i++) {
 		free(m->v[i].path);
+		free(m->v[i].loaded_as);
+	}
 	free(m->v);
 	memset(m, 0, sizeof *m);
 }

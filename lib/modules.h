@@ -10,6 +10,7 @@ struct gmt_module {
 	uint32_t id;
 	uint64_t load_bias, start, end;
 	char *path;
+	char *loaded_as; /* the loader's relative name, when path differs; else NULL */
 	uint8_t build_id[64];
 	unsigned build_id_len;
 	int emitted;

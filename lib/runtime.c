@@ -32,6 +32,8 @@ __thread int gmt_tls_depth __attribute__((tls_model("initial-exec")));
 __thread uint64_t gmt_tls_call_start __attribute__((tls_model("initial-exec")));
 __thread uintptr_t gmt_tls_hook_frame __attribute__((tls_model("initial-exec")));
 static __thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
+/* This thread's execs that raised g.exec_hold and have not come back. */
+static __thread unsigned tls_exec_holds __attribute__((tls_model("initial-exec")));
 
 enum state {
 	ST_UNCONFIGURED = 0,
@@ -57,10 +59,11 @@ static struct {
 	 * mallocs or locks may run: they ask the flush thread for the final
 	 * flush (final_req = reason + 1) and wait for final_done to move. */
 	uint32_t final_req, final_done;
-	/* Set by the flush thread once an exec's trailer is written, cleared
-	 * when the exec returns (it failed). Until then it writes nothing: a
-	 * cycle before the new image replaces us would leave records after
-	 * the trailer, and the trace would read as incomplete. */
+	/* Execs under way: raised by each exec's caller before it asks for
+	 * the trailer, lowered when its exec returns (it failed). While
+	 * raised the flush thread writes nothing: a cycle before the new
+	 * image replaces us would leave records after the trailer, and the
+	 * trace would read as incomplete. */
 	uint32_t exec_hold;
 	pid_t pid;
 	pthread_key_t key;
@@ -345,8 +348,25 @@ uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms)
 	return seen;
 }
 
+/* Whether an exec under way holds the flush thread's writes. Bounded: an
+ * exec's caller that never comes back (a handler longjmp'd out of it) must
+ * not stop the trace for good. Flush thread only. */
+static int exec_holds_writes(uint64_t *held_since)
+{
+	enum { EXEC_HOLD_MAX_MS = 10000 };
+	if (!__atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED)) {
+		*held_since = 0;
+		return 0;
+	}
+	uint64_t now = gmt_now_ns();
+	if (!*held_since)
+		*held_since = now;
+	return now - *held_since < EXEC_HOLD_MAX_MS * 1000000ull;
+}
+
 static void *flusher_main(void *arg)
 {
+	uint64_t held_since = 0;
 	gmt_enter();			 /* nothing this thread does is the program's */
 	gmt_futex_set(&g.flusher_up, 1); /* fork waits for this */
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
@@ -361,11 +381,7 @@ static void *flusher_main(void *arg)
 		/* Pairs with the release store in gmt_finish_async. */
 		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
 		pthread_mutex_lock(&g.flush_lock);
-		/* Only the flush thread sets or reads it under the lock; the exec
-		 * caller's clear needs no order, its wake-up follows it. */
-		int held = __atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED);
-		if (!held)
-			gmt_clock_tick(); /* under the lock: fork never copies half a line */
+		gmt_clock_tick(); /* under the lock: fork never copies half a line */
 		if (load_state() == ST_ACTIVE) {
 			gmt_writer_compress_init(&g.w); /* dlopen: here, never on the hook path */
 			if (req) {
@@ -374,9 +390,7 @@ static void *flusher_main(void *arg)
 					fence_finished(); /* pairs with flush_if_finished */
 				}
 				flush_now_with_trailer(req - 1);
-				if (req - 1 == GMT_END_EXEC)
-					__atomic_store_n(&g.exec_hold, 1, __ATOMIC_RELAXED);
-			} else if (!held) {
+			} else if (!exec_holds_writes(&held_since)) {
 				flush_cycle();
 			}
 		}
@@ -517,7 +531,10 @@ static void *wait_for_space(struct gmt_ring *r, size_t len)
 			pthread_mutex_unlock(&g.flush_lock);
 			return gmt_ring_reserve(r, len);
 		}
-		if (st != ST_ACTIVE || gmt_now_ns() >= deadline)
+		/* An exec under way: nothing drains until it fails, and if it
+		 * succeeds the event goes with the image. Counted, not waited for. */
+		if (st != ST_ACTIVE || gmt_now_ns() >= deadline ||
+		    __atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED))
 			return NULL;
 		wake_flusher();
 		struct timespec ts = {0, nap};
@@ -794,7 +811,12 @@ void gmt_finish_async(enum gmt_end_reason reason)
 	if (load_state() != ST_ACTIVE || getpid() != g.pid || !g.flusher_running)
 		goto out;
 	uint32_t done = __atomic_load_n(&g.final_done, __ATOMIC_ACQUIRE);
-	/* Pairs with the acquire exchange in flusher_main. */
+	if (reason == GMT_END_EXEC) { /* raised before the trailer is asked for */
+		__atomic_add_fetch(&g.exec_hold, 1, __ATOMIC_RELAXED);
+		tls_exec_holds++;
+	}
+	/* Pairs with the acquire exchange in flusher_main; also publishes the
+	 * hold above to the flush thread before it writes the trailer. */
 	__atomic_store_n(&g.final_req, (uint32_t)reason + 1, __ATOMIC_RELEASE);
 	wake_flusher();
 	/* Only syscalls from here: the caller may be a signal handler that
@@ -809,8 +831,11 @@ out:
 
 void gmt_exec_returned(void)
 {
+	if (!tls_exec_holds) /* this thread's exec raised no hold (a vfork child's, say) */
+		return;
 	int saved_errno = errno;
-	if (getpid() == g.pid && __atomic_exchange_n(&g.exec_hold, 0, __ATOMIC_RELAXED))
+	tls_exec_holds--;
+	if (__atomic_sub_fetch(&g.exec_hold, 1, __ATOMIC_RELAXED) == 0)
 		wake_flusher(); /* what was recorded meanwhile, then a trailer at exit */
 	errno = saved_errno;
 }
@@ -862,6 +887,7 @@ static void fork_child(void)
 	g.flusher_running = 0;
 	g.stop = 0;
 	g.exec_hold = 0;
+	tls_exec_holds = 0;
 	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
 	g.pid = getpid();
 	g.start_mono = gmt_now_ns();

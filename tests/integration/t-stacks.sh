@@ -9,16 +9,23 @@ grep -q "life.c" dump.txt || fail "no file name life.c in the dump"
 "$GMT_CLI" summary "$t" >summary.txt
 grep -q "allocs" summary.txt || fail "summary does not name allocs(): $(cat summary.txt)"
 
-# Loaded by relative paths (LD_PRELOAD=./lib.so, a relative library path):
-# the trace names the files absolutely, and the runtime's frames still get
-# their symbols.
+# Loaded by relative paths (LD_PRELOAD=./lib.so, a relative library path),
+# with the working directory moved before the first call and again before a
+# library loads: the trace names each file once, absolutely, and the
+# runtime's frames still get their symbols.
 rm -f gpumemtrace.*
-mkdir rel && cp -r "$SIM_DIR" rel/sim && cp "$GMT_LIB" rel/
+mkdir rel elsewhere && cp -r "$SIM_DIR" rel/sim && cp "$GMT_LIB" rel/
+here=$(pwd -P)
 asan=""
 [[ $preload == *" "* ]] && asan="${preload%% *} " # ASan's runtime first, as traced() does
-(cd rel && LD_PRELOAD="$asan./$(basename "$GMT_LIB")" LD_LIBRARY_PATH=sim "$PROG_DIR/life" exit 2)
-"$GMT_CLI" dump rel/gpumemtrace.*.gmt >rel.txt
-here=$(pwd -P)
+# The runtime loads at start, by the relative entry; the driver, which it
+# opens at its first call, after the move, by the absolute one.
+(cd rel && LD_PRELOAD="$asan./$(basename "$GMT_LIB")" LD_LIBRARY_PATH="sim:$here/rel/sim" \
+	GPUMEMTRACE_OUTPUT="$here/rel.gmt" "$PROG_DIR/life" chdir 2 "$here/elsewhere")
+"$GMT_CLI" dump rel.gmt >rel.txt
+grep -q 'path "/[^"]*/libm.so.6"' rel.txt || fail "no libm loaded after the first call"
+expect_eq "modules named twice" "$(grep ' MODULE ' rel.txt | sed 's/.*\[\(0x[0-9a-f]*\),.*/\1/' | sort | uniq -d)" ""
+expect_eq "relative module paths" "$(grep ' MODULE ' rel.txt | grep -v 'path "/' | grep -vc 'linux-vdso')" 0
 grep -q "path \"$here/rel/sim/libcudart.so.13\"" rel.txt || fail "runtime's path not absolute"
 grep -q "path \"$here/rel/$(basename "$GMT_LIB")\"" rel.txt || fail "our path not absolute"
 grep -q 'file "tests/sim/runtime.c"' rel.txt || fail "no symbol from the runtime"

@@ -1,5 +1,6 @@
 /* Process-life scenarios for the integration tests: fork, exec, _exit,
- * kill -9, late frees. Usage: life MODE [N] */
+ * kill -9, late frees, a moving working directory. Usage: life MODE [N] [DIR] */
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -51,6 +52,17 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "exit";
 	int n = argc > 2 ? atoi(argv[2]) : 10;
 	if (!strcmp(mode, "exit")) {
+		allocs(n, 1 << 20);
+		return 0;
+	}
+	if (!strcmp(mode, "chdir") && argc > 3) {
+		/* Loaded by relative paths, then the working directory moves,
+		 * before the first call and again before a library loads. */
+		if (chdir(argv[3]) != 0)
+			return 2;
+		allocs(n, 1 << 20);
+		if (chdir("/") != 0 || !dlopen("libm.so.6", RTLD_NOW))
+			return 2;
 		allocs(n, 1 << 20);
 		return 0;
 	}
