@@ -38,6 +38,13 @@ static int mapped_file(uint64_t addr, char *out, size_t cap)
 	char line[PATH_MAX + 128];
 	int found = -1;
 	while (found && fgets(line, sizeof line, f)) {
+		size_t len = strlen(line);
+		if (len && line[len - 1] != '\n') { /* too long: skip the rest of it */
+			int c;
+			while ((c = getc(f)) != EOF && c != '\n')
+				;
+			continue;
+		}
 		unsigned long lo, hi;
 		int at = 0;
 		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 || !at ||
@@ -45,9 +52,12 @@ static int mapped_file(uint64_t addr, char *out, size_t cap)
 			continue;
 		char *path = line + at;
 		path[strcspn(path, "\n")] = '\0';
-		if (path[0] != '/' || strlen(path) >= cap)
-			break; /* [vdso], anonymous: no file to name */
-		strcpy(out, path);
+		static const char deleted[] = " (deleted)";
+		size_t n = strlen(path), nd = sizeof deleted - 1;
+		/* [vdso], anonymous, or a file replaced since: none to open. */
+		if (path[0] != '/' || n >= cap || (n > nd && !strcmp(path + n - nd, deleted)))
+			break;
+		memcpy(out, path, n + 1);
 		found = 0;
 	}
 	fclose(f);

@@ -65,6 +65,10 @@ static struct {
 	 * image replaces us would leave records after the trailer, and the
 	 * trace would read as incomplete. */
 	uint32_t exec_hold;
+	uint32_t exec_raises; /* every raise, ever: a new exec restarts the bound */
+	/* Set by the flush thread while it honours a hold (not past its
+	 * bound): producers then count a full ring's event lost at once. */
+	uint32_t writes_held;
 	pid_t pid;
 	pthread_key_t key;
 	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
@@ -351,22 +355,34 @@ uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms)
 /* Whether an exec under way holds the flush thread's writes. Bounded: an
  * exec's caller that never comes back (a handler longjmp'd out of it) must
  * not stop the trace for good. Flush thread only. */
-static int exec_holds_writes(uint64_t *held_since)
+struct hold_watch {
+	uint64_t since;	 /* when the flush thread first saw this hold; 0: none */
+	uint32_t raises; /* g.exec_raises then */
+};
+
+static int exec_holds_writes(struct hold_watch *hw)
 {
 	enum { EXEC_HOLD_MAX_MS = 10000 };
-	if (!__atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED)) {
-		*held_since = 0;
-		return 0;
+	int held = 0;
+	if (__atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED)) {
+		uint64_t now = gmt_now_ns();
+		uint32_t raises = __atomic_load_n(&g.exec_raises, __ATOMIC_RELAXED);
+		/* A stuck hold must not spend a later exec's bound. */
+		if (!hw->since || raises != hw->raises) {
+			hw->since = now;
+			hw->raises = raises;
+		}
+		held = now - hw->since < EXEC_HOLD_MAX_MS * 1000000ull;
+	} else {
+		hw->since = 0;
 	}
-	uint64_t now = gmt_now_ns();
-	if (!*held_since)
-		*held_since = now;
-	return now - *held_since < EXEC_HOLD_MAX_MS * 1000000ull;
+	__atomic_store_n(&g.writes_held, held, __ATOMIC_RELAXED);
+	return held;
 }
 
 static void *flusher_main(void *arg)
 {
-	uint64_t held_since = 0;
+	struct hold_watch hold = {0, 0};
 	gmt_enter();			 /* nothing this thread does is the program's */
 	gmt_futex_set(&g.flusher_up, 1); /* fork waits for this */
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
@@ -390,7 +406,7 @@ static void *flusher_main(void *arg)
 					fence_finished(); /* pairs with flush_if_finished */
 				}
 				flush_now_with_trailer(req - 1);
-			} else if (!exec_holds_writes(&held_since)) {
+			} else if (!exec_holds_writes(&hold)) {
 				flush_cycle();
 			}
 		}
@@ -531,10 +547,12 @@ static void *wait_for_space(struct gmt_ring *r, size_t len)
 			pthread_mutex_unlock(&g.flush_lock);
 			return gmt_ring_reserve(r, len);
 		}
-		/* An exec under way: nothing drains until it fails, and if it
-		 * succeeds the event goes with the image. Counted, not waited for. */
+		/* An exec under way, its trailer written: nothing drains until it
+		 * fails, and if it succeeds the event goes with the image.
+		 * Counted, not waited for. */
 		if (st != ST_ACTIVE || gmt_now_ns() >= deadline ||
-		    __atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED))
+		    (__atomic_load_n(&g.writes_held, __ATOMIC_RELAXED) &&
+		     __atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED)))
 			return NULL;
 		wake_flusher();
 		struct timespec ts = {0, nap};
@@ -813,6 +831,7 @@ void gmt_finish_async(enum gmt_end_reason reason)
 	uint32_t done = __atomic_load_n(&g.final_done, __ATOMIC_ACQUIRE);
 	if (reason == GMT_END_EXEC) { /* raised before the trailer is asked for */
 		__atomic_add_fetch(&g.exec_hold, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&g.exec_raises, 1, __ATOMIC_RELAXED);
 		tls_exec_holds++;
 	}
 	/* Pairs with the acquire exchange in flusher_main; also publishes the
@@ -831,7 +850,9 @@ out:
 
 void gmt_exec_returned(void)
 {
-	if (!tls_exec_holds) /* this thread's exec raised no hold (a vfork child's, say) */
+	/* Only execs that raised a hold lower one; a vfork child shares its
+	 * parent thread's TLS, hence the pid too. */
+	if (!tls_exec_holds || getpid() != g.pid)
 		return;
 	int saved_errno = errno;
 	tls_exec_holds--;
@@ -887,6 +908,7 @@ static void fork_child(void)
 	g.flusher_running = 0;
 	g.stop = 0;
 	g.exec_hold = 0;
+	g.writes_held = 0;
 	tls_exec_holds = 0;
 	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
 	g.pid = getpid();

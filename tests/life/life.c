@@ -1,5 +1,5 @@
 /* Process-life scenarios for the integration tests: fork, exec, _exit,
- * kill -9, late frees, a moving working directory. Usage: life MODE [N] [DIR] */
+ * kill -9, late frees, a moving working directory. Usage: life MODE [N] [DIR LIB] */
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -55,13 +55,14 @@ int main(int argc, char **argv)
 		allocs(n, 1 << 20);
 		return 0;
 	}
-	if (!strcmp(mode, "chdir") && argc > 3) {
-		/* Loaded by relative paths, then the working directory moves,
-		 * before the first call and again before a library loads. */
+	if (!strcmp(mode, "chdir") && argc > 4) {
+		/* Loaded by relative paths, then the working directory moves
+		 * before the first call; a library loads by a relative path;
+		 * the directory moves again before the tracer looks at it. */
 		if (chdir(argv[3]) != 0)
 			return 2;
 		allocs(n, 1 << 20);
-		if (chdir("/") != 0 || !dlopen("libm.so.6", RTLD_NOW))
+		if (!dlopen(argv[4], RTLD_NOW) || chdir("/") != 0)
 			return 2;
 		allocs(n, 1 << 20);
 		return 0;
