@@ -352,14 +352,14 @@ uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms)
 	return seen;
 }
 
-/* Whether an exec under way holds the flush thread's writes. Bounded: an
- * exec's caller that never comes back (a handler longjmp'd out of it) must
- * not stop the trace for good. Flush thread only. */
 struct hold_watch {
 	uint64_t since;	 /* when the flush thread first saw this hold; 0: none */
 	uint32_t raises; /* g.exec_raises then */
 };
 
+/* Whether an exec under way holds the flush thread's writes. Bounded: an
+ * exec's caller that never comes back (a handler longjmp'd out of it) must
+ * not stop the trace for good. Flush thread only. */
 static int exec_holds_writes(struct hold_watch *hw)
 {
 	enum { EXEC_HOLD_MAX_MS = 10000 };
