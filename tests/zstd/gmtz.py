@@ -99,7 +99,16 @@ def main():
                     if how == "magic":
                         p[i + 1] ^= 0xFF
                     elif how == "frame":
-                        p[len(p) // 2] ^= 0x55
+                        # The first block's type made "reserved", which zstd
+                        # must refuse. Not a byte mid-payload: one in a raw
+                        # literals block decodes silently (no frame checksum;
+                        # the chunk CRC, rewritten here, is what catches it),
+                        # and CI once drew such a byte.
+                        fhd = p[i + 5]
+                        single = fhd >> 5 & 1
+                        fcs = [single, 2, 4, 8][fhd >> 6]
+                        block = i + 6 + (not single) + [0, 1, 2, 4][fhd & 3] + fcs
+                        p[block] |= 0x06
                     elif how == "cut":
                         p = p[:-8]
                     else:  # raw_len + 1
