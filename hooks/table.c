@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "hooks.h"
@@ -215,14 +216,36 @@ static void note_driver_handle(void *handle)
 				    __ATOMIC_RELAXED);
 }
 
+/* The loader's count of objects loaded so far, plus 1 (0: unknown). */
+static int read_load_count(struct dl_phdr_info *info, size_t size, void *count)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+		*(unsigned long long *)count = info->dlpi_adds + 1;
+	return 1;
+}
+
+/* The load count when libcuda was last looked for and not found (0: never
+ * missed). dlopen(RTLD_NOLOAD) still searches the library path, opening each
+ * candidate (~85 us): with no driver loaded, every event looked again. */
+static unsigned long long driver_missed_at;
+
 static void *get_driver_handle(void)
 {
 	void *h = __atomic_load_n(&driver_handle, __ATOMIC_ACQUIRE);
-	if (!h) {
-		/* Linked, or opened by someone: never loads it ourselves. */
-		h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (h)
+		return h;
+	unsigned long long loads = 0;
+	dl_iterate_phdr(read_load_count, &loads);
+	if (loads && __atomic_load_n(&driver_missed_at, __ATOMIC_RELAXED) == loads)
+		return NULL; /* nothing loaded since the last miss */
+	/* Linked, or opened by someone: never loads it ourselves. */
+	h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (h)
 		note_driver_handle(h);
-	}
+	else
+		/* Counted before the search: a load during it makes the next
+		 * call search again. */
+		__atomic_store_n(&driver_missed_at, loads, __ATOMIC_RELAXED);
 	return h;
 }
 

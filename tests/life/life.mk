@@ -13,6 +13,13 @@ $(SLOWEXEC): tests/life/slowexec.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ -ldl $(SAN_LDFLAGS)
 
+# Preloaded after the tracer: counts its on-disk lookups of libcuda.
+COUNTDL := $(PROG_DIR)/libcountdl.so
+life-progs: $(COUNTDL)
+$(COUNTDL): tests/life/countdl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ -ldl $(SAN_LDFLAGS)
+
 # An RTLD_LOCAL "extension" linked against the runtime, and its loader.
 LOCAL_EXT := $(PROG_DIR)/liblocal-ext.so
 LOCAL_MAIN := $(PROG_DIR)/local-main
