@@ -69,10 +69,19 @@ struct dev_info {
 	struct rp_level lv;
 	struct site *sites; /* top sites at the peak, sorted */
 	size_t nsites, distinct_sites;
+	struct site_row *rows; /* the text's rows: sites that print alike merged */
+	size_t nrows, distinct_rows;
 	struct lib_bytes *libs; /* live bytes at the peak by library, sorted */
 	size_t nlibs;
 	uint64_t kind_peak[GMT_KIND_MAX_ + 1]; /* live bytes at the peak by kind */
 	uint64_t kind_end[GMT_KIND_MAX_ + 1];  /* live at the end by kind */
+};
+
+struct site_row {
+	UT_hash_handle hh;
+	char *text;			 /* the site and 3 callers, as printed */
+	uint64_t stack_id, bytes, count; /* stack_id: the largest stack's */
+	size_t stacks;
 };
 
 struct call {
@@ -344,6 +353,70 @@ static void callers_text(FILE *f, struct summary *s, uint64_t stack_id, int site
 	fputs(trace_callers_text(&s->t, stack_id, site_depth, 3, buf, sizeof(buf)), f);
 }
 
+static void no_memory(void)
+{
+	cli_error(NULL, "out of memory");
+	exit(EXIT_INPUT);
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct site_row *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* The text's rows: stacks that differ only below the 3 callers printed
+ * read as one row (on an H100, PyTorch's allocator under seven deeper
+ * callers made seven identical rows). --json keeps one entry per stack. */
+static void site_rows(struct summary *s, struct dev_info *dev)
+{
+	struct site_row *byname = NULL, *r, *tmp;
+	for (size_t i = 0; i < dev->distinct_sites; i++) {
+		const struct site *st = &dev->sites[i];
+		char *text = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&text, &len);
+		if (!m)
+			no_memory();
+		struct trace_frame fr;
+		if (trace_site(&s->t, st->stack_id, &fr)) {
+			frame_text(m, &fr);
+			callers_text(m, s, st->stack_id, fr.depth);
+		} else {
+			fputs("(no stack)", m);
+		}
+		if (fclose(m) || !text)
+			no_memory();
+		HASH_FIND(hh, byname, text, len, r);
+		if (r) {
+			free(text);
+		} else {
+			r = xrealloc(NULL, sizeof(*r));
+			*r = (struct site_row){.text = text, .stack_id = st->stack_id};
+			HASH_ADD_KEYPTR(hh, byname, r->text, len, r);
+		}
+		r->bytes += st->bytes;
+		r->count += st->count;
+		r->stacks++;
+	}
+	size_t n = HASH_COUNT(byname), i = 0;
+	dev->rows = xrealloc(NULL, (n ? n : 1) * sizeof(*dev->rows));
+	HASH_ITER(hh, byname, r, tmp)
+	{
+		HASH_DEL(byname, r);
+		dev->rows[i++] = *r;
+		free(r);
+	}
+	if (n)
+		qsort(dev->rows, n, sizeof(*dev->rows), row_cmp);
+	dev->distinct_rows = n;
+	dev->nrows = n < TOP_SITES ? n : TOP_SITES;
+}
+
 static uint64_t end_time(const struct summary *s)
 {
 	return trace_end_ns(&s->t);
@@ -570,20 +643,18 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 			d->ordinal, fmt_size(b1, d->lv.peak),
 			fmt_reltime(b2, rel(s, d->lv.peak_time_ns)) + 1);
 		fprintf(f, "  %10s %8s %8s  %s\n", "bytes", "allocs", "stack", "site");
-		for (size_t k = 0; k < d->nsites; k++) {
-			const struct site *st = &d->sites[k];
-			fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  ", fmt_size(b1, st->bytes),
-				st->count, st->stack_id);
-			if (st->has_frame) {
-				frame_text(f, &st->frame);
-				callers_text(f, s, st->stack_id, st->frame.depth);
-			} else {
-				fputs("(no stack)", f);
-			}
+		if (!d->rows)
+			site_rows(s, d);
+		for (size_t k = 0; k < d->nrows; k++) {
+			const struct site_row *r = &d->rows[k];
+			fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  %s", fmt_size(b1, r->bytes),
+				r->count, r->stack_id, r->text);
+			if (r->stacks > 1)
+				fprintf(f, "  (%zu stacks)", r->stacks);
 			fputc('\n', f);
 		}
-		if (d->distinct_sites > d->nsites)
-			fprintf(f, "  ... %zu more sites\n", d->distinct_sites - d->nsites);
+		if (d->distinct_rows > d->nrows)
+			fprintf(f, "  ... %zu more sites\n", d->distinct_rows - d->nrows);
 		fprintf(f, "\nby library at the device %" PRId64 " peak\n  %10s %6s %8s  %s\n",
 			d->ordinal, "bytes", "share", "allocs", "library");
 		for (size_t k = 0; k < d->nlibs; k++)
@@ -782,6 +853,9 @@ static void summary_free(struct summary *s)
 {
 	for (size_t i = 0; i < s->ndevs; i++) {
 		free(s->devs[i].sites);
+		for (size_t k = 0; k < s->devs[i].distinct_rows; k++)
+			free(s->devs[i].rows[k].text);
+		free(s->devs[i].rows);
 		free(s->devs[i].libs);
 	}
 	free(s->devs);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tracer on a real GPU: plain CUDA C (dynamic and static runtime),
 # PyTorch under four allocators, NCCL, JAX under three policies, CuPy's pools,
-# and the overhead. Each scenario runs with and without the tracer; the
+# the stack cache checked against libunwind on their stacks, and the overhead. Each scenario runs with and without the tracer; the
 # trace is set beside what the program itself saw. A table comes last.
 #
 #   scripts/gpu-check.sh [--out DIR] [--prebuilt DIR] [--only "plain torch ..."]
@@ -11,7 +11,8 @@
 #   --prebuilt DIR  use DIR/libgpumemtrace.so and DIR/gpumemtrace instead of
 #                   building; libraries they need that this machine lacks
 #                   are taken from DIR/vendor (see docs/validation/README.md)
-#   --only LIST     scenarios: env plain torch nccl jax cupy eager overhead sim
+#   --only LIST     scenarios: env plain torch nccl jax cupy eager stacks
+#                   overhead sim
 #   --steps N       PyTorch training steps (default 300)
 #
 # Needs: an NVIDIA GPU and driver, nvcc for the plain scenario, and python3
@@ -22,7 +23,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT_DIR=gpu-check-out
 PREBUILT=
-ONLY="env plain torch nccl jax cupy eager overhead sim"
+ONLY="env plain torch nccl jax cupy eager stacks overhead sim"
 STEPS=300
 needs_value() { [ $# -ge 2 ] || { echo "gpu-check: $1 needs a value (try --help)" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 for s in $ONLY; do
-	case " env plain torch nccl jax cupy eager overhead sim " in
+	case " env plain torch nccl jax cupy eager stacks overhead sim " in
 	*" $s "*) ;;
 	*) echo "gpu-check: unknown scenario '$s' (try --help)" >&2; exit 2 ;;
 	esac
@@ -254,6 +255,41 @@ print("context %.0f MiB, unexplained at the end %.0f MiB" % (
 			fi
 		done
 	fi
+fi
+
+# The stack cache (GPUMEMTRACE_STACK_CACHE=2) checks every capture against
+# unw_backtrace and notes the counts: on the frameworks' own deep stacks,
+# none may differ. The trace's clock note says which clock stamped it.
+if want stacks; then
+	section "stack cache against libunwind, and the clock"
+	verify() { # verify NAME ENV... -- CMD...
+		local name=$1 note hits misses bad
+		shift
+		if ! traced "verify-$name" GPUMEMTRACE_STACK_CACHE=2 "$@"; then
+			fail "stacks $name" "exit $? traced: $(tail -1 "$OUT_DIR/runs/verify-$name.err")"
+			return
+		fi
+		"$CLI" dump "$TRACE" >"$OUT_DIR/runs/verify-$name.dump" 2>&1
+		note=$(grep -o 'stack cache verify: [^"]*' "$OUT_DIR/runs/verify-$name.dump" | head -1)
+		echo "$name: ${note:-no note}; $(grep -o 'clock: [^"]*' "$OUT_DIR/runs/verify-$name.dump" | paste -sd ';')"
+		read -r hits misses bad < <(echo "$note" |
+			sed -n 's/[^0-9]*\([0-9]*\) hits, \([0-9]*\) misses, \([0-9]*\) differ.*/\1 \2 \3/p')
+		if [ -z "$note" ] || [ -z "$bad" ]; then
+			fail "stacks $name" "no stack cache note in the trace"
+		elif [ "$bad" != 0 ]; then
+			fail "stacks $name" "$note"
+		else
+			row "stacks $name | ok | $note"
+		fi
+	}
+	[ -x "$OUT_DIR/runs/plain-shared" ] && verify plain-shared -- "$OUT_DIR/runs/plain-shared" check
+	if have_py torch; then
+		verify torch-default STEPS=50 -- python3 "$ROOT/tests/gpu/torch_train.py"
+		verify torch-nocache STEPS=50 PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- python3 "$ROOT/tests/gpu/torch_train.py"
+		verify nccl -- python3 "$ROOT/tests/gpu/nccl_allreduce.py"
+	fi
+	have_py jax && verify jax-platform JAX_PLATFORMS=cuda XLA_PYTHON_CLIENT_ALLOCATOR=platform -- python3 "$ROOT/tests/gpu/jax_run.py"
+	have_py cupy && verify cupy -- python3 "$ROOT/tests/gpu/cupy_pools.py"
 fi
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "-"}'; }

@@ -10,6 +10,13 @@
 #    retains and releases each handle twice);
 #  - JAX's preallocation: growth says so, and the 26 755 XLA phases do not
 #    flood the summary.
+# And traces of the second run (docs/validation/2026-11-23-h100), written
+# with zstd chunks, TSC stamps and the stack cache:
+#  - plain CUDA C, both runtimes: every call matched again;
+#  - the clock note names the TSC; a chunk is compressed;
+#  - PyTorch without caching: 31 069 events, none lost, nothing left live
+#    but what the program keeps, and the stack cache in verify mode agreed
+#    with libunwind on all of its 6 065 stacks.
 . "$TESTS_DIR/integration/lib.sh"
 V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
 [ -d "$V" ] || fail "no $V"
@@ -75,6 +82,31 @@ python3 "$TESTS_DIR/gpu/check.py" plain "$GMT_CLI" "$R/plain-static.out" "$V/pla
 	"$V/before-fixes-plain-shared.gmt" >c3.txt || fail "check.py passed the trace with the first run's defects"
 grep -q 'MISSING a DEVICE record without its uuid' c3.txt && grep -q "MISSING an event before the trace's start" c3.txt ||
 	fail "check.py did not name the first run's defects: $(cat c3.txt)"
+
+V2=$TESTS_DIR/../docs/validation/2026-11-23-h100/traces
+R2=$V2/../reports
+for rt in shared:643 static:718; do
+	n=plain-${rt%:*}
+	python3 "$TESTS_DIR/gpu/check.py" plain "$GMT_CLI" "$R2/$n.out" "$V2/$n.${rt#*:}.gmt" >c.txt ||
+		{ cat c.txt; fail "check.py: the second run's $n calls not all matched"; }
+	grep -q '^ROW | 12/12 allocs, 11/11 frees, 1/1 failures matched |' c.txt || fail "$n row: $(tail -1 c.txt)"
+done
+"$GMT_CLI" dump "$V2/plain-shared.643.gmt" >p2.txt || fail "dump the second plain-shared"
+grep -q 'NOTE info "clock: the TSC (2100.000 MHz, clocksource tsc), fitted to CLOCK_MONOTONIC"' p2.txt ||
+	fail "no TSC note: $(grep NOTE p2.txt)"
+grep -q ' zstd raw ' p2.txt || fail "no compressed chunk in the second plain-shared"
+"$GMT_CLI" summary --json "$V2/torch-nocache.941.gmt" >tn.json || fail "summary torch-nocache"
+expect_eq nocache "$(q tn.json 'd["events"], d["lost_events"], d["complete"], d["unmatched_frees"]')" "(31069, 0, True, 0)"
+# summary's sites: stacks that print alike (site and 3 callers) share a row
+"$GMT_CLI" summary "$V2/torch-nocache.941.gmt" >tn.txt || fail "summary torch-nocache text"
+sed -n '/^top allocation sites/,/^$/p' tn.txt | sed -nE 's/^ +[0-9.]+ [A-Za-z]+ +[0-9]+ +[0-9]+  //p' |
+	sed -E 's/  \([0-9]+ stacks\)$//' | sort | uniq -d >dup.txt
+[ ! -s dup.txt ] || fail "sites that print alike on separate rows: $(head -c 300 dup.txt)"
+grep -q '^     472 MiB       14      304  c10::cuda::.*  (11 stacks)$' tn.txt ||
+	fail "PyTorch's 11 stacks of empty_cuda not one row: $(sed -n '/^top allocation sites/,/^$/p' tn.txt | cut -c1-100)"
+"$GMT_CLI" dump "$V2/verify-torch-nocache.1167.gmt" >vn.txt || fail "dump verify-torch-nocache"
+grep -q 'stack cache verify: 5909 hits, 156 misses, 0 differ from unw_backtrace' vn.txt ||
+	fail "verify note: $(grep -o 'stack cache verify: [^"]*' vn.txt)"
 
 # gpu-check.sh's own errors: a bad scenario is a usage error; without a GPU
 # the GPU scenarios say so.
