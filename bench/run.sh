@@ -138,7 +138,7 @@ throughput_row() {
 		{ echo "bench: summary of the $label-thread trace failed" >&2; return; }
 	ev=$(echo "$line" | sed 's/.* \([0-9]*\) events, .*/\1/')
 	lost=$(echo "$line" | sed 's/.* events, \([0-9]*\) lost.*/\1/')
-	printf "%8s %10d %12.3f %10.3f %14.0f %8.3f %8.3f %14.0f %6s\n" "$label" "$ev" \
+	printf "%16s %10d %12.3f %10.3f %14.0f %8.3f %8.3f %14.0f %6s\n" "$label" "$ev" \
 		"$(echo "$t2 - $t1" | bc -l)" "$(echo "$t1 - $t0" | bc -l)" \
 		"$(echo "$ev / ($t2 - $t1)" | bc -l)" "$run" "$urun" \
 		"$(echo "$((2 * t * m)) / $run" | bc -l)" "$lost"
@@ -151,17 +151,21 @@ part_throughput() {
 		echo "default settings (stacks on, depth 64); events/s = 2*T*M / wall time of the traced process;"
 		echo "sustained = 2*T*M / the calls' own wall time (run_s: first thread started to last joined,"
 		echo "without the process's start-up and exit, where the trace is symbolized and closed)"
-		printf "%8s %10s %12s %10s %14s %8s %8s %14s %6s\n" threads events wall_s untraced_s events/s \
+		echo "no books = the simulated driver with SIMCUDA_BOOKS=0 (no lock, no tables: the tracer's"
+		echo "capacity); books = the full simulated driver, whose one lock the threads pass between CPUs"
+		printf "%16s %10s %12s %10s %14s %8s %8s %14s %6s\n" threads events wall_s untraced_s events/s \
 			run_s u_run_s sustained lost
 		for t in 1 2 8 16; do
-			throughput_row "$t" "$t"
+			throughput_row "$t, no books" "$t" env SIMCUDA_BOOKS=0
 		done
-		# The simulated driver serializes every call on one mutex, whose line
-		# (and the tables it guards) moves between CPUs on each call: on two
-		# CPUs the untraced program itself runs ~3x slower than on one. This
-		# row runs everything, flush thread included, on one CPU.
+		for t in 1 2 8 16; do
+			throughput_row "$t, books" "$t"
+		done
+		# The driver's one mutex moves between CPUs on each call: on two CPUs
+		# the untraced program itself runs ~3x slower than on one. This row
+		# runs everything, flush thread included, on one CPU.
 		if command -v taskset >/dev/null; then
-			throughput_row "8, 1 CPU" 8 taskset -c 0
+			throughput_row "8, books, 1 CPU" 8 taskset -c 0
 		fi
 	} | tee "$RESULTS/throughput.txt"
 }

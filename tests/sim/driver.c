@@ -13,6 +13,8 @@
  * reset or the destroy. Only the simulated NVML sees it (simcuda_usage): the
  * capacity allocations draw on is the whole SIMCUDA_CAPACITY, so a program
  * runs out of memory at the same point with or without contexts.
+ * SIMCUDA_BOOKS=0 turns the books off for cuMemAlloc_v2 and cuMemFree_v2
+ * (below: for the throughput bench only).
  *
  * Linked with -Bsymbolic: the tracer preloaded in front of us exports the
  * same names, and the addresses cuGetProcAddress hands out (taken of our own
@@ -376,6 +378,56 @@ static size_t env_size(const char *name, size_t dflt)
 	return *end && strcmp(end, "iB") && strcmp(end, "B") ? dflt : (size_t)v;
 }
 
+/* SIMCUDA_BOOKS=0: cuMemAlloc_v2 and cuMemFree_v2 keep no books, take no
+ * lock and share no cache line between threads. Each thread carves 512-byte
+ * aligned addresses from its own slice of one reservation (never reused, no
+ * capacity charged), and a free of any address in it succeeds. With the
+ * books, 8 threads on 2 CPUs spend most of their time passing this driver's
+ * lock between the CPUs: the throughput bench uses this mode to measure the
+ * tracer instead (docs/performance.md). */
+#define NOBOOKS_SLICE  (16 * GiB)
+#define NOBOOKS_SLICES 256
+static struct {
+	uintptr_t base; /* 0: the books are kept */
+	unsigned next_slice;
+} nobooks;
+static __thread uintptr_t nobooks_next, nobooks_end;
+
+static void nobooks_init(void)
+{
+	const char *v = getenv("SIMCUDA_BOOKS");
+	if (!v || strcmp(v, "0"))
+		return;
+	void *p = mmap(NULL, NOBOOKS_SLICES * NOBOOKS_SLICE, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p != MAP_FAILED)
+		nobooks.base = (uintptr_t)p;
+}
+
+static int nobooks_owns(uint64_t p)
+{
+	return nobooks.base && p - nobooks.base < (uint64_t)NOBOOKS_SLICES * NOBOOKS_SLICE;
+}
+
+static CUresult nobooks_alloc(CUdeviceptr *dptr, size_t size)
+{
+	if (!dptr || size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t len = round_up(size, SMALL_ALIGN);
+	if (len < size || len > NOBOOKS_SLICE)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (nobooks_end - nobooks_next < len) {
+		unsigned slice = __atomic_fetch_add(&nobooks.next_slice, 1, __ATOMIC_RELAXED);
+		if (slice >= NOBOOKS_SLICES)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		nobooks_next = nobooks.base + slice * NOBOOKS_SLICE;
+		nobooks_end = nobooks_next + NOBOOKS_SLICE;
+	}
+	*dptr = nobooks_next;
+	nobooks_next += len;
+	return CUDA_SUCCESS;
+}
+
 /* ---- initialisation and devices ---- */
 CUresult cuInit(unsigned int Flags)
 {
@@ -408,6 +460,7 @@ CUresult cuInit(unsigned int Flags)
 			dv->default_pool = (struct CUmemPoolHandle_st){(int)d, 1};
 		}
 		legacy_ok = arena_init(&legacy, LEGACY_ARENA, 1) == 0;
+		nobooks_init();
 		for (size_t d = 0; d < n; d++) {
 			struct obj *o =
 			    obj_new((uintptr_t)&devs[d].default_pool, OBJ_POOL, (int)d, 0);
@@ -772,6 +825,8 @@ static CUresult free_addr(uint64_t p, unsigned mask)
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	NEED_CTX();
+	if (nobooks.base)
+		return nobooks_alloc(dptr, bytesize);
 	return dev_alloc(tl_ctx->dev, bytesize, OBJ_DEVICE, dptr);
 }
 
@@ -806,6 +861,8 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 	NEED_CTX();
 	if (!dptr)
 		return CUDA_SUCCESS; /* freeing NULL is a no-op */
+	if (nobooks_owns(dptr))
+		return CUDA_SUCCESS;
 	return free_addr(dptr, DEVICE_KINDS | 1u << OBJ_MANAGED);
 }
 
