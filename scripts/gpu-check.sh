@@ -265,8 +265,10 @@ if want stacks; then
 	verify() { # verify NAME ENV... -- CMD...
 		local name=$1 note hits misses bad
 		shift
-		if ! traced "verify-$name" GPUMEMTRACE_STACK_CACHE=2 "$@"; then
-			fail "stacks $name" "exit $? traced: $(tail -1 "$OUT_DIR/runs/verify-$name.err")"
+		traced "verify-$name" GPUMEMTRACE_STACK_CACHE=2 "$@"
+		local rc=$?
+		if [ $rc -ne 0 ]; then
+			fail "stacks $name" "exit $rc traced: $(tail -1 "$OUT_DIR/runs/verify-$name.err")"
 			return
 		fi
 		"$CLI" dump "$TRACE" >"$OUT_DIR/runs/verify-$name.dump" 2>&1

@@ -20,6 +20,16 @@ $(COUNTDL): tests/life/countdl.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ -ldl $(SAN_LDFLAGS)
 
+# A driver first missing, then loaded RTLD_LOCAL as a library's dependency.
+DRVUSER := $(PROG_DIR)/libdrvuser.so
+life-progs: $(DRVUSER) $(PROG_DIR)/late-driver
+$(DRVUSER): tests/life/drvuser.c hooks/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1 $(SAN_LDFLAGS)
+$(PROG_DIR)/late-driver: tests/life/late-driver.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -ldl $(SAN_LDFLAGS)
+
 # An RTLD_LOCAL "extension" linked against the runtime, and its loader.
 LOCAL_EXT := $(PROG_DIR)/liblocal-ext.so
 LOCAL_MAIN := $(PROG_DIR)/local-main
