@@ -210,14 +210,21 @@ static void on_phase_event(void *ctx, const struct gmt_event *e, struct replay *
 
 /* ---- what was live at each peak ---------------------------------------- */
 
+/* Largest bytes first, then most allocations, then the lower stack id. */
+static int rank_cmp(uint64_t xbytes, uint64_t xcount, uint64_t xstack, uint64_t ybytes,
+		    uint64_t ycount, uint64_t ystack)
+{
+	if (xbytes != ybytes)
+		return xbytes < ybytes ? 1 : -1;
+	if (xcount != ycount)
+		return xcount < ycount ? 1 : -1;
+	return xstack < ystack ? -1 : xstack > ystack;
+}
+
 static int site_cmp(const void *a, const void *b)
 {
 	const struct site *x = a, *y = b;
-	if (x->bytes != y->bytes)
-		return x->bytes < y->bytes ? 1 : -1;
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+	return rank_cmp(x->bytes, x->count, x->stack_id, y->bytes, y->count, y->stack_id);
 }
 
 static int lib_cmp(const void *a, const void *b)
@@ -362,11 +369,7 @@ static void no_memory(void)
 static int row_cmp(const void *a, const void *b)
 {
 	const struct site_row *x = a, *y = b;
-	if (x->bytes != y->bytes)
-		return x->bytes < y->bytes ? 1 : -1;
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+	return rank_cmp(x->bytes, x->count, x->stack_id, y->bytes, y->count, y->stack_id);
 }
 
 /* The text's rows: stacks that differ only below the 3 callers printed

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The tracer on a real GPU: plain CUDA C (dynamic and static runtime),
 # PyTorch under four allocators, NCCL, JAX under three policies, CuPy's pools,
-# the stack cache checked against libunwind on their stacks, and the overhead. Each scenario runs with and without the tracer; the
-# trace is set beside what the program itself saw. A table comes last.
+# the stack cache checked against libunwind on their stacks, and the
+# overhead. Each scenario runs with and without the tracer; the trace is set
+# beside what the program itself saw. A table comes last.
 #
 #   scripts/gpu-check.sh [--out DIR] [--prebuilt DIR] [--only "plain torch ..."]
 #                        [--steps N]
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
 	--prebuilt) needs_value "$@"; PREBUILT=$2; shift 2 ;;
 	--only) needs_value "$@"; ONLY=$2; shift 2 ;;
 	--steps) needs_value "$@"; STEPS=$2; shift 2 ;;
-	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
 	*) echo "gpu-check: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
 done

@@ -110,6 +110,10 @@ grep -q 'stack cache verify: 5909 hits, 156 misses, 0 differ from unw_backtrace'
 
 # gpu-check.sh's own errors: a bad scenario is a usage error; without a GPU
 # the GPU scenarios say so.
+"$TESTS_DIR/../scripts/gpu-check.sh" --help >help.txt || fail "gpu-check.sh --help"
+grep -q '^  --only LIST     scenarios: env plain torch nccl jax cupy eager stacks$' help.txt &&
+	grep -q '^GPU here (only the env and sim scenarios run without one).$' help.txt ||
+	fail "gpu-check.sh --help is not its whole header: $(cat help.txt)"
 rc=0
 "$TESTS_DIR/../scripts/gpu-check.sh" --only bogus --out gc 2>err.txt || rc=$?
 expect_eq bad-scenario "$rc $(wc -l <err.txt)" "2 1"
