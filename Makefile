@@ -11,7 +11,7 @@ SANITIZE ?=
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(WARN) \
-	-Iinclude -Ilib -Ihooks
+	-I. -Iinclude
 ifneq ($(SANITIZE),)
 BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 SAN_LDFLAGS := -fsanitize=$(SANITIZE)
@@ -22,9 +22,10 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 
 # ---- the preload library ----------------------------------------------
 LIB := $(BUILD)/libgpumemtrace.so
-LIB_SRCS := $(wildcard hooks/*.c) lib/runtime.c lib/callers.c lib/ring.c lib/writer.c lib/stacks.c lib/stackcache.c \
-	lib/modules.c lib/symbolize.c lib/crc32c.c lib/log.c lib/settings.c \
-	lib/nvtx.c lib/marker.c lib/python.c lib/nvml.c lib/sampler.c lib/zstd.c lib/clock.c
+# What the library links, listed: the core, its hooks and the shared code
+# it needs (make check-layers keeps the rest of common/ out).
+LIB_SRCS := $(wildcard preload/*.c preload/hooks/*.c) common/symbolize.c common/crc32c.c \
+	common/log.c common/zstd.c
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(LIB_SRCS))
 LIB_LIBS := -lunwind -ldw -lelf -ldl -lpthread
 
@@ -34,14 +35,14 @@ all: $(LIB) $(BUILD)/gpumemtrace
 # ASan's start-up calls dlsym, which ours answers before ASan's shadow
 # memory exists: the lookup path stays out of ASan (UBSan still applies).
 ifneq ($(findstring address,$(SANITIZE)),)
-$(BUILD)/obj/lib/hooks/table.o $(BUILD)/obj/lib/hooks/lookup.o: CFLAGS += -fno-sanitize=address
+$(BUILD)/obj/lib/preload/hooks/table.o $(BUILD)/obj/lib/preload/hooks/lookup.o: CFLAGS += -fno-sanitize=address
 endif
 $(BUILD)/obj/lib/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -MMD -MP -c $< -o $@
 
-$(LIB): $(LIB_OBJS) hooks/exports.map
-	$(CC) -shared -o $@ $(LIB_OBJS) -Wl,--version-script=hooks/exports.map \
+$(LIB): $(LIB_OBJS) preload/hooks/exports.map
+	$(CC) -shared -o $@ $(LIB_OBJS) -Wl,--version-script=preload/hooks/exports.map \
 		-Wl,-z,defs -Wl,-z,now -Wl,-Bsymbolic $(SAN_LDFLAGS) $(LDFLAGS) $(LIB_LIBS)
 
 -include $(LIB_OBJS:.o=.d)
@@ -55,7 +56,7 @@ include bench/bench.mk
 DEMO := $(BUILD)/examples/train-loop
 .PHONY: demo-prog
 demo-prog: $(DEMO)
-$(DEMO): examples/train-loop.c hooks/cuda-types.h | sim
+$(DEMO): examples/train-loop.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN/../sim'
 

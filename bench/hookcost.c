@@ -4,7 +4,7 @@
  *   cuda    cuMemAlloc_v2 + cuMemFree_v2 on the (simulated) driver
  *   cuda-mt the same, after another thread has made one pair: what each
  *           pair costs in a process with more than one CUDA thread, where
- *           the tracer's stamps take a fence (lib/tracer.h, gmt_callers)
+ *           the tracer's stamps take a fence (preload/tracer.h, gmt_callers)
  *   malloc  malloc + free, the same shape, for heaptrack
  *   unw     two unw_backtrace calls (one per event) of up to DEPTH + 8
  *           frames: the floor of a libunwind-based capture

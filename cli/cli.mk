@@ -2,13 +2,14 @@
 # Objects under $(BUILD)/obj/cli/ (built without -fPIC, unlike the library's).
 
 CLI := $(BUILD)/gpumemtrace
-CLI_SRCS := $(wildcard cli/*.c) lib/reader.c lib/crc32c.c lib/symbolize.c lib/zstd.c
+CLI_SRCS := $(wildcard cli/*.c analysis/*.c reader/*.c) common/api.c common/text.c common/crc32c.c \
+	common/symbolize.c common/zstd.c
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/cli/%.o,$(CLI_SRCS))
 CLI_LIBS := -ldw -lelf -lz -lm -ldl -lpthread
 
 $(BUILD)/obj/cli/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Icli -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 $(CLI): $(CLI_OBJS)
 	$(CC) -o $@ $(CLI_OBJS) $(SAN_LDFLAGS) $(LDFLAGS) $(CLI_LIBS)

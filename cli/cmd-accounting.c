@@ -7,8 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "accounting.h"
-#include "growth-frag-oom.h"
+#include "analysis/accounting.h"
+#include "analysis/growth-frag-oom.h"
+#include "cli/cli.h"
 
 static const char help[] =
     "usage: gpumemtrace accounting [--json] [--device N] TRACE...\n"

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check-measure.h"
+#include "analysis/check-measure.h"
+#include "cli/cli.h"
 
 static const char help[] =
     "usage: gpumemtrace check [--max-peak SIZE] [--max-live-at-end SIZE]\n"
@@ -91,7 +92,7 @@ static void *xalloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
 	if (!p) {
-		cli_error(CMD, "out of memory");
+		say_error(CMD, "out of memory");
 		exit(EXIT_USAGE);
 	}
 	return p;
@@ -149,17 +150,17 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			}
 		}
 		if (!opt)
-			return cli_usage_error(CMD, "unknown option '%s'", arg);
+			return say_usage_error(CMD, "unknown option '%s'", arg);
 		if (arg[olen] == '=')
 			val = arg + olen + 1;
 		else if (i + 1 < argc)
 			val = argv[++i];
 		else
-			return cli_usage_error(CMD, "option '%s' needs a value", opt);
+			return say_usage_error(CMD, "option '%s' needs a value", opt);
 		if (!strcmp(opt, "--max-peak") || !strcmp(opt, "--max-live-at-end")) {
 			uint64_t v;
 			if (parse_size(val, &v) != 0)
-				return cli_usage_error(
+				return say_usage_error(
 				    CMD,
 				    "%s: bad size '%s' (use bytes, or e.g. 1.5GiB, 512MiB, 2GB)",
 				    opt, val);
@@ -177,7 +178,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			if (end < val + strlen(val) && *end == '%' && end[1] == 0)
 				end++;
 			if (!*val || *end || errno || !isfinite(v) || v < 0)
-				return cli_usage_error(
+				return say_usage_error(
 				    CMD, "--max-increase: bad percentage '%s' (e.g. 5 or 2.5)",
 				    val);
 			a->has_increase = true;
@@ -187,7 +188,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			errno = 0;
 			long long v = strtoll(val, &end, 10);
 			if (!*val || *end || errno || v < 0)
-				return cli_usage_error(CMD, "--device: bad device ordinal '%s'",
+				return say_usage_error(CMD, "--device: bad device ordinal '%s'",
 						       val);
 			a->has_device = true;
 			a->device = v;
@@ -195,22 +196,22 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			a->baseline = val;
 		} else if (!strcmp(opt, "--junit")) {
 			if (!*val)
-				return cli_usage_error(CMD, "--junit: empty file name");
+				return say_usage_error(CMD, "--junit: empty file name");
 			a->junit = val;
 		} else {
 			a->ignore[a->nignore++] = val;
 		}
 	}
 	if (!a->has_peak && !a->has_live && !a->has_increase && !a->baseline)
-		return cli_usage_error(
+		return say_usage_error(
 		    CMD, "no check given: use --max-peak, --max-live-at-end or --baseline with "
 			 "--max-increase");
 	if (a->baseline && !a->has_increase)
-		return cli_usage_error(CMD, "--baseline needs --max-increase PCT");
+		return say_usage_error(CMD, "--baseline needs --max-increase PCT");
 	if (a->has_increase && !a->baseline)
-		return cli_usage_error(CMD, "--max-increase needs --baseline TRACE");
+		return say_usage_error(CMD, "--max-increase needs --baseline TRACE");
 	if (!a->ntraces)
-		return cli_usage_error(CMD, "missing TRACE argument");
+		return say_usage_error(CMD, "missing TRACE argument");
 	return -1;
 }
 
@@ -379,7 +380,7 @@ static int write_junit(const char *file, const struct check_state *s, const stru
 {
 	FILE *f = fopen(file, "w");
 	if (!f) {
-		cli_error(CMD, "cannot write %s: %s", file, strerror(errno));
+		say_error(CMD, "cannot write %s: %s", file, strerror(errno));
 		return EXIT_USAGE;
 	}
 	fprintf(f,
@@ -422,7 +423,7 @@ static int write_junit(const char *file, const struct check_state *s, const stru
 	}
 	fputs("  </testsuite>\n</testsuites>\n", f);
 	if (ferror(f) | (fclose(f) != 0)) {
-		cli_error(CMD, "cannot write %s: %s", file, strerror(errno));
+		say_error(CMD, "cannot write %s: %s", file, strerror(errno));
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -451,7 +452,7 @@ int cmd_check(int argc, char **argv)
 		struct measure m;
 		rc = check_measure(&m, CMD, a.traces[i], &opt);
 		if (rc < 0 && a.has_device && !check_measure_has_dev(&m, a.device)) {
-			cli_error(CMD, "%s: no device %" PRId64 " in the trace", a.traces[i],
+			say_error(CMD, "%s: no device %" PRId64 " in the trace", a.traces[i],
 				  a.device);
 			rc = EXIT_USAGE;
 		}

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check-measure.h"
+#include "analysis/check-measure.h"
+#include "cli/cli.h"
 
 static const char help[] =
     "usage: gpumemtrace diff [--json] [--by stack|function|library] [--depth N] A B\n"
@@ -53,7 +54,7 @@ static void *xalloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
 	if (!p) {
-		cli_error(CMD, "out of memory");
+		say_error(CMD, "out of memory");
 		exit(EXIT_INPUT);
 	}
 	return p;
@@ -74,7 +75,7 @@ static char *xprintf(const char *fmt, ...)
 	va_start(ap, fmt);
 	char *s = NULL;
 	if (vasprintf(&s, fmt, ap) < 0) {
-		cli_error(CMD, "out of memory");
+		say_error(CMD, "out of memory");
 		exit(EXIT_INPUT);
 	}
 	va_end(ap);
@@ -555,7 +556,7 @@ int cmd_diff(int argc, char **argv)
 		const char *arg = argv[i];
 		if (dashdash || arg[0] != '-' || !arg[1]) {
 			if (npaths == 2)
-				return cli_usage_error(CMD,
+				return say_usage_error(CMD,
 						       "expected two traces, A and B; got more");
 			paths[npaths++] = arg;
 			continue;
@@ -569,28 +570,28 @@ int cmd_diff(int argc, char **argv)
 			json = true;
 		} else if (!strncmp(arg, "--by", 4) && (arg[4] == 0 || arg[4] == '=')) {
 			if (!arg[4] && i + 1 >= argc)
-				return cli_usage_error(CMD, "option '--by' needs a value");
+				return say_usage_error(CMD, "option '--by' needs a value");
 			by = arg[4] ? arg + 5 : argv[++i];
 		} else if (!strncmp(arg, "--depth", 7) && (arg[7] == 0 || arg[7] == '=')) {
 			if (!arg[7] && i + 1 >= argc)
-				return cli_usage_error(CMD, "option '--depth' needs a value");
+				return say_usage_error(CMD, "option '--depth' needs a value");
 			const char *v = arg[7] ? arg + 8 : argv[++i];
 			char *end;
 			long n = strtol(v, &end, 10);
 			if (!*v || *end || n < 0 || n > 1000)
-				return cli_usage_error(CMD, "--depth: bad number '%s' (0 to 1000)",
+				return say_usage_error(CMD, "--depth: bad number '%s' (0 to 1000)",
 						       v);
 			depth = (int)n;
 		} else {
-			return cli_usage_error(CMD, "unknown option '%s'", arg);
+			return say_usage_error(CMD, "unknown option '%s'", arg);
 		}
 	}
 	enum trace_group group;
 	if (trace_group_parse(by, &group) != 0 || group == GROUP_API)
-		return cli_usage_error(
+		return say_usage_error(
 		    CMD, "--by: unknown grouping '%s' (stack, function, library)", by);
 	if (npaths < 2)
-		return cli_usage_error(CMD, npaths ? "missing trace B" : "missing traces A and B");
+		return say_usage_error(CMD, npaths ? "missing trace B" : "missing traces A and B");
 
 	struct cm_options opt = {.sites = true, .by = group, .depth = depth};
 	struct measure ma, mb;

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
-#include "trace.h"
+#include "cli/cli.h"
+#include "analysis/trace.h"
 
 static const char help[] =
     "usage: gpumemtrace dump TRACE...\n"
@@ -321,7 +321,7 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 static int dump_one(const char *path)
 {
 	int rc;
-	struct gmt_reader *r = cli_open("dump", path, &rc);
+	struct gmt_reader *r = reader_open_cmd("dump", path, &rc);
 	if (!r)
 		return rc;
 	FILE *f = stdout;
@@ -365,7 +365,7 @@ static int dump_one(const char *path)
 	if (in->seq_gaps)
 		fprintf(f, "; %" PRIu64 " chunk sequence gaps", in->seq_gaps);
 	fputc('\n', f);
-	rc = cli_finish("dump", path, in);
+	rc = reader_finish_cmd("dump", path, in);
 	gmt_reader_close(r);
 	return rc;
 }

@@ -8,9 +8,9 @@
 
 #include <zlib.h>
 
-#include "cli.h"
-#include "snapshot.h"
-#include "trace.h"
+#include "cli/cli.h"
+#include "analysis/snapshot.h"
+#include "analysis/trace.h"
 
 #define CMD "export"
 
@@ -500,7 +500,7 @@ static int export_pprof(FILE *f, struct trace *t, bool at_end)
 	rc = -1;
 	if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
 	    Z_OK) {
-		cli_error(CMD, "cannot compress: zlib failed to start");
+		say_error(CMD, "cannot compress: zlib failed to start");
 		rc = EXIT_INPUT;
 	} else {
 		size_t cap = deflateBound(&z, prof.n) + 64;
@@ -510,7 +510,7 @@ static int export_pprof(FILE *f, struct trace *t, bool at_end)
 		z.next_out = gz;
 		z.avail_out = (uInt)cap;
 		if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
-			cli_error(CMD, "cannot compress the profile");
+			say_error(CMD, "cannot compress the profile");
 			rc = EXIT_INPUT;
 		} else {
 			fwrite(gz, 1, cap - z.avail_out, f);
@@ -557,16 +557,16 @@ int cmd_export(int argc, char **argv)
 	const char *fmt = opts[0].value, *out = opts[1].value;
 	bool at_end = true;
 	if (npaths != 1)
-		rc = cli_usage_error(CMD, "expected one TRACE, got %d", npaths);
+		rc = say_usage_error(CMD, "expected one TRACE, got %d", npaths);
 	else if (!fmt)
-		rc = cli_usage_error(CMD, "missing --format perfetto|csv|pprof");
+		rc = say_usage_error(CMD, "missing --format perfetto|csv|pprof");
 	else if (strcmp(fmt, "perfetto") && strcmp(fmt, "csv") && strcmp(fmt, "pprof"))
-		rc = cli_usage_error(CMD, "--format: want perfetto, csv or pprof, not '%s'", fmt);
+		rc = say_usage_error(CMD, "--format: want perfetto, csv or pprof, not '%s'", fmt);
 	else if (opts[2].set)
 		rc = snapshot_at_arg(CMD, opts[2].value, &at_end);
 	bool to_stdout = !out || strcmp(out, "-") == 0;
 	if (rc < 0 && strcmp(fmt, "pprof") == 0 && to_stdout && isatty(1))
-		rc = cli_usage_error(CMD, "pprof is binary: give -o FILE or redirect stdout");
+		rc = say_usage_error(CMD, "pprof is binary: give -o FILE or redirect stdout");
 	if (rc >= 0) {
 		free(paths);
 		return rc;
@@ -579,7 +579,7 @@ int cmd_export(int argc, char **argv)
 	}
 	FILE *f = to_stdout ? stdout : fopen(out, "wb");
 	if (!f) {
-		cli_error(CMD, "cannot write %s: %m", out);
+		say_error(CMD, "cannot write %s: %m", out);
 		rc = EXIT_INPUT;
 	} else {
 		if (strcmp(fmt, "perfetto") == 0)
@@ -589,7 +589,7 @@ int cmd_export(int argc, char **argv)
 		else
 			rc = export_pprof(f, &t, at_end);
 		if (f != stdout && fclose(f) != 0 && rc < 0) {
-			cli_error(CMD, "cannot write %s: %m", out);
+			say_error(CMD, "cannot write %s: %m", out);
 			rc = EXIT_INPUT;
 		}
 	}

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "snapshot.h"
-#include "trace.h"
+#include "cli/cli.h"
+#include "analysis/snapshot.h"
+#include "analysis/trace.h"
 
 #define CMD "flamegraph"
 
@@ -328,7 +328,7 @@ int cmd_flamegraph(int argc, char **argv)
 		return rc;
 	bool at_end = false;
 	if (npaths != 1)
-		rc = cli_usage_error(CMD, "expected one TRACE, got %d", npaths);
+		rc = say_usage_error(CMD, "expected one TRACE, got %d", npaths);
 	else
 		rc = snapshot_at_arg(CMD, opts[1].value, &at_end);
 	if (rc >= 0) {
@@ -350,7 +350,7 @@ int cmd_flamegraph(int argc, char **argv)
 		const char *out = opts[0].value;
 		FILE *f = out && strcmp(out, "-") != 0 ? fopen(out, "w") : stdout;
 		if (!f) {
-			cli_error(CMD, "cannot write %s: %m", out);
+			say_error(CMD, "cannot write %s: %m", out);
 			rc = EXIT_INPUT;
 		} else {
 			size_t n = out ? strlen(out) : 0;
@@ -369,7 +369,7 @@ int cmd_flamegraph(int argc, char **argv)
 				write_svg(f, &g, at_end, when, false);
 			}
 			if (f != stdout && fclose(f) != 0) {
-				cli_error(CMD, "cannot write %s: %m", out);
+				say_error(CMD, "cannot write %s: %m", out);
 				rc = EXIT_INPUT;
 			}
 		}

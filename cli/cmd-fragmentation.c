@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "growth-frag-oom.h"
-#include "trace.h"
+#include "cli/cli.h"
+#include "analysis/growth-frag-oom.h"
+#include "analysis/trace.h"
 
 #define NSAMPLES     20
 #define LARGE_PAGE   (2ull << 20) /* granularity of allocations over 1 MiB */

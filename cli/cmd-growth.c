@@ -13,9 +13,9 @@
 
 #include <uthash.h>
 
-#include "cli.h"
-#include "growth-frag-oom.h"
-#include "trace.h"
+#include "cli/cli.h"
+#include "analysis/growth-frag-oom.h"
+#include "analysis/trace.h"
 
 #define MAX_STEPS      100000 /* kept for the output; all are counted */
 #define HUMAN_STEPS    40

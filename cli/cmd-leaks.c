@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace.h"
+#include "analysis/trace.h"
+#include "cli/cli.h"
 
 static const char help[] =
     "usage: gpumemtrace leaks [--by stack|function|library|api] [--depth N] [-n N]\n"
@@ -192,7 +193,7 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 		uint64_t *v = malloc((size_t)n * sizeof(*v));
 		struct trace **tps = malloc((size_t)n * sizeof(*tps));
 		if (!v || !tps) {
-			cli_error("leaks", "out of memory");
+			say_error("leaks", "out of memory");
 			exit(EXIT_INPUT);
 		}
 		for (int i = 0; i < n; i++) {
@@ -310,7 +311,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 	if (n > 1) {
 		uint64_t *v = malloc((size_t)n * sizeof(*v));
 		if (!v) {
-			cli_error("leaks", "out of memory");
+			say_error("leaks", "out of memory");
 			exit(EXIT_INPUT);
 		}
 		for (int i = 0; i < n; i++)
@@ -352,7 +353,7 @@ int cmd_leaks(int argc, char **argv)
 	trace_rows_init(&rows, by, (int)depth);
 	struct leak_trace *ls = calloc((size_t)npaths, sizeof(*ls));
 	if (!ls) {
-		cli_error("leaks", "out of memory");
+		say_error("leaks", "out of memory");
 		return EXIT_INPUT;
 	}
 	int opened = 0;

@@ -11,9 +11,9 @@
 
 #include <uthash.h>
 
-#include "cli.h"
-#include "growth-frag-oom.h"
-#include "trace.h"
+#include "cli/cli.h"
+#include "analysis/growth-frag-oom.h"
+#include "analysis/trace.h"
 
 #define MAX_OOMS   200 /* analysed and kept; all are counted */
 #define TOP_LIBS   8

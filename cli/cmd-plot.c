@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "snapshot.h"
-#include "trace.h"
+#include "cli/cli.h"
+#include "analysis/snapshot.h"
+#include "analysis/trace.h"
 
 #define CMD	"plot"
 #define NPTS	600 /* columns a trace is downsampled to (per-column max kept) */
@@ -654,12 +654,12 @@ int cmd_plot(int argc, char **argv)
 	const char *out = opts[0].value;
 	if (npaths != 1) {
 		free(paths);
-		return cli_usage_error(CMD, "expected one TRACE, got %d", npaths);
+		return say_usage_error(CMD, "expected one TRACE, got %d", npaths);
 	}
 	if (opts[1].set && strcmp(opts[1].value, "kind") != 0) {
 		if (strcmp(opts[1].value, "library") != 0) {
 			free(paths);
-			return cli_usage_error(CMD, "--by: want 'kind' or 'library', not '%s'",
+			return say_usage_error(CMD, "--by: want 'kind' or 'library', not '%s'",
 					       opts[1].value);
 		}
 		p.by_library = true;
@@ -694,7 +694,7 @@ int cmd_plot(int argc, char **argv)
 		if (p.npanels > 1)
 			qsort(p.panels, p.npanels, sizeof(*p.panels), cmp_panel);
 		if (p.has_only_dev && p.npanels == 0) {
-			cli_error(CMD, "%s: no device memory on device %" PRId64, paths[0],
+			say_error(CMD, "%s: no device memory on device %" PRId64, paths[0],
 				  p.only_dev);
 			rc = EXIT_USAGE;
 		}
@@ -702,12 +702,12 @@ int cmd_plot(int argc, char **argv)
 	if (rc < 0) {
 		FILE *f = out && strcmp(out, "-") != 0 ? fopen(out, "w") : stdout;
 		if (!f) {
-			cli_error(CMD, "cannot write %s: %m", out);
+			say_error(CMD, "cannot write %s: %m", out);
 			rc = EXIT_INPUT;
 		} else {
 			write_svg(f, &p);
 			if (f != stdout && fclose(f) != 0) {
-				cli_error(CMD, "cannot write %s: %m", out);
+				say_error(CMD, "cannot write %s: %m", out);
 				rc = EXIT_INPUT;
 			}
 		}

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "trace.h"
+#include "cli/cli.h"
+#include "analysis/trace.h"
 
 #define CMD "run"
 
@@ -87,29 +87,29 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			}
 		}
 		if (!slot)
-			return cli_usage_error(CMD, "unknown option '%s'", s);
+			return say_usage_error(CMD, "unknown option '%s'", s);
 		if (s[n] == '=') {
 			*slot = s + n + 1;
 		} else if (i + 1 < argc) {
 			*slot = argv[++i];
 		} else {
-			return cli_usage_error(CMD, "option '%s' needs a value", name);
+			return say_usage_error(CMD, "option '%s' needs a value", name);
 		}
 	}
 	if (i >= argc)
-		return cli_usage_error(CMD,
+		return say_usage_error(CMD,
 				       "missing COMMAND (gpumemtrace run [OPTIONS] -- COMMAND)");
 	a->command = argv + i;
 	uint64_t v;
 	if (a->stack_depth && trace_arg_uint(CMD, "--stack-depth", a->stack_depth, &v) >= 0)
 		return EXIT_USAGE;
 	if (a->stack_depth && v > 256)
-		return cli_usage_error(CMD, "--stack-depth: at most 256, not %s", a->stack_depth);
+		return say_usage_error(CMD, "--stack-depth: at most 256, not %s", a->stack_depth);
 	if (a->max_peak && parse_size(a->max_peak, &v) != 0)
-		return cli_usage_error(CMD, "--check-max-peak: bad size '%s' (e.g. 8GiB, 512MiB)",
+		return say_usage_error(CMD, "--check-max-peak: bad size '%s' (e.g. 8GiB, 512MiB)",
 				       a->max_peak);
 	if (a->output && !*a->output)
-		return cli_usage_error(CMD, "--output: empty template");
+		return say_usage_error(CMD, "--output: empty template");
 	return -1;
 }
 
@@ -133,14 +133,14 @@ static char *find_library(void)
 	const char *env = getenv("GPUMEMTRACE_LIBRARY");
 	if (env && *env) {
 		if (access(env, R_OK) != 0) {
-			cli_error(CMD, "GPUMEMTRACE_LIBRARY=%s: %s", env, strerror(errno));
+			say_error(CMD, "GPUMEMTRACE_LIBRARY=%s: %s", env, strerror(errno));
 			return NULL;
 		}
 		return realpath(env, NULL);
 	}
 	char *dir = self_dir();
 	if (!dir) {
-		cli_error(CMD, "cannot find the CLI's own path; set GPUMEMTRACE_LIBRARY");
+		say_error(CMD, "cannot find the CLI's own path; set GPUMEMTRACE_LIBRARY");
 		return NULL;
 	}
 	static const char *const rel[] = {"/../lib/libgpumemtrace.so", "/libgpumemtrace.so"};
@@ -153,7 +153,7 @@ static char *find_library(void)
 			return real;
 		}
 	}
-	cli_error(CMD, "cannot find libgpumemtrace.so in %s/../lib or %s; set GPUMEMTRACE_LIBRARY",
+	say_error(CMD, "cannot find libgpumemtrace.so in %s/../lib or %s; set GPUMEMTRACE_LIBRARY",
 		  dir, dir);
 	free(dir);
 	return NULL;
@@ -266,7 +266,7 @@ static int run_child(const struct run_args *a)
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
-		cli_error(CMD, "cannot fork: %s", strerror(errno));
+		say_error(CMD, "cannot fork: %s", strerror(errno));
 		return 126;
 	}
 	if (pid == 0) {
@@ -280,13 +280,13 @@ static int run_child(const struct run_args *a)
 		}
 		execvp(a->command[0], a->command);
 		int err = errno;
-		cli_error(CMD, "cannot run '%s': %s", a->command[0], strerror(err));
+		say_error(CMD, "cannot run '%s': %s", a->command[0], strerror(err));
 		_exit(err == ENOENT ? 127 : 126);
 	}
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
-			cli_error(CMD, "waitpid: %s", strerror(errno));
+			say_error(CMD, "waitpid: %s", strerror(errno));
 			status = 126 << 8;
 			break;
 		}

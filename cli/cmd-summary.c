@@ -3,8 +3,8 @@
  * and the allocation sites holding the most memory at each device's peak.
  *
  * One read of the file: the metadata and the replay of the live set
- * (cli/replay.c) together, which finds each peak, what was live there
- * (cli/peakset.h) and the NVML reconciliation's figures. A trace with
+ * (analysis/replay.c) together, which finds each peak, what was live there
+ * (analysis/peakset.h) and the NVML reconciliation's figures. A trace with
  * ranges is read a second time for the phases: the ranges must all be known,
  * in time order, before the events are attributed to them. */
 #include <inttypes.h>
@@ -14,12 +14,12 @@
 
 #include <uthash.h>
 
-#include "accounting.h"
-#include "cli.h"
-#include "peakset.h"
-#include "phase.h"
-#include "replay.h"
-#include "trace.h"
+#include "analysis/accounting.h"
+#include "cli/cli.h"
+#include "analysis/peakset.h"
+#include "analysis/phase.h"
+#include "analysis/replay.h"
+#include "analysis/trace.h"
 
 #define MAX_FAILURES 1000 /* kept for the output; all are counted */
 #define TOP_SITES    10
@@ -362,7 +362,7 @@ static void callers_text(FILE *f, struct summary *s, uint64_t stack_id, int site
 
 static void no_memory(void)
 {
-	cli_error(NULL, "out of memory");
+	say_error(NULL, "out of memory");
 	exit(EXIT_INPUT);
 }
 

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phase.h"
-#include "trace.h"
+#include "analysis/phase.h"
+#include "analysis/trace.h"
+#include "cli/cli.h"
 
 static const char help[] =
     "usage: gpumemtrace top [--by stack|function|library|api|range] [--depth N]\n"
@@ -481,7 +482,7 @@ int cmd_top(int argc, char **argv)
 			if (strcmp(opts[3].value, metric_names[m]) == 0)
 				metric = m;
 		if (metric < 0)
-			rc = cli_usage_error("top",
+			rc = say_usage_error("top",
 					     "--sort: unknown order '%s' (peak, end, total, calls)",
 					     opts[3].value);
 	}

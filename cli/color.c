@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 bool cli_colour(FILE *f)
 {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 struct command {
 	const char *name;
@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 	 * first failed write, and we exit with the command's status. */
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2)
-		return cli_usage_error(NULL, "no command given");
+		return say_usage_error(NULL, "no command given");
 	const char *a = argv[1];
 	if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 		usage(stdout);
@@ -96,18 +96,18 @@ int main(int argc, char **argv)
 		}
 		const struct command *c = find(argv[2]);
 		if (!c)
-			return cli_usage_error(NULL, "unknown command '%s'", argv[2]);
+			return say_usage_error(NULL, "unknown command '%s'", argv[2]);
 		char *help_argv[] = {(char *)c->name, "--help", NULL};
 		return c->fn(2, help_argv);
 	}
 	if (a[0] == '-')
-		return cli_usage_error(NULL, "unknown option '%s'", a);
+		return say_usage_error(NULL, "unknown option '%s'", a);
 	const struct command *c = find(a);
 	if (!c)
-		return cli_usage_error(NULL, "unknown command '%s'", a);
+		return say_usage_error(NULL, "unknown command '%s'", a);
 	int rc = c->fn(argc - 1, argv + 1);
 	if ((fflush(stdout) != 0 || ferror(stdout)) && errno != EPIPE) {
-		cli_error(c->name, "cannot write the output: %s", strerror(errno));
+		say_error(c->name, "cannot write the output: %s", strerror(errno));
 		return rc ? rc : EXIT_INPUT;
 	}
 	return rc;

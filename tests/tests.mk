@@ -14,11 +14,11 @@ PROG_DIR := $(TEST_BUILD)/progs
 include tests/sim/sim.mk
 include tests/progs/progs.mk
 # Unit tests of the library core link the pieces they test.
-UNIT_SRCS_test-ring := lib/ring.c
-UNIT_SRCS_test-stacks := lib/stacks.c
-UNIT_SRCS_test-reorder := cli/replay.c cli/util.c
-UNIT_SRCS_test-clock := lib/clock.c
-UNIT_SRCS_test-callers := lib/callers.c
+UNIT_SRCS_test-ring := preload/ring.c
+UNIT_SRCS_test-stacks := preload/stacks.c
+UNIT_SRCS_test-reorder := analysis/replay.c common/api.c reader/diag.c reader/xalloc.c
+UNIT_SRCS_test-clock := preload/clock.c
+UNIT_SRCS_test-callers := preload/callers.c
 include tests/unit/unit.mk
 include tests/life/life.mk
 include tests/golden/golden.mk

@@ -3,7 +3,7 @@
  *
  * docs/trace-format.md is the prose; `gpumemtrace dump` is the spec you can
  * run. Every multi-byte fixed field is little-endian and is written byte by
- * byte (lib/codec.h), never as a struct, so no compiler padding reaches disk.
+ * byte (common/codec.h), never as a struct, so no compiler padding reaches disk.
  *
  * File = header (GMT_HEADER_SIZE bytes) + chunks, each:
  *

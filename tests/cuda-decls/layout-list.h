@@ -7,14 +7,14 @@
  *   CONSTX(ours, c)  our spelling of the toolkit's constant c
  *   SAME(T, U)       T and U are the same type (a static assertion in both)
  * t-cuda-decls.sh checks every enum constant and struct member in
- * hooks/cuda-types.h and tests/sim/sim-cuda.h appears here. */
+ * common/cuda-types.h and tests/sim/sim-cuda.h appears here. */
 #ifndef GMT_LAYOUT_LIST_H
 #define GMT_LAYOUT_LIST_H
 
 /* One line per few facts reads better than a formatter's layout. */
 /* clang-format off */
 
-/* hooks/cuda-types.h */
+/* common/cuda-types.h */
 #define GMT_LAYOUT_HOOKS(SIZE, SCALAR, FIELD, CONST, CONSTX, SAME) \
 	SIZE(CUresult) SCALAR(CUresult) SAME(CUresult, enum cudaError_enum)                \
 	CONST(CUDA_SUCCESS) CONST(CUDA_ERROR_INVALID_VALUE)                                \

@@ -31,7 +31,7 @@ static int compare(const char *what, size_t (*ours)(const struct gmt_layout_row 
 
 int main(void)
 {
-	int bad = compare("hooks/cuda-types.h", gmt_layout_hooks_ours, gmt_layout_hooks_toolkit);
+	int bad = compare("common/cuda-types.h", gmt_layout_hooks_ours, gmt_layout_hooks_toolkit);
 	bad |= compare("tests/sim/sim-cuda.h", gmt_layout_sim_ours, gmt_layout_sim_toolkit);
 	return bad;
 }

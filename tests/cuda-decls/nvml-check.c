@@ -1,4 +1,4 @@
-/* lib/nvml.h against the toolkit's nvml.h (t-nvml-decls.sh): compiled once
+/* preload/nvml.h against the toolkit's nvml.h (t-nvml-decls.sh): compiled once
  * with our header (-DGMT_NVML_OURS) and once with nvml.h, each defining its
  * own table of sizes, offsets and constants; main (in the nvml.h build)
  * compares them. The nvml.h build also checks every prototype in
@@ -7,14 +7,14 @@
 #include <stdio.h>
 
 #ifdef GMT_NVML_OURS
-#include "../../lib/nvml.h"
+#include "preload/nvml.h"
 #define TABLE ours
 #else
 /* The legacy names as themselves, not as macros for their newest forms. */
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include <nvml.h>
 #define GMT_NVML_TOOLKIT_TYPES
-#include "../../lib/nvml.h"
+#include "preload/nvml.h"
 #define TABLE theirs
 #endif
 

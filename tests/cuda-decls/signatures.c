@@ -1,4 +1,4 @@
-/* Checks every prototype in hooks/cuda-api.h and tests/sim/sim-api.h
+/* Checks every prototype in common/cuda-api.h and tests/sim/sim-api.h
  * against the toolkit's own declarations. Compiled (syntax only) in three
  * modes, because cuda.h declares different things in each:
  *   default                          the ordinary names (cuda.h maps
@@ -15,7 +15,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include "cuda-api.h"
+#include "common/cuda-api.h"
 #include "sim-api.h"
 
 #define GMT_CHECK_(name, ret, params)                                                              \

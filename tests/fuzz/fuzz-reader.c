@@ -9,8 +9,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "reader.h"
+#include "cli/cli.h"
+#include "reader/reader.h"
 
 static int trace_fd = -1;
 static char trace_path[64];

@@ -7,12 +7,12 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 300
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_BIN := $(FUZZ_DIR)/fuzz-reader
-FUZZ_SRCS := tests/fuzz/fuzz-reader.c $(filter-out cli/main.c,$(wildcard cli/*.c)) \
-	lib/reader.c lib/crc32c.c lib/symbolize.c lib/zstd.c
-FUZZ_FLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -Iinclude -Ilib -Ihooks -Icli \
+FUZZ_SRCS := tests/fuzz/fuzz-reader.c $(filter-out cli/main.c,$(wildcard cli/*.c analysis/*.c reader/*.c)) \
+	common/api.c common/text.c common/crc32c.c common/symbolize.c common/zstd.c
+FUZZ_FLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -I. -Iinclude \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
-$(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard cli/*.h lib/*.h include/gpumemtrace/*.h)
+$(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard cli/*.h analysis/*.h reader/*.h common/*.h include/gpumemtrace/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SRCS) -o $@ -ldw -lelf -lz -lm -ldl -lpthread
 

@@ -4,7 +4,7 @@
 GOLDEN_PROG := $(PROG_DIR)/golden-workload
 .PHONY: golden-prog golden-traces golden-update
 golden-prog: $(GOLDEN_PROG)
-$(GOLDEN_PROG): tests/golden/workload.c hooks/cuda-types.h | sim
+$(GOLDEN_PROG): tests/golden/workload.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
 

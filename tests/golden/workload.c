@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda-types.h"
+#include "common/cuda-types.h"
 
 cudaError_t cudaMalloc(void **devPtr, size_t size);
 cudaError_t cudaFree(void *devPtr);

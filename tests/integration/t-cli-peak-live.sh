@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What was live at the peak, found in the summary's one pass (cli/peakset.c):
+# What was live at the peak, found in the summary's one pass (analysis/peakset.c):
 # allocations freed after the final peak count there, those freed before it
 # (even if live at an earlier peak) do not, and a new peak forgets what an
 # earlier one had collected. The accounting (same pass) agrees.

@@ -1,4 +1,4 @@
-# The trace's clock (lib/clock.c): where the TSC is used, its stamps agree
+# The trace's clock (preload/clock.c): where the TSC is used, its stamps agree
 # with CLOCK_MONOTONIC, every event lies between the program's own clock
 # reads around its call, and threads reusing each other's addresses still
 # replay in order. GPUMEMTRACE_CLOCK=2 takes the TSC wherever it is
@@ -105,7 +105,7 @@ cd ..
 # One thread alone, whose allocations' stamps go unfenced, then a second
 # that frees what the first allocates, which reuses those addresses: from
 # the second thread's first call on, the first's stamps are ordered again
-# (lib/tracer.h, gmt_sole_caller), and one info NOTE says so. The first
+# (preload/tracer.h, gmt_sole_caller), and one info NOTE says so. The first
 # thread's run starts 50 ms after its first call, on the TSC's line. No
 # run here has shown an unfenced stamp out of order: this checks the
 # change of state and the replay, not the fence.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Our CUDA declarations (hooks/cuda-types.h, hooks/cuda-api.h, and the
+# Our CUDA declarations (common/cuda-types.h, common/cuda-api.h, and the
 # simulator's tests/sim/sim-cuda.h, sim-api.h) against the toolkit's cuda.h
 # and cuda_runtime_api.h:
 #   1. every prototype in the X-macro lists has the toolkit's type
@@ -8,13 +8,13 @@
 #      constant value agrees (layout-*.c, compared at run time);
 #   3. the layout list leaves out no enum constant or struct member of our
 #      headers (a new declaration must be added to the check).
-# Skips (77) when the toolkit is absent. GMT_DECLS_HOOKS / GMT_DECLS_SIM
-# point at other copies of hooks/ and tests/sim/ (to prove a broken
-# declaration fails).
+# Skips (77) when the toolkit is absent. GMT_DECLS_ROOT / GMT_DECLS_SIM
+# point at another tree holding common/ and at another tests/sim/ (to prove
+# a broken declaration fails).
 source "$(dirname "$0")/lib.sh"
 
 root=$(cd "$TESTS_DIR/.." && pwd)
-hooks=${GMT_DECLS_HOOKS:-$root/hooks}
+droot=${GMT_DECLS_ROOT:-$root}
 sim=${GMT_DECLS_SIM:-$root/tests/sim}
 decls=$root/tests/cuda-decls
 inc=$CUDA_HOME/include
@@ -23,7 +23,7 @@ inc=$CUDA_HOME/include
 
 cc=${CC:-cc}
 flags=(-std=gnu11 -Wall -Wextra -Werror -Wno-deprecated-declarations -D_GNU_SOURCE
-	-I"$hooks" -I"$sim" -I"$decls")
+	-I"$droot" -I"$sim" -I"$decls")
 
 echo "== signatures"
 "$cc" "${flags[@]}" -I"$inc" -fsyntax-only "$decls/signatures.c" ||
@@ -45,7 +45,7 @@ echo "== layout"
 ./layout || fail "layouts differ from the toolkit's"
 
 echo "== coverage"
-python3 - "$hooks/cuda-types.h" "$sim/sim-cuda.h" "$decls/layout-list.h" <<'EOF' ||
+python3 - "$droot/common/cuda-types.h" "$sim/sim-cuda.h" "$decls/layout-list.h" <<'EOF' ||
 import re, sys
 listed = open(sys.argv[3]).read()
 missing = []

@@ -1,6 +1,6 @@
 /* libdrvuser.so: linked against the driver itself, and loaded RTLD_LOCAL by
  * late-driver after the driver was first looked for and missing. */
-#include "cuda-types.h"
+#include "common/cuda-types.h"
 
 CUresult cuInit(unsigned int flags);
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);

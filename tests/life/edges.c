@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda-types.h"
+#include "common/cuda-types.h"
 
 cudaError_t cudaMalloc(void **devPtr, size_t size);
 cudaError_t cudaFree(void *devPtr);

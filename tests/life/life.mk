@@ -2,7 +2,7 @@
 LIFE := $(PROG_DIR)/life
 .PHONY: life-progs
 life-progs: $(LIFE)
-$(LIFE): tests/life/life.c hooks/cuda-types.h | sim
+$(LIFE): tests/life/life.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
 
@@ -23,7 +23,7 @@ $(COUNTDL): tests/life/countdl.c
 # A driver first missing, then loaded RTLD_LOCAL as a library's dependency.
 DRVUSER := $(PROG_DIR)/libdrvuser.so
 life-progs: $(DRVUSER) $(PROG_DIR)/late-driver
-$(DRVUSER): tests/life/drvuser.c hooks/cuda-types.h | sim
+$(DRVUSER): tests/life/drvuser.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1 $(SAN_LDFLAGS)
 $(PROG_DIR)/late-driver: tests/life/late-driver.c
@@ -34,7 +34,7 @@ $(PROG_DIR)/late-driver: tests/life/late-driver.c
 LOCAL_EXT := $(PROG_DIR)/liblocal-ext.so
 LOCAL_MAIN := $(PROG_DIR)/local-main
 life-progs: $(LOCAL_EXT) $(LOCAL_MAIN)
-$(LOCAL_EXT): tests/life/local-ext.c hooks/cuda-types.h | sim
+$(LOCAL_EXT): tests/life/local-ext.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
 $(LOCAL_MAIN): tests/life/local-main.c
@@ -46,7 +46,7 @@ $(LOCAL_MAIN): tests/life/local-main.c
 LIBLATE := $(PROG_DIR)/liblate.so
 EDGES := $(PROG_DIR)/edges
 life-progs: $(LIBLATE) $(EDGES)
-$(LIBLATE): tests/life/liblate.c hooks/cuda-types.h | sim
+$(LIBLATE): tests/life/liblate.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,liblate.so $< -o $@ \
 		-L$(SIM_DIR) -l:libcudart.so.13 $(SAN_LDFLAGS)
@@ -56,7 +56,7 @@ $(EDGES): tests/life/edges.c $(LIBLATE)
 
 # AT_SECURE (t-settings-secure): loads the driver and the tracer by path.
 life-progs: $(PROG_DIR)/secure
-$(PROG_DIR)/secure: tests/life/secure.c hooks/cuda-types.h
+$(PROG_DIR)/secure: tests/life/secure.c common/cuda-types.h
 	$(CC) $(ALL_CFLAGS) $< -o $@ -ldl $(SAN_LDFLAGS)
 
 # cuGetProcAddress versions, flags, unknown names (t-route-procaddr-edges),

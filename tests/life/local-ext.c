@@ -2,7 +2,7 @@
  * local-main the way Python loads PyTorch's and CuPy's extensions. */
 #include <stdio.h>
 
-#include "cuda-types.h"
+#include "common/cuda-types.h"
 
 cudaError_t cudaMalloc(void **devPtr, size_t size);
 cudaError_t cudaFree(void *devPtr);

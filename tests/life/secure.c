@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <sys/auxv.h>
 
-#include "cuda-types.h"
+#include "common/cuda-types.h"
 
 int main(int argc, char **argv)
 {

@@ -1,5 +1,5 @@
 /* Simulated libnvidia-ml.so.1: exactly the NVML functions the tracer calls
- * (lib/nvml.h), answering from the simulated driver's state.
+ * (preload/nvml.h), answering from the simulated driver's state.
  *
  *   device used   = this process's usage (when it is listed) + SIMCUDA_NVML_OTHER_BYTES
  *   process usage = the driver's allocated device bytes + its contexts' cost
@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nvml.h"
+#include "preload/nvml.h"
 #include "sim-nvml.h"
 
 #define EXPORT	    __attribute__((visibility("default")))

@@ -1,9 +1,9 @@
-/* Entry points the simulated CUDA exports beyond hooks/cuda-api.h's lists,
+/* Entry points the simulated CUDA exports beyond common/cuda-api.h's lists,
  * as X-macro lists of the same shape: X(exported_name, base_name, (params)).
  *
  * Like cuda-api.h this header includes nothing, so tests/cuda-decls can
  * expand the lists under the toolkit's own cuda.h and check every signature.
- * Types not in hooks/cuda-types.h come from tests/sim/sim-cuda.h. */
+ * Types not in common/cuda-types.h come from tests/sim/sim-cuda.h. */
 #ifndef SIM_API_H
 #define SIM_API_H
 

@@ -1,5 +1,5 @@
 /* Declarations shared by the simulated CUDA (tests/sim) and the test
- * programs (tests/progs): hooks/cuda-types.h plus the few types, constants
+ * programs (tests/progs): common/cuda-types.h plus the few types, constants
  * and prototypes the tracer itself never needs.
  *
  * Names and layouts are the toolkit's, so the programs read like ordinary
@@ -10,8 +10,8 @@
 #ifndef SIM_CUDA_H
 #define SIM_CUDA_H
 
-#include "cuda-types.h"
-#include "cuda-api.h"
+#include "common/cuda-types.h"
+#include "common/cuda-api.h"
 #include "sim-api.h"
 
 /* ---- driver types and constants ---- */

@@ -4,10 +4,10 @@
 #   $(SIM_DIR)/libcuda.so.1       soname libcuda.so.1, -Bsymbolic (+ libcuda.so)
 #   $(SIM_DIR)/libcudart.so.13    cuda* symbols versioned libcudart.so.13
 #   $(SIM_DIR)/libcudart_static.a -fPIC -fvisibility=hidden, for embedding
-#   $(SIM_DIR)/libnvidia-ml.so.1  NVML: exports exactly what lib/nvml.h lists
+#   $(SIM_DIR)/libnvidia-ml.so.1  NVML: exports exactly what preload/nvml.h lists
 
 SIM_CFLAGS = $(ALL_CFLAGS) -Itests/sim
-SIM_HEADERS := tests/sim/sim-cuda.h tests/sim/sim-api.h tests/sim/sim-primary.h hooks/cuda-types.h hooks/cuda-api.h
+SIM_HEADERS := tests/sim/sim-cuda.h tests/sim/sim-api.h tests/sim/sim-primary.h common/cuda-types.h common/cuda-api.h
 SIM_LIBCUDA := $(SIM_DIR)/libcuda.so.1
 SIM_LIBCUDART := $(SIM_DIR)/libcudart.so.13
 SIM_CUDART_STATIC := $(SIM_DIR)/libcudart_static.a
@@ -44,7 +44,7 @@ $(SIM_CUDART_STATIC): $(SIM_DIR)/obj/runtime-static.o
 	rm -f $@
 	$(AR) rcs $@ $<
 
-$(SIM_LIBNVML): tests/sim/nvml.c tests/sim/sim-nvml.h lib/nvml.h
+$(SIM_LIBNVML): tests/sim/nvml.c tests/sim/sim-nvml.h preload/nvml.h
 	@mkdir -p $(dir $@)
 	$(CC) $(SIM_CFLAGS) -fPIC -fvisibility=hidden -shared -Wl,-soname,libnvidia-ml.so.1 \
 		-Wl,-z,defs -o $@ $< -ldl $(SAN_LDFLAGS)

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda-types.h"
+#include "common/cuda-types.h"
 
 cudaError_t cudaMalloc(void **devPtr, size_t size);
 cudaError_t cudaFree(void *devPtr);

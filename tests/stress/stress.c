@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda-types.h"
+#include "common/cuda-types.h"
 
 cudaError_t cudaMalloc(void **devPtr, size_t size);
 cudaError_t cudaFree(void *devPtr);
@@ -148,7 +148,7 @@ static long handoff(long m)
 {
 	long failures = 0;
 	void *p = NULL;
-	/* The trace starts; the TSC line is fitted 20 ms later (lib/clock.c). */
+	/* The trace starts; the TSC line is fitted 20 ms later (preload/clock.c). */
 	failures += cudaMalloc(&p, 4096) != cudaSuccess;
 	failures += cudaFree(p) != cudaSuccess;
 	struct timespec ts = {0, 50 * 1000000};

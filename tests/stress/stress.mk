@@ -3,7 +3,7 @@ STRESS_PROGS := $(PROG_DIR)/stress
 .PHONY: stress-progs
 stress-progs: $(STRESS_PROGS) ## build the stress test programs
 
-$(PROG_DIR)/stress: tests/stress/stress.c hooks/cuda-types.h | sim
+$(PROG_DIR)/stress: tests/stress/stress.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -lpthread $(SAN_LDFLAGS)
 
@@ -12,6 +12,6 @@ stress-progs: $(PROG_DIR)/libbypass.so $(PROG_DIR)/bypass-main
 $(PROG_DIR)/libbypass.so: tests/stress/bypass-lib.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ -ldl $(SAN_LDFLAGS)
-$(PROG_DIR)/bypass-main: tests/stress/bypass-main.c hooks/cuda-types.h | sim
+$(PROG_DIR)/bypass-main: tests/stress/bypass-main.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -ldl $(SAN_LDFLAGS)

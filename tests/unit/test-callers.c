@@ -1,4 +1,4 @@
-/* Which threads make traced calls (lib/callers.c): one thread alone is the
+/* Which threads make traced calls (preload/callers.c): one thread alone is the
  * sole caller, a second makes it MANY for good, for every thread, however
  * the joins race. A wrong answer here would let an allocation's stamp go
  * unfenced while another thread frees (tracer.h, gmt_stamp_after). */
@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "tracer.h"
+#include "preload/tracer.h"
 
-/* lib/runtime.c's, which this test does not link: counts the notes. */
+/* preload/runtime.c's, which this test does not link: counts the notes. */
 static int notes;
 void gmt_note(int level, const char *text)
 {

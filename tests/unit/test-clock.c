@@ -1,11 +1,11 @@
-/* The clock's controller (lib/clock.c) on made-up (TSC, CLOCK_MONOTONIC)
+/* The clock's controller (preload/clock.c) on made-up (TSC, CLOCK_MONOTONIC)
  * pairs: the line stays continuous where it is refitted, converges on the
  * clock whatever the refit period, and is re-anchored, with one warning,
  * when the counter jumps or goes back. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "clock.h"
+#include "preload/clock.h"
 #include "check.h"
 
 static int warnings, infos;

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codec.h"
+#include "common/codec.h"
 #include "check.h"
 
 int main(void)

@@ -1,4 +1,4 @@
-/* lib/reader.c against traces written by tests/unit/trace-builder.c, an
+/* reader/reader.c against traces written by tests/unit/trace-builder.c, an
  * independent encoder of format v1. One line per check; exits 1 on failure. */
 #include <dirent.h>
 #include <errno.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "codec.h"
-#include "reader.h"
+#include "common/codec.h"
+#include "reader/reader.h"
 #include "trace-builder.h"
 
 static int failures, checks;

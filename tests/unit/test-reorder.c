@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../cli/replay.h"
+#include "analysis/replay.h"
 
 enum { EVENTS = 60000, LIMIT = 3000, THREADS = 3 };
 

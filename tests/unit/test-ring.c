@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring.h"
+#include "preload/ring.h"
 
 #define RECORDS 2000000u
 

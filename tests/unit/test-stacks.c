@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "stacks.h"
+#include "preload/stacks.h"
 #include "check.h"
 
 static int walks_back(const struct gmt_stacks *s, uint32_t id, const uint64_t *ips, unsigned n)

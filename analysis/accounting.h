@@ -1,0 +1,95 @@
+/* The reconciliation of what nvidia-smi shows with what the trace explains,
+ * per device, at the traced peak of device bytes and at the end: used by
+ * `gpumemtrace accounting` and by the summary. docs/reports.md explains the
+ * figures and the likely-route heuristics. */
+#ifndef GMT_CLI_ACCOUNTING_H
+#define GMT_CLI_ACCOUNTING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analysis/peakset.h"
+#include "analysis/trace.h"
+
+/* Unexplained memory is flagged above both of these. */
+#define ACCT_FLAG_SHARE 0.10
+#define ACCT_FLAG_BYTES (64ull << 20)
+/* The sample for a moment: the highest within this long after it. */
+#define ACCT_WINDOW_NS 1000000000ull
+
+struct acct_lib {
+	const char *library;
+	uint64_t bytes, count;
+};
+
+struct acct_moment {
+	bool have;	  /* false: no device bytes were ever traced there */
+	uint64_t time_ns; /* absolute */
+	/* The peak only: when traced device bytes first fell below it (0: never).
+	 * A sample speaks for the peak only if taken before then. */
+	uint64_t until_ns;
+	bool unsampled; /* samples exist, but none was taken while the peak lasted */
+	/* nvidia-smi */
+	bool nvml;	   /* a sample was found */
+	bool nvml_process; /* it is this process's usage (else the whole device's) */
+	uint64_t smi, sample_time_ns;
+	int sample_reason;
+	/* traced */
+	uint64_t traced, device, async, vmm;
+	uint64_t big_allocs, rounding; /* allocations over 1 MiB; their 2 MiB page rounding */
+	struct acct_lib *libs;	       /* sorted by bytes */
+	size_t nlibs;
+	/* contexts live then */
+	uint64_t contexts, contexts_live, contexts_unmeasured;
+	/* nvidia-smi - traced - contexts (valid with nvml) */
+	int64_t unexplained;
+	bool flagged;
+};
+
+struct acct_route {
+	const char *key, *text;
+	char *evidence;
+	int score;
+};
+
+struct acct_dev {
+	int64_t ordinal;
+	const char *name;
+	uint64_t total;
+	struct acct_moment peak, end;
+	uint64_t ctx_events, ctx_measured; /* context creations seen, and measured */
+	/* The cost of a context the trace's first event created: the library's
+	 * first NVML sample is taken inside that call, so it may show it. */
+	uint64_t first_event_ctx;
+	size_t nsamples;
+	struct acct_route *routes; /* most likely first; only when a moment is flagged */
+	size_t nroutes;
+};
+
+struct acct {
+	struct trace *t;
+	const char *nvml_why; /* why there is no NVML figure; NULL when samples exist */
+	struct acct_dev *devs;
+	size_t ndevs;
+	void *pass; /* between acct_begin and acct_end */
+};
+
+/* One replay of t. Returns -1, or the exit code of a read error. */
+int acct_compute(struct acct *a, struct trace *t);
+/* The same, fed from a caller's replay pass (rp, with ps attached):
+ * acct_event after each replay_apply; acct_end once t's metadata is
+ * complete. */
+void acct_begin(struct acct *a, struct trace *t, struct replay *rp);
+void acct_event(struct acct *a, const struct gmt_event *e);
+void acct_end(struct acct *a, const struct peakset *ps);
+void acct_free(struct acct *a);
+
+/* The full report of one trace (`accounting`), only_device < 0: all. */
+void acct_print(FILE *f, const struct acct *a, int64_t only_device);
+/* The summary's short section. */
+void acct_print_brief(FILE *f, const struct acct *a);
+/* {"nvml": ..., "devices": [...]} */
+void acct_print_json(FILE *f, const struct acct *a, int64_t only_device);
+
+#endif

@@ -1,0 +1,237 @@
+/* Helpers shared by growth, fragmentation and oom: see growth-frag-oom.h. */
+#include "analysis/growth-frag-oom.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gfo_xfree(void *p)
+{
+	free(p);
+}
+
+static int parse_int(const char *cmd, const char *opt, const char *v, int64_t min, int64_t max,
+		     int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long x = v && *v ? strtoll(v, &end, 10) : 0;
+	if (!v || !*v || *end || errno || x < min || x > max)
+		return say_usage_error(
+		    cmd, "option '%s' wants an integer from %" PRId64 " to %" PRId64 ", got '%s'",
+		    opt, min, max, v ? v : "");
+	*out = x;
+	return -1;
+}
+
+int gfo_parse(int argc, char **argv, const char *help, unsigned allow, struct gfo_opts *o)
+{
+	const char *cmd = argv[0];
+	memset(o, 0, sizeof(*o));
+	o->paths = xrealloc(NULL, (size_t)argc * sizeof(*o->paths));
+	int dashdash = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!dashdash && strcmp(a, "--") == 0) {
+			dashdash = 1;
+			continue;
+		}
+		if (dashdash || a[0] != '-' || !a[1]) {
+			o->paths[o->npaths++] = a;
+			continue;
+		}
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			fputs(help, stdout);
+			return 0;
+		}
+		if (strcmp(a, "--json") == 0) {
+			o->json = true;
+			continue;
+		}
+		if (strncmp(a, "--json=", 7) == 0)
+			return say_usage_error(cmd, "option '--json' takes no value");
+		const char *names[2] = {"--device", "--width"};
+		unsigned bits[2] = {GFO_OPT_DEVICE, GFO_OPT_WIDTH};
+		int k = -1;
+		const char *val = NULL;
+		for (int j = 0; j < 2; j++) {
+			size_t n = strlen(names[j]);
+			if ((allow & bits[j]) && strncmp(a, names[j], n) == 0 &&
+			    (a[n] == 0 || a[n] == '=')) {
+				k = j;
+				val = a[n] == '=' ? a + n + 1 : NULL;
+			}
+		}
+		if (k < 0)
+			return say_usage_error(cmd, "unknown option '%s'", a);
+		if (!val) {
+			if (i + 1 >= argc)
+				return say_usage_error(cmd, "option '%s' needs a value", names[k]);
+			val = argv[++i];
+		}
+		int64_t x;
+		int rc = k == 0 ? parse_int(cmd, names[k], val, 0, INT32_MAX, &x)
+				: parse_int(cmd, names[k], val, 10, 1000, &x);
+		if (rc >= 0)
+			return rc;
+		if (k == 0) {
+			o->has_device = true;
+			o->device = x;
+		} else {
+			o->width = (int)x;
+		}
+	}
+	if (o->npaths == 0)
+		return say_usage_error(cmd, "missing TRACE argument");
+	return -1;
+}
+
+int gfo_open_all(const char *cmd, const struct gfo_opts *o, struct trace **out)
+{
+	struct trace *ts = xrealloc(NULL, (size_t)o->npaths * sizeof(*ts));
+	memset(ts, 0, (size_t)o->npaths * sizeof(*ts));
+	for (int i = 0; i < o->npaths; i++) {
+		int rc = trace_open(&ts[i], cmd, o->paths[i]);
+		if (rc >= 0) {
+			for (int j = 0; j < i; j++)
+				trace_close(&ts[j]);
+			free(ts);
+			return rc;
+		}
+	}
+	*out = ts;
+	return -1;
+}
+
+int gfo_finish_all(struct trace *ts, int n, int rc)
+{
+	int worst = rc;
+	for (int i = 0; i < n; i++) {
+		int r = trace_finish(&ts[i]);
+		if (r > worst)
+			worst = r;
+		trace_close(&ts[i]);
+	}
+	free(ts);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno != EPIPE) {
+			say_error(NULL, "cannot write the output: %s", strerror(errno));
+			if (worst < EXIT_INPUT)
+				worst = EXIT_INPUT;
+		}
+	}
+	return worst;
+}
+
+const char *gfo_dur(char *buf, int64_t ns)
+{
+	uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+	double v = (double)a;
+	if (a < 1000)
+		snprintf(buf, 32, "%" PRIu64 " ns", a);
+	else if (a < 1000000)
+		snprintf(buf, 32, "%.1f us", v / 1e3);
+	else if (a < 1000000000)
+		snprintf(buf, 32, "%.1f ms", v / 1e6);
+	else if (a < 60000000000ull)
+		snprintf(buf, 32, "%.3f s", v / 1e9);
+	else if (a < 3600000000000ull)
+		snprintf(buf, 32, "%um%04.1fs", (unsigned)(a / 60000000000ull),
+			 (double)(a % 60000000000ull) / 1e9);
+	else
+		snprintf(buf, 32, "%uh%02um%02us", (unsigned)(a / 3600000000000ull),
+			 (unsigned)(a / 60000000000ull % 60), (unsigned)(a / 1000000000ull % 60));
+	return buf;
+}
+
+const char *gfo_time(char *buf, int64_t ns)
+{
+	char tmp[32];
+	snprintf(buf, 32, "%c%s", ns < 0 ? '-' : '+', gfo_dur(tmp, ns));
+	return buf;
+}
+
+const char *gfo_site(struct trace *t, uint64_t stack_id, char *buf, size_t size)
+{
+	struct trace_frame fr;
+	if (stack_id == 0 || !trace_site(t, stack_id, &fr)) {
+		snprintf(buf, size, "(no stack)");
+		return buf;
+	}
+	return trace_frame_text(&fr, buf, size);
+}
+
+void gfo_json_s(FILE *f, const char *s)
+{
+	s = s ? s : "";
+	json_str(f, s, strlen(s));
+}
+
+void gfo_json_d(FILE *f, double v)
+{
+	if (!isfinite(v))
+		v = 0;
+	fprintf(f, "%.6g", v);
+}
+
+static const char *state(const struct trace *t)
+{
+	return t->complete			  ? "complete"
+	       : t->info.stop == GMT_STOP_TORN	  ? "INCOMPLETE: torn tail"
+	       : t->info.stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
+						  : "INCOMPLETE: no trailer";
+}
+
+void gfo_human_head(FILE *f, struct trace *t)
+{
+	char b[32];
+	fprintf(f, "trace %s (pid %" PRIu64 ", %s)", t->path,
+		t->has_process ? t->pid : (uint64_t)t->hdr.pid, state(t));
+	if (t->command && t->command[0])
+		fprintf(f, ": %s", t->command);
+	fputc('\n', f);
+	fprintf(f, "  %" PRIu64 " events over %s", t->events,
+		gfo_dur(b, t->events ? trace_rel(t, t->last_time_ns) : 0));
+	if (t->lost)
+		fprintf(f, ", %" PRIu64 " LOST: the figures below undercount", t->lost);
+	fputc('\n', f);
+	if (!t->complete)
+		fprintf(f, "  note: the trace is incomplete (%s); figures cover what was written\n",
+			state(t) + 12);
+}
+
+void gfo_json_head(FILE *f, struct trace *t)
+{
+	fputs("\"path\": ", f);
+	gfo_json_s(f, t->path);
+	fprintf(f, ", \"pid\": %" PRIu64 ", \"command\": ",
+		t->has_process ? t->pid : (uint64_t)t->hdr.pid);
+	gfo_json_s(f, t->command);
+	fprintf(f,
+		", \"complete\": %s, \"torn_tail\": %s, \"corrupt\": %s, \"events\": %" PRIu64
+		", \"lost_events\": %" PRIu64 ", \"duration_ns\": %" PRId64,
+		t->complete ? "true" : "false", t->info.stop == GMT_STOP_TORN ? "true" : "false",
+		t->info.stop == GMT_STOP_CORRUPT ? "true" : "false", t->events, t->lost,
+		t->events ? trace_rel(t, t->last_time_ns) : (int64_t)0);
+}
+
+uint64_t gfo_dev_total(const struct trace *t, int64_t ordinal)
+{
+	for (size_t i = 0; i < t->ndevs; i++)
+		if (t->devs[i].ordinal == ordinal)
+			return t->devs[i].total_bytes;
+	return 0;
+}
+
+bool gfo_utf8(void)
+{
+	const char *vars[] = {"LC_ALL", "LC_CTYPE", "LANG"};
+	for (int i = 0; i < 3; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return strcasestr(v, "utf-8") || strcasestr(v, "utf8");
+	}
+	return false;
+}

@@ -1,0 +1,57 @@
+/* Shared by gpumemtrace growth, fragmentation and oom: argument parsing for
+ * "[--json] [--device N] [--width COLS] TRACE...", opening several traces,
+ * the per-trace header lines and a few formatting helpers. */
+#ifndef GMT_CLI_GROWTH_FRAG_OOM_H
+#define GMT_CLI_GROWTH_FRAG_OOM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analysis/trace.h"
+
+#define GFO_OPT_DEVICE 1u
+#define GFO_OPT_WIDTH  2u
+
+struct gfo_opts {
+	bool json;
+	bool has_device;
+	int64_t device;
+	int width; /* 0: not given */
+	const char **paths;
+	int npaths;
+};
+
+/* Returns -1 when parsing succeeded, else the exit code (0 after --help). */
+int gfo_parse(int argc, char **argv, const char *help, unsigned allow, struct gfo_opts *o);
+
+/* Opens every trace (metadata pass). Returns -1, or the exit code after the
+ * error line; on failure nothing stays open. */
+int gfo_open_all(const char *cmd, const struct gfo_opts *o, struct trace **out);
+/* trace_finish for each (warning lines), trace_close; the worst exit code. */
+int gfo_finish_all(struct trace *ts, int n, int rc);
+
+void gfo_xfree(void *p);
+
+/* "+1.234 s", "+250.0 ms", "+2m03.5s": time since the trace start. */
+const char *gfo_time(char *buf, int64_t ns);
+/* The same without the sign: a duration. */
+const char *gfo_dur(char *buf, int64_t ns);
+
+/* The allocation site of a stack as text ("(no stack)" for 0). */
+const char *gfo_site(struct trace *t, uint64_t stack_id, char *buf, size_t size);
+
+/* "trace PATH (pid N): command" and the incomplete/lost lines. */
+void gfo_human_head(FILE *f, struct trace *t);
+/* "\"path\": ..., \"pid\": ..., \"complete\": ..., ..." (no braces). */
+void gfo_json_head(FILE *f, struct trace *t);
+void gfo_json_s(FILE *f, const char *s);
+/* A finite double for JSON (NaN/inf become 0). */
+void gfo_json_d(FILE *f, double v);
+
+/* The DEVICE record's total bytes, 0 when unknown. */
+uint64_t gfo_dev_total(const struct trace *t, int64_t ordinal);
+/* true when `u` (UTF-8 locale) block characters may be used. */
+bool gfo_utf8(void);
+
+#endif

@@ -1,0 +1,299 @@
+/* A trace as the report commands see it: its metadata (process, devices,
+ * modules, symbols, stack tree, notes, trailer) loaded by one streaming pass,
+ * then its events replayed in time order as often as a command needs.
+ *
+ *     struct trace t;
+ *     int rc = trace_open(&t, "top", path);   // -1: ok; else the exit code
+ *     trace_replay(&t, on_event, ctx);         // pass 2, 3... in time order
+ *     trace_close(&t);
+ *
+ * Memory is bounded by metadata, live allocations and unique stacks, never
+ * by the number of events. */
+#ifndef GMT_CLI_TRACE_H
+#define GMT_CLI_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uthash.h>
+
+#include "common/api.h"
+#include "common/text.h"
+#include "reader/diag.h"
+#include "reader/reader.h"
+#include "reader/xalloc.h"
+#include "analysis/replay.h"
+
+struct trace_module {
+	uint64_t id, bias, start, end;
+	char *path;
+	const char *library; /* basename of path: "libnccl.so.2", "python3.11" */
+	uint8_t *build_id;
+	size_t build_id_len;
+	bool cuda; /* the CUDA driver or runtime, or the tracer itself */
+};
+
+struct trace_device {
+	int64_t ordinal;
+	char *name; /* "" without a DEVICE record */
+	uint8_t uuid[16];
+	uint64_t total_bytes;
+	int cc_major, cc_minor, driver_version;
+};
+
+struct trace_env {
+	char *key, *value;
+};
+
+struct trace_frame {
+	uint64_t ip;
+	int depth; /* 0: innermost */
+	const struct trace_module *module;
+	const char *function, *file; /* NULL: unknown */
+	uint64_t line;
+	bool in_cuda; /* trace_site: every frame is in the CUDA libraries */
+	bool python;  /* a Python frame (GMT_PYFRAME_IP); module is NULL */
+};
+
+struct trace_symbol;
+struct trace_node {
+	uint64_t parent, ip;
+};
+
+/* A memory snapshot the library took right after a failed allocation
+ * (GMT_TAG_MEMINFO): what cuMemGetInfo said on the failing thread. */
+struct trace_meminfo {
+	uint64_t time_ns;
+	int64_t device;
+	uint64_t free_bytes, total_bytes;
+	uint32_t api;
+	int tid;
+};
+
+/* One NVML reading of one device (GMT_TAG_SAMPLE). */
+struct trace_sample {
+	uint64_t time_ns;
+	int64_t device; /* the CUDA ordinal whose DEVICE uuid matches; -1: none */
+	uint64_t nvml_index;
+	uint8_t uuid[16];
+	uint64_t used_bytes, total_bytes; /* the whole device, all processes */
+	uint64_t process_used_bytes;	  /* this process, as nvidia-smi shows it */
+	bool process_known;
+	int reason; /* GMT_SAMPLE_WHY_* */
+};
+
+/* A phase marker (GMT_TAG_RANGE), in time order. */
+struct trace_range {
+	uint64_t time_ns;
+	int tid;
+	int op; /* GMT_RANGE_* */
+	uint64_t id;
+	int source; /* GMT_RANGE_SRC_* */
+	char *text; /* "" for POP and END */
+};
+
+struct trace_pyframe;
+
+struct trace {
+	const char *cmd, *path;
+	struct gmt_reader *reader;
+	struct gmt_header hdr;
+	/* process */
+	bool has_process;
+	uint64_t pid, ppid, start_wall_ns;
+	char *command, *exe, *host;
+	struct trace_env *env;
+	size_t nenv;
+	/* devices seen in DEVICE records or in events, sorted by ordinal */
+	struct trace_device *devs;
+	size_t ndevs;
+	struct trace_module *mods;
+	size_t nmods;
+	struct trace_symbol *symbols;
+	struct trace_node *nodes; /* nodes[id - 1] */
+	size_t nnodes;
+	struct trace_meminfo *meminfo;
+	size_t nmeminfo;
+	char **notes;
+	size_t nnotes;
+	struct trace_sample *samples; /* in time order */
+	size_t nsamples;
+	struct trace_range *ranges; /* in time order (file order among equal times) */
+	size_t nranges;
+	struct trace_pyframe *pyframes;
+	/* totals */
+	uint64_t events, lost;
+	uint64_t first_time_ns, last_time_ns; /* of events; 0 without events */
+	bool complete;
+	struct gmt_read_info info; /* after the metadata pass */
+	/* private */
+	void *symbolizer;
+	bool symbolizer_tried;
+	/* added after the first draft */
+	bool has_trailer;
+	uint64_t trailer_end_ns, trailer_events, trailer_lost, trailer_reason;
+	uint64_t lost_in_records, lost_records; /* LOST records; lost = max(these, trailer) */
+	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
+	size_t samples_cap, ranges_cap;
+	bool nvml_missing; /* the library said NVML could not be used (a NOTE) */
+	bool have_last_dev;
+	int64_t last_dev; /* of the last event: most repeat it */
+};
+
+/* Opens `path` and loads its metadata. Returns -1 on success, else the exit
+ * code, after printing the one error line ("gpumemtrace CMD: PATH: ..."). */
+int trace_open(struct trace *t, const char *cmd, const char *path);
+void trace_close(struct trace *t);
+
+/* Calls fn for every event in time order (file order among equal times).
+ * With rp non-NULL, each event is applied to rp first and fn sees the live
+ * set after it. Shows a progress bar on a terminal for long reads. Returns
+ * -1, or the exit code if the read failed mid-way. */
+typedef void (*trace_event_fn)(void *ctx, const struct gmt_event *e, struct replay *rp);
+int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ctx);
+/* (rp is not initialized by trace_replay: replay_init it first.) */
+
+/* trace_open and a first trace_replay in one read of the file: the
+ * metadata is complete only when it returns, so fn must not need it (nor
+ * the ranges or samples) before then. Same returns as trace_open. */
+int trace_open_replay(struct trace *t, const char *cmd, const char *path, struct replay *rp,
+		      trace_event_fn fn, void *ctx);
+
+/* After the last pass: the warning line for an incomplete trace (or the
+ * error line for corruption); returns 0 or the exit code (reader_finish_cmd). */
+int trace_finish(struct trace *t);
+
+/* Time since the trace started, ns. */
+int64_t trace_rel(const struct trace *t, uint64_t time_ns);
+/* A relative time in human units: "+850 ns", "+12.3 us", "+4.56 ms",
+ * "+1.234 s", "+2m05.3s", "+1h02m03s". buf >= 32. */
+const char *trace_fmt_time(char *buf, int64_t ns);
+
+/* ---- stacks ---- */
+
+/* Number of frames in stack `id` (0 for the empty stack). */
+int trace_stack_depth(const struct trace *t, uint64_t id);
+/* Frame `depth` of stack `id`, resolved (SYMBOL records, else the module
+ * files on this machine, else module+offset; PYFRAME records for Python
+ * frames). false past the last frame. */
+bool trace_frame(struct trace *t, uint64_t id, int depth, struct trace_frame *out);
+/* The allocation site: the first frame, innermost out, outside the CUDA
+ * driver, runtime and tracer; the innermost frame when all are inside. */
+bool trace_site(struct trace *t, uint64_t id, struct trace_frame *out);
+/* The library an allocation is charged to: the module of its site frame
+ * ("libnccl.so.2", "libtorch_cuda.so", the program; "python" for a Python
+ * frame). "(no stack)" for 0. */
+const char *trace_library(struct trace *t, uint64_t id);
+/* "function (file:line)", else "module+0xoff", into buf. */
+const char *trace_frame_text(const struct trace_frame *f, char *buf, size_t size);
+
+/* Grouping for top/leaks/diff: the key text of stack `id` under `by`
+ * ("stack": the site and `depth` callers; "function": the site function;
+ * "library"; "api" needs the event, so it takes the api id). */
+enum trace_group { GROUP_STACK, GROUP_FUNCTION, GROUP_LIBRARY, GROUP_API, GROUP_RANGE };
+/* GROUP_RANGE (top --by range, analysis/phase.h) needs the event's thread and
+ * time: trace_group_parse does not take it and trace_group_key gives a
+ * placeholder; its rows come from trace_rows_get_key. */
+int trace_group_parse(const char *s, enum trace_group *out); /* 0 ok */
+const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uint64_t stack_id,
+			    uint32_t api, char *buf, size_t size);
+
+/* The module holding ip, or NULL. */
+const struct trace_module *trace_module_at(const struct trace *t, uint64_t ip);
+/* " <- caller <- caller's caller" (up to n callers above frame site_depth,
+ * stopping at the C start-up code), appended to buf. */
+const char *trace_callers_text(struct trace *t, uint64_t id, int site_depth, int n, char *buf,
+			       size_t size);
+/* The device entry (NULL if unknown). */
+const struct trace_device *trace_device(const struct trace *t, int64_t ordinal);
+/* End of the trace: the trailer's time, else the last event's. */
+uint64_t trace_end_ns(const struct trace *t);
+
+/* ---- arguments, several traces ---- */
+
+/* An option of a report command: a flag ("--json") or one that takes a
+ * value ("--by X", "--by=X"); alias: a short spelling ("-n"), or NULL. */
+struct trace_opt {
+	const char *name, *alias;
+	bool takes_value;
+	bool set;	   /* out */
+	const char *value; /* out: the last value given */
+};
+/* Parses "[--help] [options] TRACE..." (options anywhere; "--" ends them).
+ * On success returns -1 with *paths (malloc'd; free it) and *npaths >= 1;
+ * else the exit code (0 after --help, which prints `help` on stdout). */
+int trace_args(int argc, char **argv, const char *help, struct trace_opt *opts, size_t nopts,
+	       const char ***paths, int *npaths);
+/* A non-negative integer option value; else a usage error (returns 2). */
+int trace_arg_uint(const char *cmd, const char *name, const char *value, uint64_t *out);
+/* The --by and --depth options of a grouping command (either may be unset):
+ * defaults GROUP_STACK and 3, depth at most 64. Returns -1, or the exit code
+ * after the usage error line. */
+int trace_grouping_opts(const char *cmd, const struct trace_opt *by, const struct trace_opt *depth,
+			enum trace_group *out_by, uint64_t *out_depth);
+
+/* The process's rank from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or
+ * SLURM_PROCID in its environment; -1 if none. */
+int64_t trace_rank(const struct trace *t);
+/* "rank 3 (pid 1234)", "pid 1234". */
+const char *trace_label(const struct trace *t, char *buf, size_t size);
+/* Imbalance of one figure across n traces: max, min, which trace, ratio.
+ * JSON: {"max": N, "max_trace": I, "min": N, "min_trace": I, "mean": N,
+ * "max_over_min": X, "max_over_mean": X} (ratios null when undefined). */
+void trace_imbalance_json(FILE *f, const uint64_t *v, size_t n);
+/* "  imbalance: max 3.0 GiB (rank 1 (pid 12)), min ..., max/min 1.50x\n" */
+void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct trace *const *ts,
+			  size_t n);
+
+/* ---- report rows (top, leaks) ---- */
+
+/* What a successful allocation event adds to: its enum bucket (replay.h);
+ * -1 for events that allocate nothing (frees, failures, lookups). */
+int trace_alloc_bucket(const struct gmt_event *e);
+
+enum { TM_PEAK, TM_END, TM_TOTAL, TM_CALLS, TM_COUNT };
+struct trace_row {
+	UT_hash_handle hh;
+	char *id; /* "device|key" */
+	const char *key;
+	int64_t device;
+	uint64_t stack_id; /* the first stack seen (of the first trace) */
+	uint32_t api;
+	int trace;	      /* the trace that stack_id belongs to */
+	uint64_t v[TM_COUNT]; /* summed over the traces */
+	uint64_t peak_allocs, end_allocs, failed;
+	uint64_t first_ns, last_ns; /* of its allocations live at the end (rel) */
+	uint64_t bucket_end[BK_COUNT];
+	uint64_t cur[TM_COUNT]; /* this trace's values, until trace_rows_fold */
+	uint64_t max[TM_COUNT];
+	int max_trace[TM_COUNT], ntraces;
+};
+struct trace_row_ref;
+struct trace_rows {
+	struct trace_row *rows;
+	struct trace_row_ref *cache; /* (device, stack, api) -> row, this trace */
+	enum trace_group by;
+	int depth, trace;
+};
+void trace_rows_init(struct trace_rows *rs, enum trace_group by, int depth);
+/* The row of an explicit key (GROUP_RANGE); stack_id and api are kept for
+ * the output. */
+struct trace_row *trace_rows_get_key(struct trace_rows *rs, int64_t device, const char *key,
+				     uint64_t stack_id, uint32_t api);
+struct trace_row *trace_rows_get(struct trace_rows *rs, struct trace *t, int64_t device,
+				 uint64_t stack_id, uint32_t api);
+/* Ends the current trace: folds each row's cur[] into max[]/max_trace[]. */
+void trace_rows_fold(struct trace_rows *rs);
+/* The rows sorted by v[metric] (then the key), malloc'd; *n set. */
+struct trace_row **trace_rows_sorted(struct trace_rows *rs, int metric, size_t *n);
+void trace_rows_free(struct trace_rows *rs);
+
+/* ---- sizes ---- */
+
+/* "1.5GiB", "512MiB", "2GB", "4096", "1.5 GiB" (case-insensitive units:
+ * B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB; KB = 1000, KiB = 1024).
+ * Returns 0, or -1 for anything else. */
+int parse_size(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,237 @@
+/* Context creation and destruction: what a context costs the device, from
+ * NVML readings just before and just after the real call, on the calling
+ * thread (NVML never touches a CUDA context).
+ *
+ * Recorded even inside another traced call: the runtime retains the primary
+ * context inside the program's first cudaMalloc, and that cost is exactly
+ * what the program cannot see. A context call inside a context call (a
+ * driver's own forwarding) is one event. */
+#include <errno.h>
+
+#include "preload/hooks/forward.h"
+#include "preload/nvml.h"
+
+#define MISSING GMT_DRIVER_MISSING
+
+static __thread int tls_in_ctx_call __attribute__((tls_model("initial-exec")));
+
+/* ---- which device a context is on ---------------------------------------- */
+
+/* CUDA device -> NVML index + 1 (0: not known yet). */
+static int nvml_of_device[GMT_NVML_MAX_DEVICES];
+/* Each device's primary context, for the release and reset events. */
+static CUcontext primary_of[GMT_NVML_MAX_DEVICES];
+
+/* Contexts made by cuCtxCreate, for cuCtxDestroy's device. Lock-free:
+ * context calls are rare, but a lock could be held across fork. */
+enum { MAX_CONTEXTS = 256 };
+#define SLOT_CLAIMED ((CUcontext)1)
+static struct {
+	CUcontext ctx;
+	int32_t device;
+} contexts[MAX_CONTEXTS];
+
+static void remember_context(CUcontext ctx, int32_t device)
+{
+	for (int i = 0; i < MAX_CONTEXTS; i++) {
+		CUcontext expected = NULL;
+		if (__atomic_compare_exchange_n(&contexts[i].ctx, &expected, SLOT_CLAIMED, 0,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			contexts[i].device = device;
+			/* Pairs with the acquire load in forget_context. */
+			__atomic_store_n(&contexts[i].ctx, ctx, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+	/* Full: cuCtxDestroy of this one records device -1, no NVML figures. */
+}
+
+static int32_t forget_context(CUcontext ctx)
+{
+	for (int i = 0; i < MAX_CONTEXTS; i++) {
+		if (__atomic_load_n(&contexts[i].ctx, __ATOMIC_ACQUIRE) != ctx)
+			continue;
+		int32_t device = contexts[i].device;
+		CUcontext expected = ctx;
+		/* Relaxed: the slot's device is rewritten only after a new claim. */
+		if (__atomic_compare_exchange_n(&contexts[i].ctx, &expected, NULL, 0,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return device;
+	}
+	return -1;
+}
+
+static int nvml_index(int32_t device)
+{
+	if (device < 0 || device >= GMT_NVML_MAX_DEVICES)
+		return -1;
+	/* A cache; racing threads store the same value. */
+	int cached = __atomic_load_n(&nvml_of_device[device], __ATOMIC_RELAXED);
+	if (cached)
+		return cached - 1;
+	pfn_cuDeviceGetUuid_v2 get_uuid = GMT_USED(cuDeviceGetUuid_v2);
+	CUuuid u;
+	if (!get_uuid || get_uuid(&u, device) != CUDA_SUCCESS)
+		return -1; /* before cuInit: not known yet, ask again next time */
+	int index = gmt_nvml_index_of_uuid((const uint8_t *)u.bytes);
+	if (index >= 0)
+		__atomic_store_n(&nvml_of_device[device], index + 1, __ATOMIC_RELAXED);
+	return index;
+}
+
+/* ---- measuring ------------------------------------------------------------- */
+
+struct probe {
+	int index; /* NVML device, -1: nothing measured */
+	struct gmt_nvml_reading before, after;
+};
+
+static void measure_before(struct probe *p, int32_t device)
+{
+	p->index = gmt_nvml_ready() ? nvml_index(device) : -1;
+	if (p->index >= 0 && gmt_nvml_read((unsigned)p->index, &p->before) != 0)
+		p->index = -1;
+}
+
+static void record(struct probe *p, enum gmt_api api, CUresult r, int32_t device, CUcontext ctx)
+{
+	int measured = p->index >= 0 && gmt_nvml_read((unsigned)p->index, &p->after) == 0;
+	uint64_t before = 0, after = 0, size = 0;
+	unsigned flags = 0;
+	if (measured) {
+		int creates = api == GMT_API_cuDevicePrimaryCtxRetain ||
+			      api == GMT_API_cuCtxCreate_v2 || api == GMT_API_cuCtxCreate_v3 ||
+			      api == GMT_API_cuCtxCreate_v4;
+		int untrusted = creates && r == CUDA_SUCCESS && gmt_nvml_context_made(&p->after);
+		/* The process's usage when NVML reports it, else the device's. */
+		int process = p->before.process_known && p->after.process_known && !untrusted;
+		before = process ? p->before.process_used_bytes : p->before.used_bytes;
+		after = process ? p->after.process_used_bytes : p->after.used_bytes;
+		if (creates)
+			size = after > before ? after - before : 0;
+		else
+			size = before > after ? before - after : 0;
+		flags = GMT_AUX2;
+	}
+	/* Inside a traced free (the runtime may retain its context there), the
+	 * free's start time belongs to the free's own event, recorded later. */
+	uint64_t outer_start = gmt_tls_call_start;
+	uintptr_t outer_frame = gmt_tls_hook_frame; /* likewise the free's frame */
+	gmt_tls_call_start = 0;
+	gmt_tls_hook_frame = 0;
+	gmt_record(api, r, device, GMT_U(ctx), size, before, after, flags);
+	gmt_tls_call_start = outer_start;
+	gmt_tls_hook_frame = outer_frame;
+}
+
+/* Declares r_; returns early, untraced, when tracing is off or inside
+ * another context call. */
+#define CTX_CALL(name, device, ...)                                                                \
+	pfn_##name real_ = GMT_REAL(name);                                                         \
+	if (!real_)                                                                                \
+		return MISSING;                                                                    \
+	if (tls_in_ctx_call || !gmt_tracing())                                                     \
+		return real_(__VA_ARGS__);                                                         \
+	int saved_errno_ = errno;                                                                  \
+	gmt_callers_join();                                                                        \
+	tls_in_ctx_call = 1;                                                                       \
+	gmt_enter();                                                                               \
+	struct probe probe_;                                                                       \
+	measure_before(&probe_, device);                                                           \
+	errno = saved_errno_;                                                                      \
+	CUresult r_ = real_(__VA_ARGS__);                                                          \
+	saved_errno_ = errno;                                                                      \
+	gmt_leave()
+
+#define CTX_DONE()                                                                                 \
+	tls_in_ctx_call = 0;                                                                       \
+	errno = saved_errno_;                                                                      \
+	return r_
+
+static void note_primary(CUdevice dev, CUcontext ctx)
+{
+	if (dev >= 0 && dev < GMT_NVML_MAX_DEVICES && ctx)
+		__atomic_store_n(&primary_of[dev], ctx, __ATOMIC_RELAXED); /* a label only */
+}
+
+static CUcontext primary(CUdevice dev)
+{
+	return dev >= 0 && dev < GMT_NVML_MAX_DEVICES
+		   ? __atomic_load_n(&primary_of[dev], __ATOMIC_RELAXED)
+		   : NULL;
+}
+
+/* ---- the wrappers ------------------------------------------------------------ */
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	CTX_CALL(cuDevicePrimaryCtxRetain, dev, pctx, dev);
+	CUcontext ctx = r_ == CUDA_SUCCESS && pctx ? *pctx : NULL;
+	if (ctx)
+		note_primary(dev, ctx);
+	record(&probe_, GMT_API_cuDevicePrimaryCtxRetain, r_, dev, ctx);
+	CTX_DONE();
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	CTX_CALL(cuDevicePrimaryCtxRelease_v2, dev, dev);
+	record(&probe_, GMT_API_cuDevicePrimaryCtxRelease_v2, r_, dev, primary(dev));
+	CTX_DONE();
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	CTX_CALL(cuDevicePrimaryCtxReset_v2, dev, dev);
+	record(&probe_, GMT_API_cuDevicePrimaryCtxReset_v2, r_, dev, primary(dev));
+	CTX_DONE();
+}
+
+static void created(struct probe *p, enum gmt_api api, CUresult r, CUcontext *pctx, CUdevice dev)
+{
+	CUcontext ctx = r == CUDA_SUCCESS && pctx ? *pctx : NULL;
+	if (ctx)
+		remember_context(ctx, dev);
+	record(p, api, r, dev, ctx);
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	CTX_CALL(cuCtxCreate_v2, dev, pctx, flags, dev);
+	created(&probe_, GMT_API_cuCtxCreate_v2, r_, pctx, dev);
+	CTX_DONE();
+}
+
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+			unsigned int flags, CUdevice dev)
+{
+	CTX_CALL(cuCtxCreate_v3, dev, pctx, paramsArray, numParams, flags, dev);
+	created(&probe_, GMT_API_cuCtxCreate_v3, r_, pctx, dev);
+	CTX_DONE();
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+			CUdevice dev)
+{
+	CTX_CALL(cuCtxCreate_v4, dev, pctx, ctxCreateParams, flags, dev);
+	created(&probe_, GMT_API_cuCtxCreate_v4, r_, pctx, dev);
+	CTX_DONE();
+}
+
+/* The device is known only for contexts we saw created: find it before
+ * the call, so the reading before is of the right device. */
+static int32_t device_of(CUcontext ctx)
+{
+	for (int i = 0; i < MAX_CONTEXTS; i++)
+		if (__atomic_load_n(&contexts[i].ctx, __ATOMIC_ACQUIRE) == ctx)
+			return contexts[i].device;
+	return -1;
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+	CTX_CALL(cuCtxDestroy_v2, device_of(ctx), ctx);
+	int32_t dev = r_ == CUDA_SUCCESS ? forget_context(ctx) : device_of(ctx);
+	record(&probe_, GMT_API_cuCtxDestroy_v2, r_, dev, ctx);
+	CTX_DONE();
+}

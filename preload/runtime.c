@@ -1,0 +1,925 @@
+/* The tracer's life: configuration, per-thread rings, the flush thread,
+ * fork, and the end of the process.
+ *
+ * Locks, always taken in this order: flush_lock (owns the writer), then
+ * setup_lock (the ring list, file creation), then notes_lock. The event path takes neither,
+ * except on a thread's first event. */
+#include <errno.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "preload/python.h"
+#include "preload/ring.h"
+#include "preload/sampler.h"
+#include "preload/settings.h"
+#include "preload/stackcache.h"
+#include "preload/tracer.h"
+#include "preload/writer.h"
+
+__thread int gmt_tls_depth __attribute__((tls_model("initial-exec")));
+__thread uint64_t gmt_tls_call_start __attribute__((tls_model("initial-exec")));
+__thread uintptr_t gmt_tls_hook_frame __attribute__((tls_model("initial-exec")));
+static __thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
+/* This thread's execs that raised g.exec_hold and have not come back. */
+static __thread unsigned tls_exec_holds __attribute__((tls_model("initial-exec")));
+
+enum state {
+	ST_UNCONFIGURED = 0,
+	ST_IDLE,     /* configured; the file is created at the first event */
+	ST_ACTIVE,   /* file open, flush thread running */
+	ST_FINISHED, /* final trailer written; late events are written at once */
+	ST_OFF,	     /* disabled, AT_SECURE, or the trace could not be written */
+};
+
+static struct {
+	int state;
+	struct gmt_settings set;
+	pthread_mutex_t setup_lock;
+	pthread_mutex_t flush_lock;
+	struct gmt_ring *rings;
+	struct gmt_writer w;
+	pthread_t flusher;
+	int flusher_running;
+	uint32_t flusher_up; /* futex word: the flush thread runs our code */
+	int stop;
+	uint32_t wake; /* futex word: bumped to get the flush thread going */
+	/* _exit and exec may run in a signal handler, where nothing that
+	 * mallocs or locks may run: they ask the flush thread for the final
+	 * flush (final_req = reason + 1) and wait for final_done to move. */
+	uint32_t final_req, final_done;
+	/* Execs under way: raised by each exec's caller before it asks for
+	 * the trailer, lowered when its exec returns (it failed). While
+	 * raised the flush thread writes nothing: a cycle before the new
+	 * image replaces us would leave records after the trailer, and the
+	 * trace would read as incomplete. */
+	uint32_t exec_hold;
+	uint32_t exec_raises; /* every raise, ever: a new exec restarts the bound */
+	/* Set by the flush thread while it honours a hold (not past its
+	 * bound): producers then count a full ring's event lost at once. */
+	uint32_t writes_held;
+	pid_t pid;
+	pthread_key_t key;
+	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
+	pthread_mutex_t notes_lock; /* notes come from lookups: rare, never per event */
+	struct {
+		int level;
+		char text[240];
+	} notes[GMT_MAX_NOTES];
+	int nnotes, notes_written;
+	uint64_t notes_dropped;
+	size_t ring_cap;
+	/* The trace's time zero: when the library loaded (or the child forked).
+	 * A call's time is taken before the call, and the file is created inside
+	 * the first call (the runtime's lazy init retains the context there),
+	 * so the open itself is too late: that first call would read as
+	 * happening before the trace began. */
+	uint64_t start_mono;
+} g = {
+    .setup_lock = PTHREAD_MUTEX_INITIALIZER,
+    .flush_lock = PTHREAD_MUTEX_INITIALIZER,
+    .notes_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* The state is read lock-free on every event: the release store publishes
+ * what the transition set up (settings, writer, flush thread) to the acquire
+ * loads of load_state. */
+static int load_state(void)
+{
+	return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE);
+}
+
+static void set_state(int st)
+{
+	__atomic_store_n(&g.state, st, __ATOMIC_RELEASE);
+}
+
+/* The fence between an event's commit and the FINISHED check is asymmetric:
+ * the event path's half is a compiler barrier, the finisher's (rare) half
+ * is membarrier(2), a full barrier on every running thread of the process.
+ * An mfence per event cost ~25 ns per alloc+free pair here. 0: membarrier
+ * is missing (old kernel, valgrind) and both halves are real fences. */
+static int asym_fence;
+
+static void asym_fence_setup(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	asym_fence = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+		     syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* The event path's half. Pairs with fence_finished. */
+static inline void fence_recorded(void)
+{
+	if (__atomic_load_n(&asym_fence, __ATOMIC_RELAXED))
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* The finisher's half, after its FINISHED store. Pairs with fence_recorded. */
+static void fence_finished(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&asym_fence, __ATOMIC_RELAXED) ||
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return;
+	/* A registered process never gets here. If it does, recorders may have
+	 * skipped their fence: give their store buffers time to drain. */
+	__atomic_store_n(&asym_fence, 0, __ATOMIC_RELAXED);
+	struct timespec ms = {0, 1000000};
+	nanosleep(&ms, NULL);
+}
+
+static void wake_flusher(void)
+{
+	/* Pairs with the load of g.wake before FUTEX_WAIT in flusher_main. */
+	__atomic_add_fetch(&g.wake, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &g.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* ---- configuration ---------------------------------------------------- */
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t me = (uintptr_t)&gmt_record;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (ph->p_type == PT_LOAD && me >= lo && me < hi) {
+			g.self_lo = lo;
+			g.self_hi = hi;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+static void thread_gone(void *ring);
+
+static void configure_locked(void)
+{
+	if (g.state != ST_UNCONFIGURED)
+		return;
+	if (getauxval(AT_SECURE)) {
+		/* setuid and friends: do nothing at all, not even read settings. */
+		set_state(ST_OFF);
+		return;
+	}
+	gmt_settings_load(&g.set);
+	/* `gpumemtrace run --no-follow`: descendants inherit LD_PRELOAD but stay inert. */
+	if (g.set.disabled || (g.set.pid_only && g.set.pid_only != getpid())) {
+		set_state(ST_OFF);
+		return;
+	}
+	size_t cap = 4096;
+	while (cap < g.set.ring_bytes)
+		cap <<= 1;
+	g.ring_cap = cap;
+	g.pid = getpid();
+	gmt_clock_init(g.set.clock);
+	g.start_mono = gmt_now_ns();
+	g.w.fd = -1;
+	asym_fence_setup();
+	dl_iterate_phdr(find_self, NULL);
+	if (pthread_key_create(&g.key, thread_gone) != 0 ||
+	    pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
+		gmt_log("cannot set up thread tracking; tracing is off");
+		set_state(ST_OFF);
+		return;
+	}
+	set_state(ST_IDLE);
+}
+
+int gmt_tracing(void)
+{
+	int st = load_state();
+	if (st == ST_UNCONFIGURED) {
+		pthread_mutex_lock(&g.setup_lock);
+		configure_locked();
+		pthread_mutex_unlock(&g.setup_lock);
+		st = load_state();
+	}
+	return st != ST_OFF;
+}
+
+__attribute__((constructor)) static void at_load(void)
+{
+	gmt_tracing();
+}
+
+/* ---- the flush thread -------------------------------------------------- */
+
+void gmt_note(int level, const char *text)
+{
+	pthread_mutex_lock(&g.notes_lock);
+	if (g.nnotes < GMT_MAX_NOTES) {
+		g.notes[g.nnotes].level = level;
+		gmt_format(g.notes[g.nnotes].text, sizeof g.notes[0].text, "%s", text);
+		g.nnotes++;
+	} else {
+		g.notes_dropped++;
+	}
+	pthread_mutex_unlock(&g.notes_lock);
+}
+
+static void write_notes(struct gmt_writer *w)
+{
+	pthread_mutex_lock(&g.notes_lock);
+	for (; g.notes_written < g.nnotes; g.notes_written++)
+		gmt_writer_note(w, g.notes[g.notes_written].level, g.notes[g.notes_written].text);
+	if (g.notes_dropped) {
+		char text[96];
+		gmt_format(text, sizeof text, "%llu more notes were dropped",
+			   (unsigned long long)g.notes_dropped);
+		gmt_writer_note(w, 1, text);
+		g.notes_dropped = 0;
+	}
+	pthread_mutex_unlock(&g.notes_lock);
+}
+
+static void drain_record(void *w, struct gmt_ring *r, const struct gmt_ring_hdr *h)
+{
+	gmt_sampler_observe(h); /* the peak watch sees every event, off the hot path */
+	gmt_writer_ring_record(w, r, h);
+}
+
+/* The devices' facts, asked on the program's thread inside the call whose
+ * event made the file: the driver is surely up there, while at exit the
+ * runtime may have torn it down (seen on an H100: a DEVICE record of
+ * zeros). No lock is held across the driver calls, whose first lookups take
+ * the loader's lock; the flush thread merges the result. */
+static struct {
+	pthread_mutex_t lock;
+	struct gmt_device_facts *facts; /* handed to the flush thread */
+} early = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Moves everything the rings hold into the writer. Caller holds flush_lock. */
+static void flush_cycle(void)
+{
+	struct gmt_writer *w = &g.w;
+	gmt_writer_scan_modules(w);
+	pthread_mutex_lock(&early.lock);
+	struct gmt_device_facts *f = early.facts;
+	early.facts = NULL;
+	pthread_mutex_unlock(&early.lock);
+	if (f) {
+		gmt_device_facts_merge(&w->devices, f);
+		free(f);
+	}
+	gmt_writer_devices(w);
+	write_notes(w);
+
+	pthread_mutex_lock(&g.setup_lock);
+	struct gmt_ring *list = g.rings; /* rings are only prepended: a safe snapshot */
+	pthread_mutex_unlock(&g.setup_lock);
+
+	int any_exited = 0;
+	for (struct gmt_ring *r = list; r; r = r->next) {
+		/* Read `exited` before draining: pairs with its release store in
+		 * thread_gone, so the owner's last records are visible to us. */
+		int exited = __atomic_load_n(&r->exited, __ATOMIC_ACQUIRE);
+		gmt_ring_drain(r, drain_record, w);
+		/* A hint only (read relaxed in gmt_record): a lost wake-up costs
+		 * at most one FLUSH_MS period, never an event. */
+		__atomic_store_n(&r->wake_sent, 0, __ATOMIC_RELAXED);
+		gmt_writer_end_batch(w);
+		/* A counter only the owner writes; relaxed is enough, a late
+		 * increment is reported by the next cycle. */
+		uint64_t lost = __atomic_load_n(&r->lost, __ATOMIC_RELAXED);
+		if (lost > r->lost_reported) {
+			gmt_writer_lost(w, r->tid, lost - r->lost_reported, gmt_now_ns());
+			r->lost_reported = lost;
+		}
+		any_exited |= exited;
+	}
+	if (any_exited) {
+		pthread_mutex_lock(&g.setup_lock);
+		for (struct gmt_ring **pp = &g.rings; *pp;) {
+			struct gmt_ring *r = *pp;
+			if (__atomic_load_n(&r->exited, __ATOMIC_ACQUIRE) &&
+			    __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == r->tail) {
+				*pp = r->next;
+				gmt_ring_free(r);
+			} else {
+				pp = &r->next;
+			}
+		}
+		pthread_mutex_unlock(&g.setup_lock);
+	}
+	gmt_sampler_cycle_done();
+	if (gmt_writer_flush(w) < 0)
+		set_state(ST_OFF); /* writing failed: stop tracing, the program runs on */
+}
+
+static void flush_now_with_trailer(unsigned reason);
+
+void gmt_futex_set(uint32_t *word, uint32_t value)
+{
+	/* Pairs with the acquire load in gmt_futex_wait_while. */
+	__atomic_store_n(word, value, __ATOMIC_RELEASE);
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms)
+{
+	uint64_t deadline = gmt_now_ns() + max_ms * 1000000ull;
+	uint32_t seen;
+	/* Pairs with the release store in gmt_futex_set (or the flush thread's
+	 * release add to final_done). */
+	while ((seen = __atomic_load_n(word, __ATOMIC_ACQUIRE)) == value) {
+		uint64_t now = gmt_now_ns();
+		if (now >= deadline)
+			break;
+		uint64_t left = deadline - now;
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, &ts, NULL, 0);
+	}
+	return seen;
+}
+
+struct hold_watch {
+	uint64_t since;	 /* when the flush thread first saw this hold; 0: none */
+	uint32_t raises; /* g.exec_raises then */
+};
+
+/* Whether an exec under way holds the flush thread's writes. Bounded: an
+ * exec's caller that never comes back (a handler longjmp'd out of it) must
+ * not stop the trace for good. Flush thread only. */
+static int exec_holds_writes(struct hold_watch *hw)
+{
+	enum { EXEC_HOLD_MAX_MS = 10000 };
+	int held = 0;
+	if (__atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED)) {
+		uint64_t now = gmt_now_ns();
+		uint32_t raises = __atomic_load_n(&g.exec_raises, __ATOMIC_RELAXED);
+		/* A stuck hold must not spend a later exec's bound. */
+		if (!hw->since || raises != hw->raises) {
+			hw->since = now;
+			hw->raises = raises;
+		}
+		held = now - hw->since < EXEC_HOLD_MAX_MS * 1000000ull;
+	} else {
+		hw->since = 0;
+	}
+	__atomic_store_n(&g.writes_held, held, __ATOMIC_RELAXED);
+	return held;
+}
+
+static void *flusher_main(void *arg)
+{
+	struct hold_watch hold = {0, 0};
+	gmt_enter();			 /* nothing this thread does is the program's */
+	gmt_futex_set(&g.flusher_up, 1); /* fork waits for this */
+	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
+	/* Pairs with the release store of g.stop in gmt_finish. */
+	while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
+		uint32_t seen = __atomic_load_n(&g.wake, __ATOMIC_ACQUIRE);
+		unsigned ms = (unsigned)g.set.flush_ms, clock_ms = gmt_clock_wait_ms();
+		if (clock_ms && clock_ms < ms)
+			ms = clock_ms;
+		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+		syscall(SYS_futex, &g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		/* Pairs with the release store in gmt_finish_async. */
+		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
+		pthread_mutex_lock(&g.flush_lock);
+		gmt_clock_tick(); /* under the lock: fork never copies half a line */
+		if (load_state() == ST_ACTIVE) {
+			gmt_writer_compress_init(&g.w); /* dlopen: here, never on the hook path */
+			if (req) {
+				if (req - 1 != GMT_END_EXEC) {
+					set_state(ST_FINISHED);
+					fence_finished(); /* pairs with flush_if_finished */
+				}
+				flush_now_with_trailer(req - 1);
+			} else if (!exec_holds_writes(&hold)) {
+				flush_cycle();
+			}
+		}
+		pthread_mutex_unlock(&g.flush_lock);
+		if (req) {
+			/* Pairs with the acquire loads in gmt_finish_async. */
+			__atomic_add_fetch(&g.final_done, 1, __ATOMIC_RELEASE);
+			syscall(SYS_futex, &g.final_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL,
+				0);
+		}
+	}
+	return NULL;
+}
+
+static int start_flusher(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	/* The flush thread inherits a full mask: no signal of the program's is
+	 * ever handled on it, and SIGXFSZ from a full disk cannot kill. */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	g.flusher_up = 0;
+	int rc = pthread_create(&g.flusher, NULL, flusher_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	g.flusher_running = rc == 0;
+	return rc;
+}
+
+/* ---- per-thread rings ----------------------------------------------------- */
+
+static void push_thread_name(struct gmt_ring *r)
+{
+	char name[16] = "";
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	size_t n = strnlen(name, sizeof name);
+	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + n);
+	struct gmt_ring_hdr *h = gmt_ring_reserve(r, len);
+	if (!h)
+		return;
+	h->len = (uint32_t)len;
+	h->type = GMT_RING_THREAD;
+	h->nframes = (uint16_t)n;
+	memcpy(h + 1, name, n);
+	gmt_ring_commit(r, len);
+}
+
+static void learn_devices_early(void)
+{
+	struct gmt_device_facts *f = calloc(1, sizeof *f);
+	if (!f)
+		return;
+	gmt_device_facts_query(f, NULL);
+	pthread_mutex_lock(&early.lock);
+	free(early.facts);
+	early.facts = f;
+	pthread_mutex_unlock(&early.lock);
+}
+
+/* A thread's first event: the only one that locks and allocates. */
+static struct gmt_ring *ring_for_this_thread(void)
+{
+	int made_file = 0;
+	pthread_mutex_lock(&g.setup_lock);
+	if (g.state == ST_IDLE) {
+		/* The process's first event creates the file. */
+		if (gmt_writer_open(&g.w, g.set.output_template, g.set.stack_depth, g.set.compress,
+				    g.start_mono) != 0) {
+			gmt_log(
+			    "cannot create trace file from '%s': %s; tracing is off, the program "
+			    "runs on",
+			    g.set.output_template, strerror(errno));
+			gmt_writer_abandon(&g.w);
+			set_state(ST_OFF);
+		} else if (start_flusher() != 0) {
+			gmt_log("cannot start the flush thread; tracing is off");
+			set_state(ST_OFF);
+		} else {
+			set_state(ST_ACTIVE);
+			gmt_sampler_start(g.set.sample_ms);
+			made_file = 1;
+		}
+	}
+	struct gmt_ring *r = NULL;
+	if (g.state == ST_ACTIVE || g.state == ST_FINISHED) {
+		r = gmt_ring_new(g.ring_cap, (int)syscall(SYS_gettid));
+		if (r) {
+			r->next = g.rings;
+			g.rings = r;
+		}
+	}
+	pthread_mutex_unlock(&g.setup_lock);
+	if (made_file)
+		learn_devices_early();
+	if (!r)
+		return NULL;
+	tls_ring = r;
+	pthread_setspecific(g.key, r);
+	push_thread_name(r);
+	return r;
+}
+
+static void thread_gone(void *ring)
+{
+	struct gmt_ring *r = ring;
+	tls_ring = NULL; /* a later event on this thread gets a fresh ring */
+	gmt_stack_cache_release();
+	/* Pairs with the acquire load in flush_cycle. */
+	__atomic_store_n(&r->exited, 1, __ATOMIC_RELEASE);
+	if (g.flusher_running)
+		wake_flusher();
+}
+
+/* With the flush thread gone (after the final trailer), whoever records
+ * writes: the trace stays complete even for frees in late destructors. */
+static void flush_now_with_trailer(unsigned reason)
+{
+	if (reason != GMT_END_EXEC) /* an exec may fail, and the trace go on */
+		g.w.devices_settle = 1;
+	flush_cycle();
+	if (g.set.symbolize)
+		gmt_writer_symbols(&g.w);
+	gmt_writer_trailer(&g.w, reason, gmt_now_ns());
+	if (gmt_writer_flush(&g.w) < 0)
+		set_state(ST_OFF);
+}
+
+static void *wait_for_space(struct gmt_ring *r, size_t len)
+{
+	uint64_t deadline = gmt_now_ns() + (uint64_t)g.set.full_wait_ms * 1000000u;
+	long nap = 20000;
+	for (;;) {
+		int st = load_state();
+		if (st == ST_FINISHED) {
+			/* No flush thread any more: drain the rings ourselves. */
+			pthread_mutex_lock(&g.flush_lock);
+			if (load_state() == ST_FINISHED)
+				flush_cycle();
+			pthread_mutex_unlock(&g.flush_lock);
+			return gmt_ring_reserve(r, len);
+		}
+		/* An exec under way, its trailer written: nothing drains until it
+		 * fails, and if it succeeds the event goes with the image.
+		 * Counted, not waited for. */
+		if (st != ST_ACTIVE || gmt_now_ns() >= deadline ||
+		    (__atomic_load_n(&g.writes_held, __ATOMIC_RELAXED) &&
+		     __atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED)))
+			return NULL;
+		wake_flusher();
+		struct timespec ts = {0, nap};
+		nanosleep(&ts, NULL);
+		nap = nap < 1000000 ? nap * 2 : nap;
+		void *p = gmt_ring_reserve(r, len);
+		if (p)
+			return p;
+	}
+}
+
+/* After the final trailer, whoever records writes (with a fresh trailer):
+ * the events and LOST counts of late destructors still reach the file. */
+static __attribute__((noinline, cold)) void flush_finished(void)
+{
+	pthread_mutex_lock(&g.flush_lock);
+	if (load_state() == ST_FINISHED)
+		flush_now_with_trailer(GMT_END_EXIT);
+	pthread_mutex_unlock(&g.flush_lock);
+}
+
+/* Inline: on every event's path, where the answer is almost always no. */
+static inline void flush_if_finished(void)
+{
+	/* Our commit (or lost count) must be visible before we read the state,
+	 * and the finisher's state store before it drains: without a full
+	 * barrier between the two on each side, each could miss the other's
+	 * store and the event would sit in the ring forever. Pairs with
+	 * fence_finished in gmt_finish and flusher_main. */
+	fence_recorded();
+	if (__builtin_expect(load_state() == ST_FINISHED, 0))
+		flush_finished();
+}
+
+static unsigned capture_stack(uint64_t *ips, unsigned depth, uintptr_t hook_frame)
+{
+	/* Our own frames are trimmed: ips[0] is the program's call. */
+	return gmt_stack_capture(ips, depth, g.set.stack_cache, g.self_lo, g.self_hi, hook_frame);
+}
+
+void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
+		uint64_t aux, uint64_t aux2, unsigned flags)
+{
+	int saved_errno = errno;
+	uint64_t call_start = gmt_tls_call_start; /* a free's time: before its call */
+	gmt_tls_call_start = 0;
+	uintptr_t hook_frame = gmt_tls_hook_frame;
+	gmt_tls_hook_frame = 0;
+	gmt_enter();
+	struct gmt_ring *r = tls_ring;
+	if (load_state() == ST_OFF)
+		goto out;
+	if (!r && (!gmt_tracing() || !(r = ring_for_this_thread())))
+		goto out;
+	if (device == GMT_DEVICE_CURRENT)
+		device = gmt_current_device();
+
+	uint64_t ips[GMT_MAX_STACK_DEPTH + 16];
+	unsigned nframes =
+	    g.set.stack_depth ? capture_stack(ips, (unsigned)g.set.stack_depth, hook_frame) : 0;
+	if (g.set.stack_depth && g.set.python)
+		nframes = gmt_python_splice_if_present(ips, nframes, (unsigned)g.set.stack_depth);
+	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + sizeof(struct gmt_raw_event) +
+				    nframes * sizeof(uint64_t));
+	struct gmt_ring_hdr *h = gmt_ring_reserve(r, len);
+	if (!h)
+		h = wait_for_space(r, len);
+	if (!h) {
+		/* Counted, and written as a LOST record by the flush thread. */
+		__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
+		flush_if_finished();
+		goto out;
+	}
+	h->len = (uint32_t)len;
+	h->type = GMT_RING_EVENT;
+	h->nframes = (uint16_t)nframes;
+	struct gmt_raw_event *e = (void *)(h + 1);
+	e->time_ns = call_start ? call_start : gmt_stamp_after();
+	e->ptr = ptr;
+	e->size = size;
+	e->aux = aux;
+	e->aux2 = aux2;
+	e->result = result;
+	e->device = device;
+	e->api = (uint16_t)api;
+	e->flags = (uint16_t)flags;
+	if (nframes)
+		memcpy(e + 1, ips, nframes * sizeof *ips);
+	size_t used = gmt_ring_commit(r, len);
+
+	flush_if_finished();
+	if (used >= r->cap / 2 && !__atomic_load_n(&r->wake_sent, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&r->wake_sent, 1, __ATOMIC_RELAXED);
+		wake_flusher();
+	}
+out:
+	gmt_leave();
+	errno = saved_errno;
+}
+
+void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes, uint64_t total_bytes)
+{
+	int saved_errno = errno;
+	struct gmt_ring *r = tls_ring; /* the failed event just made it */
+	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + sizeof(struct gmt_raw_meminfo));
+	struct gmt_ring_hdr *h;
+	if (!r || load_state() == ST_OFF ||
+	    !((h = gmt_ring_reserve(r, len)) || (h = wait_for_space(r, len))))
+		goto out;
+	h->len = (uint32_t)len;
+	h->type = GMT_RING_MEMINFO;
+	h->nframes = 0;
+	struct gmt_raw_meminfo *m = (void *)(h + 1);
+	m->time_ns = gmt_now_ns();
+	m->free_bytes = free_bytes;
+	m->total_bytes = total_bytes;
+	m->device = device;
+	m->api = (uint32_t)api;
+	gmt_ring_commit(r, len);
+out:
+	errno = saved_errno;
+}
+
+/* ---- records other than events ------------------------------------------- */
+
+/* Reserves a record of `body` bytes in the calling thread's ring (creating
+ * the trace on the process's first record), or NULL: tracing off, or the
+ * ring stayed full (then counted as lost). Caller has called gmt_enter. */
+static struct gmt_ring_hdr *reserve_other(int type, size_t body, size_t *len_out)
+{
+	struct gmt_ring *r = tls_ring;
+	if (load_state() == ST_OFF)
+		return NULL;
+	if (!r && (!gmt_tracing() || !(r = ring_for_this_thread())))
+		return NULL;
+	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + body);
+	struct gmt_ring_hdr *h = gmt_ring_reserve(r, len);
+	if (!h)
+		h = wait_for_space(r, len);
+	if (!h) {
+		__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	h->len = (uint32_t)len;
+	h->type = (uint16_t)type;
+	h->nframes = 0;
+	*len_out = len;
+	return h;
+}
+
+static void commit_other(size_t len)
+{
+	gmt_ring_commit(tls_ring, len);
+	flush_if_finished();
+}
+
+void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source source,
+		      const char *text)
+{
+	int saved_errno = errno;
+	gmt_enter();
+	size_t n = text ? strnlen(text, 1024) : 0, len;
+	struct gmt_ring_hdr *h =
+	    reserve_other(GMT_RING_RANGE, sizeof(struct gmt_raw_range) + n, &len);
+	if (h) {
+		h->nframes = (uint16_t)n;
+		struct gmt_raw_range *rr = (void *)(h + 1);
+		rr->time_ns = gmt_now_ns();
+		rr->id = id;
+		rr->op = (uint16_t)op;
+		rr->source = (uint16_t)source;
+		if (n) /* text may be NULL (POP, END) */
+			memcpy(rr + 1, text, n);
+		commit_other(len);
+	}
+	gmt_leave();
+	errno = saved_errno;
+}
+
+void gmt_record_sample(const struct gmt_raw_sample *s)
+{
+	int saved_errno = errno;
+	gmt_enter();
+	size_t len;
+	struct gmt_ring_hdr *h = reserve_other(GMT_RING_SAMPLE, sizeof *s, &len);
+	if (h) {
+		memcpy(h + 1, s, sizeof *s);
+		commit_other(len);
+	}
+	gmt_leave();
+	errno = saved_errno;
+}
+
+void gmt_record_pyframe(uint64_t id, const char *function, const char *file, uint64_t line)
+{
+	int saved_errno = errno;
+	gmt_enter();
+	size_t fn = function ? strnlen(function, 1024) : 0, fl = file ? strnlen(file, 1024) : 0;
+	size_t len;
+	struct gmt_ring_hdr *h =
+	    reserve_other(GMT_RING_PYFRAME, sizeof(struct gmt_raw_pyframe) + fn + fl, &len);
+	if (h) {
+		struct gmt_raw_pyframe *pf = (void *)(h + 1);
+		pf->id = id;
+		pf->line = line;
+		pf->function_len = (uint32_t)fn;
+		pf->file_len = (uint32_t)fl;
+		if (fn)
+			memcpy(pf + 1, function, fn);
+		if (fl)
+			memcpy((char *)(pf + 1) + fn, file, fl);
+		commit_other(len);
+	}
+	gmt_leave();
+	errno = saved_errno;
+}
+
+int gmt_trace_started(void)
+{
+	int st = load_state();
+	return st == ST_ACTIVE || st == ST_FINISHED;
+}
+
+/* ---- the end ------------------------------------------------------------ */
+
+static void note_stack_cache_verify(void)
+{
+	uint64_t hits, misses, bad;
+	gmt_stack_cache_stats(&hits, &misses, &bad);
+	char text[160];
+	gmt_format(text, sizeof text,
+		   "stack cache verify: %llu hits, %llu misses, %llu differ from unw_backtrace",
+		   (unsigned long long)hits, (unsigned long long)misses, (unsigned long long)bad);
+	gmt_note(bad ? 1 : 0, text);
+}
+
+void gmt_finish(enum gmt_end_reason reason)
+{
+	int saved_errno = errno;
+	gmt_enter();
+	/* A vfork child shares our memory but is not us: leave the trace be. */
+	if (load_state() != ST_ACTIVE || getpid() != g.pid)
+		goto out;
+	if (reason != GMT_END_EXEC)
+		gmt_sampler_stop(0); /* normally done by its atexit handler, with END */
+	if (g.set.stack_cache == GMT_STACK_CACHE_VERIFY)
+		note_stack_cache_verify();
+	if (reason != GMT_END_EXEC && g.flusher_running &&
+	    !pthread_equal(pthread_self(), g.flusher)) {
+		__atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);
+		wake_flusher();
+		pthread_join(g.flusher, NULL);
+		g.flusher_running = 0;
+	}
+	pthread_mutex_lock(&g.flush_lock);
+	if (load_state() == ST_ACTIVE) {
+		if (reason != GMT_END_EXEC) {
+			set_state(ST_FINISHED);
+			fence_finished(); /* pairs with flush_if_finished */
+		}
+		flush_now_with_trailer(reason);
+	}
+	pthread_mutex_unlock(&g.flush_lock);
+out:
+	gmt_leave();
+	errno = saved_errno;
+}
+
+void gmt_finish_async(enum gmt_end_reason reason)
+{
+	enum { FINAL_WAIT_MS = 10000 }; /* symbolizing a large program takes seconds */
+	int saved_errno = errno;
+	gmt_enter();
+	if (load_state() != ST_ACTIVE || getpid() != g.pid || !g.flusher_running)
+		goto out;
+	uint32_t done = __atomic_load_n(&g.final_done, __ATOMIC_ACQUIRE);
+	if (reason == GMT_END_EXEC) { /* raised before the trailer is asked for */
+		__atomic_add_fetch(&g.exec_hold, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&g.exec_raises, 1, __ATOMIC_RELAXED);
+		tls_exec_holds++;
+	}
+	/* Pairs with the acquire exchange in flusher_main; also publishes the
+	 * hold above to the flush thread before it writes the trailer. */
+	__atomic_store_n(&g.final_req, (uint32_t)reason + 1, __ATOMIC_RELEASE);
+	wake_flusher();
+	/* Only syscalls from here: the caller may be a signal handler that
+	 * interrupted malloc. If the flush thread cannot finish (it may need
+	 * that very lock), give up in time: the trace then ends at its last
+	 * flush, readable and marked incomplete, and the program still ends. */
+	gmt_futex_wait_while(&g.final_done, done, FINAL_WAIT_MS);
+out:
+	gmt_leave();
+	errno = saved_errno;
+}
+
+void gmt_exec_returned(void)
+{
+	/* Only execs that raised a hold lower one; a vfork child shares its
+	 * parent thread's TLS, hence the pid too. */
+	if (!tls_exec_holds || getpid() != g.pid)
+		return;
+	int saved_errno = errno;
+	tls_exec_holds--;
+	if (__atomic_sub_fetch(&g.exec_hold, 1, __ATOMIC_RELAXED) == 0)
+		wake_flusher(); /* what was recorded meanwhile, then a trailer at exit */
+	errno = saved_errno;
+}
+
+__attribute__((destructor)) static void at_unload(void)
+{
+	gmt_finish(GMT_END_EXIT);
+}
+
+/* ---- fork -------------------------------------------------------------------- */
+
+static void fork_prepare(void)
+{
+	/* None of our threads is in an allocator or in NVML at the fork: the
+	 * child would inherit their locks held and hang in its first malloc
+	 * (seen with ASan when a fork followed the first CUDA call at once). */
+	if (g.flusher_running && g.pid == getpid())
+		gmt_futex_wait_while(&g.flusher_up, 0, GMT_THREAD_UP_WAIT_MS);
+	gmt_sampler_fork_prepare(); /* before ours: a sample takes setup_lock */
+	/* The child gets the writer and ring list at a consistent point. */
+	pthread_mutex_lock(&g.flush_lock);
+	pthread_mutex_lock(&g.setup_lock);
+	pthread_mutex_lock(&g.notes_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&g.notes_lock);
+	pthread_mutex_unlock(&g.setup_lock);
+	pthread_mutex_unlock(&g.flush_lock);
+	gmt_sampler_fork_parent();
+}
+
+static void fork_child(void)
+{
+	/* The child traces itself into a file of its own, made at its first
+	 * event; what the rings hold is the parent's, and the parent writes it. */
+	for (struct gmt_ring *r = g.rings, *next; r; r = next) {
+		next = r->next;
+		gmt_ring_free(r);
+	}
+	g.rings = NULL;
+	tls_ring = NULL;
+	pthread_setspecific(g.key, NULL);
+	gmt_writer_abandon(&g.w);
+	free(early.facts); /* the parent's; the child asks at its own first event */
+	early.facts = NULL;
+	pthread_mutex_init(&early.lock, NULL);
+	g.flusher_running = 0;
+	g.stop = 0;
+	g.exec_hold = 0;
+	g.writes_held = 0;
+	tls_exec_holds = 0;
+	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
+	g.pid = getpid();
+	g.start_mono = gmt_now_ns();
+	asym_fence_setup(); /* one thread now: safe to change modes */
+	gmt_sampler_fork_child();
+	if (g.set.pid_only && g.set.pid_only != g.pid)
+		set_state(ST_OFF);
+	else if (g.state == ST_ACTIVE || g.state == ST_FINISHED)
+		set_state(ST_IDLE);
+	pthread_mutex_unlock(&g.notes_lock);
+	pthread_mutex_unlock(&g.setup_lock);
+	pthread_mutex_unlock(&g.flush_lock);
+}

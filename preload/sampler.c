@@ -1,0 +1,401 @@
+/* The sampling thread and the peak watch. See sampler.h and docs/design.md.
+ *
+ * The hooks only ever poke (an atomic OR and a futex wake). The peak watch
+ * runs on the flush thread, which sees every event anyway, so the event
+ * path pays nothing for it; the price is lag: a PEAK sample comes up to one
+ * GPUMEMTRACE_FLUSH_MS after the allocation that made the high. */
+#include "preload/sampler.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "preload/nvml.h"
+#include "preload/tracer.h"
+#include "preload/writer.h"
+
+enum {
+	STOP_WAIT_MS = 2000,	  /* exit never waits longer for an NVML call */
+	NVML_POLL_MS = 10,	  /* while another thread loads NVML */
+	PEAK_MIN_STEP = 1 << 20,  /* a new high must pass the last poked one by this */
+	PEAK_STEP_SHIFT = 4,	  /* ... or by 1/16 of it, whichever is more */
+	LIVE_MIN_SLOTS = 1 << 10, /* the peak watch's table of live allocations */
+};
+
+static struct {
+	int sample_ms;
+	int started; /* a thread was started in this process image */
+	int running; /* it has not been joined */
+	pthread_t thread;
+	pid_t pid;
+	int stop;
+	uint32_t wake;	  /* futex word: bumped by pokes and stop */
+	uint32_t done;	  /* futex word: the thread is leaving */
+	uint32_t pending; /* 1 << GMT_SAMPLE_WHY_* requested by pokes */
+	int read_failed_noted;
+	int idle;    /* NVML is unavailable: nothing to poke or watch */
+	uint32_t up; /* futex word: the thread runs our code (fork waits) */
+	/* Held while the thread is in NVML or recording: fork takes it. */
+	pthread_mutex_t work_lock;
+	int fork_held;	     /* fork_prepare took work_lock */
+	uint32_t fork_wants; /* futex word: a fork waits for work_lock */
+} s = {.work_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- sampling ---------------------------------------------------------- */
+
+/* A waiting fork goes first. glibc's mutex is not fair: with samples back
+ * to back (a slow NVML, a short period) and the forking thread slow to be
+ * scheduled, the sampler took the lock back at every handoff until fork's
+ * bound ran out, and the child inherited NVML's own lock held: its
+ * sampler hung (t-life-fork-sampling, 4 in 12 runs beside two busy loops). */
+static void take_work_lock(void)
+{
+	gmt_futex_wait_while(&s.fork_wants, 1, STOP_WAIT_MS);
+	pthread_mutex_lock(&s.work_lock);
+}
+
+static void sample_all(enum gmt_sample_why why)
+{
+	take_work_lock();
+	unsigned n = gmt_nvml_device_count();
+	for (unsigned i = 0; i < n; i++) {
+		struct gmt_nvml_reading rd;
+		if (gmt_nvml_read(i, &rd) != 0) {
+			if (!__atomic_exchange_n(&s.read_failed_noted, 1, __ATOMIC_RELAXED)) {
+				char text[120];
+				gmt_format(text, sizeof text,
+					   "NVML could not read device %u: samples of it are "
+					   "missing",
+					   i);
+				gmt_note(1, text);
+			}
+			continue;
+		}
+		struct gmt_raw_sample sm = {
+		    .time_ns = gmt_now_ns(),
+		    .used_bytes = rd.used_bytes,
+		    .total_bytes = rd.total_bytes,
+		    .process_used_bytes = rd.process_used_bytes,
+		    .nvml_index = i,
+		    .flags = rd.process_known ? GMT_SAMPLE_PROCESS_KNOWN : 0,
+		    .reason = (uint16_t)why,
+		};
+		memcpy(sm.uuid, rd.uuid, sizeof sm.uuid);
+		gmt_record_sample(&sm);
+	}
+	pthread_mutex_unlock(&s.work_lock);
+}
+
+static int nvml_ready(void)
+{
+	take_work_lock(); /* the first call loads NVML */
+	int ready = gmt_nvml_ready();
+	pthread_mutex_unlock(&s.work_lock);
+	return ready;
+}
+
+static void futex_wait_ms(uint32_t *word, uint32_t seen, uint64_t ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, ms ? &ts : NULL, NULL, 0);
+}
+
+static int stopping(void)
+{
+	/* Pairs with the release store in gmt_sampler_stop. */
+	return __atomic_load_n(&s.stop, __ATOMIC_ACQUIRE);
+}
+
+static void *sampler_main(void *arg)
+{
+	gmt_enter(); /* nothing this thread does is the program's */
+	gmt_futex_set(&s.up, 1);
+	prctl(PR_SET_NAME, "gmt-sample", 0, 0, 0);
+	/* The program's thread may be loading NVML (a context hook): wait. */
+	while (!stopping() && !nvml_ready() && !gmt_nvml_settled())
+		futex_wait_ms(&s.wake, __atomic_load_n(&s.wake, __ATOMIC_ACQUIRE), NVML_POLL_MS);
+	if (!nvml_ready())
+		__atomic_store_n(&s.idle, 1, __ATOMIC_RELAXED); /* a hint for pokes */
+	if (!stopping() && nvml_ready()) {
+		sample_all(GMT_SAMPLE_WHY_START);
+		uint64_t period = (uint64_t)s.sample_ms * 1000000u;
+		uint64_t next = gmt_now_ns() + period;
+		while (!stopping()) {
+			/* Read before the requests: a poke after this wakes the wait. */
+			uint32_t seen = __atomic_load_n(&s.wake, __ATOMIC_ACQUIRE);
+			/* Pairs with the release OR in gmt_sampler_poke. */
+			uint32_t want = __atomic_exchange_n(&s.pending, 0, __ATOMIC_ACQUIRE);
+			if (want & (1u << GMT_SAMPLE_WHY_OOM))
+				sample_all(GMT_SAMPLE_WHY_OOM);
+			if (want & (1u << GMT_SAMPLE_WHY_PEAK))
+				sample_all(GMT_SAMPLE_WHY_PEAK);
+			uint64_t wait_ms = 0; /* 0: until poked */
+			if (period) {
+				uint64_t now = gmt_now_ns();
+				if (now >= next) {
+					sample_all(GMT_SAMPLE_WHY_PERIODIC);
+					next += period;
+					if (next <= now) /* a stall: no burst to catch up */
+						next = now + period;
+					continue;
+				}
+				wait_ms = (next - now + 999999) / 1000000;
+			}
+			if (!want)
+				futex_wait_ms(&s.wake, seen, wait_ms);
+		}
+	}
+	gmt_futex_set(&s.done, 1); /* gmt_sampler_stop waits for this */
+	return NULL;
+}
+
+static void wake_sampler(void)
+{
+	/* Pairs with the acquire load of s.wake in sampler_main. */
+	__atomic_add_fetch(&s.wake, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &s.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void gmt_sampler_poke(enum gmt_sample_why why)
+{
+	if (!__atomic_load_n(&s.running, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&s.idle, __ATOMIC_RELAXED))
+		return;
+	/* Pairs with the acquire exchange in sampler_main. */
+	__atomic_or_fetch(&s.pending, 1u << why, __ATOMIC_RELEASE);
+	wake_sampler();
+}
+
+static void at_exit_sample(void)
+{
+	gmt_sampler_stop(1);
+}
+
+void gmt_sampler_start(int sample_ms)
+{
+	if (s.started && s.pid == getpid())
+		return;
+	s.started = 1;
+	s.pid = getpid();
+	s.sample_ms = sample_ms;
+	static int at_exit_registered; /* atexit entries survive fork */
+	/* atexit handlers registered from main on run before any library's
+	 * destructor (one registered in a constructor runs after them all, and
+	 * then our destructor has stopped us without an END sample), so the END
+	 * sample is taken while libnvidia-ml is still whole. */
+	if (!at_exit_registered)
+		at_exit_registered = atexit(at_exit_sample) == 0;
+	sigset_t all, old;
+	sigfillset(&all);
+	/* Like the flush thread: no signal of the program's is handled here. */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	s.up = 0;
+	int rc = pthread_create(&s.thread, NULL, sampler_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		gmt_note(1, "cannot start the NVML sampling thread: device memory not sampled");
+		return;
+	}
+	/* Relaxed: read by gmt_sampler_poke as a hint; a lost poke costs one
+	 * sample, and the thread exists before anyone can see running set. */
+	__atomic_store_n(&s.running, 1, __ATOMIC_RELAXED);
+}
+
+void gmt_sampler_stop(int take_end)
+{
+	if (!__atomic_load_n(&s.running, __ATOMIC_RELAXED) || s.pid != getpid() ||
+	    pthread_equal(pthread_self(), s.thread))
+		return;
+	__atomic_store_n(&s.running, 0, __ATOMIC_RELAXED);
+	/* Pairs with the acquire load in stopping(). */
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	wake_sampler();
+	if (!gmt_futex_wait_while(&s.done, 0, STOP_WAIT_MS)) {
+		/* Stuck in NVML: leave it; the process ends it. No END sample,
+		 * which would ask the same NVML. */
+		gmt_note(1, "the NVML sampling thread did not stop in time: no END sample");
+		return;
+	}
+	pthread_join(s.thread, NULL);
+	if (take_end && gmt_trace_started())
+		sample_all(GMT_SAMPLE_WHY_END);
+}
+
+/* ---- the peak watch (flush thread) ---------------------------------------- */
+
+/* What an API does, from the format's table. */
+static const struct {
+	uint8_t op, kind, space;
+} api_info[GMT_API_MAX_ + 1] = {
+#define GMT_API_INFO_(id, name, op, kind, space) [id] = {op, kind, space},
+    GMT_API_LIST(GMT_API_INFO_)
+#undef GMT_API_INFO_
+};
+
+struct live {
+	uint64_t key; /* 0: empty */
+	uint64_t size;
+	int32_t device;
+};
+
+static struct {
+	struct live *slots;
+	size_t cap, used; /* cap: a power of two */
+	uint64_t bytes[GMT_NVML_MAX_DEVICES], high[GMT_NVML_MAX_DEVICES];
+	uint64_t poked[GMT_NVML_MAX_DEVICES];
+	int peak_seen; /* a new high in this flush cycle: one poke at its end */
+} pk;
+
+static uint64_t live_key(uint64_t ptr, unsigned space)
+{
+	return ptr ^ ((uint64_t)space << 62);
+}
+
+static size_t slot_of(uint64_t key)
+{
+	uint64_t h = key * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 20) & (pk.cap - 1);
+}
+
+static int live_grow(void)
+{
+	size_t cap = pk.cap ? pk.cap * 2 : LIVE_MIN_SLOTS;
+	struct live *old = pk.slots, *n = calloc(cap, sizeof *n);
+	size_t old_cap = pk.cap;
+	if (!n)
+		return -1;
+	pk.slots = n;
+	pk.cap = cap;
+	for (size_t i = 0; i < old_cap; i++) {
+		if (!old[i].key)
+			continue;
+		size_t j = slot_of(old[i].key);
+		while (pk.slots[j].key)
+			j = (j + 1) & (cap - 1);
+		pk.slots[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+static void live_put(uint64_t key, uint64_t size, int32_t device)
+{
+	if ((pk.used + 1) * 4 > pk.cap * 3 && live_grow() != 0)
+		return; /* out of memory: this one is not watched */
+	size_t i = slot_of(key);
+	while (pk.slots[i].key && pk.slots[i].key != key)
+		i = (i + 1) & (pk.cap - 1);
+	if (pk.slots[i].key) /* the address came back without a free we saw */
+		pk.bytes[pk.slots[i].device] -= pk.slots[i].size;
+	else
+		pk.used++;
+	pk.slots[i] = (struct live){key, size, device};
+	pk.bytes[device] += size;
+}
+
+static void live_drop(uint64_t key)
+{
+	if (!pk.cap)
+		return;
+	size_t i = slot_of(key);
+	while (pk.slots[i].key != key) {
+		if (!pk.slots[i].key)
+			return;
+		i = (i + 1) & (pk.cap - 1);
+	}
+	pk.bytes[pk.slots[i].device] -= pk.slots[i].size;
+	pk.used--;
+	/* Backward-shift deletion keeps every probe chain whole. */
+	for (size_t j = (i + 1) & (pk.cap - 1); pk.slots[j].key; j = (j + 1) & (pk.cap - 1)) {
+		size_t home = slot_of(pk.slots[j].key);
+		if (((j - home) & (pk.cap - 1)) >= ((j - i) & (pk.cap - 1))) {
+			pk.slots[i] = pk.slots[j];
+			i = j;
+		}
+	}
+	pk.slots[i].key = 0;
+}
+
+void gmt_sampler_observe(const struct gmt_ring_hdr *h)
+{
+	if (h->type != GMT_RING_EVENT || !__atomic_load_n(&s.running, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&s.idle, __ATOMIC_RELAXED))
+		return;
+	const struct gmt_raw_event *e = (const void *)(h + 1);
+	if (e->result != 0 || e->api > GMT_API_MAX_)
+		return;
+	unsigned op = api_info[e->api].op, kind = api_info[e->api].kind;
+	unsigned space = api_info[e->api].space;
+	if (op == GMT_OP_FREE && (space == GMT_SPACE_ADDR || space == GMT_SPACE_VMM_HANDLE)) {
+		live_drop(live_key(e->ptr, space));
+		return;
+	}
+	if (op != GMT_OP_ALLOC || !e->ptr || e->device < 0 || e->device >= GMT_NVML_MAX_DEVICES ||
+	    (kind != GMT_KIND_DEVICE && kind != GMT_KIND_ASYNC && kind != GMT_KIND_VMM_PHYS))
+		return;
+	int32_t d = e->device;
+	live_put(live_key(e->ptr, space), e->size, d);
+	if (pk.bytes[d] <= pk.high[d])
+		return;
+	pk.high[d] = pk.bytes[d];
+	uint64_t step = pk.poked[d] >> PEAK_STEP_SHIFT;
+	if (step < PEAK_MIN_STEP)
+		step = PEAK_MIN_STEP;
+	if (pk.high[d] >= pk.poked[d] + step) {
+		pk.poked[d] = pk.high[d];
+		pk.peak_seen = 1;
+	}
+}
+
+void gmt_sampler_cycle_done(void)
+{
+	if (pk.peak_seen) {
+		pk.peak_seen = 0;
+		gmt_sampler_poke(GMT_SAMPLE_WHY_PEAK);
+	}
+}
+
+void gmt_sampler_fork_prepare(void)
+{
+	if (!__atomic_load_n(&s.running, __ATOMIC_RELAXED) || s.pid != getpid() ||
+	    pthread_equal(pthread_self(), s.thread))
+		return;
+	gmt_futex_wait_while(&s.up, 0, GMT_THREAD_UP_WAIT_MS);
+	gmt_futex_set(&s.fork_wants, 1); /* read by take_work_lock */
+	/* Bounded: an NVML call that hangs must not hang the program's fork. */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += STOP_WAIT_MS / 1000;
+	s.fork_held = pthread_mutex_timedlock(&s.work_lock, &until) == 0;
+}
+
+void gmt_sampler_fork_parent(void)
+{
+	if (s.fork_held) {
+		s.fork_held = 0;
+		pthread_mutex_unlock(&s.work_lock);
+	}
+	if (__atomic_load_n(&s.fork_wants, __ATOMIC_RELAXED))
+		gmt_futex_set(&s.fork_wants, 0);
+}
+
+void gmt_sampler_fork_child(void)
+{
+	gmt_sampler_fork_parent(); /* the forking thread took it: ours to drop */
+	/* The parent's thread is not ours, nor its allocations. */
+	free(pk.slots);
+	memset(&pk, 0, sizeof pk);
+	s.started = 0;
+	s.running = 0;
+	s.stop = 0;
+	s.done = 0;
+	s.pending = 0;
+	s.idle = 0;
+}

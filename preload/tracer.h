@@ -1,0 +1,152 @@
+/* The tracer core as the hooks see it. */
+#ifndef GMT_TRACER_H
+#define GMT_TRACER_H
+
+#include <stdint.h>
+
+#include "preload/clock.h"
+#include "gpumemtrace/format.h"
+
+#define GMT_INTERNAL __attribute__((visibility("hidden")))
+
+/* Nesting guard: a runtime call that reaches the driver inside is one event.
+ * initial-exec TLS is a plain %fs-relative access: it can never call
+ * __tls_get_addr (which may malloc) from inside a hook. */
+extern __thread int gmt_tls_depth __attribute__((tls_model("initial-exec")));
+
+/* Set by GMT_FORWARD_FREE before the real call; gmt_record takes it as
+ * the event's time (and clears it) instead of reading the clock after. */
+extern __thread uint64_t gmt_tls_call_start __attribute__((tls_model("initial-exec")));
+
+/* Set by GMT_FORWARD_ to the wrapper's own frame: the stack cache's key is
+ * the slot just above it, found without walking our frames (a hint: checked,
+ * and the walk is the fallback). gmt_record takes it and clears it. */
+extern __thread uintptr_t gmt_tls_hook_frame __attribute__((tls_model("initial-exec")));
+
+/* Which threads make traced calls: GMT_CALLERS_NONE, then the one
+ * thread's token, then GMT_CALLERS_MANY for good (preload/callers.c). While a
+ * single thread makes them all, no other thread's free can hand its
+ * allocations an address, so their stamps need no fence (gmt_stamp_after;
+ * docs/design.md, "The clock"). A thread joins before its call reaches the
+ * driver: the wrappers' GMT_FORWARD_ and context.c's CTX_CALL. */
+#define GMT_CALLERS_NONE 1
+#define GMT_CALLERS_MANY UINT64_MAX
+extern uint64_t gmt_callers GMT_INTERNAL;
+/* This thread's token (> GMT_CALLERS_NONE, never reused), 0 until it joins. */
+extern __thread uint64_t gmt_tls_caller __attribute__((tls_model("initial-exec")));
+void gmt_callers_join_slow(void);
+
+static inline void gmt_callers_join(void)
+{
+	uint64_t callers = __atomic_load_n(&gmt_callers, __ATOMIC_RELAXED);
+	if (__builtin_expect(callers != gmt_tls_caller && callers != GMT_CALLERS_MANY, 0))
+		gmt_callers_join_slow();
+}
+
+/* 1 while this thread is the only one that has made traced calls. Read
+ * after a call, it sees any other thread's join that the call could have
+ * seen the effects of: that thread joined before its own call's stores,
+ * and x86 keeps stores in order and loads in order. */
+static inline int gmt_sole_caller(void)
+{
+	return __atomic_load_n(&gmt_callers, __ATOMIC_ACQUIRE) == gmt_tls_caller;
+}
+
+/* An event's stamp, taken after its call: ordered (clock.h, gmt_now_ns)
+ * so that it is later than another thread's free whose address the call
+ * handed out, unless this thread is the sole caller: then only its own
+ * stamps can come before it, and the writer keeps those in order. A
+ * free's stamp, taken before its call, needs no fence in either case
+ * (clock.h, gmt_now_ns_before). */
+static inline uint64_t gmt_stamp_after(void)
+{
+	return gmt_clock_read(!gmt_sole_caller());
+}
+
+static inline int gmt_nested(void)
+{
+	return gmt_tls_depth > 0;
+}
+static inline void gmt_enter(void)
+{
+	gmt_tls_depth++;
+}
+static inline void gmt_leave(void)
+{
+	gmt_tls_depth--;
+}
+
+/* 0 when the hooks should only forward: tracing off, AT_SECURE, or setup
+ * failed. Initializes on first use, so it works before our constructor. */
+int gmt_tracing(void);
+
+/* A device argument gmt_record resolves from the current context. */
+#define GMT_DEVICE_CURRENT INT32_MIN
+
+/* Provided by the hooks: the device ordinal of the calling thread's
+ * current context, -1 if none. */
+int32_t gmt_current_device(void);
+
+/* Records one call. Preserves errno. `flags` is GMT_EV_HAS_AUX/AUX2. */
+void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
+		uint64_t aux, uint64_t aux2, unsigned flags);
+
+/* Records what cuMemGetInfo said right after a failed allocation. */
+void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes,
+			uint64_t total_bytes);
+
+/* Phase markers (GMT_TAG_RANGE) from the calling thread: NVTX and the
+ * marker API. text may be NULL (POP, END); it is cut at 1024 bytes. */
+void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source source,
+		      const char *text);
+
+/* One NVML reading (GMT_TAG_SAMPLE), from the sampling thread. */
+struct gmt_raw_sample;
+void gmt_record_sample(const struct gmt_raw_sample *s);
+
+/* Defines Python frame `id` (GMT_TAG_PYFRAME) before the calling thread's
+ * next event uses GMT_PYFRAME_IP(id). Strings are cut at 1024 bytes. */
+void gmt_record_pyframe(uint64_t id, const char *function, const char *file, uint64_t line);
+
+/* 1 once the trace file exists (ACTIVE or FINISHED): samplers start then,
+ * so a process that never touches CUDA leaves no trace. */
+int gmt_trace_started(void);
+
+/* Queues a NOTE for the trace (level 0 info, 1 warning): something a
+ * reader must know, such as a route the hooks could not follow. Safe before
+ * the trace exists; at most GMT_MAX_NOTES are kept, the rest are counted. */
+#define GMT_MAX_NOTES 32
+void gmt_note(int level, const char *text);
+
+/* Futex words our threads signal each other with (a thread is up, a thread
+ * is done). Waits are bounded: fork, exit and exec never hang on us. Both
+ * are async-signal-safe. gmt_futex_set stores value (release) and wakes
+ * every waiter; gmt_futex_wait_while waits while *word == value, at most
+ * max_ms, and returns what it saw last (acquire). */
+void gmt_futex_set(uint32_t *word, uint32_t value);
+/* How long fork waits for one of our threads to start (it takes microseconds). */
+enum { GMT_THREAD_UP_WAIT_MS = 1000 };
+uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms);
+
+/* Flushes everything and writes a trailer, on the calling thread (exit). */
+void gmt_finish(enum gmt_end_reason reason);
+/* The same, done by the flush thread while the caller waits a bounded
+ * time: async-signal-safe, for _exit and exec, which handlers may call. */
+void gmt_finish_async(enum gmt_end_reason reason);
+/* An exec came back (it failed): the flush thread writes again. Its
+ * trailer was written already, so the trace stays complete until then.
+ * Async-signal-safe; keeps errno. */
+void gmt_exec_returned(void);
+
+/* Provided by the hooks: device facts, called from the flush thread. */
+struct gmt_device_info {
+	char name[256];
+	uint8_t uuid[16];
+	uint64_t total_bytes;
+	int cc_major, cc_minor, driver_version;
+};
+int gmt_driver_device_count(void); /* -1: CUDA not initialized by the program yet */
+/* 0: every fact read; 1: a query failed (why names the first); -1: no such device. */
+int gmt_driver_device_info(int ordinal, struct gmt_device_info *out, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,95 @@
+/* The one-line messages and exit codes every command shares, and how a
+ * trace's open and read ended, said as those lines. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "reader/diag.h"
+
+static void vmsg(const char *cmd, const char *fmt, va_list ap, const char *suffix)
+{
+	char buf[1024];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	/* one line, always */
+	for (char *p = buf; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	fprintf(stderr, "gpumemtrace%s%s: %s%s\n", cmd ? " " : "", cmd ? cmd : "", buf,
+		suffix ? suffix : "");
+}
+
+void say_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(cmd, fmt, ap, NULL);
+	va_end(ap);
+}
+
+int say_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char suffix[128];
+	snprintf(suffix, sizeof(suffix), " (see gpumemtrace %s%s--help)", cmd ? cmd : "",
+		 cmd ? " " : "");
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(cmd, fmt, ap, suffix);
+	va_end(ap);
+	return EXIT_USAGE;
+}
+
+struct gmt_reader *reader_open_cmd(const char *cmd, const char *path, int *rc)
+{
+	struct gmt_read_error err;
+	struct gmt_reader *r = gmt_reader_open(path, &err);
+	if (r) {
+		*rc = 0;
+		return r;
+	}
+	if (err.code == GMT_READ_ERR_OPEN) {
+		say_error(cmd, "cannot open %s: %s", path, err.msg);
+		*rc = EXIT_INPUT;
+	} else if (err.code == GMT_READ_ERR_ZSTD) {
+		say_error(cmd, "cannot read %s: %s", path, err.msg);
+		*rc = EXIT_INPUT;
+	} else {
+		say_error(cmd, "%s: %s", path, err.msg);
+		*rc = EXIT_TRACE;
+	}
+	return NULL;
+}
+
+int reader_finish_cmd(const char *cmd, const char *path, const struct gmt_read_info *info)
+{
+	unsigned long long off = (unsigned long long)info->stop_offset;
+	unsigned long long lost = (unsigned long long)info->unreadable;
+	switch (info->stop) {
+	case GMT_STOP_IO:
+		say_error(
+		    cmd,
+		    "cannot read %s: %s (chunk at offset %llu); results cover the first %llu bytes",
+		    path, info->stop_msg, off, (unsigned long long)info->readable_end);
+		return EXIT_INPUT;
+	case GMT_STOP_CORRUPT:
+		say_error(
+		    cmd,
+		    "%s: corrupt trace: bad chunk at offset %llu (%s); %llu bytes unreadable; "
+		    "results cover the readable part",
+		    path, off, info->stop_msg, lost);
+		return EXIT_TRACE;
+	case GMT_STOP_TORN:
+		say_error(
+		    cmd,
+		    "warning: %s: incomplete trace: torn tail at offset %llu (%s), %llu bytes "
+		    "unreadable; results cover the readable part",
+		    path, off, info->stop_msg, lost);
+		return 0;
+	case GMT_STOP_NONE:
+		break;
+	}
+	if (!info->complete)
+		say_error(cmd,
+			  "warning: %s: incomplete trace: no trailer at the end (the process was "
+			  "killed or is still running); results cover what was written",
+			  path);
+	return 0;
+}

@@ -1,0 +1,31 @@
+/* The one-line messages and exit codes every command shares (docs/cli.md),
+ * and a trace's open and end of read said as those lines. */
+#ifndef GMT_READER_DIAG_H
+#define GMT_READER_DIAG_H
+
+#include "reader/reader.h"
+
+/* Exit codes (docs/cli.md). */
+enum {
+	EXIT_OK_ = 0,
+	EXIT_CHECK = 1, /* a check failed (reserved for gates) */
+	EXIT_USAGE = 2, /* bad flags or arguments */
+	EXIT_INPUT = 3, /* cannot read the input */
+	EXIT_TRACE = 4, /* invalid or corrupt trace */
+};
+
+/* "gpumemtrace CMD: message\n" on stderr; cmd NULL: "gpumemtrace: ". */
+void say_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A usage error: the message plus " (see gpumemtrace CMD --help)"; returns EXIT_USAGE. */
+int say_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Opens a trace for command `cmd`; on failure prints the one error line and
+ * stores the exit code in *rc. */
+struct gmt_reader *reader_open_cmd(const char *cmd, const char *path, int *rc);
+
+/* After the last pass: prints the warning (torn or missing tail) or the
+ * error (corruption, read error) line about how the read ended, and returns
+ * the exit code: 0, EXIT_INPUT or EXIT_TRACE. */
+int reader_finish_cmd(const char *cmd, const char *path, const struct gmt_read_info *info);
+
+#endif

@@ -1,0 +1,32 @@
+/* Allocation that cannot fail, for the reading side (never the library). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader/diag.h"
+#include "reader/xalloc.h"
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p) {
+		say_error(NULL, "out of memory");
+		exit(EXIT_INPUT);
+	}
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p) {
+		say_error(NULL, "out of memory");
+		exit(EXIT_INPUT);
+	}
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(xrealloc(NULL, n), s, n);
+}

@@ -1,0 +1,20 @@
+/* Allocation that cannot fail, for the reading side: out of memory is one
+ * error line and exit 3. The library never links this (make check-layers). */
+#ifndef GMT_READER_XALLOC_H
+#define GMT_READER_XALLOC_H
+
+#include <stddef.h>
+
+void *xrealloc(void *p, size_t n);
+void *xcalloc(size_t n, size_t size);
+char *xstrdup(const char *s);
+/* Grows arr (n used of cap) by doubling when full. */
+#define GROW(arr, n, cap)                                                                          \
+	do {                                                                                       \
+		if ((n) == (cap)) {                                                                \
+			(cap) = (cap) ? 2 * (cap) : 16;                                            \
+			(arr) = xrealloc((arr), (cap) * sizeof(*(arr)));                           \
+		}                                                                                  \
+	} while (0)
+
+#endif
