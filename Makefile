@@ -96,6 +96,10 @@ format-check: ## check every C source against .clang-format (skips if clang-form
 		clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && echo "format-check: clean"; \
 	else echo "format-check: clang-format not installed, skipped"; fi
 
+.PHONY: check-layers
+check-layers: all ## check that every include and call between our objects follows the layers (docs/design.md)
+	@python3 scripts/check-layers.py $(BUILD)
+
 .PHONY: clean
 clean: ## remove build/
 	rm -rf $(BUILD)

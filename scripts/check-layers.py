@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""make check-layers: the tree's dependencies run one way (README, Layout).
+
+Two checks, each against the table below:
+  includes  every #include "x/..." in a layer names a layer it may use;
+  calls     every symbol an object leaves undefined, and another of our
+            objects defines, is defined in a layer it may use. The names the
+            library exports (dlsym, cuMemAlloc_v2...) are the process's libc
+            and CUDA APIs that it interposes: a call by such a name is a call
+            to that API, and is not counted.
+Usage: check-layers.py BUILD   (objects under BUILD/obj/lib and BUILD/obj/cli;
+GMT_LAYERS_ROOT names another tree to read, for the test)
+Prints each violation on a line of its own, then one summary line; exits 1
+on any violation."""
+import os, re, subprocess, sys
+
+# layer: (folder prefix, the layers it may use besides itself)
+LAYERS = [
+    ("include", "include/gpumemtrace/", []),
+    ("common", "common/", ["include"]),
+    ("hooks", "preload/hooks/", ["preload", "common", "include"]),
+    ("preload", "preload/", ["common", "include"]),
+    ("reader", "reader/", ["common", "include"]),
+    ("analysis", "analysis/", ["reader", "common", "include"]),
+    ("cli", "cli/", ["analysis", "reader", "common", "include"]),
+]
+ALLOWED = {name: set(uses) | {name} for name, _, uses in LAYERS}
+
+
+def layer_of(path):
+    for name, prefix, _ in LAYERS:
+        if path.startswith(prefix):
+            return name
+    return None
+
+
+def include_target(inc):
+    if inc.startswith("gpumemtrace/"):
+        return "include"
+    return layer_of(inc)
+
+
+def check_includes(root, out):
+    files = subprocess.run(["git", "-C", root, "ls-files", "*.c", "*.h"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    count = 0
+    for f in files:
+        src = layer_of(f)
+        if src is None:
+            continue
+        for n, line in enumerate(open(os.path.join(root, f), errors="replace"), 1):
+            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            if not m:
+                continue
+            count += 1
+            dst = include_target(m.group(1))
+            if dst is None:
+                out.append(f"{f}:{n}: includes \"{m.group(1)}\", which is in no layer "
+                           "(write includes from the root)")
+            elif dst not in ALLOWED[src]:
+                out.append(f"{f}:{n}: {src} may not include {dst} (\"{m.group(1)}\")")
+    return count
+
+
+def symbols(obj):
+    res = subprocess.run(["nm", "-P", obj], capture_output=True, text=True, check=True).stdout
+    defined, undefined = set(), set()
+    for line in res.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        name, kind = parts[0], parts[1]
+        if kind == "U":
+            undefined.add(name)
+        elif kind in "TDBRCGSVW":
+            defined.add(name)
+    return defined, undefined
+
+
+def exported(build):
+    lib = os.path.join(build, "libgpumemtrace.so")
+    if not os.path.exists(lib):
+        return set()
+    res = subprocess.run(["nm", "-D", "--defined-only", "-P", lib], capture_output=True,
+                         text=True, check=True).stdout
+    return {line.split()[0].split("@")[0] for line in res.splitlines() if line.strip()}
+
+
+def check_calls(build, out):
+    count = 0
+    public = exported(build)
+    for binary in ("lib", "cli"):
+        base = os.path.join(build, "obj", binary)
+        objs = {}
+        for dirpath, _, names in os.walk(base):
+            for n in names:
+                if n.endswith(".o"):
+                    full = os.path.join(dirpath, n)
+                    rel = os.path.relpath(full, base)
+                    objs[rel] = symbols(full)
+        if not objs:
+            out.append(f"{base}: no objects (build first: make all)")
+            continue
+        if binary == "lib":
+            for rel in sorted(objs):
+                if layer_of(rel) not in ("preload", "hooks", "common"):
+                    out.append(f"{rel[:-2]}.c: linked into the library, which takes only "
+                               "preload/ and common/")
+        where = {}
+        for rel, (defined, _) in objs.items():
+            for s in defined:
+                where.setdefault(s, rel)
+        for rel, (_, undefined) in sorted(objs.items()):
+            src = layer_of(rel)
+            if src is None:
+                continue
+            for s in sorted(undefined):
+                if s not in where or s in public:
+                    continue
+                count += 1
+                dst = layer_of(where[s])
+                if dst not in ALLOWED[src]:
+                    out.append(f"{rel[:-2]}.c: {src} calls {s}, defined in {dst} "
+                               f"({where[s][:-2]}.c)")
+    return count
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    root = os.environ.get("GMT_LAYERS_ROOT") or subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+        check=True).stdout.strip()
+    out = []
+    n_inc = check_includes(root, out)
+    n_calls = check_calls(build, out)
+    for line in out:
+        print("check-layers: " + line)
+    order = "include/ <- common/ <- preload/ <- preload/hooks/; common/ <- reader/ <- analysis/ <- cli/"
+    status = "OK" if not out else f"{len(out)} violation(s)"
+    print(f"check-layers: {n_inc} includes and {n_calls} calls between our objects "
+          f"checked against {order}: {status}")
+    return 1 if out else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
