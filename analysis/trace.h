@@ -127,16 +127,16 @@ struct trace {
 	uint64_t first_time_ns, last_time_ns; /* of events; 0 without events */
 	bool complete;
 	struct gmt_read_info info; /* after the metadata pass */
-	/* private */
-	void *symbolizer;
-	bool symbolizer_tried;
-	/* added after the first draft */
+	/* the trailer, as written, against what the records hold */
 	bool has_trailer;
 	uint64_t trailer_end_ns, trailer_events, trailer_lost, trailer_reason;
 	uint64_t lost_in_records, lost_records; /* LOST records; lost = max(these, trailer) */
+	bool nvml_missing; /* the library said NVML could not be used (a NOTE) */
+	/* private */
+	void *symbolizer;
+	bool symbolizer_tried;
 	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
 	size_t samples_cap, ranges_cap;
-	bool nvml_missing; /* the library said NVML could not be used (a NOTE) */
 	bool have_last_dev;
 	int64_t last_dev; /* of the last event: most repeat it */
 };
