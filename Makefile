@@ -41,8 +41,16 @@ $(BUILD)/obj/lib/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -MMD -MP -c $< -o $@
 
-$(LIB): $(LIB_OBJS) preload/hooks/exports.map
-	$(CC) -shared -o $@ $(LIB_OBJS) -Wl,--version-script=preload/hooks/exports.map \
+# The version script: exports.map.in with common/cuda-api.h's hook lists
+# expanded, one name a line.
+LIB_MAP := $(BUILD)/exports.map
+$(LIB_MAP): preload/hooks/exports.map.in common/cuda-api.h
+	@mkdir -p $(dir $@)
+	$(CC) -E -P -x c -I. $< | sed 's/; *\([^ ]\)/;\n    \1/g' >$@.tmp
+	mv $@.tmp $@
+
+$(LIB): $(LIB_OBJS) $(LIB_MAP)
+	$(CC) -shared -o $@ $(LIB_OBJS) -Wl,--version-script=$(LIB_MAP) \
 		-Wl,-z,defs -Wl,-z,now -Wl,-Bsymbolic $(SAN_LDFLAGS) $(LDFLAGS) $(LIB_LIBS)
 
 -include $(LIB_OBJS:.o=.d)

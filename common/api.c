@@ -4,6 +4,13 @@
 
 #include "common/api.h"
 
+/* Ids only grow down GMT_API_LIST, so none repeats and GMT_API_MAX_, the
+ * last, is the largest: expands to (0 < 1) && (1 < 2) && ... && (63 < 64). */
+#define GMT_API_ASCENDING_(id, name, op, kind, space) id) && (id <
+_Static_assert((0 < GMT_API_LIST(GMT_API_ASCENDING_) GMT_API_MAX_ + 1),
+	       "GMT_API_LIST's ids must only grow: append new APIs with the next id");
+#undef GMT_API_ASCENDING_
+
 const struct api_info api_table_[GMT_API_MAX_ + 1] = {
 #define X_(id, name, op, kind, space) [id] = {#name, op, kind, space},
     GMT_API_LIST(X_)

@@ -1,10 +1,28 @@
 /* The CUDA entry points gpumemtrace interposes, as X-macro lists.
  *
  * X(name, base, params): `name` is the exported ELF symbol, `base` the name
- * cuGetProcAddress and cudaGetDriverEntryPoint are asked for. Each list is
- * expanded by the hooks (wrapper table) and by tests/cuda-decls, which checks
- * every signature against the toolkit's prototypes. This header includes
- * nothing, so the check can expand it under cuda.h's own types.
+ * cuGetProcAddress and cudaGetDriverEntryPoint are asked for. This header
+ * includes nothing, so tests/cuda-decls can expand the lists under cuda.h's
+ * own types and check every signature against the toolkit's prototypes.
+ *
+ * Every hook records the API id of its own name, GMT_API_<name> in
+ * include/gpumemtrace/format.h, except the lookups in GMT_HOOKS_LOOKUP.
+ * preload/hooks/hooks.h fails to compile when an id has no hook, or a hook
+ * neither an id nor a GMT_HOOKS_LOOKUP row.
+ *
+ * Adding a hook touches:
+ *   1. the table: a row here (GMT_DRIVER_HOOKS or GMT_RUNTIME_HOOKS;
+ *      GMT_DRIVER_HOOKS_LEGACY for an ABI cuda.h declares only internally)
+ *      and its id, a row appended to GMT_API_LIST in format.h with the next
+ *      id (ids are on disk), op, kind and space; or, for a hook that
+ *      records no event, a GMT_HOOKS_LOOKUP row instead of the id;
+ *   2. the wrapper, in preload/hooks/ (driver.c, runtime.c, context.c...);
+ *   3. the simulated function, in tests/sim/driver.c or runtime.c.
+ * The rest follows from the lists: prototypes, pfn_ typedefs and hook ids
+ * (preload/hooks/hooks.h), the wrapper table (preload/hooks/table.c), the
+ * export list (preload/hooks/exports.map.in, expanded at build time), the
+ * API names (common/api.c), the simulator's prototypes and the check
+ * against cuda.h (tests/cuda-decls/signatures.c).
  *
  * The unversioned cuMemAlloc, cuMemFree, cuMemAllocPitch and cuMemAllocHost
  * are the legacy 32-bit ABIs and are deliberately absent. */
@@ -92,6 +110,16 @@
 	  (CUcontext * pctx, CUexecAffinityParam * paramsArray, int numParams,              \
 	   unsigned int flags, CUdevice dev))
 /* clang-format on */
+
+/* Hooks that record no event: the entry-point lookups, which hand out our
+ * wrappers (X(name), one of the hooks above or below). */
+#define GMT_HOOKS_LOOKUP(X)                                                                        \
+	X(cuGetProcAddress_v2)                                                                     \
+	X(cuGetProcAddress)                                                                        \
+	X(cudaGetDriverEntryPoint)                                                                 \
+	X(cudaGetDriverEntryPoint_ptsz)                                                            \
+	X(cudaGetDriverEntryPointByVersion)                                                        \
+	X(cudaGetDriverEntryPointByVersion_ptsz)
 
 /* Driver functions the tracer calls but does not interpose. */
 /* clang-format off */

@@ -318,7 +318,8 @@ enum gmt_api {
 #define GMT_API_ENUM_(id, name, op, kind, space) GMT_API_##name = id,
 	GMT_API_LIST(GMT_API_ENUM_)
 #undef GMT_API_ENUM_
-	    GMT_API_MAX_ = 63,
+	    GMT_API_END_, /* the last id + 1: ids only grow down the list (common/api.c) */
+	GMT_API_MAX_ = GMT_API_END_ - 1,
 };
 
 #endif

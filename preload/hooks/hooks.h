@@ -31,6 +31,24 @@ enum gmt_hook_id {
 		GMT_HOOK_COUNT
 };
 
+/* Each API id has the hook of its name, and each hook records the id of its
+ * name or is a lookup (common/cuda-api.h). What lacks fails to compile by
+ * name: GMT_HOOK_<id's name> or GMT_HAS_ID_OR_LOOKUP_<hook> undeclared, or
+ * the latter redeclared for a lookup that also has an id. */
+enum {
+#define GMT_TIE_API_(id, name, op, kind, space) GMT_HAS_ID_OR_LOOKUP_##name = GMT_HOOK_##name,
+#define GMT_TIE_LOOKUP_(name)			GMT_HAS_ID_OR_LOOKUP_##name = GMT_HOOK_##name,
+	GMT_API_LIST(GMT_TIE_API_) GMT_HOOKS_LOOKUP(GMT_TIE_LOOKUP_)
+#undef GMT_TIE_API_
+#undef GMT_TIE_LOOKUP_
+};
+enum {
+#define GMT_TIE_HOOK_(name, base, params) GMT_TIED_##name = GMT_HAS_ID_OR_LOOKUP_##name,
+	GMT_DRIVER_HOOKS(GMT_TIE_HOOK_) GMT_DRIVER_HOOKS_LEGACY(GMT_TIE_HOOK_)
+	    GMT_RUNTIME_HOOKS(GMT_TIE_HOOK_)
+#undef GMT_TIE_HOOK_
+};
+
 enum gmt_used_id {
 #define GMT_USED_ID_(name, base, params) GMT_USED_##name,
 	GMT_DRIVER_USED(GMT_USED_ID_)
