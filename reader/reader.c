@@ -87,6 +87,73 @@ static int want_worker(void)
 	return 1;
 }
 
+/* The fixed header of a file of size bytes. 0: *hdr filled; -1: *err says
+ * why not. */
+static int read_header(int fd, uint64_t size, struct gmt_header *hdr, struct gmt_read_error *err)
+{
+	uint8_t h[GMT_HEADER_SIZE] = {0};
+	size_t have = size < GMT_HEADER_SIZE ? (size_t)size : GMT_HEADER_SIZE;
+	if (rd_read_at(fd, h, have, 0) < 0) {
+		set_err(err, GMT_READ_ERR_OPEN, errno, "%s", strerror(errno));
+		return -1;
+	}
+	if (size == 0) {
+		set_err(err, GMT_READ_ERR_NOT_TRACE, 0, "not a trace: empty file");
+		return -1;
+	}
+	if (size < GMT_MAGIC_LEN || memcmp(h, GMT_MAGIC, GMT_MAGIC_LEN) != 0) {
+		set_err(err, GMT_READ_ERR_NOT_TRACE, 0, "not a trace (bad magic)");
+		return -1;
+	}
+	if (size < GMT_HDR_HEADER_SIZE) {
+		set_err(err, GMT_READ_ERR_NOT_TRACE, 0,
+			"not a trace: truncated header (%llu of %d bytes)",
+			(unsigned long long)size, GMT_HEADER_SIZE);
+		return -1;
+	}
+	hdr->version = gmt_get_le16(h + GMT_HDR_VERSION);
+	if (hdr->version > GMT_FORMAT_VERSION) {
+		set_err(err, GMT_READ_ERR_VERSION, 0,
+			"unsupported future version %u (this build reads version %d)",
+			(unsigned)hdr->version, GMT_FORMAT_VERSION);
+		return -1;
+	}
+	if (hdr->version < GMT_FORMAT_VERSION_MIN) {
+		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: version %u",
+			(unsigned)hdr->version);
+		return -1;
+	}
+	if (size < GMT_HEADER_SIZE) {
+		set_err(err, GMT_READ_ERR_NOT_TRACE, 0,
+			"not a trace: truncated header (%llu of %d bytes)",
+			(unsigned long long)size, GMT_HEADER_SIZE);
+		return -1;
+	}
+	hdr->header_size = gmt_get_le16(h + GMT_HDR_HEADER_SIZE);
+	hdr->endian = h[GMT_HDR_ENDIAN];
+	hdr->features = gmt_get_le32(h + GMT_HDR_FEATURES);
+	hdr->start_wall_ns = gmt_get_le64(h + GMT_HDR_START_WALL);
+	hdr->start_mono_ns = gmt_get_le64(h + GMT_HDR_START_MONO);
+	hdr->pid = gmt_get_le32(h + GMT_HDR_PID);
+	if (hdr->header_size < GMT_HEADER_SIZE) {
+		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: header_size %u < %d",
+			(unsigned)hdr->header_size, GMT_HEADER_SIZE);
+		return -1;
+	}
+	if (hdr->header_size > size) {
+		set_err(err, GMT_READ_ERR_HEADER, 0,
+			"corrupt header: header_size %u is past the end of the file (%llu bytes)",
+			(unsigned)hdr->header_size, (unsigned long long)size);
+		return -1;
+	}
+	if (hdr->endian != GMT_ENDIAN_LITTLE) {
+		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: endianness byte %u",
+			(unsigned)hdr->endian);
+		return -1;
+	}
+	return 0;
+}
+
 struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 {
 	memset(err, 0, sizeof(*err));
@@ -109,67 +176,9 @@ struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 		goto fail;
 	}
 	uint64_t size = (uint64_t)st.st_size;
-	uint8_t h[GMT_HEADER_SIZE] = {0};
-	size_t have = size < GMT_HEADER_SIZE ? (size_t)size : GMT_HEADER_SIZE;
-	if (rd_read_at(fd, h, have, 0) < 0) {
-		set_err(err, GMT_READ_ERR_OPEN, errno, "%s", strerror(errno));
-		goto fail;
-	}
-	if (size == 0) {
-		set_err(err, GMT_READ_ERR_NOT_TRACE, 0, "not a trace: empty file");
-		goto fail;
-	}
-	if (size < GMT_MAGIC_LEN || memcmp(h, GMT_MAGIC, GMT_MAGIC_LEN) != 0) {
-		set_err(err, GMT_READ_ERR_NOT_TRACE, 0, "not a trace (bad magic)");
-		goto fail;
-	}
-	if (size < GMT_HDR_HEADER_SIZE) {
-		set_err(err, GMT_READ_ERR_NOT_TRACE, 0,
-			"not a trace: truncated header (%llu of %d bytes)",
-			(unsigned long long)size, GMT_HEADER_SIZE);
-		goto fail;
-	}
 	struct gmt_header hdr = {0};
-	hdr.version = gmt_get_le16(h + GMT_HDR_VERSION);
-	if (hdr.version > GMT_FORMAT_VERSION) {
-		set_err(err, GMT_READ_ERR_VERSION, 0,
-			"unsupported future version %u (this build reads version %d)",
-			(unsigned)hdr.version, GMT_FORMAT_VERSION);
+	if (read_header(fd, size, &hdr, err) < 0)
 		goto fail;
-	}
-	if (hdr.version < GMT_FORMAT_VERSION_MIN) {
-		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: version %u",
-			(unsigned)hdr.version);
-		goto fail;
-	}
-	if (size < GMT_HEADER_SIZE) {
-		set_err(err, GMT_READ_ERR_NOT_TRACE, 0,
-			"not a trace: truncated header (%llu of %d bytes)",
-			(unsigned long long)size, GMT_HEADER_SIZE);
-		goto fail;
-	}
-	hdr.header_size = gmt_get_le16(h + GMT_HDR_HEADER_SIZE);
-	hdr.endian = h[GMT_HDR_ENDIAN];
-	hdr.features = gmt_get_le32(h + GMT_HDR_FEATURES);
-	hdr.start_wall_ns = gmt_get_le64(h + GMT_HDR_START_WALL);
-	hdr.start_mono_ns = gmt_get_le64(h + GMT_HDR_START_MONO);
-	hdr.pid = gmt_get_le32(h + GMT_HDR_PID);
-	if (hdr.header_size < GMT_HEADER_SIZE) {
-		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: header_size %u < %d",
-			(unsigned)hdr.header_size, GMT_HEADER_SIZE);
-		goto fail;
-	}
-	if (hdr.header_size > size) {
-		set_err(err, GMT_READ_ERR_HEADER, 0,
-			"corrupt header: header_size %u is past the end of the file (%llu bytes)",
-			(unsigned)hdr.header_size, (unsigned long long)size);
-		goto fail;
-	}
-	if (hdr.endian != GMT_ENDIAN_LITTLE) {
-		set_err(err, GMT_READ_ERR_HEADER, 0, "corrupt header: endianness byte %u",
-			(unsigned)hdr.endian);
-		goto fail;
-	}
 
 	const char *why;
 	if (hdr.version >= 3 && !gmt_zstd_get(&why) &&
