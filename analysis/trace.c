@@ -12,39 +12,11 @@
 
 #include "common/symbolize.h"
 #include "analysis/trace.h"
+#include "analysis/trace-records.h"
 
 #define REORDER_LIMIT	  (1u << 19)
 #define REORDER_WINDOW_NS (30ull * 1000000000ull)
 #define PROGRESS_MIN	  (64ull << 20) /* files smaller than this read too fast for a bar */
-#define MAX_DEPTH	  4096
-
-struct trace_symbol {
-	UT_hash_handle hh;
-	uint64_t ip;
-	uint64_t module_id;
-	char *function, *file;
-	uint64_t line;
-};
-
-struct trace_pyframe {
-	UT_hash_handle hh;
-	uint64_t id;
-	char *function, *file;
-	uint64_t line;
-};
-
-static struct trace_device *dev_get(struct trace *t, int64_t ordinal)
-{
-	for (size_t i = 0; i < t->ndevs; i++)
-		if (t->devs[i].ordinal == ordinal)
-			return &t->devs[i];
-	GROW(t->devs, t->ndevs, t->devs_cap);
-	struct trace_device *d = &t->devs[t->ndevs++];
-	memset(d, 0, sizeof(*d));
-	d->ordinal = ordinal;
-	d->name = xstrdup("");
-	return d;
-}
 
 const struct trace_device *trace_device(const struct trace *t, int64_t ordinal)
 {
@@ -62,226 +34,6 @@ static bool cuda_path(const char *path)
 }
 
 /* ---- the metadata pass ---------------------------------------------- */
-
-/* Inline: once per event in the first read. */
-static inline __attribute__((always_inline)) void on_event_meta(struct trace *t,
-								const struct gmt_event *e)
-{
-	if (t->events++ == 0 || e->time_ns < t->first_time_ns)
-		t->first_time_ns = e->time_ns;
-	if (e->time_ns > t->last_time_ns)
-		t->last_time_ns = e->time_ns;
-	if (e->device >= 0 && (!t->have_last_dev || e->device != t->last_dev)) {
-		dev_get(t, e->device);
-		t->have_last_dev = true;
-		t->last_dev = e->device;
-	}
-}
-
-/* C++ names as people read them ("c10::cuda::...::alloc_block(...)", not
- * "_ZN3c104cuda..."): libstdc++'s demangler, loaded at run time so the CLI
- * links no C++ runtime. Without it, or for a name it rejects, NULL: the
- * name stays as the trace has it. */
-static char *demangle(const char *name)
-{
-	typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
-	static demangle_fn fn;
-	static int tried;
-	if (!name || name[0] != '_' || name[1] != 'Z')
-		return NULL;
-	if (!tried) {
-		tried = 1;
-		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-		fn = h ? (demangle_fn)dlsym(h, "__cxa_demangle") : NULL;
-	}
-	int status = -1;
-	char *out = fn ? fn(name, NULL, NULL, &status) : NULL;
-	if (status != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
-/* An entry of the symbol table; it takes function (malloc'd), copies file. */
-static struct trace_symbol *add_symbol(struct trace *t, uint64_t ip, uint64_t module_id,
-				       char *function, const char *file, uint64_t line)
-{
-	struct trace_symbol *sym = xrealloc(NULL, sizeof(*sym));
-	memset(sym, 0, sizeof(*sym));
-	sym->ip = ip;
-	sym->module_id = module_id;
-	sym->function = function;
-	sym->file = xstrdup(file);
-	sym->line = line;
-	HASH_ADD(hh, t->symbols, ip, sizeof(sym->ip), sym);
-	return sym;
-}
-
-static void on_record(struct trace *t, const struct gmt_record *rec)
-{
-	switch (rec->type) {
-	case GMT_REC_PROCESS: {
-		typeof(rec->u.process) const *p = &rec->u.process;
-		t->has_process = true;
-		t->pid = p->pid;
-		t->ppid = p->ppid;
-		t->start_wall_ns = p->start_wall_ns;
-		size_t len = 1;
-		for (size_t i = 0; i < p->argc; i++)
-			len += p->argv[i].len + 1;
-		free(t->command);
-		t->command = xrealloc(NULL, len);
-		char *o = t->command;
-		for (size_t i = 0; i < p->argc; i++) {
-			if (i)
-				*o++ = ' ';
-			memcpy(o, p->argv[i].s, p->argv[i].len);
-			o += p->argv[i].len;
-		}
-		*o = 0;
-		free(t->exe);
-		free(t->host);
-		t->exe = xstrdup(p->exe.s);
-		t->host = xstrdup(p->hostname.s);
-		for (size_t i = 0; i < t->nenv; i++) {
-			free(t->env[i].key);
-			free(t->env[i].value);
-		}
-		free(t->env);
-		t->nenv = p->nenv;
-		t->env = xrealloc(NULL, p->nenv * sizeof(*t->env));
-		for (size_t i = 0; i < p->nenv; i++) {
-			t->env[i].key = xstrdup(p->env[i].key.s);
-			t->env[i].value = xstrdup(p->env[i].value.s);
-		}
-		break;
-	}
-	case GMT_REC_DEVICE: {
-		struct trace_device *d = dev_get(t, rec->u.device.ordinal);
-		free(d->name);
-		d->name = xstrdup(rec->u.device.name.s);
-		d->total_bytes = rec->u.device.total_bytes;
-		memset(d->uuid, 0, sizeof(d->uuid));
-		memcpy(d->uuid, rec->u.device.uuid.p,
-		       rec->u.device.uuid.len < 16 ? rec->u.device.uuid.len : 16);
-		d->cc_major = (int)rec->u.device.cc_major;
-		d->cc_minor = (int)rec->u.device.cc_minor;
-		d->driver_version = (int)rec->u.device.driver_version;
-		break;
-	}
-	case GMT_REC_MODULE: {
-		GROW(t->mods, t->nmods, t->mods_cap);
-		struct trace_module *m = &t->mods[t->nmods++];
-		memset(m, 0, sizeof(*m));
-		m->id = rec->u.module.id;
-		m->bias = rec->u.module.load_bias;
-		m->start = rec->u.module.start;
-		m->end = rec->u.module.end;
-		m->path = xstrdup(rec->u.module.path.s);
-		m->build_id_len = rec->u.module.build_id.len;
-		m->build_id = xrealloc(NULL, m->build_id_len);
-		memcpy(m->build_id, rec->u.module.build_id.p, m->build_id_len);
-		break;
-	}
-	case GMT_REC_STACK:
-		for (size_t i = 0; i < rec->u.stack.count; i++) {
-			GROW(t->nodes, t->nnodes, t->nodes_cap);
-			t->nodes[t->nnodes++] = (struct trace_node){rec->u.stack.nodes[i].parent,
-								    rec->u.stack.nodes[i].ip};
-		}
-		break;
-	case GMT_REC_SYMBOL: {
-		struct trace_symbol *sym = NULL;
-		uint64_t ip = rec->u.symbol.ip;
-		HASH_FIND(hh, t->symbols, &ip, sizeof(ip), sym);
-		if (sym)
-			break; /* the first one wins */
-		char *function = demangle(rec->u.symbol.function.s);
-		add_symbol(t, ip, rec->u.symbol.module_id,
-			   function ? function : xstrdup(rec->u.symbol.function.s),
-			   rec->u.symbol.file.s, rec->u.symbol.line);
-		break;
-	}
-	case GMT_REC_LOST:
-		t->lost_in_records += rec->u.lost.count;
-		t->lost_records++;
-		break;
-	case GMT_REC_NOTE:
-		if (rec->u.note.level == 0)
-			break; /* information for `dump` (the clock): not a warning */
-		GROW(t->notes, t->nnotes, t->notes_cap);
-		t->notes[t->nnotes++] = xstrdup(rec->u.note.text.s);
-		break;
-	case GMT_REC_MEMINFO: {
-		GROW(t->meminfo, t->nmeminfo, t->meminfo_cap);
-		t->meminfo[t->nmeminfo++] = (struct trace_meminfo){
-		    .time_ns = rec->u.meminfo.time_ns,
-		    .device = rec->u.meminfo.device,
-		    .free_bytes = rec->u.meminfo.free_bytes,
-		    .total_bytes = rec->u.meminfo.total_bytes,
-		    .api = (uint32_t)rec->u.meminfo.api,
-		    .tid = (int)rec->u.meminfo.tid,
-		};
-		break;
-	}
-	case GMT_REC_SAMPLE: {
-		GROW(t->samples, t->nsamples, t->samples_cap);
-		struct trace_sample *sm = &t->samples[t->nsamples++];
-		memset(sm, 0, sizeof(*sm));
-		sm->time_ns = rec->u.sample.time_ns;
-		sm->device = -1;
-		sm->nvml_index = rec->u.sample.nvml_index;
-		memcpy(sm->uuid, rec->u.sample.uuid.p,
-		       rec->u.sample.uuid.len < 16 ? rec->u.sample.uuid.len : 16);
-		sm->used_bytes = rec->u.sample.used_bytes;
-		sm->total_bytes = rec->u.sample.total_bytes;
-		sm->process_known = rec->u.sample.flags & GMT_SAMPLE_PROCESS_KNOWN;
-		sm->process_used_bytes = sm->process_known ? rec->u.sample.process_used_bytes : 0;
-		sm->reason = (int)rec->u.sample.reason;
-		break;
-	}
-	case GMT_REC_RANGE: {
-		GROW(t->ranges, t->nranges, t->ranges_cap);
-		t->ranges[t->nranges++] = (struct trace_range){
-		    .time_ns = rec->u.range.time_ns,
-		    .tid = (int)rec->u.range.tid,
-		    .op = (int)rec->u.range.op,
-		    .id = rec->u.range.id,
-		    .source = (int)rec->u.range.source,
-		    .text = xstrdup(rec->u.range.text.s),
-		};
-		break;
-	}
-	case GMT_REC_PYFRAME: {
-		struct trace_pyframe *pf = NULL;
-		uint64_t id = rec->u.pyframe.id;
-		HASH_FIND(hh, t->pyframes, &id, sizeof(id), pf);
-		if (pf)
-			break; /* the first one wins */
-		pf = xcalloc(1, sizeof(*pf));
-		pf->id = id;
-		pf->function = xstrdup(rec->u.pyframe.function.s);
-		pf->file = xstrdup(rec->u.pyframe.file.s);
-		pf->line = rec->u.pyframe.line;
-		HASH_ADD(hh, t->pyframes, id, sizeof(pf->id), pf);
-		break;
-	}
-	case GMT_REC_TRAILER:
-		t->has_trailer = true;
-		t->trailer_end_ns = rec->u.trailer.end_time_ns;
-		t->trailer_events = rec->u.trailer.events;
-		t->trailer_lost = rec->u.trailer.lost;
-		t->trailer_reason = rec->u.trailer.reason;
-		break;
-	case GMT_REC_EVENT:
-		on_event_meta(t, &rec->u.event);
-		break;
-	default:
-		break;
-	}
-}
-
 static int sample_cmp(const void *a, const void *b)
 {
 	const struct trace_sample *x = a, *y = b;
@@ -386,7 +138,7 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 		if (!n && !gmt_reader_next(t->reader, &rec))
 			break;
 		if (!n)
-			on_record(t, &rec);
+			trace_on_record(t, &rec);
 	}
 	open_end(t);
 	return -1;
@@ -467,7 +219,7 @@ static void progress(struct trace *t, uint64_t offset, int *shown)
  * change. Returns the device now current. */
 static __attribute__((noinline)) int64_t meta_dev(struct trace *t, int64_t device)
 {
-	dev_get(t, device);
+	trace_dev_get(t, device);
 	t->have_last_dev = true;
 	t->last_dev = device;
 	return device;
@@ -614,7 +366,7 @@ static void read_events(struct trace *t, struct replay *rp, trace_event_fn fn, v
 		}
 		int more = gmt_reader_next(t->reader, &rec);
 		if (more && meta)
-			on_record(t, &rec);
+			trace_on_record(t, &rec);
 		if (more && rec.type == GMT_REC_EVENT)
 			reorder_push(&q, &rec.u.event);
 		else if (more && bar && rec.type == GMT_REC_CHUNK)
@@ -675,198 +427,6 @@ int64_t trace_rel(const struct trace *t, uint64_t time_ns)
 uint64_t trace_end_ns(const struct trace *t)
 {
 	return t->has_trailer ? t->trailer_end_ns : t->last_time_ns;
-}
-
-/* ---- stacks and frames ----------------------------------------------- */
-
-const struct trace_module *trace_module_at(const struct trace *t, uint64_t ip)
-{
-	for (size_t i = 0; i < t->nmods; i++)
-		if (ip >= t->mods[i].start && ip < t->mods[i].end)
-			return &t->mods[i];
-	return NULL;
-}
-
-static void resolve(struct trace *t, struct trace_frame *f)
-{
-	if (GMT_IS_PYFRAME_IP(f->ip)) {
-		struct trace_pyframe *pf = NULL;
-		uint64_t id = GMT_PYFRAME_ID(f->ip);
-		f->python = true;
-		f->module = NULL;
-		if (id == GMT_PYFRAME_NONE) {
-			f->function = "[Python frames unavailable: the GIL was not held]";
-			return;
-		}
-		HASH_FIND(hh, t->pyframes, &id, sizeof(id), pf);
-		if (pf) {
-			f->function = pf->function;
-			f->file = pf->file[0] ? pf->file : NULL;
-			f->line = pf->line;
-		} else {
-			f->function = "[Python frame]"; /* its PYFRAME record was lost */
-		}
-		return;
-	}
-	struct trace_symbol *sym = NULL;
-	uint64_t ip = f->ip;
-	HASH_FIND(hh, t->symbols, &ip, sizeof(ip), sym);
-	if (!sym && ip) {
-		ip--;
-		HASH_FIND(hh, t->symbols, &ip, sizeof(ip), sym);
-	}
-	if (sym && sym->function[0]) {
-		f->function = sym->function;
-		f->file = sym->file[0] ? sym->file : NULL;
-		f->line = sym->line;
-		return;
-	}
-	/* no SYMBOL record (the process died before symbolizing): look the
-	 * address up in the module files, when they are still here */
-	if (!t->symbolizer_tried) {
-		t->symbolizer_tried = true;
-		struct gmt_symbolizer *s = gmt_symbolizer_new();
-		for (size_t i = 0; s && i < t->nmods; i++) {
-			const struct trace_module *m = &t->mods[i];
-			gmt_symbolizer_add_module(s, m->path, m->bias, m->start, m->end,
-						  m->build_id_len ? m->build_id : NULL,
-						  (unsigned)m->build_id_len);
-		}
-		t->symbolizer = s;
-	}
-	struct gmt_symbol out = {0};
-	if (t->symbolizer &&
-	    gmt_symbolize(t->symbolizer, f->depth ? f->ip - 1 : f->ip, &out) == 0 && out.function) {
-		/* owned by the symbolizer, which lives until trace_close */
-		f->function = out.function;
-		f->file = out.file;
-		f->line = out.line;
-		char *d = demangle(out.function);
-		if (d) /* kept as a SYMBOL would be: freed with the others */
-			f->function = add_symbol(t, f->ip, 0, d, out.file ? out.file : "", out.line)
-					  ->function;
-	}
-}
-
-int trace_stack_depth(const struct trace *t, uint64_t id)
-{
-	int n = 0;
-	while (id != 0 && id <= t->nnodes && n < MAX_DEPTH) {
-		n++;
-		id = t->nodes[id - 1].parent;
-	}
-	return n;
-}
-
-static bool raw_frame(const struct trace *t, uint64_t id, int depth, struct trace_frame *out)
-{
-	for (int d = 0; id != 0 && id <= t->nnodes && d < MAX_DEPTH; d++) {
-		const struct trace_node *n = &t->nodes[id - 1];
-		if (d == depth) {
-			memset(out, 0, sizeof(*out));
-			out->ip = n->ip;
-			out->depth = d;
-			out->module = GMT_IS_PYFRAME_IP(n->ip) ? NULL : trace_module_at(t, n->ip);
-			out->python = GMT_IS_PYFRAME_IP(n->ip);
-			return true;
-		}
-		id = n->parent;
-	}
-	return false;
-}
-
-bool trace_frame(struct trace *t, uint64_t id, int depth, struct trace_frame *out)
-{
-	if (!raw_frame(t, id, depth, out))
-		return false;
-	resolve(t, out);
-	return true;
-}
-
-bool trace_site(struct trace *t, uint64_t stack_id, struct trace_frame *out)
-{
-	struct trace_frame first = {0};
-	bool have_first = false;
-	uint64_t id = stack_id;
-	for (int depth = 0; id != 0 && id <= t->nnodes && depth < MAX_DEPTH; depth++) {
-		const struct trace_node *n = &t->nodes[id - 1];
-		bool py = GMT_IS_PYFRAME_IP(n->ip);
-		struct trace_frame f = {.ip = n->ip,
-					.depth = depth,
-					.module = py ? NULL : trace_module_at(t, n->ip),
-					.python = py};
-		if (!have_first) {
-			first = f;
-			have_first = true;
-		}
-		if (!f.module || !f.module->cuda) {
-			*out = f;
-			resolve(t, out);
-			return true;
-		}
-		id = n->parent;
-	}
-	if (!have_first)
-		return false;
-	*out = first;
-	out->in_cuda = true;
-	resolve(t, out);
-	return true;
-}
-
-const char *trace_library(struct trace *t, uint64_t id)
-{
-	struct trace_frame f;
-	if (!id || !trace_site(t, id, &f))
-		return "(no stack)";
-	if (f.python)
-		return "python";
-	return f.module ? f.module->library : "(unknown module)";
-}
-
-const char *trace_frame_text(const struct trace_frame *f, char *buf, size_t size)
-{
-	if (f->function) {
-		if (f->file)
-			snprintf(buf, size, "%s (%s:%" PRIu64 ")", f->function, f->file, f->line);
-		else if (f->module)
-			snprintf(buf, size, "%s (%s+0x%" PRIx64 ")", f->function,
-				 f->module->library, f->ip - f->module->bias);
-		else
-			snprintf(buf, size, "%s", f->function);
-	} else if (f->module) {
-		snprintf(buf, size, "%s+0x%" PRIx64, f->module->library, f->ip - f->module->bias);
-	} else {
-		snprintf(buf, size, "0x%" PRIx64, f->ip);
-	}
-	return buf;
-}
-
-const char *trace_callers_text(struct trace *t, uint64_t stack_id, int site_depth, int ncallers,
-			       char *buf, size_t size)
-{
-	size_t len = strlen(buf);
-	for (int d = 1; d <= ncallers && len + 1 < size; d++) {
-		struct trace_frame fr;
-		if (!trace_frame(t, stack_id, site_depth + d, &fr))
-			break;
-		/* Below main there is only the C start-up code. */
-		if (fr.function &&
-		    (!strncmp(fr.function, "__libc_start", 12) || !strcmp(fr.function, "_start")))
-			break;
-		if (fr.python && fr.function && fr.file)
-			snprintf(buf + len, size - len, " <- %s (%s:%" PRIu64 ")", fr.function,
-				 fr.file, fr.line);
-		else if (fr.function)
-			snprintf(buf + len, size - len, " <- %s", fr.function);
-		else if (fr.module)
-			snprintf(buf + len, size - len, " <- %s+0x%" PRIx64, fr.module->library,
-				 fr.ip - fr.module->bias);
-		else
-			snprintf(buf + len, size - len, " <- 0x%" PRIx64, fr.ip);
-		len += strlen(buf + len);
-	}
-	return buf;
 }
 
 /* ---- grouping -------------------------------------------------------- */

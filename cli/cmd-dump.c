@@ -133,187 +133,262 @@ static void wall(FILE *f, uint64_t ns)
 		fprintf(f, "%" PRIu64, ns);
 }
 
-static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+/* One function per record type: each prints the line after the offset. */
+
+static void dump_chunk(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	fprintf(f,
+		"CHUNK #%" PRIu64 " seq %" PRIu64 " payload %" PRIu32 " bytes crc32c 0x%08" PRIx32,
+		rec->u.chunk.index, rec->u.chunk.seq, rec->u.chunk.payload_len, rec->u.chunk.crc);
+	if (rec->u.chunk.zstd)
+		fprintf(f, " zstd raw %" PRIu32 " bytes", rec->u.chunk.raw_len);
+	fputc('\n', f);
+}
+
+static void dump_process(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	typeof(rec->u.process) const *p = &rec->u.process;
+	fprintf(f, "PROCESS pid %" PRIu64 " ppid %" PRIu64 " start_wall ", p->pid, p->ppid);
+	wall(f, p->start_wall_ns);
+	fputs(" host ", f);
+	str(f, p->hostname);
+	fputs(" exe ", f);
+	str(f, p->exe);
+	fprintf(f, " argv[%zu] [", p->argc);
+	for (size_t i = 0; i < p->argc; i++) {
+		if (i)
+			fputs(", ", f);
+		str(f, p->argv[i]);
+	}
+	fprintf(f, "] env[%zu] {", p->nenv);
+	for (size_t i = 0; i < p->nenv; i++) {
+		if (i)
+			fputs(", ", f);
+		str(f, p->env[i].key);
+		fputs(": ", f);
+		str(f, p->env[i].value);
+	}
+	fputs("}\n", f);
+}
+
+static void dump_module(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	fprintf(
+	    f, "MODULE id %" PRIu64 " [0x%" PRIx64 ", 0x%" PRIx64 ") load_bias 0x%" PRIx64 " path ",
+	    rec->u.module.id, rec->u.module.start, rec->u.module.end, rec->u.module.load_bias);
+	str(f, rec->u.module.path);
+	fputs(" build_id ", f);
+	hex(f, rec->u.module.build_id);
+	fputc('\n', f);
+}
+
+static void dump_device(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32];
+	fprintf(f, "DEVICE %" PRId64 " name ", rec->u.device.ordinal);
+	str(f, rec->u.device.name);
+	fputs(" uuid ", f);
+	uuid(f, rec->u.device.uuid);
+	fprintf(f, " total %" PRIu64 " (%s) cc %" PRIu64 ".%" PRIu64 " driver %" PRIu64 "\n",
+		rec->u.device.total_bytes, fmt_size(b1, rec->u.device.total_bytes),
+		rec->u.device.cc_major, rec->u.device.cc_minor, rec->u.device.driver_version);
+}
+
+static void dump_stack(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	fprintf(f, "STACK %zu nodes:", rec->u.stack.count);
+	for (size_t i = 0; i < rec->u.stack.count; i++) {
+		const struct gmt_stack_node *n = &rec->u.stack.nodes[i];
+		fprintf(f, "%s #%" PRIu64 " parent %" PRIu64 " ip 0x%" PRIx64, i ? "," : "", n->id,
+			n->parent, n->ip);
+	}
+	fputc('\n', f);
+}
+
+static void dump_thread(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	fprintf(f, "THREAD tid %" PRIu64 " name ", rec->u.thread.tid);
+	str(f, rec->u.thread.name);
+	fputc('\n', f);
+}
+
+static void dump_events(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32];
+	fprintf(f, "EVENTS tid %" PRIu64 " base %s count %" PRIu64 "%s\n", rec->u.events.tid,
+		fmt_reltime(b1, (int64_t)(rec->u.events.base_time_ns - mono0)), rec->u.events.count,
+		rec->u.events.columns ? " (columns)" : "");
+}
+
+static void dump_event(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 {
 	char b1[32], b2[32];
+	const struct gmt_event *e = &rec->u.event;
+	fprintf(f,
+		"  EVENT #%" PRIu64 " %s tid %" PRIu64 " %s dev %" PRId64 " ptr 0x%" PRIx64
+		" size %" PRIu64,
+		e->index, fmt_reltime(b1, (int64_t)(e->time_ns - mono0)), e->tid, api_name(e->api),
+		e->device, e->ptr, e->size);
+	if (e->size >= 1024)
+		fprintf(f, " (%s)", fmt_size(b2, e->size));
+	aux_fields(f, e);
+	fprintf(f, " stack %" PRIu64, e->stack_id);
+	result(f, e);
+	fputc('\n', f);
+}
+
+static void dump_lost(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32];
+	fprintf(f, "LOST tid %" PRIu64 " count %" PRIu64 " at %s\n", rec->u.lost.tid,
+		rec->u.lost.count, fmt_reltime(b1, (int64_t)(rec->u.lost.time_ns - mono0)));
+}
+
+static void dump_symbol(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	fprintf(f, "SYMBOL 0x%" PRIx64 " module %" PRIu64 " function ", rec->u.symbol.ip,
+		rec->u.symbol.module_id);
+	str(f, rec->u.symbol.function);
+	fputs(" file ", f);
+	str(f, rec->u.symbol.file);
+	fprintf(f, " line %" PRIu64 "\n", rec->u.symbol.line);
+}
+
+static void dump_note(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	fprintf(f, "NOTE %s ",
+		rec->u.note.level == 0	 ? "info"
+		: rec->u.note.level == 1 ? "warning"
+					 : "level?");
+	str(f, rec->u.note.text);
+	fputc('\n', f);
+}
+
+static void dump_meminfo(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32], b2[32], b3[32];
+	fprintf(f,
+		"MEMINFO %s tid %" PRIu64 " dev %" PRId64 " free %" PRIu64 " (%s) total %" PRIu64
+		" (%s) after %s\n",
+		fmt_reltime(b1, (int64_t)(rec->u.meminfo.time_ns - mono0)), rec->u.meminfo.tid,
+		rec->u.meminfo.device, rec->u.meminfo.free_bytes,
+		fmt_size(b2, rec->u.meminfo.free_bytes), rec->u.meminfo.total_bytes,
+		fmt_size(b3, rec->u.meminfo.total_bytes), api_name((uint32_t)rec->u.meminfo.api));
+}
+
+static void dump_sample(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	static const char *const why[] = {"periodic", "peak", "oom", "start", "end"};
+	char b1[32], b2[32], b3[32], b4[32];
+	uint64_t rs = rec->u.sample.reason;
+	fprintf(f, "SAMPLE %s nvml %" PRIu64 " uuid ",
+		fmt_reltime(b1, (int64_t)(rec->u.sample.time_ns - mono0)),
+		rec->u.sample.nvml_index);
+	for (size_t i = 0; i < rec->u.sample.uuid.len; i++)
+		fprintf(f, "%02x", rec->u.sample.uuid.p[i]);
+	fprintf(f, " used %" PRIu64 " (%s) total %" PRIu64 " (%s) process ",
+		rec->u.sample.used_bytes, fmt_size(b2, rec->u.sample.used_bytes),
+		rec->u.sample.total_bytes, fmt_size(b3, rec->u.sample.total_bytes));
+	if (rec->u.sample.flags & GMT_SAMPLE_PROCESS_KNOWN)
+		fprintf(f, "%" PRIu64 " (%s)", rec->u.sample.process_used_bytes,
+			fmt_size(b4, rec->u.sample.process_used_bytes));
+	else
+		fputs("unknown", f);
+	fprintf(f, " reason %s\n", rs < sizeof why / sizeof *why ? why[rs] : "?");
+}
+
+static void dump_range(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	static const char *const ops[] = {"?", "push", "pop", "start", "end", "mark"};
+	char b1[32];
+	uint64_t op = rec->u.range.op;
+	fprintf(f, "RANGE %s tid %" PRIu64 " %s id %" PRIu64 " source %s text ",
+		fmt_reltime(b1, (int64_t)(rec->u.range.time_ns - mono0)), rec->u.range.tid,
+		op < sizeof ops / sizeof *ops ? ops[op] : "?", rec->u.range.id,
+		rec->u.range.source == GMT_RANGE_SRC_NVTX  ? "nvtx"
+		: rec->u.range.source == GMT_RANGE_SRC_API ? "api"
+							   : "?");
+	str(f, rec->u.range.text);
+	fputc('\n', f);
+}
+
+static void dump_pyframe(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	fprintf(f, "PYFRAME %" PRIu64 " function ", rec->u.pyframe.id);
+	str(f, rec->u.pyframe.function);
+	fputs(" file ", f);
+	str(f, rec->u.pyframe.file);
+	fprintf(f, " line %" PRIu64 "\n", rec->u.pyframe.line);
+}
+
+static void dump_trailer(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32];
+	uint64_t why = rec->u.trailer.reason;
+	fprintf(f,
+		"TRAILER end %s events %" PRIu64 " lost %" PRIu64 " stack_nodes %" PRIu64
+		" reason %" PRIu64 " (%s)\n",
+		fmt_reltime(b1, (int64_t)(rec->u.trailer.end_time_ns - mono0)),
+		rec->u.trailer.events, rec->u.trailer.lost, rec->u.trailer.stack_nodes, why,
+		why == GMT_END_EXIT    ? "exit"
+		: why == GMT_END__EXIT ? "_exit"
+		: why == GMT_END_EXEC  ? "exec"
+				       : "?");
+}
+
+/* No default: -Wswitch names a new record type that prints nothing yet. */
+static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
 	fprintf(f, "@%-8" PRIu64 " ", rec->offset);
 	switch (rec->type) {
 	case GMT_REC_CHUNK:
-		fprintf(f,
-			"CHUNK #%" PRIu64 " seq %" PRIu64 " payload %" PRIu32
-			" bytes crc32c 0x%08" PRIx32,
-			rec->u.chunk.index, rec->u.chunk.seq, rec->u.chunk.payload_len,
-			rec->u.chunk.crc);
-		if (rec->u.chunk.zstd)
-			fprintf(f, " zstd raw %" PRIu32 " bytes", rec->u.chunk.raw_len);
-		fputc('\n', f);
+		dump_chunk(f, rec, mono0);
 		return;
-	case GMT_REC_PROCESS: {
-		typeof(rec->u.process) const *p = &rec->u.process;
-		fprintf(f, "PROCESS pid %" PRIu64 " ppid %" PRIu64 " start_wall ", p->pid, p->ppid);
-		wall(f, p->start_wall_ns);
-		fputs(" host ", f);
-		str(f, p->hostname);
-		fputs(" exe ", f);
-		str(f, p->exe);
-		fprintf(f, " argv[%zu] [", p->argc);
-		for (size_t i = 0; i < p->argc; i++) {
-			if (i)
-				fputs(", ", f);
-			str(f, p->argv[i]);
-		}
-		fprintf(f, "] env[%zu] {", p->nenv);
-		for (size_t i = 0; i < p->nenv; i++) {
-			if (i)
-				fputs(", ", f);
-			str(f, p->env[i].key);
-			fputs(": ", f);
-			str(f, p->env[i].value);
-		}
-		fputs("}\n", f);
+	case GMT_REC_PROCESS:
+		dump_process(f, rec, mono0);
 		return;
-	}
 	case GMT_REC_MODULE:
-		fprintf(f,
-			"MODULE id %" PRIu64 " [0x%" PRIx64 ", 0x%" PRIx64 ") load_bias 0x%" PRIx64
-			" path ",
-			rec->u.module.id, rec->u.module.start, rec->u.module.end,
-			rec->u.module.load_bias);
-		str(f, rec->u.module.path);
-		fputs(" build_id ", f);
-		hex(f, rec->u.module.build_id);
-		fputc('\n', f);
+		dump_module(f, rec, mono0);
 		return;
 	case GMT_REC_DEVICE:
-		fprintf(f, "DEVICE %" PRId64 " name ", rec->u.device.ordinal);
-		str(f, rec->u.device.name);
-		fputs(" uuid ", f);
-		uuid(f, rec->u.device.uuid);
-		fprintf(
-		    f, " total %" PRIu64 " (%s) cc %" PRIu64 ".%" PRIu64 " driver %" PRIu64 "\n",
-		    rec->u.device.total_bytes, fmt_size(b1, rec->u.device.total_bytes),
-		    rec->u.device.cc_major, rec->u.device.cc_minor, rec->u.device.driver_version);
+		dump_device(f, rec, mono0);
 		return;
 	case GMT_REC_STACK:
-		fprintf(f, "STACK %zu nodes:", rec->u.stack.count);
-		for (size_t i = 0; i < rec->u.stack.count; i++) {
-			const struct gmt_stack_node *n = &rec->u.stack.nodes[i];
-			fprintf(f, "%s #%" PRIu64 " parent %" PRIu64 " ip 0x%" PRIx64, i ? "," : "",
-				n->id, n->parent, n->ip);
-		}
-		fputc('\n', f);
+		dump_stack(f, rec, mono0);
 		return;
 	case GMT_REC_THREAD:
-		fprintf(f, "THREAD tid %" PRIu64 " name ", rec->u.thread.tid);
-		str(f, rec->u.thread.name);
-		fputc('\n', f);
+		dump_thread(f, rec, mono0);
 		return;
 	case GMT_REC_EVENTS:
-		fprintf(f, "EVENTS tid %" PRIu64 " base %s count %" PRIu64 "%s\n",
-			rec->u.events.tid,
-			fmt_reltime(b1, (int64_t)(rec->u.events.base_time_ns - mono0)),
-			rec->u.events.count, rec->u.events.columns ? " (columns)" : "");
+		dump_events(f, rec, mono0);
 		return;
-	case GMT_REC_EVENT: {
-		const struct gmt_event *e = &rec->u.event;
-		fprintf(f,
-			"  EVENT #%" PRIu64 " %s tid %" PRIu64 " %s dev %" PRId64 " ptr 0x%" PRIx64
-			" size %" PRIu64,
-			e->index, fmt_reltime(b1, (int64_t)(e->time_ns - mono0)), e->tid,
-			api_name(e->api), e->device, e->ptr, e->size);
-		if (e->size >= 1024)
-			fprintf(f, " (%s)", fmt_size(b2, e->size));
-		aux_fields(f, e);
-		fprintf(f, " stack %" PRIu64, e->stack_id);
-		result(f, e);
-		fputc('\n', f);
+	case GMT_REC_EVENT:
+		dump_event(f, rec, mono0);
 		return;
-	}
 	case GMT_REC_LOST:
-		fprintf(f, "LOST tid %" PRIu64 " count %" PRIu64 " at %s\n", rec->u.lost.tid,
-			rec->u.lost.count, fmt_reltime(b1, (int64_t)(rec->u.lost.time_ns - mono0)));
+		dump_lost(f, rec, mono0);
 		return;
 	case GMT_REC_SYMBOL:
-		fprintf(f, "SYMBOL 0x%" PRIx64 " module %" PRIu64 " function ", rec->u.symbol.ip,
-			rec->u.symbol.module_id);
-		str(f, rec->u.symbol.function);
-		fputs(" file ", f);
-		str(f, rec->u.symbol.file);
-		fprintf(f, " line %" PRIu64 "\n", rec->u.symbol.line);
+		dump_symbol(f, rec, mono0);
 		return;
 	case GMT_REC_NOTE:
-		fprintf(f, "NOTE %s ",
-			rec->u.note.level == 0	 ? "info"
-			: rec->u.note.level == 1 ? "warning"
-						 : "level?");
-		str(f, rec->u.note.text);
-		fputc('\n', f);
+		dump_note(f, rec, mono0);
 		return;
-	case GMT_REC_MEMINFO: {
-		char b3[32];
-		fprintf(f,
-			"MEMINFO %s tid %" PRIu64 " dev %" PRId64 " free %" PRIu64
-			" (%s) total %" PRIu64 " (%s) after %s\n",
-			fmt_reltime(b1, (int64_t)(rec->u.meminfo.time_ns - mono0)),
-			rec->u.meminfo.tid, rec->u.meminfo.device, rec->u.meminfo.free_bytes,
-			fmt_size(b2, rec->u.meminfo.free_bytes), rec->u.meminfo.total_bytes,
-			fmt_size(b3, rec->u.meminfo.total_bytes),
-			api_name((uint32_t)rec->u.meminfo.api));
+	case GMT_REC_MEMINFO:
+		dump_meminfo(f, rec, mono0);
 		return;
-	}
-	case GMT_REC_SAMPLE: {
-		static const char *const why[] = {"periodic", "peak", "oom", "start", "end"};
-		char b3[32], b4[32];
-		uint64_t rs = rec->u.sample.reason;
-		fprintf(f, "SAMPLE %s nvml %" PRIu64 " uuid ",
-			fmt_reltime(b1, (int64_t)(rec->u.sample.time_ns - mono0)),
-			rec->u.sample.nvml_index);
-		for (size_t i = 0; i < rec->u.sample.uuid.len; i++)
-			fprintf(f, "%02x", rec->u.sample.uuid.p[i]);
-		fprintf(f, " used %" PRIu64 " (%s) total %" PRIu64 " (%s) process ",
-			rec->u.sample.used_bytes, fmt_size(b2, rec->u.sample.used_bytes),
-			rec->u.sample.total_bytes, fmt_size(b3, rec->u.sample.total_bytes));
-		if (rec->u.sample.flags & GMT_SAMPLE_PROCESS_KNOWN)
-			fprintf(f, "%" PRIu64 " (%s)", rec->u.sample.process_used_bytes,
-				fmt_size(b4, rec->u.sample.process_used_bytes));
-		else
-			fputs("unknown", f);
-		fprintf(f, " reason %s\n", rs < sizeof why / sizeof *why ? why[rs] : "?");
+	case GMT_REC_SAMPLE:
+		dump_sample(f, rec, mono0);
 		return;
-	}
-	case GMT_REC_RANGE: {
-		static const char *const ops[] = {"?", "push", "pop", "start", "end", "mark"};
-		uint64_t op = rec->u.range.op;
-		fprintf(f, "RANGE %s tid %" PRIu64 " %s id %" PRIu64 " source %s text ",
-			fmt_reltime(b1, (int64_t)(rec->u.range.time_ns - mono0)), rec->u.range.tid,
-			op < sizeof ops / sizeof *ops ? ops[op] : "?", rec->u.range.id,
-			rec->u.range.source == GMT_RANGE_SRC_NVTX  ? "nvtx"
-			: rec->u.range.source == GMT_RANGE_SRC_API ? "api"
-								   : "?");
-		str(f, rec->u.range.text);
-		fputc('\n', f);
+	case GMT_REC_RANGE:
+		dump_range(f, rec, mono0);
 		return;
-	}
 	case GMT_REC_PYFRAME:
-		fprintf(f, "PYFRAME %" PRIu64 " function ", rec->u.pyframe.id);
-		str(f, rec->u.pyframe.function);
-		fputs(" file ", f);
-		str(f, rec->u.pyframe.file);
-		fprintf(f, " line %" PRIu64 "\n", rec->u.pyframe.line);
+		dump_pyframe(f, rec, mono0);
 		return;
-	case GMT_REC_TRAILER: {
-		uint64_t why = rec->u.trailer.reason;
-		fprintf(f,
-			"TRAILER end %s events %" PRIu64 " lost %" PRIu64 " stack_nodes %" PRIu64
-			" reason %" PRIu64 " (%s)\n",
-			fmt_reltime(b1, (int64_t)(rec->u.trailer.end_time_ns - mono0)),
-			rec->u.trailer.events, rec->u.trailer.lost, rec->u.trailer.stack_nodes, why,
-			why == GMT_END_EXIT    ? "exit"
-			: why == GMT_END__EXIT ? "_exit"
-			: why == GMT_END_EXEC  ? "exec"
-					       : "?");
+	case GMT_REC_TRAILER:
+		dump_trailer(f, rec, mono0);
 		return;
-	}
 	}
 	fprintf(f, "%s\n", gmt_rec_type_name(rec->type));
 }

@@ -8,7 +8,7 @@
 # $(BUILD)/tests/unit-tools/, which tests/run.sh does not run.
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(TEST_BUILD)/unit/%,$(wildcard tests/unit/test-*.c))
-UNIT_COMMON := reader/reader.c common/crc32c.c common/zstd.c tests/unit/trace-builder.c
+UNIT_COMMON := reader/reader.c reader/chunks.c reader/records.c common/crc32c.c common/zstd.c tests/unit/trace-builder.c
 UNIT_OBJ := $(BUILD)/obj/unit
 MKTRACE := $(TEST_BUILD)/unit-tools/mktrace
 

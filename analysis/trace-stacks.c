@@ -1,0 +1,202 @@
+/* A trace's stacks as the reports show them: stack ids to frames, frames
+ * to symbols (from the trace's SYMBOL and PYFRAME records, else the
+ * symbolizer on the modules), and frames and callers as text. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/symbolize.h"
+#include "analysis/trace-records.h"
+
+#define MAX_DEPTH 4096
+
+const struct trace_module *trace_module_at(const struct trace *t, uint64_t ip)
+{
+	for (size_t i = 0; i < t->nmods; i++)
+		if (ip >= t->mods[i].start && ip < t->mods[i].end)
+			return &t->mods[i];
+	return NULL;
+}
+
+static void resolve(struct trace *t, struct trace_frame *f)
+{
+	if (GMT_IS_PYFRAME_IP(f->ip)) {
+		struct trace_pyframe *pf = NULL;
+		uint64_t id = GMT_PYFRAME_ID(f->ip);
+		f->python = true;
+		f->module = NULL;
+		if (id == GMT_PYFRAME_NONE) {
+			f->function = "[Python frames unavailable: the GIL was not held]";
+			return;
+		}
+		HASH_FIND(hh, t->pyframes, &id, sizeof(id), pf);
+		if (pf) {
+			f->function = pf->function;
+			f->file = pf->file[0] ? pf->file : NULL;
+			f->line = pf->line;
+		} else {
+			f->function = "[Python frame]"; /* its PYFRAME record was lost */
+		}
+		return;
+	}
+	struct trace_symbol *sym = NULL;
+	uint64_t ip = f->ip;
+	HASH_FIND(hh, t->symbols, &ip, sizeof(ip), sym);
+	if (!sym && ip) {
+		ip--;
+		HASH_FIND(hh, t->symbols, &ip, sizeof(ip), sym);
+	}
+	if (sym && sym->function[0]) {
+		f->function = sym->function;
+		f->file = sym->file[0] ? sym->file : NULL;
+		f->line = sym->line;
+		return;
+	}
+	/* no SYMBOL record (the process died before symbolizing): look the
+	 * address up in the module files, when they are still here */
+	if (!t->symbolizer_tried) {
+		t->symbolizer_tried = true;
+		struct gmt_symbolizer *s = gmt_symbolizer_new();
+		for (size_t i = 0; s && i < t->nmods; i++) {
+			const struct trace_module *m = &t->mods[i];
+			gmt_symbolizer_add_module(s, m->path, m->bias, m->start, m->end,
+						  m->build_id_len ? m->build_id : NULL,
+						  (unsigned)m->build_id_len);
+		}
+		t->symbolizer = s;
+	}
+	struct gmt_symbol out = {0};
+	if (t->symbolizer &&
+	    gmt_symbolize(t->symbolizer, f->depth ? f->ip - 1 : f->ip, &out) == 0 && out.function) {
+		/* owned by the symbolizer, which lives until trace_close */
+		f->function = out.function;
+		f->file = out.file;
+		f->line = out.line;
+		char *d = trace_demangle(out.function);
+		if (d) /* kept as a SYMBOL would be: freed with the others */
+			f->function =
+			    trace_add_symbol(t, f->ip, 0, d, out.file ? out.file : "", out.line)
+				->function;
+	}
+}
+
+int trace_stack_depth(const struct trace *t, uint64_t id)
+{
+	int n = 0;
+	while (id != 0 && id <= t->nnodes && n < MAX_DEPTH) {
+		n++;
+		id = t->nodes[id - 1].parent;
+	}
+	return n;
+}
+
+static bool raw_frame(const struct trace *t, uint64_t id, int depth, struct trace_frame *out)
+{
+	for (int d = 0; id != 0 && id <= t->nnodes && d < MAX_DEPTH; d++) {
+		const struct trace_node *n = &t->nodes[id - 1];
+		if (d == depth) {
+			memset(out, 0, sizeof(*out));
+			out->ip = n->ip;
+			out->depth = d;
+			out->module = GMT_IS_PYFRAME_IP(n->ip) ? NULL : trace_module_at(t, n->ip);
+			out->python = GMT_IS_PYFRAME_IP(n->ip);
+			return true;
+		}
+		id = n->parent;
+	}
+	return false;
+}
+
+bool trace_frame(struct trace *t, uint64_t id, int depth, struct trace_frame *out)
+{
+	if (!raw_frame(t, id, depth, out))
+		return false;
+	resolve(t, out);
+	return true;
+}
+
+bool trace_site(struct trace *t, uint64_t stack_id, struct trace_frame *out)
+{
+	struct trace_frame first = {0};
+	bool have_first = false;
+	uint64_t id = stack_id;
+	for (int depth = 0; id != 0 && id <= t->nnodes && depth < MAX_DEPTH; depth++) {
+		const struct trace_node *n = &t->nodes[id - 1];
+		bool py = GMT_IS_PYFRAME_IP(n->ip);
+		struct trace_frame f = {.ip = n->ip,
+					.depth = depth,
+					.module = py ? NULL : trace_module_at(t, n->ip),
+					.python = py};
+		if (!have_first) {
+			first = f;
+			have_first = true;
+		}
+		if (!f.module || !f.module->cuda) {
+			*out = f;
+			resolve(t, out);
+			return true;
+		}
+		id = n->parent;
+	}
+	if (!have_first)
+		return false;
+	*out = first;
+	out->in_cuda = true;
+	resolve(t, out);
+	return true;
+}
+
+const char *trace_library(struct trace *t, uint64_t id)
+{
+	struct trace_frame f;
+	if (!id || !trace_site(t, id, &f))
+		return "(no stack)";
+	if (f.python)
+		return "python";
+	return f.module ? f.module->library : "(unknown module)";
+}
+
+const char *trace_frame_text(const struct trace_frame *f, char *buf, size_t size)
+{
+	if (f->function) {
+		if (f->file)
+			snprintf(buf, size, "%s (%s:%" PRIu64 ")", f->function, f->file, f->line);
+		else if (f->module)
+			snprintf(buf, size, "%s (%s+0x%" PRIx64 ")", f->function,
+				 f->module->library, f->ip - f->module->bias);
+		else
+			snprintf(buf, size, "%s", f->function);
+	} else if (f->module) {
+		snprintf(buf, size, "%s+0x%" PRIx64, f->module->library, f->ip - f->module->bias);
+	} else {
+		snprintf(buf, size, "0x%" PRIx64, f->ip);
+	}
+	return buf;
+}
+
+const char *trace_callers_text(struct trace *t, uint64_t stack_id, int site_depth, int ncallers,
+			       char *buf, size_t size)
+{
+	size_t len = strlen(buf);
+	for (int d = 1; d <= ncallers && len + 1 < size; d++) {
+		struct trace_frame fr;
+		if (!trace_frame(t, stack_id, site_depth + d, &fr))
+			break;
+		/* Below main there is only the C start-up code. */
+		if (fr.function &&
+		    (!strncmp(fr.function, "__libc_start", 12) || !strcmp(fr.function, "_start")))
+			break;
+		if (fr.python && fr.function && fr.file)
+			snprintf(buf + len, size - len, " <- %s (%s:%" PRIu64 ")", fr.function,
+				 fr.file, fr.line);
+		else if (fr.function)
+			snprintf(buf + len, size - len, " <- %s", fr.function);
+		else if (fr.module)
+			snprintf(buf + len, size - len, " <- %s+0x%" PRIx64, fr.module->library,
+				 fr.ip - fr.module->bias);
+		else
+			snprintf(buf + len, size - len, " <- 0x%" PRIx64, fr.ip);
+		len += strlen(buf + len);
+	}
+	return buf;
+}
