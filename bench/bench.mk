@@ -2,7 +2,7 @@
 # what each part measures; docs/performance.md has the results.
 
 BENCH_DIR := $(BUILD)/bench
-BENCH_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE -pthread $(WARN) -Itests/sim -Ihooks
+BENCH_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE -pthread $(WARN) -Itests/sim -I. -Iinclude
 BENCH_PROGS := $(BENCH_DIR)/hookcost-fp $(BENCH_DIR)/hookcost-nofp $(BENCH_DIR)/workload
 
 .PHONY: bench-progs bench

@@ -19,7 +19,9 @@ for var in "${!bad[@]}"; do
 	expect_eq "$var: events" "$(json s.json 'd["events"]')" 7 # 6 + the context retain
 done
 # Every setting the library reads is covered here (GPUMEMTRACE_OUTPUT: t-output-path).
-for v in $(grep -o '"GPUMEMTRACE_[A-Z_]*"' "$TESTS_DIR/../lib/settings.c" | tr -d '"' | sort -u); do
+read_vars=$(grep -o '"GPUMEMTRACE_[A-Z_]*"' "$TESTS_DIR/../preload/settings.c" | tr -d '"' | sort -u)
+[ "$(echo "$read_vars" | wc -w)" -ge 10 ] || fail "preload/settings.c lists too few settings: $read_vars"
+for v in $read_vars; do
 	[ "$v" = GPUMEMTRACE_OUTPUT ] || [ -n "${bad[${v#GPUMEMTRACE_}]:-}" ] || fail "$v not covered"
 done
 # An empty GPUMEMTRACE_OUTPUT is the default name, without a warning.
