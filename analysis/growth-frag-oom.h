@@ -1,5 +1,5 @@
-/* Shared by gpumemtrace growth, fragmentation and oom: argument parsing for
- * "[--json] [--device N] [--width COLS] TRACE...", opening several traces,
+/* Shared by gpumemtrace growth, fragmentation and oom: their options
+ * (parsed by cli/options.c), opening several traces,
  * the per-trace header lines and a few formatting helpers. */
 #ifndef GMT_CLI_GROWTH_FRAG_OOM_H
 #define GMT_CLI_GROWTH_FRAG_OOM_H
@@ -10,9 +10,6 @@
 
 #include "analysis/trace.h"
 
-#define GFO_OPT_DEVICE 1u
-#define GFO_OPT_WIDTH  2u
-
 struct gfo_opts {
 	bool json;
 	bool has_device;
@@ -21,9 +18,6 @@ struct gfo_opts {
 	const char **paths;
 	int npaths;
 };
-
-/* Returns -1 when parsing succeeded, else the exit code (0 after --help). */
-int gfo_parse(int argc, char **argv, const char *help, unsigned allow, struct gfo_opts *o);
 
 /* Opens every trace (metadata pass). Returns -1, or the exit code after the
  * error line; on failure nothing stays open. */

@@ -67,16 +67,3 @@ out:
 	replay_free(&s.rp);
 	return rc;
 }
-
-int snapshot_at_arg(const char *cmd, const char *value, bool *at_end)
-{
-	if (!value || strcmp(value, "peak") == 0) {
-		*at_end = false;
-		return -1;
-	}
-	if (strcmp(value, "end") == 0) {
-		*at_end = true;
-		return -1;
-	}
-	return say_usage_error(cmd, "--at: want 'peak' or 'end', not '%s'", value);
-}

@@ -20,7 +20,4 @@ int dev_kind_of(const struct rp_live *l);
 typedef void (*snapshot_fn)(void *ctx, const struct rp_live *l);
 int snapshot_live(struct trace *t, bool at_end, snapshot_fn fn, void *ctx, uint64_t *when_ns);
 
-/* "peak" or "end" into *at_end; else a usage error (returns 2). */
-int snapshot_at_arg(const char *cmd, const char *value, bool *at_end);
-
 #endif

@@ -553,87 +553,7 @@ int parse_size(const char *s, uint64_t *out)
 	return -1;
 }
 
-/* ---- arguments, several traces --------------------------------------- */
-
-int trace_args(int argc, char **argv, const char *help, struct trace_opt *opts, size_t nopts,
-	       const char ***paths, int *npaths)
-{
-	const char *cmd = argv[0];
-	const char **pos = xrealloc(NULL, (size_t)argc * sizeof(*pos));
-	int npos = 0, dashdash = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!dashdash && strcmp(a, "--") == 0) {
-			dashdash = 1;
-			continue;
-		}
-		if (dashdash || a[0] != '-' || !a[1]) {
-			pos[npos++] = a;
-			continue;
-		}
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(help, stdout);
-			free(pos);
-			return 0;
-		}
-		struct trace_opt *o = NULL;
-		const char *val = NULL;
-		for (size_t k = 0; k < nopts && !o; k++) {
-			const char *names[2] = {opts[k].name, opts[k].alias};
-			for (int j = 0; j < 2 && !o; j++) {
-				if (!names[j])
-					continue;
-				size_t n = strlen(names[j]);
-				if (strncmp(a, names[j], n) != 0)
-					continue;
-				if (a[n] == 0) {
-					o = &opts[k];
-				} else if (a[n] == '=') {
-					o = &opts[k];
-					val = a + n + 1;
-				}
-			}
-		}
-		if (!o) {
-			free(pos);
-			return say_usage_error(cmd, "unknown option '%s'", a);
-		}
-		if (!o->takes_value && val) {
-			free(pos);
-			return say_usage_error(cmd, "option '%s' takes no value", o->name);
-		}
-		if (o->takes_value && !val) {
-			if (i + 1 >= argc) {
-				free(pos);
-				return say_usage_error(cmd, "option '%s' needs a value", o->name);
-			}
-			val = argv[++i];
-		}
-		o->set = true;
-		o->value = val;
-	}
-	if (npos == 0) {
-		free(pos);
-		return say_usage_error(cmd, "missing TRACE argument");
-	}
-	*paths = pos;
-	*npaths = npos;
-	return -1;
-}
-
-int trace_arg_uint(const char *cmd, const char *name, const char *value, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	if (!value || !isdigit((unsigned char)value[0]))
-		return say_usage_error(cmd, "option '%s' wants a number, not '%s'", name,
-				       value ? value : "");
-	unsigned long long x = strtoull(value, &end, 10);
-	if (*end || errno)
-		return say_usage_error(cmd, "option '%s' wants a number, not '%s'", name, value);
-	*out = x;
-	return -1;
-}
+/* ---- several traces ------------------------------------------------- */
 
 int64_t trace_rank(const struct trace *t)
 {
@@ -874,20 +794,4 @@ const char *trace_fmt_time(char *buf, int64_t ns)
 			 a / UINT64_C(3600000000000), a / UINT64_C(60000000000) % 60,
 			 a / UINT64_C(1000000000) % 60);
 	return buf;
-}
-
-int trace_grouping_opts(const char *cmd, const struct trace_opt *by, const struct trace_opt *depth,
-			enum trace_group *out_by, uint64_t *out_depth)
-{
-	*out_by = GROUP_STACK;
-	*out_depth = 3;
-	if (by->set && trace_group_parse(by->value, out_by) != 0)
-		return say_usage_error(
-		    cmd, "--by: unknown grouping '%s' (stack, function, library, api)", by->value);
-	int rc = -1;
-	if (depth->set)
-		rc = trace_arg_uint(cmd, "--depth", depth->value, out_depth);
-	if (rc < 0 && *out_depth > 64)
-		rc = say_usage_error(cmd, "--depth: at most 64");
-	return rc;
 }

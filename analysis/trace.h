@@ -210,28 +210,7 @@ const struct trace_device *trace_device(const struct trace *t, int64_t ordinal);
 /* End of the trace: the trailer's time, else the last event's. */
 uint64_t trace_end_ns(const struct trace *t);
 
-/* ---- arguments, several traces ---- */
-
-/* An option of a report command: a flag ("--json") or one that takes a
- * value ("--by X", "--by=X"); alias: a short spelling ("-n"), or NULL. */
-struct trace_opt {
-	const char *name, *alias;
-	bool takes_value;
-	bool set;	   /* out */
-	const char *value; /* out: the last value given */
-};
-/* Parses "[--help] [options] TRACE..." (options anywhere; "--" ends them).
- * On success returns -1 with *paths (malloc'd; free it) and *npaths >= 1;
- * else the exit code (0 after --help, which prints `help` on stdout). */
-int trace_args(int argc, char **argv, const char *help, struct trace_opt *opts, size_t nopts,
-	       const char ***paths, int *npaths);
-/* A non-negative integer option value; else a usage error (returns 2). */
-int trace_arg_uint(const char *cmd, const char *name, const char *value, uint64_t *out);
-/* The --by and --depth options of a grouping command (either may be unset):
- * defaults GROUP_STACK and 3, depth at most 64. Returns -1, or the exit code
- * after the usage error line. */
-int trace_grouping_opts(const char *cmd, const struct trace_opt *by, const struct trace_opt *depth,
-			enum trace_group *out_by, uint64_t *out_depth);
+/* ---- several traces ---- */
 
 /* The process's rank from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or
  * SLURM_PROCID in its environment; -1 if none. */

@@ -18,3 +18,10 @@ $(CLI): $(CLI_OBJS)
 cli: $(CLI) ## build the gpumemtrace command-line tool
 
 -include $(CLI_OBJS:.o=.d)
+
+# The man page's synopsis and options, docs/cli.md's synopses and flags
+# table, and the bash completion come from the commands' option tables
+# (t-cli-options-drift fails when they differ).
+.PHONY: gen-docs
+gen-docs: $(CLI) ## regenerate the option parts of the man page, docs/cli.md and the bash completion
+	scripts/gen-docs.sh $(CLI)

@@ -10,10 +10,9 @@
 #include "analysis/accounting.h"
 #include "analysis/growth-frag-oom.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 
-static const char help[] =
-    "usage: gpumemtrace accounting [--json] [--device N] TRACE...\n"
-    "\n"
+static const char about[] =
     "Reconciles what nvidia-smi shows for the process with what the trace explains,\n"
     "per device, at the peak of traced device bytes and at the end:\n"
     "  nvidia-smi            the process's usage from the NVML samples the tracer\n"
@@ -26,28 +25,29 @@ static const char help[] =
     "  unexplained           nvidia-smi - traced - contexts; flagged LARGE above\n"
     "                        10% of nvidia-smi and 64 MiB, with the route the memory\n"
     "                        likely took and the evidence for it\n"
-    "Without NVML samples it says why and still shows the traced figures.\n"
-    "\n"
-    "options:\n"
-    "      --json         one JSON object instead of text (keys: docs/cli.md)\n"
-    "      --device N     only device N\n"
-    "  -h, --help         this help\n"
-    "\n"
+    "Without NVML samples it says why and still shows the traced figures.\n";
+static const char more[] =
     "examples:\n"
     "  gpumemtrace accounting run.gmt\n"
     "  gpumemtrace accounting --json rank*.gmt | jq '.traces[].devices[].at_peak'\n"
     "\n"
     "exit status: 0 ok, 2 usage, 3 cannot read a file, 4 not a trace or corrupt\n";
+static const struct opt_usage usage = {
+    .name = "accounting", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
 int cmd_accounting(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	struct gfo_opts o;
-	int rc = gfo_parse(argc, argv, help, GFO_OPT_DEVICE, &o);
-	if (rc >= 0) {
-		free(o.paths);
+	struct gfo_opts o = {0};
+	const struct option opts[] = {
+	    OPT_BOOL("json", &o.json, "one JSON object instead of text (keys: docs/cli.md)"),
+	    OPT_INT("device", &o.device, "N", 0, INT32_MAX, "only device N",
+		    .given = &o.has_device),
+	    OPT_END(),
+	};
+	int rc = opt_parse(&usage, opts, argc, argv, &o.paths, &o.npaths);
+	if (rc >= 0)
 		return rc;
-	}
 	struct trace *ts;
 	rc = gfo_open_all(cmd, &o, &ts);
 	if (rc >= 0) {

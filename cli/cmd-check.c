@@ -11,33 +11,15 @@
 
 #include "analysis/check-measure.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 
-static const char help[] =
-    "usage: gpumemtrace check [--max-peak SIZE] [--max-live-at-end SIZE]\n"
-    "                         [--baseline TRACE --max-increase PCT] [--device N]\n"
-    "                         [--ignore-library GLOB]... [--junit FILE] [--json] TRACE...\n"
-    "\n"
+static const char about[] =
     "A CI gate on GPU memory. For each TRACE (one per rank or process) and each\n"
     "device (or only device N), checks the peak of live device memory, the device\n"
     "memory still live at the end, and the peak's increase over the same device's\n"
     "peak in a baseline trace. Prints one line per check, PASS or FAIL, with the\n"
-    "measured figure and the limit. A figure equal to its limit passes.\n"
-    "\n"
-    "options:\n"
-    "      --max-peak SIZE         fail when a device's peak is above SIZE\n"
-    "      --max-live-at-end SIZE  fail when more than SIZE is live at the end\n"
-    "      --baseline TRACE        the trace to compare peaks with (needs --max-increase)\n"
-    "      --max-increase PCT      fail when a peak is more than PCT percent above\n"
-    "                              the baseline's (a peak where the baseline had\n"
-    "                              none is an infinite increase)\n"
-    "      --device N              check device N only (an error if a trace lacks it)\n"
-    "      --ignore-library GLOB   leave out allocations charged to a library whose\n"
-    "                              file name matches GLOB (fnmatch; repeatable), in\n"
-    "                              the traces and the baseline alike\n"
-    "      --junit FILE            also write the results as JUnit XML to FILE\n"
-    "      --json                  one JSON object instead of lines (keys: docs/cli.md)\n"
-    "  -h, --help                  this help\n"
-    "\n"
+    "measured figure and the limit. A figure equal to its limit passes.\n";
+static const char more[] =
     "SIZE: bytes, or with a unit: 1.5GiB, 512MiB, 2GB (GB = 10^9, GiB = 2^30).\n"
     "\n"
     "exit status: 0 every check passed, 1 a check failed, 2 an error: bad flags,\n"
@@ -50,6 +32,8 @@ static const char help[] =
     "  gpumemtrace check --baseline main.gmt --max-increase 5 --junit mem.xml pr.gmt\n"
     "  gpumemtrace check --max-peak 70GiB --device 0 --ignore-library 'libcublas*' run.gmt\n"
     "  gpumemtrace check --max-live-at-end 0 --json run.gmt\n";
+static const struct opt_usage usage = {
+    .name = "check", .args = "TRACE...", .min_args = 0, .about = about, .more = more};
 
 #define CMD "check"
 
@@ -71,8 +55,7 @@ struct check_args {
 	double max_increase;
 	int64_t device;
 	const char *baseline, *junit;
-	const char **ignore;
-	size_t nignore;
+	struct opt_list ignore; /* --ignore-library globs */
 	const char **traces;
 	size_t ntraces;
 };
@@ -113,95 +96,52 @@ static int as_error(int rc)
 	return rc == 0 ? 0 : EXIT_USAGE;
 }
 
+/* --max-increase PCT: "5", "2.5", "5%". */
+static int parse_pct(const char *cmd, const struct option *o, const char *val)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(val, &end);
+	if (end < val + strlen(val) && *end == '%' && end[1] == 0)
+		end++;
+	if (!*val || *end || errno || !isfinite(v) || v < 0)
+		return say_usage_error(cmd, "--max-increase: bad percentage '%s' (e.g. 5 or 2.5)",
+				       val);
+	*(double *)o->value = v;
+	return -1;
+}
+
 static int parse_args(int argc, char **argv, struct check_args *a)
 {
-	a->traces = xalloc(NULL, argc * sizeof(*a->traces));
-	a->ignore = xalloc(NULL, argc * sizeof(*a->ignore));
-	bool dashdash = false;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		if (dashdash || arg[0] != '-' || !arg[1]) {
-			a->traces[a->ntraces++] = arg;
-			continue;
-		}
-		if (!strcmp(arg, "--")) {
-			dashdash = true;
-			continue;
-		}
-		if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-			fputs(help, stdout);
-			return 0;
-		}
-		if (!strcmp(arg, "--json")) {
-			a->json = true;
-			continue;
-		}
-		static const char *const valued[] = {
-		    "--max-peak", "--max-live-at-end", "--baseline", "--max-increase",
-		    "--device",	  "--ignore-library",  "--junit",    NULL};
-		const char *val = NULL, *opt = NULL;
-		size_t olen = 0;
-		for (int k = 0; valued[k]; k++) {
-			size_t n = strlen(valued[k]);
-			if (!strncmp(arg, valued[k], n) && (arg[n] == 0 || arg[n] == '=')) {
-				opt = valued[k];
-				olen = n;
-				break;
-			}
-		}
-		if (!opt)
-			return say_usage_error(CMD, "unknown option '%s'", arg);
-		if (arg[olen] == '=')
-			val = arg + olen + 1;
-		else if (i + 1 < argc)
-			val = argv[++i];
-		else
-			return say_usage_error(CMD, "option '%s' needs a value", opt);
-		if (!strcmp(opt, "--max-peak") || !strcmp(opt, "--max-live-at-end")) {
-			uint64_t v;
-			if (parse_size(val, &v) != 0)
-				return say_usage_error(
-				    CMD,
-				    "%s: bad size '%s' (use bytes, or e.g. 1.5GiB, 512MiB, 2GB)",
-				    opt, val);
-			if (opt[6] == 'p') {
-				a->has_peak = true;
-				a->max_peak = v;
-			} else {
-				a->has_live = true;
-				a->max_live = v;
-			}
-		} else if (!strcmp(opt, "--max-increase")) {
-			char *end;
-			errno = 0;
-			double v = strtod(val, &end);
-			if (end < val + strlen(val) && *end == '%' && end[1] == 0)
-				end++;
-			if (!*val || *end || errno || !isfinite(v) || v < 0)
-				return say_usage_error(
-				    CMD, "--max-increase: bad percentage '%s' (e.g. 5 or 2.5)",
-				    val);
-			a->has_increase = true;
-			a->max_increase = v;
-		} else if (!strcmp(opt, "--device")) {
-			char *end;
-			errno = 0;
-			long long v = strtoll(val, &end, 10);
-			if (!*val || *end || errno || v < 0)
-				return say_usage_error(CMD, "--device: bad device ordinal '%s'",
-						       val);
-			a->has_device = true;
-			a->device = v;
-		} else if (!strcmp(opt, "--baseline")) {
-			a->baseline = val;
-		} else if (!strcmp(opt, "--junit")) {
-			if (!*val)
-				return say_usage_error(CMD, "--junit: empty file name");
-			a->junit = val;
-		} else {
-			a->ignore[a->nignore++] = val;
-		}
-	}
+	const struct option opts[] = {
+	    OPT_SIZE("max-peak", &a->max_peak, "SIZE", "fail when a device's peak is above SIZE",
+		     .given = &a->has_peak),
+	    OPT_SIZE("max-live-at-end", &a->max_live, "SIZE",
+		     "fail when more than SIZE is live at the end", .given = &a->has_live),
+	    OPT_FILE("baseline", &a->baseline, "TRACE",
+		     "the trace to compare peaks with (needs --max-increase)"),
+	    OPT_CALLBACK("max-increase", &a->max_increase, "PCT", parse_pct,
+			 "fail when a peak is more than PCT percent above\n"
+			 "the baseline's (a peak where the baseline had\n"
+			 "none is an infinite increase)",
+			 .given = &a->has_increase),
+	    OPT_INT("device", &a->device, "N", 0, INT32_MAX,
+		    "check device N only (an error if a trace lacks it)", .given = &a->has_device),
+	    OPT_STRINGS("ignore-library", &a->ignore, "GLOB",
+			"leave out allocations charged to a library whose\n"
+			"file name matches GLOB (fnmatch; repeatable), in\n"
+			"the traces and the baseline alike"),
+	    OPT_FILE("junit", &a->junit, "FILE", "also write the results as JUnit XML to FILE"),
+	    OPT_BOOL("json", &a->json, "one JSON object instead of lines (keys: docs/cli.md)"),
+	    OPT_END(),
+	};
+	int n = 0;
+	int rc = opt_parse(&usage, opts, argc, argv, &a->traces, &n);
+	if (rc >= 0)
+		return rc;
+	a->ntraces = (size_t)n;
+	if (a->junit && !*a->junit)
+		return say_usage_error(CMD, "--junit: empty file name");
 	if (!a->has_peak && !a->has_live && !a->has_increase && !a->baseline)
 		return say_usage_error(
 		    CMD, "no check given: use --max-peak, --max-live-at-end or --baseline with "
@@ -322,10 +262,10 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 	fprintf(f, "{\"passed\": %s, \"checks_total\": %zu, \"checks_failed\": %zu,\n",
 		failed ? "false" : "true", s->n, failed);
 	fputs(" \"ignore_libraries\": [", f);
-	for (size_t i = 0; i < a->nignore; i++) {
+	for (size_t i = 0; i < a->ignore.n; i++) {
 		if (i)
 			fputs(", ", f);
-		json_cstr(f, a->ignore[i]);
+		json_cstr(f, a->ignore.v[i]);
 	}
 	fputs("],\n \"baseline\": ", f);
 	if (base) {
@@ -437,7 +377,7 @@ int cmd_check(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc >= 0)
 		goto out;
-	struct cm_options opt = {.ignore = a.ignore, .nignore = a.nignore};
+	struct cm_options opt = {.ignore = a.ignore.v, .nignore = a.ignore.n};
 	s.tinfo = xalloc(NULL, a.ntraces * sizeof(*s.tinfo));
 
 	if (a.baseline) {
@@ -493,7 +433,7 @@ out:
 	check_measure_free(&base);
 	free(s.res);
 	free(s.tinfo);
-	free(a.traces);
-	free(a.ignore);
+	free((void *)a.traces);
+	free(a.ignore.v);
 	return rc;
 }

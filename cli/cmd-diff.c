@@ -10,10 +10,9 @@
 
 #include "analysis/check-measure.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 
-static const char help[] =
-    "usage: gpumemtrace diff [--json] [--by stack|function|library] [--depth N] A B\n"
-    "\n"
+static const char about[] =
     "Compares trace B with trace A (A is the reference: deltas are B - A):\n"
     "  - the environment: GPU names, memory, compute capability, driver version,\n"
     "    the CUDA libraries loaded (libcudart, cuBLAS, cuDNN, NCCL file names),\n"
@@ -25,19 +24,13 @@ static const char help[] =
     "  - calls per API whose counts differ;\n"
     "  - allocation sites (device memory live at each device's peak, grouped\n"
     "    --by stack, function or library) that were added, removed, grew or\n"
-    "    shrank, largest change first.\n"
-    "\n"
-    "options:\n"
-    "      --by GROUP   group sites by stack (the site and --depth callers,\n"
-    "                   the default), function (the site's function) or library\n"
-    "      --depth N    callers in a stack key (default 3)\n"
-    "      --json       one JSON object instead of tables (keys: docs/cli.md)\n"
-    "  -h, --help       this help\n"
-    "\n"
-    "examples:\n"
-    "  gpumemtrace diff main.gmt pr.gmt\n"
-    "  gpumemtrace diff --by library a100.gmt h100.gmt\n"
-    "  gpumemtrace diff --json before.gmt after.gmt > diff.json\n";
+    "    shrank, largest change first.\n";
+static const char more[] = "examples:\n"
+			   "  gpumemtrace diff main.gmt pr.gmt\n"
+			   "  gpumemtrace diff --by library a100.gmt h100.gmt\n"
+			   "  gpumemtrace diff --json before.gmt after.gmt > diff.json\n";
+static const struct opt_usage usage = {
+    .name = "diff", .args = "A B", .min_args = 0, .about = about, .more = more};
 
 #define CMD "diff"
 
@@ -548,54 +541,35 @@ static void print_json(FILE *f, struct diff_ctx *d)
 
 int cmd_diff(int argc, char **argv)
 {
+	static const char *const group_names[] = {"stack", "function", "library"};
 	bool json = false;
-	const char *by = "stack", *paths[2];
-	int npaths = 0, depth = 3;
-	bool dashdash = false;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		if (dashdash || arg[0] != '-' || !arg[1]) {
-			if (npaths == 2)
-				return say_usage_error(CMD,
-						       "expected two traces, A and B; got more");
-			paths[npaths++] = arg;
-			continue;
-		}
-		if (!strcmp(arg, "--")) {
-			dashdash = true;
-		} else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-			fputs(help, stdout);
-			return 0;
-		} else if (!strcmp(arg, "--json")) {
-			json = true;
-		} else if (!strncmp(arg, "--by", 4) && (arg[4] == 0 || arg[4] == '=')) {
-			if (!arg[4] && i + 1 >= argc)
-				return say_usage_error(CMD, "option '--by' needs a value");
-			by = arg[4] ? arg + 5 : argv[++i];
-		} else if (!strncmp(arg, "--depth", 7) && (arg[7] == 0 || arg[7] == '=')) {
-			if (!arg[7] && i + 1 >= argc)
-				return say_usage_error(CMD, "option '--depth' needs a value");
-			const char *v = arg[7] ? arg + 8 : argv[++i];
-			char *end;
-			long n = strtol(v, &end, 10);
-			if (!*v || *end || n < 0 || n > 1000)
-				return say_usage_error(CMD, "--depth: bad number '%s' (0 to 1000)",
-						       v);
-			depth = (int)n;
-		} else {
-			return say_usage_error(CMD, "unknown option '%s'", arg);
-		}
-	}
-	enum trace_group group;
-	if (trace_group_parse(by, &group) != 0 || group == GROUP_API)
-		return say_usage_error(
-		    CMD, "--by: unknown grouping '%s' (stack, function, library)", by);
+	int group = GROUP_STACK; /* the choices are in enum order */
+	int64_t depth = 3;
+	const struct option opts[] = {
+	    OPT_CHOICE("by", &group, "stack|function|library", "grouping",
+		       "group sites by stack (the site and --depth callers,\n"
+		       "the default), function (the site's function) or library",
+		       .argh = "GROUP"),
+	    OPT_INT("depth", &depth, "N", 0, 1000, "callers in a stack key (default 3)"),
+	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
+	    OPT_END(),
+	};
+	const char **args;
+	int npaths;
+	int rc = opt_parse(&usage, opts, argc, argv, &args, &npaths);
+	if (rc >= 0)
+		return rc;
+	const char *paths[2] = {npaths > 0 ? args[0] : NULL, npaths > 1 ? args[1] : NULL};
+	const char *by = group_names[group];
+	free(args);
+	if (npaths > 2)
+		return say_usage_error(CMD, "expected two traces, A and B; got more");
 	if (npaths < 2)
 		return say_usage_error(CMD, npaths ? "missing trace B" : "missing traces A and B");
 
-	struct cm_options opt = {.sites = true, .by = group, .depth = depth};
+	struct cm_options opt = {.sites = true, .by = (enum trace_group)group, .depth = (int)depth};
 	struct measure ma, mb;
-	int rc = check_measure(&ma, CMD, paths[0], &opt);
+	rc = check_measure(&ma, CMD, paths[0], &opt);
 	if (rc >= 0) {
 		check_measure_free(&ma);
 		return rc;
@@ -607,8 +581,12 @@ int cmd_diff(int argc, char **argv)
 		return rc;
 	}
 
-	struct diff_ctx d = {
-	    .a = &ma, .b = &mb, .path_a = paths[0], .path_b = paths[1], .by = by, .depth = depth};
+	struct diff_ctx d = {.a = &ma,
+			     .b = &mb,
+			     .path_a = paths[0],
+			     .path_b = paths[1],
+			     .by = by,
+			     .depth = (int)depth};
 	int64_t *da, *db;
 	size_t na = check_measure_devs(&ma, &da), nb = check_measure_devs(&mb, &db);
 	d.devs = xalloc(NULL, (na + nb + 1) * sizeof(*d.devs));

@@ -6,11 +6,10 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "analysis/trace.h"
 
-static const char help[] =
-    "usage: gpumemtrace dump TRACE...\n"
-    "\n"
+static const char about[] =
     "Prints the header, then every record of the trace, one line each, prefixed\n"
     "with its file offset (in a zstd-compressed chunk: the chunk's payload\n"
     "offset plus the offset in the decompressed payload): chunk boundaries\n"
@@ -24,10 +23,9 @@ static const char help[] =
     "\n"
     "examples:\n"
     "  gpumemtrace dump gpumemtrace.1234.gmt | less\n"
-    "  gpumemtrace dump run.gmt | grep MEMINFO     # what the device had free at each OOM\n"
-    "\n"
-    "options:\n"
-    "  -h, --help   this help\n";
+    "  gpumemtrace dump run.gmt | grep MEMINFO     # what the device had free at each OOM\n";
+static const struct opt_usage usage = {
+    .name = "dump", .args = "TRACE...", .min_args = 1, .about = about};
 
 static void str(FILE *f, struct gmt_str s)
 {
@@ -451,7 +449,8 @@ int cmd_dump(int argc, char **argv)
 {
 	const char **paths;
 	int npaths;
-	int rc = trace_args(argc, argv, help, NULL, 0, &paths, &npaths);
+	const struct option opts[] = {OPT_END()};
+	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
 	int worst = 0;

@@ -9,14 +9,13 @@
 #include <zlib.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
 #define CMD "export"
 
-static const char help[] =
-    "usage: gpumemtrace export --format perfetto|csv|pprof [-o FILE] TRACE\n"
-    "\n"
+static const char about[] =
     "formats:\n"
     "  perfetto  Chrome Trace Event JSON: a counter track per device with its\n"
     "            kinds of memory, the NVML process usage as a counter, phases\n"
@@ -28,18 +27,14 @@ static const char help[] =
     "  pprof     gzipped profile.proto of device memory by stack, with sample\n"
     "            types alloc_objects, alloc_space (every allocation of the run)\n"
     "            and inuse_objects, inuse_space (live at the end, or --at peak),\n"
-    "            for 'go tool pprof' and the tools that read it.\n"
-    "\n"
-    "options:\n"
-    "  -f, --format FORMAT   perfetto, csv or pprof (required)\n"
-    "  -o, --output FILE     write to FILE (default stdout; pprof needs a file\n"
-    "                        unless stdout is redirected)\n"
-    "  --at peak|end         pprof: the moment of the inuse samples (default end)\n"
-    "\n"
+    "            for 'go tool pprof' and the tools that read it.\n";
+static const char more[] =
     "examples:\n"
     "  gpumemtrace export --format perfetto run.gmt -o run.json   # ui.perfetto.dev\n"
     "  gpumemtrace export --format csv run.gmt > events.csv\n"
     "  gpumemtrace export --format pprof run.gmt -o mem.pb.gz && go tool pprof -top mem.pb.gz\n";
+static const struct opt_usage usage = {
+    .name = "export", .args = "TRACE", .min_args = 1, .about = about, .more = more};
 
 /* ---- perfetto ---------------------------------------------------------- */
 
@@ -544,28 +539,32 @@ out:
 
 int cmd_export(int argc, char **argv)
 {
-	struct trace_opt opts[] = {
-	    {"--format", "-f", true, false, NULL},
-	    {"--output", "-o", true, false, NULL},
-	    {"--at", NULL, true, false, NULL},
+	enum { F_PERFETTO, F_CSV, F_PPROF };
+	const char *out = NULL;
+	int fmt = F_PERFETTO, at = 1; /* peak, end */
+	bool has_fmt = false;
+	const struct option opts[] = {
+	    OPT_CHOICE("format", &fmt, "perfetto|csv|pprof", "format",
+		       "perfetto, csv or pprof (required)", .short_name = 'f', .argh = "FORMAT",
+		       .given = &has_fmt, .required = true),
+	    OPT_FILE("output", &out, "FILE",
+		     "write to FILE (default stdout; pprof needs a file\n"
+		     "unless stdout is redirected)",
+		     .short_name = 'o'),
+	    OPT_CHOICE("at", &at, "peak|end", "moment",
+		       "pprof: the moment of the inuse samples (default end)"),
+	    OPT_END(),
 	};
 	const char **paths = NULL;
 	int npaths = 0;
-	int rc = trace_args(argc, argv, help, opts, 3, &paths, &npaths);
+	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	const char *fmt = opts[0].value, *out = opts[1].value;
-	bool at_end = true;
+	bool at_end = at == 1;
 	if (npaths != 1)
 		rc = say_usage_error(CMD, "expected one TRACE, got %d", npaths);
-	else if (!fmt)
-		rc = say_usage_error(CMD, "missing --format perfetto|csv|pprof");
-	else if (strcmp(fmt, "perfetto") && strcmp(fmt, "csv") && strcmp(fmt, "pprof"))
-		rc = say_usage_error(CMD, "--format: want perfetto, csv or pprof, not '%s'", fmt);
-	else if (opts[2].set)
-		rc = snapshot_at_arg(CMD, opts[2].value, &at_end);
 	bool to_stdout = !out || strcmp(out, "-") == 0;
-	if (rc < 0 && strcmp(fmt, "pprof") == 0 && to_stdout && isatty(1))
+	if (rc < 0 && fmt == F_PPROF && to_stdout && isatty(1))
 		rc = say_usage_error(CMD, "pprof is binary: give -o FILE or redirect stdout");
 	if (rc >= 0) {
 		free(paths);
@@ -582,9 +581,9 @@ int cmd_export(int argc, char **argv)
 		say_error(CMD, "cannot write %s: %m", out);
 		rc = EXIT_INPUT;
 	} else {
-		if (strcmp(fmt, "perfetto") == 0)
+		if (fmt == F_PERFETTO)
 			rc = export_perfetto(f, &t);
-		else if (strcmp(fmt, "csv") == 0)
+		else if (fmt == F_CSV)
 			rc = export_csv(f, &t);
 		else
 			rc = export_pprof(f, &t, at_end);

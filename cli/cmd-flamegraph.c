@@ -6,31 +6,25 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
 #define CMD "flamegraph"
 
-static const char help[] =
-    "usage: gpumemtrace flamegraph [OPTIONS] TRACE\n"
-    "\n"
+static const char about[] =
     "Shows the device memory live at the peak (all devices together), or at\n"
     "the end, by call stack: the wider a frame, the more bytes were allocated\n"
     "under it. Python frames appear where the trace has them. The SVG (or\n"
     "HTML) is self-contained: click a frame to zoom, 'Search' to highlight,\n"
-    "'Reset zoom' to go back.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE   write to FILE; .html gives an HTML page, anything else\n"
-    "                      an SVG (default: SVG on stdout)\n"
-    "  --at peak|end       the moment to show (default peak)\n"
-    "  --folded            print folded stacks instead: 'outer;...;inner BYTES',\n"
-    "                      for flamegraph.pl, inferno and speedscope\n"
-    "\n"
+    "'Reset zoom' to go back.\n";
+static const char more[] =
     "examples:\n"
     "  gpumemtrace flamegraph gpumemtrace.1234.gmt -o flame.svg\n"
     "  gpumemtrace flamegraph --at end run.gmt -o leaks.html\n"
     "  gpumemtrace flamegraph --folded run.gmt | flamegraph.pl > flame.svg\n";
+static const struct opt_usage usage = {
+    .name = "flamegraph", .args = "TRACE", .min_args = 1, .about = about, .more = more};
 
 struct node {
 	char *name;
@@ -316,24 +310,29 @@ static void write_svg(FILE *f, struct fg *g, bool at_end, uint64_t when_ns, bool
 
 int cmd_flamegraph(int argc, char **argv)
 {
-	struct trace_opt opts[] = {
-	    {"--output", "-o", true, false, NULL},
-	    {"--at", NULL, true, false, NULL},
-	    {"--folded", NULL, false, false, NULL},
+	const char *out = NULL;
+	int at = 0; /* peak, end */
+	bool fold = false;
+	const struct option opts[] = {
+	    OPT_FILE("output", &out, "FILE",
+		     "write to FILE; .html gives an HTML page, anything else\n"
+		     "an SVG (default: SVG on stdout)",
+		     .short_name = 'o'),
+	    OPT_CHOICE("at", &at, "peak|end", "moment", "the moment to show (default peak)"),
+	    OPT_BOOL("folded", &fold,
+		     "print folded stacks instead: 'outer;...;inner BYTES',\n"
+		     "for flamegraph.pl, inferno and speedscope"),
+	    OPT_END(),
 	};
 	const char **paths = NULL;
 	int npaths = 0;
-	int rc = trace_args(argc, argv, help, opts, 3, &paths, &npaths);
+	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	bool at_end = false;
-	if (npaths != 1)
-		rc = say_usage_error(CMD, "expected one TRACE, got %d", npaths);
-	else
-		rc = snapshot_at_arg(CMD, opts[1].value, &at_end);
-	if (rc >= 0) {
+	bool at_end = at == 1;
+	if (npaths != 1) {
 		free(paths);
-		return rc;
+		return say_usage_error(CMD, "expected one TRACE, got %d", npaths);
 	}
 	struct trace t;
 	rc = trace_open(&t, CMD, paths[0]);
@@ -347,7 +346,6 @@ int cmd_flamegraph(int argc, char **argv)
 	rc = snapshot_live(&t, at_end, add_live, &g, &when);
 	if (rc < 0) {
 		sort_tree(&g.root);
-		const char *out = opts[0].value;
 		FILE *f = out && strcmp(out, "-") != 0 ? fopen(out, "w") : stdout;
 		if (!f) {
 			say_error(CMD, "cannot write %s: %m", out);
@@ -355,7 +353,7 @@ int cmd_flamegraph(int argc, char **argv)
 		} else {
 			size_t n = out ? strlen(out) : 0;
 			bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
-			if (opts[2].set) {
+			if (fold) {
 				char path[8192] = "";
 				folded(f, &g.root, path, 0, sizeof(path));
 			} else if (html) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "analysis/growth-frag-oom.h"
 #include "analysis/trace.h"
 
@@ -21,9 +22,7 @@
 #define SMALL_GRAIN  512ull
 #define LARGE_CUTOFF (1ull << 20)
 
-static const char help[] =
-    "usage: gpumemtrace fragmentation [--json] [--device N] TRACE...\n"
-    "\n"
+static const char about[] =
     "Why an allocation can fail with memory free. Per device (device memory:\n"
     "cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate on a device):\n"
     "  - a histogram of allocation sizes in power-of-two buckets;\n"
@@ -39,18 +38,15 @@ static const char help[] =
     "    (cuMemMap) against physical memory (cuMemCreate), peak and end;\n"
     "  - pools: outstanding stream-ordered allocations. A pool's reservation is\n"
     "    not in the trace (the tracer records no pool attributes): said so.\n"
-    "Several traces: a section each, then the totals side by side.\n"
-    "\n"
-    "options:\n"
-    "      --json       one JSON object instead of text (keys: docs/cli.md)\n"
-    "      --device N   only device N\n"
-    "  -h, --help       this help\n"
-    "\n"
+    "Several traces: a section each, then the totals side by side.\n";
+static const char more[] =
     "examples:\n"
     "  gpumemtrace fragmentation gpumemtrace.1234.gmt\n"
     "  gpumemtrace fragmentation --json --device 1 rank0.gmt rank1.gmt\n"
     "\n"
     "exit status: 0 ok, 2 usage, 3 cannot read a file, 4 not a trace or corrupt\n";
+static const struct opt_usage usage = {
+    .name = "fragmentation", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
 struct snap {
 	bool taken;
@@ -388,12 +384,16 @@ static void dev_json(FILE *f, struct frag *g, struct fdev *d, bool first)
 int cmd_fragmentation(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	struct gfo_opts o;
-	int rc = gfo_parse(argc, argv, help, GFO_OPT_DEVICE, &o);
-	if (rc >= 0) {
-		free(o.paths);
+	struct gfo_opts o = {0};
+	const struct option opts[] = {
+	    OPT_BOOL("json", &o.json, "one JSON object instead of text (keys: docs/cli.md)"),
+	    OPT_INT("device", &o.device, "N", 0, INT32_MAX, "only device N",
+		    .given = &o.has_device),
+	    OPT_END(),
+	};
+	int rc = opt_parse(&usage, opts, argc, argv, &o.paths, &o.npaths);
+	if (rc >= 0)
 		return rc;
-	}
 	struct trace *ts;
 	rc = gfo_open_all(cmd, &o, &ts);
 	if (rc >= 0) {

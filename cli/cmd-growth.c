@@ -14,6 +14,7 @@
 #include <uthash.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "analysis/growth-frag-oom.h"
 #include "analysis/trace.h"
 
@@ -27,9 +28,7 @@
 #define CHART_HEIGHT   8
 #define CHART_LABEL_W  11
 
-static const char help[] =
-    "usage: gpumemtrace growth [--json] [--device N] [--width COLS] TRACE...\n"
-    "\n"
+static const char about[] =
     "How device memory grew (cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate on\n"
     "a device), per device:\n"
     "  - every step of the high-water mark: when (time since the trace start), the\n"
@@ -48,20 +47,16 @@ static const char help[] =
     "    over its window by at least 1 MiB and at least 1% of the peak;\n"
     "  - a chart of live bytes over time (the highest value in each column).\n"
     "Several traces (one per rank or process): a section each, then the peaks side\n"
-    "by side with the imbalance (largest peak / mean).\n"
-    "\n"
-    "options:\n"
-    "      --json         one JSON object instead of text (keys: docs/cli.md)\n"
-    "      --device N     only device N\n"
-    "      --width COLS   chart width in columns, 10..1000 (default: $COLUMNS, else 80)\n"
-    "  -h, --help         this help\n"
-    "\n"
+    "by side with the imbalance (largest peak / mean).\n";
+static const char more[] =
     "examples:\n"
     "  gpumemtrace growth gpumemtrace.1234.gmt\n"
     "  gpumemtrace growth --device 0 --width 120 run.gmt\n"
     "  gpumemtrace growth --json rank0.gmt rank1.gmt rank2.gmt rank3.gmt\n"
     "\n"
     "exit status: 0 ok, 2 usage, 3 cannot read a file, 4 not a trace or corrupt\n";
+static const struct opt_usage usage = {
+    .name = "growth", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
 struct step {
 	uint64_t time_ns, peak, step, size, stack_id;
@@ -732,13 +727,20 @@ struct proc {
 int cmd_growth(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	struct gfo_opts o;
-	int rc = gfo_parse(argc, argv, help, GFO_OPT_DEVICE | GFO_OPT_WIDTH, &o);
-	if (rc >= 0) {
-		free(o.paths);
+	struct gfo_opts o = {0};
+	int64_t width = 0;
+	const struct option opts[] = {
+	    OPT_BOOL("json", &o.json, "one JSON object instead of text (keys: docs/cli.md)"),
+	    OPT_INT("device", &o.device, "N", 0, INT32_MAX, "only device N",
+		    .given = &o.has_device),
+	    OPT_INT("width", &width, "COLS", 10, 1000,
+		    "chart width in columns, 10..1000 (default: $COLUMNS, else 80)"),
+	    OPT_END(),
+	};
+	int rc = opt_parse(&usage, opts, argc, argv, &o.paths, &o.npaths);
+	if (rc >= 0)
 		return rc;
-	}
-	int width = o.width;
+	o.width = (int)width;
 	if (!width) {
 		const char *c = getenv("COLUMNS");
 		width = c && atoi(c) >= 10 && atoi(c) <= 1000 ? atoi(c) : 80;

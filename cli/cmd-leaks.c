@@ -8,11 +8,9 @@
 
 #include "analysis/trace.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 
-static const char help[] =
-    "usage: gpumemtrace leaks [--by stack|function|library|api] [--depth N] [-n N]\n"
-    "                         [--json] TRACE...\n"
-    "\n"
+static const char about[] =
     "Lists the allocations still live when the trace ended (never freed), grouped\n"
     "by allocation site, largest first: how many, how many bytes, which kinds of\n"
     "memory (device, stream-ordered, VMM, managed, pinned or registered host,\n"
@@ -26,19 +24,13 @@ static const char help[] =
     "\n"
     "With several traces (one per rank or process) the groups add up over the\n"
     "processes; each names the process holding the most, and the per-process\n"
-    "totals show the imbalance.\n"
-    "\n"
-    "options:\n"
-    "      --by G        grouping: stack (default), function, library or api\n"
-    "      --depth N     callers kept in a stack key (default 3; 0: the site alone)\n"
-    "  -n, --limit N     groups shown (default 20; 0: all)\n"
-    "      --json        one JSON object instead of tables (keys: docs/cli.md)\n"
-    "  -h, --help        this help\n"
-    "\n"
-    "examples:\n"
-    "  gpumemtrace leaks run.gmt\n"
-    "  gpumemtrace leaks --by library --json run.gmt\n"
-    "  gpumemtrace leaks rank0.gmt rank1.gmt rank2.gmt rank3.gmt\n";
+    "totals show the imbalance.\n";
+static const char more[] = "examples:\n"
+			   "  gpumemtrace leaks run.gmt\n"
+			   "  gpumemtrace leaks --by library --json run.gmt\n"
+			   "  gpumemtrace leaks rank0.gmt rank1.gmt rank2.gmt rank3.gmt\n";
+static const struct opt_usage usage = {
+    .name = "leaks", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
 static const char *const group_names[] = {"stack", "function", "library", "api"};
 
@@ -327,30 +319,26 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 
 int cmd_leaks(int argc, char **argv)
 {
-	struct trace_opt opts[] = {
-	    {.name = "--json"},
-	    {.name = "--by", .takes_value = true},
-	    {.name = "--depth", .takes_value = true},
-	    {.name = "--limit", .alias = "-n", .takes_value = true},
+	bool json = false;
+	int by = GROUP_STACK; /* the choices are in enum order */
+	uint64_t depth = 3, limit = 20;
+	const struct option opts[] = {
+	    OPT_CHOICE("by", &by, "stack|function|library|api", "grouping",
+		       "grouping: stack (default), function, library or api", .argh = "G"),
+	    OPT_UINT("depth", &depth, "N",
+		     "callers kept in a stack key (default 3; 0: the site alone)", .max = 64),
+	    OPT_UINT("limit", &limit, "N", "groups shown (default 20; 0: all)", .short_name = 'n'),
+	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
+	    OPT_END(),
 	};
 	const char **paths;
 	int npaths;
-	int rc =
-	    trace_args(argc, argv, help, opts, sizeof(opts) / sizeof(opts[0]), &paths, &npaths);
+	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	enum trace_group by;
-	uint64_t depth, limit = 20;
-	rc = trace_grouping_opts("leaks", &opts[1], &opts[2], &by, &depth);
-	if (rc < 0 && opts[3].set)
-		rc = trace_arg_uint("leaks", "--limit", opts[3].value, &limit);
-	if (rc >= 0) {
-		free(paths);
-		return rc;
-	}
 
 	struct trace_rows rows;
-	trace_rows_init(&rows, by, (int)depth);
+	trace_rows_init(&rows, (enum trace_group)by, (int)depth);
 	struct leak_trace *ls = calloc((size_t)npaths, sizeof(*ls));
 	if (!ls) {
 		say_error("leaks", "out of memory");
@@ -365,7 +353,7 @@ int cmd_leaks(int argc, char **argv)
 		rc = leaks_one(&rows, &ls[i]);
 	}
 	if (rc < 0) {
-		if (opts[0].set)
+		if (json)
 			print_json(&rows, ls, npaths, limit);
 		else
 			print_human(&rows, ls, npaths, limit);

@@ -12,6 +12,7 @@
 #include <uthash.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "analysis/growth-frag-oom.h"
 #include "analysis/trace.h"
 
@@ -23,9 +24,7 @@
 #define RESULT_OOM 2  /* CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation */
 #define NEARLY_ALL 0.9
 
-static const char help[] =
-    "usage: gpumemtrace oom [--json] TRACE...\n"
-    "\n"
+static const char about[] =
     "Every allocation that failed with out-of-memory (CUDA_ERROR_OUT_OF_MEMORY,\n"
     "cudaErrorMemoryAllocation): the size asked for, when (time since the trace\n"
     "start), the API and the allocation site; the device's free and total memory\n"
@@ -44,17 +43,15 @@ static const char help[] =
     "exhaustion when what this process held plus the request exceeds the device's\n"
     "total, or it held at least 90% of it; otherwise \"unknown\".\n"
     "Other failed calls are counted by API and result.\n"
-    "Several traces: a section each, then the failures per process.\n"
-    "\n"
-    "options:\n"
-    "      --json   one JSON object instead of text (keys: docs/cli.md)\n"
-    "  -h, --help   this help\n"
-    "\n"
+    "Several traces: a section each, then the failures per process.\n";
+static const char more[] =
     "examples:\n"
     "  gpumemtrace oom gpumemtrace.1234.gmt\n"
     "  gpumemtrace oom --json rank*.gmt\n"
     "\n"
     "exit status: 0 ok, 2 usage, 3 cannot read a file, 4 not a trace or corrupt\n";
+static const struct opt_usage usage = {
+    .name = "oom", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
 struct holder {
 	const char *name; /* library (trace-owned string) */
@@ -357,12 +354,14 @@ static void oom_human(FILE *f, struct trace *t, const struct oom *o)
 int cmd_oom(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	struct gfo_opts opt;
-	int rc = gfo_parse(argc, argv, help, 0, &opt);
-	if (rc >= 0) {
-		free(opt.paths);
+	struct gfo_opts opt = {0};
+	const struct option opts[] = {
+	    OPT_BOOL("json", &opt.json, "one JSON object instead of text (keys: docs/cli.md)"),
+	    OPT_END(),
+	};
+	int rc = opt_parse(&usage, opts, argc, argv, &opt.paths, &opt.npaths);
+	if (rc >= 0)
 		return rc;
-	}
 	struct trace *ts;
 	rc = gfo_open_all(cmd, &opt, &ts);
 	if (rc >= 0) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
@@ -16,25 +17,20 @@
 #define MAXG	64  /* groups tracked; beyond that they count as "other" */
 #define MAXOOM	200
 
-static const char help[] =
-    "usage: gpumemtrace plot [OPTIONS] TRACE\n"
-    "\n"
+static const char about[] =
     "Draws live device memory over time as a static SVG: one panel per device,\n"
     "stacked by kind of memory (or by library), the peak marked and labelled,\n"
     "failed allocations (OOMs) marked, NVTX/marker phases shaded, and the NVML\n"
     "process usage as a line when the trace has samples. Long traces are\n"
     "downsampled to 600 columns, each keeping its highest point, so the peak\n"
-    "is never lost.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE   write the SVG to FILE (default: stdout)\n"
-    "  --by kind|library   what the layers are (default kind)\n"
-    "  --device N          only device N\n"
-    "\n"
+    "is never lost.\n";
+static const char more[] =
     "examples:\n"
     "  gpumemtrace plot gpumemtrace.1234.gmt -o memory.svg\n"
     "  gpumemtrace plot --by library --device 0 run.gmt -o by-library.svg\n"
     "  rsvg-convert memory.svg -o memory.png    # a PNG, for a slide or a ticket\n";
+static const struct opt_usage usage = {
+    .name = "plot", .args = "TRACE", .min_args = 1, .about = about, .more = more};
 
 struct column {
 	uint64_t total;
@@ -640,39 +636,28 @@ static int cmp_panel(const void *a, const void *b)
 
 int cmd_plot(int argc, char **argv)
 {
-	struct trace_opt opts[] = {
-	    {"--output", "-o", true, false, NULL},
-	    {"--by", NULL, true, false, NULL},
-	    {"--device", NULL, true, false, NULL},
+	struct plot p = {0};
+	const char *out = NULL;
+	int by = 0;
+	uint64_t dev = 0;
+	const struct option opts[] = {
+	    OPT_FILE("output", &out, "FILE", "write the SVG to FILE (default: stdout)",
+		     .short_name = 'o'),
+	    OPT_CHOICE("by", &by, "kind|library", "layering", "what the layers are (default kind)"),
+	    OPT_UINT("device", &dev, "N", "only device N", .given = &p.has_only_dev),
+	    OPT_END(),
 	};
 	const char **paths = NULL;
 	int npaths = 0;
-	int rc = trace_args(argc, argv, help, opts, 3, &paths, &npaths);
+	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	struct plot p = {0};
-	const char *out = opts[0].value;
 	if (npaths != 1) {
 		free(paths);
 		return say_usage_error(CMD, "expected one TRACE, got %d", npaths);
 	}
-	if (opts[1].set && strcmp(opts[1].value, "kind") != 0) {
-		if (strcmp(opts[1].value, "library") != 0) {
-			free(paths);
-			return say_usage_error(CMD, "--by: want 'kind' or 'library', not '%s'",
-					       opts[1].value);
-		}
-		p.by_library = true;
-	}
-	if (opts[2].set) {
-		uint64_t d;
-		if ((rc = trace_arg_uint(CMD, "--device", opts[2].value, &d)) >= 0) {
-			free(paths);
-			return rc;
-		}
-		p.only_dev = (int64_t)d;
-		p.has_only_dev = true;
-	}
+	p.by_library = by == 1;
+	p.only_dev = (int64_t)dev;
 	struct trace t;
 	rc = trace_open(&t, CMD, paths[0]);
 	if (rc >= 0) {

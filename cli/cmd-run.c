@@ -12,26 +12,16 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "analysis/trace.h"
 
 #define CMD "run"
 
-static const char help[] =
-    "usage: gpumemtrace run [OPTIONS] -- COMMAND [ARGS...]\n"
-    "\n"
+static const char about[] =
     "Runs COMMAND with libgpumemtrace.so preloaded, returns its exit status,\n"
     "then prints the summary of every trace it wrote and their paths. The\n"
-    "report goes to stderr, so the command's own stdout stays clean.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output TEMPLATE   trace path template (GPUMEMTRACE_OUTPUT): %p pid,\n"
-    "                          %h host, %r rank; default gpumemtrace.%p.gmt in the\n"
-    "                          current directory (a relative path is made absolute)\n"
-    "  --stack-depth N         native frames per event (GPUMEMTRACE_STACK_DEPTH)\n"
-    "  --check-max-peak SIZE   also gate like 'gpumemtrace check --max-peak SIZE'\n"
-    "  --no-follow             trace only COMMAND's own process, not its children\n"
-    "  -q, --quiet             print only the trace paths, no summary\n"
-    "\n"
+    "report goes to stderr, so the command's own stdout stays clean.\n";
+static const char more[] =
     "The library is found next to the CLI (../lib/libgpumemtrace.so when\n"
     "installed, the same directory in a build tree); GPUMEMTRACE_LIBRARY\n"
     "overrides it. It is prepended to LD_PRELOAD, and NVTX_INJECTION64_PATH\n"
@@ -45,63 +35,48 @@ static const char help[] =
     "  gpumemtrace run -- python train.py\n"
     "  gpumemtrace run --check-max-peak 8GiB -- pytest tests/\n"
     "  gpumemtrace run -o 'runs/%h.%p.gmt' --no-follow -- ./my_app --batch 64\n";
+static const struct opt_usage usage = {.name = "run",
+				       .args = "-- COMMAND [ARGS...]",
+				       .min_args = 0,
+				       .about = about,
+				       .more = more,
+				       .stop_at_arg = true};
 
 struct run_args {
 	const char *output, *stack_depth, *max_peak;
 	bool no_follow, quiet;
-	char **command;
+	char **command; /* malloc'd, NULL-terminated */
 };
 
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *s = argv[i];
-		if (strcmp(s, "--") == 0) {
-			i++;
-			break;
-		}
-		if (s[0] != '-')
-			break;
-		if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-			fputs(help, stdout);
-			return 0;
-		}
-		if (strcmp(s, "--no-follow") == 0) {
-			a->no_follow = true;
-			continue;
-		}
-		if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
-			a->quiet = true;
-			continue;
-		}
-		const char **slot = NULL, *name = s;
-		size_t n = 0;
-		static const char *const names[] = {"--output", "-o", "--stack-depth",
-						    "--check-max-peak"};
-		for (size_t k = 0; k < 4 && !slot; k++) {
-			n = strlen(names[k]);
-			if (strncmp(s, names[k], n) == 0 && (s[n] == '\0' || s[n] == '=')) {
-				slot = k < 2 ? &a->output : k == 2 ? &a->stack_depth : &a->max_peak;
-				name = names[k];
-			}
-		}
-		if (!slot)
-			return say_usage_error(CMD, "unknown option '%s'", s);
-		if (s[n] == '=') {
-			*slot = s + n + 1;
-		} else if (i + 1 < argc) {
-			*slot = argv[++i];
-		} else {
-			return say_usage_error(CMD, "option '%s' needs a value", name);
-		}
-	}
-	if (i >= argc)
+	const struct option opts[] = {
+	    OPT_FILE("output", &a->output, "TEMPLATE",
+		     "trace path template (GPUMEMTRACE_OUTPUT): %p pid,\n"
+		     "%h host, %r rank; default gpumemtrace.%p.gmt in the\n"
+		     "current directory (a relative path is made absolute)",
+		     .short_name = 'o'),
+	    OPT_STRING("stack-depth", &a->stack_depth, "N",
+		       "native frames per event (GPUMEMTRACE_STACK_DEPTH)"),
+	    OPT_STRING("check-max-peak", &a->max_peak, "SIZE",
+		       "also gate like 'gpumemtrace check --max-peak SIZE'"),
+	    OPT_BOOL("no-follow", &a->no_follow,
+		     "trace only COMMAND's own process, not its children"),
+	    OPT_BOOL("quiet", &a->quiet, "print only the trace paths, no summary",
+		     .short_name = 'q'),
+	    OPT_END(),
+	};
+	const char **args;
+	int n;
+	int rc = opt_parse(&usage, opts, argc, argv, &args, &n);
+	if (rc >= 0)
+		return rc;
+	a->command = (char **)args;
+	if (n == 0)
 		return say_usage_error(CMD,
 				       "missing COMMAND (gpumemtrace run [OPTIONS] -- COMMAND)");
-	a->command = argv + i;
 	uint64_t v;
-	if (a->stack_depth && trace_arg_uint(CMD, "--stack-depth", a->stack_depth, &v) >= 0)
+	if (a->stack_depth && opt_parse_uint(CMD, "--stack-depth", a->stack_depth, &v) >= 0)
 		return EXIT_USAGE;
 	if (a->stack_depth && v > 256)
 		return say_usage_error(CMD, "--stack-depth: at most 256, not %s", a->stack_depth);
@@ -316,11 +291,11 @@ int cmd_run(int argc, char **argv)
 {
 	struct run_args a = {0};
 	int rc = parse_args(argc, argv, &a);
-	if (rc >= 0)
-		return rc;
-	char *lib = find_library();
-	if (!lib)
-		return EXIT_INPUT;
+	char *lib = rc < 0 ? find_library() : NULL;
+	if (!lib) {
+		free(a.command);
+		return rc >= 0 ? rc : EXIT_INPUT;
+	}
 	char *tmpl = absolute_template(a.output ? a.output : "gpumemtrace.%p.gmt");
 	char *globs[2];
 	template_globs(tmpl, globs);
@@ -372,5 +347,6 @@ int cmd_run(int argc, char **argv)
 	free(globs[1]);
 	free(tmpl);
 	free(lib);
+	free(a.command);
 	return status != 0 ? status : report_rc;
 }

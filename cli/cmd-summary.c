@@ -16,6 +16,7 @@
 
 #include "analysis/accounting.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "analysis/peakset.h"
 #include "analysis/phase.h"
 #include "analysis/replay.h"
@@ -24,9 +25,7 @@
 #define MAX_FAILURES 1000 /* kept for the output; all are counted */
 #define TOP_SITES    10
 
-static const char help[] =
-    "usage: gpumemtrace summary [--json] TRACE...\n"
-    "\n"
+static const char about[] =
     "Replays the trace's allocations and frees and reports, per device, the peak\n"
     "of device memory (cudaMalloc/cuMemAlloc, stream-ordered, and cuMemCreate on\n"
     "a device), when it happened (seconds since the trace start), what was still\n"
@@ -46,16 +45,13 @@ static const char help[] =
     "With several traces (one per rank or process): a row per process (peak, when,\n"
     "live at the end, failures), the totals, and the imbalance between them (the\n"
     "highest and lowest peak, which process, max/min); --json holds each trace's\n"
-    "full summary under \"traces\".\n"
-    "\n"
-    "options:\n"
-    "      --json   one JSON object instead of tables (keys: docs/cli.md)\n"
-    "  -h, --help   this help\n"
-    "\n"
-    "examples:\n"
-    "  gpumemtrace summary run.gmt\n"
-    "  gpumemtrace summary --json run.gmt | jq '.devices[0].by_library'\n"
-    "  gpumemtrace summary rank0.gmt rank1.gmt rank2.gmt rank3.gmt\n";
+    "full summary under \"traces\".\n";
+static const char more[] = "examples:\n"
+			   "  gpumemtrace summary run.gmt\n"
+			   "  gpumemtrace summary --json run.gmt | jq '.devices[0].by_library'\n"
+			   "  gpumemtrace summary rank0.gmt rank1.gmt rank2.gmt rank3.gmt\n";
+static const struct opt_usage usage = {
+    .name = "summary", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
 struct lib_bytes {
 	const char *library;
@@ -1056,13 +1052,16 @@ static int summary_many(const char *const *paths, int n, bool json)
 
 int cmd_summary(int argc, char **argv)
 {
-	struct trace_opt opts[] = {{.name = "--json"}};
+	bool json = false;
+	const struct option opts[] = {
+	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
+	    OPT_END(),
+	};
 	const char **paths;
 	int npaths;
-	int rc = trace_args(argc, argv, help, opts, 1, &paths, &npaths);
+	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	bool json = opts[0].set;
 	if (npaths > 1) {
 		rc = summary_many(paths, npaths, json);
 		free(paths);

@@ -13,11 +13,9 @@
 #include "analysis/phase.h"
 #include "analysis/trace.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 
-static const char help[] =
-    "usage: gpumemtrace top [--by stack|function|library|api|range] [--depth N]\n"
-    "                       [--sort peak|end|total|calls] [-n N] [--json] TRACE...\n"
-    "\n"
+static const char about[] =
     "Ranks the places that allocate device memory (cudaMalloc/cuMemAlloc, stream-\n"
     "ordered, cuMemCreate on a device), per device, by the bytes they held at\n"
     "that device's peak (default), the bytes still live at the end, the total\n"
@@ -35,22 +33,15 @@ static const char help[] =
     "\n"
     "With several traces (one per rank or process) the rows add up per device\n"
     "and place; each row names the process holding the most, and a table per\n"
-    "process shows the peaks and their imbalance.\n"
-    "\n"
-    "options:\n"
-    "      --by G        grouping: stack, function, library, api or range (default\n"
-    "                    stack)\n"
-    "      --depth N     callers kept in a stack key (default 3; 0: the site alone)\n"
-    "      --sort M      peak, end, total or calls (default peak)\n"
-    "  -n, --limit N     rows per device (default 10; 0: all)\n"
-    "      --json        one JSON object instead of tables (keys: docs/cli.md)\n"
-    "  -h, --help        this help\n"
-    "\n"
+    "process shows the peaks and their imbalance.\n";
+static const char more[] =
     "examples:\n"
     "  gpumemtrace top run.gmt\n"
     "  gpumemtrace top --by library run.gmt          # NCCL buffers, cuBLAS workspaces\n"
     "  gpumemtrace top --sort total --by function -n 20 run.gmt\n"
     "  gpumemtrace top --json rank*.gmt               # one trace per rank\n";
+static const struct opt_usage usage = {
+    .name = "top", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
 static const char *const metric_names[TM_COUNT] = {"peak", "end", "total", "calls"};
 static const char *const group_names[] = {"stack", "function", "library", "api", "range"};
@@ -454,47 +445,30 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 
 int cmd_top(int argc, char **argv)
 {
-	struct trace_opt opts[] = {
-	    {.name = "--json"},
-	    {.name = "--by", .takes_value = true},
-	    {.name = "--depth", .takes_value = true},
-	    {.name = "--sort", .takes_value = true},
-	    {.name = "--limit", .alias = "-n", .takes_value = true},
+	bool json = false;
+	int by = GROUP_STACK, metric = TM_PEAK; /* the choices are in enum order */
+	uint64_t depth = 3, limit = 10;
+	const struct option opts[] = {
+	    OPT_CHOICE("by", &by, "stack|function|library|api|range", "grouping",
+		       "grouping: stack, function, library, api or range (default\nstack)",
+		       .argh = "G"),
+	    OPT_UINT("depth", &depth, "N",
+		     "callers kept in a stack key (default 3; 0: the site alone)", .max = 64),
+	    OPT_CHOICE("sort", &metric, "peak|end|total|calls", "order",
+		       "peak, end, total or calls (default peak)", .argh = "M"),
+	    OPT_UINT("limit", &limit, "N", "rows per device (default 10; 0: all)",
+		     .short_name = 'n'),
+	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
+	    OPT_END(),
 	};
 	const char **paths;
 	int npaths;
-	int rc =
-	    trace_args(argc, argv, help, opts, sizeof(opts) / sizeof(opts[0]), &paths, &npaths);
+	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	enum trace_group by;
-	uint64_t depth, limit = 10;
-	int metric = TM_PEAK;
-	/* range is top's alone: leaks and diff share trace_grouping_opts */
-	bool by_range = opts[1].set && strcmp(opts[1].value, "range") == 0;
-	opts[1].set &= !by_range;
-	rc = trace_grouping_opts("top", &opts[1], &opts[2], &by, &depth);
-	if (by_range)
-		by = GROUP_RANGE;
-	if (rc < 0 && opts[3].set) {
-		metric = -1;
-		for (int m = 0; m < TM_COUNT; m++)
-			if (strcmp(opts[3].value, metric_names[m]) == 0)
-				metric = m;
-		if (metric < 0)
-			rc = say_usage_error("top",
-					     "--sort: unknown order '%s' (peak, end, total, calls)",
-					     opts[3].value);
-	}
-	if (rc < 0 && opts[4].set)
-		rc = trace_arg_uint("top", "--limit", opts[4].value, &limit);
-	if (rc >= 0) {
-		free(paths);
-		return rc;
-	}
 
 	struct top tp;
-	trace_rows_init(&tp.rows, by, (int)depth);
+	trace_rows_init(&tp.rows, (enum trace_group)by, (int)depth);
 	struct top_trace *ts = xcalloc((size_t)npaths, sizeof(*ts));
 	int opened = 0;
 	for (int i = 0; i < npaths && rc < 0; i++) {
@@ -505,7 +479,7 @@ int cmd_top(int argc, char **argv)
 		rc = top_one(&tp, &ts[i]);
 	}
 	if (rc < 0) {
-		if (opts[0].set)
+		if (json)
 			print_json(&tp, ts, npaths, metric, limit, (int)depth);
 		else
 			print_human(&tp, ts, npaths, metric, limit);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 
 struct command {
 	const char *name;
@@ -72,6 +73,36 @@ static const struct command *find(const char *name)
 	return NULL;
 }
 
+/* gpumemtrace --gen KIND [COMMAND]: the documents made from the option
+ * tables (make gen-docs); undocumented, for the build. */
+static int gen_docs(int argc, char **argv)
+{
+	static const char *const kinds[] = {"completion",  "man-synopsis", "man-heading",
+					    "man-options", "md-synopsis",  "md-options"};
+	size_t k = 0;
+	while (argc > 2 && k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(argv[2], kinds[k]) != 0)
+		k++;
+	if (argc < 3 || k == sizeof(kinds) / sizeof(kinds[0]))
+		return say_usage_error(NULL, "--gen: want one of completion, man-synopsis, "
+					     "man-heading, man-options, md-synopsis, md-options");
+	struct opt_gen_state g = {
+	    .what = (enum opt_gen)k, .out = stdout, .only = argc > 3 ? argv[3] : NULL};
+	if (g.only && !find(g.only))
+		return say_usage_error(NULL, "unknown command '%s'", g.only);
+	const char *names[NCOMMANDS];
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		names[i] = commands[i].name;
+	opt_gen_head(&g, names, NCOMMANDS);
+	opt_gen_begin(&g);
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		char *av[] = {(char *)commands[i].name, NULL};
+		commands[i].fn(1, av);
+	}
+	opt_gen_end();
+	opt_gen_tail(&g);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* A reader that stops early (`| head`, `| grep -q`) is not an error:
@@ -100,6 +131,8 @@ int main(int argc, char **argv)
 		char *help_argv[] = {(char *)c->name, "--help", NULL};
 		return c->fn(2, help_argv);
 	}
+	if (strcmp(a, "--gen") == 0)
+		return gen_docs(argc, argv);
 	if (a[0] == '-')
 		return say_usage_error(NULL, "unknown option '%s'", a);
 	const struct command *c = find(a);
