@@ -431,17 +431,6 @@ uint64_t trace_end_ns(const struct trace *t)
 
 /* ---- grouping -------------------------------------------------------- */
 
-int trace_group_parse(const char *s, enum trace_group *out)
-{
-	static const char *const names[] = {"stack", "function", "library", "api"};
-	for (int i = 0; i < 4; i++)
-		if (strcmp(s, names[i]) == 0) {
-			*out = (enum trace_group)i;
-			return 0;
-		}
-	return -1;
-}
-
 const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uint64_t stack_id,
 			    uint32_t api, char *buf, size_t size)
 {

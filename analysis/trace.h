@@ -193,9 +193,8 @@ const char *trace_frame_text(const struct trace_frame *f, char *buf, size_t size
  * "library"; "api" needs the event, so it takes the api id). */
 enum trace_group { GROUP_STACK, GROUP_FUNCTION, GROUP_LIBRARY, GROUP_API, GROUP_RANGE };
 /* GROUP_RANGE (top --by range, analysis/phase.h) needs the event's thread and
- * time: trace_group_parse does not take it and trace_group_key gives a
- * placeholder; its rows come from trace_rows_get_key. */
-int trace_group_parse(const char *s, enum trace_group *out); /* 0 ok */
+ * time: trace_group_key gives a placeholder; its rows come from
+ * trace_rows_get_key. The option tables (cli/) name the groups. */
 const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uint64_t stack_id,
 			    uint32_t api, char *buf, size_t size);
 
