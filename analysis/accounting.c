@@ -89,7 +89,7 @@ static void ctx_count(struct acct_pass *p, const struct ctx_live *c, int sign)
 
 static void ctx_event(struct acct_pass *p, const struct gmt_event *e, const struct api_info *ai)
 {
-	if (e->result != 0 || (e->flags & GMT_EV_FAILED) || !e->ptr)
+	if (gmt_failed(e->result, e->flags) || !e->ptr)
 		return;
 	struct ctx_live *c = NULL;
 	HASH_FIND(hh, p->ctxs, &e->ptr, sizeof(e->ptr), c);
@@ -200,7 +200,8 @@ static void snapshot_end(struct acct_pass *p, struct acct_moment *m, int64_t ord
 	struct moment_fill mf = {m, NULL};
 	m->have = true;
 	m->time_ns = time_ns;
-	for (int sp = 0; sp < 5; sp++) {
+	GMT_EACH_SPACE(sp)
+	{
 		struct rp_live *l, *lt;
 		RP_EACH(p->rp, sp, l, lt)
 		{
@@ -294,7 +295,7 @@ static __attribute__((noinline)) void acct_event_all(struct acct_pass *p, const 
 	const struct replay *rp = p->rp;
 	if (ai && (ai->op == GMT_OP_CTX_CREATE || ai->op == GMT_OP_CTX_DESTROY))
 		ctx_event(p, e, ai);
-	if (ai && ai->op == GMT_OP_ALLOC && !e->result && !(e->flags & GMT_EV_FAILED) &&
+	if (ai && ai->op == GMT_OP_ALLOC && !gmt_failed(e->result, e->flags) &&
 	    replay_kind_bucket(ai->kind, e->aux) >= 0) { /* trace_alloc_bucket(e) >= 0 */
 		stack_first_seen(p, e->stack_id);
 		p->vmm_creates += ai->kind == GMT_KIND_VMM_PHYS;
@@ -317,7 +318,7 @@ void acct_event(struct acct *a, const struct gmt_event *e)
 		acct_event_all(p, e, ai);
 		return;
 	}
-	if (ai && ai->op == GMT_OP_ALLOC && !e->result && !(e->flags & GMT_EV_FAILED) &&
+	if (ai && ai->op == GMT_OP_ALLOC && !gmt_failed(e->result, e->flags) &&
 	    replay_kind_bucket(ai->kind, e->aux) >= 0) {
 		uint64_t id = e->stack_id;
 		if (id >= SEEN_BITS || !p->seen_bits ||

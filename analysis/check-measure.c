@@ -57,12 +57,12 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *unuse
 		HASH_ADD(hh, m->calls, api, sizeof(c->api), c);
 	}
 	c->count++;
-	if (e->result != 0 || (e->flags & GMT_EV_FAILED))
+	if (gmt_failed(e->result, e->flags))
 		c->failed++;
 	else
 		c->bytes += e->size;
 	if (skip(m, e)) {
-		if (e->result == 0 && !(e->flags & GMT_EV_FAILED)) {
+		if (!gmt_failed(e->result, e->flags)) {
 			m->ignored_allocs++;
 			m->ignored_bytes += e->size;
 		}
@@ -74,7 +74,8 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *unuse
 static void snapshot(struct measure *m, int64_t device)
 {
 	char buf[4096];
-	for (int sp = 0; sp < 5; sp++) {
+	GMT_EACH_SPACE(sp)
+	{
 		struct rp_live *l, *lt;
 		RP_EACH(&m->rp2, sp, l, lt)
 		{

@@ -98,7 +98,8 @@ void peakset_each(const struct peakset *ps, int64_t ordinal, peakset_fn fn, void
 	uint64_t peak = d ? d->lv.peak_seq : 0;
 	if (!peak)
 		return;
-	for (int sp = 0; sp < 5; sp++) {
+	GMT_EACH_SPACE(sp)
+	{
 		struct rp_live *l, *lt;
 		RP_EACH(rp, sp, l, lt)
 		{

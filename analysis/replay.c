@@ -40,7 +40,8 @@ void replay_init(struct replay *rp)
 
 void replay_free(struct replay *rp)
 {
-	for (int s = 0; s < 5; s++) {
+	GMT_EACH_SPACE(s)
+	{
 		struct rp_live *l, *tmp;
 		RP_EACH(rp, s, l, tmp)
 		{
@@ -177,7 +178,7 @@ static inline struct rp_slot *slot_find(const struct rp_table *t, uint64_t key)
 
 static inline struct rp_live *find(struct replay *rp, int space, uint64_t key)
 {
-	if (space < 0 || space >= 5 || !rp->tables[space].slots)
+	if (!gmt_space_valid(space) || !rp->tables[space].slots)
 		return NULL;
 	return slot_find(&rp->tables[space], key)->l;
 }
@@ -316,7 +317,7 @@ static __attribute__((noinline)) void drop_at(struct replay *rp, struct rp_live 
 
 static void maybe_release(struct replay *rp, struct rp_live *h)
 {
-	if (h->refs == 0 && h->maps == 0)
+	if (!gmt_handle_held(h->refs, h->maps))
 		drop(rp, h);
 }
 
@@ -417,17 +418,17 @@ void replay_apply(struct replay *rp, const struct gmt_event *e)
 {
 	rp->seq++;
 	const struct api_info *a = api_lookup(e->api);
-	if (!a || e->result != 0 || (e->flags & GMT_EV_FAILED))
+	if (!a || gmt_failed(e->result, e->flags))
 		return;
-	if (a->op == GMT_OP_FREE && e->ptr && a->space != GMT_SPACE_VMM_HANDLE && a->space >= 0 &&
-	    a->space < 5 && rp->tables[a->space].slots) {
+	if (a->op == GMT_OP_FREE && e->ptr && a->space != GMT_SPACE_VMM_HANDLE &&
+	    gmt_space_valid(a->space) && rp->tables[a->space].slots) {
 		const struct rp_table *t = &rp->tables[a->space];
 		struct rp_slot *s = slot_find(t, e->ptr);
 		if (s->l) { /* its slot passed on: table_del_at probes no more */
 			drop_at(rp, s->l, (size_t)(s - t->slots));
 			return;
 		}
-	} else if (a->op == GMT_OP_ALLOC && e->ptr && rp->spare && a->space >= 0 && a->space < 5) {
+	} else if (a->op == GMT_OP_ALLOC && e->ptr && rp->spare && gmt_space_valid(a->space)) {
 		alloc_fast(rp, e, a);
 		return;
 	}

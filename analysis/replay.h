@@ -1,14 +1,16 @@
 /* Live-set replay: applies events to the set of live allocations and keeps
  * the byte counts (and their peaks) per device and per kind of memory.
  *
- * Rules (docs/cli.md, "summary"):
- *  - failed calls (result != 0) change nothing;
+ * Rules (docs/cli.md, "summary"; the shared ones in common/events.h, which
+ * the library's peak watch follows too):
+ *  - failed calls (gmt_failed) change nothing;
  *  - an allocation is keyed by address, or by handle in its namespace
  *    (GMT_API_LIST's space column); a free matches whatever allocated it;
  *  - a VMM physical handle (cuMemCreate) stays counted while it holds a
  *    reference (the creation, plus one per cuMemRetainAllocationHandle, minus
- *    one per cuMemRelease) or a mapping (cuMemMap until cuMemUnmap);
- *  - device bytes = DEVICE + ASYNC + VMM_PHYS whose location type is 1.
+ *    one per cuMemRelease) or a mapping (cuMemMap until cuMemUnmap):
+ *    gmt_handle_held;
+ *  - device bytes: allocations of gmt_device_memory's kinds.
  *
  * Events should be applied in time order: struct reorder sorts them within
  * a bounded window, since the batches of different threads interleave in
@@ -22,6 +24,7 @@
 
 #include <uthash.h>
 
+#include "common/events.h"
 #include "reader/reader.h"
 
 enum bucket {
@@ -88,7 +91,7 @@ struct rp_table {
 	for ((l) = (rp)->tables[space].head; (l) && ((tmp) = (l)->next, 1); (l) = (tmp))
 
 struct replay {
-	struct rp_table tables[5]; /* by enum gmt_space */
+	struct rp_table tables[GMT_SPACES]; /* by enum gmt_space */
 	struct rp_map *maps;
 	struct rp_live *spare;		   /* freed entries, chained by next: no malloc per event */
 	struct rp_level buckets[BK_COUNT]; /* BK_DEVICE: all devices together */
@@ -111,12 +114,11 @@ struct replay {
  * cuMemCreate location type); -1 for kinds that hold no memory. */
 static inline int replay_kind_bucket(int kind, uint64_t aux)
 {
-	switch (kind) {
-	case GMT_KIND_DEVICE:
-	case GMT_KIND_ASYNC:
+	if (gmt_device_memory(kind, aux))
 		return BK_DEVICE;
+	switch (kind) {
 	case GMT_KIND_VMM_PHYS:
-		return aux == 1 ? BK_DEVICE : BK_VMM_HOST;
+		return BK_VMM_HOST;
 	case GMT_KIND_MANAGED:
 		return BK_MANAGED;
 	case GMT_KIND_HOST_PINNED:

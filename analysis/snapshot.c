@@ -54,7 +54,8 @@ int snapshot_live(struct trace *t, bool at_end, snapshot_fn fn, void *ctx, uint6
 			goto out;
 	}
 	*when_ns = at_end ? trace_end_ns(t) : s.when_ns;
-	for (int sp = 0; sp < 5; sp++) {
+	GMT_EACH_SPACE(sp)
+	{
 		struct rp_live *l, *tmp;
 		RP_EACH(&s.rp, sp, l, tmp)
 		{

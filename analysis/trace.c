@@ -624,7 +624,7 @@ void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct t
 int trace_alloc_bucket(const struct gmt_event *e)
 {
 	const struct api_info *a = api_lookup(e->api);
-	if (!a || a->op != GMT_OP_ALLOC || e->result != 0 || (e->flags & GMT_EV_FAILED))
+	if (!a || a->op != GMT_OP_ALLOC || gmt_failed(e->result, e->flags))
 		return -1;
 	return replay_kind_bucket(a->kind, e->aux);
 }

@@ -112,7 +112,7 @@ static void aux_fields(FILE *f, const struct gmt_event *e)
 
 static void result(FILE *f, const struct gmt_event *e)
 {
-	if (!(e->flags & GMT_EV_FAILED) && !e->result) {
+	if (!gmt_failed(e->result, e->flags)) {
 		fputs(" ok", f);
 		return;
 	}

@@ -88,7 +88,7 @@ static void pf_event(void *ctx, const struct gmt_event *e, struct replay *unused
 		fputs("}}", p->f);
 	}
 	const struct api_info *a = api_lookup(e->api);
-	bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);
+	bool failed = gmt_failed(e->result, e->flags);
 	if (failed && a && a->op == GMT_OP_ALLOC) {
 		char sz[32], site[512] = "";
 		struct trace_frame fr;
@@ -337,7 +337,7 @@ static void pp_event(void *ctx, const struct gmt_event *e, struct replay *unused
 {
 	struct pp *p = ctx;
 	const struct api_info *a = api_lookup(e->api);
-	if (!a || a->op != GMT_OP_ALLOC || e->result || (e->flags & GMT_EV_FAILED) ||
+	if (!a || a->op != GMT_OP_ALLOC || gmt_failed(e->result, e->flags) ||
 	    replay_kind_bucket(a->kind, e->aux) != BK_DEVICE)
 		return;
 	struct pp_stack *s = pp_get(p, e->stack_id);

@@ -198,7 +198,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 {
 	struct frag *g = ctx;
 	const struct api_info *a = api_lookup(e->api);
-	bool ok = !(e->flags & GMT_EV_FAILED) && e->result == 0;
+	bool ok = !gmt_failed(e->result, e->flags);
 	if (g->pass == 1 && a && ok) {
 		if (a->op == GMT_OP_FREE && a->space == GMT_SPACE_ADDR) {
 			struct rp_live *l = replay_find(&g->rp, GMT_SPACE_ADDR, e->ptr);
@@ -214,9 +214,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 			g->pools_created++;
 		if (a->op == GMT_OP_POOL_TRIM)
 			g->pool_trims++;
-		bool dev = a->op == GMT_OP_ALLOC &&
-			   (a->kind == GMT_KIND_DEVICE || a->kind == GMT_KIND_ASYNC ||
-			    (a->kind == GMT_KIND_VMM_PHYS && e->aux == 1));
+		bool dev = a->op == GMT_OP_ALLOC && gmt_device_memory(a->kind, e->aux);
 		if (dev && selected(g, e->device)) {
 			struct fdev *d = fdev_get(g, e->device);
 			int b = 0;

@@ -56,7 +56,8 @@ static int leaks_one(struct trace_rows *rows, struct leak_trace *lt)
 	replay_init(&rp);
 	int rc = trace_replay(&lt->t, &rp, NULL, NULL);
 	if (rc < 0) {
-		for (int sp = 0; sp < 5; sp++) {
+		GMT_EACH_SPACE(sp)
+		{
 			struct rp_live *l, *tmp;
 			RP_EACH(&rp, sp, l, tmp)
 			{

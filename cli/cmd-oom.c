@@ -242,7 +242,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 {
 	struct oomrun *r = ctx;
 	replay_apply(&r->rp, e);
-	if (!(e->flags & GMT_EV_FAILED) && e->result == 0)
+	if (!gmt_failed(e->result, e->flags))
 		return;
 	const struct api_info *a = api_lookup(e->api);
 	if (a && a->op == GMT_OP_ALLOC && e->result == RESULT_OOM) {

@@ -160,7 +160,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 	p->now = e->time_ns;
 	replay_apply(&p->rp, e);
 	const struct api_info *a = api_lookup(e->api);
-	bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);
+	bool failed = gmt_failed(e->result, e->flags);
 	if (failed && a && a->op == GMT_OP_ALLOC &&
 	    replay_kind_bucket(a->kind, e->aux) == BK_DEVICE &&
 	    !(p->has_only_dev && e->device != p->only_dev)) {

@@ -174,7 +174,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 	if (!c)
 		c = call_new(s, e->api);
 	c->count++;
-	if (e->result != 0 || (e->flags & GMT_EV_FAILED))
+	if (gmt_failed(e->result, e->flags))
 		call_failed(s, c, e);
 	else
 		c->bytes += e->size;
@@ -240,7 +240,8 @@ static int api_kind(uint32_t api)
 /* Live device bytes on dev's device by kind, into kinds[]. */
 static void kinds_now(struct replay *rp, int64_t ordinal, uint64_t *kinds)
 {
-	for (int sp = 0; sp < 5; sp++) {
+	GMT_EACH_SPACE(sp)
+	{
 		struct rp_live *l, *lt;
 		RP_EACH(rp, sp, l, lt)
 		{

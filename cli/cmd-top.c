@@ -74,7 +74,7 @@ static struct trace_row *event_row(struct top *tp, const struct gmt_event *e)
 		return trace_rows_get(&tp->rows, &tp->cur->t, e->device, e->stack_id, e->api);
 	struct phase *ph = phase_of(&tp->phases, e->tid);
 	const struct api_info *a = api_lookup(e->api);
-	if (a && !(e->result != 0 || (e->flags & GMT_EV_FAILED)))
+	if (a && !gmt_failed(e->result, e->flags))
 		phase_remember(&tp->phases, a->space, e->ptr, ph);
 	return trace_rows_get_key(&tp->rows, e->device, ph->name, e->stack_id, e->api);
 }
@@ -95,10 +95,9 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 		phase_advance(&tp->phases, e->time_ns, 0);
 	if (!a || a->op != GMT_OP_ALLOC)
 		return;
-	bool failed = e->result != 0 || (e->flags & GMT_EV_FAILED);
+	bool failed = gmt_failed(e->result, e->flags);
 	if (failed) {
-		if (a->kind == GMT_KIND_DEVICE || a->kind == GMT_KIND_ASYNC ||
-		    (a->kind == GMT_KIND_VMM_PHYS && e->aux == 1))
+		if (gmt_device_memory(a->kind, e->aux))
 			event_row(tp, e)->failed++;
 		return;
 	}
@@ -111,7 +110,8 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 
 static void charge_live(struct top *tp, struct replay *rp, int64_t device, int metric)
 {
-	for (int sp = 0; sp < 5; sp++) {
+	GMT_EACH_SPACE(sp)
+	{
 		struct rp_live *l, *lt;
 		RP_EACH(rp, sp, l, lt)
 		{

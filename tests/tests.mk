@@ -19,6 +19,7 @@ UNIT_SRCS_test-stacks := preload/stacks.c
 UNIT_SRCS_test-reorder := analysis/replay.c common/api.c reader/diag.c reader/xalloc.c
 UNIT_SRCS_test-clock := preload/clock.c
 UNIT_SRCS_test-callers := preload/callers.c
+UNIT_SRCS_test-peak-watch := analysis/replay.c common/api.c reader/diag.c reader/xalloc.c
 include tests/unit/unit.mk
 include tests/life/life.mk
 include tests/golden/golden.mk

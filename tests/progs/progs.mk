@@ -8,7 +8,8 @@ PROG_LINK_RT := -L$(SIM_DIR) -l:libcudart.so.13
 PROG_LINK_DRV := -L$(SIM_DIR) -l:libcuda.so.1
 
 PROGS := runtime-basic driver-basic dlsym-route procaddr-route static-runtime stackmix \
-	hookloop entrypoint-route early-calls threads oom nvtx-client marker accounting clockcheck
+	hookloop entrypoint-route early-calls threads oom nvtx-client marker accounting clockcheck \
+	peak-agree
 PROG_LIBS := libnextcheck.so libnextcheck2.so libfakeblas.so libearly.so
 
 .PHONY: progs
@@ -23,7 +24,7 @@ $(PROG_DIR)/runtime-basic $(PROG_DIR)/entrypoint-route $(PROG_DIR)/threads $(PRO
 
 # Linked against the simulated driver.
 $(PROG_DIR)/driver-basic $(PROG_DIR)/accounting $(PROG_DIR)/hookloop \
-		$(PROG_DIR)/clockcheck: $(PROG_DIR)/%: tests/progs/%.c $(PROG_DEPS) \
+		$(PROG_DIR)/clockcheck $(PROG_DIR)/peak-agree: $(PROG_DIR)/%: tests/progs/%.c $(PROG_DEPS) \
 		$(SIM_LIBCUDA)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -o $@ $< $(PROG_LINK_DRV) $(SAN_LDFLAGS)
