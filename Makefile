@@ -35,7 +35,7 @@ all: $(LIB) $(BUILD)/gpumemtrace
 # ASan's start-up calls dlsym, which ours answers before ASan's shadow
 # memory exists: the lookup path stays out of ASan (UBSan still applies).
 ifneq ($(findstring address,$(SANITIZE)),)
-$(BUILD)/obj/lib/preload/hooks/table.o $(BUILD)/obj/lib/preload/hooks/lookup.o: CFLAGS += -fno-sanitize=address
+$(BUILD)/obj/lib/preload/real.o $(BUILD)/obj/lib/preload/hooks/lookup.o: CFLAGS += -fno-sanitize=address
 endif
 $(BUILD)/obj/lib/%.o: %.c
 	@mkdir -p $(dir $@)

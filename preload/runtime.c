@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "preload/device.h"
 #include "preload/python.h"
 #include "preload/ring.h"
 #include "preload/sampler.h"

@@ -1,10 +1,14 @@
-/* The tracer core as the hooks see it. */
+/* The tracer core as the hooks see it: the one core header that
+ * preload/hooks/ includes (with preload/real.h, below, for the real
+ * functions' inline fast paths). The dependency is one-way: the core never
+ * includes preload/hooks/ nor calls into it (t-preload-oneway). */
 #ifndef GMT_TRACER_H
 #define GMT_TRACER_H
 
 #include <stdint.h>
 
 #include "preload/clock.h"
+#include "preload/real.h"
 #include "gpumemtrace/format.h"
 
 #define GMT_INTERNAL __attribute__((visibility("hidden")))
@@ -83,13 +87,27 @@ int gmt_tracing(void);
 /* A device argument gmt_record resolves from the current context. */
 #define GMT_DEVICE_CURRENT INT32_MIN
 
-/* Provided by the hooks: the device ordinal of the calling thread's
- * current context, -1 if none. */
-int32_t gmt_current_device(void);
-
 /* Records one call. Preserves errno. `flags` is GMT_EV_HAS_AUX/AUX2. */
 void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
 		uint64_t aux, uint64_t aux2, unsigned flags);
+
+/* What a failed call adds: NVML's view, and cuMemGetInfo's after an OOM
+ * (preload/device.c). Preserves errno. */
+void gmt_hook_failed(enum gmt_api api, uint32_t result);
+
+/* A context call's cost to its device, from NVML readings just before and
+ * just after the call, on the calling thread (preload/device.c). */
+#define GMT_MAX_DEVICES 64 /* devices NVML and the probes know */
+struct gmt_ctx_probe {
+	int index;				 /* NVML device, -1: nothing measured */
+	uint64_t used_bytes, process_used_bytes; /* before the call */
+	int process_known;
+};
+void gmt_ctx_probe_before(struct gmt_ctx_probe *p, int32_t device);
+/* The event's size, aux (before) and aux2 (after); returns its flags, 0
+ * when nothing was measured. `result` is the call's. */
+unsigned gmt_ctx_probe_after(const struct gmt_ctx_probe *p, enum gmt_api api, uint32_t result,
+			     uint64_t *size, uint64_t *before, uint64_t *after);
 
 /* Records what cuMemGetInfo said right after a failed allocation. */
 void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes,
@@ -137,16 +155,5 @@ void gmt_finish_async(enum gmt_end_reason reason);
  * trailer was written already, so the trace stays complete until then.
  * Async-signal-safe; keeps errno. */
 void gmt_exec_returned(void);
-
-/* Provided by the hooks: device facts, called from the flush thread. */
-struct gmt_device_info {
-	char name[256];
-	uint8_t uuid[16];
-	uint64_t total_bytes;
-	int cc_major, cc_minor, driver_version;
-};
-int gmt_driver_device_count(void); /* -1: CUDA not initialized by the program yet */
-/* 0: every fact read; 1: a query failed (why names the first); -1: no such device. */
-int gmt_driver_device_info(int ordinal, struct gmt_device_info *out, char *why, size_t why_len);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "gpumemtrace/format.h"
+#include "preload/device.h"
 #include "preload/modules.h"
 #include "preload/ring.h"
 #include "preload/stacks.h"

@@ -9,7 +9,6 @@
 #include <errno.h>
 
 #include "preload/hooks/forward.h"
-#include "preload/nvml.h"
 
 #define MISSING GMT_DRIVER_MISSING
 
@@ -17,10 +16,8 @@ static __thread int tls_in_ctx_call __attribute__((tls_model("initial-exec")));
 
 /* ---- which device a context is on ---------------------------------------- */
 
-/* CUDA device -> NVML index + 1 (0: not known yet). */
-static int nvml_of_device[GMT_NVML_MAX_DEVICES];
 /* Each device's primary context, for the release and reset events. */
-static CUcontext primary_of[GMT_NVML_MAX_DEVICES];
+static CUcontext primary_of[GMT_MAX_DEVICES];
 
 /* Contexts made by cuCtxCreate, for cuCtxDestroy's device. Lock-free:
  * context calls are rare, but a lock could be held across fork. */
@@ -61,58 +58,12 @@ static int32_t forget_context(CUcontext ctx)
 	return -1;
 }
 
-static int nvml_index(int32_t device)
+/* The event, with what NVML saw the call cost its device. */
+static void record(struct gmt_ctx_probe *p, enum gmt_api api, CUresult r, int32_t device,
+		   CUcontext ctx)
 {
-	if (device < 0 || device >= GMT_NVML_MAX_DEVICES)
-		return -1;
-	/* A cache; racing threads store the same value. */
-	int cached = __atomic_load_n(&nvml_of_device[device], __ATOMIC_RELAXED);
-	if (cached)
-		return cached - 1;
-	pfn_cuDeviceGetUuid_v2 get_uuid = GMT_USED(cuDeviceGetUuid_v2);
-	CUuuid u;
-	if (!get_uuid || get_uuid(&u, device) != CUDA_SUCCESS)
-		return -1; /* before cuInit: not known yet, ask again next time */
-	int index = gmt_nvml_index_of_uuid((const uint8_t *)u.bytes);
-	if (index >= 0)
-		__atomic_store_n(&nvml_of_device[device], index + 1, __ATOMIC_RELAXED);
-	return index;
-}
-
-/* ---- measuring ------------------------------------------------------------- */
-
-struct probe {
-	int index; /* NVML device, -1: nothing measured */
-	struct gmt_nvml_reading before, after;
-};
-
-static void measure_before(struct probe *p, int32_t device)
-{
-	p->index = gmt_nvml_ready() ? nvml_index(device) : -1;
-	if (p->index >= 0 && gmt_nvml_read((unsigned)p->index, &p->before) != 0)
-		p->index = -1;
-}
-
-static void record(struct probe *p, enum gmt_api api, CUresult r, int32_t device, CUcontext ctx)
-{
-	int measured = p->index >= 0 && gmt_nvml_read((unsigned)p->index, &p->after) == 0;
-	uint64_t before = 0, after = 0, size = 0;
-	unsigned flags = 0;
-	if (measured) {
-		int creates = api == GMT_API_cuDevicePrimaryCtxRetain ||
-			      api == GMT_API_cuCtxCreate_v2 || api == GMT_API_cuCtxCreate_v3 ||
-			      api == GMT_API_cuCtxCreate_v4;
-		int untrusted = creates && r == CUDA_SUCCESS && gmt_nvml_context_made(&p->after);
-		/* The process's usage when NVML reports it, else the device's. */
-		int process = p->before.process_known && p->after.process_known && !untrusted;
-		before = process ? p->before.process_used_bytes : p->before.used_bytes;
-		after = process ? p->after.process_used_bytes : p->after.used_bytes;
-		if (creates)
-			size = after > before ? after - before : 0;
-		else
-			size = before > after ? before - after : 0;
-		flags = GMT_AUX2;
-	}
+	uint64_t size, before, after;
+	unsigned flags = gmt_ctx_probe_after(p, api, r, &size, &before, &after);
 	/* Inside a traced free (the runtime may retain its context there), the
 	 * free's start time belongs to the free's own event, recorded later. */
 	uint64_t outer_start = gmt_tls_call_start;
@@ -136,8 +87,8 @@ static void record(struct probe *p, enum gmt_api api, CUresult r, int32_t device
 	gmt_callers_join();                                                                        \
 	tls_in_ctx_call = 1;                                                                       \
 	gmt_enter();                                                                               \
-	struct probe probe_;                                                                       \
-	measure_before(&probe_, device);                                                           \
+	struct gmt_ctx_probe probe_;                                                               \
+	gmt_ctx_probe_before(&probe_, device);                                                     \
 	errno = saved_errno_;                                                                      \
 	CUresult r_ = real_(__VA_ARGS__);                                                          \
 	saved_errno_ = errno;                                                                      \
@@ -150,13 +101,13 @@ static void record(struct probe *p, enum gmt_api api, CUresult r, int32_t device
 
 static void note_primary(CUdevice dev, CUcontext ctx)
 {
-	if (dev >= 0 && dev < GMT_NVML_MAX_DEVICES && ctx)
+	if (dev >= 0 && dev < GMT_MAX_DEVICES && ctx)
 		__atomic_store_n(&primary_of[dev], ctx, __ATOMIC_RELAXED); /* a label only */
 }
 
 static CUcontext primary(CUdevice dev)
 {
-	return dev >= 0 && dev < GMT_NVML_MAX_DEVICES
+	return dev >= 0 && dev < GMT_MAX_DEVICES
 		   ? __atomic_load_n(&primary_of[dev], __ATOMIC_RELAXED)
 		   : NULL;
 }
@@ -187,7 +138,8 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 	CTX_DONE();
 }
 
-static void created(struct probe *p, enum gmt_api api, CUresult r, CUcontext *pctx, CUdevice dev)
+static void created(struct gmt_ctx_probe *p, enum gmt_api api, CUresult r, CUcontext *pctx,
+		    CUdevice dev)
 {
 	CUcontext ctx = r == CUDA_SUCCESS && pctx ? *pctx : NULL;
 	if (ctx)

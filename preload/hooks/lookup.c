@@ -2,8 +2,164 @@
  * dlvsym, cuGetProcAddress and cudaGetDriverEntryPoint. Each calls the real
  * lookup, then swaps in our wrapper for exactly the variant it returned. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
 
+#include "common/log.h"
 #include "preload/hooks/forward.h"
+
+/* ---- which wrapper a lookup hands out -------------------------------------- */
+
+/* Our wrappers by hook id. The core's table has the names and the real
+ * functions; the wrappers' addresses are only ever needed here. */
+static void *const wrappers[GMT_HOOK_COUNT] = {
+#define GMT_WRAPPER_(name, base, params) [GMT_HOOK_##name] = (void *)&name,
+    GMT_DRIVER_HOOKS(GMT_WRAPPER_) GMT_DRIVER_HOOKS_LEGACY(GMT_WRAPPER_)
+	GMT_RUNTIME_HOOKS(GMT_WRAPPER_)
+#undef GMT_WRAPPER_
+};
+
+static int find_hook(const char *name)
+{
+	for (int i = 0; i < GMT_HOOK_COUNT; i++)
+		if (!strcmp(gmt_hooks[i].name, name))
+			return i;
+	return -1;
+}
+
+static void *wrap_dlsym(const char *name, void *handle, void *addr)
+{
+	int id;
+	if (!addr || (id = find_hook(name)) < 0)
+		return addr;
+	struct gmt_hook *h = &gmt_hooks[id];
+	if (addr == wrappers[id]) {
+		/* Found our own export in the global scope. Without us the lookup
+		 * finds the next definition, or nothing: so must it with us, and
+		 * a genuine failed lookup of the name leaves dlerror() its error. */
+		if (gmt_real((enum gmt_hook_id)id, wrappers[id]))
+			return addr;
+		gmt_libc_next(name);
+		return NULL;
+	}
+	gmt_set_real((enum gmt_hook_id)id, addr);
+	if (!h->is_runtime)
+		gmt_note_driver_handle(handle);
+	/* Wrap only the function our wrapper forwards to; another library's
+	 * function of the same name passes through untouched. */
+	return __atomic_load_n(&h->real, __ATOMIC_ACQUIRE) == addr ? wrappers[id] : addr;
+}
+
+/* The cache of module_handle_of. Held only to read or update the cache,
+ * never across dlopen (which takes the loader lock: a constructor running
+ * inside dlopen may look up entry points), and held across fork. */
+static pthread_mutex_t lookup_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *cached_base, *cached_handle;
+
+static void lookup_fork_prepare(void)
+{
+	pthread_mutex_lock(&lookup_lock);
+}
+
+static void lookup_fork_release(void)
+{
+	pthread_mutex_unlock(&lookup_lock);
+}
+
+__attribute__((constructor)) static void lookup_fork_safety(void)
+{
+	pthread_atfork(lookup_fork_prepare, lookup_fork_release, lookup_fork_release);
+}
+
+/* The handle of the module that contains `addr`. Entry-point lookups are
+ * few (hundreds at start-up), so a lock here costs nothing. */
+static void *module_handle_of(void *addr)
+{
+	Dl_info info;
+	if (!dladdr(addr, &info) || !info.dli_fname)
+		return NULL;
+	pthread_mutex_lock(&lookup_lock);
+	void *mh = info.dli_fbase == cached_base ? cached_handle : NULL;
+	pthread_mutex_unlock(&lookup_lock);
+	if (mh)
+		return mh;
+	mh = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!mh)
+		return NULL;
+	gmt_note_driver_handle(mh);
+	pthread_mutex_lock(&lookup_lock);
+	cached_base = info.dli_fbase;
+	cached_handle = mh;
+	pthread_mutex_unlock(&lookup_lock);
+	return mh;
+}
+
+/* A lookup of a name we wrap gave an address that is none of the exported
+ * variants: its calls would go untraced, so the trace must say so. The
+ * legacy ABIs (cuMemAlloc below 3020) are the one expected case. */
+static void note_unmatched(const char *base, void *addr, void *mh)
+{
+	void *(*ds)(void *, const char *) = gmt_real_dlsym();
+	if (mh && ds && ds(mh, base) == addr)
+		return; /* the unversioned legacy export: deliberately not wrapped */
+	dlerror();
+	char text[200];
+	gmt_format(text, sizeof text,
+		   "a lookup of %s returned %p, none of the variants gpumemtrace wraps; calls "
+		   "through it are not traced",
+		   base, addr);
+	gmt_note(1, text);
+}
+
+static void *wrap_entry_point(const char *base, void *addr)
+{
+	if (!addr || !base)
+		return addr;
+	int saved_errno = errno;
+	void *result = addr;
+	void *mh = NULL;
+	int candidates = 0, matched = 0;
+	for (int i = 0; i < GMT_HOOK_COUNT; i++) {
+		struct gmt_hook *h = &gmt_hooks[i];
+		if (h->is_runtime || strcmp(h->base, base))
+			continue;
+		candidates++;
+		if (addr == wrappers[i]) {
+			matched = 1;
+			break; /* already ours */
+		}
+		void *da = __atomic_load_n(&h->driver_addr, __ATOMIC_ACQUIRE);
+		if (!da) {
+			void *(*ds)(void *, const char *) = gmt_real_dlsym();
+			if (!mh)
+				mh = module_handle_of(addr);
+			if (!mh || !ds)
+				break;
+			da = ds(mh, h->name);
+			if (!da) {
+				dlerror();
+				continue;
+			}
+			/* Pairs with the acquire load above, on another lookup. */
+			__atomic_store_n(&h->driver_addr, da, __ATOMIC_RELEASE);
+		}
+		if (da == addr) {
+			/* The driver handed out exactly this export: wrap that variant. */
+			gmt_set_real((enum gmt_hook_id)i, addr);
+			if (__atomic_load_n(&h->real, __ATOMIC_ACQUIRE) == addr)
+				result = wrappers[i];
+			matched = 1;
+			break;
+		}
+	}
+	if (candidates && !matched)
+		note_unmatched(base, addr, mh ? mh : module_handle_of(addr));
+	errno = saved_errno;
+	return result;
+}
+
+/* ---- the lookups ---------------------------------------------------------- */
 
 /* cu[A-Z]... and cuda[A-Z]...: not cudnn*, cublas*, curl_*. */
 static int is_cuda_name(const char *s)
@@ -24,7 +180,7 @@ GMT_EXPORT void *dlsym(void *handle, const char *symbol)
 	 * address: this must stay a tail call so that address is the caller's. */
 	if (handle == RTLD_NEXT || !is_cuda_name(symbol))
 		return real(handle, symbol);
-	return gmt_tracing() ? gmt_wrap_dlsym(symbol, handle, real(handle, symbol))
+	return gmt_tracing() ? wrap_dlsym(symbol, handle, real(handle, symbol))
 			     : real(handle, symbol);
 }
 
@@ -35,7 +191,7 @@ GMT_EXPORT void *dlvsym(void *handle, const char *symbol, const char *version)
 		return NULL;
 	if (handle == RTLD_NEXT || !is_cuda_name(symbol))
 		return real(handle, symbol, version);
-	return gmt_tracing() ? gmt_wrap_dlsym(symbol, handle, real(handle, symbol, version))
+	return gmt_tracing() ? wrap_dlsym(symbol, handle, real(handle, symbol, version))
 			     : real(handle, symbol, version);
 }
 
@@ -51,7 +207,7 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
 		return CUDA_ERROR_NOT_FOUND;
 	CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
 	if (r == CUDA_SUCCESS && pfn && gmt_tracing())
-		*pfn = gmt_wrap_entry_point(symbol, *pfn);
+		*pfn = wrap_entry_point(symbol, *pfn);
 	return r;
 }
 
@@ -62,7 +218,7 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 		return CUDA_ERROR_NOT_FOUND;
 	CUresult r = real(symbol, pfn, cudaVersion, flags);
 	if (r == CUDA_SUCCESS && pfn && gmt_tracing())
-		*pfn = gmt_wrap_entry_point(symbol, *pfn);
+		*pfn = wrap_entry_point(symbol, *pfn);
 	return r;
 }
 
@@ -76,7 +232,7 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 			return GMT_RUNTIME_MISSING;                                                \
 		cudaError_t r = real(symbol, funcPtr, flags, driverStatus);                        \
 		if (r == cudaSuccess && funcPtr && gmt_tracing())                                  \
-			*funcPtr = gmt_wrap_entry_point(symbol, *funcPtr);                         \
+			*funcPtr = wrap_entry_point(symbol, *funcPtr);                             \
 		return r;                                                                          \
 	}
 ENTRY_POINT(cudaGetDriverEntryPoint)
@@ -92,7 +248,7 @@ ENTRY_POINT(cudaGetDriverEntryPoint_ptsz)
 			return GMT_RUNTIME_MISSING;                                                \
 		cudaError_t r = real(symbol, funcPtr, cudaVersion, flags, driverStatus);           \
 		if (r == cudaSuccess && funcPtr && gmt_tracing())                                  \
-			*funcPtr = gmt_wrap_entry_point(symbol, *funcPtr);                         \
+			*funcPtr = wrap_entry_point(symbol, *funcPtr);                             \
 		return r;                                                                          \
 	}
 ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion)

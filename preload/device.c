@@ -1,0 +1,188 @@
+/* What the tracer asks the driver itself: the current device on the event
+ * path, free memory after a failed allocation, a context call's cost in
+ * NVML's readings and each device's facts for the flush thread. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "preload/device.h"
+#include "preload/nvml.h"
+#include "preload/real.h"
+#include "preload/sampler.h"
+#include "preload/tracer.h"
+
+/* ---- device of the current context -------------------------------------- */
+
+int32_t gmt_current_device(void)
+{
+	static __thread CUcontext cached_ctx __attribute__((tls_model("initial-exec")));
+	static __thread int32_t cached_dev __attribute__((tls_model("initial-exec")));
+	pfn_cuCtxGetCurrent get_ctx = GMT_USED(cuCtxGetCurrent);
+	CUcontext ctx = NULL;
+	if (!get_ctx || get_ctx(&ctx) != CUDA_SUCCESS || !ctx)
+		return -1;
+	if (ctx != cached_ctx) {
+		pfn_cuCtxGetDevice get_dev = GMT_USED(cuCtxGetDevice);
+		CUdevice dev;
+		if (!get_dev || get_dev(&dev) != CUDA_SUCCESS)
+			return -1;
+		cached_ctx = ctx;
+		cached_dev = dev;
+	}
+	return cached_dev;
+}
+
+/* Allocations of device memory, whose failure cuMemGetInfo can explain. */
+static int device_alloc(enum gmt_api api)
+{
+	switch (api) {
+#define GMT_DEVICE_ALLOC_(id, name, op, kind, space)                                               \
+	case GMT_API_##name:                                                                       \
+		return op == GMT_OP_ALLOC && kind != GMT_KIND_HOST_PINNED &&                       \
+		       kind != GMT_KIND_HOST_REGISTERED && kind != GMT_KIND_IPC &&                 \
+		       kind != GMT_KIND_POOL && kind != GMT_KIND_VMM_VA;
+		GMT_API_LIST(GMT_DEVICE_ALLOC_)
+#undef GMT_DEVICE_ALLOC_
+	default:
+		return 0;
+	}
+}
+
+/* What the device had free when an allocation failed, asked on the failing
+ * thread, where the program's context is current. No context, no question:
+ * cuMemGetInfo never creates one, and neither do we. */
+static void record_meminfo(enum gmt_api api)
+{
+	pfn_cuCtxGetCurrent get_ctx = GMT_USED(cuCtxGetCurrent);
+	pfn_cuMemGetInfo_v2 get_info = GMT_USED(cuMemGetInfo_v2);
+	CUcontext ctx = NULL;
+	size_t free_bytes = 0, total_bytes = 0;
+	if (!get_ctx || !get_info || get_ctx(&ctx) != CUDA_SUCCESS || !ctx)
+		return;
+	gmt_enter();
+	CUresult r = get_info(&free_bytes, &total_bytes);
+	gmt_leave();
+	if (r == CUDA_SUCCESS)
+		gmt_record_meminfo(api, gmt_current_device(), free_bytes, total_bytes);
+}
+
+void gmt_hook_failed(enum gmt_api api, uint32_t result)
+{
+	if (!device_alloc(api))
+		return;
+	int saved_errno = errno;
+	gmt_sampler_poke(GMT_SAMPLE_WHY_OOM); /* NVML's view of the failure */
+	/* CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation are both 2. */
+	if (result == CUDA_ERROR_OUT_OF_MEMORY)
+		record_meminfo(api);
+	errno = saved_errno;
+}
+
+/* ---- what a context call costs its device -------------------------------- */
+
+_Static_assert(GMT_MAX_DEVICES == GMT_NVML_MAX_DEVICES, "one table of devices");
+
+/* CUDA device -> NVML index + 1 (0: not known yet). */
+static int nvml_of_device[GMT_NVML_MAX_DEVICES];
+
+static int nvml_index(int32_t device)
+{
+	if (device < 0 || device >= GMT_NVML_MAX_DEVICES)
+		return -1;
+	/* A cache; racing threads store the same value. */
+	int cached = __atomic_load_n(&nvml_of_device[device], __ATOMIC_RELAXED);
+	if (cached)
+		return cached - 1;
+	pfn_cuDeviceGetUuid_v2 get_uuid = GMT_USED(cuDeviceGetUuid_v2);
+	CUuuid u;
+	if (!get_uuid || get_uuid(&u, device) != CUDA_SUCCESS)
+		return -1; /* before cuInit: not known yet, ask again next time */
+	int index = gmt_nvml_index_of_uuid((const uint8_t *)u.bytes);
+	if (index >= 0)
+		__atomic_store_n(&nvml_of_device[device], index + 1, __ATOMIC_RELAXED);
+	return index;
+}
+
+void gmt_ctx_probe_before(struct gmt_ctx_probe *p, int32_t device)
+{
+	struct gmt_nvml_reading before;
+	p->index = gmt_nvml_ready() ? nvml_index(device) : -1;
+	if (p->index >= 0 && gmt_nvml_read((unsigned)p->index, &before) != 0)
+		p->index = -1;
+	if (p->index < 0)
+		return;
+	p->used_bytes = before.used_bytes;
+	p->process_used_bytes = before.process_used_bytes;
+	p->process_known = before.process_known;
+}
+
+unsigned gmt_ctx_probe_after(const struct gmt_ctx_probe *p, enum gmt_api api, uint32_t result,
+			     uint64_t *size, uint64_t *before, uint64_t *after)
+{
+	struct gmt_nvml_reading now;
+	*size = *before = *after = 0;
+	if (p->index < 0 || gmt_nvml_read((unsigned)p->index, &now) != 0)
+		return 0;
+	int creates = api == GMT_API_cuDevicePrimaryCtxRetain || api == GMT_API_cuCtxCreate_v2 ||
+		      api == GMT_API_cuCtxCreate_v3 || api == GMT_API_cuCtxCreate_v4;
+	int untrusted = creates && result == CUDA_SUCCESS && gmt_nvml_context_made(&now);
+	/* The process's usage when NVML reports it, else the device's. */
+	int process = p->process_known && now.process_known && !untrusted;
+	*before = process ? p->process_used_bytes : p->used_bytes;
+	*after = process ? now.process_used_bytes : now.used_bytes;
+	if (creates)
+		*size = *after > *before ? *after - *before : 0;
+	else
+		*size = *before > *after ? *before - *after : 0;
+	return GMT_EV_HAS_AUX | GMT_EV_HAS_AUX2;
+}
+
+/* ---- device facts for the flush thread ---------------------------------- */
+
+int gmt_driver_device_count(void)
+{
+	pfn_cuDeviceGetCount count = GMT_USED(cuDeviceGetCount);
+	int n = 0;
+	/* NOT_INITIALIZED until the program calls cuInit: we never call it. */
+	if (!count || count(&n) != CUDA_SUCCESS)
+		return -1;
+	return n;
+}
+
+/* Each query's result is checked: a DEVICE record of zeros (seen on an H100
+ * with the dynamic runtime) says nothing of why, so the caller retries and
+ * in the end notes the first query that failed. */
+int gmt_driver_device_info(int ordinal, struct gmt_device_info *out, char *why, size_t why_len)
+{
+	memset(out, 0, sizeof *out);
+	if (why_len)
+		why[0] = 0;
+	pfn_cuDeviceGet get = GMT_USED(cuDeviceGet);
+	CUdevice dev;
+	if (!get || get(&dev, ordinal) != CUDA_SUCCESS)
+		return -1;
+	int incomplete = 0;
+#define GMT_DEVICE_QUERY(fn, ...)                                                                  \
+	do {                                                                                       \
+		pfn_##fn f_ = GMT_USED(fn);                                                        \
+		CUresult r_ = f_ ? f_(__VA_ARGS__) : CUDA_ERROR_NOT_FOUND;                         \
+		if (r_ != CUDA_SUCCESS && !incomplete++ && why_len)                                \
+			gmt_format(why, why_len, "%s returned %d%s", #fn, (int)r_,                 \
+				   f_ ? "" : " (not in libcuda)");                                 \
+	} while (0)
+	GMT_DEVICE_QUERY(cuDeviceGetName, out->name, (int)sizeof out->name - 1, dev);
+	CUuuid u;
+	memset(&u, 0, sizeof u);
+	GMT_DEVICE_QUERY(cuDeviceGetUuid_v2, &u, dev);
+	memcpy(out->uuid, u.bytes, sizeof out->uuid);
+	size_t bytes = 0;
+	GMT_DEVICE_QUERY(cuDeviceTotalMem_v2, &bytes, dev);
+	out->total_bytes = bytes;
+	GMT_DEVICE_QUERY(cuDeviceGetAttribute, &out->cc_major,
+			 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+	GMT_DEVICE_QUERY(cuDeviceGetAttribute, &out->cc_minor,
+			 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+	GMT_DEVICE_QUERY(cuDriverGetVersion, &out->driver_version);
+#undef GMT_DEVICE_QUERY
+	return incomplete ? 1 : 0;
+}
