@@ -78,18 +78,18 @@ static int parse_uuid(const char *s, uint8_t out[16])
 
 static void load(void)
 {
-	void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *h = gmt_libc_dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		const char *err = dlerror();
 		note_unavailable(err ? err : "libnvidia-ml.so.1: cannot open");
 		settle(LOAD_FAILED);
 		return;
 	}
-	/* Our exported dlsym would pass these names through anyway. */
-#define GMT_NVML_SYM_(name, params) nv.name = (pfn_##name)dlsym(h, #name);
+#define GMT_NVML_SYM_(name, params) nv.name = (pfn_##name)gmt_libc_dlsym(h, #name);
 	GMT_NVML_FUNCS(GMT_NVML_SYM_)
 #undef GMT_NVML_SYM_
-	pfn_nvmlErrorString error_string = (pfn_nvmlErrorString)dlsym(h, "nvmlErrorString");
+	pfn_nvmlErrorString error_string =
+	    (pfn_nvmlErrorString)gmt_libc_dlsym(h, "nvmlErrorString");
 	dlerror();
 	nv.proc_variant = nv.nvmlDeviceGetComputeRunningProcesses_v3   ? PROC_V3
 			  : nv.nvmlDeviceGetComputeRunningProcesses_v2 ? PROC_V2

@@ -80,7 +80,7 @@ static uint64_t next_id = 1; /* 0 is GMT_PYFRAME_NONE */
 
 static void *lookup(const char *name)
 {
-	return dlsym(RTLD_DEFAULT, name);
+	return gmt_libc_dlsym(RTLD_DEFAULT, name);
 }
 
 static void *lookup_either(const char *name, const char *fallback)

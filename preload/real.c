@@ -202,6 +202,19 @@ void *gmt_libc_next(const char *name)
 	return ds ? ds(RTLD_NEXT, name) : NULL;
 }
 
+void *gmt_libc_dlsym(void *handle, const char *name)
+{
+	dlsym_fn ds = gmt_real_dlsym();
+	return ds ? ds(handle, name) : NULL;
+}
+
+void *gmt_libc_dlopen(const char *file, int mode)
+{
+	void *(*real_open)(const char *, int) =
+	    (void *(*)(const char *, int))gmt_libc_next("dlopen");
+	return real_open ? real_open(file, mode) : NULL;
+}
+
 /* ---- real functions behind the wrappers -------------------------------- */
 
 void gmt_note_driver_handle(void *handle)
@@ -237,7 +250,7 @@ static void *get_driver_handle(void)
 	if (loads && __atomic_load_n(&driver_missed_at, __ATOMIC_RELAXED) == loads)
 		return NULL; /* nothing loaded since the last miss */
 	/* Linked, or opened by someone: never loads it ourselves. */
-	h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	h = gmt_libc_dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 	if (h)
 		gmt_note_driver_handle(h);
 	else
