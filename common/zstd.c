@@ -10,6 +10,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct gmt_zstd z;
 static int loaded;
 static char reason[160];
+static const struct gmt_dl *loader; /* the first caller's, for load() */
 
 static void load(void)
 {
@@ -18,14 +19,14 @@ static void load(void)
 	const char *name = secure_getenv("GPUMEMTRACE_ZSTD_LIB");
 	if (!name || !*name)
 		name = GMT_ZSTD_SONAME;
-	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	void *h = loader->open(name, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		const char *e = dlerror();
 		snprintf(reason, sizeof reason, "%s", e ? e : name);
 		return;
 	}
 #define GMT_ZSTD_SYM_(ret, fn, params)                                                             \
-	if (!(z.fn = (ret(*) params)dlsym(h, #fn))) {                                              \
+	if (!(z.fn = (ret(*) params)loader->sym(h, #fn))) {                                        \
 		snprintf(reason, sizeof reason, "%s has no %s", name, #fn);                        \
 		dlclose(h);                                                                        \
 		return;                                                                            \
@@ -35,8 +36,12 @@ static void load(void)
 	loaded = 1; /* kept open for the life of the process */
 }
 
-const struct gmt_zstd *gmt_zstd_get(const char **why)
+const struct gmt_zstd *gmt_zstd_get(const struct gmt_dl *dl, const char **why)
 {
+	/* Every caller in a binary passes the same loader: a racing store
+	 * writes the same value, and pthread_once orders it before load(). */
+	if (!__atomic_load_n(&loader, __ATOMIC_RELAXED))
+		__atomic_store_n(&loader, dl, __ATOMIC_RELAXED);
 	pthread_once(&once, load);
 	if (why)
 		*why = loaded ? "" : reason;

@@ -17,6 +17,10 @@
 #include "common/symbolize.h"
 #include "preload/tracer.h"
 #include "common/zstd.h"
+#include "preload/real.h"
+
+/* libzstd is loaded through libc's loader, never our dlopen/dlsym hooks. */
+static const struct gmt_dl libc_dl = {gmt_libc_dlopen, gmt_libc_dlsym};
 
 #define CHUNK_TARGET (256u << 10) /* write a chunk once this much is pending */
 #define BATCH_TARGET (64u << 10)  /* close an EVENTS record at this size */
@@ -139,7 +143,7 @@ void gmt_writer_compress_init(struct gmt_writer *w)
 	if (w->zstate != ZS_WANTED)
 		return;
 	const char *why;
-	const struct gmt_zstd *z = gmt_zstd_get(&why);
+	const struct gmt_zstd *z = gmt_zstd_get(&libc_dl, &why);
 	w->zstate = ZS_OFF;
 	if (!z) {
 		char text[256];
@@ -155,7 +159,7 @@ void gmt_writer_compress_init(struct gmt_writer *w)
  * compressing fails or does not make it smaller. */
 static size_t compress_chunk(struct gmt_writer *w, size_t payload)
 {
-	const struct gmt_zstd *z = gmt_zstd_get(NULL);
+	const struct gmt_zstd *z = gmt_zstd_get(&libc_dl, NULL);
 	size_t need = GMT_CHUNK_HEADER_SIZE + GMT_VARINT_MAX + z->ZSTD_compressBound(payload);
 	if (need > w->zcap) {
 		uint8_t *b = realloc(w->zbuf, need);
@@ -374,7 +378,7 @@ static void free_state(struct gmt_writer *w)
 	gmt_stacks_reset(&w->stacks);
 	gmt_modules_reset(&w->modules);
 	if (w->cctx)
-		gmt_zstd_get(NULL)->ZSTD_freeCCtx(w->cctx);
+		gmt_zstd_get(&libc_dl, NULL)->ZSTD_freeCCtx(w->cctx);
 	free(w->zbuf);
 	free(w->chunk);
 	free(w->ev);

@@ -1,4 +1,5 @@
 /* Chunks from disk: read, CRC checked, decompressed (see internal.h). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -6,6 +7,8 @@
 #include <unistd.h>
 
 #include "reader/internal.h"
+
+const struct gmt_dl rd_dl = {dlopen, dlsym};
 
 /* pread the whole range, retrying short reads; 0 ok, -1 errno set. */
 int rd_read_at(int fd, void *buf, size_t len, uint64_t off)
@@ -94,7 +97,7 @@ static int zero_tail(int fd, uint64_t off, uint64_t size)
 static int decompress(struct gmt_reader *r, struct chunk *k, uint32_t len, uint32_t *raw_len)
 {
 	const char *why;
-	const struct gmt_zstd *z = gmt_zstd_get(&why);
+	const struct gmt_zstd *z = gmt_zstd_get(&rd_dl, &why);
 	if (!z) { /* open checked already; a file that grew since lands here */
 		k->stop_errnum = ENOENT;
 		return rd_stop(

@@ -16,6 +16,9 @@
 #include "common/zstd.h"
 #include "reader/reader.h"
 
+/* libc's loader, for libzstd (reader/chunks.c). */
+extern const struct gmt_dl rd_dl;
+
 /* Decoding state inside one chunk's payload. Copied for the validation
  * pass, so checking a chunk never disturbs the real pass. */
 struct dec {

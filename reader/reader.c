@@ -181,7 +181,7 @@ struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 		goto fail;
 
 	const char *why;
-	if (hdr.version >= 3 && !gmt_zstd_get(&why) &&
+	if (hdr.version >= 3 && !gmt_zstd_get(&rd_dl, &why) &&
 	    rd_has_zstd_chunk(fd, hdr.header_size, size)) {
 		set_err(err, GMT_READ_ERR_ZSTD, 0,
 			"has zstd-compressed chunks and " GMT_ZSTD_SONAME " cannot be loaded (%s)",
@@ -225,7 +225,7 @@ void gmt_reader_close(struct gmt_reader *r)
 	}
 	close(r->fd);
 	if (r->dctx)
-		gmt_zstd_get(NULL)->ZSTD_freeDCtx(r->dctx);
+		gmt_zstd_get(&rd_dl, NULL)->ZSTD_freeDCtx(r->dctx);
 	for (int i = 0; i < 2; i++) {
 		struct chunk *k = &r->ck[i];
 		free(k->zbuf);
