@@ -1249,15 +1249,15 @@ void trace_rows_fold(struct trace_rows *rs)
 	rs->trace++;
 }
 
-static int sort_metric;
-static int row_cmp(const void *a, const void *b)
+static int row_cmp(const void *a, const void *b, void *metric_p)
 {
 	const struct trace_row *x = *(struct trace_row *const *)a,
 			       *y = *(struct trace_row *const *)b;
+	int metric = *(const int *)metric_p;
 	if (x->device != y->device)
 		return x->device < y->device ? -1 : 1;
-	if (x->v[sort_metric] != y->v[sort_metric])
-		return x->v[sort_metric] < y->v[sort_metric] ? 1 : -1;
+	if (x->v[metric] != y->v[metric])
+		return x->v[metric] < y->v[metric] ? 1 : -1;
 	for (int m = 0; m < TM_COUNT; m++)
 		if (x->v[m] != y->v[m])
 			return x->v[m] < y->v[m] ? 1 : -1;
@@ -1270,9 +1270,8 @@ struct trace_row **trace_rows_sorted(struct trace_rows *rs, int metric, size_t *
 	struct trace_row **out = xrealloc(NULL, *n * sizeof(*out)), *r, *rt;
 	size_t i = 0;
 	HASH_ITER(hh, rs->rows, r, rt) out[i++] = r;
-	sort_metric = metric;
 	if (*n)
-		qsort(out, *n, sizeof(*out), row_cmp);
+		qsort_r(out, *n, sizeof(*out), row_cmp, &metric);
 	return out;
 }
 
