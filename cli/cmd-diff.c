@@ -50,22 +50,9 @@ struct env_list {
 	size_t n, cap;
 };
 
-static void *xalloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p) {
-		say_error(CMD, "out of memory");
-		exit(EXIT_INPUT);
-	}
-	return p;
-}
-
 static char *xstrdup_or_null(const char *s)
 {
-	if (!s)
-		return NULL;
-	size_t n = strlen(s) + 1;
-	return memcpy(xalloc(NULL, n), s, n);
+	return s ? xstrdup(s) : NULL;
 }
 
 static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -74,10 +61,8 @@ static char *xprintf(const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0) {
-		say_error(CMD, "out of memory");
-		exit(EXIT_INPUT);
-	}
+	if (vasprintf(&s, fmt, ap) < 0)
+		xalloc_failed();
 	va_end(ap);
 	return s;
 }
@@ -87,7 +72,7 @@ static void env_add(struct env_list *l, const char *key, char *a, char *b)
 {
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 32;
-		l->v = xalloc(l->v, l->cap * sizeof(*l->v));
+		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
 	}
 	l->v[l->n++] = (struct env_item){xstrdup_or_null(key), a, b};
 }
@@ -224,7 +209,7 @@ static int row_cmp(const void *x, const void *y)
 static struct site_row *site_rows(struct measure *a, struct measure *b, size_t *n_out, size_t *same)
 {
 	size_t cap = HASH_COUNT(a->sites) + HASH_COUNT(b->sites), n = 0;
-	struct site_row *rows = xalloc(NULL, cap * sizeof(*rows));
+	struct site_row *rows = xrealloc(NULL, cap * sizeof(*rows));
 	struct cm_site *s, *tmp, *o;
 	HASH_ITER(hh, a->sites, s, tmp)
 	{
@@ -324,7 +309,7 @@ static size_t all_apis(struct diff_ctx *d, uint32_t **out)
 {
 	size_t n = 0;
 	uint32_t *v =
-	    xalloc(NULL, (HASH_COUNT(d->a->calls) + HASH_COUNT(d->b->calls) + 1) * sizeof(*v));
+	    xrealloc(NULL, (HASH_COUNT(d->a->calls) + HASH_COUNT(d->b->calls) + 1) * sizeof(*v));
 	struct cm_call *c, *tmp, *o;
 	HASH_ITER(hh, d->a->calls, c, tmp)
 	{
@@ -611,7 +596,7 @@ int cmd_diff(int argc, char **argv)
 	    .a = &ma, .b = &mb, .path_a = paths[0], .path_b = paths[1], .by = by, .depth = depth};
 	int64_t *da, *db;
 	size_t na = check_measure_devs(&ma, &da), nb = check_measure_devs(&mb, &db);
-	d.devs = xalloc(NULL, (na + nb + 1) * sizeof(*d.devs));
+	d.devs = xrealloc(NULL, (na + nb + 1) * sizeof(*d.devs));
 	for (size_t i = 0, j = 0; i < na || j < nb;) {
 		if (j >= nb || (i < na && da[i] < db[j]))
 			d.devs[d.ndevs++] = da[i++];

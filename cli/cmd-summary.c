@@ -360,12 +360,6 @@ static void callers_text(FILE *f, struct summary *s, uint64_t stack_id, int site
 	fputs(trace_callers_text(&s->t, stack_id, site_depth, 3, buf, sizeof(buf)), f);
 }
 
-static void no_memory(void)
-{
-	say_error(NULL, "out of memory");
-	exit(EXIT_INPUT);
-}
-
 static int row_cmp(const void *a, const void *b)
 {
 	const struct site_row *x = a, *y = b;
@@ -384,7 +378,7 @@ static void site_rows(struct summary *s, struct dev_info *dev)
 		size_t len = 0;
 		FILE *m = open_memstream(&text, &len);
 		if (!m)
-			no_memory();
+			xalloc_failed();
 		struct trace_frame fr;
 		if (trace_site(&s->t, st->stack_id, &fr)) {
 			frame_text(m, &fr);
@@ -393,7 +387,7 @@ static void site_rows(struct summary *s, struct dev_info *dev)
 			fputs("(no stack)", m);
 		}
 		if (fclose(m) || !text)
-			no_memory();
+			xalloc_failed();
 		HASH_FIND(hh, byname, text, len, r);
 		if (r) {
 			free(text);
@@ -681,11 +675,6 @@ static void json_level(FILE *f, const struct summary *s, const struct rp_level *
 		"\"peak_bytes\": %" PRIu64 ", \"peak_time_ns\": %" PRId64
 		", \"live_bytes_at_end\": %" PRIu64 ", \"live_allocations_at_end\": %" PRIu64,
 		lv->peak, lv->peak_seq ? rel(s, lv->peak_time_ns) : 0, lv->bytes, lv->count);
-}
-
-static void json_cstr0(FILE *f, const char *str)
-{
-	json_str(f, str, strlen(str));
 }
 
 static void json_kinds(FILE *f, const uint64_t *kinds)

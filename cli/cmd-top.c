@@ -344,11 +344,6 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	free(devs);
 }
 
-static void json_cstr0(FILE *f, const char *s)
-{
-	json_str(f, s, strlen(s));
-}
-
 static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, uint64_t limit,
 		       int depth)
 {
