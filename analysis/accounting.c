@@ -449,13 +449,9 @@ static int route_cmp(const void *a, const void *b)
 	return y->score - x->score;
 }
 
-static void find_routes(struct acct_pass *p, struct acct_dev *d)
+/* Notes about lookups the hooks could not follow. */
+static void route_missed_lookup(const struct trace *t, struct acct_dev *d)
 {
-	struct trace *t = p->a->t;
-	const struct acct_moment *m = d->peak.flagged ? &d->peak : &d->end;
-	uint64_t gap = (uint64_t)m->unexplained;
-	char b1[32], b2[32], b3[32], b4[32], b5[32];
-
 	static const char *const lookup_words[] = {
 	    "lookup",	"dlsym",   "dlvsym",	"GetProcAddress", "EntryPoint", "entry point",
 	    "DEEPBIND", "dlmopen", "unwrapped", "not followed",	  "unhooked",	NULL};
@@ -470,8 +466,12 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 			  "through a function we never wrapped",
 			  90, "the trace notes \"%.300s\"%s", first_note,
 			  nlook > 1 ? " (and more notes like it)" : "");
+}
 
-	/* usage before the first traced event */
+static void route_before_tracer(struct trace *t, struct acct_dev *d, const struct acct_moment *m,
+				uint64_t gap)
+{
+	char b1[32], b2[32], b3[32], b4[32], b5[32];
 	for (size_t i = 0; i < t->nsamples; i++) {
 		const struct trace_sample *s = &t->samples[i];
 		if (s->device != d->ordinal || (m->nvml_process && !s->process_known))
@@ -497,8 +497,12 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 				  trace_fmt_time(b3, trace_rel(t, t->first_time_ns)));
 		break;
 	}
+}
 
-	/* libraries with a static runtime that allocated nothing we saw */
+/* Libraries with a static runtime that allocated nothing we saw. */
+static void route_static_runtime(struct acct_pass *p, struct acct_dev *d)
+{
+	struct trace *t = p->a->t;
 	char libs[MAX_EVIDENCE] = "";
 	size_t nlibs = 0, len = 0;
 	const char *charged = NULL; /* one that did allocate through our hooks */
@@ -536,7 +540,12 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 			  nlibs > 1 ? "them" : "it", libs, charged ? " (but allocations of " : "",
 			  charged ? charged : "",
 			  charged ? ", which reaches the driver the same way, were traced)" : "");
+}
 
+/* Page rounding and pools' reserves: traced bytes that nvidia-smi counts higher. */
+static void route_rounding(struct acct_dev *d, const struct acct_moment *m, uint64_t gap)
+{
+	char b1[32], b2[32];
 	if (m->rounding)
 		add_route(d, "granularity",
 			  "allocation granularity: nvidia-smi counts whole 2 MiB pages",
@@ -558,7 +567,12 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 			  "%s in stream-ordered allocations live then, %s at the device's peak; "
 			  "a pool keeps freed memory up to its release threshold",
 			  fmt_size(b1, m->async), fmt_size(b2, d->peak.async));
+}
 
+/* What the environment says: NCCL's cuMem buffers, module loading. */
+static void route_environment(struct acct_pass *p, struct acct_dev *d)
+{
+	struct trace *t = p->a->t;
 	const char *cumem = env_get(t, "NCCL_CUMEM_ENABLE");
 	if (cumem && strcmp(cumem, "0") != 0 && !p->vmm_creates)
 		add_route(d, "nccl_cumem",
@@ -583,7 +597,18 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 			  "CUDA_MODULE_LOADING=%.32s: each library loads all its kernels when it "
 			  "is loaded, after the context's cost was measured",
 			  lazy);
+}
 
+static void find_routes(struct acct_pass *p, struct acct_dev *d)
+{
+	struct trace *t = p->a->t;
+	const struct acct_moment *m = d->peak.flagged ? &d->peak : &d->end;
+	uint64_t gap = (uint64_t)m->unexplained;
+	route_missed_lookup(t, d);
+	route_before_tracer(t, d, m, gap);
+	route_static_runtime(p, d);
+	route_rounding(d, m, gap);
+	route_environment(p, d);
 	add_route(d, "driver",
 		  "driver-internal memory: kernels' local memory, printf and malloc heaps, graph "
 		  "memory",
