@@ -84,14 +84,6 @@ static bool env_same(const struct env_item *e)
 	return strcmp(e->a, e->b) == 0;
 }
 
-static const struct trace_device *find_dev(const struct trace *t, int64_t ordinal)
-{
-	for (size_t i = 0; i < t->ndevs; i++)
-		if (t->devs[i].ordinal == ordinal)
-			return &t->devs[i];
-	return NULL;
-}
-
 static const char *find_env(const struct trace *t, const char *key)
 {
 	for (size_t i = 0; i < t->nenv; i++)
@@ -131,7 +123,8 @@ static void collect_env(struct env_list *l, struct trace *a, struct trace *b, in
 	env_add(l, "command", xstrdup_or_null(a->command), xstrdup_or_null(b->command));
 	env_add(l, "devices", xprintf("%zu", a->ndevs), xprintf("%zu", b->ndevs));
 	for (size_t i = 0; i < ndevs; i++) {
-		const struct trace_device *da = find_dev(a, devs[i]), *db = find_dev(b, devs[i]);
+		const struct trace_device *da = trace_device(a, devs[i]),
+					  *db = trace_device(b, devs[i]);
 		char key[64], s1[32], s2[32];
 #define DEVKEY(what) (snprintf(key, sizeof(key), "device %" PRId64 " " what, devs[i]), key)
 		env_add(l, DEVKEY("name"), da && da->name[0] ? xstrdup_or_null(da->name) : NULL,

@@ -55,18 +55,13 @@ static const char help[] =
 static const char *const metric_names[TM_COUNT] = {"peak", "end", "total", "calls"};
 static const char *const group_names[] = {"stack", "function", "library", "api", "range"};
 
-struct dev_peak {
-	int64_t ordinal;
-	struct rp_level lv;
-};
-
 struct top_trace {
 	struct trace t;
-	struct dev_peak *devs;
+	struct rp_dev *devs;
 	size_t ndevs;
 	uint64_t peak; /* the highest device peak */
 	/* pass 2 */
-	struct dev_peak **targets;
+	struct rp_dev **targets;
 	size_t ntargets, next;
 };
 
@@ -155,13 +150,13 @@ static void on_event2(void *ctx, const struct gmt_event *e, struct replay *rp)
 
 static int target_cmp(const void *a, const void *b)
 {
-	const struct dev_peak *x = *(struct dev_peak *const *)a, *y = *(struct dev_peak *const *)b;
+	const struct rp_dev *x = *(struct rp_dev *const *)a, *y = *(struct rp_dev *const *)b;
 	return x->lv.peak_seq < y->lv.peak_seq ? -1 : x->lv.peak_seq > y->lv.peak_seq;
 }
 
 static int devpeak_cmp(const void *a, const void *b)
 {
-	const struct dev_peak *x = a, *y = b;
+	const struct rp_dev *x = a, *y = b;
 	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
@@ -184,7 +179,7 @@ static int top_one(struct top *tp, struct top_trace *tt)
 	tt->devs = xrealloc(NULL, rp.ndevs * sizeof(*tt->devs));
 	tt->targets = xrealloc(NULL, rp.ndevs * sizeof(*tt->targets));
 	for (size_t i = 0; i < rp.ndevs; i++) {
-		tt->devs[i] = (struct dev_peak){rp.devs[i].ordinal, rp.devs[i].lv};
+		tt->devs[i] = rp.devs[i];
 		if (rp.devs[i].lv.peak > tt->peak)
 			tt->peak = rp.devs[i].lv.peak;
 	}
@@ -224,7 +219,7 @@ static struct devsum *device_list(struct top_trace *ts, int n, size_t *ndev)
 	struct devsum *d = xrealloc(NULL, cap * sizeof(*d));
 	for (int i = 0; i < n; i++)
 		for (size_t k = 0; k < ts[i].ndevs; k++) {
-			const struct dev_peak *p = &ts[i].devs[k];
+			const struct rp_dev *p = &ts[i].devs[k];
 			size_t j = 0;
 			while (j < nd && d[j].ordinal != p->ordinal)
 				j++;
@@ -372,7 +367,7 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 		fprintf(f, ", \"complete\": %s, \"peak_bytes\": %" PRIu64 ", \"devices\": [",
 			t->complete ? "true" : "false", ts[i].peak);
 		for (size_t k = 0; k < ts[i].ndevs; k++) {
-			const struct dev_peak *p = &ts[i].devs[k];
+			const struct rp_dev *p = &ts[i].devs[k];
 			fprintf(f,
 				"%s{\"index\": %" PRId64 ", \"peak_bytes\": %" PRIu64
 				", \"peak_time_ns\": %" PRId64 ", \"live_bytes_at_end\": %" PRIu64
