@@ -787,10 +787,118 @@ static const char *unexplained_text(const struct acct_moment *m, char *buf)
 	return buf;
 }
 
+/* The device line, the moments' times, nvidia-smi's figures and the samples used. */
+static void print_dev_nvml(FILE *f, struct trace *t, const struct acct_dev *d)
+{
+	const struct acct_moment *pk = &d->peak, *en = &d->end;
+	char b3[32];
+	fprintf(f, "\ndevice %" PRId64, d->ordinal);
+	if (d->name[0] || d->total)
+		fprintf(f, " (%s%s%s)", d->name[0] ? d->name : "?", d->total ? ", " : "",
+			d->total ? fmt_size(b3, d->total) : "");
+	fputc('\n', f);
+	char h1[48], h2[48];
+	snprintf(h1, sizeof(h1), "at the peak %s",
+		 pk->have ? trace_fmt_time(b3, trace_rel(t, pk->time_ns)) : "-");
+	snprintf(h2, sizeof(h2), "at the end %s", trace_fmt_time(b3, trace_rel(t, en->time_ns)));
+	fprintf(f, "  %-34s %22s %22s\n", "", h1, h2);
+	const struct acct_moment *ms[2] = {pk, en};
+	char v[2][96];
+	for (int k = 0; k < 2; k++)
+		if (ms[k]->nvml)
+			snprintf(v[k], 96, "%s", fmt_size(b3, ms[k]->smi));
+		else
+			snprintf(v[k], 96, "%s", ms[k]->unsampled ? "unsampled" : "-");
+	fprintf(f, "  %-34s %22s %22s\n",
+		pk->nvml && !pk->nvml_process ? "nvidia-smi (whole device)"
+					      : "nvidia-smi (this process)",
+		v[0], v[1]);
+	for (int k = 0; k < 2; k++)
+		if (ms[k]->nvml)
+			snprintf(v[k], 96, "%s %s", reason_name(ms[k]->sample_reason),
+				 trace_fmt_time(b3, trace_rel(t, ms[k]->sample_time_ns)));
+		else
+			snprintf(v[k], 96, "-");
+	fprintf(f, "  %-34s %22s %22s\n", "  sample used", v[0], v[1]);
+	if (pk->unsampled)
+		fprintf(f, "  (no NVML reading was taken while the peak lasted: it was shorter "
+			   "than the sampling period; GPUMEMTRACE_SAMPLE_MS lower catches it)\n");
+}
+
+/* The traced bytes, by kind and by library: those at the peak, then those
+ * only at the end. */
+static void print_dev_traced(FILE *f, const struct acct_dev *d)
+{
+	const struct acct_moment *pk = &d->peak, *en = &d->end;
+	char b1[96], b2[96];
+	fprintf(f, "  %-34s %22s %22s\n", "traced allocations", fmt_size(b1, pk->traced),
+		fmt_size(b2, en->traced));
+	static const char *const kl[3] = {"  device (cudaMalloc, cuMemAlloc)",
+					  "  stream-ordered pool", "  VMM physical (cuMemCreate)"};
+	uint64_t kp[3] = {pk->device, pk->async, pk->vmm}, ke[3] = {en->device, en->async, en->vmm};
+	for (int k = 0; k < 3; k++)
+		if (kp[k] || ke[k])
+			fprintf(f, "  %-34s %22s %22s\n", kl[k], fmt_size(b1, kp[k]),
+				fmt_size(b2, ke[k]));
+	for (int pass = 0; pass < 2; pass++) {
+		const struct acct_moment *m = pass ? en : pk, *o = pass ? pk : en;
+		for (size_t k = 0; k < m->nlibs; k++) {
+			uint64_t other = 0;
+			bool in_other = false;
+			for (size_t j = 0; j < o->nlibs; j++)
+				if (strcmp(o->libs[j].library, m->libs[k].library) == 0) {
+					other = o->libs[j].bytes;
+					in_other = true;
+				}
+			if (pass && in_other)
+				continue;
+			char lab[64];
+			snprintf(lab, sizeof(lab), "  from %s", m->libs[k].library);
+			fprintf(f, "  %-34.34s %22s %22s\n", lab,
+				fmt_size(b1, pass ? other : m->libs[k].bytes),
+				fmt_size(b2, pass ? m->libs[k].bytes : other));
+		}
+	}
+}
+
+/* Contexts, the unexplained rest, the notes on it and its likely routes. */
+static void print_dev_unexplained(FILE *f, const struct acct_dev *d)
+{
+	const struct acct_moment *pk = &d->peak, *en = &d->end;
+	char b1[96], b2[96], b3[32];
+	fprintf(f, "  %-34s %22s %22s\n", "CUDA contexts + module code", ctx_text(d, pk, b1),
+		ctx_text(d, en, b2));
+	fprintf(f, "  %-34s %22s %22s\n", "unexplained", unexplained_text(pk, b1),
+		unexplained_text(en, b2));
+	if (!pk->nvml && !en->nvml)
+		fprintf(f, "  (no NVML sample for this device: nothing to reconcile)\n");
+	if (!d->ctx_events)
+		fprintf(f, "  note: no context creation was traced on this device: the "
+			   "unexplained share includes the context\n");
+	else if (d->ctx_measured < d->ctx_events)
+		fprintf(f,
+			"  note: %" PRIu64 " of %" PRIu64
+			" context creations were not measured (NVML missing then): their "
+			"cost is in the unexplained share\n",
+			d->ctx_events - d->ctx_measured, d->ctx_events);
+	if ((pk->nvml && pk->unexplained < -(int64_t)ACCT_FLAG_BYTES) ||
+	    (en->nvml && en->unexplained < -(int64_t)ACCT_FLAG_BYTES))
+		fprintf(f, "  negative: the trace holds more than nvidia-smi showed: the "
+			   "sample lags the allocations, or memory was freed but the free "
+			   "was not traced\n");
+	if (!d->nroutes)
+		return;
+	const struct acct_moment *m = pk->flagged ? pk : en;
+	fprintf(f, "  %s unexplained %s: likely %s\n      evidence: %s\n",
+		fmt_size(b3, (uint64_t)m->unexplained), m == pk ? "at the peak" : "at the end",
+		d->routes[0].text, d->routes[0].evidence);
+	for (size_t k = 1; k < d->nroutes; k++)
+		fprintf(f, "    also possible: %s\n      evidence: %s\n", d->routes[k].text,
+			d->routes[k].evidence);
+}
+
 void acct_print(FILE *f, const struct acct *a, int64_t only)
 {
-	struct trace *t = a->t;
-	char b1[96], b2[96], b3[32];
 	if (a->nvml_why)
 		fprintf(f, "  no nvidia-smi figures: %s; the traced figures follow\n", a->nvml_why);
 	bool any = false;
@@ -799,102 +907,9 @@ void acct_print(FILE *f, const struct acct *a, int64_t only)
 		if (!dev_shown(d, only))
 			continue;
 		any = true;
-		const struct acct_moment *pk = &d->peak, *en = &d->end;
-		fprintf(f, "\ndevice %" PRId64, d->ordinal);
-		if (d->name[0] || d->total)
-			fprintf(f, " (%s%s%s)", d->name[0] ? d->name : "?", d->total ? ", " : "",
-				d->total ? fmt_size(b3, d->total) : "");
-		fputc('\n', f);
-		char h1[48], h2[48];
-		snprintf(h1, sizeof(h1), "at the peak %s",
-			 pk->have ? trace_fmt_time(b3, trace_rel(t, pk->time_ns)) : "-");
-		snprintf(h2, sizeof(h2), "at the end %s",
-			 trace_fmt_time(b3, trace_rel(t, en->time_ns)));
-		fprintf(f, "  %-34s %22s %22s\n", "", h1, h2);
-		const struct acct_moment *ms[2] = {pk, en};
-		char v[2][96];
-		for (int k = 0; k < 2; k++)
-			if (ms[k]->nvml)
-				snprintf(v[k], 96, "%s", fmt_size(b3, ms[k]->smi));
-			else
-				snprintf(v[k], 96, "%s", ms[k]->unsampled ? "unsampled" : "-");
-		fprintf(f, "  %-34s %22s %22s\n",
-			pk->nvml && !pk->nvml_process ? "nvidia-smi (whole device)"
-						      : "nvidia-smi (this process)",
-			v[0], v[1]);
-		for (int k = 0; k < 2; k++)
-			if (ms[k]->nvml)
-				snprintf(v[k], 96, "%s %s", reason_name(ms[k]->sample_reason),
-					 trace_fmt_time(b3, trace_rel(t, ms[k]->sample_time_ns)));
-			else
-				snprintf(v[k], 96, "-");
-		fprintf(f, "  %-34s %22s %22s\n", "  sample used", v[0], v[1]);
-		if (pk->unsampled)
-			fprintf(
-			    f,
-			    "  (no NVML reading was taken while the peak lasted: it was shorter "
-			    "than the sampling period; GPUMEMTRACE_SAMPLE_MS lower catches it)\n");
-		fprintf(f, "  %-34s %22s %22s\n", "traced allocations", fmt_size(b1, pk->traced),
-			fmt_size(b2, en->traced));
-		static const char *const kl[3] = {"  device (cudaMalloc, cuMemAlloc)",
-						  "  stream-ordered pool",
-						  "  VMM physical (cuMemCreate)"};
-		uint64_t kp[3] = {pk->device, pk->async, pk->vmm},
-			 ke[3] = {en->device, en->async, en->vmm};
-		for (int k = 0; k < 3; k++)
-			if (kp[k] || ke[k])
-				fprintf(f, "  %-34s %22s %22s\n", kl[k], fmt_size(b1, kp[k]),
-					fmt_size(b2, ke[k]));
-		/* libraries: those at the peak, then those only at the end */
-		for (int pass = 0; pass < 2; pass++) {
-			const struct acct_moment *m = pass ? en : pk, *o = pass ? pk : en;
-			for (size_t k = 0; k < m->nlibs; k++) {
-				uint64_t other = 0;
-				bool in_other = false;
-				for (size_t j = 0; j < o->nlibs; j++)
-					if (strcmp(o->libs[j].library, m->libs[k].library) == 0) {
-						other = o->libs[j].bytes;
-						in_other = true;
-					}
-				if (pass && in_other)
-					continue;
-				char lab[64];
-				snprintf(lab, sizeof(lab), "  from %s", m->libs[k].library);
-				fprintf(f, "  %-34.34s %22s %22s\n", lab,
-					fmt_size(b1, pass ? other : m->libs[k].bytes),
-					fmt_size(b2, pass ? m->libs[k].bytes : other));
-			}
-		}
-		fprintf(f, "  %-34s %22s %22s\n", "CUDA contexts + module code",
-			ctx_text(d, pk, b1), ctx_text(d, en, b2));
-		fprintf(f, "  %-34s %22s %22s\n", "unexplained", unexplained_text(pk, b1),
-			unexplained_text(en, b2));
-		if (!pk->nvml && !en->nvml)
-			fprintf(f, "  (no NVML sample for this device: nothing to reconcile)\n");
-		if (!d->ctx_events)
-			fprintf(f, "  note: no context creation was traced on this device: the "
-				   "unexplained share includes the context\n");
-		else if (d->ctx_measured < d->ctx_events)
-			fprintf(f,
-				"  note: %" PRIu64 " of %" PRIu64
-				" context creations were not measured (NVML missing then): their "
-				"cost is in the unexplained share\n",
-				d->ctx_events - d->ctx_measured, d->ctx_events);
-		if ((pk->nvml && pk->unexplained < -(int64_t)ACCT_FLAG_BYTES) ||
-		    (en->nvml && en->unexplained < -(int64_t)ACCT_FLAG_BYTES))
-			fprintf(f, "  negative: the trace holds more than nvidia-smi showed: the "
-				   "sample lags the allocations, or memory was freed but the free "
-				   "was not traced\n");
-		if (d->nroutes) {
-			const struct acct_moment *m = pk->flagged ? pk : en;
-			fprintf(f, "  %s unexplained %s: likely %s\n      evidence: %s\n",
-				fmt_size(b3, (uint64_t)m->unexplained),
-				m == pk ? "at the peak" : "at the end", d->routes[0].text,
-				d->routes[0].evidence);
-			for (size_t k = 1; k < d->nroutes; k++)
-				fprintf(f, "    also possible: %s\n      evidence: %s\n",
-					d->routes[k].text, d->routes[k].evidence);
-		}
+		print_dev_nvml(f, a->t, d);
+		print_dev_traced(f, d);
+		print_dev_unexplained(f, d);
 	}
 	if (!any)
 		fprintf(f, "\n  no device memory was traced\n");
