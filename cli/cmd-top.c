@@ -339,11 +339,70 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	free(devs);
 }
 
+/* One trace's object in "traces": what it is, and its devices' peaks. */
+static void json_trace(FILE *f, const struct top_trace *tt, bool first)
+{
+	const struct trace *t = &tt->t;
+	char lb[64];
+	fprintf(f, "%s\n  {\"path\": ", first ? "" : ",");
+	json_cstr0(f, t->path);
+	fputs(", \"label\": ", f);
+	json_cstr0(f, trace_label(t, lb, sizeof(lb)));
+	fprintf(f, ", \"pid\": %" PRIu64 ", \"rank\": ", t->has_process ? t->pid : t->hdr.pid);
+	if (trace_rank(t) >= 0)
+		fprintf(f, "%" PRId64, trace_rank(t));
+	else
+		fputs("null", f);
+	fprintf(f, ", \"complete\": %s, \"peak_bytes\": %" PRIu64 ", \"devices\": [",
+		t->complete ? "true" : "false", tt->peak);
+	for (size_t k = 0; k < tt->ndevs; k++) {
+		const struct rp_dev *p = &tt->devs[k];
+		fprintf(f,
+			"%s{\"index\": %" PRId64 ", \"peak_bytes\": %" PRIu64
+			", \"peak_time_ns\": %" PRId64 ", \"live_bytes_at_end\": %" PRIu64 "}",
+			k ? ", " : "", p->ordinal, p->lv.peak,
+			p->lv.peak_seq ? trace_rel(t, p->lv.peak_time_ns) : 0, p->lv.bytes);
+	}
+	fputs("]}", f);
+}
+
+/* One row of a device's "rows"; t is the trace its stack_id belongs to. */
+static void json_row(FILE *f, enum trace_group by, struct trace *t, const struct trace_row *r,
+		     int n, int metric, bool first)
+{
+	fprintf(f, "%s\n    {\"key\": ", first ? "" : ",");
+	json_cstr0(f, r->key);
+	fprintf(f,
+		", \"peak_bytes\": %" PRIu64 ", \"peak_allocations\": %" PRIu64
+		", \"end_bytes\": %" PRIu64 ", \"end_allocations\": %" PRIu64
+		", \"total_bytes\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"failed\": %" PRIu64,
+		r->v[TM_PEAK], r->peak_allocs, r->v[TM_END], r->end_allocs, r->v[TM_TOTAL],
+		r->v[TM_CALLS], r->failed);
+	if (by == GROUP_RANGE) {
+		fputs(", \"phase\": ", f);
+		json_cstr0(f, r->key);
+	} else if (by != GROUP_API) {
+		struct trace_frame fr;
+		bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
+		fputs(", \"library\": ", f);
+		json_cstr0(f, trace_library(t, r->stack_id));
+		fputs(", \"function\": ", f);
+		json_cstr0(f, has && fr.function ? fr.function : "");
+		fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
+	} else {
+		fputs(", \"api\": ", f);
+		json_cstr0(f, api_name(r->api));
+	}
+	if (n > 1)
+		fprintf(f, ", \"traces\": %d, \"max_trace\": %d, \"max_value\": %" PRIu64,
+			r->ntraces, r->max_trace[metric], r->max[metric]);
+	fputc('}', f);
+}
+
 static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, uint64_t limit,
 		       int depth)
 {
 	FILE *f = stdout;
-	char lb[64];
 	size_t nrows, ndev;
 	struct trace_row **rows = trace_rows_sorted(&tp->rows, metric, &nrows);
 	struct devsum *devs = device_list(ts, n, &ndev);
@@ -352,30 +411,8 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 	fputs(" \"traces\": [", f);
 	bool complete = true;
 	for (int i = 0; i < n; i++) {
-		const struct trace *t = &ts[i].t;
-		complete &= t->complete;
-		fprintf(f, "%s\n  {\"path\": ", i ? "," : "");
-		json_cstr0(f, t->path);
-		fputs(", \"label\": ", f);
-		json_cstr0(f, trace_label(t, lb, sizeof(lb)));
-		fprintf(f,
-			", \"pid\": %" PRIu64 ", \"rank\": ", t->has_process ? t->pid : t->hdr.pid);
-		if (trace_rank(t) >= 0)
-			fprintf(f, "%" PRId64, trace_rank(t));
-		else
-			fputs("null", f);
-		fprintf(f, ", \"complete\": %s, \"peak_bytes\": %" PRIu64 ", \"devices\": [",
-			t->complete ? "true" : "false", ts[i].peak);
-		for (size_t k = 0; k < ts[i].ndevs; k++) {
-			const struct rp_dev *p = &ts[i].devs[k];
-			fprintf(f,
-				"%s{\"index\": %" PRId64 ", \"peak_bytes\": %" PRIu64
-				", \"peak_time_ns\": %" PRId64 ", \"live_bytes_at_end\": %" PRIu64
-				"}",
-				k ? ", " : "", p->ordinal, p->lv.peak,
-				p->lv.peak_seq ? trace_rel(t, p->lv.peak_time_ns) : 0, p->lv.bytes);
-		}
-		fputs("]}", f);
+		complete &= ts[i].t.complete;
+		json_trace(f, &ts[i], i == 0);
 	}
 	fprintf(f, "],\n \"complete\": %s,\n \"devices\": [", complete ? "true" : "false");
 	for (size_t d = 0; d < ndev; d++) {
@@ -392,38 +429,8 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 			struct trace_row *r = rows[i];
 			if (r->device != devs[d].ordinal || (limit && shown >= limit))
 				continue;
-			struct trace *t = &ts[r->trace].t;
-			fprintf(f, "%s\n    {\"key\": ", shown ? "," : "");
+			json_row(f, tp->rows.by, &ts[r->trace].t, r, n, metric, shown == 0);
 			shown++;
-			json_cstr0(f, r->key);
-			fprintf(f,
-				", \"peak_bytes\": %" PRIu64 ", \"peak_allocations\": %" PRIu64
-				", \"end_bytes\": %" PRIu64 ", \"end_allocations\": %" PRIu64
-				", \"total_bytes\": %" PRIu64 ", \"calls\": %" PRIu64
-				", \"failed\": %" PRIu64,
-				r->v[TM_PEAK], r->peak_allocs, r->v[TM_END], r->end_allocs,
-				r->v[TM_TOTAL], r->v[TM_CALLS], r->failed);
-			if (tp->rows.by == GROUP_RANGE) {
-				fputs(", \"phase\": ", f);
-				json_cstr0(f, r->key);
-			} else if (tp->rows.by != GROUP_API) {
-				struct trace_frame fr;
-				bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
-				fputs(", \"library\": ", f);
-				json_cstr0(f, trace_library(t, r->stack_id));
-				fputs(", \"function\": ", f);
-				json_cstr0(f, has && fr.function ? fr.function : "");
-				fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
-			} else {
-				fputs(", \"api\": ", f);
-				json_cstr0(f, api_name(r->api));
-			}
-			if (n > 1)
-				fprintf(
-				    f,
-				    ", \"traces\": %d, \"max_trace\": %d, \"max_value\": %" PRIu64,
-				    r->ntraces, r->max_trace[metric], r->max[metric]);
-			fputc('}', f);
 		}
 		fputs("]}", f);
 	}
