@@ -434,7 +434,7 @@ int cmd_check(int argc, char **argv)
 	if (rc >= 0)
 		goto out;
 	struct cm_options opt = {.ignore = a.ignore, .nignore = a.nignore};
-	s.tinfo = xrealloc(NULL, a.ntraces * sizeof(*s.tinfo));
+	s.tinfo = xalloc(NULL, a.ntraces * sizeof(*s.tinfo));
 
 	if (a.baseline) {
 		rc = check_measure(&base, CMD, a.baseline, &opt);

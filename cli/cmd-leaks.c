@@ -338,7 +338,11 @@ int cmd_leaks(int argc, char **argv)
 
 	struct trace_rows rows;
 	trace_rows_init(&rows, by, (int)depth);
-	struct leak_trace *ls = xcalloc((size_t)npaths, sizeof(*ls));
+	struct leak_trace *ls = calloc((size_t)npaths, sizeof(*ls));
+	if (!ls) {
+		say_error("leaks", "out of memory");
+		return EXIT_INPUT;
+	}
 	int opened = 0;
 	for (int i = 0; i < npaths && rc < 0; i++) {
 		rc = trace_open(&ls[i].t, "leaks", paths[i]);

@@ -14,8 +14,16 @@
 
 #include <uthash.h>
 
+#include "analysis/accounting.h"
 #include "cli/cli.h"
+#include "analysis/peakset.h"
+#include "analysis/phase.h"
+#include "analysis/replay.h"
+#include "analysis/trace.h"
 #include "cli/summary.h"
+
+#define MAX_FAILURES 1000 /* kept for the output; all are counted */
+#define TOP_SITES    10
 
 static const char help[] =
     "usage: gpumemtrace summary [--json] TRACE...\n"

@@ -15,9 +15,6 @@
 #include "analysis/replay.h"
 #include "analysis/trace.h"
 
-#define MAX_FAILURES 1000 /* kept for the output; all are counted */
-#define TOP_SITES    10
-
 struct dev_info {
 	int64_t ordinal;
 	const char *name;
