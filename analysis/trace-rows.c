@@ -61,14 +61,6 @@ void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct t
 
 /* ---- report rows ------------------------------------------------------ */
 
-int trace_alloc_bucket(const struct gmt_event *e)
-{
-	const struct api_info *a = api_lookup(e->api);
-	if (!a || a->op != GMT_OP_ALLOC || e->result != 0 || (e->flags & GMT_EV_FAILED))
-		return -1;
-	return replay_kind_bucket(a->kind, e->aux);
-}
-
 struct row_ref_key {
 	int64_t device;
 	uint64_t stack_id;

@@ -1098,6 +1098,16 @@ const char *trace_label(const struct trace *t, char *buf, size_t size)
 	return buf;
 }
 
+/* ---- report rows ------------------------------------------------------ */
+
+int trace_alloc_bucket(const struct gmt_event *e)
+{
+	const struct api_info *a = api_lookup(e->api);
+	if (!a || a->op != GMT_OP_ALLOC || e->result != 0 || (e->flags & GMT_EV_FAILED))
+		return -1;
+	return replay_kind_bucket(a->kind, e->aux);
+}
+
 const char *trace_fmt_time(char *buf, int64_t ns)
 {
 	char sign = ns < 0 ? '-' : '+';
