@@ -450,13 +450,9 @@ static int route_cmp(const void *a, const void *b)
 	return y->score - x->score;
 }
 
-static void find_routes(struct acct_pass *p, struct acct_dev *d)
+/* Notes about lookups the hooks could not follow. */
+static void route_missed_lookup(const struct trace *t, struct acct_dev *d)
 {
-	struct trace *t = p->a->t;
-	const struct acct_moment *m = d->peak.flagged ? &d->peak : &d->end;
-	uint64_t gap = (uint64_t)m->unexplained;
-	char b1[32], b2[32], b3[32], b4[32], b5[32];
-
 	static const char *const lookup_words[] = {
 	    "lookup",	"dlsym",   "dlvsym",	"GetProcAddress", "EntryPoint", "entry point",
 	    "DEEPBIND", "dlmopen", "unwrapped", "not followed",	  "unhooked",	NULL};
@@ -471,8 +467,12 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 			  "through a function we never wrapped",
 			  90, "the trace notes \"%.300s\"%s", first_note,
 			  nlook > 1 ? " (and more notes like it)" : "");
+}
 
-	/* usage before the first traced event */
+static void route_before_tracer(struct trace *t, struct acct_dev *d, const struct acct_moment *m,
+				uint64_t gap)
+{
+	char b1[32], b2[32], b3[32], b4[32], b5[32];
 	for (size_t i = 0; i < t->nsamples; i++) {
 		const struct trace_sample *s = &t->samples[i];
 		if (s->device != d->ordinal || (m->nvml_process && !s->process_known))
@@ -498,8 +498,12 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 				  trace_fmt_time(b3, trace_rel(t, t->first_time_ns)));
 		break;
 	}
+}
 
-	/* libraries with a static runtime that allocated nothing we saw */
+/* Libraries with a static runtime that allocated nothing we saw. */
+static void route_static_runtime(struct acct_pass *p, struct acct_dev *d)
+{
+	struct trace *t = p->a->t;
 	char libs[MAX_EVIDENCE] = "";
 	size_t nlibs = 0, len = 0;
 	const char *charged = NULL; /* one that did allocate through our hooks */
@@ -537,7 +541,12 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 			  nlibs > 1 ? "them" : "it", libs, charged ? " (but allocations of " : "",
 			  charged ? charged : "",
 			  charged ? ", which reaches the driver the same way, were traced)" : "");
+}
 
+/* Page rounding and pools' reserves: traced bytes that nvidia-smi counts higher. */
+static void route_rounding(struct acct_dev *d, const struct acct_moment *m, uint64_t gap)
+{
+	char b1[32], b2[32];
 	if (m->rounding)
 		add_route(d, "granularity",
 			  "allocation granularity: nvidia-smi counts whole 2 MiB pages",
@@ -559,7 +568,12 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 			  "%s in stream-ordered allocations live then, %s at the device's peak; "
 			  "a pool keeps freed memory up to its release threshold",
 			  fmt_size(b1, m->async), fmt_size(b2, d->peak.async));
+}
 
+/* What the environment says: NCCL's cuMem buffers, module loading. */
+static void route_environment(struct acct_pass *p, struct acct_dev *d)
+{
+	struct trace *t = p->a->t;
 	const char *cumem = env_get(t, "NCCL_CUMEM_ENABLE");
 	if (cumem && strcmp(cumem, "0") != 0 && !p->vmm_creates)
 		add_route(d, "nccl_cumem",
@@ -584,7 +598,18 @@ static void find_routes(struct acct_pass *p, struct acct_dev *d)
 			  "CUDA_MODULE_LOADING=%.32s: each library loads all its kernels when it "
 			  "is loaded, after the context's cost was measured",
 			  lazy);
+}
 
+static void find_routes(struct acct_pass *p, struct acct_dev *d)
+{
+	struct trace *t = p->a->t;
+	const struct acct_moment *m = d->peak.flagged ? &d->peak : &d->end;
+	uint64_t gap = (uint64_t)m->unexplained;
+	route_missed_lookup(t, d);
+	route_before_tracer(t, d, m, gap);
+	route_static_runtime(p, d);
+	route_rounding(d, m, gap);
+	route_environment(p, d);
 	add_route(d, "driver",
 		  "driver-internal memory: kernels' local memory, printf and malloc heaps, graph "
 		  "memory",
@@ -708,285 +733,4 @@ void acct_free(struct acct *a)
 	}
 	free(a->devs);
 	memset(a, 0, sizeof(*a));
-}
-
-/* ---- output ------------------------------------------------------------- */
-
-static const char *reason_name(int r)
-{
-	static const char *const names[] = {"periodic", "peak", "oom", "start", "end"};
-	return r >= 0 && r < 5 ? names[r] : "other";
-}
-
-/* "1.50 GiB" or "-200 MiB". */
-static const char *fmt_signed(char *buf, int64_t v)
-{
-	char b[32];
-	snprintf(buf, 40, "%s%s", v < 0 ? "-" : "",
-		 fmt_size(b, v < 0 ? -(uint64_t)v : (uint64_t)v));
-	return buf;
-}
-
-static bool dev_shown(const struct acct_dev *d, int64_t only)
-{
-	return only < 0 || d->ordinal == only;
-}
-
-static const char *ctx_text(const struct acct_dev *d, const struct acct_moment *m, char *buf)
-{
-	char b[32];
-	if (!d->ctx_events)
-		snprintf(buf, 96, "not traced");
-	else if (m->contexts_unmeasured && !m->contexts)
-		snprintf(buf, 96, "unmeasured (%" PRIu64 " live)", m->contexts_unmeasured);
-	else if (m->contexts_unmeasured)
-		snprintf(buf, 96, "%s + %" PRIu64 " unmeasured", fmt_size(b, m->contexts),
-			 m->contexts_unmeasured);
-	else
-		snprintf(buf, 96, "%s", fmt_size(b, m->contexts));
-	return buf;
-}
-
-static const char *unexplained_text(const struct acct_moment *m, char *buf)
-{
-	char b[48];
-	if (!m->nvml) {
-		snprintf(buf, 96, "-");
-		return buf;
-	}
-	if (m->smi)
-		snprintf(buf, 96, "%s (%.1f%%)%s", fmt_signed(b, m->unexplained),
-			 100.0 * (double)m->unexplained / (double)m->smi,
-			 m->flagged ? " LARGE" : "");
-	else
-		snprintf(buf, 96, "%s", fmt_signed(b, m->unexplained));
-	return buf;
-}
-
-void acct_print(FILE *f, const struct acct *a, int64_t only)
-{
-	struct trace *t = a->t;
-	char b1[96], b2[96], b3[32];
-	if (a->nvml_why)
-		fprintf(f, "  no nvidia-smi figures: %s; the traced figures follow\n", a->nvml_why);
-	bool any = false;
-	for (size_t i = 0; i < a->ndevs; i++) {
-		const struct acct_dev *d = &a->devs[i];
-		if (!dev_shown(d, only))
-			continue;
-		any = true;
-		const struct acct_moment *pk = &d->peak, *en = &d->end;
-		fprintf(f, "\ndevice %" PRId64, d->ordinal);
-		if (d->name[0] || d->total)
-			fprintf(f, " (%s%s%s)", d->name[0] ? d->name : "?", d->total ? ", " : "",
-				d->total ? fmt_size(b3, d->total) : "");
-		fputc('\n', f);
-		char h1[48], h2[48];
-		snprintf(h1, sizeof(h1), "at the peak %s",
-			 pk->have ? trace_fmt_time(b3, trace_rel(t, pk->time_ns)) : "-");
-		snprintf(h2, sizeof(h2), "at the end %s",
-			 trace_fmt_time(b3, trace_rel(t, en->time_ns)));
-		fprintf(f, "  %-34s %22s %22s\n", "", h1, h2);
-		const struct acct_moment *ms[2] = {pk, en};
-		char v[2][96];
-		for (int k = 0; k < 2; k++)
-			if (ms[k]->nvml)
-				snprintf(v[k], 96, "%s", fmt_size(b3, ms[k]->smi));
-			else
-				snprintf(v[k], 96, "%s", ms[k]->unsampled ? "unsampled" : "-");
-		fprintf(f, "  %-34s %22s %22s\n",
-			pk->nvml && !pk->nvml_process ? "nvidia-smi (whole device)"
-						      : "nvidia-smi (this process)",
-			v[0], v[1]);
-		for (int k = 0; k < 2; k++)
-			if (ms[k]->nvml)
-				snprintf(v[k], 96, "%s %s", reason_name(ms[k]->sample_reason),
-					 trace_fmt_time(b3, trace_rel(t, ms[k]->sample_time_ns)));
-			else
-				snprintf(v[k], 96, "-");
-		fprintf(f, "  %-34s %22s %22s\n", "  sample used", v[0], v[1]);
-		if (pk->unsampled)
-			fprintf(
-			    f,
-			    "  (no NVML reading was taken while the peak lasted: it was shorter "
-			    "than the sampling period; GPUMEMTRACE_SAMPLE_MS lower catches it)\n");
-		fprintf(f, "  %-34s %22s %22s\n", "traced allocations", fmt_size(b1, pk->traced),
-			fmt_size(b2, en->traced));
-		static const char *const kl[3] = {"  device (cudaMalloc, cuMemAlloc)",
-						  "  stream-ordered pool",
-						  "  VMM physical (cuMemCreate)"};
-		uint64_t kp[3] = {pk->device, pk->async, pk->vmm},
-			 ke[3] = {en->device, en->async, en->vmm};
-		for (int k = 0; k < 3; k++)
-			if (kp[k] || ke[k])
-				fprintf(f, "  %-34s %22s %22s\n", kl[k], fmt_size(b1, kp[k]),
-					fmt_size(b2, ke[k]));
-		/* libraries: those at the peak, then those only at the end */
-		for (int pass = 0; pass < 2; pass++) {
-			const struct acct_moment *m = pass ? en : pk, *o = pass ? pk : en;
-			for (size_t k = 0; k < m->nlibs; k++) {
-				uint64_t other = 0;
-				bool in_other = false;
-				for (size_t j = 0; j < o->nlibs; j++)
-					if (strcmp(o->libs[j].library, m->libs[k].library) == 0) {
-						other = o->libs[j].bytes;
-						in_other = true;
-					}
-				if (pass && in_other)
-					continue;
-				char lab[64];
-				snprintf(lab, sizeof(lab), "  from %s", m->libs[k].library);
-				fprintf(f, "  %-34.34s %22s %22s\n", lab,
-					fmt_size(b1, pass ? other : m->libs[k].bytes),
-					fmt_size(b2, pass ? m->libs[k].bytes : other));
-			}
-		}
-		fprintf(f, "  %-34s %22s %22s\n", "CUDA contexts + module code",
-			ctx_text(d, pk, b1), ctx_text(d, en, b2));
-		fprintf(f, "  %-34s %22s %22s\n", "unexplained", unexplained_text(pk, b1),
-			unexplained_text(en, b2));
-		if (!pk->nvml && !en->nvml)
-			fprintf(f, "  (no NVML sample for this device: nothing to reconcile)\n");
-		if (!d->ctx_events)
-			fprintf(f, "  note: no context creation was traced on this device: the "
-				   "unexplained share includes the context\n");
-		else if (d->ctx_measured < d->ctx_events)
-			fprintf(f,
-				"  note: %" PRIu64 " of %" PRIu64
-				" context creations were not measured (NVML missing then): their "
-				"cost is in the unexplained share\n",
-				d->ctx_events - d->ctx_measured, d->ctx_events);
-		if ((pk->nvml && pk->unexplained < -(int64_t)ACCT_FLAG_BYTES) ||
-		    (en->nvml && en->unexplained < -(int64_t)ACCT_FLAG_BYTES))
-			fprintf(f, "  negative: the trace holds more than nvidia-smi showed: the "
-				   "sample lags the allocations, or memory was freed but the free "
-				   "was not traced\n");
-		if (d->nroutes) {
-			const struct acct_moment *m = pk->flagged ? pk : en;
-			fprintf(f, "  %s unexplained %s: likely %s\n      evidence: %s\n",
-				fmt_size(b3, (uint64_t)m->unexplained),
-				m == pk ? "at the peak" : "at the end", d->routes[0].text,
-				d->routes[0].evidence);
-			for (size_t k = 1; k < d->nroutes; k++)
-				fprintf(f, "    also possible: %s\n      evidence: %s\n",
-					d->routes[k].text, d->routes[k].evidence);
-		}
-	}
-	if (!any)
-		fprintf(f, "\n  no device memory was traced\n");
-}
-
-void acct_print_brief(FILE *f, const struct acct *a)
-{
-	char b[5][96];
-	if (a->nvml_why) {
-		if (a->t->nvml_missing)
-			fprintf(
-			    f,
-			    "\nnvidia-smi reconciliation: NVML was not available (see gpumemtrace "
-			    "accounting)\n");
-		return;
-	}
-	fprintf(f, "\nnvidia-smi reconciliation (gpumemtrace accounting has the details)\n");
-	fprintf(f, "  %-4s %-9s %11s %11s %22s %24s\n", "dev", "when", "nvidia-smi", "traced",
-		"contexts", "unexplained");
-	for (size_t i = 0; i < a->ndevs; i++) {
-		const struct acct_dev *d = &a->devs[i];
-		const struct acct_moment *ms[2] = {&d->peak, &d->end};
-		for (int k = 0; k < 2; k++) {
-			const struct acct_moment *m = ms[k];
-			fprintf(f, "  %-4" PRId64 " %-9s %11s %11s %22s %24s\n", d->ordinal,
-				k ? "end" : "peak",
-				m->nvml	       ? fmt_size(b[0], m->smi)
-				: m->unsampled ? "unsampled"
-					       : "-",
-				fmt_size(b[1], m->traced), ctx_text(d, m, b[2]),
-				unexplained_text(m, b[3]));
-		}
-		if (d->nroutes)
-			fprintf(f, "       likely: %s\n", d->routes[0].text);
-	}
-}
-
-static void json_moment(FILE *f, const struct acct_dev *d, const struct acct_moment *m,
-			const struct trace *t)
-{
-	fprintf(f, "{\"time_ns\": %" PRId64 ", \"nvidia_smi_bytes\": ", trace_rel(t, m->time_ns));
-	if (m->nvml)
-		fprintf(f,
-			"%" PRIu64 ", \"nvml_scope\": \"%s\", \"sample_time_ns\": %" PRId64
-			", \"sample_reason\": \"%s\"",
-			m->smi, m->nvml_process ? "process" : "device",
-			trace_rel(t, m->sample_time_ns), reason_name(m->sample_reason));
-	else
-		fputs(
-		    "null, \"nvml_scope\": null, \"sample_time_ns\": null, \"sample_reason\": null",
-		    f);
-	fprintf(f, ", \"unsampled\": %s", m->unsampled ? "true" : "false");
-	fprintf(f,
-		",\n     \"traced_bytes\": %" PRIu64 ", \"by_kind\": {\"device\": %" PRIu64
-		", \"stream_ordered\": %" PRIu64 ", \"vmm_physical\": %" PRIu64
-		"}, \"by_library\": [",
-		m->traced, m->device, m->async, m->vmm);
-	for (size_t k = 0; k < m->nlibs; k++) {
-		fprintf(f, "%s{\"library\": ", k ? ", " : "");
-		json_str(f, m->libs[k].library, strlen(m->libs[k].library));
-		fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
-			m->libs[k].bytes, m->libs[k].count);
-	}
-	fprintf(f,
-		"],\n     \"context_bytes\": %" PRIu64 ", \"contexts_live\": %" PRIu64
-		", \"contexts_unmeasured\": %" PRIu64 ", \"contexts_traced\": %s"
-		", \"rounding_bytes\": %" PRIu64 ", \"unexplained_bytes\": ",
-		m->contexts, m->contexts_live, m->contexts_unmeasured,
-		d->ctx_events ? "true" : "false", m->rounding);
-	if (m->nvml)
-		fprintf(f, "%" PRId64 ", \"unexplained_share\": %.4f", m->unexplained,
-			m->smi ? (double)m->unexplained / (double)m->smi : 0.0);
-	else
-		fputs("null, \"unexplained_share\": null", f);
-	fprintf(f, ", \"flagged\": %s}", m->flagged ? "true" : "false");
-}
-
-void acct_print_json(FILE *f, const struct acct *a, int64_t only)
-{
-	const struct trace *t = a->t;
-	fprintf(f,
-		"{\"nvml\": {\"available\": %s, \"samples\": %zu, \"missing_note\": %s, \"why\": ",
-		a->nvml_why ? "false" : "true", t->nsamples, t->nvml_missing ? "true" : "false");
-	if (a->nvml_why)
-		json_str(f, a->nvml_why, strlen(a->nvml_why));
-	else
-		fputs("null", f);
-	fprintf(f, "}, \"flag_share\": %.2f, \"flag_bytes\": %llu, \"devices\": [", ACCT_FLAG_SHARE,
-		ACCT_FLAG_BYTES);
-	bool first = true;
-	for (size_t i = 0; i < a->ndevs; i++) {
-		const struct acct_dev *d = &a->devs[i];
-		if (!dev_shown(d, only))
-			continue;
-		fprintf(f, "%s\n   {\"index\": %" PRId64 ", \"name\": ", first ? "" : ",",
-			d->ordinal);
-		first = false;
-		json_str(f, d->name, strlen(d->name));
-		fprintf(f,
-			", \"total_bytes\": %" PRIu64
-			", \"samples\": %zu, \"context_creations\": %" PRIu64
-			", \"context_creations_measured\": %" PRIu64 ",\n    \"at_peak\": ",
-			d->total, d->nsamples, d->ctx_events, d->ctx_measured);
-		json_moment(f, d, &d->peak, t);
-		fputs(",\n    \"at_end\": ", f);
-		json_moment(f, d, &d->end, t);
-		fputs(",\n    \"likely_routes\": [", f);
-		for (size_t k = 0; k < d->nroutes; k++) {
-			fprintf(f, "%s{\"route\": \"%s\", \"text\": ", k ? ", " : "",
-				d->routes[k].key);
-			json_str(f, d->routes[k].text, strlen(d->routes[k].text));
-			fputs(", \"evidence\": ", f);
-			json_str(f, d->routes[k].evidence, strlen(d->routes[k].evidence));
-			fputc('}', f);
-		}
-		fputs("]}", f);
-	}
-	fputs("]}", f);
 }

@@ -12,16 +12,6 @@ struct cm_ignore_cache {
 	bool ignored;
 };
 
-static void *cm_alloc(size_t n)
-{
-	void *p = calloc(1, n ? n : 1);
-	if (!p) {
-		say_error(NULL, "out of memory");
-		exit(EXIT_INPUT);
-	}
-	return p;
-}
-
 static bool ignored(struct measure *m, uint64_t stack_id)
 {
 	if (!m->opt->nignore)
@@ -30,7 +20,7 @@ static bool ignored(struct measure *m, uint64_t stack_id)
 	HASH_FIND(hh, m->cache, &stack_id, sizeof(stack_id), c);
 	if (c)
 		return c->ignored;
-	c = cm_alloc(sizeof(*c));
+	c = xcalloc(1, sizeof(*c));
 	c->stack_id = stack_id;
 	const char *lib = trace_library(&m->t, stack_id);
 	for (size_t i = 0; lib && i < m->opt->nignore && !c->ignored; i++)
@@ -52,7 +42,7 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *unuse
 	struct cm_call *c = NULL;
 	HASH_FIND(hh, m->calls, &e->api, sizeof(e->api), c);
 	if (!c) {
-		c = cm_alloc(sizeof(*c));
+		c = xcalloc(1, sizeof(*c));
 		c->api = e->api;
 		HASH_ADD(hh, m->calls, api, sizeof(c->api), c);
 	}
@@ -86,13 +76,13 @@ static void snapshot(struct measure *m, int64_t device)
 			if (!key)
 				key = "?";
 			size_t klen = strlen(key);
-			char *id = cm_alloc(klen + 32);
+			char *id = xcalloc(1, klen + 32);
 			int n = snprintf(id, 32, "%lld\x1f", (long long)device);
 			memcpy(id + n, key, klen + 1);
 			struct cm_site *s = NULL;
 			HASH_FIND_STR(m->sites, id, s);
 			if (!s) {
-				s = cm_alloc(sizeof(*s));
+				s = xcalloc(1, sizeof(*s));
 				s->id = id;
 				s->key = id + n;
 				s->device = device;
@@ -145,8 +135,8 @@ int check_measure(struct measure *m, const char *cmd, const char *path,
 		return -1;
 
 	/* the peak event of each device, in replay order */
-	m->targets = cm_alloc((m->rp.ndevs + 1) * sizeof(*m->targets));
-	m->target_devs = cm_alloc((m->rp.ndevs + 1) * sizeof(*m->target_devs));
+	m->targets = xcalloc(1, (m->rp.ndevs + 1) * sizeof(*m->targets));
+	m->target_devs = xcalloc(1, (m->rp.ndevs + 1) * sizeof(*m->target_devs));
 	for (size_t i = 0; i < m->rp.ndevs; i++) {
 		const struct rp_dev *d = &m->rp.devs[i];
 		if (!d->lv.peak_seq)
@@ -219,7 +209,7 @@ bool check_measure_has_dev(const struct measure *m, int64_t ordinal)
 
 size_t check_measure_devs(const struct measure *m, int64_t **out)
 {
-	int64_t *v = cm_alloc((m->t.ndevs + m->rp.ndevs + 1) * sizeof(*v));
+	int64_t *v = xcalloc(1, (m->t.ndevs + m->rp.ndevs + 1) * sizeof(*v));
 	size_t n = 0;
 	for (size_t i = 0; i < m->t.ndevs; i++)
 		v[n++] = m->t.devs[i].ordinal;

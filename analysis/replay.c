@@ -73,12 +73,7 @@ struct rp_dev *replay_dev(struct replay *rp, int64_t ordinal)
 			return &rp->devs[i];
 	if (rp->ndevs == rp->devs_cap) {
 		size_t cap = rp->devs_cap ? 2 * rp->devs_cap : 8;
-		struct rp_dev *d = realloc(rp->devs, cap * sizeof(*d));
-		if (!d) {
-			say_error(NULL, "out of memory");
-			exit(EXIT_INPUT);
-		}
-		rp->devs = d;
+		rp->devs = xrealloc(rp->devs, cap * sizeof(*rp->devs));
 		rp->devs_cap = cap;
 	}
 	struct rp_dev *d = &rp->devs[rp->ndevs++];
@@ -528,16 +523,6 @@ static bool before(const struct gmt_event *a, const struct gmt_event *b)
 	return reorder_before_(a, b);
 }
 
-static void *grow(void *p, size_t count, size_t size)
-{
-	void *np = realloc(p, count * size);
-	if (!np) {
-		say_error(NULL, "out of memory");
-		exit(EXIT_INPUT);
-	}
-	return np;
-}
-
 static size_t wrap(const struct reorder_run *r, size_t i)
 {
 	return i < r->cap ? i : i - r->cap;
@@ -553,7 +538,7 @@ static void run_append(struct reorder_run *r, const struct gmt_event *e, size_t 
 		 * trace.c's push_run push a block before it applies. */
 		if (old < limit + REORDER_SLACK && r->cap > limit + REORDER_SLACK)
 			r->cap = limit + REORDER_SLACK;
-		r->buf = grow(r->buf, r->cap, sizeof(*r->buf));
+		r->buf = xrealloc(r->buf, r->cap * sizeof(*r->buf));
 		/* The older part [head, old) moves to the new end, so the
 		 * wrapped part [0, head) still follows it. */
 		if (r->head) {
@@ -570,7 +555,7 @@ static void heap_push(struct reorder *q, const struct gmt_event *e)
 {
 	if (q->heap_n == q->heap_cap) {
 		q->heap_cap = q->heap_cap ? 2 * q->heap_cap : 1024;
-		q->heap = grow(q->heap, q->heap_cap, sizeof(*q->heap));
+		q->heap = xrealloc(q->heap, q->heap_cap * sizeof(*q->heap));
 	}
 	size_t i = q->heap_n++;
 	while (i > 0) {

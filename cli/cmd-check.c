@@ -71,21 +71,17 @@ struct check_state {
 	size_t ntinfo;
 };
 
+/* parse_args' name for xrealloc (left as is for the option rewrite). */
 static void *xalloc(void *p, size_t n)
 {
-	p = realloc(p, n ? n : 1);
-	if (!p) {
-		say_error(CMD, "out of memory");
-		exit(EXIT_USAGE);
-	}
-	return p;
+	return xrealloc(p, n);
 }
 
 static void add_result(struct check_state *s, struct check_result r)
 {
 	if (s->n == s->cap) {
 		s->cap = s->cap ? 2 * s->cap : 16;
-		s->res = xalloc(s->res, s->cap * sizeof(*s->res));
+		s->res = xrealloc(s->res, s->cap * sizeof(*s->res));
 	}
 	s->res[s->n++] = r;
 }

@@ -43,22 +43,9 @@ struct env_list {
 	size_t n, cap;
 };
 
-static void *xalloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p) {
-		say_error(CMD, "out of memory");
-		exit(EXIT_INPUT);
-	}
-	return p;
-}
-
 static char *xstrdup_or_null(const char *s)
 {
-	if (!s)
-		return NULL;
-	size_t n = strlen(s) + 1;
-	return memcpy(xalloc(NULL, n), s, n);
+	return s ? xstrdup(s) : NULL;
 }
 
 static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -67,10 +54,8 @@ static char *xprintf(const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0) {
-		say_error(CMD, "out of memory");
-		exit(EXIT_INPUT);
-	}
+	if (vasprintf(&s, fmt, ap) < 0)
+		xalloc_failed();
 	va_end(ap);
 	return s;
 }
@@ -80,7 +65,7 @@ static void env_add(struct env_list *l, const char *key, char *a, char *b)
 {
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 32;
-		l->v = xalloc(l->v, l->cap * sizeof(*l->v));
+		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
 	}
 	l->v[l->n++] = (struct env_item){xstrdup_or_null(key), a, b};
 }
@@ -90,14 +75,6 @@ static bool env_same(const struct env_item *e)
 	if (!e->a || !e->b)
 		return !e->a && !e->b;
 	return strcmp(e->a, e->b) == 0;
-}
-
-static const struct trace_device *find_dev(const struct trace *t, int64_t ordinal)
-{
-	for (size_t i = 0; i < t->ndevs; i++)
-		if (t->devs[i].ordinal == ordinal)
-			return &t->devs[i];
-	return NULL;
 }
 
 static const char *find_env(const struct trace *t, const char *key)
@@ -139,7 +116,8 @@ static void collect_env(struct env_list *l, struct trace *a, struct trace *b, in
 	env_add(l, "command", xstrdup_or_null(a->command), xstrdup_or_null(b->command));
 	env_add(l, "devices", xprintf("%zu", a->ndevs), xprintf("%zu", b->ndevs));
 	for (size_t i = 0; i < ndevs; i++) {
-		const struct trace_device *da = find_dev(a, devs[i]), *db = find_dev(b, devs[i]);
+		const struct trace_device *da = trace_device(a, devs[i]),
+					  *db = trace_device(b, devs[i]);
 		char key[64], s1[32], s2[32];
 #define DEVKEY(what) (snprintf(key, sizeof(key), "device %" PRId64 " " what, devs[i]), key)
 		env_add(l, DEVKEY("name"), da && da->name[0] ? xstrdup_or_null(da->name) : NULL,
@@ -217,7 +195,7 @@ static int row_cmp(const void *x, const void *y)
 static struct site_row *site_rows(struct measure *a, struct measure *b, size_t *n_out, size_t *same)
 {
 	size_t cap = HASH_COUNT(a->sites) + HASH_COUNT(b->sites), n = 0;
-	struct site_row *rows = xalloc(NULL, cap * sizeof(*rows));
+	struct site_row *rows = xrealloc(NULL, cap * sizeof(*rows));
 	struct cm_site *s, *tmp, *o;
 	HASH_ITER(hh, a->sites, s, tmp)
 	{
@@ -317,7 +295,7 @@ static size_t all_apis(struct diff_ctx *d, uint32_t **out)
 {
 	size_t n = 0;
 	uint32_t *v =
-	    xalloc(NULL, (HASH_COUNT(d->a->calls) + HASH_COUNT(d->b->calls) + 1) * sizeof(*v));
+	    xrealloc(NULL, (HASH_COUNT(d->a->calls) + HASH_COUNT(d->b->calls) + 1) * sizeof(*v));
 	struct cm_call *c, *tmp, *o;
 	HASH_ITER(hh, d->a->calls, c, tmp)
 	{
@@ -589,7 +567,7 @@ int cmd_diff(int argc, char **argv)
 			     .depth = (int)depth};
 	int64_t *da, *db;
 	size_t na = check_measure_devs(&ma, &da), nb = check_measure_devs(&mb, &db);
-	d.devs = xalloc(NULL, (na + nb + 1) * sizeof(*d.devs));
+	d.devs = xrealloc(NULL, (na + nb + 1) * sizeof(*d.devs));
 	for (size_t i = 0, j = 0; i < na || j < nb;) {
 		if (j >= nb || (i < na && da[i] < db[j]))
 			d.devs[d.ndevs++] = da[i++];

@@ -388,6 +388,181 @@ static void value_type(struct buf *out, struct strtab *st, int field, const char
 	free(m.p);
 }
 
+/* The profile being built: its string table, the messages written so far
+ * and the ids given to locations, functions and mappings. */
+struct pp_out {
+	struct strtab st;
+	struct buf prof, locs, funcs, maps;
+	struct pp_id *loc_ids, *fn_ids, *map_ids;
+	uint64_t nloc, nfn, nmap;
+};
+
+/* The mapping id of a frame's module, written on first sight. */
+static uint64_t pp_mapping(struct pp_out *o, const struct trace_module *mod)
+{
+	char key[32];
+	bool fresh;
+	snprintf(key, sizeof(key), "%" PRIu64, mod->id);
+	uint64_t mid = pp_intern(&o->map_ids, key, &o->nmap, &fresh);
+	if (fresh) {
+		struct buf m = {0};
+		field_u(&m, 1, mid);
+		field_u(&m, 2, mod->start);
+		field_u(&m, 3, mod->end);
+		field_u(&m, 4, mod->start - mod->bias);
+		field_u(&m, 5, str_id(&o->st, mod->path));
+		field_bytes(&o->maps, 3, m.p, m.n);
+		free(m.p);
+	}
+	return mid;
+}
+
+/* The function id of name in file, written on first sight. */
+static uint64_t pp_function(struct pp_out *o, const char *name, const char *file)
+{
+	char key[600];
+	bool fresh;
+	snprintf(key, sizeof(key), "%s\x1f%s", name, file);
+	uint64_t fid = pp_intern(&o->fn_ids, key, &o->nfn, &fresh);
+	if (fresh) {
+		struct buf m = {0};
+		field_u(&m, 1, fid);
+		field_u(&m, 2, str_id(&o->st, name));
+		field_u(&m, 3, str_id(&o->st, name));
+		field_u(&m, 4, str_id(&o->st, file));
+		field_bytes(&o->funcs, 5, m.p, m.n);
+		free(m.p);
+	}
+	return fid;
+}
+
+/* The location id of a frame (its address), written on first sight with
+ * its mapping and function. */
+static uint64_t pp_location(struct pp_out *o, const struct trace_frame *fr)
+{
+	char key[64], name[512];
+	bool fresh;
+	snprintf(key, sizeof(key), "%" PRIx64, fr->ip);
+	uint64_t lid = pp_intern(&o->loc_ids, key, &o->nloc, &fresh);
+	if (!fresh)
+		return lid;
+	uint64_t mid = fr->module ? pp_mapping(o, fr->module) : 0;
+	if (fr->function)
+		snprintf(name, sizeof(name), "%s", fr->function);
+	else
+		trace_frame_text(fr, name, sizeof(name));
+	uint64_t fid = pp_function(o, name, fr->file ? fr->file : "");
+	struct buf loc = {0}, line = {0};
+	field_u(&loc, 1, lid);
+	if (mid)
+		field_u(&loc, 2, mid);
+	if (!fr->python)
+		field_u(&loc, 3, fr->ip);
+	field_u(&line, 1, fid);
+	field_u(&line, 2, fr->line);
+	field_bytes(&loc, 4, line.p, line.n);
+	field_bytes(&o->locs, 4, loc.p, loc.n);
+	free(loc.p);
+	free(line.p);
+	return lid;
+}
+
+/* One sample: the stack's locations, leaf first as pprof wants, and its
+ * four values. */
+static void pp_sample(struct pp_out *o, struct trace *t, const struct pp_stack *s)
+{
+	struct buf sample = {0}, ids = {0}, vals = {0};
+	int depth = trace_stack_depth(t, s->stack_id);
+	for (int d = 0; d < depth; d++) {
+		struct trace_frame fr;
+		if (trace_frame(t, s->stack_id, d, &fr))
+			varint(&ids, pp_location(o, &fr));
+	}
+	for (int k = 0; k < 4; k++)
+		varint(&vals, (uint64_t)s->v[k]);
+	if (ids.n)
+		field_bytes(&sample, 1, ids.p, ids.n);
+	field_bytes(&sample, 2, vals.p, vals.n);
+	field_bytes(&o->prof, 2, sample.p, sample.n);
+	free(sample.p);
+	free(ids.p);
+	free(vals.p);
+}
+
+/* The whole profile.proto message into o->prof. */
+static void pp_build(struct pp_out *o, struct trace *t, struct pp_stack *stacks)
+{
+	str_id(&o->st, "");
+	value_type(&o->prof, &o->st, 1, "alloc_objects", "count");
+	value_type(&o->prof, &o->st, 1, "alloc_space", "bytes");
+	value_type(&o->prof, &o->st, 1, "inuse_objects", "count");
+	value_type(&o->prof, &o->st, 1, "inuse_space", "bytes");
+	struct pp_stack *s, *tmp;
+	HASH_ITER(hh, stacks, s, tmp)
+	{
+		pp_sample(o, t, s);
+	}
+	if (o->maps.n)
+		put(&o->prof, o->maps.p, o->maps.n);
+	if (o->locs.n)
+		put(&o->prof, o->locs.p, o->locs.n);
+	if (o->funcs.n)
+		put(&o->prof, o->funcs.p, o->funcs.n);
+	uint64_t end = trace_end_ns(t);
+	field_u(&o->prof, 9, t->start_wall_ns);
+	field_u(&o->prof, 10, end > t->hdr.start_mono_ns ? end - t->hdr.start_mono_ns : 0);
+	value_type(&o->prof, &o->st, 11, "space", "bytes");
+	field_u(&o->prof, 14, str_id(&o->st, "inuse_space"));
+	put(&o->prof, o->st.out.p, o->st.out.n); /* after the last str_id */
+}
+
+/* Writes prof gzipped; returns -1, or EXIT_INPUT (error printed). */
+static int pp_write_gzip(FILE *f, const struct buf *prof)
+{
+	/* windowBits 15 + 16 asks zlib for the gzip wrapper */
+	z_stream z = {0};
+	int rc = -1;
+	if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK) {
+		say_error(CMD, "cannot compress: zlib failed to start");
+		return EXIT_INPUT;
+	}
+	size_t cap = deflateBound(&z, prof->n) + 64;
+	uint8_t *gz = xrealloc(NULL, cap);
+	z.next_in = prof->p;
+	z.avail_in = (uInt)prof->n;
+	z.next_out = gz;
+	z.avail_out = (uInt)cap;
+	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
+		say_error(CMD, "cannot compress the profile");
+		rc = EXIT_INPUT;
+	} else {
+		fwrite(gz, 1, cap - z.avail_out, f);
+	}
+	deflateEnd(&z);
+	free(gz);
+	return rc;
+}
+
+static void pp_out_free(struct pp_out *o)
+{
+	free(o->prof.p);
+	free(o->locs.p);
+	free(o->funcs.p);
+	free(o->maps.p);
+	free(o->st.out.p);
+	struct strent *e, *et;
+	HASH_ITER(hh, o->st.map, e, et)
+	{
+		HASH_DEL(o->st.map, e);
+		free(e->s);
+		free(e);
+	}
+	pp_free_ids(&o->loc_ids);
+	pp_free_ids(&o->fn_ids);
+	pp_free_ids(&o->map_ids);
+}
+
 static int export_pprof(FILE *f, struct trace *t, bool at_end)
 {
 	struct pp p = {.t = t};
@@ -395,140 +570,13 @@ static int export_pprof(FILE *f, struct trace *t, bool at_end)
 	uint64_t when = 0;
 	if (rc < 0)
 		rc = snapshot_live(t, at_end, pp_live, &p, &when);
-	if (rc >= 0)
-		goto out;
-
-	struct strtab st = {0};
-	struct buf prof = {0}, locs = {0}, funcs = {0}, maps = {0};
-	struct pp_id *loc_ids = NULL, *fn_ids = NULL, *map_ids = NULL;
-	uint64_t nloc = 0, nfn = 0, nmap = 0;
-	str_id(&st, "");
-	value_type(&prof, &st, 1, "alloc_objects", "count");
-	value_type(&prof, &st, 1, "alloc_space", "bytes");
-	value_type(&prof, &st, 1, "inuse_objects", "count");
-	value_type(&prof, &st, 1, "inuse_space", "bytes");
-
+	if (rc < 0) {
+		struct pp_out o = {0};
+		pp_build(&o, t, p.stacks);
+		rc = pp_write_gzip(f, &o.prof);
+		pp_out_free(&o);
+	}
 	struct pp_stack *s, *tmp;
-	HASH_ITER(hh, p.stacks, s, tmp)
-	{
-		struct buf sample = {0}, ids = {0}, vals = {0};
-		int depth = trace_stack_depth(t, s->stack_id);
-		for (int d = 0; d < depth; d++) { /* leaf first, as pprof wants */
-			struct trace_frame fr;
-			if (!trace_frame(t, s->stack_id, d, &fr))
-				continue;
-			char key[64], name[512], text[600];
-			bool fresh;
-			snprintf(key, sizeof(key), "%" PRIx64, fr.ip);
-			uint64_t lid = pp_intern(&loc_ids, key, &nloc, &fresh);
-			varint(&ids, lid);
-			if (!fresh)
-				continue;
-			uint64_t mid = 0;
-			if (fr.module) {
-				snprintf(text, sizeof(text), "%" PRIu64, fr.module->id);
-				mid = pp_intern(&map_ids, text, &nmap, &fresh);
-				if (fresh) {
-					struct buf m = {0};
-					field_u(&m, 1, mid);
-					field_u(&m, 2, fr.module->start);
-					field_u(&m, 3, fr.module->end);
-					field_u(&m, 4, fr.module->start - fr.module->bias);
-					field_u(&m, 5, str_id(&st, fr.module->path));
-					field_bytes(&maps, 3, m.p, m.n);
-					free(m.p);
-				}
-			}
-			if (fr.function)
-				snprintf(name, sizeof(name), "%s", fr.function);
-			else
-				trace_frame_text(&fr, name, sizeof(name));
-			snprintf(text, sizeof(text), "%s\x1f%s", name, fr.file ? fr.file : "");
-			uint64_t fid = pp_intern(&fn_ids, text, &nfn, &fresh);
-			if (fresh) {
-				struct buf m = {0};
-				field_u(&m, 1, fid);
-				field_u(&m, 2, str_id(&st, name));
-				field_u(&m, 3, str_id(&st, name));
-				field_u(&m, 4, str_id(&st, fr.file ? fr.file : ""));
-				field_bytes(&funcs, 5, m.p, m.n);
-				free(m.p);
-			}
-			struct buf loc = {0}, line = {0};
-			field_u(&loc, 1, lid);
-			if (mid)
-				field_u(&loc, 2, mid);
-			if (!fr.python)
-				field_u(&loc, 3, fr.ip);
-			field_u(&line, 1, fid);
-			field_u(&line, 2, fr.line);
-			field_bytes(&loc, 4, line.p, line.n);
-			field_bytes(&locs, 4, loc.p, loc.n);
-			free(loc.p);
-			free(line.p);
-		}
-		for (int k = 0; k < 4; k++)
-			varint(&vals, (uint64_t)s->v[k]);
-		if (ids.n)
-			field_bytes(&sample, 1, ids.p, ids.n);
-		field_bytes(&sample, 2, vals.p, vals.n);
-		field_bytes(&prof, 2, sample.p, sample.n);
-		free(sample.p);
-		free(ids.p);
-		free(vals.p);
-	}
-	if (maps.n)
-		put(&prof, maps.p, maps.n);
-	if (locs.n)
-		put(&prof, locs.p, locs.n);
-	if (funcs.n)
-		put(&prof, funcs.p, funcs.n);
-	uint64_t end = trace_end_ns(t);
-	field_u(&prof, 9, t->start_wall_ns);
-	field_u(&prof, 10, end > t->hdr.start_mono_ns ? end - t->hdr.start_mono_ns : 0);
-	value_type(&prof, &st, 11, "space", "bytes");
-	field_u(&prof, 14, str_id(&st, "inuse_space"));
-	put(&prof, st.out.p, st.out.n); /* after the last str_id */
-
-	/* gzip: windowBits 15 + 16 asks zlib for the gzip wrapper */
-	z_stream z = {0};
-	rc = -1;
-	if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-	    Z_OK) {
-		say_error(CMD, "cannot compress: zlib failed to start");
-		rc = EXIT_INPUT;
-	} else {
-		size_t cap = deflateBound(&z, prof.n) + 64;
-		uint8_t *gz = xrealloc(NULL, cap);
-		z.next_in = prof.p;
-		z.avail_in = (uInt)prof.n;
-		z.next_out = gz;
-		z.avail_out = (uInt)cap;
-		if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
-			say_error(CMD, "cannot compress the profile");
-			rc = EXIT_INPUT;
-		} else {
-			fwrite(gz, 1, cap - z.avail_out, f);
-		}
-		deflateEnd(&z);
-		free(gz);
-	}
-	free(prof.p);
-	free(locs.p);
-	free(funcs.p);
-	free(maps.p);
-	free(st.out.p);
-	struct strent *e, *et;
-	HASH_ITER(hh, st.map, e, et)
-	{
-		HASH_DEL(st.map, e);
-		free(e->s);
-		free(e);
-	}
-	pp_free_ids(&loc_ids);
-	pp_free_ids(&fn_ids);
-	pp_free_ids(&map_ids);
-out:
 	HASH_ITER(hh, p.stacks, s, tmp)
 	{
 		HASH_DEL(p.stacks, s);

@@ -40,11 +40,6 @@ struct leak_trace {
 	uint64_t bucket[BK_COUNT];
 };
 
-static void json_cstr0(FILE *f, const char *s)
-{
-	json_str(f, s, strlen(s));
-}
-
 static bool counted(int bucket)
 {
 	return bucket >= 0 && bucket < BK_COUNT && bucket != BK_VA && bucket != BK_POOL;
@@ -183,12 +178,8 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 	if (n > 1) {
 		fprintf(f, "\nprocesses\n  %-3s %-24s %12s %8s  %s\n", "#", "process",
 			"live at end", "allocs", "trace");
-		uint64_t *v = malloc((size_t)n * sizeof(*v));
-		struct trace **tps = malloc((size_t)n * sizeof(*tps));
-		if (!v || !tps) {
-			say_error("leaks", "out of memory");
-			exit(EXIT_INPUT);
-		}
+		uint64_t *v = xrealloc(NULL, (size_t)n * sizeof(*v));
+		struct trace **tps = xrealloc(NULL, (size_t)n * sizeof(*tps));
 		for (int i = 0; i < n; i++) {
 			v[i] = ls[i].bytes;
 			tps[i] = &ls[i].t;
@@ -302,11 +293,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 	}
 	fputc(']', f);
 	if (n > 1) {
-		uint64_t *v = malloc((size_t)n * sizeof(*v));
-		if (!v) {
-			say_error("leaks", "out of memory");
-			exit(EXIT_INPUT);
-		}
+		uint64_t *v = xrealloc(NULL, (size_t)n * sizeof(*v));
 		for (int i = 0; i < n; i++)
 			v[i] = ls[i].bytes;
 		fputs(",\n \"imbalance\": {\"live_bytes\": ", f);

@@ -416,29 +416,28 @@ static int layer_order(const struct panel *pn, int ngroups, int *order)
 	return n;
 }
 
-static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, const struct phase *ph,
-		       size_t nph)
+/* The y axis's top: the peak, or NVML's process usage where it is higher. */
+static uint64_t panel_top(const struct trace *t, int64_t ordinal, uint64_t peak, bool *nvml)
 {
-	struct trace *t = p->t;
-	struct rp_dev *rd = replay_dev(&p->rp, pn->ordinal);
-	uint64_t peak = rd->lv.peak, top = peak;
-	bool nvml = false;
+	uint64_t top = peak;
+	*nvml = false;
 	for (size_t i = 0; i < t->nsamples; i++)
-		if (t->samples[i].device == pn->ordinal && t->samples[i].process_known) {
-			nvml = true;
+		if (t->samples[i].device == ordinal && t->samples[i].process_known) {
+			*nvml = true;
 			if (t->samples[i].process_used_bytes > top)
 				top = t->samples[i].process_used_bytes;
 		}
-	struct frame fr = {
-	    LEFT, y0, W - LEFT - RIGHT, PANEL_H, time_axis(p->span), bytes_axis(top), p->span};
+	return top;
+}
 
-	const struct trace_device *td = trace_device(t, pn->ordinal);
-	char sz[32], tbuf[32];
-	fprintf(f, "<g class=\"panel\" id=\"device-%" PRId64 "\">\n", pn->ordinal);
+static void draw_title(FILE *f, const struct trace *t, int64_t ordinal, double y0)
+{
+	const struct trace_device *td = trace_device(t, ordinal);
+	char sz[32];
 	fprintf(f,
 		"<text class=\"subtitle\" x=\"%d\" y=\"%.1f\" font-size=\"14\" "
 		"font-weight=\"bold\">device %" PRId64,
-		LEFT, y0 - 10, pn->ordinal);
+		LEFT, y0 - 10, ordinal);
 	if (td && td->name && *td->name) {
 		fputs(" \xe2\x80\x94 ", f);
 		xml_text(f, td->name);
@@ -446,11 +445,12 @@ static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, con
 			fprintf(f, ", %s", fmt_size(sz, td->total_bytes));
 	}
 	fputs("</text>\n", f);
-	draw_phases(f, &fr, p, ph, nph);
-	draw_axes(f, &fr);
+}
 
-	/* stacked layers, one step per column */
-	int order[MAXG], nl = layer_order(pn, p->ngroups, order);
+/* The stacked layers, one step per column, then the total as a crisp outline. */
+static void draw_layers(FILE *f, const struct frame *fr, const struct panel *pn, const int *order,
+			int nl)
+{
 	fputs("<g id=\"layers\">\n", f);
 	static uint64_t below[NPTS];
 	memset(below, 0, sizeof(below));
@@ -459,92 +459,83 @@ static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, con
 		fprintf(f, "<path class=\"layer\" fill=\"%s\" fill-opacity=\"0.85\" d=\"",
 			palette[li % 10]);
 		for (int c = 0; c < NPTS; c++) {
-			double xa = fr.x0 + fr.w * c / NPTS, xb = fr.x0 + fr.w * (c + 1) / NPTS;
-			double y = fy(&fr, (double)(below[c] + pn->cols[c].g[g]));
+			double xa = fr->x0 + fr->w * c / NPTS, xb = fr->x0 + fr->w * (c + 1) / NPTS;
+			double y = fy(fr, (double)(below[c] + pn->cols[c].g[g]));
 			fprintf(f, "%s%.1f %.1f L%.1f %.1f ", c ? "L" : "M", xa, y, xb, y);
 		}
 		for (int c = NPTS; c-- > 0;) {
-			double xa = fr.x0 + fr.w * c / NPTS, xb = fr.x0 + fr.w * (c + 1) / NPTS;
-			double y = fy(&fr, (double)below[c]);
+			double xa = fr->x0 + fr->w * c / NPTS, xb = fr->x0 + fr->w * (c + 1) / NPTS;
+			double y = fy(fr, (double)below[c]);
 			fprintf(f, "L%.1f %.1f L%.1f %.1f ", xb, y, xa, y);
 			below[c] += pn->cols[c].g[g];
 		}
 		fputs("Z\"/>\n", f);
 	}
-	/* the total as a crisp outline */
 	fputs("<path id=\"total\" fill=\"none\" stroke=\"#222\" stroke-width=\"1.2\" d=\"", f);
 	for (int c = 0; c < NPTS; c++) {
-		double xa = fr.x0 + fr.w * c / NPTS, xb = fr.x0 + fr.w * (c + 1) / NPTS;
-		double y = fy(&fr, (double)pn->cols[c].total);
+		double xa = fr->x0 + fr->w * c / NPTS, xb = fr->x0 + fr->w * (c + 1) / NPTS;
+		double y = fy(fr, (double)pn->cols[c].total);
 		fprintf(f, "%s%.1f %.1f L%.1f %.1f ", c ? "L" : "M", xa, y, xb, y);
 	}
 	fputs("\"/>\n</g>\n", f);
+}
 
-	if (nvml) {
-		fputs("<polyline id=\"nvml\" class=\"nvml\" fill=\"none\" stroke=\"#d62728\" "
-		      "stroke-width=\"1.8\" stroke-dasharray=\"6 3\" points=\"",
-		      f);
-		for (size_t i = 0; i < t->nsamples; i++) {
-			const struct trace_sample *s = &t->samples[i];
-			if (s->device == pn->ordinal && s->process_known)
-				fprintf(
-				    f, "%.1f,%.1f ",
-				    fx(&fr, (double)(s->time_ns > p->t0 ? s->time_ns - p->t0 : 0)),
-				    fy(&fr, (double)s->process_used_bytes));
-		}
-		fputs("\"/>\n", f);
+static void draw_nvml(FILE *f, const struct frame *fr, const struct plot *p, int64_t ordinal)
+{
+	const struct trace *t = p->t;
+	fputs("<polyline id=\"nvml\" class=\"nvml\" fill=\"none\" stroke=\"#d62728\" "
+	      "stroke-width=\"1.8\" stroke-dasharray=\"6 3\" points=\"",
+	      f);
+	for (size_t i = 0; i < t->nsamples; i++) {
+		const struct trace_sample *s = &t->samples[i];
+		if (s->device == ordinal && s->process_known)
+			fprintf(f, "%.1f,%.1f ",
+				fx(fr, (double)(s->time_ns > p->t0 ? s->time_ns - p->t0 : 0)),
+				fy(fr, (double)s->process_used_bytes));
 	}
+	fputs("\"/>\n", f);
+}
 
+static void draw_ooms(FILE *f, const struct frame *fr, const struct plot *p, int64_t ordinal)
+{
+	char sz[32], tbuf[32];
 	for (size_t i = 0; i < p->nooms; i++) {
-		if (p->ooms[i].device != pn->ordinal)
+		if (p->ooms[i].device != ordinal)
 			continue;
-		double x = fx(&fr, (double)(p->ooms[i].time_ns - p->t0)), y = fr.y0 + 10;
+		double x = fx(fr, (double)(p->ooms[i].time_ns - p->t0)), y = fr->y0 + 10;
 		fprintf(f,
 			"<g class=\"oom\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 			"stroke=\"#c00\" stroke-width=\"1\" stroke-dasharray=\"3 2\"/>"
 			"<path d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\" stroke=\"#c00\" "
 			"stroke-width=\"2.5\"/><title>OOM: %s failed at %s</title></g>\n",
-			x, fr.y0, x, fr.y0 + fr.h, x - 4, y - 4, fmt_size(sz, p->ooms[i].size),
+			x, fr->y0, x, fr->y0 + fr->h, x - 4, y - 4, fmt_size(sz, p->ooms[i].size),
 			trace_fmt_time(tbuf, (int64_t)(p->ooms[i].time_ns - p->t0)));
 	}
+}
 
-	if (peak) {
-		double x = fx(&fr, (double)(rd->lv.peak_time_ns - p->t0)),
-		       y = fy(&fr, (double)peak);
-		bool right = x < fr.x0 + fr.w * 0.7;
-		fprintf(f,
-			"<g id=\"peak\" class=\"peak\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-			"y2=\"%.1f\" stroke=\"#000\" stroke-dasharray=\"4 3\"/>"
-			"<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"#fff\" stroke=\"#000\" "
-			"stroke-width=\"2\"/>"
-			"<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" font-weight=\"bold\" "
-			"text-anchor=\"%s\">peak %s at %s</text></g>\n",
-			x, y, x, fr.y0 + fr.h, x, y, right ? x + 9 : x - 9, y - 8,
-			right ? "start" : "end", fmt_size(sz, peak),
-			trace_fmt_time(tbuf, (int64_t)(rd->lv.peak_time_ns - p->t0)));
-	}
-
-	/* legend */
-	double lx = W - RIGHT + 24, ly = y0 + 8;
+static void draw_peak(FILE *f, const struct frame *fr, const struct plot *p,
+		      const struct rp_level *lv)
+{
+	char sz[32], tbuf[32];
+	double x = fx(fr, (double)(lv->peak_time_ns - p->t0)), y = fy(fr, (double)lv->peak);
+	bool right = x < fr->x0 + fr->w * 0.7;
 	fprintf(f,
-		"<g id=\"legend\" class=\"legend\" font-size=\"12\">\n<text x=\"%.1f\" "
-		"y=\"%.1f\" font-weight=\"bold\">%s (highest)</text>\n",
-		lx, ly, p->by_library ? "library" : "kind");
-	ly += 20;
-	for (int li = 0; li < nl; li++) {
-		int g = order[li];
-		const char *name = g == MAXG - 1   ? "other"
-				   : p->by_library ? p->names[g]
-				   : g < DK_COUNT  ? dev_kind_label[g]
-						   : "?";
-		fprintf(f,
-			"<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-			"<text x=\"%.1f\" y=\"%.1f\">",
-			lx, ly - 10, palette[li % 10], lx + 18, ly);
-		xml_text(f, name);
-		fprintf(f, " (%s)</text>\n", fmt_size(sz, pn->group_max[g]));
-		ly += 18;
-	}
+		"<g id=\"peak\" class=\"peak\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+		"y2=\"%.1f\" stroke=\"#000\" stroke-dasharray=\"4 3\"/>"
+		"<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"#fff\" stroke=\"#000\" "
+		"stroke-width=\"2\"/>"
+		"<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" font-weight=\"bold\" "
+		"text-anchor=\"%s\">peak %s at %s</text></g>\n",
+		x, y, x, fr->y0 + fr->h, x, y, right ? x + 9 : x - 9, y - 8,
+		right ? "start" : "end", fmt_size(sz, lv->peak),
+		trace_fmt_time(tbuf, (int64_t)(lv->peak_time_ns - p->t0)));
+}
+
+/* The legend's fixed entries below the layers: total, peak, and NVML, OOMs
+ * and phases where the panel has them. */
+static void draw_legend_marks(FILE *f, const struct plot *p, int64_t ordinal, double lx, double ly,
+			      bool nvml, size_t nph)
+{
 	fprintf(f,
 		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
 		"stroke-width=\"1.2\"/><text x=\"%.1f\" y=\"%.1f\">total</text>\n",
@@ -565,7 +556,7 @@ static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, con
 	}
 	size_t nd = 0;
 	for (size_t i = 0; i < p->nooms; i++)
-		nd += p->ooms[i].device == pn->ordinal;
+		nd += p->ooms[i].device == ordinal;
 	if (nd) {
 		fprintf(f,
 			"<path d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\" stroke=\"#c00\" "
@@ -580,7 +571,58 @@ static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, con
 			"stroke=\"#bbb\"/><text x=\"%.1f\" y=\"%.1f\">phase (NVTX range)</text>\n",
 			lx, ly - 10, lx + 18, ly);
 	}
-	fputs("</g>\n</g>\n", f);
+}
+
+static void draw_legend(FILE *f, const struct plot *p, const struct panel *pn, double y0,
+			const int *order, int nl, bool nvml, size_t nph)
+{
+	char sz[32];
+	double lx = W - RIGHT + 24, ly = y0 + 8;
+	fprintf(f,
+		"<g id=\"legend\" class=\"legend\" font-size=\"12\">\n<text x=\"%.1f\" "
+		"y=\"%.1f\" font-weight=\"bold\">%s (highest)</text>\n",
+		lx, ly, p->by_library ? "library" : "kind");
+	ly += 20;
+	for (int li = 0; li < nl; li++) {
+		int g = order[li];
+		const char *name = g == MAXG - 1   ? "other"
+				   : p->by_library ? p->names[g]
+				   : g < DK_COUNT  ? dev_kind_label[g]
+						   : "?";
+		fprintf(f,
+			"<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+			"<text x=\"%.1f\" y=\"%.1f\">",
+			lx, ly - 10, palette[li % 10], lx + 18, ly);
+		xml_text(f, name);
+		fprintf(f, " (%s)</text>\n", fmt_size(sz, pn->group_max[g]));
+		ly += 18;
+	}
+	draw_legend_marks(f, p, pn->ordinal, lx, ly, nvml, nph);
+	fputs("</g>\n", f);
+}
+
+static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, const struct phase *ph,
+		       size_t nph)
+{
+	struct rp_dev *rd = replay_dev(&p->rp, pn->ordinal);
+	bool nvml;
+	uint64_t top = panel_top(p->t, pn->ordinal, rd->lv.peak, &nvml);
+	struct frame fr = {
+	    LEFT, y0, W - LEFT - RIGHT, PANEL_H, time_axis(p->span), bytes_axis(top), p->span};
+
+	fprintf(f, "<g class=\"panel\" id=\"device-%" PRId64 "\">\n", pn->ordinal);
+	draw_title(f, p->t, pn->ordinal, y0);
+	draw_phases(f, &fr, p, ph, nph);
+	draw_axes(f, &fr);
+	int order[MAXG], nl = layer_order(pn, p->ngroups, order);
+	draw_layers(f, &fr, pn, order, nl);
+	if (nvml)
+		draw_nvml(f, &fr, p, pn->ordinal);
+	draw_ooms(f, &fr, p, pn->ordinal);
+	if (rd->lv.peak)
+		draw_peak(f, &fr, p, &rd->lv);
+	draw_legend(f, p, pn, y0, order, nl, nvml, nph);
+	fputs("</g>\n", f);
 }
 
 static void write_svg(FILE *f, struct plot *p)

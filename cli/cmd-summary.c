@@ -21,6 +21,7 @@
 #include "analysis/phase.h"
 #include "analysis/replay.h"
 #include "analysis/trace.h"
+#include "cli/summary.h"
 
 #define MAX_FAILURES 1000 /* kept for the output; all are counted */
 #define TOP_SITES    10
@@ -52,74 +53,6 @@ static const char more[] = "examples:\n"
 			   "  gpumemtrace summary rank0.gmt rank1.gmt rank2.gmt rank3.gmt\n";
 static const struct opt_usage usage = {
     .name = "summary", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
-
-struct lib_bytes {
-	const char *library;
-	uint64_t bytes, count;
-};
-
-struct dev_info {
-	int64_t ordinal;
-	const char *name;
-	uint64_t total;
-	struct rp_level lv;
-	struct site *sites; /* top sites at the peak, sorted */
-	size_t nsites, distinct_sites;
-	struct site_row *rows; /* the text's rows: sites that print alike merged */
-	size_t nrows, distinct_rows;
-	struct lib_bytes *libs; /* live bytes at the peak by library, sorted */
-	size_t nlibs;
-	uint64_t kind_peak[GMT_KIND_MAX_ + 1]; /* live bytes at the peak by kind */
-	uint64_t kind_end[GMT_KIND_MAX_ + 1];  /* live at the end by kind */
-};
-
-struct site_row {
-	UT_hash_handle hh;
-	char *text;			 /* the site and 3 callers, as printed */
-	uint64_t stack_id, bytes, count; /* stack_id: the largest stack's */
-	size_t stacks;
-};
-
-struct call {
-	UT_hash_handle hh;
-	uint32_t api;
-	uint64_t count, failed, bytes;
-};
-
-struct failure {
-	uint64_t time_ns, size, result;
-	uint32_t api;
-	int64_t device;
-};
-
-struct site {
-	UT_hash_handle hh;
-	uint64_t stack_id, bytes, count;
-	struct trace_frame frame;
-	bool has_frame;
-};
-
-struct summary {
-	struct trace t;
-	const char *path;
-	const struct gmt_header *hdr;
-	struct dev_info *devs;
-	size_t ndevs, devs_cap;
-	struct call *calls;
-	struct call *by_api[GMT_API_MAX_ + 1];
-	struct failure *failures;
-	size_t nfailures_kept;
-	uint64_t nfailures;
-	struct replay rp;
-	struct peakset ps;
-	/* with NVML samples or its NOTE: the reconciliation */
-	struct acct acct;
-	bool has_acct;
-	/* with ranges: the phases */
-	struct phase_tracker phases;
-	bool has_phases;
-	uint64_t last_live; /* device bytes before the event */
-};
 
 static struct dev_info *dev_get(struct summary *s, int64_t ordinal)
 {
@@ -225,7 +158,7 @@ static int site_cmp(const void *a, const void *b)
 
 static int lib_cmp(const void *a, const void *b)
 {
-	const struct lib_bytes *x = a, *y = b;
+	const struct acct_lib *x = a, *y = b;
 	if (x->bytes != y->bytes)
 		return x->bytes < y->bytes ? 1 : -1;
 	return strcmp(x->library, y->library);
@@ -299,7 +232,7 @@ static void snapshot(struct summary *s, struct dev_info *dev)
 		while (k < dev->nlibs && strcmp(dev->libs[k].library, lib) != 0)
 			k++;
 		if (k == dev->nlibs)
-			dev->libs[dev->nlibs++] = (struct lib_bytes){lib, 0, 0};
+			dev->libs[dev->nlibs++] = (struct acct_lib){lib, 0, 0};
 		dev->libs[k].bytes += all[i].bytes;
 		dev->libs[k].count += all[i].count;
 	}
@@ -325,21 +258,11 @@ static int call_cmp(struct call *a, struct call *b)
 
 /* ---- output ---------------------------------------------------------- */
 
-/* Kinds of device memory, in the order shown. */
-static const struct {
-	int kind;
-	const char *key, *label;
-} dev_kinds[] = {
+const struct summary_kind dev_kinds[NKINDS] = {
     {GMT_KIND_DEVICE, "device", "device (cudaMalloc, cuMemAlloc)"},
     {GMT_KIND_ASYNC, "stream_ordered", "stream-ordered pool"},
     {GMT_KIND_VMM_PHYS, "vmm_physical", "VMM physical (cuMemCreate)"},
 };
-#define NKINDS (sizeof(dev_kinds) / sizeof(dev_kinds[0]))
-
-static int64_t rel(const struct summary *s, uint64_t t)
-{
-	return trace_rel(&s->t, t);
-}
 
 static void frame_text(FILE *f, const struct trace_frame *fr)
 {
@@ -355,12 +278,6 @@ static void callers_text(FILE *f, struct summary *s, uint64_t stack_id, int site
 {
 	char buf[2048] = "";
 	fputs(trace_callers_text(&s->t, stack_id, site_depth, 3, buf, sizeof(buf)), f);
-}
-
-static void no_memory(void)
-{
-	say_error(NULL, "out of memory");
-	exit(EXIT_INPUT);
 }
 
 static int row_cmp(const void *a, const void *b)
@@ -381,7 +298,7 @@ static void site_rows(struct summary *s, struct dev_info *dev)
 		size_t len = 0;
 		FILE *m = open_memstream(&text, &len);
 		if (!m)
-			no_memory();
+			xalloc_failed();
 		struct trace_frame fr;
 		if (trace_site(&s->t, st->stack_id, &fr)) {
 			frame_text(m, &fr);
@@ -390,7 +307,7 @@ static void site_rows(struct summary *s, struct dev_info *dev)
 			fputs("(no stack)", m);
 		}
 		if (fclose(m) || !text)
-			no_memory();
+			xalloc_failed();
 		HASH_FIND(hh, byname, text, len, r);
 		if (r) {
 			free(text);
@@ -417,13 +334,7 @@ static void site_rows(struct summary *s, struct dev_info *dev)
 	dev->nrows = n < TOP_SITES ? n : TOP_SITES;
 }
 
-static uint64_t end_time(const struct summary *s)
-{
-	return trace_end_ns(&s->t);
-}
-
-/* Phases in first-seen order, "(no phase)" last; only those with events. */
-static struct phase **phases_shown(struct summary *s, size_t *n)
+struct phase **summary_phases(struct summary *s, size_t *n)
 {
 	size_t all;
 	struct phase **ps = phase_list(&s->phases, &all);
@@ -461,7 +372,7 @@ static void print_phases(FILE *f, struct summary *s)
 {
 	char b1[32], b2[32], b3[32], b4[32], nb[PHASE_COL_MAX + 1];
 	size_t n;
-	struct phase **ps = phases_shown(s, &n);
+	struct phase **ps = summary_phases(s, &n);
 	int width;
 	/* XLA names a range for every compiler pass (26 755 phases in one JAX
 	 * run on an H100): past PHASES_SHOWN rows the table keeps "(no phase)",
@@ -528,11 +439,10 @@ static void print_phases(FILE *f, struct summary *s)
 	free(ps);
 }
 
-static void print_human(struct summary *s, const struct gmt_read_info *in)
+static void print_head(FILE *f, const struct summary *s, const struct gmt_read_info *in)
 {
-	FILE *f = stdout;
 	const struct trace *t = &s->t;
-	char b1[32], b2[32], b3[32], b4[32];
+	char b1[32];
 	fprintf(f, "%strace%s     %s (format %u, %s%s%s)\n", cli_paint(f, C_BOLD),
 		cli_paint(f, C_RESET), s->path, (unsigned)s->hdr->version,
 		cli_paint(f, in->complete ? C_RESET : C_WARN),
@@ -546,8 +456,14 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 		fprintf(f, " (ppid %" PRIu64 "): %s", t->ppid, t->command);
 	fputc('\n', f);
 	fprintf(f, "duration  %s s, %" PRIu64 " events, %" PRIu64 " lost\n",
-		fmt_reltime(b1, rel(s, end_time(s))) + 1, t->events, t->lost);
+		fmt_reltime(b1, summary_rel(s, summary_end(s))) + 1, t->events, t->lost);
+}
 
+/* The device table, then each device's kinds where more than plain
+ * cudaMalloc memory is in play. */
+static void print_devices(FILE *f, const struct summary *s)
+{
+	char b1[32], b2[32], b3[32], b4[32];
 	fprintf(
 	    f,
 	    "\ndevice memory (cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate on a device)\n");
@@ -560,10 +476,10 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 		fprintf(f, "  %-4" PRId64 " %-28.28s %10s %10s %16s %12s %8" PRIu64 "\n",
 			d->ordinal, d->name[0] ? d->name : "?",
 			d->total ? fmt_size(b1, d->total) : "?", fmt_size(b2, d->lv.peak),
-			d->lv.peak_seq ? fmt_reltime(b3, rel(s, d->lv.peak_time_ns)) + 1 : "-",
+			d->lv.peak_seq ? fmt_reltime(b3, summary_rel(s, d->lv.peak_time_ns)) + 1
+				       : "-",
 			fmt_size(b4, d->lv.bytes), d->lv.count);
 	}
-	/* the kinds, where more than plain cudaMalloc memory is in play */
 	for (size_t i = 0; i < s->ndevs; i++) {
 		const struct dev_info *d = &s->devs[i];
 		bool mixed = false;
@@ -578,30 +494,32 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 				fmt_size(b1, d->kind_peak[dev_kinds[k].kind]),
 				fmt_size(b2, d->kind_end[dev_kinds[k].kind]));
 	}
+}
 
-	if (s->has_acct)
-		acct_print_brief(f, &s->acct);
-
+static void print_other_memory(FILE *f, const struct summary *s)
+{
+	char b1[32], b2[32], b3[32];
 	bool other = false;
 	for (int b = BK_MANAGED; b < BK_COUNT; b++)
 		other |= s->rp.buckets[b].peak > 0 || s->rp.buckets[b].count > 0;
-	if (other) {
-		fprintf(f, "\nother memory\n  %-20s %10s %16s %12s %8s\n", "kind", "peak",
-			"peak at (s)", "live at end", "allocs");
-		for (int b = BK_MANAGED; b < BK_COUNT; b++) {
-			const struct rp_level *lv = &s->rp.buckets[b];
-			if (!lv->peak && !lv->count && !lv->peak_seq)
-				continue;
-			fprintf(f, "  %-20s %10s %16s %12s %8" PRIu64 "\n", bucket_label[b],
-				fmt_size(b1, lv->peak),
-				lv->peak_seq ? fmt_reltime(b3, rel(s, lv->peak_time_ns)) + 1 : "-",
-				fmt_size(b2, lv->bytes), lv->count);
-		}
+	if (!other)
+		return;
+	fprintf(f, "\nother memory\n  %-20s %10s %16s %12s %8s\n", "kind", "peak", "peak at (s)",
+		"live at end", "allocs");
+	for (int b = BK_MANAGED; b < BK_COUNT; b++) {
+		const struct rp_level *lv = &s->rp.buckets[b];
+		if (!lv->peak && !lv->count && !lv->peak_seq)
+			continue;
+		fprintf(f, "  %-20s %10s %16s %12s %8" PRIu64 "\n", bucket_label[b],
+			fmt_size(b1, lv->peak),
+			lv->peak_seq ? fmt_reltime(b3, summary_rel(s, lv->peak_time_ns)) + 1 : "-",
+			fmt_size(b2, lv->bytes), lv->count);
 	}
+}
 
-	if (s->has_phases)
-		print_phases(f, s);
-
+static void print_calls(FILE *f, const struct summary *s)
+{
+	char b1[32], b2[32];
 	fprintf(f, "\ncalls\n  %-32s %10s %8s %12s\n", "api", "calls", "failed", "bytes");
 	struct call *c, *ct;
 	HASH_ITER(hh, s->calls, c, ct)
@@ -611,22 +529,62 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 	}
 	if (!s->calls)
 		fprintf(f, "  (none)\n");
-
-	if (s->nfailures) {
-		fprintf(f, "\nfailed calls (%" PRIu64 ")\n", s->nfailures);
-		size_t show = s->nfailures_kept < 20 ? s->nfailures_kept : 20;
-		for (size_t i = 0; i < show; i++) {
-			const struct failure *x = &s->failures[i];
-			const char *rn = result_name(x->api, x->result);
-			fprintf(f, "  %16s  %-28s dev %-3" PRId64 " size %-10s %s (%" PRIu64 ")\n",
-				fmt_reltime(b1, rel(s, x->time_ns)) + 1, api_name(x->api),
-				x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result);
-		}
-		if (s->nfailures > show)
-			fprintf(f, "  ... %" PRIu64 " more (--json lists up to %d)\n",
-				s->nfailures - show, MAX_FAILURES);
+	if (!s->nfailures)
+		return;
+	fprintf(f, "\nfailed calls (%" PRIu64 ")\n", s->nfailures);
+	size_t show = s->nfailures_kept < 20 ? s->nfailures_kept : 20;
+	for (size_t i = 0; i < show; i++) {
+		const struct failure *x = &s->failures[i];
+		const char *rn = result_name(x->api, x->result);
+		fprintf(f, "  %16s  %-28s dev %-3" PRId64 " size %-10s %s (%" PRIu64 ")\n",
+			fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
+			x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result);
 	}
+	if (s->nfailures > show)
+		fprintf(f, "  ... %" PRIu64 " more (--json lists up to %d)\n", s->nfailures - show,
+			MAX_FAILURES);
+}
 
+/* The top sites and the libraries at one device's peak. */
+static void print_peak_sites(FILE *f, struct summary *s, struct dev_info *d)
+{
+	char b1[32], b2[32];
+	fprintf(f, "\ntop allocation sites at the device %" PRId64 " peak (%s at %s s)\n",
+		d->ordinal, fmt_size(b1, d->lv.peak),
+		fmt_reltime(b2, summary_rel(s, d->lv.peak_time_ns)) + 1);
+	fprintf(f, "  %10s %8s %8s  %s\n", "bytes", "allocs", "stack", "site");
+	if (!d->rows)
+		site_rows(s, d);
+	for (size_t k = 0; k < d->nrows; k++) {
+		const struct site_row *r = &d->rows[k];
+		fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  %s", fmt_size(b1, r->bytes), r->count,
+			r->stack_id, r->text);
+		if (r->stacks > 1)
+			fprintf(f, "  (%zu stacks)", r->stacks);
+		fputc('\n', f);
+	}
+	if (d->distinct_rows > d->nrows)
+		fprintf(f, "  ... %zu more sites\n", d->distinct_rows - d->nrows);
+	fprintf(f, "\nby library at the device %" PRId64 " peak\n  %10s %6s %8s  %s\n", d->ordinal,
+		"bytes", "share", "allocs", "library");
+	for (size_t k = 0; k < d->nlibs; k++)
+		fprintf(f, "  %10s %5.1f%% %8" PRIu64 "  %s\n", fmt_size(b1, d->libs[k].bytes),
+			d->lv.peak ? 100.0 * (double)d->libs[k].bytes / (double)d->lv.peak : 0.0,
+			d->libs[k].count, d->libs[k].library);
+}
+
+static void print_human(struct summary *s, const struct gmt_read_info *in)
+{
+	FILE *f = stdout;
+	const struct trace *t = &s->t;
+	print_head(f, s, in);
+	print_devices(f, s);
+	if (s->has_acct)
+		acct_print_brief(f, &s->acct);
+	print_other_memory(f, s);
+	if (s->has_phases)
+		print_phases(f, s);
+	print_calls(f, s);
 	if (t->lost)
 		fprintf(f,
 			"\nlost events: %" PRIu64 " (%" PRIu64 " in LOST records, %" PRIu64
@@ -634,219 +592,15 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 			t->lost, t->lost_in_records, t->trailer_lost);
 	if (s->rp.unmatched_frees)
 		fprintf(f, "\nfrees of addresses not live: %" PRIu64 "\n", s->rp.unmatched_frees);
-
-	for (size_t i = 0; i < s->ndevs; i++) {
-		struct dev_info *d = &s->devs[i];
-		if (!d->nsites)
-			continue;
-		fprintf(f, "\ntop allocation sites at the device %" PRId64 " peak (%s at %s s)\n",
-			d->ordinal, fmt_size(b1, d->lv.peak),
-			fmt_reltime(b2, rel(s, d->lv.peak_time_ns)) + 1);
-		fprintf(f, "  %10s %8s %8s  %s\n", "bytes", "allocs", "stack", "site");
-		if (!d->rows)
-			site_rows(s, d);
-		for (size_t k = 0; k < d->nrows; k++) {
-			const struct site_row *r = &d->rows[k];
-			fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  %s", fmt_size(b1, r->bytes),
-				r->count, r->stack_id, r->text);
-			if (r->stacks > 1)
-				fprintf(f, "  (%zu stacks)", r->stacks);
-			fputc('\n', f);
-		}
-		if (d->distinct_rows > d->nrows)
-			fprintf(f, "  ... %zu more sites\n", d->distinct_rows - d->nrows);
-		fprintf(f, "\nby library at the device %" PRId64 " peak\n  %10s %6s %8s  %s\n",
-			d->ordinal, "bytes", "share", "allocs", "library");
-		for (size_t k = 0; k < d->nlibs; k++)
-			fprintf(f, "  %10s %5.1f%% %8" PRIu64 "  %s\n",
-				fmt_size(b1, d->libs[k].bytes),
-				d->lv.peak ? 100.0 * (double)d->libs[k].bytes / (double)d->lv.peak
-					   : 0.0,
-				d->libs[k].count, d->libs[k].library);
-	}
+	for (size_t i = 0; i < s->ndevs; i++)
+		if (s->devs[i].nsites)
+			print_peak_sites(f, s, &s->devs[i]);
 	/* What the library could not see or record (a DEEPBIND library, an
 	 * unknown lookup result): the totals above may undercount. */
 	if (t->nnotes)
 		fprintf(f, "\nnotes from the tracer\n");
 	for (size_t i = 0; i < t->nnotes; i++)
 		fprintf(f, "  %s\n", t->notes[i]);
-}
-
-static void json_level(FILE *f, const struct summary *s, const struct rp_level *lv)
-{
-	fprintf(f,
-		"\"peak_bytes\": %" PRIu64 ", \"peak_time_ns\": %" PRId64
-		", \"live_bytes_at_end\": %" PRIu64 ", \"live_allocations_at_end\": %" PRIu64,
-		lv->peak, lv->peak_seq ? rel(s, lv->peak_time_ns) : 0, lv->bytes, lv->count);
-}
-
-static void json_cstr0(FILE *f, const char *str)
-{
-	json_str(f, str, strlen(str));
-}
-
-static void json_kinds(FILE *f, const uint64_t *kinds)
-{
-	fputc('{', f);
-	for (size_t k = 0; k < NKINDS; k++)
-		fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", dev_kinds[k].key,
-			kinds[dev_kinds[k].kind]);
-	fputc('}', f);
-}
-
-static void print_json(struct summary *s, const struct gmt_read_info *in, const char *indent)
-{
-	FILE *f = stdout;
-	const struct trace *t = &s->t;
-	(void)indent;
-	fprintf(f,
-		"{\"format_version\": %u, \"complete\": %s, \"torn_tail\": %s, \"corrupt\": %s, "
-		"\"unreadable_bytes\": %" PRIu64 ",\n",
-		(unsigned)s->hdr->version, in->complete ? "true" : "false",
-		in->stop == GMT_STOP_TORN ? "true" : "false",
-		in->stop == GMT_STOP_CORRUPT ? "true" : "false", in->unreadable);
-	fprintf(f, " \"path\": ");
-	json_cstr0(f, s->path);
-	fputs(", \"rank\": ", f);
-	if (trace_rank(t) >= 0)
-		fprintf(f, "%" PRId64, trace_rank(t));
-	else
-		fputs("null", f);
-	fprintf(f, ", \"process\": {\"pid\": %" PRIu64 ", \"ppid\": %" PRIu64 ", \"command\": ",
-		t->has_process ? t->pid : (uint64_t)s->hdr->pid, t->ppid);
-	json_cstr0(f, t->command ? t->command : "");
-	fputs(", \"exe\": ", f);
-	json_cstr0(f, t->exe ? t->exe : "");
-	fputs(", \"hostname\": ", f);
-	json_cstr0(f, t->host ? t->host : "");
-	fprintf(f, "},\n \"start_wall_ns\": %" PRIu64 ", \"duration_ns\": %" PRId64 ",\n",
-		s->hdr->start_wall_ns, t->events || t->has_trailer ? rel(s, end_time(s)) : 0);
-	fprintf(f,
-		" \"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
-		", \"lost_in_records\": %" PRIu64 ", \"lost_in_trailer\": %" PRIu64
-		", \"unmatched_frees\": %" PRIu64 ",\n",
-		t->events, t->lost, t->lost_in_records, t->trailer_lost, s->rp.unmatched_frees);
-
-	fputs(" \"devices\": [", f);
-	for (size_t i = 0; i < s->ndevs; i++) {
-		struct dev_info *d = &s->devs[i];
-		fprintf(f, "%s\n  {\"index\": %" PRId64 ", \"name\": ", i ? "," : "", d->ordinal);
-		json_cstr0(f, d->name);
-		fprintf(f, ", \"total_bytes\": %" PRIu64 ", ", d->total);
-		json_level(f, s, &d->lv);
-		fputs(",\n   \"by_kind_at_peak\": ", f);
-		json_kinds(f, d->kind_peak);
-		fputs(", \"by_kind_at_end\": ", f);
-		json_kinds(f, d->kind_end);
-		fputs(",\n   \"by_library\": [", f);
-		for (size_t k = 0; k < d->nlibs; k++) {
-			fprintf(f, "%s{\"library\": ", k ? ", " : "");
-			json_cstr0(f, d->libs[k].library);
-			fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
-				d->libs[k].bytes, d->libs[k].count);
-		}
-		fprintf(f, "],\n   \"distinct_sites_at_peak\": %zu, \"peak_sites\": [",
-			d->distinct_sites);
-		for (size_t k = 0; k < d->nsites; k++) {
-			const struct site *st = &d->sites[k];
-			const struct trace_frame *fr = &st->frame;
-			fprintf(f,
-				"%s\n    {\"stack_id\": %" PRIu64 ", \"bytes\": %" PRIu64
-				", \"allocations\": %" PRIu64,
-				k ? "," : "", st->stack_id, st->bytes, st->count);
-			if (st->has_frame) {
-				fprintf(f, ", \"address\": %" PRIu64 ", \"function\": ", fr->ip);
-				json_cstr0(f, fr->function ? fr->function : "");
-				fputs(", \"file\": ", f);
-				json_cstr0(f, fr->file ? fr->file : "");
-				fprintf(f, ", \"line\": %" PRIu64 ", \"module\": ", fr->line);
-				json_cstr0(f, fr->module ? fr->module->path : "");
-				fprintf(f,
-					", \"module_offset\": %" PRIu64
-					", \"in_cuda_libraries\": %s",
-					fr->module ? fr->ip - fr->module->bias : 0,
-					fr->in_cuda ? "true" : "false");
-			}
-			fputs(", \"library\": ", f);
-			json_cstr0(f, trace_library(&s->t, st->stack_id));
-			fputc('}', f);
-		}
-		fputs("]}", f);
-	}
-	fputs("],\n \"memory\": {", f);
-	for (int b = 0; b < BK_COUNT; b++) {
-		fprintf(f, "%s\n  \"%s\": {", b ? "," : "", bucket_key[b]);
-		json_level(f, s, &s->rp.buckets[b]);
-		fputc('}', f);
-	}
-	fputs("},\n \"calls\": {", f);
-	struct call *c, *ct;
-	int first = 1;
-	HASH_ITER(hh, s->calls, c, ct)
-	{
-		fprintf(f, "%s\n  ", first ? "" : ",");
-		json_cstr0(f, api_name(c->api));
-		fprintf(f,
-			": {\"count\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"bytes\": %" PRIu64
-			"}",
-			c->count, c->failed, c->bytes);
-		first = 0;
-	}
-	fprintf(f, "},\n \"failures_total\": %" PRIu64 ", \"failures\": [", s->nfailures);
-	for (size_t i = 0; i < s->nfailures_kept; i++) {
-		const struct failure *x = &s->failures[i];
-		const char *rn = result_name(x->api, x->result);
-		fprintf(f, "%s\n  {\"time_ns\": %" PRId64 ", \"api\": ", i ? "," : "",
-			rel(s, x->time_ns));
-		json_cstr0(f, api_name(x->api));
-		fprintf(f,
-			", \"device\": %" PRId64 ", \"size\": %" PRIu64 ", \"result\": %" PRIu64
-			", \"result_name\": ",
-			x->device, x->size, x->result);
-		json_cstr0(f, rn ? rn : "");
-		fputc('}', f);
-	}
-	fputs("],\n \"accounting\": ", f);
-	if (s->has_acct)
-		acct_print_json(f, &s->acct, -1);
-	else
-		fputs("null", f);
-	fputs(",\n \"phases\": ", f);
-	if (s->has_phases) {
-		size_t n;
-		struct phase **ps = phases_shown(s, &n);
-		fputc('[', f);
-		for (size_t i = 0; i < n; i++) {
-			fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
-			json_cstr0(f, ps[i]->name);
-			fprintf(
-			    f,
-			    ", \"allocations\": %" PRIu64 ", \"bytes_allocated\": %" PRIu64
-			    ", \"frees\": %" PRIu64 ", \"bytes_freed\": %" PRIu64
-			    ", \"net_bytes\": %" PRId64 ", \"peak_bytes\": %" PRIu64 "}",
-			    ps[i]->allocs, ps[i]->bytes_allocated, ps[i]->frees, ps[i]->bytes_freed,
-			    (int64_t)(ps[i]->bytes_allocated - ps[i]->bytes_freed), ps[i]->peak);
-		}
-		fputc(']', f);
-		free(ps);
-	} else {
-		fputs("null", f);
-	}
-	if (t->has_trailer)
-		fprintf(f,
-			",\n \"trailer\": {\"end_time_ns\": %" PRId64 ", \"events\": %" PRIu64
-			", \"lost\": %" PRIu64 ", \"reason\": %" PRIu64 "}",
-			rel(s, t->trailer_end_ns), t->trailer_events, t->trailer_lost,
-			t->trailer_reason);
-	if (t->nnotes) {
-		fputs(",\n \"notes\": [", f);
-		for (size_t i = 0; i < t->nnotes; i++) {
-			fputs(i ? ", " : "", f);
-			json_cstr0(f, t->notes[i]);
-		}
-		fputs("]", f);
-	}
-	fputs("}", f);
 }
 
 static void summary_free(struct summary *s)
@@ -929,13 +683,6 @@ static int summarize(struct summary *s, const char *path)
 	return rc;
 }
 
-/* The per-process figures for several traces. */
-struct proc_row {
-	uint64_t peak, live_end, allocs_end, failures, events;
-	int64_t peak_time;
-	bool complete;
-};
-
 static struct proc_row proc_row(const struct summary *s)
 {
 	struct proc_row r = {
@@ -944,7 +691,7 @@ static struct proc_row proc_row(const struct summary *s)
 		const struct dev_info *d = &s->devs[i];
 		if (d->lv.peak > r.peak) {
 			r.peak = d->lv.peak;
-			r.peak_time = rel(s, d->lv.peak_time_ns);
+			r.peak_time = summary_rel(s, d->lv.peak_time_ns);
 		}
 		r.live_end += d->lv.bytes;
 		r.allocs_end += d->lv.count;
@@ -987,37 +734,7 @@ static int summary_many(const char *const *paths, int n, bool json)
 		tot.complete &= rows[i].complete;
 	}
 	if (json) {
-		fputs("{\"traces\": [\n", f);
-		for (int i = 0; i < n; i++) {
-			print_json(&all[i], &all[i].t.info, " ");
-			fputs(i + 1 < n ? ",\n" : "\n", f);
-		}
-		fprintf(f, "],\n \"processes\": [");
-		for (int i = 0; i < n; i++) {
-			char lb[64];
-			fprintf(f, "%s\n  {\"trace\": %d, \"label\": ", i ? "," : "", i);
-			json_cstr0(f, trace_label(ts[i], lb, sizeof(lb)));
-			fprintf(f,
-				", \"peak_bytes\": %" PRIu64 ", \"peak_time_ns\": %" PRId64
-				", \"live_bytes_at_end\": %" PRIu64
-				", \"live_allocations_at_end\": %" PRIu64 ", \"failures\": %" PRIu64
-				", \"complete\": %s}",
-				rows[i].peak, rows[i].peak_time, rows[i].live_end,
-				rows[i].allocs_end, rows[i].failures,
-				rows[i].complete ? "true" : "false");
-		}
-		fprintf(f,
-			"],\n \"totals\": {\"traces\": %d, \"peak_bytes_sum\": %" PRIu64
-			", \"live_bytes_at_end\": %" PRIu64
-			", \"live_allocations_at_end\": %" PRIu64 ", \"failures\": %" PRIu64
-			", \"events\": %" PRIu64 ", \"complete\": %s},\n",
-			n, tot.peak, tot.live_end, tot.allocs_end, tot.failures, tot.events,
-			tot.complete ? "true" : "false");
-		fputs(" \"imbalance\": {\"peak_bytes\": ", f);
-		trace_imbalance_json(f, peaks, (size_t)n);
-		fputs(", \"live_bytes_at_end\": ", f);
-		trace_imbalance_json(f, ends, (size_t)n);
-		fputs("}}\n", f);
+		summary_print_many_json(all, ts, rows, &tot, peaks, ends, n);
 	} else {
 		char b1[32], b2[32], b3[32], lb[64];
 		fprintf(f, "%d traces (one per process)\n\n", n);
@@ -1076,7 +793,7 @@ int cmd_summary(int argc, char **argv)
 		return rc;
 	}
 	if (json) {
-		print_json(&s, &s.t.info, "");
+		summary_print_json(&s, &s.t.info);
 		fputc('\n', stdout);
 	} else {
 		print_human(&s, &s.t.info);

@@ -46,18 +46,13 @@ static const struct opt_usage usage = {
 static const char *const metric_names[TM_COUNT] = {"peak", "end", "total", "calls"};
 static const char *const group_names[] = {"stack", "function", "library", "api", "range"};
 
-struct dev_peak {
-	int64_t ordinal;
-	struct rp_level lv;
-};
-
 struct top_trace {
 	struct trace t;
-	struct dev_peak *devs;
+	struct rp_dev *devs;
 	size_t ndevs;
 	uint64_t peak; /* the highest device peak */
 	/* pass 2 */
-	struct dev_peak **targets;
+	struct rp_dev **targets;
 	size_t ntargets, next;
 };
 
@@ -146,13 +141,13 @@ static void on_event2(void *ctx, const struct gmt_event *e, struct replay *rp)
 
 static int target_cmp(const void *a, const void *b)
 {
-	const struct dev_peak *x = *(struct dev_peak *const *)a, *y = *(struct dev_peak *const *)b;
+	const struct rp_dev *x = *(struct rp_dev *const *)a, *y = *(struct rp_dev *const *)b;
 	return x->lv.peak_seq < y->lv.peak_seq ? -1 : x->lv.peak_seq > y->lv.peak_seq;
 }
 
 static int devpeak_cmp(const void *a, const void *b)
 {
-	const struct dev_peak *x = a, *y = b;
+	const struct rp_dev *x = a, *y = b;
 	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
@@ -175,7 +170,7 @@ static int top_one(struct top *tp, struct top_trace *tt)
 	tt->devs = xrealloc(NULL, rp.ndevs * sizeof(*tt->devs));
 	tt->targets = xrealloc(NULL, rp.ndevs * sizeof(*tt->targets));
 	for (size_t i = 0; i < rp.ndevs; i++) {
-		tt->devs[i] = (struct dev_peak){rp.devs[i].ordinal, rp.devs[i].lv};
+		tt->devs[i] = rp.devs[i];
 		if (rp.devs[i].lv.peak > tt->peak)
 			tt->peak = rp.devs[i].lv.peak;
 	}
@@ -215,7 +210,7 @@ static struct devsum *device_list(struct top_trace *ts, int n, size_t *ndev)
 	struct devsum *d = xrealloc(NULL, cap * sizeof(*d));
 	for (int i = 0; i < n; i++)
 		for (size_t k = 0; k < ts[i].ndevs; k++) {
-			const struct dev_peak *p = &ts[i].devs[k];
+			const struct rp_dev *p = &ts[i].devs[k];
 			size_t j = 0;
 			while (j < nd && d[j].ordinal != p->ordinal)
 				j++;
@@ -335,16 +330,70 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	free(devs);
 }
 
-static void json_cstr0(FILE *f, const char *s)
+/* One trace's object in "traces": what it is, and its devices' peaks. */
+static void json_trace(FILE *f, const struct top_trace *tt, bool first)
 {
-	json_str(f, s, strlen(s));
+	const struct trace *t = &tt->t;
+	char lb[64];
+	fprintf(f, "%s\n  {\"path\": ", first ? "" : ",");
+	json_cstr0(f, t->path);
+	fputs(", \"label\": ", f);
+	json_cstr0(f, trace_label(t, lb, sizeof(lb)));
+	fprintf(f, ", \"pid\": %" PRIu64 ", \"rank\": ", t->has_process ? t->pid : t->hdr.pid);
+	if (trace_rank(t) >= 0)
+		fprintf(f, "%" PRId64, trace_rank(t));
+	else
+		fputs("null", f);
+	fprintf(f, ", \"complete\": %s, \"peak_bytes\": %" PRIu64 ", \"devices\": [",
+		t->complete ? "true" : "false", tt->peak);
+	for (size_t k = 0; k < tt->ndevs; k++) {
+		const struct rp_dev *p = &tt->devs[k];
+		fprintf(f,
+			"%s{\"index\": %" PRId64 ", \"peak_bytes\": %" PRIu64
+			", \"peak_time_ns\": %" PRId64 ", \"live_bytes_at_end\": %" PRIu64 "}",
+			k ? ", " : "", p->ordinal, p->lv.peak,
+			p->lv.peak_seq ? trace_rel(t, p->lv.peak_time_ns) : 0, p->lv.bytes);
+	}
+	fputs("]}", f);
+}
+
+/* One row of a device's "rows"; t is the trace its stack_id belongs to. */
+static void json_row(FILE *f, enum trace_group by, struct trace *t, const struct trace_row *r,
+		     int n, int metric, bool first)
+{
+	fprintf(f, "%s\n    {\"key\": ", first ? "" : ",");
+	json_cstr0(f, r->key);
+	fprintf(f,
+		", \"peak_bytes\": %" PRIu64 ", \"peak_allocations\": %" PRIu64
+		", \"end_bytes\": %" PRIu64 ", \"end_allocations\": %" PRIu64
+		", \"total_bytes\": %" PRIu64 ", \"calls\": %" PRIu64 ", \"failed\": %" PRIu64,
+		r->v[TM_PEAK], r->peak_allocs, r->v[TM_END], r->end_allocs, r->v[TM_TOTAL],
+		r->v[TM_CALLS], r->failed);
+	if (by == GROUP_RANGE) {
+		fputs(", \"phase\": ", f);
+		json_cstr0(f, r->key);
+	} else if (by != GROUP_API) {
+		struct trace_frame fr;
+		bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
+		fputs(", \"library\": ", f);
+		json_cstr0(f, trace_library(t, r->stack_id));
+		fputs(", \"function\": ", f);
+		json_cstr0(f, has && fr.function ? fr.function : "");
+		fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
+	} else {
+		fputs(", \"api\": ", f);
+		json_cstr0(f, api_name(r->api));
+	}
+	if (n > 1)
+		fprintf(f, ", \"traces\": %d, \"max_trace\": %d, \"max_value\": %" PRIu64,
+			r->ntraces, r->max_trace[metric], r->max[metric]);
+	fputc('}', f);
 }
 
 static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, uint64_t limit,
 		       int depth)
 {
 	FILE *f = stdout;
-	char lb[64];
 	size_t nrows, ndev;
 	struct trace_row **rows = trace_rows_sorted(&tp->rows, metric, &nrows);
 	struct devsum *devs = device_list(ts, n, &ndev);
@@ -353,30 +402,8 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 	fputs(" \"traces\": [", f);
 	bool complete = true;
 	for (int i = 0; i < n; i++) {
-		const struct trace *t = &ts[i].t;
-		complete &= t->complete;
-		fprintf(f, "%s\n  {\"path\": ", i ? "," : "");
-		json_cstr0(f, t->path);
-		fputs(", \"label\": ", f);
-		json_cstr0(f, trace_label(t, lb, sizeof(lb)));
-		fprintf(f,
-			", \"pid\": %" PRIu64 ", \"rank\": ", t->has_process ? t->pid : t->hdr.pid);
-		if (trace_rank(t) >= 0)
-			fprintf(f, "%" PRId64, trace_rank(t));
-		else
-			fputs("null", f);
-		fprintf(f, ", \"complete\": %s, \"peak_bytes\": %" PRIu64 ", \"devices\": [",
-			t->complete ? "true" : "false", ts[i].peak);
-		for (size_t k = 0; k < ts[i].ndevs; k++) {
-			const struct dev_peak *p = &ts[i].devs[k];
-			fprintf(f,
-				"%s{\"index\": %" PRId64 ", \"peak_bytes\": %" PRIu64
-				", \"peak_time_ns\": %" PRId64 ", \"live_bytes_at_end\": %" PRIu64
-				"}",
-				k ? ", " : "", p->ordinal, p->lv.peak,
-				p->lv.peak_seq ? trace_rel(t, p->lv.peak_time_ns) : 0, p->lv.bytes);
-		}
-		fputs("]}", f);
+		complete &= ts[i].t.complete;
+		json_trace(f, &ts[i], i == 0);
 	}
 	fprintf(f, "],\n \"complete\": %s,\n \"devices\": [", complete ? "true" : "false");
 	for (size_t d = 0; d < ndev; d++) {
@@ -393,38 +420,8 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 			struct trace_row *r = rows[i];
 			if (r->device != devs[d].ordinal || (limit && shown >= limit))
 				continue;
-			struct trace *t = &ts[r->trace].t;
-			fprintf(f, "%s\n    {\"key\": ", shown ? "," : "");
+			json_row(f, tp->rows.by, &ts[r->trace].t, r, n, metric, shown == 0);
 			shown++;
-			json_cstr0(f, r->key);
-			fprintf(f,
-				", \"peak_bytes\": %" PRIu64 ", \"peak_allocations\": %" PRIu64
-				", \"end_bytes\": %" PRIu64 ", \"end_allocations\": %" PRIu64
-				", \"total_bytes\": %" PRIu64 ", \"calls\": %" PRIu64
-				", \"failed\": %" PRIu64,
-				r->v[TM_PEAK], r->peak_allocs, r->v[TM_END], r->end_allocs,
-				r->v[TM_TOTAL], r->v[TM_CALLS], r->failed);
-			if (tp->rows.by == GROUP_RANGE) {
-				fputs(", \"phase\": ", f);
-				json_cstr0(f, r->key);
-			} else if (tp->rows.by != GROUP_API) {
-				struct trace_frame fr;
-				bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
-				fputs(", \"library\": ", f);
-				json_cstr0(f, trace_library(t, r->stack_id));
-				fputs(", \"function\": ", f);
-				json_cstr0(f, has && fr.function ? fr.function : "");
-				fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
-			} else {
-				fputs(", \"api\": ", f);
-				json_cstr0(f, api_name(r->api));
-			}
-			if (n > 1)
-				fprintf(
-				    f,
-				    ", \"traces\": %d, \"max_trace\": %d, \"max_value\": %" PRIu64,
-				    r->ntraces, r->max_trace[metric], r->max[metric]);
-			fputc('}', f);
 		}
 		fputs("]}", f);
 	}

@@ -107,6 +107,11 @@ void json_str(FILE *f, const char *s, size_t len)
 	putc('"', f);
 }
 
+void json_cstr0(FILE *f, const char *s)
+{
+	json_str(f, s, strlen(s));
+}
+
 const char *path_basename(const char *path)
 {
 	const char *slash = strrchr(path, '/');

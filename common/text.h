@@ -15,6 +15,8 @@ const char *fmt_reltime(char *buf, int64_t ns);
 /* JSON string with quotes; invalid UTF-8 becomes U+FFFD. */
 void json_str(FILE *f, const char *s, size_t len);
 #define json_cstr(f, s) json_str((f), (s), strlen(s))
+/* The same as a function: s is evaluated once. */
+void json_cstr0(FILE *f, const char *s);
 /* XML text (JUnit, SVG): escaped, control characters and invalid UTF-8 as '?'. */
 void xml_text(FILE *f, const char *s);
 

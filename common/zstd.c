@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static struct gmt_zstd z;
+static struct gmt_zstd zstd_funcs;
 static int loaded;
 static char reason[160];
 static const struct gmt_dl *loader; /* the first caller's, for load() */
@@ -26,7 +26,7 @@ static void load(void)
 		return;
 	}
 #define GMT_ZSTD_SYM_(ret, fn, params)                                                             \
-	if (!(z.fn = (ret(*) params)loader->sym(h, #fn))) {                                        \
+	if (!(zstd_funcs.fn = (ret(*) params)loader->sym(h, #fn))) {                               \
 		snprintf(reason, sizeof reason, "%s has no %s", name, #fn);                        \
 		dlclose(h);                                                                        \
 		return;                                                                            \
@@ -45,5 +45,5 @@ const struct gmt_zstd *gmt_zstd_get(const struct gmt_dl *dl, const char **why)
 	pthread_once(&once, load);
 	if (why)
 		*why = loaded ? "" : reason;
-	return loaded ? &z : NULL;
+	return loaded ? &zstd_funcs : NULL;
 }

@@ -5,23 +5,25 @@
 #include "reader/diag.h"
 #include "reader/xalloc.h"
 
+_Noreturn void xalloc_failed(void)
+{
+	say_error(NULL, "out of memory");
+	exit(EXIT_INPUT);
+}
+
 void *xrealloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
-	if (!p) {
-		say_error(NULL, "out of memory");
-		exit(EXIT_INPUT);
-	}
+	if (!p)
+		xalloc_failed();
 	return p;
 }
 
 void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (!p) {
-		say_error(NULL, "out of memory");
-		exit(EXIT_INPUT);
-	}
+	if (!p)
+		xalloc_failed();
 	return p;
 }
 

@@ -8,6 +8,8 @@
 void *xrealloc(void *p, size_t n);
 void *xcalloc(size_t n, size_t size);
 char *xstrdup(const char *s);
+/* The error line and exit 3, for allocators that are not these. */
+_Noreturn void xalloc_failed(void);
 /* Grows arr (n used of cap) by doubling when full. */
 #define GROW(arr, n, cap)                                                                          \
 	do {                                                                                       \

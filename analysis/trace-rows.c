@@ -1,0 +1,194 @@
+/* What the multi-trace reports share (analysis/trace.h): the imbalance of a
+ * figure across traces, and the rows top and leaks group events into. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/trace.h"
+
+static void minmax(const uint64_t *v, size_t n, size_t *imax, size_t *imin, double *mean)
+{
+	double sum = 0;
+	*imax = *imin = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] > v[*imax])
+			*imax = i;
+		if (v[i] < v[*imin])
+			*imin = i;
+		sum += (double)v[i];
+	}
+	*mean = n ? sum / (double)n : 0;
+}
+
+void trace_imbalance_json(FILE *f, const uint64_t *v, size_t n)
+{
+	size_t imax, imin;
+	double mean;
+	minmax(v, n, &imax, &imin, &mean);
+	fprintf(f,
+		"{\"max\": %" PRIu64 ", \"max_trace\": %zu, \"min\": %" PRIu64
+		", \"min_trace\": %zu, \"mean\": %.0f, \"max_over_min\": ",
+		n ? v[imax] : 0, imax, n ? v[imin] : 0, imin, mean);
+	if (n && v[imin])
+		fprintf(f, "%.4f", (double)v[imax] / (double)v[imin]);
+	else
+		fputs("null", f);
+	fputs(", \"max_over_mean\": ", f);
+	if (mean > 0)
+		fprintf(f, "%.4f}", (double)v[imax] / mean);
+	else
+		fputs("null}", f);
+}
+
+void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct trace *const *ts,
+			  size_t n)
+{
+	size_t imax, imin;
+	double mean;
+	char b1[32], b2[32], b3[32], l1[64], l2[64];
+	if (!n)
+		return;
+	minmax(v, n, &imax, &imin, &mean);
+	fprintf(f, "  %s: highest %s in %s, lowest %s in %s, mean %s", what, fmt_size(b1, v[imax]),
+		trace_label(ts[imax], l1, sizeof(l1)), fmt_size(b2, v[imin]),
+		trace_label(ts[imin], l2, sizeof(l2)), fmt_size(b3, (uint64_t)(mean + 0.5)));
+	if (v[imin])
+		fprintf(f, "; max/min %.2fx\n", (double)v[imax] / (double)v[imin]);
+	else
+		fprintf(f, "; max/min -\n");
+}
+
+/* ---- report rows ------------------------------------------------------ */
+
+struct row_ref_key {
+	int64_t device;
+	uint64_t stack_id;
+	uint32_t api, pad;
+};
+
+struct trace_row_ref {
+	UT_hash_handle hh;
+	struct row_ref_key k;
+	struct trace_row *row;
+};
+
+void trace_rows_init(struct trace_rows *rs, enum trace_group by, int depth)
+{
+	memset(rs, 0, sizeof(*rs));
+	rs->by = by;
+	rs->depth = depth;
+}
+
+struct trace_row *trace_rows_get(struct trace_rows *rs, struct trace *t, int64_t device,
+				 uint64_t stack_id, uint32_t api)
+{
+	struct row_ref_key k = {device, rs->by == GROUP_API ? 0 : stack_id,
+				rs->by == GROUP_API ? api : 0, 0};
+	struct trace_row_ref *ref;
+	HASH_FIND(hh, rs->cache, &k, sizeof(k), ref);
+	if (ref)
+		return ref->row;
+	char key[4096];
+	trace_group_key(t, rs->by, rs->depth, stack_id, api, key, sizeof(key));
+	struct trace_row *row = trace_rows_get_key(rs, device, key, stack_id, api);
+	ref = xrealloc(NULL, sizeof(*ref));
+	memset(ref, 0, sizeof(*ref));
+	ref->k = k;
+	ref->row = row;
+	HASH_ADD(hh, rs->cache, k, sizeof(ref->k), ref);
+	return row;
+}
+
+struct trace_row *trace_rows_get_key(struct trace_rows *rs, int64_t device, const char *key,
+				     uint64_t stack_id, uint32_t api)
+{
+	char id[4200];
+	snprintf(id, sizeof(id), "%" PRId64 "|%s", device, key);
+	struct trace_row *row;
+	HASH_FIND_STR(rs->rows, id, row);
+	if (!row) {
+		row = xrealloc(NULL, sizeof(*row));
+		memset(row, 0, sizeof(*row));
+		row->id = xstrdup(id);
+		row->key = strchr(row->id, '|') + 1;
+		row->device = device;
+		row->stack_id = stack_id;
+		row->api = api;
+		row->trace = rs->trace;
+		row->first_ns = UINT64_MAX;
+		for (int m = 0; m < TM_COUNT; m++)
+			row->max_trace[m] = -1;
+		HASH_ADD_KEYPTR(hh, rs->rows, row->id, strlen(row->id), row);
+	}
+	return row;
+}
+
+void trace_rows_fold(struct trace_rows *rs)
+{
+	struct trace_row *r, *rt;
+	HASH_ITER(hh, rs->rows, r, rt)
+	{
+		bool seen = false;
+		for (int m = 0; m < TM_COUNT; m++) {
+			seen |= r->cur[m] != 0;
+			r->v[m] += r->cur[m];
+			if (r->max_trace[m] < 0 || r->cur[m] > r->max[m]) {
+				r->max[m] = r->cur[m];
+				r->max_trace[m] = rs->trace;
+			}
+			r->cur[m] = 0;
+		}
+		r->ntraces += seen;
+	}
+	struct trace_row_ref *ref, *reft;
+	HASH_ITER(hh, rs->cache, ref, reft)
+	{
+		HASH_DEL(rs->cache, ref);
+		free(ref);
+	}
+	rs->trace++;
+}
+
+static int row_cmp(const void *a, const void *b, void *metric_p)
+{
+	const struct trace_row *x = *(struct trace_row *const *)a,
+			       *y = *(struct trace_row *const *)b;
+	int metric = *(const int *)metric_p;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	if (x->v[metric] != y->v[metric])
+		return x->v[metric] < y->v[metric] ? 1 : -1;
+	for (int m = 0; m < TM_COUNT; m++)
+		if (x->v[m] != y->v[m])
+			return x->v[m] < y->v[m] ? 1 : -1;
+	return strcmp(x->key, y->key);
+}
+
+struct trace_row **trace_rows_sorted(struct trace_rows *rs, int metric, size_t *n)
+{
+	*n = HASH_COUNT(rs->rows);
+	struct trace_row **out = xrealloc(NULL, *n * sizeof(*out)), *r, *rt;
+	size_t i = 0;
+	HASH_ITER(hh, rs->rows, r, rt) out[i++] = r;
+	if (*n)
+		qsort_r(out, *n, sizeof(*out), row_cmp, &metric);
+	return out;
+}
+
+void trace_rows_free(struct trace_rows *rs)
+{
+	struct trace_row *r, *rt;
+	HASH_ITER(hh, rs->rows, r, rt)
+	{
+		HASH_DEL(rs->rows, r);
+		free(r->id);
+		free(r);
+	}
+	struct trace_row_ref *ref, *reft;
+	HASH_ITER(hh, rs->cache, ref, reft)
+	{
+		HASH_DEL(rs->cache, ref);
+		free(ref);
+	}
+}
