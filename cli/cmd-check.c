@@ -71,12 +71,6 @@ struct check_state {
 	size_t ntinfo;
 };
 
-/* parse_args' name for xrealloc (left as is for the option rewrite). */
-static void *xalloc(void *p, size_t n)
-{
-	return xrealloc(p, n);
-}
-
 static void add_result(struct check_state *s, struct check_result r)
 {
 	if (s->n == s->cap) {
@@ -374,7 +368,7 @@ int cmd_check(int argc, char **argv)
 	if (rc >= 0)
 		goto out;
 	struct cm_options opt = {.ignore = a.ignore.v, .nignore = a.ignore.n};
-	s.tinfo = xalloc(NULL, a.ntraces * sizeof(*s.tinfo));
+	s.tinfo = xrealloc(NULL, a.ntraces * sizeof(*s.tinfo));
 
 	if (a.baseline) {
 		rc = check_measure(&base, CMD, a.baseline, &opt);

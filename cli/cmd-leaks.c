@@ -327,11 +327,7 @@ int cmd_leaks(int argc, char **argv)
 
 	struct trace_rows rows;
 	trace_rows_init(&rows, (enum trace_group)by, (int)depth);
-	struct leak_trace *ls = calloc((size_t)npaths, sizeof(*ls));
-	if (!ls) {
-		say_error("leaks", "out of memory");
-		return EXIT_INPUT;
-	}
+	struct leak_trace *ls = xcalloc((size_t)npaths, sizeof(*ls));
 	int opened = 0;
 	for (int i = 0; i < npaths && rc < 0; i++) {
 		rc = trace_open(&ls[i].t, "leaks", paths[i]);
