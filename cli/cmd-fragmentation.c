@@ -379,6 +379,137 @@ static void dev_json(FILE *f, struct frag *g, struct fdev *d, bool first)
 	fputs("]}", f);
 }
 
+/* Two passes over one trace: the first finds each device's peak, the second
+ * snapshots the address space there and at the end. Returns the trace's
+ * exit code, or -1. */
+static int frag_replay(struct frag *g, struct trace *t)
+{
+	int r = -1;
+	for (g->pass = 1; g->pass <= 2; g->pass++) {
+		replay_init(&g->rp);
+		g->last_bucket = -1;
+		r = trace_replay(t, NULL, on_event, g);
+		for (size_t k = 0; k < g->ndevs; k++) {
+			struct fdev *d = &g->devs[k];
+			if (g->pass == 1) {
+				struct rp_dev *rd = replay_dev(&g->rp, d->ordinal);
+				d->peak = rd->lv.peak;
+				d->peak_seq = rd->lv.peak_seq;
+			} else {
+				snapshot(g, d->ordinal, t->last_time_ns, &d->at_end);
+			}
+		}
+		replay_free(&g->rp);
+		if (r >= 0)
+			break;
+	}
+	return r;
+}
+
+static void frag_total(const struct frag *g, struct ftot *tot)
+{
+	for (size_t k = 0; k < g->ndevs; k++) {
+		const struct fdev *d = &g->devs[k];
+		tot->peak_live += d->at_peak.live;
+		tot->peak_free += d->at_peak.free_in_span;
+		tot->waste += d->rounded - d->requested;
+		double r = ratio(d->at_peak.free_in_span, d->at_peak.span);
+		tot->worst = r > tot->worst ? r : tot->worst;
+	}
+}
+
+static void frag_json(FILE *f, struct frag *g, int first)
+{
+	const struct vmm *v = &g->vmm;
+	fprintf(f, "%s\n  {", first ? "" : ",");
+	gfo_json_head(f, g->t);
+	fputs(",\n   \"devices\": [", f);
+	for (size_t k = 0; k < g->ndevs; k++)
+		dev_json(f, g, &g->devs[k], k == 0);
+	fprintf(f,
+		"],\n   \"vmm\": {\"reserved_peak_bytes\": %" PRIu64
+		", \"reserved_end_bytes\": %" PRIu64 ", \"mapped_peak_bytes\": %" PRIu64
+		", \"mapped_end_bytes\": %" PRIu64 ", \"physical_peak_bytes\": %" PRIu64
+		", \"physical_end_bytes\": %" PRIu64 "},\n",
+		v->reserved_peak, v->reserved, v->mapped_peak, v->mapped, v->physical_peak,
+		v->physical);
+	fprintf(f,
+		"   \"pools\": {\"pools_created\": %" PRIu64 ", \"trims\": %" PRIu64
+		", \"stream_ordered_peak_bytes\": %" PRIu64
+		", \"stream_ordered_end_bytes\": %" PRIu64 ", \"reservation_known\": false}}",
+		g->pools_created, g->pool_trims, g->async_peak, g->async_live);
+}
+
+static void frag_human_vmm(FILE *f, const struct vmm *v)
+{
+	char b1[32], b2[32];
+	fprintf(f, "\nVMM (peak / end)\n  reserved VA %s / %s\n", fmt_size(b1, v->reserved_peak),
+		fmt_size(b2, v->reserved));
+	fprintf(f, "  mapped      %s / %s\n", fmt_size(b1, v->mapped_peak),
+		fmt_size(b2, v->mapped));
+	fprintf(f, "  physical    %s / %s\n", fmt_size(b1, v->physical_peak),
+		fmt_size(b2, v->physical));
+	if (v->reserved_peak > v->mapped_peak)
+		fprintf(f,
+			"  %s of reserved address space was never mapped at "
+			"the peak (address space only: costs no memory)\n",
+			fmt_size(b1, v->reserved_peak - v->mapped_peak));
+}
+
+static void frag_human(FILE *f, struct frag *g, int first)
+{
+	char b1[32], b2[32];
+	if (!first)
+		fputc('\n', f);
+	gfo_human_head(f, g->t);
+	if (!g->ndevs)
+		fprintf(f, "  no device memory was allocated\n");
+	for (size_t k = 0; k < g->ndevs; k++)
+		dev_human(f, g, &g->devs[k]);
+	if (g->vmm.used)
+		frag_human_vmm(f, &g->vmm);
+	if (g->async_peak || g->pools_created)
+		fprintf(f,
+			"\npools: stream-ordered allocations peaked at %s (%s at the "
+			"end); %" PRIu64 " pools created, %" PRIu64
+			" trims; the pools' reservations are not in the trace, so "
+			"memory a pool holds beyond its outstanding allocations is "
+			"not visible\n",
+			fmt_size(b1, g->async_peak), fmt_size(b2, g->async_live), g->pools_created,
+			g->pool_trims);
+}
+
+static void frag_totals(FILE *f, const struct gfo_opts *o, const struct trace *ts,
+			const struct ftot *tot)
+{
+	if (o->json) {
+		fputs("],\n \"totals\": {\"processes\": ", f);
+		uint64_t live = 0, fr = 0, waste = 0;
+		double w = 0;
+		for (int i = 0; i < o->npaths; i++) {
+			live += tot[i].peak_live;
+			fr += tot[i].peak_free;
+			waste += tot[i].waste;
+			w = tot[i].worst > w ? tot[i].worst : w;
+		}
+		fprintf(
+		    f,
+		    "%d, \"live_bytes_at_peaks\": %" PRIu64 ", \"free_in_span_at_peaks\": %" PRIu64
+		    ", \"rounding_waste_bytes\": %" PRIu64 ", \"worst_external_fragmentation\": ",
+		    o->npaths, live, fr, waste);
+		gfo_json_d(f, w);
+		fputs("}}\n", f);
+	} else if (o->npaths > 1) {
+		char b1[32], b2[32], b3[32];
+		fprintf(f, "\nper process (at each device's peak)\n  %-40s %11s %11s %11s %9s\n",
+			"trace", "live", "free(span)", "waste", "ext.frag");
+		for (int i = 0; i < o->npaths; i++)
+			fprintf(f, "  %-40.40s %11s %11s %11s %8.1f%%\n", ts[i].path,
+				fmt_size(b1, tot[i].peak_live), fmt_size(b2, tot[i].peak_free),
+				fmt_size(b3, tot[i].waste), 100 * tot[i].worst);
+	}
+}
+
 int cmd_fragmentation(int argc, char **argv)
 {
 	const char *cmd = argv[0];
@@ -400,8 +531,7 @@ int cmd_fragmentation(int argc, char **argv)
 	}
 	FILE *f = stdout;
 	int worst = 0;
-	struct ftot *tot = xrealloc(NULL, (size_t)o.npaths * sizeof(*tot));
-	memset(tot, 0, (size_t)o.npaths * sizeof(*tot));
+	struct ftot *tot = xcalloc((size_t)o.npaths, sizeof(*tot));
 	if (o.json)
 		fputs("{\"traces\": [", f);
 	for (int i = 0; i < o.npaths; i++) {
@@ -410,120 +540,20 @@ int cmd_fragmentation(int argc, char **argv)
 		g.t1 = ts[i].events ? ts[i].last_time_ns : 0;
 		if (o.has_device)
 			fdev_get(&g, o.device);
-		for (g.pass = 1; g.pass <= 2; g.pass++) {
-			replay_init(&g.rp);
-			g.last_bucket = -1;
-			int r = trace_replay(&ts[i], NULL, on_event, &g);
-			for (size_t k = 0; k < g.ndevs; k++) {
-				struct fdev *d = &g.devs[k];
-				if (g.pass == 1) {
-					struct rp_dev *rd = replay_dev(&g.rp, d->ordinal);
-					d->peak = rd->lv.peak;
-					d->peak_seq = rd->lv.peak_seq;
-				} else {
-					snapshot(&g, d->ordinal, ts[i].last_time_ns, &d->at_end);
-				}
-			}
-			replay_free(&g.rp);
-			if (r >= 0) {
-				worst = r > worst ? r : worst;
-				break;
-			}
-		}
+		int r = frag_replay(&g, &ts[i]);
+		if (r >= 0)
+			worst = r > worst ? r : worst;
 		if (g.ndevs)
 			qsort(g.devs, g.ndevs, sizeof(*g.devs), dev_cmp);
-		for (size_t k = 0; k < g.ndevs; k++) {
-			struct fdev *d = &g.devs[k];
-			tot[i].peak_live += d->at_peak.live;
-			tot[i].peak_free += d->at_peak.free_in_span;
-			tot[i].waste += d->rounded - d->requested;
-			double r = ratio(d->at_peak.free_in_span, d->at_peak.span);
-			tot[i].worst = r > tot[i].worst ? r : tot[i].worst;
-		}
-		struct vmm *v = &g.vmm;
-		if (o.json) {
-			fprintf(f, "%s\n  {", i ? "," : "");
-			gfo_json_head(f, &ts[i]);
-			fputs(",\n   \"devices\": [", f);
-			for (size_t k = 0; k < g.ndevs; k++)
-				dev_json(f, &g, &g.devs[k], k == 0);
-			fprintf(
-			    f,
-			    "],\n   \"vmm\": {\"reserved_peak_bytes\": %" PRIu64
-			    ", \"reserved_end_bytes\": %" PRIu64 ", \"mapped_peak_bytes\": %" PRIu64
-			    ", \"mapped_end_bytes\": %" PRIu64 ", \"physical_peak_bytes\": %" PRIu64
-			    ", \"physical_end_bytes\": %" PRIu64 "},\n",
-			    v->reserved_peak, v->reserved, v->mapped_peak, v->mapped,
-			    v->physical_peak, v->physical);
-			fprintf(f,
-				"   \"pools\": {\"pools_created\": %" PRIu64 ", \"trims\": %" PRIu64
-				", \"stream_ordered_peak_bytes\": %" PRIu64
-				", \"stream_ordered_end_bytes\": %" PRIu64
-				", \"reservation_known\": false}}",
-				g.pools_created, g.pool_trims, g.async_peak, g.async_live);
-		} else {
-			char b1[32], b2[32], b3[32];
-			if (i)
-				fputc('\n', f);
-			gfo_human_head(f, &ts[i]);
-			if (!g.ndevs)
-				fprintf(f, "  no device memory was allocated\n");
-			for (size_t k = 0; k < g.ndevs; k++)
-				dev_human(f, &g, &g.devs[k]);
-			if (v->used) {
-				fprintf(f, "\nVMM (peak / end)\n  reserved VA %s / %s\n",
-					fmt_size(b1, v->reserved_peak), fmt_size(b2, v->reserved));
-				fprintf(f, "  mapped      %s / %s\n", fmt_size(b1, v->mapped_peak),
-					fmt_size(b2, v->mapped));
-				fprintf(f, "  physical    %s / %s\n",
-					fmt_size(b1, v->physical_peak), fmt_size(b2, v->physical));
-				if (v->reserved_peak > v->mapped_peak)
-					fprintf(
-					    f,
-					    "  %s of reserved address space was never mapped at "
-					    "the peak (address space only: costs no memory)\n",
-					    fmt_size(b3, v->reserved_peak - v->mapped_peak));
-			}
-			if (g.async_peak || g.pools_created)
-				fprintf(
-				    f,
-				    "\npools: stream-ordered allocations peaked at %s (%s at the "
-				    "end); %" PRIu64 " pools created, %" PRIu64
-				    " trims; the pools' reservations are not in the trace, so "
-				    "memory a pool holds beyond its outstanding allocations is "
-				    "not visible\n",
-				    fmt_size(b1, g.async_peak), fmt_size(b2, g.async_live),
-				    g.pools_created, g.pool_trims);
-		}
+		frag_total(&g, &tot[i]);
+		if (o.json)
+			frag_json(f, &g, i == 0);
+		else
+			frag_human(f, &g, i == 0);
 		free(g.devs);
 		free(g.ranges);
 	}
-	if (o.json) {
-		fputs("],\n \"totals\": {\"processes\": ", f);
-		uint64_t live = 0, fr = 0, waste = 0;
-		double w = 0;
-		for (int i = 0; i < o.npaths; i++) {
-			live += tot[i].peak_live;
-			fr += tot[i].peak_free;
-			waste += tot[i].waste;
-			w = tot[i].worst > w ? tot[i].worst : w;
-		}
-		fprintf(
-		    f,
-		    "%d, \"live_bytes_at_peaks\": %" PRIu64 ", \"free_in_span_at_peaks\": %" PRIu64
-		    ", \"rounding_waste_bytes\": %" PRIu64 ", \"worst_external_fragmentation\": ",
-		    o.npaths, live, fr, waste);
-		gfo_json_d(f, w);
-		fputs("}}\n", f);
-	} else if (o.npaths > 1) {
-		char b1[32], b2[32], b3[32];
-		fprintf(f, "\nper process (at each device's peak)\n  %-40s %11s %11s %11s %9s\n",
-			"trace", "live", "free(span)", "waste", "ext.frag");
-		for (int i = 0; i < o.npaths; i++)
-			fprintf(f, "  %-40.40s %11s %11s %11s %8.1f%%\n", ts[i].path,
-				fmt_size(b1, tot[i].peak_live), fmt_size(b2, tot[i].peak_free),
-				fmt_size(b3, tot[i].waste), 100 * tot[i].worst);
-	}
+	frag_totals(f, &o, ts, tot);
 	free(tot);
 	free(o.paths);
 	return gfo_finish_all(ts, o.npaths, worst);

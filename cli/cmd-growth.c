@@ -724,6 +724,98 @@ struct proc {
 	uint64_t peak, live_end;
 };
 
+/* Two passes over one trace: the first fills the chart and plans the
+ * window, the second measures inside it. Returns the read's exit code, or -1. */
+static int growth_replay(struct growth *g, struct trace *t)
+{
+	int r = -1;
+	for (g->pass = 1; g->pass <= 2; g->pass++) {
+		replay_init(&g->rp);
+		for (size_t k = 0; k < g->ndevs; k++)
+			g->devs[k].last_bytes = 0;
+		r = trace_replay(t, NULL, on_event, g);
+		boundaries_before(g, UINT64_MAX);
+		if (g->pass == 1)
+			for (size_t k = 0; k < g->ndevs; k++) {
+				chart_fill(g, &g->devs[k], g->ncols - 1);
+				plan_window(g, &g->devs[k]);
+			}
+		replay_free(&g->rp);
+		if (r >= 0)
+			break; /* a read error: report what pass 1 found */
+	}
+	return r;
+}
+
+/* Each device's slope over its window, and the verdict from it. */
+static void growth_verdicts(struct growth *g)
+{
+	for (size_t k = 0; k < g->ndevs; k++) {
+		struct gdev *d = &g->devs[k];
+		finish_slope(d);
+		d->rise = d->slope * (double)(d->window_end - d->window_start) / 1e9;
+		double thr = LEAK_PEAK_FRAC * (double)d->peak;
+		if (thr < (double)LEAK_MIN_BYTES)
+			thr = (double)LEAK_MIN_BYTES;
+		d->leak = d->points >= 3 && d->rise >= thr;
+		HASH_SORT(d->chunks, chunk_cmp);
+	}
+}
+
+static void growth_print(FILE *f, struct growth *g, int first)
+{
+	if (g->o->json) {
+		fprintf(f, "%s\n  {", first ? "" : ",");
+		gfo_json_head(f, g->t);
+		fprintf(f,
+			", \"peak_bytes\": %" PRIu64 ", \"live_bytes_at_end\": %" PRIu64
+			",\n   \"devices\": [",
+			g->process_peak, g->process_live);
+		for (size_t k = 0; k < g->ndevs; k++)
+			print_dev_json(f, g, &g->devs[k], k == 0);
+		fputs("]}", f);
+	} else {
+		if (!first)
+			fputc('\n', f);
+		gfo_human_head(f, g->t);
+		if (!g->ndevs)
+			fprintf(f, "  no device memory was allocated\n");
+		for (size_t k = 0; k < g->ndevs; k++)
+			print_dev_human(f, g, &g->devs[k]);
+	}
+}
+
+static void growth_totals(FILE *f, const struct gfo_opts *o, struct trace *ts,
+			  const struct proc *procs)
+{
+	uint64_t sum = 0, *peaks = xrealloc(NULL, (size_t)o->npaths * sizeof(*peaks));
+	struct trace **tps = xrealloc(NULL, (size_t)o->npaths * sizeof(*tps));
+	for (int i = 0; i < o->npaths; i++) {
+		sum += procs[i].peak;
+		peaks[i] = procs[i].peak;
+		tps[i] = &ts[i];
+	}
+	if (o->json) {
+		fprintf(f,
+			"],\n \"totals\": {\"processes\": %d, \"peak_bytes_sum\": %" PRIu64
+			", \"imbalance\": ",
+			o->npaths, sum);
+		trace_imbalance_json(f, peaks, (size_t)o->npaths);
+		fputs("}}\n", f);
+	} else if (o->npaths > 1) {
+		char b1[32], b2[32], lab[128];
+		fprintf(f, "\npeaks per process (device memory)\n  %-40s %11s %11s\n", "process",
+			"peak", "at end");
+		for (int i = 0; i < o->npaths; i++)
+			fprintf(f, "  %-40.40s %11s %11s\n", trace_label(&ts[i], lab, sizeof(lab)),
+				fmt_size(b1, procs[i].peak), fmt_size(b2, procs[i].live_end));
+		fprintf(f, "  %-40s %11s\n", "total", fmt_size(b1, sum));
+		trace_imbalance_text(f, "peak", peaks, tps, (size_t)o->npaths);
+	}
+	free(peaks);
+	free(tps);
+}
+
 int cmd_growth(int argc, char **argv)
 {
 	const char *cmd = argv[0];
@@ -766,87 +858,20 @@ int cmd_growth(int argc, char **argv)
 		plan_markers(&ts[i], &g.mk);
 		if (o.has_device)
 			gdev_get(&g, o.device);
-		for (g.pass = 1; g.pass <= 2; g.pass++) {
-			replay_init(&g.rp);
-			for (size_t k = 0; k < g.ndevs; k++)
-				g.devs[k].last_bytes = 0;
-			int r = trace_replay(&ts[i], NULL, on_event, &g);
-			boundaries_before(&g, UINT64_MAX);
-			if (g.pass == 1)
-				for (size_t k = 0; k < g.ndevs; k++) {
-					chart_fill(&g, &g.devs[k], g.ncols - 1);
-					plan_window(&g, &g.devs[k]);
-				}
-			replay_free(&g.rp);
-			if (r >= 0) {
-				if (r > worst)
-					worst = r;
-				break; /* a read error: report what pass 1 found */
-			}
-		}
+		int r = growth_replay(&g, &ts[i]);
+		if (r > worst)
+			worst = r;
 		if (g.ndevs)
 			qsort(g.devs, g.ndevs, sizeof(*g.devs), dev_cmp);
-		for (size_t k = 0; k < g.ndevs; k++) {
-			struct gdev *d = &g.devs[k];
-			finish_slope(d);
-			d->rise = d->slope * (double)(d->window_end - d->window_start) / 1e9;
-			double thr = LEAK_PEAK_FRAC * (double)d->peak;
-			if (thr < (double)LEAK_MIN_BYTES)
-				thr = (double)LEAK_MIN_BYTES;
-			d->leak = d->points >= 3 && d->rise >= thr;
-			HASH_SORT(d->chunks, chunk_cmp);
-		}
+		growth_verdicts(&g);
 		procs[i] = (struct proc){g.process_peak, g.process_live};
-		if (o.json) {
-			fprintf(f, "%s\n  {", i ? "," : "");
-			gfo_json_head(f, &ts[i]);
-			fprintf(f,
-				", \"peak_bytes\": %" PRIu64 ", \"live_bytes_at_end\": %" PRIu64
-				",\n   \"devices\": [",
-				g.process_peak, g.process_live);
-			for (size_t k = 0; k < g.ndevs; k++)
-				print_dev_json(f, &g, &g.devs[k], k == 0);
-			fputs("]}", f);
-		} else {
-			if (i)
-				fputc('\n', f);
-			gfo_human_head(f, &ts[i]);
-			if (!g.ndevs)
-				fprintf(f, "  no device memory was allocated\n");
-			for (size_t k = 0; k < g.ndevs; k++)
-				print_dev_human(f, &g, &g.devs[k]);
-		}
+		growth_print(f, &g, i == 0);
 		for (size_t k = 0; k < g.ndevs; k++)
 			gdev_free(&g.devs[k]);
 		free(g.devs);
 		free(g.mk.times);
 	}
-	uint64_t sum = 0, *peaks = xrealloc(NULL, (size_t)o.npaths * sizeof(*peaks));
-	struct trace **tps = xrealloc(NULL, (size_t)o.npaths * sizeof(*tps));
-	for (int i = 0; i < o.npaths; i++) {
-		sum += procs[i].peak;
-		peaks[i] = procs[i].peak;
-		tps[i] = &ts[i];
-	}
-	if (o.json) {
-		fprintf(f,
-			"],\n \"totals\": {\"processes\": %d, \"peak_bytes_sum\": %" PRIu64
-			", \"imbalance\": ",
-			o.npaths, sum);
-		trace_imbalance_json(f, peaks, (size_t)o.npaths);
-		fputs("}}\n", f);
-	} else if (o.npaths > 1) {
-		char b1[32], b2[32], lab[128];
-		fprintf(f, "\npeaks per process (device memory)\n  %-40s %11s %11s\n", "process",
-			"peak", "at end");
-		for (int i = 0; i < o.npaths; i++)
-			fprintf(f, "  %-40.40s %11s %11s\n", trace_label(&ts[i], lab, sizeof(lab)),
-				fmt_size(b1, procs[i].peak), fmt_size(b2, procs[i].live_end));
-		fprintf(f, "  %-40s %11s\n", "total", fmt_size(b1, sum));
-		trace_imbalance_text(f, "peak", peaks, tps, (size_t)o.npaths);
-	}
-	free(peaks);
-	free(tps);
+	growth_totals(f, &o, ts, procs);
 	free(procs);
 	free(o.paths);
 	return gfo_finish_all(ts, o.npaths, worst);
