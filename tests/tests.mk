@@ -5,7 +5,8 @@
 #   tests/unit/NAME.c          -> $(BUILD)/tests/unit/NAME, run directly
 #   tests/integration/t-*.sh   -> run by tests/run.sh with BUILD, GMT_LIB,
 #                                 GMT_CLI, SIM_DIR, PROG_DIR exported
-# Exit 0 passes, 77 skips, anything else fails.
+# Exit 0 passes, 77 skips, anything else fails. `make check T=substring`
+# runs some; J=N runs N at a time (default: the CPU count).
 
 TEST_BUILD := $(BUILD)/tests
 SIM_DIR := $(BUILD)/sim
@@ -30,8 +31,9 @@ test: ## install what is missing, build everything, run every test (last line: N
 	@scripts/install-deps.sh --quiet
 	@$(MAKE) --no-print-directory check
 
-check: all sim progs life-progs stress-progs demo-prog unit-tests ## build and run every test, without the dependency check
-	@BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) SANITIZE=$(SANITIZE) CC=$(CC) tests/run.sh $(T)
+check: all sim progs life-progs stress-progs demo-prog unit-tests ## build and run every test (T=substring: some; J=N: N at a time), without the dependency check
+	@BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) SANITIZE=$(SANITIZE) CC=$(CC) \
+		$(if $(J),JOBS=$(J)) tests/run.sh $(T)
 
 # ThreadSanitizer over the ring buffer's stress unit test, in its own build.
 .PHONY: check-tsan
