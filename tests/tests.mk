@@ -1,29 +1,30 @@
-# Tests: the simulated CUDA, the programs the integration tests trace, unit
-# tests and the runner. Each part keeps its rules in its own fragment.
+# Tests: the simulated CUDA, the programs the integration tests trace, the
+# tools, unit tests and the runner. Each part keeps its rules in its own
+# fragment.
 #
 # Conventions (tests/README.md):
-#   tests/unit/NAME.c          -> $(BUILD)/tests/unit/NAME, run directly
+#   tests/unit/test-NAME.c     -> $(BUILD)/tests/unit/test-NAME, run directly
 #   tests/integration/t-*.sh   -> run by tests/run.sh with BUILD, GMT_LIB,
-#                                 GMT_CLI, SIM_DIR, PROG_DIR exported
+#                                 GMT_CLI, SIM_DIR, PROG_DIR, TESTS_DIR exported
 # Exit 0 passes, 77 skips, anything else fails. `make check T=substring`
 # runs some; J=N runs N at a time (default: the CPU count).
 
 TEST_BUILD := $(BUILD)/tests
 SIM_DIR := $(BUILD)/sim
 PROG_DIR := $(TEST_BUILD)/progs
+UNIT_OBJ := $(BUILD)/obj/unit
 
 include tests/sim/sim.mk
 include tests/progs/progs.mk
+include tests/tools/tools.mk
 # Unit tests of the library core link the pieces they test.
 UNIT_SRCS_test-ring := preload/ring.c
 UNIT_SRCS_test-stacks := preload/stacks.c
-UNIT_SRCS_test-reorder := analysis/replay.c common/api.c reader/diag.c reader/xalloc.c
 UNIT_SRCS_test-clock := preload/clock.c
 UNIT_SRCS_test-callers := preload/callers.c
+UNIT_SRCS_test-reorder := analysis/replay.c common/api.c reader/diag.c reader/xalloc.c
 include tests/unit/unit.mk
-include tests/life/life.mk
 include tests/golden/golden.mk
-include tests/stress/stress.mk
 include tests/fuzz/fuzz.mk
 
 .PHONY: test check
