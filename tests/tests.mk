@@ -17,12 +17,25 @@ UNIT_OBJ := $(BUILD)/obj/unit
 include tests/sim/sim.mk
 include tests/progs/progs.mk
 include tests/tools/tools.mk
-# Unit tests of the library core link the pieces they test.
+# Unit tests link the pieces they test.
 UNIT_SRCS_test-ring := preload/ring.c
 UNIT_SRCS_test-stacks := preload/stacks.c
 UNIT_SRCS_test-clock := preload/clock.c
 UNIT_SRCS_test-callers := preload/callers.c
-UNIT_SRCS_test-reorder := analysis/replay.c common/api.c reader/diag.c reader/xalloc.c
+# The analysis layer: without trace.c, or with it (and what it needs).
+UNIT_ANALYSIS := common/api.c common/text.c reader/diag.c reader/xalloc.c
+UNIT_TRACE := analysis/trace.c analysis/replay.c common/symbolize.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-reorder := analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-replay := analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-peakset := analysis/peakset.c analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-phase := analysis/phase.c analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-snapshot := analysis/snapshot.c $(UNIT_TRACE)
+UNIT_SRCS_test-check-measure := analysis/check-measure.c $(UNIT_TRACE)
+UNIT_SRCS_test-growth-frag-oom := analysis/growth-frag-oom.c $(UNIT_TRACE)
+UNIT_LIBS_TRACE := -ldw -lelf -lz -lm
+UNIT_LIBS_test-snapshot := $(UNIT_LIBS_TRACE)
+UNIT_LIBS_test-check-measure := $(UNIT_LIBS_TRACE)
+UNIT_LIBS_test-growth-frag-oom := $(UNIT_LIBS_TRACE)
 include tests/unit/unit.mk
 include tests/golden/golden.mk
 include tests/fuzz/fuzz.mk
