@@ -80,7 +80,7 @@ start_test() {
 		# timeout runs the test in a process group of its own: pass a
 		# TERM on, so an interrupted run leaves nothing behind.
 		trap 'kill -TERM $pid 2>/dev/null' TERM
-		eval "cd \"\$dir\" && exec timeout 300 ${cmds[$i]}" </dev/null >"$log" 2>&1 &
+		eval "cd \"\$dir\" && exec timeout -k 10 300 ${cmds[$i]}" </dev/null >"$log" 2>&1 &
 		pid=$!
 		while :; do
 			wait $pid
@@ -115,7 +115,7 @@ report() { # i: the line of finished test i
 	fi
 }
 
-# Reports the tests that have ended; any=1: waits until one has.
+# Waits until a running test has ended, and reports those that have.
 reap() {
 	local i gone
 	while :; do
@@ -129,7 +129,7 @@ reap() {
 			report "$i"
 			gone=1
 		done
-		[ "$1" = 0 ] || [ $gone = 1 ] || [ ${#running[@]} = 0 ] && return
+		[ $gone = 1 ] || [ ${#running[@]} = 0 ] && return
 		wait -n 2>/dev/null
 	done
 }
@@ -146,13 +146,13 @@ interrupted() {
 trap interrupted INT TERM
 
 for i in "${parallel[@]}"; do
-	while [ ${#running[@]} -ge "$jobs" ]; do reap 1; done
+	while [ ${#running[@]} -ge "$jobs" ]; do reap; done
 	start_test "$i"
 done
-while [ ${#running[@]} -gt 0 ]; do reap 1; done
+while [ ${#running[@]} -gt 0 ]; do reap; done
 for i in "${serial[@]}"; do
 	start_test "$i"
-	while [ ${#running[@]} -gt 0 ]; do reap 1; done
+	while [ ${#running[@]} -gt 0 ]; do reap; done
 done
 rm -rf "$res"
 
