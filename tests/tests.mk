@@ -1,29 +1,47 @@
-# Tests: the simulated CUDA, the programs the integration tests trace, unit
-# tests and the runner. Each part keeps its rules in its own fragment.
+# Tests: the simulated CUDA, the programs the integration tests trace, the
+# tools, unit tests and the runner. Each part keeps its rules in its own
+# fragment.
 #
 # Conventions (tests/README.md):
-#   tests/unit/NAME.c          -> $(BUILD)/tests/unit/NAME, run directly
+#   tests/unit/test-NAME.c     -> $(BUILD)/tests/unit/test-NAME, run directly
 #   tests/integration/t-*.sh   -> run by tests/run.sh with BUILD, GMT_LIB,
-#                                 GMT_CLI, SIM_DIR, PROG_DIR exported
-# Exit 0 passes, 77 skips, anything else fails.
+#                                 GMT_CLI, SIM_DIR, PROG_DIR, TESTS_DIR exported
+# Exit 0 passes, 77 skips, anything else fails. `make check T=substring`
+# runs some; J=N runs N at a time (default: the CPU count).
 
 TEST_BUILD := $(BUILD)/tests
 SIM_DIR := $(BUILD)/sim
 PROG_DIR := $(TEST_BUILD)/progs
+UNIT_OBJ := $(BUILD)/obj/unit
 
 include tests/sim/sim.mk
 include tests/progs/progs.mk
-# Unit tests of the library core link the pieces they test.
+include tests/tools/tools.mk
+# Unit tests link the pieces they test.
 UNIT_SRCS_test-ring := preload/ring.c
 UNIT_SRCS_test-stacks := preload/stacks.c
-UNIT_SRCS_test-reorder := analysis/replay.c common/api.c reader/diag.c reader/xalloc.c
 UNIT_SRCS_test-clock := preload/clock.c
 UNIT_SRCS_test-callers := preload/callers.c
-UNIT_SRCS_test-peak-watch := analysis/replay.c common/api.c reader/diag.c reader/xalloc.c
+# The analysis layer: without trace.c, or with it (and what it needs).
+UNIT_ANALYSIS := common/api.c common/text.c reader/diag.c reader/xalloc.c
+UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c \
+	analysis/trace-rows.c analysis/replay.c common/symbolize.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-reorder := analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-replay := analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-peakset := analysis/peakset.c analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-phase := analysis/phase.c analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-snapshot := analysis/snapshot.c $(UNIT_TRACE)
+UNIT_SRCS_test-check-measure := analysis/check-measure.c $(UNIT_TRACE)
+UNIT_SRCS_test-growth-frag-oom := analysis/growth-frag-oom.c $(UNIT_TRACE)
+UNIT_SRCS_test-accounting := analysis/accounting.c analysis/peakset.c $(UNIT_TRACE)
+UNIT_LIBS_TRACE := -ldw -lelf -lz -lm
+UNIT_LIBS_test-snapshot := $(UNIT_LIBS_TRACE)
+UNIT_LIBS_test-check-measure := $(UNIT_LIBS_TRACE)
+UNIT_LIBS_test-growth-frag-oom := $(UNIT_LIBS_TRACE)
+UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
+UNIT_SRCS_test-peak-watch := analysis/replay.c $(UNIT_ANALYSIS)
 include tests/unit/unit.mk
-include tests/life/life.mk
 include tests/golden/golden.mk
-include tests/stress/stress.mk
 include tests/fuzz/fuzz.mk
 
 .PHONY: test check
@@ -31,8 +49,9 @@ test: ## install what is missing, build everything, run every test (last line: N
 	@scripts/install-deps.sh --quiet
 	@$(MAKE) --no-print-directory check
 
-check: all sim progs life-progs stress-progs demo-prog unit-tests ## build and run every test, without the dependency check
-	@BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) SANITIZE=$(SANITIZE) CC=$(CC) tests/run.sh $(T)
+check: all sim progs life-progs stress-progs demo-prog unit-tests ## build and run every test (T=substring: some; J=N: N at a time), without the dependency check
+	@BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) SANITIZE=$(SANITIZE) CC=$(CC) \
+		$(if $(J),JOBS=$(J)) tests/run.sh $(T)
 
 # ThreadSanitizer over the ring buffer's stress unit test, in its own build.
 .PHONY: check-tsan

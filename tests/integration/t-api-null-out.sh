@@ -1,4 +1,4 @@
-# NULL out-parameters (tests/life/null-out.c): cuMemAlloc_v2, cudaMalloc,
+# NULL out-parameters (tests/progs/null-out.c): cuMemAlloc_v2, cudaMalloc,
 # cudaMallocHost, cuMemCreate, cuMemAddressReserve, cuMemGetInfo_v2,
 # cuGetProcAddress (both forms), cuDevicePrimaryCtxRetain and cuCtxCreate_v2
 # with NULL where the result goes: the program sees the driver's

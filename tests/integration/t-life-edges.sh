@@ -1,4 +1,4 @@
-# Calls at the edges of life (tests/life/edges.c, liblate.c): a linked
+# Calls at the edges of life (tests/progs/edges.c, liblate.c): a linked
 # library's constructor allocates before the tracer's constructor has run,
 # an atexit handler registered by main allocates before the final flush, the
 # library's destructor and an atexit handler registered before main runs

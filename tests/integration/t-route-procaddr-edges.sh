@@ -1,4 +1,4 @@
-# cuGetProcAddress at the edges (tests/life/procaddr-edges.c): 12 names
+# cuGetProcAddress at the edges (tests/progs/procaddr-edges.c): 12 names
 # (versioned ones, _ptsz ones, "cuDoesNotExist", "") x 13 CUDA versions
 # (0 to 99000, older and newer than any row of the driver's table) x flags
 # 0, 1 (legacy stream), 2 (per-thread), 3 and 4 (invalid), through the

@@ -8,9 +8,11 @@ t=$(the_trace)
 grep -q 'NOTE warning "a lookup of cuMemFree returned 0x[0-9a-f]*, none of the variants gpumemtrace wraps' dump.txt ||
 	fail "no NOTE about the unwrappable cuMemFree: $(grep NOTE dump.txt)"
 rm -f gpumemtrace.*
-# The legacy 32-bit cuMemAlloc (asked for below 3020) is deliberately unwrapped: no note.
+# The legacy 32-bit cuMemAlloc (asked for below 3020) is deliberately unwrapped: no note
+# (but the clock's, which a run slowed down by a loaded machine may have).
 traced "$PROG_DIR/procaddr-route" >/dev/null
 for f in gpumemtrace.*.gmt; do
-	if "$GMT_CLI" dump "$f" | grep -q NOTE; then fail "unexpected NOTE: $("$GMT_CLI" dump "$f" | grep NOTE)"; fi
+	notes=$("$GMT_CLI" dump "$f" | grep NOTE | grep -v 'NOTE info "clock: ' || true)
+	[ -z "$notes" ] || fail "unexpected NOTE: $notes"
 done
 echo ok

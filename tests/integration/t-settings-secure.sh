@@ -1,6 +1,6 @@
 # AT_SECURE: a setuid program is left alone. The loader ignores LD_PRELOAD
 # and LD_LIBRARY_PATH when AT_SECURE is set, so this tests the library's own
-# check: tests/life/secure.c loads the simulated driver and the tracer by
+# check: tests/progs/secure.c loads the simulated driver and the tracer by
 # absolute path and allocates through the tracer's exported wrappers. Run
 # as user nobody (setpriv), a setuid-root copy (AT_SECURE 1) must write no
 # trace and no stderr line, and print what it prints without the tracer; a

@@ -1,4 +1,4 @@
-/* reader/reader.c against traces written by tests/unit/trace-builder.c, an
+/* reader/reader.c against traces written by tests/tools/trace-builder.c, an
  * independent encoder of format v1. One line per check; exits 1 on failure. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,23 +1,19 @@
 # Unit tests: every tests/unit/test-NAME.c is a program built to
 # $(BUILD)/tests/unit/test-NAME; tests/run.sh runs each binary there.
-# Each links the trace reader, CRC-32C, the test-only trace builder and
-# -lpthread; a test that needs more lists its extra .c files in
-# UNIT_SRCS_test-NAME and its libraries in UNIT_LIBS_test-NAME.
-#
-# Tools the integration tests use (not tests themselves) go to
-# $(BUILD)/tests/unit-tools/, which tests/run.sh does not run.
+# Each links the trace reader, CRC-32C, the test-only trace builder
+# (tests/tools) and -lpthread; a test that needs more lists its extra .c
+# files in UNIT_SRCS_test-NAME (tests/tests.mk) and its libraries in
+# UNIT_LIBS_test-NAME.
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(TEST_BUILD)/unit/%,$(wildcard tests/unit/test-*.c))
-UNIT_COMMON := reader/reader.c reader/chunks.c reader/records.c common/crc32c.c common/zstd.c tests/unit/trace-builder.c
-UNIT_OBJ := $(BUILD)/obj/unit
-MKTRACE := $(TEST_BUILD)/unit-tools/mktrace
+UNIT_COMMON := reader/reader.c reader/chunks.c reader/records.c common/crc32c.c common/zstd.c $(TRACE_BUILDER)
 
 .PHONY: unit-tests
 unit-tests: $(UNIT_TESTS) $(MKTRACE) ## build the unit tests and their tools
 
 $(UNIT_OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -Itests/unit -Itests/tools -MMD -MP -c $< -o $@
 
 unit_objs = $(patsubst %.c,$(UNIT_OBJ)/%.o,$(UNIT_COMMON) $(UNIT_SRCS_$(1)))
 
@@ -27,9 +23,5 @@ $(TEST_BUILD)/unit/$(1): $(UNIT_OBJ)/tests/unit/$(1).o $(call unit_objs,$(1))
 	$$(CC) -o $$@ $$^ $$(SAN_LDFLAGS) $$(LDFLAGS) $$(UNIT_LIBS_$(1)) -ldl -lpthread
 endef
 $(foreach t,$(notdir $(UNIT_TESTS)),$(eval $(call UNIT_TEST_RULE,$(t))))
-
-$(MKTRACE): $(UNIT_OBJ)/tests/unit/mktrace.o $(UNIT_OBJ)/tests/unit/trace-builder.o
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(SAN_LDFLAGS) $(LDFLAGS)
 
 -include $(wildcard $(UNIT_OBJ)/*/*.d $(UNIT_OBJ)/*/*/*.d)

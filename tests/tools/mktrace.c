@@ -1,6 +1,6 @@
 /* mktrace OUT < SCRIPT: writes a trace from a line-per-record script, for the
  * integration tests of the CLI. Built to $(BUILD)/tests/unit-tools/mktrace.
- * Uses tests/unit/trace-builder.c, not the library's writer.
+ * Uses tests/tools/trace-builder.c, not the library's writer.
  *
  *   # comment
  *   header  [version=N] [header_size=N] [start_mono=N] [start_wall=N] [pid=N] [features=N]

@@ -1,0 +1,137 @@
+/* analysis/accounting.c: what nvidia-smi shows against what the trace
+ * explains, at the peak of device bytes and at the end, from a trace
+ * written by the test-only trace builder. The answers are worked out in
+ * the comments. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/accounting.h"
+#include "check.h"
+#include "trace-file.h"
+
+#define MiB (1ull << 20)
+
+static const uint8_t uuid[16] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+				 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01};
+
+static void add(struct tb *b, uint64_t t, uint32_t api, uint64_t ptr, uint64_t size, uint64_t aux,
+		uint64_t stack)
+{
+	struct tb_event e = {.time_ns = t,
+			     .api = api,
+			     .device = 0,
+			     .ptr = ptr,
+			     .size = size,
+			     .aux = aux,
+			     .stack_id = stack};
+	tb_event(b, &e);
+}
+
+static const char *write_trace(void)
+{
+	struct tb *b = tb_new(NULL);
+	tb_module(b, 1, 0, 0x10000, 0x20000, "/opt/x/libnccl.so.2", NULL, 0);
+	tb_module(b, 2, 0, 0x400000, 0x500000, "/work/app", NULL, 0);
+	tb_device(b, 0, "GPU 0", uuid, 16, 80ull << 30, 9, 0, 12040);
+	const uint64_t parents[] = {0, 0}, ips[] = {0x10010, 0x400100};
+	tb_stack(b, 2, parents, ips); /* stack 1: libnccl; stack 2: the program */
+	tb_events_begin(b, 1, 1000);
+	/* the first event: a context of 300 MiB, measured (aux) */
+	add(b, 1000, GMT_API_cuDevicePrimaryCtxRetain, 0xc1, 300 * MiB, 1, 0);
+	add(b, 2000, GMT_API_cudaMalloc, 0x1000, 3 * MiB, 0, 2);	/* big: 1 MiB rounding */
+	add(b, 3000, GMT_API_cudaMallocAsync, 0x2000, 100 * MiB, 0, 1); /* libnccl's */
+	add(b, 4000, GMT_API_cudaMalloc, 0x3000, MiB, 0, 2);		/* 104 MiB: the peak */
+	add(b, 5000, GMT_API_cudaFree, 0x2000, 0, 0, 0);		/* 4 MiB: it ends */
+	add(b, 6000, GMT_API_cuDevicePrimaryCtxRelease_v2, 0xc1, 0, 0, 0);
+	tb_events_end(b);
+	/* nvidia-smi for this process: 504 MiB during the peak, 40 at the end */
+	tb_sample(b, 4500, 0, uuid, 16, 900 * MiB, 80ull << 30, GMT_SAMPLE_PROCESS_KNOWN, 504 * MiB,
+		  GMT_SAMPLE_WHY_PEAK);
+	tb_sample(b, 8000, 0, uuid, 16, 900 * MiB, 80ull << 30, GMT_SAMPLE_PROCESS_KNOWN, 40 * MiB,
+		  GMT_SAMPLE_WHY_END);
+	tb_trailer(b, 9000, 6, 0, 2, GMT_END_EXIT);
+	const char *path = trace_file(b, "acct.gmt");
+	tb_free(b);
+	return path;
+}
+
+#define EQ(what, got, want)                                                                        \
+	CHECK((uint64_t)(got) == (uint64_t)(want), "%s: %" PRIu64 ", want %" PRIu64, what,         \
+	      (uint64_t)(got), (uint64_t)(want))
+
+int main(void)
+{
+	const char *path = write_trace();
+	struct trace t;
+	CHECK(trace_open(&t, "accounting", path) == -1, "trace_open");
+	struct acct a;
+	CHECK(acct_compute(&a, &t) == -1, "acct_compute");
+	CHECK(a.nvml_why == NULL, "samples exist: no reason for their absence");
+	CHECK(a.ndevs == 1, "%zu devices", a.ndevs);
+	const struct acct_dev *d = &a.devs[0];
+	CHECK(strcmp(d->name, "GPU 0") == 0, "name '%s'", d->name);
+	EQ("total", d->total, 80ull << 30);
+	EQ("context events", d->ctx_events, 1);
+	EQ("measured", d->ctx_measured, 1);
+	EQ("first event's context", d->first_event_ctx, 300 * MiB);
+	EQ("samples", d->nsamples, 2);
+
+	/* The peak (t4000): 3 + 100 + 1 MiB, 100 of it stream-ordered; the
+	 * context lives; it lasts until t5000; the sample at t4500 speaks for
+	 * it: 504 - 104 - 300 = 100 MiB unexplained, over 64 MiB and 10%. */
+	const struct acct_moment *p = &d->peak;
+	CHECK(p->have && !p->unsampled, "the peak");
+	EQ("peak time", p->time_ns, 4000);
+	EQ("peak until", p->until_ns, 5000);
+	EQ("peak traced", p->traced, 104 * MiB);
+	EQ("peak device", p->device, 4 * MiB);
+	EQ("peak async", p->async, 100 * MiB);
+	EQ("peak vmm", p->vmm, 0);
+	EQ("peak big", p->big_allocs, 1); /* 1 MiB is not over 1 MiB */
+	EQ("peak rounding", p->rounding, MiB);
+	EQ("peak contexts", p->contexts, 300 * MiB);
+	EQ("peak contexts live", p->contexts_live, 1);
+	EQ("peak unmeasured", p->contexts_unmeasured, 0);
+	CHECK(p->nvml && p->nvml_process, "peak: this process's usage");
+	EQ("peak smi", p->smi, 504 * MiB);
+	EQ("peak sample time", p->sample_time_ns, 4500);
+	EQ("peak sample reason", p->sample_reason, GMT_SAMPLE_WHY_PEAK);
+	CHECK(p->unexplained == (int64_t)(100 * MiB), "peak unexplained %" PRId64, p->unexplained);
+	CHECK(p->flagged, "peak flagged");
+	CHECK(p->nlibs == 2 && strcmp(p->libs[0].library, "libnccl.so.2") == 0 &&
+		  p->libs[0].bytes == 100 * MiB && p->libs[0].count == 1 &&
+		  strcmp(p->libs[1].library, "app") == 0 && p->libs[1].bytes == 4 * MiB &&
+		  p->libs[1].count == 2,
+	      "peak libraries: libnccl.so.2 100 MiB, app 4 MiB in 2");
+	CHECK(d->nroutes > 0, "a flagged moment has likely routes");
+
+	/* The end (the trailer, t9000): 4 MiB, no context; no sample within
+	 * 1 s after it, so the nearest (t8000): 40 - 4 = 36 MiB, not flagged. */
+	const struct acct_moment *e = &d->end;
+	CHECK(e->have, "the end");
+	EQ("end time", e->time_ns, 9000);
+	EQ("end traced", e->traced, 4 * MiB);
+	EQ("end device", e->device, 4 * MiB);
+	EQ("end async", e->async, 0);
+	EQ("end big", e->big_allocs, 1);
+	EQ("end rounding", e->rounding, MiB);
+	EQ("end contexts", e->contexts, 0);
+	EQ("end contexts live", e->contexts_live, 0);
+	EQ("end smi", e->smi, 40 * MiB);
+	EQ("end sample time", e->sample_time_ns, 8000);
+	CHECK(e->unexplained == (int64_t)(36 * MiB), "end unexplained %" PRId64, e->unexplained);
+	CHECK(!e->flagged, "end not flagged");
+	CHECK(e->nlibs == 1 && strcmp(e->libs[0].library, "app") == 0, "end: app's only");
+
+	FILE *null = fopen("/dev/null", "w");
+	acct_print(null, &a, -1);
+	acct_print_brief(null, &a);
+	acct_print_json(null, &a, -1);
+	fclose(null);
+	acct_free(&a);
+	CHECK(trace_finish(&t) == 0, "trace_finish");
+	trace_close(&t);
+	puts(failures ? "FAIL" : "PASS");
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,155 @@
+/* analysis/growth-frag-oom.c, shared by growth, fragmentation and oom:
+ * argument parsing, opening several traces, the per-trace header lines,
+ * durations and times, device totals. (The growth, fragmentation and oom
+ * figures themselves are computed in cli/cmd-*.c.) */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/growth-frag-oom.h"
+#include "check.h"
+#include "trace-file.h"
+
+static void expect_str(const char *what, const char *got, const char *want)
+{
+	CHECK(strcmp(got, want) == 0, "%s: '%s', want '%s'", what, got, want);
+}
+
+static int parse(unsigned allow, struct gfo_opts *o, int argc, const char **argv)
+{
+	return gfo_parse(argc, (char **)argv, "help text\n", allow, o);
+}
+
+static void times(void)
+{
+	char b[32];
+	expect_str("999", gfo_dur(b, 999), "999 ns");
+	expect_str("1500", gfo_dur(b, 1500), "1.5 us");
+	expect_str("-1500", gfo_dur(b, -1500), "1.5 us"); /* a duration has no sign */
+	expect_str("2.5e6", gfo_dur(b, 2500000), "2.5 ms");
+	expect_str("1.234e9", gfo_dur(b, 1234000000), "1.234 s");
+	expect_str("2m05.3s", gfo_dur(b, 125300000000ll), "2m05.3s");
+	expect_str("1h02m03s", gfo_dur(b, 3723000000000ll), "1h02m03s");
+	expect_str("+1500", gfo_time(b, 1500), "+1.5 us");
+	expect_str("-2.5e6", gfo_time(b, -2500000), "-2.5 ms");
+	expect_str("+0", gfo_time(b, 0), "+0 ns");
+}
+
+static void options(void)
+{
+	struct gfo_opts o;
+	const char *a1[] = {"growth", "--json", "--device=3", "--width",
+			    "80",     "a.gmt",	"--",	      "-b.gmt"};
+	CHECK(parse(GFO_OPT_DEVICE | GFO_OPT_WIDTH, &o, 8, a1) == -1, "options parsed");
+	CHECK(o.json && o.has_device && o.device == 3 && o.width == 80, "json, device 3, width 80");
+	CHECK(o.npaths == 2 && strcmp(o.paths[0], "a.gmt") == 0 &&
+		  strcmp(o.paths[1], "-b.gmt") == 0,
+	      "two paths, the second after --");
+	gfo_xfree(o.paths);
+	const char *a2[] = {"growth", "--width", "5", "x.gmt"}; /* 10..1000 */
+	CHECK(parse(GFO_OPT_WIDTH, &o, 4, a2) == EXIT_USAGE, "--width 5: a usage error");
+	gfo_xfree(o.paths);
+	const char *a3[] = {"oom", "--width=80", "x.gmt"};
+	CHECK(parse(GFO_OPT_DEVICE, &o, 3, a3) == EXIT_USAGE, "--width where not allowed");
+	gfo_xfree(o.paths);
+	const char *a4[] = {"growth", "--json"};
+	CHECK(parse(0, &o, 2, a4) == EXIT_USAGE, "no trace");
+	gfo_xfree(o.paths);
+	const char *a5[] = {"growth", "x.gmt", "--device"};
+	CHECK(parse(GFO_OPT_DEVICE, &o, 3, a5) == EXIT_USAGE, "--device without a value");
+	gfo_xfree(o.paths);
+	const char *a6[] = {"growth", "--device", "-1", "x.gmt"};
+	CHECK(parse(GFO_OPT_DEVICE, &o, 4, a6) == EXIT_USAGE, "--device -1");
+	gfo_xfree(o.paths);
+	const char *a7[] = {"growth", "--json=yes", "x.gmt"};
+	CHECK(parse(0, &o, 3, a7) == EXIT_USAGE, "--json=yes");
+	gfo_xfree(o.paths);
+}
+
+static const char *write_trace(void)
+{
+	struct tb_header h = {.start_mono_ns = 1000, .pid = 7};
+	struct tb *b = tb_new(&h);
+	const char *argv[] = {"python3", "train.py"};
+	tb_process(b, 4242, 1, 0, "host", "/usr/bin/python3", 2, argv, 0, NULL, NULL);
+	tb_device(b, 0, "GPU 0", NULL, 0, 85899345920ull, 9, 0, 12040);
+	tb_events_begin(b, 1, 2000);
+	struct tb_event e = {.time_ns = 2000, .api = GMT_API_cudaMalloc, .ptr = 0x10, .size = 8};
+	tb_event(b, &e);
+	e = (struct tb_event){.time_ns = 2501000, .api = GMT_API_cudaFree, .ptr = 0x10};
+	tb_event(b, &e);
+	tb_events_end(b);
+	tb_lost(b, 1, 3, 2600000);
+	tb_trailer(b, 3000000, 2, 3, 0, GMT_END_EXIT);
+	const char *path = trace_file(b, "g.gmt");
+	tb_free(b);
+	return path;
+}
+
+static void traces(void)
+{
+	const char *path = write_trace();
+	struct gfo_opts o = {.paths = (const char *[]){path, path}, .npaths = 2};
+	struct trace *ts;
+	CHECK(gfo_open_all("growth", &o, &ts) == -1, "two traces opened");
+	CHECK(gfo_dev_total(&ts[0], 0) == 85899345920ull, "device 0's total");
+	CHECK(gfo_dev_total(&ts[0], 5) == 0, "an unknown device: 0");
+	char b[64];
+	expect_str("no stack", gfo_site(&ts[0], 0, b, sizeof(b)), "(no stack)");
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	gfo_human_head(f, &ts[0]);
+	fclose(f);
+	/* 2 events from 2000 to 2501000, 1000 after the start */
+	char want[512];
+	snprintf(want, sizeof(want),
+		 "trace %s (pid 4242, complete): python3 train.py\n"
+		 "  2 events over 2.5 ms, 3 LOST: the figures below undercount\n",
+		 path);
+	expect_str("human head", text, want);
+	free(text);
+	f = open_memstream(&text, &len);
+	gfo_json_head(f, &ts[0]);
+	fclose(f);
+	snprintf(
+	    want, sizeof(want),
+	    "\"path\": \"%s\", \"pid\": 4242, \"command\": \"python3 train.py\", \"complete\": "
+	    "true, \"torn_tail\": false, \"corrupt\": false, \"events\": 2, \"lost_events\": 3, "
+	    "\"duration_ns\": 2500000",
+	    path);
+	expect_str("json head", text, want);
+	free(text);
+	CHECK(gfo_finish_all(ts, 2, 0) == 0, "finish: 0");
+
+	o.paths = (const char *[]){path, "/nonexistent/x.gmt"};
+	CHECK(gfo_open_all("growth", &o, &ts) == EXIT_INPUT, "a missing trace: EXIT_INPUT");
+}
+
+int main(void)
+{
+	times();
+	options();
+	traces();
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	gfo_json_d(f, NAN);
+	fputc(' ', f);
+	gfo_json_d(f, 1.5);
+	fputc(' ', f);
+	gfo_json_s(f, "a\"b");
+	fclose(f);
+	expect_str("json numbers", text, "0 1.5 \"a\\\"b\"");
+	free(text);
+	setenv("LC_ALL", "en_US.UTF-8", 1);
+	CHECK(gfo_utf8(), "LC_ALL=en_US.UTF-8: UTF-8");
+	setenv("LC_ALL", "", 1);
+	setenv("LC_CTYPE", "C", 1);
+	CHECK(!gfo_utf8(), "LC_CTYPE=C: not UTF-8");
+	puts(failures ? "FAIL" : "PASS");
+	return failures ? 1 : 0;
+}
