@@ -1,7 +1,8 @@
 /* analysis/growth-frag-oom.c, shared by growth, fragmentation and oom:
- * argument parsing, opening several traces, the per-trace header lines,
+ * opening several traces, the per-trace header lines,
  * durations and times, device totals. (The growth, fragmentation and oom
- * figures themselves are computed in cli/cmd-*.c.) */
+ * figures themselves are computed in cli/cmd-*.c; their options are the
+ * option tables', tested by t-cli-options.) */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,11 +18,6 @@ static void expect_str(const char *what, const char *got, const char *want)
 	CHECK(strcmp(got, want) == 0, "%s: '%s', want '%s'", what, got, want);
 }
 
-static int parse(unsigned allow, struct gfo_opts *o, int argc, const char **argv)
-{
-	return gfo_parse(argc, (char **)argv, "help text\n", allow, o);
-}
-
 static void times(void)
 {
 	char b[32];
@@ -35,37 +31,6 @@ static void times(void)
 	expect_str("+1500", gfo_time(b, 1500), "+1.5 us");
 	expect_str("-2.5e6", gfo_time(b, -2500000), "-2.5 ms");
 	expect_str("+0", gfo_time(b, 0), "+0 ns");
-}
-
-static void options(void)
-{
-	struct gfo_opts o;
-	const char *a1[] = {"growth", "--json", "--device=3", "--width",
-			    "80",     "a.gmt",	"--",	      "-b.gmt"};
-	CHECK(parse(GFO_OPT_DEVICE | GFO_OPT_WIDTH, &o, 8, a1) == -1, "options parsed");
-	CHECK(o.json && o.has_device && o.device == 3 && o.width == 80, "json, device 3, width 80");
-	CHECK(o.npaths == 2 && strcmp(o.paths[0], "a.gmt") == 0 &&
-		  strcmp(o.paths[1], "-b.gmt") == 0,
-	      "two paths, the second after --");
-	gfo_xfree(o.paths);
-	const char *a2[] = {"growth", "--width", "5", "x.gmt"}; /* 10..1000 */
-	CHECK(parse(GFO_OPT_WIDTH, &o, 4, a2) == EXIT_USAGE, "--width 5: a usage error");
-	gfo_xfree(o.paths);
-	const char *a3[] = {"oom", "--width=80", "x.gmt"};
-	CHECK(parse(GFO_OPT_DEVICE, &o, 3, a3) == EXIT_USAGE, "--width where not allowed");
-	gfo_xfree(o.paths);
-	const char *a4[] = {"growth", "--json"};
-	CHECK(parse(0, &o, 2, a4) == EXIT_USAGE, "no trace");
-	gfo_xfree(o.paths);
-	const char *a5[] = {"growth", "x.gmt", "--device"};
-	CHECK(parse(GFO_OPT_DEVICE, &o, 3, a5) == EXIT_USAGE, "--device without a value");
-	gfo_xfree(o.paths);
-	const char *a6[] = {"growth", "--device", "-1", "x.gmt"};
-	CHECK(parse(GFO_OPT_DEVICE, &o, 4, a6) == EXIT_USAGE, "--device -1");
-	gfo_xfree(o.paths);
-	const char *a7[] = {"growth", "--json=yes", "x.gmt"};
-	CHECK(parse(0, &o, 3, a7) == EXIT_USAGE, "--json=yes");
-	gfo_xfree(o.paths);
 }
 
 static const char *write_trace(void)
@@ -132,7 +97,6 @@ static void traces(void)
 int main(void)
 {
 	times();
-	options();
 	traces();
 	char *text = NULL;
 	size_t len = 0;

@@ -97,11 +97,6 @@ int main(void)
 	CHECK(dev_kind_of(&l) == DK_DEVICE, "an unknown id counts as plain device memory");
 	CHECK(strcmp(dev_kind_key[DK_ASYNC], "stream_ordered") == 0, "key of DK_ASYNC");
 
-	bool at_end = true;
-	CHECK(snapshot_at_arg("plot", NULL, &at_end) == -1 && !at_end, "--at default: peak");
-	CHECK(snapshot_at_arg("plot", "end", &at_end) == -1 && at_end, "--at end");
-	CHECK(snapshot_at_arg("plot", "peak", &at_end) == -1 && !at_end, "--at peak");
-	CHECK(snapshot_at_arg("plot", "middle", &at_end) == 2, "--at middle: a usage error");
 	tb_free(b);
 	puts(failures ? "FAIL" : "PASS");
 	return failures ? 1 : 0;
