@@ -429,6 +429,11 @@ uint64_t trace_end_ns(const struct trace *t)
 	return t->has_trailer ? t->trailer_end_ns : t->last_time_ns;
 }
 
+int64_t trace_duration_ns(const struct trace *t)
+{
+	return t->events || t->has_trailer ? trace_rel(t, trace_end_ns(t)) : 0;
+}
+
 /* ---- grouping -------------------------------------------------------- */
 
 const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uint64_t stack_id,

@@ -126,7 +126,8 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 			"INCOMPLETE TRACE: %s (%s): the process did not exit cleanly; \"live at "
 			"the end\" means live at its last flush (%s), not at exit\n",
 			t->path, incomplete_why(t),
-			trace_fmt_time(b1, trace_rel(t, trace_end_ns(t))));
+			t->events || t->has_trailer ? trace_fmt_time(b1, trace_duration_ns(t))
+						    : "no event was written");
 	}
 	fprintf(f, "total: %s in %" PRIu64 " allocation%s (", fmt_size(b1, bytes), allocs,
 		allocs == 1 ? "" : "s");
@@ -241,8 +242,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 			", \"live_bytes\": %" PRIu64 ", \"live_allocations\": %" PRIu64
 			", \"by_kind\": ",
 			t->complete ? "true" : "false", t->complete ? "exit" : "last_flush",
-			t->events || t->has_trailer ? trace_rel(t, trace_end_ns(t)) : 0,
-			ls[i].bytes, ls[i].allocs);
+			trace_duration_ns(t), ls[i].bytes, ls[i].allocs);
 		json_kinds(f, ls[i].bucket);
 		fputc('}', f);
 	}

@@ -1,7 +1,7 @@
 /* gpumemtrace run: trace a command with the preload library, pass its exit
  * status through, then report on the trace(s) it wrote. */
 #include <errno.h>
-#include <glob.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,9 +27,14 @@ static const char more[] =
     "overrides it. It is prepended to LD_PRELOAD, and NVTX_INJECTION64_PATH\n"
     "is set to it unless already set.\n"
     "\n"
+    "Each traced process adds its trace's path to a private list that run\n"
+    "makes in $TMPDIR (GPUMEMTRACE_TRACE_LIST): run reports exactly those\n"
+    "traces, never one of another run in the same directory.\n"
+    "\n"
     "exit status: COMMAND's own status (128+N when killed by signal N); when\n"
     "COMMAND exits 0, 1 if --check-max-peak failed, 3 or 4 if a trace could\n"
-    "not be read; 126/127 if COMMAND cannot be run; 2 on a usage error.\n"
+    "not be read (or is gone); 126/127 if COMMAND cannot be run; 2 on a\n"
+    "usage error; 3 if the list cannot be made (COMMAND is not run).\n"
     "\n"
     "examples:\n"
     "  gpumemtrace run -- python train.py\n"
@@ -148,72 +153,95 @@ static char *absolute_template(const char *t)
 	return out;
 }
 
-/* Glob patterns for every file the library may create from template t
- * (writer.c: %p %h %r expand, %% is '%', an existing file gets a .N suffix). */
-static void template_globs(const char *t, char *out[2])
-{
-	size_t n = strlen(t);
-	char *g = xrealloc(NULL, 2 * n + 8), *o = g;
-	for (const char *p = t; *p; p++) {
-		if (*p == '%' && p[1]) {
-			p++;
-			if (*p == 'p' || *p == 'h' || *p == 'r') {
-				*o++ = '*';
-				continue;
-			}
-		}
-		if (strchr("*?[\\", *p))
-			*o++ = '\\';
-		*o++ = *p;
-	}
-	*o = '\0';
-	size_t gl = strlen(g);
-	out[0] = g;
-	out[1] = xrealloc(NULL, gl + 8);
-	if (gl > 4 && strcmp(g + gl - 4, ".gmt") == 0)
-		sprintf(out[1], "%.*s.*.gmt", (int)(gl - 4), g);
-	else
-		sprintf(out[1], "%s.*", g);
-}
-
-struct file_id {
-	dev_t dev;
-	ino_t ino;
+/* The list the library adds each trace's path to (GPUMEMTRACE_TRACE_LIST):
+ * a private file, so that `run` reports exactly the traces its command and
+ * the command's descendants made, never those of a run beside it. */
+struct trace_list {
+	int fd;
 	char *path;
 };
 
-/* The regular files matching the template's globs, without duplicates. */
-static size_t list_traces(char *const globs[2], struct file_id **out)
+static int list_create(struct trace_list *l)
 {
-	struct file_id *v = NULL;
-	size_t n = 0, cap = 0;
-	for (int k = 0; k < 2; k++) {
-		glob_t gl;
-		if (glob(globs[k], 0, NULL, &gl) != 0)
-			continue;
-		for (size_t i = 0; i < gl.gl_pathc; i++) {
-			struct stat st;
-			if (lstat(gl.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode))
-				continue;
-			bool dup = false;
-			for (size_t j = 0; j < n && !dup; j++)
-				dup = v[j].dev == st.st_dev && v[j].ino == st.st_ino;
-			if (dup)
-				continue;
-			GROW(v, n, cap);
-			v[n++] = (struct file_id){st.st_dev, st.st_ino, xstrdup(gl.gl_pathv[i])};
-		}
-		globfree(&gl);
+	const char *tmp = getenv("TMPDIR");
+	const char *dirs[] = {tmp && *tmp ? tmp : "/tmp", "/tmp"};
+	int err = 0;
+	for (int i = 0; i < 2; i++) {
+		if (i && !strcmp(dirs[0], dirs[1]))
+			break;
+		l->path = xrealloc(NULL, strlen(dirs[i]) + 32);
+		sprintf(l->path, "%s/gpumemtrace-run.XXXXXX", dirs[i]);
+		l->fd = mkostemp(l->path, O_CLOEXEC);
+		if (l->fd >= 0)
+			return 0;
+		err = errno;
+		free(l->path);
 	}
-	*out = v;
-	return n;
+	l->path = NULL;
+	say_error(CMD, "cannot create the list of traces in %s: %s", dirs[0], strerror(err));
+	return -1;
 }
 
-static void free_list(struct file_id *v, size_t n)
+/* The traces listed, each once, in the order they were made. A listed file
+ * that is no longer there gets a line and sets *missing. */
+static char **list_read(struct trace_list *l, int *n, bool *missing)
 {
-	for (size_t i = 0; i < n; i++)
-		free(v[i].path);
-	free(v);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	if (lseek(l->fd, 0, SEEK_SET) == 0) {
+		for (;;) {
+			if (cap - len < 4096) {
+				cap = cap ? 2 * cap : 8192;
+				buf = xrealloc(buf, cap + 1);
+			}
+			ssize_t k = read(l->fd, buf + len, cap - len);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			len += (size_t)k;
+		}
+	}
+	char **v = NULL;
+	size_t nv = 0, vcap = 0;
+	for (size_t i = 0; i < len;) {
+		char *p = buf + i;
+		size_t k = strnlen(p, len - i);
+		p[k] = '\0'; /* an unterminated tail: buf has room for the NUL */
+		i += k + 1;
+		bool dup = !*p;
+		for (size_t j = 0; j < nv && !dup; j++)
+			dup = !strcmp(v[j], p);
+		if (dup)
+			continue;
+		struct stat st;
+		errno = 0;
+		if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) {
+			fprintf(stderr, "gpumemtrace run: the command's trace %s is gone: %s\n", p,
+				errno ? strerror(errno) : "not a regular file");
+			*missing = true;
+			continue;
+		}
+		GROW(v, nv, vcap);
+		v[nv++] = xstrdup(p);
+	}
+	free(buf);
+	*n = (int)nv;
+	return v;
+}
+
+/* A `run` inside a `run`: the outer one reports our traces too. */
+static void list_forward(const char *outer, char *const *paths, int n)
+{
+	if (!outer || !n)
+		return;
+	int fd = open(outer, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (int i = 0; i < n; i++)
+		if (write(fd, paths[i], strlen(paths[i]) + 1) < 0)
+			break;
+	close(fd);
 }
 
 static void set_preload(const char *lib)
@@ -297,33 +325,37 @@ int cmd_run(int argc, char **argv)
 		return rc >= 0 ? rc : EXIT_INPUT;
 	}
 	char *tmpl = absolute_template(a.output ? a.output : "gpumemtrace.%p.gmt");
-	char *globs[2];
-	template_globs(tmpl, globs);
-	struct file_id *before = NULL;
-	size_t nbefore = list_traces(globs, &before);
+	struct trace_list list;
+	if (list_create(&list) != 0) {
+		free(tmpl);
+		free(lib);
+		free(a.command);
+		return EXIT_INPUT;
+	}
+	const char *outer_env = getenv("GPUMEMTRACE_TRACE_LIST");
+	char *outer = outer_env && *outer_env ? xstrdup(outer_env) : NULL;
 
 	set_preload(lib);
 	setenv("GPUMEMTRACE_OUTPUT", tmpl, 1);
+	setenv("GPUMEMTRACE_TRACE_LIST", list.path, 1);
 	if (a.stack_depth)
 		setenv("GPUMEMTRACE_STACK_DEPTH", a.stack_depth, 1);
 	int status = run_child(&a);
 	/* The report must not trace itself. */
 	unsetenv("LD_PRELOAD");
 
-	struct file_id *after = NULL;
-	size_t nafter = list_traces(globs, &after);
-	char **paths = xcalloc(nafter + 4, sizeof(*paths));
 	int npaths = 0;
-	for (size_t i = 0; i < nafter; i++) {
-		bool old = false;
-		for (size_t j = 0; j < nbefore && !old; j++)
-			old = before[j].dev == after[i].dev && before[j].ino == after[i].ino;
-		if (!old)
-			paths[3 + npaths++] = after[i].path;
-	}
+	bool missing = false;
+	char **found = list_read(&list, &npaths, &missing);
+	unlink(list.path);
+	close(list.fd);
+	list_forward(outer, found, npaths);
+	char **paths = xcalloc((size_t)npaths + 4, sizeof(*paths));
+	for (int i = 0; i < npaths; i++)
+		paths[3 + i] = found[i];
 
 	int report_rc = 0;
-	if (npaths == 0) {
+	if (npaths == 0 && !missing) {
 		fprintf(stderr, "gpumemtrace run: no trace written (the command made no CUDA "
 				"allocation call)\n");
 	} else {
@@ -340,11 +372,14 @@ int cmd_run(int argc, char **argv)
 		for (int i = 0; i < npaths; i++)
 			fprintf(stderr, "gpumemtrace run: trace written to %s\n", paths[3 + i]);
 	}
+	if (missing && report_rc == 0)
+		report_rc = EXIT_INPUT;
+	for (int i = 0; i < npaths; i++)
+		free(found[i]);
+	free(found);
 	free(paths);
-	free_list(before, nbefore);
-	free_list(after, nafter);
-	free(globs[0]);
-	free(globs[1]);
+	free(list.path);
+	free(outer);
 	free(tmpl);
 	free(lib);
 	free(a.command);

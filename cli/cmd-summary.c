@@ -455,8 +455,9 @@ static void print_head(FILE *f, const struct summary *s, const struct gmt_read_i
 	if (t->has_process)
 		fprintf(f, " (ppid %" PRIu64 "): %s", t->ppid, t->command);
 	fputc('\n', f);
-	fprintf(f, "duration  %s s, %" PRIu64 " events, %" PRIu64 " lost\n",
-		fmt_reltime(b1, summary_rel(s, summary_end(s))) + 1, t->events, t->lost);
+	fprintf(f, "duration  %s s%s, %" PRIu64 " events, %" PRIu64 " lost\n",
+		fmt_reltime(b1, trace_duration_ns(t)) + 1,
+		t->events || t->has_trailer ? "" : " (no event was written)", t->events, t->lost);
 }
 
 /* The device table, then each device's kinds where more than plain

@@ -54,8 +54,7 @@ static void json_head(FILE *f, const struct summary *s, const struct gmt_read_in
 	fputs(", \"hostname\": ", f);
 	json_cstr0(f, t->host ? t->host : "");
 	fprintf(f, "},\n \"start_wall_ns\": %" PRIu64 ", \"duration_ns\": %" PRId64 ",\n",
-		s->hdr->start_wall_ns,
-		t->events || t->has_trailer ? summary_rel(s, summary_end(s)) : 0);
+		s->hdr->start_wall_ns, trace_duration_ns(t));
 	fprintf(f,
 		" \"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
 		", \"lost_in_records\": %" PRIu64 ", \"lost_in_trailer\": %" PRIu64

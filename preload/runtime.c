@@ -473,8 +473,19 @@ static struct gmt_ring *ring_for_this_thread(void)
 	pthread_mutex_lock(&g.setup_lock);
 	if (g.state == ST_IDLE) {
 		/* The process's first event creates the file. */
-		if (gmt_writer_open(&g.w, g.set.output_template, g.set.stack_depth, g.set.compress,
-				    g.start_mono) != 0) {
+		int opened = gmt_writer_open(&g.w, g.set.output_template, g.set.stack_depth,
+					     g.set.compress, g.start_mono);
+		/* Listed once the file exists, even if writing it failed: `run`
+		 * reports exactly the traces its command made, no other. */
+		if (g.w.fd >= 0 && g.set.trace_list) {
+			int err = errno;
+			if (gmt_writer_list(&g.w, g.set.trace_list) != 0)
+				gmt_log("cannot add %s to GPUMEMTRACE_TRACE_LIST=%s: %s; "
+					"gpumemtrace run will not report it",
+					g.w.path, g.set.trace_list, strerror(errno));
+			errno = err;
+		}
+		if (opened != 0) {
 			gmt_log(
 			    "cannot create trace file from '%s': %s; tracing is off, the program "
 			    "runs on",

@@ -23,6 +23,8 @@ void gmt_settings_load(struct gmt_settings *s)
 {
 	const char *out = getenv("GPUMEMTRACE_OUTPUT");
 	s->output_template = out && *out ? out : "gpumemtrace.%p.gmt";
+	const char *list = getenv("GPUMEMTRACE_TRACE_LIST");
+	s->trace_list = list && *list ? list : NULL;
 	s->stack_depth = (int)env_long("GPUMEMTRACE_STACK_DEPTH", 64, 0, GMT_MAX_STACK_DEPTH);
 	s->flush_ms = (int)env_long("GPUMEMTRACE_FLUSH_MS", 100, 1, 60000);
 	s->ring_bytes = (size_t)env_long("GPUMEMTRACE_RING_KB", 1024, 64, 65536) * 1024;

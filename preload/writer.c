@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -364,6 +365,33 @@ int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_d
 	gmt_writer_flush(w); /* on the hook path: uncompressed */
 	w->zstate = compress ? ZS_WANTED : ZS_OFF;
 	return w->failed ? -1 : 0;
+}
+
+int gmt_writer_list(const struct gmt_writer *w, const char *list)
+{
+	/* Called under the setup lock: one buffer does. */
+	static char line[PATH_MAX + sizeof w->path + 2];
+	size_t n = 0;
+	if (w->path[0] != '/') {
+		if (!getcwd(line, PATH_MAX))
+			return -1;
+		n = strlen(line);
+		line[n++] = '/';
+	}
+	size_t k = strlen(w->path);
+	memcpy(line + n, w->path, k + 1); /* the NUL ends the entry */
+	n += k + 1;
+	/* O_NONBLOCK: a FIFO put there must not hang the program. */
+	int fd = open(list, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t put = write(fd, line, n);
+	int err = errno;
+	close(fd);
+	if (put == (ssize_t)n)
+		return 0;
+	errno = put < 0 ? err : EIO;
+	return -1;
 }
 
 static void free_state(struct gmt_writer *w)

@@ -89,6 +89,11 @@ int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_d
 /* Loads libzstd when compression is wanted: on the flush thread only. No
  * libzstd: one NOTE, and the chunks stay uncompressed. */
 void gmt_writer_compress_init(struct gmt_writer *w);
+/* Appends the created file's absolute path and a NUL to the file `list`
+ * (GPUMEMTRACE_TRACE_LIST, made by `gpumemtrace run`), in one O_APPEND write
+ * so that concurrent processes never mix their lines. Never creates `list`.
+ * Returns 0, or -1 with errno set. */
+int gmt_writer_list(const struct gmt_writer *w, const char *list);
 void gmt_writer_close(struct gmt_writer *w);
 /* Forgets everything without writing: the child side of fork. */
 void gmt_writer_abandon(struct gmt_writer *w);

@@ -157,13 +157,15 @@ static int read_header(int fd, uint64_t size, struct gmt_header *hdr, struct gmt
 struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 {
 	memset(err, 0, sizeof(*err));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO with no writer would block the open forever; the
+	 * fstat below (on what was opened, not the name) turns it away. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		set_err(err, GMT_READ_ERR_OPEN, errno, "%s", strerror(errno));
 		return NULL;
 	}
 	struct stat st;
-	if (fstat(fd, &st) < 0) {
+	if (fstat(fd, &st) < 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
 		set_err(err, GMT_READ_ERR_OPEN, errno, "%s", strerror(errno));
 		goto fail;
 	}

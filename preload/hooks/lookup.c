@@ -3,6 +3,7 @@
  * lookup, then swaps in our wrapper for exactly the variant it returned. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -171,6 +172,47 @@ static int is_cuda_name(const char *s)
 	return s[2] == 'd' && s[3] == 'a' && s[4] >= 'A' && s[4] <= 'Z';
 }
 
+/* The program itself, if `ret` is in it: the head of the default namespace. */
+static struct link_map *main_program_at(const void *ret)
+{
+	Dl_info info;
+	struct link_map *m = NULL;
+	if (!dladdr1(ret, &info, (void **)&m, RTLD_DL_LINKMAP) || !m || m->l_prev || m->l_name[0])
+		return NULL;
+	return m;
+}
+
+/* dlsym(RTLD_NEXT, name) from the program, for a name we export. We are
+ * the next definition only because we are preloaded: without us the lookup
+ * finds an earlier preload's own definition, else the next one after us,
+ * else nothing. A program that defines cudaMalloc itself and looks for the
+ * real one must get NULL when no runtime is loaded, not our wrapper. */
+static void *next_from_program(struct link_map *prog, int id, const char *symbol)
+{
+	void *(*real)(void *, const char *) = gmt_real_dlsym();
+	int saved_errno = errno;
+	Dl_info info;
+	struct link_map *us = NULL, *at = NULL;
+	void *found = NULL;
+	if (dladdr1((void *)&next_from_program, &info, (void **)&us, RTLD_DL_LINKMAP) && us) {
+		for (struct link_map *m = prog->l_next; m && m != us && !found; m = m->l_next) {
+			void *h = gmt_libc_dlopen(m->l_name, RTLD_LAZY | RTLD_NOLOAD);
+			if (!h)
+				continue;
+			void *a = real(h, symbol);
+			if (a && dladdr1(a, &info, (void **)&at, RTLD_DL_LINKMAP) && at == m)
+				found = a;
+			dlclose(h);
+		}
+		dlerror();
+	}
+	if (!found)
+		/* Found after us, the program gets our wrapper, as it did. */
+		found = gmt_libc_next(symbol) ? wrappers[id] : NULL;
+	errno = saved_errno;
+	return found;
+}
+
 GMT_EXPORT void *dlsym(void *handle, const char *symbol)
 {
 	void *(*real)(void *, const char *) = gmt_real_dlsym();
@@ -178,7 +220,15 @@ GMT_EXPORT void *dlsym(void *handle, const char *symbol)
 		return NULL;
 	/* RTLD_NEXT is relative to the caller, which libc finds from its return
 	 * address: this must stay a tail call so that address is the caller's. */
-	if (handle == RTLD_NEXT || !is_cuda_name(symbol))
+	if (handle == RTLD_NEXT) {
+		struct link_map *prog;
+		int id;
+		if (is_cuda_name(symbol) && (id = find_hook(symbol)) >= 0 &&
+		    (prog = main_program_at(__builtin_return_address(0))))
+			return next_from_program(prog, id, symbol);
+		return real(handle, symbol);
+	}
+	if (!is_cuda_name(symbol))
 		return real(handle, symbol);
 	return gmt_tracing() ? wrap_dlsym(symbol, handle, real(handle, symbol))
 			     : real(handle, symbol);

@@ -62,6 +62,21 @@ for cmd in summary dump; do
 		"$GMT_CLI" $cmd nope.gmt
 done
 expect_run "directory" 3 "^gpumemtrace summary: cannot open \.: Is a directory" "$GMT_CLI" summary .
+# A FIFO with no writer, or a device: one line and 3 at once, never a hang
+# (the open used to block before the check; check says 2, as documented).
+mkfifo fifo.gmt
+for cmd in summary dump top growth fragmentation oom leaks accounting plot flamegraph; do
+	expect_run "$cmd fifo" 3 "^gpumemtrace $cmd: cannot open fifo.gmt: not a regular file$" \
+		timeout 5 "$GMT_CLI" $cmd fifo.gmt
+done
+expect_run "diff fifo" 3 "^gpumemtrace diff: cannot open fifo.gmt: not a regular file$" \
+	timeout 5 "$GMT_CLI" diff good.gmt fifo.gmt
+expect_run "check fifo" 2 "^gpumemtrace check: cannot open fifo.gmt: not a regular file$" \
+	timeout 5 "$GMT_CLI" check --max-peak 1GiB fifo.gmt
+expect_run "export fifo" 3 "^gpumemtrace export: cannot open fifo.gmt: not a regular file$" \
+	timeout 5 "$GMT_CLI" export --format csv fifo.gmt
+expect_run "device" 3 "^gpumemtrace summary: cannot open /dev/null: not a regular file$" \
+	timeout 5 "$GMT_CLI" summary /dev/null
 if [ "$(id -u)" != 0 ]; then
 	cp good.gmt locked.gmt && chmod 000 locked.gmt
 	expect_run "permission" 3 '^gpumemtrace summary: cannot open locked.gmt: Permission denied' \

@@ -18,11 +18,12 @@ for var in "${!bad[@]}"; do
 	"$GMT_CLI" summary --json "$(the_trace)" >s.json || fail "$var: no readable trace"
 	expect_eq "$var: events" "$(json s.json 'd["events"]')" 7 # 6 + the context retain
 done
-# Every setting the library reads is covered here (GPUMEMTRACE_OUTPUT: t-output-path).
+# Every setting the library reads is covered here (GPUMEMTRACE_OUTPUT: t-output-path,
+# GPUMEMTRACE_TRACE_LIST: t-cli-run-own).
 read_vars=$(grep -o '"GPUMEMTRACE_[A-Z_]*"' "$TESTS_DIR/../preload/settings.c" | tr -d '"' | sort -u)
 [ "$(echo "$read_vars" | wc -w)" -ge 10 ] || fail "preload/settings.c lists too few settings: $read_vars"
 for v in $read_vars; do
-	[ "$v" = GPUMEMTRACE_OUTPUT ] || [ -n "${bad[${v#GPUMEMTRACE_}]:-}" ] || fail "$v not covered"
+	[ "$v" = GPUMEMTRACE_OUTPUT ] || [ "$v" = GPUMEMTRACE_TRACE_LIST ] || [ -n "${bad[${v#GPUMEMTRACE_}]:-}" ] || fail "$v not covered"
 done
 # An empty GPUMEMTRACE_OUTPUT is the default name, without a warning.
 rm -f gpumemtrace.*

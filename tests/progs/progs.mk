@@ -9,7 +9,7 @@ PROG_LINK_DRV := -L$(SIM_DIR) -l:libcuda.so.1
 
 PROGS := runtime-basic driver-basic dlsym-route procaddr-route static-runtime stackmix \
 	hookloop entrypoint-route early-calls threads oom nvtx-client marker accounting clockcheck \
-	peak-agree
+	peak-agree nextmain
 PROG_LIBS := libnextcheck.so libnextcheck2.so libfakeblas.so libearly.so
 
 .PHONY: progs
@@ -30,7 +30,7 @@ $(PROG_DIR)/driver-basic $(PROG_DIR)/accounting $(PROG_DIR)/hookloop \
 	$(CC) $(PROG_CFLAGS) -o $@ $< $(PROG_LINK_DRV) $(SAN_LDFLAGS)
 
 # Linked against neither: they find CUDA with dlopen/dlsym.
-$(PROG_DIR)/procaddr-route: tests/progs/procaddr-route.c $(PROG_DEPS)
+$(PROG_DIR)/procaddr-route $(PROG_DIR)/nextmain: $(PROG_DIR)/%: tests/progs/%.c $(PROG_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -o $@ $< -ldl $(SAN_LDFLAGS)
 
