@@ -66,3 +66,8 @@ $(PROG_DIR)/procaddr-edges: tests/life/procaddr-edges.c $(PROG_DEPS)
 	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl $(SAN_LDFLAGS)
 $(PROG_DIR)/null-out: tests/life/null-out.c $(PROG_DEPS) | sim
 	$(CC) $(PROG_CFLAGS) $< -o $@ $(PROG_LINK_RT) $(PROG_LINK_DRV) $(SAN_LDFLAGS)
+
+# Descriptors meeting the trace's: closed stdio, a daemon, RLIMIT_NOFILE (t-life-fds).
+life-progs: $(PROG_DIR)/fdclash
+$(PROG_DIR)/fdclash: tests/life/fdclash.c $(PROG_DEPS) | sim
+	$(CC) $(PROG_CFLAGS) $< -o $@ $(PROG_LINK_RT) $(SAN_LDFLAGS)
