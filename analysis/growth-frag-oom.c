@@ -103,6 +103,7 @@ void gfo_json_d(FILE *f, double v)
 static const char *state(const struct trace *t)
 {
 	return t->complete			  ? "complete"
+	       : t->info.damage			  ? "INCOMPLETE: damaged"
 	       : t->info.stop == GMT_STOP_TORN	  ? "INCOMPLETE: torn tail"
 	       : t->info.stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
 						  : "INCOMPLETE: no trailer";
@@ -139,6 +140,11 @@ void gfo_json_head(FILE *f, struct trace *t)
 		t->complete ? "true" : "false", t->info.stop == GMT_STOP_TORN ? "true" : "false",
 		t->info.stop == GMT_STOP_CORRUPT ? "true" : "false", t->events, t->lost,
 		t->events ? trace_rel(t, t->last_time_ns) : (int64_t)0);
+	if (t->info.damage) {
+		char why[256];
+		fputs(", \"damaged\": ", f);
+		gfo_json_s(f, reader_damage_text(&t->info, why, sizeof(why)));
+	}
 }
 
 uint64_t gfo_dev_total(const struct trace *t, int64_t ordinal)

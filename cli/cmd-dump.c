@@ -423,7 +423,9 @@ static int dump_one(const char *path)
 		"END %" PRIu64 " chunks, %" PRIu64 " records, %" PRIu64 " events, %" PRIu64
 		" of %" PRIu64 " bytes readable, %s",
 		in->chunks, in->records, in->events, in->readable_end, in->file_size,
-		in->complete ? "complete" : "INCOMPLETE (no trailer at the end)");
+		in->complete ? "complete"
+		: in->damage ? "INCOMPLETE (damaged)"
+			     : "INCOMPLETE (no trailer at the end)");
 	if (in->stop != GMT_STOP_NONE)
 		fprintf(f, "; %s at offset %" PRIu64 ": %s, %" PRIu64 " bytes unreadable",
 			in->stop == GMT_STOP_TORN      ? "torn tail"
@@ -437,6 +439,10 @@ static int dump_one(const char *path)
 			in->unknown_chunks, in->unknown_bytes);
 	if (in->seq_gaps)
 		fprintf(f, "; %" PRIu64 " chunk sequence gaps", in->seq_gaps);
+	if (in->seq_dups)
+		fprintf(f, "; %" PRIu64 " chunks repeated", in->seq_dups);
+	if (in->damage & GMT_DAMAGE_TOTALS)
+		fprintf(f, "; the trailer counts %" PRIu64 " events", in->trailer_events);
 	fputc('\n', f);
 	rc = reader_finish_cmd("dump", path, in);
 	gmt_reader_close(r);

@@ -447,6 +447,7 @@ static void print_head(FILE *f, const struct summary *s, const struct gmt_read_i
 		cli_paint(f, C_RESET), s->path, (unsigned)s->hdr->version,
 		cli_paint(f, in->complete ? C_RESET : C_WARN),
 		in->complete		       ? "complete"
+		: in->damage		       ? "INCOMPLETE: damaged"
 		: in->stop == GMT_STOP_TORN    ? "INCOMPLETE: torn tail"
 		: in->stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
 					       : "INCOMPLETE: no trailer",

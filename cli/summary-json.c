@@ -39,6 +39,12 @@ static void json_head(FILE *f, const struct summary *s, const struct gmt_read_in
 		(unsigned)s->hdr->version, json_bool(in->complete),
 		json_bool(in->stop == GMT_STOP_TORN), json_bool(in->stop == GMT_STOP_CORRUPT),
 		in->unreadable);
+	if (in->damage) {
+		char why[256];
+		fprintf(f, " \"damaged\": ");
+		json_cstr0(f, reader_damage_text(in, why, sizeof(why)));
+		fputs(",\n", f);
+	}
 	fprintf(f, " \"path\": ");
 	json_cstr0(f, s->path);
 	fputs(", \"rank\": ", f);

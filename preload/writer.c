@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,6 +100,13 @@ static uint8_t *put_str(uint8_t *p, const void *s, size_t n)
 	return p + n;
 }
 
+/* Whether w->fd is still the file we created (one fstat). */
+static int fd_is_ours(const struct gmt_writer *w, struct stat *st)
+{
+	return w->fd >= 0 && fstat(w->fd, st) == 0 && (uint64_t)st->st_dev == w->dev &&
+	       (uint64_t)st->st_ino == w->ino;
+}
+
 static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 {
 	/* RLIMIT_FSIZE raises SIGXFSZ in the writing thread, whose default
@@ -108,11 +116,19 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 	sigemptyset(&xfsz);
 	sigaddset(&xfsz, SIGXFSZ);
 	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	/* The program closed our descriptor (a daemon closing every fd) and
+	 * maybe opened a file of its own on its number: never write there. */
+	struct stat st;
+	if (!w->failed && !fd_is_ours(w, &st)) {
+		gmt_log("%s: descriptor %d is no longer the trace (the program closed or "
+			"reused it); tracing stops here, the program runs on",
+			w->path, w->fd);
+		w->failed = 1;
+		w->fd = -1; /* not ours to write, nor to close */
+	}
 	/* Someone deleted or truncated the file: writing on would leave a
 	 * hole of zeros (or nothing at all) instead of a readable trace. */
-	struct stat st;
-	if (!w->failed && w->written && fstat(w->fd, &st) == 0 &&
-	    (st.st_nlink == 0 || (uint64_t)st.st_size < w->written)) {
+	if (!w->failed && w->written && (st.st_nlink == 0 || (uint64_t)st.st_size < w->written)) {
 		gmt_log("%s was %s under us; tracing stops here, the program runs on", w->path,
 			st.st_nlink == 0 ? "deleted" : "truncated");
 		w->failed = 1;
@@ -267,6 +283,40 @@ static int create_exclusive(struct gmt_writer *w, const char *base)
 	return -1;
 }
 
+/* Where the trace's descriptor goes: clear of the numbers a program takes
+ * (it gets the lowest free one, and may close or dup2 onto 0-2), below the
+ * soft RLIMIT_NOFILE, and not so high that the descriptor table grows
+ * much. 1024 is also past what select() and daemons closing 3-1023 use. */
+static int high_fd_floor(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= 2048)
+		return 1024;
+	int lim = (int)rl.rlim_cur;
+	return lim - lim / 4 > 3 ? lim - lim / 4 : 3;
+}
+
+/* Moves fd to a high close-on-exec number, never 0-2: with stdout closed,
+ * open() hands us 1, and the program's printf would land in the trace.
+ * Returns the new fd, or -1 (errno set; fd closed) when only 0-2 were free. */
+static int move_high(int fd)
+{
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_floor());
+	if (hi < 0)
+		hi = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* a tiny limit: the lowest above 2 */
+	if (hi >= 0) {
+		close(fd);
+		return hi;
+	}
+	if (fd > 2)
+		return fd; /* keep it where it is */
+	int err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
 static size_t read_small_file(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -337,9 +387,20 @@ int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_d
 		return -1;
 	}
 	int fd = create_exclusive(w, base);
-	if (fd < 0)
+	if (fd >= 0 && (fd = move_high(fd)) < 0)
+		unlink(w->path); /* no descriptor for it but 0-2: the program's */
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		if (fd >= 0) {
+			int err = errno;
+			close(fd);
+			errno = err;
+		}
 		return -1;
+	}
 	w->fd = fd;
+	w->dev = (uint64_t)st.st_dev;
+	w->ino = (uint64_t)st.st_ino;
 	w->failed = 0;
 	w->written = 0;
 	w->len = GMT_CHUNK_HEADER_SIZE;
@@ -416,18 +477,24 @@ static void free_state(struct gmt_writer *w)
 	w->fd = -1;
 }
 
+/* Closes our descriptor, unless the program has made it one of its own. */
+static void close_ours(struct gmt_writer *w)
+{
+	struct stat st;
+	if (fd_is_ours(w, &st))
+		close(w->fd);
+}
+
 void gmt_writer_close(struct gmt_writer *w)
 {
 	gmt_writer_flush(w);
-	if (w->fd >= 0)
-		close(w->fd);
+	close_ours(w);
 	free_state(w);
 }
 
 void gmt_writer_abandon(struct gmt_writer *w)
 {
-	if (w->fd >= 0)
-		close(w->fd);
+	close_ours(w);
 	free_state(w);
 }
 

@@ -34,9 +34,10 @@ void gmt_device_facts_merge(struct gmt_device_facts *into, const struct gmt_devi
 struct gmt_ipset;
 
 struct gmt_writer {
-	int fd;
-	int failed;	  /* a write failed: the trace ends at the last good chunk */
-	uint64_t written; /* bytes written: a smaller file was truncated under us */
+	int fd;		   /* high and close-on-exec, never 0-2 (gmt_writer_open) */
+	uint64_t dev, ino; /* the file fd must still be: the program may close and reuse it */
+	int failed;	   /* a write failed: the trace ends at the last good chunk */
+	uint64_t written;  /* bytes written: a smaller file was truncated under us */
 	char path[4096];
 
 	uint8_t *chunk; /* GMT_CHUNK_HEADER_SIZE bytes of room, then payload */

@@ -58,10 +58,36 @@ struct gmt_reader *reader_open_cmd(const char *cmd, const char *path, int *rc)
 	return NULL;
 }
 
+const char *reader_damage_text(const struct gmt_read_info *in, char *buf, size_t size)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	if (in->damage & GMT_DAMAGE_GAP)
+		n += (size_t)snprintf(
+		    buf + n, size - n, "%s%llu chunk sequence gap%s (chunks missing)",
+		    n ? ", " : "", (unsigned long long)in->seq_gaps, in->seq_gaps == 1 ? "" : "s");
+	if ((in->damage & GMT_DAMAGE_DUP) && n < size)
+		n += (size_t)snprintf(buf + n, size - n, "%s%llu chunk%s repeated", n ? ", " : "",
+				      (unsigned long long)in->seq_dups,
+				      in->seq_dups == 1 ? "" : "s");
+	if ((in->damage & GMT_DAMAGE_TOTALS) && n < size)
+		snprintf(buf + n, size - n, "%s%llu events read, the trailer counts %llu",
+			 n ? ", " : "", (unsigned long long)in->events,
+			 (unsigned long long)in->trailer_events);
+	return buf;
+}
+
 int reader_finish_cmd(const char *cmd, const char *path, const struct gmt_read_info *info)
 {
 	unsigned long long off = (unsigned long long)info->stop_offset;
 	unsigned long long lost = (unsigned long long)info->unreadable;
+	int rc = 0;
+	if (info->damage) {
+		char why[256];
+		say_error(cmd, "%s: damaged trace: %s; results cover the chunks read", path,
+			  reader_damage_text(info, why, sizeof(why)));
+		rc = EXIT_TRACE;
+	}
 	switch (info->stop) {
 	case GMT_STOP_IO:
 		say_error(
@@ -82,14 +108,14 @@ int reader_finish_cmd(const char *cmd, const char *path, const struct gmt_read_i
 		    "warning: %s: incomplete trace: torn tail at offset %llu (%s), %llu bytes "
 		    "unreadable; results cover the readable part",
 		    path, off, info->stop_msg, lost);
-		return 0;
+		return rc;
 	case GMT_STOP_NONE:
 		break;
 	}
-	if (!info->complete)
+	if (!info->complete && !(info->damage && info->has_trailer))
 		say_error(cmd,
 			  "warning: %s: incomplete trace: no trailer at the end (the process was "
 			  "killed or is still running); results cover what was written",
 			  path);
-	return 0;
+	return rc;
 }

@@ -24,8 +24,10 @@ int say_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 struct gmt_reader *reader_open_cmd(const char *cmd, const char *path, int *rc);
 
 /* After the last pass: prints the warning (torn or missing tail) or the
- * error (corruption, read error) line about how the read ended, and returns
- * the exit code: 0, EXIT_INPUT or EXIT_TRACE. */
+ * error (corruption, read error, chunks missing or repeated) line about how the read ended, and
+ * returns the exit code: 0, EXIT_INPUT or EXIT_TRACE. */
 int reader_finish_cmd(const char *cmd, const char *path, const struct gmt_read_info *info);
+/* Why a trace is damaged (info->damage), one phrase, into buf. */
+const char *reader_damage_text(const struct gmt_read_info *in, char *buf, size_t size);
 
 #endif

@@ -348,10 +348,16 @@ static int commit(struct gmt_reader *r, struct chunk *k)
 		r->info.unknown_chunks++;
 		r->info.unknown_bytes += k->unknown_bytes;
 	}
-	if (r->info.chunks == 0)
+	if (r->info.chunks == 0) {
 		r->info.seq_first = k->seq;
-	else if (k->seq != ((r->chunk_seq + 1) & 0xffffffffu))
+		r->info.seq_gaps += k->seq != 0; /* the writer's first chunk is seq 0 */
+	} else if (k->seq == ((r->chunk_seq + 1) & 0xffffffffu)) {
+		/* in sequence */
+	} else if (k->seq <= r->chunk_seq) {
+		r->info.seq_dups++;
+	} else {
 		r->info.seq_gaps++;
+	}
 	r->info.chunks++;
 	r->chunk_offset = k->off;
 	r->chunk_seq = k->seq;
@@ -420,7 +426,16 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec)
 			if (!commit(r, next_chunk(r))) {
 				r->info.eof = 1;
 				r->info.unreadable = r->info.file_size - r->info.readable_end;
-				r->info.complete = r->last_type == GMT_REC_TRAILER;
+				struct gmt_read_info *in = &r->info;
+				bool ended = r->last_type == GMT_REC_TRAILER;
+				/* (a trailer followed by more, after a failed exec,
+				 * counts only what came before it) */
+				in->damage =
+				    (in->seq_gaps ? GMT_DAMAGE_GAP : 0) |
+				    (in->seq_dups ? GMT_DAMAGE_DUP : 0) |
+				    (ended && in->events != in->trailer_events ? GMT_DAMAGE_TOTALS
+									       : 0);
+				in->complete = ended && !in->damage;
 				return 0;
 			}
 			r->have_chunk = 1;
@@ -434,6 +449,11 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec)
 				r->info.events++;
 			else
 				r->info.records++;
+			if (rec->type == GMT_REC_TRAILER) {
+				r->info.has_trailer = 1;
+				r->info.trailer_events = rec->u.trailer.events;
+				r->info.trailer_lost = rec->u.trailer.lost;
+			}
 			return 1;
 		}
 		/* end of chunk: validated, so nothing else can happen here */

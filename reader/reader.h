@@ -61,6 +61,15 @@ struct gmt_header {
 	uint32_t pid;
 };
 
+/* Whole chunks missing or repeated, found from the chunks' sequence
+ * numbers and the trailer's event count: every chunk's CRC may be good and
+ * the trace still not the one written. */
+enum gmt_damage {
+	GMT_DAMAGE_GAP = 1,    /* a chunk sequence gap: chunks missing */
+	GMT_DAMAGE_DUP = 2,    /* a chunk sequence number repeated: chunks duplicated */
+	GMT_DAMAGE_TOTALS = 4, /* the events read are not the trailer's count */
+};
+
 /* How the readable part ended. */
 enum gmt_read_stop {
 	GMT_STOP_NONE = 0,    /* still reading, or clean end of file at a chunk boundary */
@@ -77,11 +86,16 @@ struct gmt_read_info {
 	uint64_t readable_end;	 /* file offset just past the last good chunk */
 	uint64_t unreadable;	 /* bytes from readable_end to the end of the file */
 	uint64_t seq_first;	 /* seq of the first good chunk */
-	uint64_t seq_gaps;	 /* chunks whose seq is not the previous seq + 1 */
+	uint64_t seq_gaps;	 /* chunks whose seq is not the previous seq + 1 (or a
+				  * first chunk whose seq is not 0): chunks missing */
+	uint64_t seq_dups;	 /* chunks whose seq is not above the previous one: repeated */
 	uint64_t unknown_chunks; /* chunks cut short by an unknown record tag */
 	uint64_t unknown_bytes;	 /* bytes skipped after those tags */
 	bool eof;		 /* gmt_reader_next has returned 0 */
-	bool complete;		 /* eof, and the last record read is a TRAILER */
+	bool complete;		 /* eof, the last record read is a TRAILER, not damaged */
+	unsigned damage;	 /* GMT_DAMAGE_* bits, known at eof */
+	bool has_trailer;	 /* a TRAILER was read; its counts: */
+	uint64_t trailer_events, trailer_lost;
 	enum gmt_read_stop stop;
 	uint64_t stop_offset; /* file offset of the bad chunk */
 	int stop_errnum;

@@ -150,3 +150,9 @@ $(PROG_DIR)/libbypass.so: tests/progs/bypass-lib.c
 $(PROG_DIR)/bypass-main: tests/progs/bypass-main.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -ldl $(SAN_LDFLAGS)
+
+# Descriptors: the program's fds 0-2 closed, a daemon that closes and reopens (t-life-fds).
+life-progs: $(PROG_DIR)/fdclash
+$(PROG_DIR)/fdclash: tests/progs/fdclash.c $(PROG_DEPS) | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) $< -o $@ $(PROG_LINK_RT) $(SAN_LDFLAGS)

@@ -22,6 +22,8 @@
  *   range   tid=N t=N op=push|pop|start|end|mark|N [id=N] [source=N] [text=S]
  *   pyframe id=N func=S [file=S] [line=N]
  *   trailer t=N [events=N] [lost=N] [nodes=N] [reason=N]
+ *           (events defaults to the events written so far, as the
+ *           library's trailer counts them: a reader checks it)
  *   chunk                                        (ends the current chunk)
  *   raw     HEX                                  (payload bytes as given)
  *
@@ -169,6 +171,7 @@ int main(int argc, char **argv)
 	uint64_t batch_tid = 0, batch_base = 0;
 	int have_base = 0;
 	int64_t cur_dev = 0;
+	uint64_t nevents = 0;
 	while (fgets(line, sizeof(line), stdin)) {
 		lineno++;
 		line[strcspn(line, "\n")] = 0;
@@ -278,6 +281,7 @@ int main(int argc, char **argv)
 				batch_started = 1;
 			}
 			tb_event(b, &e);
+			nevents++;
 		} else if (strcmp(cmd, "lost") == 0) {
 			tb_lost(b, getnum(t, n, "tid", 0), getnum(t, n, "count", 0),
 				getnum(t, n, "t", 0));
@@ -320,7 +324,7 @@ int main(int argc, char **argv)
 			tb_pyframe(b, getnum(t, n, "id", 0), fn ? fn : "", file ? file : "",
 				   getnum(t, n, "line", 0));
 		} else if (strcmp(cmd, "trailer") == 0) {
-			tb_trailer(b, getnum(t, n, "t", 0), getnum(t, n, "events", 0),
+			tb_trailer(b, getnum(t, n, "t", 0), getnum(t, n, "events", nevents),
 				   getnum(t, n, "lost", 0), getnum(t, n, "nodes", 0),
 				   getnum(t, n, "reason", 0));
 		} else if (strcmp(cmd, "chunk") == 0) {
