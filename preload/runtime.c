@@ -400,7 +400,11 @@ static void *flusher_main(void *arg)
 		pthread_mutex_lock(&g.flush_lock);
 		gmt_clock_tick(); /* under the lock: fork never copies half a line */
 		if (load_state() == ST_ACTIVE) {
-			gmt_writer_compress_init(&g.w); /* dlopen: here, never on the hook path */
+			/* dlopen: here, never on the hook path, nor for an _exit or
+			 * exec waiting on us: a dlopen under way elsewhere may hold
+			 * the loader's lock for good (its chunks stay uncompressed). */
+			if (!req)
+				gmt_writer_compress_init(&g.w);
 			if (req) {
 				if (req - 1 != GMT_END_EXEC) {
 					set_state(ST_FINISHED);

@@ -66,3 +66,13 @@ $(PROG_DIR)/procaddr-edges: tests/life/procaddr-edges.c $(PROG_DEPS)
 	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl $(SAN_LDFLAGS)
 $(PROG_DIR)/null-out: tests/life/null-out.c $(PROG_DEPS) | sim
 	$(CC) $(PROG_CFLAGS) $< -o $@ $(PROG_LINK_RT) $(PROG_LINK_DRV) $(SAN_LDFLAGS)
+
+# Ends at odd moments (t-life-stuck-loader, t-life-cancel, t-life-exit-threads),
+# and a library whose constructor holds the loader's lock.
+life-progs: $(PROG_DIR)/ends $(PROG_DIR)/libstuckctor.so
+$(PROG_DIR)/ends: tests/life/ends.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -ldl -lpthread $(SAN_LDFLAGS)
+$(PROG_DIR)/libstuckctor.so: tests/life/stuckctor.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ $(SAN_LDFLAGS)
