@@ -3,7 +3,12 @@
  *
  * Locks, always taken in this order: flush_lock (owns the writer), then
  * setup_lock (the ring list, file creation), then notes_lock. The event path takes neither,
- * except on a thread's first event. */
+ * except on a thread's first event.
+ *
+ * Where our work on a program's thread may open, write, sleep or join (a
+ * thread's first event, a full ring's wait, writing after the final
+ * trailer, the finish), it runs with cancellation disabled
+ * (preload/nocancel.h). */
 #include <errno.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
@@ -21,6 +26,7 @@
 
 #include "common/log.h"
 #include "preload/device.h"
+#include "preload/nocancel.h"
 #include "preload/python.h"
 #include "preload/ring.h"
 #include "preload/sampler.h"
@@ -473,7 +479,7 @@ static void learn_devices_early(void)
 /* A thread's first event: the only one that locks and allocates. */
 static struct gmt_ring *ring_for_this_thread(void)
 {
-	int made_file = 0;
+	int made_file = 0, cancel = gmt_nocancel_begin();
 	pthread_mutex_lock(&g.setup_lock);
 	if (g.state == ST_IDLE) {
 		/* The process's first event creates the file. */
@@ -505,11 +511,12 @@ static struct gmt_ring *ring_for_this_thread(void)
 	pthread_mutex_unlock(&g.setup_lock);
 	if (made_file)
 		learn_devices_early();
-	if (!r)
-		return NULL;
-	tls_ring = r;
-	pthread_setspecific(g.key, r);
-	push_thread_name(r);
+	if (r) {
+		tls_ring = r;
+		pthread_setspecific(g.key, r);
+		push_thread_name(r);
+	}
+	gmt_nocancel_end(cancel);
 	return r;
 }
 
@@ -538,7 +545,7 @@ static void flush_now_with_trailer(unsigned reason)
 		set_state(ST_OFF);
 }
 
-static void *wait_for_space(struct gmt_ring *r, size_t len)
+static void *wait_for_space_(struct gmt_ring *r, size_t len)
 {
 	uint64_t deadline = gmt_now_ns() + (uint64_t)g.set.full_wait_ms * 1000000u;
 	long nap = 20000;
@@ -569,14 +576,24 @@ static void *wait_for_space(struct gmt_ring *r, size_t len)
 	}
 }
 
+static void *wait_for_space(struct gmt_ring *r, size_t len)
+{
+	int cancel = gmt_nocancel_begin(); /* nanosleep, and write when FINISHED */
+	void *p = wait_for_space_(r, len);
+	gmt_nocancel_end(cancel);
+	return p;
+}
+
 /* After the final trailer, whoever records writes (with a fresh trailer):
  * the events and LOST counts of late destructors still reach the file. */
 static __attribute__((noinline, cold)) void flush_finished(void)
 {
+	int cancel = gmt_nocancel_begin();
 	pthread_mutex_lock(&g.flush_lock);
 	if (load_state() == ST_FINISHED)
 		flush_now_with_trailer(GMT_END_EXIT);
 	pthread_mutex_unlock(&g.flush_lock);
+	gmt_nocancel_end(cancel);
 }
 
 /* Inline: on every event's path, where the answer is almost always no. */
@@ -796,7 +813,7 @@ static void note_stack_cache_verify(void)
 
 void gmt_finish(enum gmt_end_reason reason)
 {
-	int saved_errno = errno;
+	int saved_errno = errno, cancel = gmt_nocancel_begin(); /* joins, writes */
 	gmt_enter();
 	/* A vfork child shares our memory but is not us: leave the trace be. */
 	if (load_state() != ST_ACTIVE || getpid() != g.pid)
@@ -823,6 +840,7 @@ void gmt_finish(enum gmt_end_reason reason)
 	pthread_mutex_unlock(&g.flush_lock);
 out:
 	gmt_leave();
+	gmt_nocancel_end(cancel);
 	errno = saved_errno;
 }
 

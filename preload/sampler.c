@@ -5,6 +5,7 @@
  * path pays nothing for it; the price is lag: a PEAK sample comes up to one
  * GPUMEMTRACE_FLUSH_MS after the allocation that made the high. */
 #include "preload/sampler.h"
+#include "preload/nocancel.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -176,7 +177,11 @@ void gmt_sampler_poke(enum gmt_sample_why why)
 
 static void at_exit_sample(void)
 {
+	/* On the program's thread: a join and NVML's reads are no place for
+	 * its pending cancellation to act. */
+	int cancel = gmt_nocancel_begin();
 	gmt_sampler_stop(1);
+	gmt_nocancel_end(cancel);
 }
 
 void gmt_sampler_start(int sample_ms)

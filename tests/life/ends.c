@@ -11,6 +11,7 @@
  *                       makes the process's first CUDA call; it is then
  *                       cancelled at its next cancellation point. main
  *                       joins it, allocates, prints what happened, exits 0.
+ *   cancel-later:       the same, the thread's CUDA call not its first.
  *   exit-threads N:     main allocates N times (frees every other one),
  *                       then three threads call exit(7) at once. */
 #include <dlfcn.h>
@@ -52,9 +53,11 @@ static int get_loader_stuck(void)
 
 static cudaError_t thread_rc = cudaErrorUnknown;
 
-static void *cancel_first(void *arg)
+static void *cancel_self(void *arg)
 {
 	void *p;
+	if (arg && !cuda_pair())
+		return NULL;
 	pthread_cancel(pthread_self()); /* deferred: pending until a cancellation point */
 	thread_rc = cudaMalloc(&p, 1 << 20);
 	for (;;)
@@ -90,11 +93,12 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (!strcmp(mode, "cancel-first")) {
+	if (!strcmp(mode, "cancel-first") || !strcmp(mode, "cancel-later")) {
 		pthread_t t;
 		void *ret;
 		void *p;
-		if (pthread_create(&t, NULL, cancel_first, NULL) || pthread_join(t, &ret))
+		if (pthread_create(&t, NULL, cancel_self, mode[7] == 'l' ? "later" : NULL) ||
+		    pthread_join(t, &ret))
 			return 2;
 		cudaError_t rc = cudaMalloc(&p, 1 << 20);
 		printf("thread: cudaMalloc %d, %s; main: cudaMalloc %d\n", (int)thread_rc,
@@ -120,6 +124,6 @@ int main(int argc, char **argv)
 			pause();
 	}
 	fprintf(stderr, "usage: ends exit N | stuck-exit|stuck-_Exit|stuck-execv [cuda] | "
-			"cancel-first | exit-threads N\n");
+			"cancel-first | cancel-later | exit-threads N\n");
 	return 2;
 }
