@@ -76,6 +76,11 @@ static struct {
 	/* Set by the flush thread while it honours a hold (not past its
 	 * bound): producers then count a full ring's event lost at once. */
 	uint32_t writes_held;
+	/* The thread of the first exit() under way (0: none), and whether
+	 * gmt_finish is under way (1) or done (2): several threads may call
+	 * exit at once, and one's _exit would end the others' finish. */
+	uint32_t exit_tid;
+	uint32_t finishing;
 	pid_t pid;
 	pthread_key_t key;
 	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
@@ -811,13 +816,26 @@ static void note_stack_cache_verify(void)
 	gmt_note(bad ? 1 : 0, text);
 }
 
+enum { FINAL_WAIT_MS = 10000 }; /* symbolizing a large program takes seconds */
+
 void gmt_finish(enum gmt_end_reason reason)
 {
 	int saved_errno = errno, cancel = gmt_nocancel_begin(); /* joins, writes */
 	gmt_enter();
 	/* A vfork child shares our memory but is not us: leave the trace be. */
-	if (load_state() != ST_ACTIVE || getpid() != g.pid)
+	int st = load_state();
+	if ((st != ST_ACTIVE && st != ST_FINISHED) || getpid() != g.pid)
 		goto out;
+	/* Once: the flush thread is joined once. Another thread finishing
+	 * waits for the trailer (bounded), which its exit must not cut short. */
+	uint32_t idle = 0;
+	if (!__atomic_compare_exchange_n(&g.finishing, &idle, 1, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		gmt_futex_wait_while(&g.finishing, 1, FINAL_WAIT_MS);
+		goto out;
+	}
+	if (load_state() != ST_ACTIVE)
+		goto done;
 	if (reason != GMT_END_EXEC)
 		gmt_sampler_stop(0); /* normally done by its atexit handler, with END */
 	if (g.set.stack_cache == GMT_STACK_CACHE_VERIFY)
@@ -838,15 +856,44 @@ void gmt_finish(enum gmt_end_reason reason)
 		flush_now_with_trailer(reason);
 	}
 	pthread_mutex_unlock(&g.flush_lock);
+done:
+	gmt_futex_set(&g.finishing, 2); /* pairs with the wait above */
 out:
 	gmt_leave();
 	gmt_nocancel_end(cancel);
 	errno = saved_errno;
 }
 
+void gmt_exit_called(void)
+{
+	enum { FIRST_EXIT_WAIT_MS = 1000 };
+	int st = load_state();
+	if ((st != ST_ACTIVE && st != ST_FINISHED) || getpid() != g.pid)
+		return; /* no trace under way: nothing of ours to protect */
+	int saved_errno = errno, cancel = gmt_nocancel_begin();
+	uint32_t me = (uint32_t)syscall(SYS_gettid), first = 0;
+	if (!__atomic_compare_exchange_n(&g.exit_tid, &first, me, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE) &&
+	    first != me) {
+		/* Another thread's exit is under way (undefined behaviour in C,
+		 * yet seen): its handlers, then our destructor, finish the trace,
+		 * and this thread's exit, finding no handler left, would end the
+		 * process in the middle. Let the first exit end it; if it has
+		 * not in time (its handlers are slow, or wait for this thread),
+		 * finish the trace here, once, and go on exiting. */
+		gmt_futex_wait_while(&g.exit_tid, first, FIRST_EXIT_WAIT_MS);
+		gmt_finish(GMT_END_EXIT);
+	} else if (__atomic_load_n(&g.finishing, __ATOMIC_ACQUIRE)) {
+		/* The first exit that came through us, but not the first: main
+		 * returned, and its exit is in our destructor. Wait for it. */
+		gmt_finish(GMT_END_EXIT);
+	}
+	gmt_nocancel_end(cancel);
+	errno = saved_errno;
+}
+
 void gmt_finish_async(enum gmt_end_reason reason)
 {
-	enum { FINAL_WAIT_MS = 10000 }; /* symbolizing a large program takes seconds */
 	int saved_errno = errno;
 	gmt_enter();
 	if (load_state() != ST_ACTIVE || getpid() != g.pid || !g.flusher_running)
@@ -932,6 +979,8 @@ static void fork_child(void)
 	g.stop = 0;
 	g.exec_hold = 0;
 	g.writes_held = 0;
+	g.exit_tid = 0;
+	g.finishing = 0;
 	tls_exec_holds = 0;
 	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
 	g.pid = getpid();

@@ -219,7 +219,10 @@ void gmt_sampler_stop(int take_end)
 	if (!__atomic_load_n(&s.running, __ATOMIC_RELAXED) || s.pid != getpid() ||
 	    pthread_equal(pthread_self(), s.thread))
 		return;
-	__atomic_store_n(&s.running, 0, __ATOMIC_RELAXED);
+	/* Once: racing exits may stop us from two threads, and the thread is
+	 * joined once. */
+	if (!__atomic_exchange_n(&s.running, 0, __ATOMIC_RELAXED))
+		return;
 	/* Pairs with the acquire load in stopping(). */
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
 	wake_sampler();

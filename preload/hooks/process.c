@@ -1,7 +1,8 @@
 /* The ends of a process image that skip exit(): _exit and _Exit (how
  * os._exit and multiprocessing workers end) and exec. Each has the flush
  * thread write the trace and its trailer first. They are async-signal-safe
- * and signal handlers call them, so nothing here mallocs or locks. */
+ * and signal handlers call them, so nothing here mallocs or locks. And
+ * exit itself, for threads that race it. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
  * that ends the process before ours has run finds them in libc's own
  * symbol table, which takes no loader lock. */
 enum {
+	END_EXIT,
 	END__EXIT,
 	END__EXIT_UPPER,
 	END_EXECVE,
@@ -32,8 +34,8 @@ enum {
 	END_FEXECVE,
 	END_COUNT
 };
-static const char *const end_names[END_COUNT] = {"_exit",  "_Exit",   "execve", "execv",
-						 "execvp", "execvpe", "fexecve"};
+static const char *const end_names[END_COUNT] = {"exit",  "_exit",  "_Exit",   "execve",
+						 "execv", "execvp", "execvpe", "fexecve"};
 static void *end_fns[END_COUNT];
 
 __attribute__((constructor)) static void find_process_ends(void)
@@ -61,6 +63,18 @@ static void *real_end(int i)
 		type real_ = (type)real_end(i);                                                    \
 		real_ ? real_(__VA_ARGS__) : (errno = ENOSYS, -1);                                 \
 	})
+
+/* exit: the program's handlers, then our destructor, end the trace. Only
+ * a second thread's exit racing the first needs us (gmt_exit_called). */
+GMT_EXPORT __attribute__((noreturn)) void exit(int status)
+{
+	gmt_exit_called();
+	exit_fn real = (exit_fn)real_end(END_EXIT);
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
 
 GMT_EXPORT __attribute__((noreturn)) void _exit(int status)
 {

@@ -13,7 +13,8 @@
  *                       joins it, allocates, prints what happened, exits 0.
  *   cancel-later:       the same, the thread's CUDA call not its first.
  *   exit-threads N:     main allocates N times (frees every other one),
- *                       then three threads call exit(7) at once. */
+ *                       then three threads allocate once each and call
+ *                       exit(7) at once. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -69,6 +70,9 @@ static pthread_barrier_t at_once;
 
 static void *exit_seven(void *arg)
 {
+	void *p;
+	if (cudaMalloc(&p, 1 << 20) != cudaSuccess)
+		abort();
 	pthread_barrier_wait(&at_once);
 	exit(7);
 }
