@@ -5,6 +5,9 @@
 # read of a pipe, leaving our setup lock and the runtime's held: the next
 # CUDA call hung). Same output and exit code as untraced, trace complete.
 . "$TESTS_DIR/integration/lib.sh"
+# ASan reports a stack-buffer-underflow as a cancelled thread ends, untraced
+# too: the unwinding leaves its frames poisoned (an ASan limitation).
+[[ ${SANITIZE:-} != *address* ]] || skip "ASan misreads a cancelled thread's end, untraced too"
 
 for mode in cancel-first cancel-later; do
 	rm -f gpumemtrace.*
