@@ -884,8 +884,9 @@ void gmt_exit_called(void)
 		gmt_futex_wait_while(&g.exit_tid, first, FIRST_EXIT_WAIT_MS);
 		gmt_finish(GMT_END_EXIT);
 	} else if (__atomic_load_n(&g.finishing, __ATOMIC_ACQUIRE)) {
-		/* The first exit that came through us, but not the first: main
-		 * returned, and its exit is in our destructor. Wait for it. */
+		/* The first exit through this hook, yet not the process's: main
+		 * returned (libc's own exit) and is in our destructor. Wait for
+		 * its trailer. */
 		gmt_finish(GMT_END_EXIT);
 	}
 	gmt_nocancel_end(cancel);
