@@ -202,6 +202,13 @@ void *gmt_libc_next(const char *name)
 	return ds ? ds(RTLD_NEXT, name) : NULL;
 }
 
+void *gmt_libc_find(const char *name)
+{
+	struct elf_find f = {"libc.so.6", name, NULL};
+	dl_iterate_phdr(elf_find_in, &f);
+	return f.found;
+}
+
 void *gmt_libc_dlsym(void *handle, const char *name)
 {
 	dlsym_fn ds = gmt_real_dlsym();

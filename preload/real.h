@@ -89,6 +89,9 @@ static inline void *gmt_used(enum gmt_used_id id)
 void *(*gmt_real_dlsym(void))(void *, const char *);
 void *(*gmt_real_dlvsym(void))(void *, const char *, const char *);
 void *gmt_libc_next(const char *name); /* RTLD_NEXT lookup from this library */
+/* `name` in libc's own symbol table: no dlsym, so never waits on the
+ * loader's lock (a dlopen holds it while constructors run). */
+void *gmt_libc_find(const char *name);
 /* libc's dlsym and dlopen for the core: a plain call would bind to our
  * exported hooks (-Bsymbolic), and the core never calls into the hooks. */
 void *gmt_libc_dlsym(void *handle, const char *name);

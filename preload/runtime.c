@@ -3,7 +3,12 @@
  *
  * Locks, always taken in this order: flush_lock (owns the writer), then
  * setup_lock (the ring list, file creation), then notes_lock. The event path takes neither,
- * except on a thread's first event. */
+ * except on a thread's first event.
+ *
+ * Where our work on a program's thread may open, write, sleep or join (a
+ * thread's first event, a full ring's wait, writing after the final
+ * trailer, the finish), it runs with cancellation disabled
+ * (preload/nocancel.h). */
 #include <errno.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
@@ -21,6 +26,7 @@
 
 #include "common/log.h"
 #include "preload/device.h"
+#include "preload/nocancel.h"
 #include "preload/python.h"
 #include "preload/ring.h"
 #include "preload/sampler.h"
@@ -70,6 +76,11 @@ static struct {
 	/* Set by the flush thread while it honours a hold (not past its
 	 * bound): producers then count a full ring's event lost at once. */
 	uint32_t writes_held;
+	/* The thread of the first exit() under way (0: none), and whether
+	 * gmt_finish is under way (1) or done (2): several threads may call
+	 * exit at once, and one's _exit would end the others' finish. */
+	uint32_t exit_tid;
+	uint32_t finishing;
 	pid_t pid;
 	pthread_key_t key;
 	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
@@ -400,7 +411,11 @@ static void *flusher_main(void *arg)
 		pthread_mutex_lock(&g.flush_lock);
 		gmt_clock_tick(); /* under the lock: fork never copies half a line */
 		if (load_state() == ST_ACTIVE) {
-			gmt_writer_compress_init(&g.w); /* dlopen: here, never on the hook path */
+			/* dlopen: here, never on the hook path, nor for an _exit or
+			 * exec waiting on us: a dlopen under way elsewhere may hold
+			 * the loader's lock for good (its chunks stay uncompressed). */
+			if (!req)
+				gmt_writer_compress_init(&g.w);
 			if (req) {
 				if (req - 1 != GMT_END_EXEC) {
 					set_state(ST_FINISHED);
@@ -469,7 +484,7 @@ static void learn_devices_early(void)
 /* A thread's first event: the only one that locks and allocates. */
 static struct gmt_ring *ring_for_this_thread(void)
 {
-	int made_file = 0;
+	int made_file = 0, cancel = gmt_nocancel_begin();
 	pthread_mutex_lock(&g.setup_lock);
 	if (g.state == ST_IDLE) {
 		/* The process's first event creates the file. */
@@ -512,11 +527,12 @@ static struct gmt_ring *ring_for_this_thread(void)
 	pthread_mutex_unlock(&g.setup_lock);
 	if (made_file)
 		learn_devices_early();
-	if (!r)
-		return NULL;
-	tls_ring = r;
-	pthread_setspecific(g.key, r);
-	push_thread_name(r);
+	if (r) {
+		tls_ring = r;
+		pthread_setspecific(g.key, r);
+		push_thread_name(r);
+	}
+	gmt_nocancel_end(cancel);
 	return r;
 }
 
@@ -545,7 +561,7 @@ static void flush_now_with_trailer(unsigned reason)
 		set_state(ST_OFF);
 }
 
-static void *wait_for_space(struct gmt_ring *r, size_t len)
+static void *wait_for_space_(struct gmt_ring *r, size_t len)
 {
 	uint64_t deadline = gmt_now_ns() + (uint64_t)g.set.full_wait_ms * 1000000u;
 	long nap = 20000;
@@ -576,14 +592,24 @@ static void *wait_for_space(struct gmt_ring *r, size_t len)
 	}
 }
 
+static void *wait_for_space(struct gmt_ring *r, size_t len)
+{
+	int cancel = gmt_nocancel_begin(); /* nanosleep, and write when FINISHED */
+	void *p = wait_for_space_(r, len);
+	gmt_nocancel_end(cancel);
+	return p;
+}
+
 /* After the final trailer, whoever records writes (with a fresh trailer):
  * the events and LOST counts of late destructors still reach the file. */
 static __attribute__((noinline, cold)) void flush_finished(void)
 {
+	int cancel = gmt_nocancel_begin();
 	pthread_mutex_lock(&g.flush_lock);
 	if (load_state() == ST_FINISHED)
 		flush_now_with_trailer(GMT_END_EXIT);
 	pthread_mutex_unlock(&g.flush_lock);
+	gmt_nocancel_end(cancel);
 }
 
 /* Inline: on every event's path, where the answer is almost always no. */
@@ -801,13 +827,26 @@ static void note_stack_cache_verify(void)
 	gmt_note(bad ? 1 : 0, text);
 }
 
+enum { FINAL_WAIT_MS = 10000 }; /* symbolizing a large program takes seconds */
+
 void gmt_finish(enum gmt_end_reason reason)
 {
-	int saved_errno = errno;
+	int saved_errno = errno, cancel = gmt_nocancel_begin(); /* joins, writes */
 	gmt_enter();
 	/* A vfork child shares our memory but is not us: leave the trace be. */
-	if (load_state() != ST_ACTIVE || getpid() != g.pid)
+	int st = load_state();
+	if ((st != ST_ACTIVE && st != ST_FINISHED) || getpid() != g.pid)
 		goto out;
+	/* Once: the flush thread is joined once. Another thread finishing
+	 * waits for the trailer (bounded), which its exit must not cut short. */
+	uint32_t idle = 0;
+	if (!__atomic_compare_exchange_n(&g.finishing, &idle, 1, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		gmt_futex_wait_while(&g.finishing, 1, FINAL_WAIT_MS);
+		goto out;
+	}
+	if (load_state() != ST_ACTIVE)
+		goto done;
 	if (reason != GMT_END_EXEC)
 		gmt_sampler_stop(0); /* normally done by its atexit handler, with END */
 	if (g.set.stack_cache == GMT_STACK_CACHE_VERIFY)
@@ -828,14 +867,45 @@ void gmt_finish(enum gmt_end_reason reason)
 		flush_now_with_trailer(reason);
 	}
 	pthread_mutex_unlock(&g.flush_lock);
+done:
+	gmt_futex_set(&g.finishing, 2); /* pairs with the wait above */
 out:
 	gmt_leave();
+	gmt_nocancel_end(cancel);
+	errno = saved_errno;
+}
+
+void gmt_exit_called(void)
+{
+	enum { FIRST_EXIT_WAIT_MS = 1000 };
+	int st = load_state();
+	if ((st != ST_ACTIVE && st != ST_FINISHED) || getpid() != g.pid)
+		return; /* no trace under way: nothing of ours to protect */
+	int saved_errno = errno, cancel = gmt_nocancel_begin();
+	uint32_t me = (uint32_t)syscall(SYS_gettid), first = 0;
+	if (!__atomic_compare_exchange_n(&g.exit_tid, &first, me, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE) &&
+	    first != me) {
+		/* Another thread's exit is under way (undefined behaviour in C,
+		 * yet seen): its handlers, then our destructor, finish the trace,
+		 * and this thread's exit, finding no handler left, would end the
+		 * process in the middle. Let the first exit end it; if it has
+		 * not in time (its handlers are slow, or wait for this thread),
+		 * finish the trace here, once, and go on exiting. */
+		gmt_futex_wait_while(&g.exit_tid, first, FIRST_EXIT_WAIT_MS);
+		gmt_finish(GMT_END_EXIT);
+	} else if (__atomic_load_n(&g.finishing, __ATOMIC_ACQUIRE)) {
+		/* The first exit through this hook, yet not the process's: main
+		 * returned (libc's own exit) and is in our destructor. Wait for
+		 * its trailer. */
+		gmt_finish(GMT_END_EXIT);
+	}
+	gmt_nocancel_end(cancel);
 	errno = saved_errno;
 }
 
 void gmt_finish_async(enum gmt_end_reason reason)
 {
-	enum { FINAL_WAIT_MS = 10000 }; /* symbolizing a large program takes seconds */
 	int saved_errno = errno;
 	gmt_enter();
 	if (load_state() != ST_ACTIVE || getpid() != g.pid || !g.flusher_running)
@@ -921,6 +991,8 @@ static void fork_child(void)
 	g.stop = 0;
 	g.exec_hold = 0;
 	g.writes_held = 0;
+	g.exit_tid = 0;
+	g.finishing = 0;
 	tls_exec_holds = 0;
 	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
 	g.pid = getpid();

@@ -5,6 +5,7 @@
  * path pays nothing for it; the price is lag: a PEAK sample comes up to one
  * GPUMEMTRACE_FLUSH_MS after the allocation that made the high. */
 #include "preload/sampler.h"
+#include "preload/nocancel.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -176,7 +177,11 @@ void gmt_sampler_poke(enum gmt_sample_why why)
 
 static void at_exit_sample(void)
 {
+	/* On the program's thread: a join and NVML's reads are no place for
+	 * its pending cancellation to act. */
+	int cancel = gmt_nocancel_begin();
 	gmt_sampler_stop(1);
+	gmt_nocancel_end(cancel);
 }
 
 void gmt_sampler_start(int sample_ms)
@@ -214,7 +219,10 @@ void gmt_sampler_stop(int take_end)
 	if (!__atomic_load_n(&s.running, __ATOMIC_RELAXED) || s.pid != getpid() ||
 	    pthread_equal(pthread_self(), s.thread))
 		return;
-	__atomic_store_n(&s.running, 0, __ATOMIC_RELAXED);
+	/* Once: racing exits may stop us from two threads, and the thread is
+	 * joined once. */
+	if (!__atomic_exchange_n(&s.running, 0, __ATOMIC_RELAXED))
+		return;
 	/* Pairs with the acquire load in stopping(). */
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
 	wake_sampler();

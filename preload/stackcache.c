@@ -1,4 +1,5 @@
 #include "preload/stackcache.h"
+#include "preload/nocancel.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -233,7 +234,11 @@ static unsigned backtrace_trimmed(uint64_t *ips, unsigned depth, uintptr_t self_
 				  uintptr_t self_hi)
 {
 	enum { SLACK = 16 }; /* our own frames, trimmed below */
+	/* libunwind reads a pipe to check an address it doubts (the end of a
+	 * thread's stack): a cancellation point, on the program's thread. */
+	int cancel = gmt_nocancel_begin();
 	int n = unw_backtrace((void **)ips, (int)(depth + SLACK));
+	gmt_nocancel_end(cancel);
 	if (n <= 0)
 		return 0;
 	unsigned skip = 0;
@@ -288,7 +293,9 @@ capture_cached(struct cache *c, uint64_t *ips, unsigned depth, uintptr_t self_lo
 	if (!slot0 || !n || !worth_learning(c, slot0, ips, n))
 		return n;
 	uint64_t slots[depth], again[depth];
+	int cancel = gmt_nocancel_begin(); /* as in backtrace_trimmed */
 	unsigned m = unwind(again, slots, depth, self_lo, self_hi);
+	gmt_nocancel_end(cancel);
 	/* Both walks must agree before the chain is trusted. */
 	if (m == n && memcmp(again, ips, n * sizeof *ips) == 0)
 		insert(c, slot0, ips, slots, n);

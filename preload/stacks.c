@@ -2,6 +2,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+/* Out of memory, an entry is left out of its table (and freed): the
+ * tracer goes on. uthash's default exit(-1) killed the program, and from
+ * the core it would now call our own exit hook. */
+#define HASH_NONFATAL_OOM	 1
+#define uthash_nonfatal_oom(obj) free(obj)
 #include <uthash.h>
 
 struct edge_key {

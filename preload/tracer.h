@@ -146,8 +146,13 @@ void gmt_futex_set(uint32_t *word, uint32_t value);
 enum { GMT_THREAD_UP_WAIT_MS = 1000 };
 uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms);
 
-/* Flushes everything and writes a trailer, on the calling thread (exit). */
+/* Flushes everything and writes a trailer, on the calling thread (exit).
+ * Runs once; a second caller waits (bounded) until the first is done. */
 void gmt_finish(enum gmt_end_reason reason);
+/* exit() was called: returns at once for the first call; a racing call
+ * from another thread waits a little for the first to end the process,
+ * then finishes the trace itself. Keeps errno. */
+void gmt_exit_called(void);
 /* The same, done by the flush thread while the caller waits a bounded
  * time: async-signal-safe, for _exit and exec, which handlers may call. */
 void gmt_finish_async(enum gmt_end_reason reason);

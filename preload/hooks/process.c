@@ -1,7 +1,10 @@
 /* The ends of a process image that skip exit(): _exit and _Exit (how
  * os._exit and multiprocessing workers end) and exec. Each has the flush
  * thread write the trace and its trailer first. They are async-signal-safe
- * and signal handlers call them, so nothing here mallocs or locks. */
+ * and signal handlers call them, so nothing here mallocs or locks. And
+ * exit itself, for threads that race it. */
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/syscall.h>
@@ -14,10 +17,69 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 
+/* The real functions, found once by our constructor and never on these
+ * paths: dlsym takes the loader's lock, which a dlopen holds for as long as
+ * the library it opens runs its constructors (forever, for one that never
+ * returns), and the process could not end. Another library's constructor
+ * that ends the process before ours has run finds them in libc's own
+ * symbol table, which takes no loader lock. */
+enum {
+	END_EXIT,
+	END__EXIT,
+	END__EXIT_UPPER,
+	END_EXECVE,
+	END_EXECV,
+	END_EXECVP,
+	END_EXECVPE,
+	END_FEXECVE,
+	END_COUNT
+};
+static const char *const end_names[END_COUNT] = {"exit",  "_exit",  "_Exit",   "execve",
+						 "execv", "execvp", "execvpe", "fexecve"};
+static void *end_fns[END_COUNT];
+
+__attribute__((constructor)) static void find_process_ends(void)
+{
+	for (int i = 0; i < END_COUNT; i++) {
+		void *fn = gmt_libc_next(end_names[i]);
+		if (!fn) {
+			dlerror(); /* ours must not show in the program's dlerror() */
+			fn = gmt_libc_find(end_names[i]);
+		}
+		/* Pairs with the acquire load in real_end. */
+		__atomic_store_n(&end_fns[i], fn, __ATOMIC_RELEASE);
+	}
+}
+
+static void *real_end(int i)
+{
+	void *fn = __atomic_load_n(&end_fns[i], __ATOMIC_ACQUIRE);
+	return fn ? fn : gmt_libc_find(end_names[i]);
+}
+
+/* The exec wrappers' call, or -1 with ENOSYS if libc has none. */
+#define CALL_EXEC(i, type, ...)                                                                    \
+	({                                                                                         \
+		type real_ = (type)real_end(i);                                                    \
+		real_ ? real_(__VA_ARGS__) : (errno = ENOSYS, -1);                                 \
+	})
+
+/* exit: the program's handlers, then our destructor, end the trace. Only
+ * a second thread's exit racing the first needs us (gmt_exit_called). */
+GMT_EXPORT __attribute__((noreturn)) void exit(int status)
+{
+	gmt_exit_called();
+	exit_fn real = (exit_fn)real_end(END_EXIT);
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
 GMT_EXPORT __attribute__((noreturn)) void _exit(int status)
 {
 	gmt_finish_async(GMT_END__EXIT);
-	exit_fn real = (exit_fn)gmt_libc_next("_exit");
+	exit_fn real = (exit_fn)real_end(END__EXIT);
 	if (real)
 		real(status);
 	syscall(SYS_exit_group, status);
@@ -27,7 +89,7 @@ GMT_EXPORT __attribute__((noreturn)) void _exit(int status)
 GMT_EXPORT __attribute__((noreturn)) void _Exit(int status)
 {
 	gmt_finish_async(GMT_END__EXIT);
-	exit_fn real = (exit_fn)gmt_libc_next("_Exit");
+	exit_fn real = (exit_fn)real_end(END__EXIT_UPPER);
 	if (real)
 		real(status);
 	syscall(SYS_exit_group, status);
@@ -40,7 +102,7 @@ GMT_EXPORT __attribute__((noreturn)) void _Exit(int status)
 GMT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	gmt_finish_async(GMT_END_EXEC);
-	int rc = ((execve_fn)gmt_libc_next("execve"))(path, argv, envp);
+	int rc = CALL_EXEC(END_EXECVE, execve_fn, path, argv, envp);
 	gmt_exec_returned();
 	return rc;
 }
@@ -48,7 +110,7 @@ GMT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 GMT_EXPORT int execv(const char *path, char *const argv[])
 {
 	gmt_finish_async(GMT_END_EXEC);
-	int rc = ((execv_fn)gmt_libc_next("execv"))(path, argv);
+	int rc = CALL_EXEC(END_EXECV, execv_fn, path, argv);
 	gmt_exec_returned();
 	return rc;
 }
@@ -56,7 +118,7 @@ GMT_EXPORT int execv(const char *path, char *const argv[])
 GMT_EXPORT int execvp(const char *file, char *const argv[])
 {
 	gmt_finish_async(GMT_END_EXEC);
-	int rc = ((execv_fn)gmt_libc_next("execvp"))(file, argv);
+	int rc = CALL_EXEC(END_EXECVP, execv_fn, file, argv);
 	gmt_exec_returned();
 	return rc;
 }
@@ -64,7 +126,7 @@ GMT_EXPORT int execvp(const char *file, char *const argv[])
 GMT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	gmt_finish_async(GMT_END_EXEC);
-	int rc = ((execve_fn)gmt_libc_next("execvpe"))(file, argv, envp);
+	int rc = CALL_EXEC(END_EXECVPE, execve_fn, file, argv, envp);
 	gmt_exec_returned();
 	return rc;
 }
@@ -72,7 +134,7 @@ GMT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 GMT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	gmt_finish_async(GMT_END_EXEC);
-	int rc = ((fexecve_fn)gmt_libc_next("fexecve"))(fd, argv, envp);
+	int rc = CALL_EXEC(END_FEXECVE, fexecve_fn, fd, argv, envp);
 	gmt_exec_returned();
 	return rc;
 }

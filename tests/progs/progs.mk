@@ -156,3 +156,13 @@ life-progs: $(PROG_DIR)/fdclash
 $(PROG_DIR)/fdclash: tests/progs/fdclash.c $(PROG_DEPS) | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) $< -o $@ $(PROG_LINK_RT) $(SAN_LDFLAGS)
+
+# Ends at odd moments (t-life-stuck-loader, t-life-cancel, t-life-exit-threads),
+# and a library whose constructor holds the loader's lock.
+life-progs: $(PROG_DIR)/ends $(PROG_DIR)/libstuckctor.so
+$(PROG_DIR)/ends: tests/progs/ends.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -ldl -lpthread $(SAN_LDFLAGS)
+$(PROG_DIR)/libstuckctor.so: tests/progs/stuckctor.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ $(SAN_LDFLAGS)
