@@ -215,6 +215,12 @@ void *gmt_libc_dlopen(const char *file, int mode)
 	return real_open ? real_open(file, mode) : NULL;
 }
 
+int gmt_libc_dlclose(void *handle)
+{
+	int (*real_close)(void *) = (int (*)(void *))gmt_libc_next("dlclose");
+	return real_close ? real_close(handle) : -1;
+}
+
 /* ---- real functions behind the wrappers -------------------------------- */
 
 void gmt_note_driver_handle(void *handle)

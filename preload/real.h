@@ -89,9 +89,10 @@ static inline void *gmt_used(enum gmt_used_id id)
 void *(*gmt_real_dlsym(void))(void *, const char *);
 void *(*gmt_real_dlvsym(void))(void *, const char *, const char *);
 void *gmt_libc_next(const char *name); /* RTLD_NEXT lookup from this library */
-/* libc's dlsym and dlopen for the core: a plain call would bind to our
+/* libc's dlsym, dlopen and dlclose for the core: a plain call would bind to our
  * exported hooks (-Bsymbolic), and the core never calls into the hooks. */
 void *gmt_libc_dlsym(void *handle, const char *name);
 void *gmt_libc_dlopen(const char *file, int mode);
+int gmt_libc_dlclose(void *handle);
 
 #endif
