@@ -28,7 +28,7 @@ static void load(void)
 #define GMT_ZSTD_SYM_(ret, fn, params)                                                             \
 	if (!(zstd_funcs.fn = (ret(*) params)loader->sym(h, #fn))) {                               \
 		snprintf(reason, sizeof reason, "%s has no %s", name, #fn);                        \
-		dlclose(h);                                                                        \
+		loader->close(h);                                                                  \
 		return;                                                                            \
 	}
 	GMT_ZSTD_FUNCS(GMT_ZSTD_SYM_)

@@ -40,13 +40,14 @@ struct gmt_zstd {
 /* The default soname; GPUMEMTRACE_ZSTD_LIB (test-only) names another. */
 #define GMT_ZSTD_SONAME "libzstd.so.1"
 
-/* How a binary loads a library: the CLI passes libc's dlopen and dlsym,
- * the preload library its own path to them, since a plain call there binds
- * to its exported dlopen/dlsym hooks (-Bsymbolic) and common/ never calls
- * into the hooks (make check-layers). */
+/* How a binary loads a library: the CLI passes libc's dlopen, dlsym and
+ * dlclose, the preload library its own path to them, since a plain call
+ * there binds to its exported dlopen/dlsym/dlclose hooks (-Bsymbolic) and
+ * common/ never calls into the hooks (make check-layers). */
 struct gmt_dl {
 	void *(*open)(const char *file, int mode);
 	void *(*sym)(void *handle, const char *name);
+	int (*close)(void *handle);
 };
 
 /* The loaded library, or NULL when it cannot be loaded (why: a one-line

@@ -25,8 +25,10 @@ static const char *const used_names[GMT_USED_COUNT] = {
 void *gmt_used_fn[GMT_USED_COUNT];
 
 /* libcuda's handle, learnt from the program's own dlsym and entry-point
- * lookups: the runtime opens it RTLD_LOCAL, out of RTLD_NEXT's reach. */
-static void *driver_handle;
+ * lookups: the runtime opens it RTLD_LOCAL, out of RTLD_NEXT's reach. The
+ * anchor is an address in the handle's own object (its dynamic section),
+ * to tell whether the handle outlived it. */
+static void *driver_handle, *driver_anchor;
 
 /* ---- libc's dlvsym, found without any dlsym --------------------------- */
 
@@ -222,16 +224,78 @@ void *gmt_libc_dlopen(const char *file, int mode)
 	return real_open ? real_open(file, mode) : NULL;
 }
 
+int gmt_libc_dlclose(void *handle)
+{
+	int (*real_close)(void *) = (int (*)(void *))gmt_libc_next("dlclose");
+	return real_close ? real_close(handle) : -1;
+}
+
 /* ---- real functions behind the wrappers -------------------------------- */
 
 void gmt_note_driver_handle(void *handle)
 {
 	if (!handle || handle == RTLD_NEXT || handle == RTLD_DEFAULT)
 		return;
+	if (__atomic_load_n(&driver_handle, __ATOMIC_ACQUIRE))
+		return;
+	/* The program has just looked a function up in it: a live handle. */
+	struct link_map *lm = NULL;
+	if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) || !lm)
+		dlerror();
 	void *expected = NULL;
 	/* First handle wins. Pairs with the acquire load in get_driver_handle. */
-	__atomic_compare_exchange_n(&driver_handle, &expected, handle, 0, __ATOMIC_RELEASE,
-				    __ATOMIC_RELAXED);
+	if (__atomic_compare_exchange_n(&driver_handle, &expected, handle, 0, __ATOMIC_RELEASE,
+					__ATOMIC_RELAXED))
+		__atomic_store_n(&driver_anchor, lm ? (void *)lm->l_ld : NULL, __ATOMIC_RELEASE);
+}
+
+/* ---- objects unloaded: what pointed into them is dropped --------------- */
+
+static int read_unload_count(struct dl_phdr_info *info, size_t size, void *count)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+		*(unsigned long long *)count = info->dlpi_subs;
+	return 1;
+}
+
+unsigned long long gmt_loader_unloads(void)
+{
+	unsigned long long subs = 0;
+	dl_iterate_phdr(read_unload_count, &subs);
+	return subs;
+}
+
+/* Clears *slot if what it points to is in no loaded object. Only a pointer
+ * into an object unloaded since it was cached goes: the wrapper's next call
+ * looks its function up again. A value set meanwhile by a lookup stays. */
+static void forget_if_unloaded(void **slot)
+{
+	Dl_info info;
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (p && !dladdr(p, &info))
+		__atomic_compare_exchange_n(slot, &p, NULL, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+void gmt_forget_unloaded(void)
+{
+	int saved_errno = errno;
+	for (int i = 0; i < GMT_HOOK_COUNT; i++) {
+		forget_if_unloaded(&gmt_hooks[i].real);
+		forget_if_unloaded(&gmt_hooks[i].driver_addr);
+	}
+	for (int i = 0; i < GMT_USED_COUNT; i++)
+		forget_if_unloaded(&gmt_used_fn[i]);
+	/* A handle is a link map: still loaded if the object at its anchor is
+	 * it. A stale handle must never reach dlsym. */
+	void *h = __atomic_load_n(&driver_handle, __ATOMIC_ACQUIRE);
+	void *anchor = __atomic_load_n(&driver_anchor, __ATOMIC_ACQUIRE);
+	Dl_info info;
+	struct link_map *lm = NULL;
+	if (h &&
+	    !(anchor && dladdr1(anchor, &info, (void **)&lm, RTLD_DL_LINKMAP) && (void *)lm == h))
+		__atomic_compare_exchange_n(&driver_handle, &h, NULL, 0, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
+	errno = saved_errno;
 }
 
 /* The loader's count of objects loaded so far, plus 1 (0: unknown). */

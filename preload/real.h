@@ -52,7 +52,7 @@ enum gmt_used_id {
 struct gmt_hook {
 	const char *name;  /* exported ELF name */
 	const char *base;  /* name the entry-point lookups ask for */
-	void *real;	   /* what the wrapper calls; set once */
+	void *real;	   /* what the wrapper calls; set once per load of its object */
 	void *driver_addr; /* the export's address in the driver, once looked up */
 	int is_runtime;
 };
@@ -73,6 +73,14 @@ void gmt_set_real(enum gmt_hook_id id, void *fn);
 /* A handle the program looked a driver function up in: libcuda's. */
 void gmt_note_driver_handle(void *handle);
 
+/* The loader's count of objects unloaded so far (dlpi_subs; 0: unknown). */
+unsigned long long gmt_loader_unloads(void);
+/* After an object was unloaded (dlclose): drops every cached real function,
+ * driver address and driver handle that no longer lies in a loaded object,
+ * so the next call looks it up again. Off the fast path: gmt_real and
+ * gmt_used stay one acquire load. */
+void gmt_forget_unloaded(void);
+
 /* A driver function we call ourselves, or NULL while libcuda is unknown.
  * The found ones are cached inline: cuCtxGetCurrent is on every event. */
 extern void *gmt_used_fn[GMT_USED_COUNT] __attribute__((visibility("hidden"))); /* no GOT load */
@@ -92,9 +100,10 @@ void *gmt_libc_next(const char *name); /* RTLD_NEXT lookup from this library */
 /* `name` in libc's own symbol table: no dlsym, so never waits on the
  * loader's lock (a dlopen holds it while constructors run). */
 void *gmt_libc_find(const char *name);
-/* libc's dlsym and dlopen for the core: a plain call would bind to our
+/* libc's dlsym, dlopen and dlclose for the core: a plain call would bind to our
  * exported hooks (-Bsymbolic), and the core never calls into the hooks. */
 void *gmt_libc_dlsym(void *handle, const char *name);
 void *gmt_libc_dlopen(const char *file, int mode);
+int gmt_libc_dlclose(void *handle);
 
 #endif

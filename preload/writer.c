@@ -27,7 +27,7 @@
 #include "preload/real.h"
 
 /* libzstd is loaded through libc's loader, never our dlopen/dlsym hooks. */
-static const struct gmt_dl libc_dl = {gmt_libc_dlopen, gmt_libc_dlsym};
+static const struct gmt_dl libc_dl = {gmt_libc_dlopen, gmt_libc_dlsym, gmt_libc_dlclose};
 
 #define CHUNK_TARGET (256u << 10) /* write a chunk once this much is pending */
 #define BATCH_TARGET (64u << 10)  /* close an EVENTS record at this size */

@@ -8,7 +8,7 @@
 
 #include "reader/internal.h"
 
-const struct gmt_dl rd_dl = {dlopen, dlsym};
+const struct gmt_dl rd_dl = {dlopen, dlsym, dlclose};
 
 /* pread the whole range, retrying short reads; 0 ok, -1 errno set. */
 int rd_read_at(int fd, void *buf, size_t len, uint64_t off)

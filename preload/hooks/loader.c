@@ -1,7 +1,8 @@
-/* dlopen and dlmopen: a library opened with RTLD_DEEPBIND, or into a new
- * dlmopen namespace, binds its own dlsym to libc's, so its CUDA lookups
- * bypass our dlsym hook. We cannot see those calls; we say so in the trace
- * (a NOTE that `summary` prints), naming the library. */
+/* dlopen, dlmopen and dlclose. dlopen and dlmopen: a library opened with RTLD_DEEPBIND, or into a
+ * new dlmopen namespace, binds its own dlsym to libc's, so its CUDA lookups bypass our dlsym hook.
+ * We cannot see those calls; we say so in the trace (a NOTE that `summary` prints), naming the
+ * library. dlclose: a real function cached from an object it unloaded (a plugin's libcudart) must
+ * not be called once the object is opened again elsewhere. */
 #include <dlfcn.h>
 
 #include "preload/hooks/hooks.h"
@@ -45,4 +46,14 @@ GMT_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode)
 	else if (mode & RTLD_DEEPBIND)
 		note_bypass("RTLD_DEEPBIND", file);
 	return real(lmid, file, mode);
+}
+
+/* Rare (plugins, ctypes): the check runs only when an object was unloaded. */
+GMT_EXPORT int dlclose(void *handle)
+{
+	unsigned long long before = gmt_loader_unloads();
+	int r = gmt_libc_dlclose(handle);
+	if (gmt_loader_unloads() != before)
+		gmt_forget_unloaded();
+	return r;
 }

@@ -54,7 +54,9 @@ static void *wrap_dlsym(const char *name, void *handle, void *addr)
 
 /* The cache of module_handle_of. Held only to read or update the cache,
  * never across dlopen (which takes the loader lock: a constructor running
- * inside dlopen may look up entry points), and held across fork. */
+ * inside dlopen may look up entry points), and held across fork. The handle
+ * is our own RTLD_NOLOAD reference, never closed: its module (and so each
+ * driver_addr looked up in it) cannot be unloaded under the cache. */
 static pthread_mutex_t lookup_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *cached_base, *cached_handle;
 

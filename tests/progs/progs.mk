@@ -166,3 +166,14 @@ $(PROG_DIR)/ends: tests/progs/ends.c common/cuda-types.h | sim
 $(PROG_DIR)/libstuckctor.so: tests/progs/stuckctor.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ $(SAN_LDFLAGS)
+
+# A plugin linked against the runtime, closed and opened again (t-reload);
+# the program links no CUDA library, so the plugin's dlclose unloads the runtime.
+stress-progs: $(PROG_DIR)/libreload-plugin.so $(PROG_DIR)/reload-main
+$(PROG_DIR)/libreload-plugin.so: tests/progs/reload-plugin.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libreload-plugin.so $< -o $@ \
+		-L$(SIM_DIR) -l:libcudart.so.13 $(SAN_LDFLAGS)
+$(PROG_DIR)/reload-main: tests/progs/reload-main.c common/cuda-types.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -ldl $(SAN_LDFLAGS)
