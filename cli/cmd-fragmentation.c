@@ -14,7 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "analysis/growth-frag-oom.h"
+#include "analysis/report-base.h"
 #include "analysis/trace.h"
 
 #define NSAMPLES     20
@@ -71,7 +71,7 @@ struct vmm {
 
 struct frag {
 	struct trace *t;
-	const struct gfo_opts *o;
+	const struct rb_opts *o;
 	struct fdev *devs;
 	size_t ndevs;
 	int pass;
@@ -272,7 +272,7 @@ static void snap_json(FILE *f, struct trace *t, const struct snap *s)
 		", \"live_rounded_bytes\": %" PRIu64 ", \"external_fragmentation\": ",
 		s->time_ns ? trace_rel(t, s->time_ns) : 0, s->live, s->count, s->span,
 		s->free_in_span, s->largest_gap, s->gaps, s->live_rounded);
-	gfo_json_d(f, ratio(s->free_in_span, s->span));
+	rb_json_d(f, ratio(s->free_in_span, s->span));
 	fputc('}', f);
 }
 
@@ -287,7 +287,7 @@ static void snap_human(FILE *f, struct trace *t, const char *what, const struct 
 		"  %s (%s): %s live in %" PRIu64 " allocations over a span of %s;\n"
 		"    %s free inside the span (%.1f%% external fragmentation) in %" PRIu64
 		" gap%s, the largest %s\n",
-		what, gfo_time(b1, trace_rel(t, s->time_ns)), fmt_size(b2, s->live), s->count,
+		what, rb_time(b1, trace_rel(t, s->time_ns)), fmt_size(b2, s->live), s->count,
 		fmt_size(b3, s->span), fmt_size(b4, s->free_in_span),
 		100 * ratio(s->free_in_span, s->span), s->gaps, s->gaps == 1 ? "" : "s",
 		fmt_size(b5, s->largest_gap));
@@ -337,7 +337,7 @@ static void dev_human(FILE *f, struct frag *g, struct fdev *d)
 		for (int i = 0; i < d->nsamples; i++) {
 			const struct snap *s = &d->samples[i];
 			fprintf(f, "    %12s %11s %11s %7.1f%%\n",
-				gfo_time(b1, trace_rel(t, s->time_ns)), fmt_size(b2, s->live),
+				rb_time(b1, trace_rel(t, s->time_ns)), fmt_size(b2, s->live),
 				fmt_size(b3, s->span), 100 * ratio(s->free_in_span, s->span));
 		}
 	}
@@ -422,7 +422,7 @@ static void frag_json(FILE *f, struct frag *g, int first)
 {
 	const struct vmm *v = &g->vmm;
 	fprintf(f, "%s\n  {", first ? "" : ",");
-	gfo_json_head(f, g->t);
+	rb_json_head(f, g->t);
 	fputs(",\n   \"devices\": [", f);
 	for (size_t k = 0; k < g->ndevs; k++)
 		dev_json(f, g, &g->devs[k], k == 0);
@@ -461,7 +461,7 @@ static void frag_human(FILE *f, struct frag *g, int first)
 	char b1[32], b2[32];
 	if (!first)
 		fputc('\n', f);
-	gfo_human_head(f, g->t);
+	rb_human_head(f, g->t);
 	if (!g->ndevs)
 		fprintf(f, "  no device memory was allocated\n");
 	for (size_t k = 0; k < g->ndevs; k++)
@@ -479,7 +479,7 @@ static void frag_human(FILE *f, struct frag *g, int first)
 			g->pool_trims);
 }
 
-static void frag_totals(FILE *f, const struct gfo_opts *o, const struct trace *ts,
+static void frag_totals(FILE *f, const struct rb_opts *o, const struct trace *ts,
 			const struct ftot *tot)
 {
 	if (o->json) {
@@ -497,7 +497,7 @@ static void frag_totals(FILE *f, const struct gfo_opts *o, const struct trace *t
 		    "%d, \"live_bytes_at_peaks\": %" PRIu64 ", \"free_in_span_at_peaks\": %" PRIu64
 		    ", \"rounding_waste_bytes\": %" PRIu64 ", \"worst_external_fragmentation\": ",
 		    o->npaths, live, fr, waste);
-		gfo_json_d(f, w);
+		rb_json_d(f, w);
 		fputs("}}\n", f);
 	} else if (o->npaths > 1) {
 		char b1[32], b2[32], b3[32];
@@ -513,7 +513,7 @@ static void frag_totals(FILE *f, const struct gfo_opts *o, const struct trace *t
 int cmd_fragmentation(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	struct gfo_opts o = {0};
+	struct rb_opts o = {0};
 	const struct option opts[] = {
 	    OPT_BOOL("json", &o.json, "one JSON object instead of text (keys: docs/cli.md)"),
 	    OPT_INT("device", &o.device, "N", 0, INT32_MAX, "only device N",
@@ -524,7 +524,7 @@ int cmd_fragmentation(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	struct trace *ts;
-	rc = gfo_open_all(cmd, &o, &ts);
+	rc = rb_open_all(cmd, &o, &ts);
 	if (rc >= 0) {
 		free(o.paths);
 		return rc;
@@ -556,5 +556,5 @@ int cmd_fragmentation(int argc, char **argv)
 	frag_totals(f, &o, ts, tot);
 	free(tot);
 	free(o.paths);
-	return gfo_finish_all(ts, o.npaths, worst);
+	return rb_finish_all(ts, o.npaths, worst);
 }

@@ -13,7 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "analysis/growth-frag-oom.h"
+#include "analysis/report-base.h"
 #include "analysis/trace.h"
 
 #define MAX_OOMS   200 /* analysed and kept; all are counted */
@@ -215,7 +215,7 @@ static void judge(struct trace *t, struct oom *o)
 		}
 		return;
 	}
-	uint64_t tot = gfo_dev_total(t, e->device);
+	uint64_t tot = rb_dev_total(t, e->device);
 	if (tot && (o->held + req > tot || (double)o->held >= NEARLY_ALL * (double)tot)) {
 		o->verdict = "real exhaustion";
 		snprintf(o->why, sizeof(o->why),
@@ -272,15 +272,15 @@ static void oom_json(FILE *f, struct trace *t, const struct oom *o, bool first)
 	const char *rn = result_name(e->api, e->result);
 	fprintf(f, "%s\n    {\"time_ns\": %" PRId64 ", \"api\": ", first ? "" : ",",
 		trace_rel(t, e->time_ns));
-	gfo_json_s(f, api_name(e->api));
+	rb_json_s(f, api_name(e->api));
 	fprintf(f,
 		", \"device\": %" PRId64 ", \"size\": %" PRIu64 ", \"result\": %" PRIu64
 		", \"result_name\": ",
 		e->device, e->size, e->result);
-	gfo_json_s(f, rn);
+	rb_json_s(f, rn);
 	fprintf(f, ", \"tid\": %" PRIu64 ", \"stack_id\": %" PRIu64 ", \"site\": ", e->tid,
 		e->stack_id);
-	gfo_json_s(f, gfo_site(t, e->stack_id, site, sizeof(site)));
+	rb_json_s(f, rb_site(t, e->stack_id, site, sizeof(site)));
 	if (o->mi) {
 		uint64_t used = o->mi->total_bytes > o->mi->free_bytes
 				    ? o->mi->total_bytes - o->mi->free_bytes
@@ -298,7 +298,7 @@ static void oom_json(FILE *f, struct trace *t, const struct oom *o, bool first)
 	fputs(",\n     \"by_library\": [", f);
 	for (size_t i = 0; i < o->nlibs; i++) {
 		fputs(i ? ", {\"library\": " : "{\"library\": ", f);
-		gfo_json_s(f, o->libs[i].name);
+		rb_json_s(f, o->libs[i].name);
 		fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
 			o->libs[i].bytes, o->libs[i].count);
 	}
@@ -306,14 +306,14 @@ static void oom_json(FILE *f, struct trace *t, const struct oom *o, bool first)
 	for (size_t i = 0; i < o->nsites; i++) {
 		fprintf(f, "%s{\"stack_id\": %" PRIu64 ", \"site\": ", i ? ", " : "",
 			o->sites[i].stack_id);
-		gfo_json_s(f, gfo_site(t, o->sites[i].stack_id, site, sizeof(site)));
+		rb_json_s(f, rb_site(t, o->sites[i].stack_id, site, sizeof(site)));
 		fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
 			o->sites[i].bytes, o->sites[i].count);
 	}
 	fputs("],\n     \"verdict\": ", f);
-	gfo_json_s(f, o->verdict);
+	rb_json_s(f, o->verdict);
 	fputs(", \"explanation\": ", f);
-	gfo_json_s(f, o->why);
+	rb_json_s(f, o->why);
 	fputc('}', f);
 }
 
@@ -323,13 +323,13 @@ static void oom_human(FILE *f, struct trace *t, const struct oom *o)
 	const struct gmt_event *e = &o->e;
 	const char *rn = result_name(e->api, e->result);
 	fprintf(f, "\n%s  %s of %s on device %" PRId64 " failed: %s\n",
-		gfo_time(b1, trace_rel(t, e->time_ns)), api_name(e->api), fmt_size(b2, e->size),
+		rb_time(b1, trace_rel(t, e->time_ns)), api_name(e->api), fmt_size(b2, e->size),
 		e->device, rn ? rn : "out of memory");
-	fprintf(f, "  site: %s\n", gfo_site(t, e->stack_id, site, sizeof(site)));
+	fprintf(f, "  site: %s\n", rb_site(t, e->stack_id, site, sizeof(site)));
 	if (o->mi)
 		fprintf(f, "  device memory then: %s free of %s (cuMemGetInfo at %s)\n",
 			fmt_size(b1, o->mi->free_bytes), fmt_size(b2, o->mi->total_bytes),
-			gfo_time(b3, trace_rel(t, o->mi->time_ns)));
+			rb_time(b3, trace_rel(t, o->mi->time_ns)));
 	else
 		fprintf(f, "  device memory then: free unknown (no MEMINFO record)\n");
 	fprintf(f, "  this process held %s on the device (%s on all devices)\n",
@@ -346,7 +346,7 @@ static void oom_human(FILE *f, struct trace *t, const struct oom *o)
 		for (size_t i = 0; i < o->nsites; i++)
 			fprintf(f, "    %11s %6" PRIu64 "  %s\n", fmt_size(b1, o->sites[i].bytes),
 				o->sites[i].count,
-				gfo_site(t, o->sites[i].stack_id, site, sizeof(site)));
+				rb_site(t, o->sites[i].stack_id, site, sizeof(site)));
 	}
 	fprintf(f, "  verdict: %s: %s\n", o->verdict, o->why);
 }
@@ -354,7 +354,7 @@ static void oom_human(FILE *f, struct trace *t, const struct oom *o)
 int cmd_oom(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	struct gfo_opts opt = {0};
+	struct rb_opts opt = {0};
 	const struct option opts[] = {
 	    OPT_BOOL("json", &opt.json, "one JSON object instead of text (keys: docs/cli.md)"),
 	    OPT_END(),
@@ -363,7 +363,7 @@ int cmd_oom(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	struct trace *ts;
-	rc = gfo_open_all(cmd, &opt, &ts);
+	rc = rb_open_all(cmd, &opt, &ts);
 	if (rc >= 0) {
 		free(opt.paths);
 		return rc;
@@ -389,7 +389,7 @@ int cmd_oom(int argc, char **argv)
 		tps[i] = t;
 		if (opt.json) {
 			fprintf(f, "%s\n  {", i ? "," : "");
-			gfo_json_head(f, t);
+			rb_json_head(f, t);
 			fprintf(f,
 				", \"meminfo_records\": %zu, \"ooms_total\": %" PRIu64
 				", \"ooms\": [",
@@ -403,10 +403,10 @@ int cmd_oom(int argc, char **argv)
 			for (size_t k = 0; k < r.nothers; k++) {
 				const struct other *y = &r.others[k];
 				fprintf(f, "%s{\"api\": ", k ? ", " : "");
-				gfo_json_s(f, api_name(y->api));
+				rb_json_s(f, api_name(y->api));
 				fprintf(f,
 					", \"result\": %" PRIu64 ", \"result_name\": ", y->result);
-				gfo_json_s(f, result_name(y->api, y->result));
+				rb_json_s(f, result_name(y->api, y->result));
 				fprintf(f,
 					", \"count\": %" PRIu64 ", \"first_time_ns\": %" PRId64 "}",
 					y->count, trace_rel(t, y->first_time));
@@ -416,7 +416,7 @@ int cmd_oom(int argc, char **argv)
 			char b1[32];
 			if (i)
 				fputc('\n', f);
-			gfo_human_head(f, t);
+			rb_human_head(f, t);
 			if (!r.ooms_total)
 				fprintf(f, "  no allocation failed with out-of-memory\n");
 			else
@@ -435,7 +435,7 @@ int cmd_oom(int argc, char **argv)
 					const char *rn = result_name(y->api, y->result);
 					fprintf(f, "  %-28s %-32s %6" PRIu64 " x, first at %s\n",
 						api_name(y->api), rn ? rn : "?", y->count,
-						gfo_time(b1, trace_rel(t, y->first_time)));
+						rb_time(b1, trace_rel(t, y->first_time)));
 				}
 			}
 		}
@@ -463,5 +463,5 @@ int cmd_oom(int argc, char **argv)
 	free(counts);
 	free(tps);
 	free(opt.paths);
-	return gfo_finish_all(ts, opt.npaths, worst);
+	return rb_finish_all(ts, opt.npaths, worst);
 }
