@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "analysis/accounting.h"
-#include "analysis/growth-frag-oom.h"
+#include "analysis/report-base.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 
@@ -38,7 +38,7 @@ static const struct opt_usage usage = {
 int cmd_accounting(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	struct gfo_opts o = {0};
+	struct rb_opts o = {0};
 	const struct option opts[] = {
 	    OPT_BOOL("json", &o.json, "one JSON object instead of text (keys: docs/cli.md)"),
 	    OPT_INT("device", &o.device, "N", 0, INT32_MAX, "only device N",
@@ -49,7 +49,7 @@ int cmd_accounting(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	struct trace *ts;
-	rc = gfo_open_all(cmd, &o, &ts);
+	rc = rb_open_all(cmd, &o, &ts);
 	if (rc >= 0) {
 		free(o.paths);
 		return rc;
@@ -66,14 +66,14 @@ int cmd_accounting(int argc, char **argv)
 			worst = r;
 		if (o.json) {
 			fprintf(f, "%s\n  {", i ? "," : "");
-			gfo_json_head(f, &ts[i]);
+			rb_json_head(f, &ts[i]);
 			fputs(",\n   \"accounting\": ", f);
 			acct_print_json(f, &as[i], only);
 			fputc('}', f);
 		} else {
 			if (i)
 				fputc('\n', f);
-			gfo_human_head(f, &ts[i]);
+			rb_human_head(f, &ts[i]);
 			acct_print(f, &as[i], only);
 		}
 	}
@@ -112,5 +112,5 @@ int cmd_accounting(int argc, char **argv)
 		acct_free(&as[i]);
 	free(as);
 	free(o.paths);
-	return gfo_finish_all(ts, o.npaths, worst);
+	return rb_finish_all(ts, o.npaths, worst);
 }

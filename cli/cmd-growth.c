@@ -15,7 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "analysis/growth-frag-oom.h"
+#include "analysis/gfo-names.h"
 #include "analysis/trace.h"
 
 #define MAX_STEPS      100000 /* kept for the output; all are counted */

@@ -9,20 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
-
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "analysis/growth-frag-oom.h"
+#include "analysis/oom.h"
+#include "analysis/report-base.h"
 #include "analysis/trace.h"
 
-#define MAX_OOMS   200 /* analysed and kept; all are counted */
-#define TOP_LIBS   8
-#define TOP_SITES  5
 #define HUMAN_OOMS 20
-#define MAX_OTHER  64 /* distinct (api, result) pairs kept */
-#define RESULT_OOM 2  /* CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation */
-#define NEARLY_ALL 0.9
 
 static const char about[] =
     "Every allocation that failed with out-of-memory (CUDA_ERROR_OUT_OF_MEMORY,\n"
@@ -53,234 +46,22 @@ static const char more[] =
 static const struct opt_usage usage = {
     .name = "oom", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
-struct holder {
-	const char *name; /* library (trace-owned string) */
-	uint64_t stack_id;
-	uint64_t bytes, count;
-};
-
-struct oom {
-	struct gmt_event e;
-	const struct trace_meminfo *mi;
-	uint64_t held, held_all;
-	struct holder libs[TOP_LIBS], sites[TOP_SITES];
-	size_t nlibs, nsites, libs_total, sites_total;
-	const char *verdict;
-	char why[400];
-};
-
-struct other {
-	uint32_t api;
-	uint64_t result, count, first_time;
-};
-
-struct site_acc {
-	UT_hash_handle hh;
-	uint64_t stack_id, bytes, count;
-};
-
-struct oomrun {
-	struct trace *t;
-	struct replay rp;
-	struct oom *ooms;
-	size_t nooms;
-	uint64_t ooms_total;
-	struct other others[MAX_OTHER];
-	size_t nothers;
-	uint64_t others_total;
-};
-
-/* Each MEMINFO record goes to the latest stored out-of-memory failure of
- * its thread at or before it (the library writes it right after the failed
- * call returns); a failure keeps the earliest record it gets. */
-static void match_meminfo(struct oomrun *r)
-{
-	const struct trace *t = r->t;
-	for (size_t i = 0; i < t->nmeminfo; i++) {
-		const struct trace_meminfo *m = &t->meminfo[i];
-		struct oom *best = NULL;
-		for (size_t k = 0; k < r->nooms; k++) {
-			struct oom *o = &r->ooms[k];
-			if ((int)o->e.tid != m->tid || o->e.time_ns > m->time_ns)
-				continue;
-			if (!best || o->e.time_ns >= best->e.time_ns)
-				best = o;
-		}
-		if (best && (!best->mi || m->time_ns < best->mi->time_ns))
-			best->mi = m;
-	}
-}
-
-static int holder_cmp(const void *a, const void *b)
-{
-	const struct holder *x = a, *y = b;
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
-}
-
-/* Keeps the `cap` largest of `all` (n entries) in out. */
-static size_t keep_top(struct holder *all, size_t n, struct holder *out, size_t cap)
-{
-	if (n)
-		qsort(all, n, sizeof(*all), holder_cmp);
-	size_t k = n < cap ? n : cap;
-	memcpy(out, all, k * sizeof(*all));
-	return k;
-}
-
-static void analyse(struct oomrun *r, struct oom *o)
-{
-	struct trace *t = r->t;
-	const struct gmt_event *e = &o->e;
-	o->held = replay_dev(&r->rp, e->device)->lv.bytes;
-	o->held_all = r->rp.buckets[BK_DEVICE].bytes;
-	/* by library and by site: the device's live allocations */
-	struct site_acc *sites = NULL, *sa, *st;
-	struct holder *libs = NULL;
-	size_t nlibs = 0;
-	int spaces[2] = {GMT_SPACE_ADDR, GMT_SPACE_VMM_HANDLE};
-	for (int s = 0; s < 2; s++) {
-		struct rp_live *l, *lt;
-		RP_EACH(&r->rp, spaces[s], l, lt)
-		{
-			if (l->bucket != BK_DEVICE || l->device != e->device)
-				continue;
-			HASH_FIND(hh, sites, &l->stack_id, sizeof(l->stack_id), sa);
-			if (!sa) {
-				sa = xrealloc(NULL, sizeof(*sa));
-				memset(sa, 0, sizeof(*sa));
-				sa->stack_id = l->stack_id;
-				HASH_ADD(hh, sites, stack_id, sizeof(sa->stack_id), sa);
-			}
-			sa->bytes += l->size;
-			sa->count++;
-		}
-	}
-	size_t nsites = HASH_COUNT(sites), k = 0;
-	struct holder *all = xrealloc(NULL, (nsites + 1) * sizeof(*all));
-	HASH_ITER(hh, sites, sa, st)
-	{
-		all[k++] = (struct holder){NULL, sa->stack_id, sa->bytes, sa->count};
-		const char *lib = trace_library(t, sa->stack_id);
-		size_t j = 0;
-		while (j < nlibs && strcmp(libs[j].name, lib) != 0)
-			j++;
-		if (j == nlibs) {
-			libs = xrealloc(libs, (nlibs + 1) * sizeof(*libs));
-			libs[nlibs++] = (struct holder){lib, 0, 0, 0};
-		}
-		libs[j].bytes += sa->bytes;
-		libs[j].count += sa->count;
-		HASH_DEL(sites, sa);
-		free(sa);
-	}
-	o->sites_total = nsites;
-	o->nsites = keep_top(all, nsites, o->sites, TOP_SITES);
-	o->libs_total = nlibs;
-	o->nlibs = keep_top(libs, nlibs, o->libs, TOP_LIBS);
-	free(all);
-	free(libs);
-}
-
-static void judge(struct trace *t, struct oom *o)
-{
-	const struct gmt_event *e = &o->e;
-	char b1[32], b2[32], b3[32], b4[32];
-	uint64_t req = e->size;
-	if (o->mi) {
-		uint64_t fr = o->mi->free_bytes, tot = o->mi->total_bytes;
-		uint64_t used = tot > fr ? tot - fr : 0;
-		uint64_t other = used > o->held ? used - o->held : 0;
-		if (fr >= req) {
-			o->verdict = "fragmentation";
-			snprintf(o->why, sizeof(o->why),
-				 "%s was free, more than the %s requested, yet no free block was "
-				 "large enough",
-				 fmt_size(b1, fr), fmt_size(b2, req));
-		} else if (other > o->held) {
-			o->verdict = "other processes";
-			snprintf(o->why, sizeof(o->why),
-				 "only %s free of %s; %s in use was not allocated by this process "
-				 "(other processes, CUDA contexts), more than the %s it held",
-				 fmt_size(b1, fr), fmt_size(b2, tot), fmt_size(b3, other),
-				 fmt_size(b4, o->held));
-		} else {
-			o->verdict = "real exhaustion";
-			snprintf(o->why, sizeof(o->why),
-				 "only %s free of %s; this process held %s, most of the memory in "
-				 "use (%s by others)",
-				 fmt_size(b1, fr), fmt_size(b2, tot), fmt_size(b3, o->held),
-				 fmt_size(b4, other));
-		}
-		return;
-	}
-	uint64_t tot = gfo_dev_total(t, e->device);
-	if (tot && (o->held + req > tot || (double)o->held >= NEARLY_ALL * (double)tot)) {
-		o->verdict = "real exhaustion";
-		snprintf(o->why, sizeof(o->why),
-			 "free memory unknown (no MEMINFO record); this process held %s of the "
-			 "device's %s, so %s could not fit",
-			 fmt_size(b1, o->held), fmt_size(b2, tot), fmt_size(b3, req));
-	} else if (tot) {
-		o->verdict = "unknown";
-		snprintf(o->why, sizeof(o->why),
-			 "free memory unknown (no MEMINFO record); this process held %s of the "
-			 "device's %s: the other %s was held by other processes or too "
-			 "fragmented",
-			 fmt_size(b1, o->held), fmt_size(b2, tot), fmt_size(b3, tot - o->held));
-	} else {
-		o->verdict = "unknown";
-		snprintf(o->why, sizeof(o->why),
-			 "free memory unknown (no MEMINFO record) and the device's total too (no "
-			 "DEVICE record); this process held %s",
-			 fmt_size(b1, o->held));
-	}
-}
-
-static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
-{
-	struct oomrun *r = ctx;
-	replay_apply(&r->rp, e);
-	if (!gmt_failed(e->result, e->flags))
-		return;
-	const struct api_info *a = api_lookup(e->api);
-	if (a && a->op == GMT_OP_ALLOC && e->result == RESULT_OOM) {
-		r->ooms_total++;
-		if (r->nooms < MAX_OOMS) {
-			struct oom *o = &r->ooms[r->nooms++];
-			memset(o, 0, sizeof(*o));
-			o->e = *e;
-			analyse(r, o);
-		}
-		return;
-	}
-	r->others_total++;
-	for (size_t i = 0; i < r->nothers; i++)
-		if (r->others[i].api == e->api && r->others[i].result == e->result) {
-			r->others[i].count++;
-			return;
-		}
-	if (r->nothers < MAX_OTHER)
-		r->others[r->nothers++] = (struct other){e->api, e->result, 1, e->time_ns};
-}
-
-static void oom_json(FILE *f, struct trace *t, const struct oom *o, bool first)
+static void oom_json(FILE *f, struct trace *t, const struct oom_failure *o, bool first)
 {
 	char site[512];
 	const struct gmt_event *e = &o->e;
 	const char *rn = result_name(e->api, e->result);
 	fprintf(f, "%s\n    {\"time_ns\": %" PRId64 ", \"api\": ", first ? "" : ",",
 		trace_rel(t, e->time_ns));
-	gfo_json_s(f, api_name(e->api));
+	rb_json_s(f, api_name(e->api));
 	fprintf(f,
 		", \"device\": %" PRId64 ", \"size\": %" PRIu64 ", \"result\": %" PRIu64
 		", \"result_name\": ",
 		e->device, e->size, e->result);
-	gfo_json_s(f, rn);
+	rb_json_s(f, rn);
 	fprintf(f, ", \"tid\": %" PRIu64 ", \"stack_id\": %" PRIu64 ", \"site\": ", e->tid,
 		e->stack_id);
-	gfo_json_s(f, gfo_site(t, e->stack_id, site, sizeof(site)));
+	rb_json_s(f, rb_site(t, e->stack_id, site, sizeof(site)));
 	if (o->mi) {
 		uint64_t used = o->mi->total_bytes > o->mi->free_bytes
 				    ? o->mi->total_bytes - o->mi->free_bytes
@@ -298,7 +79,7 @@ static void oom_json(FILE *f, struct trace *t, const struct oom *o, bool first)
 	fputs(",\n     \"by_library\": [", f);
 	for (size_t i = 0; i < o->nlibs; i++) {
 		fputs(i ? ", {\"library\": " : "{\"library\": ", f);
-		gfo_json_s(f, o->libs[i].name);
+		rb_json_s(f, o->libs[i].name);
 		fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
 			o->libs[i].bytes, o->libs[i].count);
 	}
@@ -306,30 +87,30 @@ static void oom_json(FILE *f, struct trace *t, const struct oom *o, bool first)
 	for (size_t i = 0; i < o->nsites; i++) {
 		fprintf(f, "%s{\"stack_id\": %" PRIu64 ", \"site\": ", i ? ", " : "",
 			o->sites[i].stack_id);
-		gfo_json_s(f, gfo_site(t, o->sites[i].stack_id, site, sizeof(site)));
+		rb_json_s(f, rb_site(t, o->sites[i].stack_id, site, sizeof(site)));
 		fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
 			o->sites[i].bytes, o->sites[i].count);
 	}
 	fputs("],\n     \"verdict\": ", f);
-	gfo_json_s(f, o->verdict);
+	rb_json_s(f, o->verdict);
 	fputs(", \"explanation\": ", f);
-	gfo_json_s(f, o->why);
+	rb_json_s(f, o->why);
 	fputc('}', f);
 }
 
-static void oom_human(FILE *f, struct trace *t, const struct oom *o)
+static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
 {
 	char b1[32], b2[32], b3[32], site[512];
 	const struct gmt_event *e = &o->e;
 	const char *rn = result_name(e->api, e->result);
 	fprintf(f, "\n%s  %s of %s on device %" PRId64 " failed: %s\n",
-		gfo_time(b1, trace_rel(t, e->time_ns)), api_name(e->api), fmt_size(b2, e->size),
+		rb_time(b1, trace_rel(t, e->time_ns)), api_name(e->api), fmt_size(b2, e->size),
 		e->device, rn ? rn : "out of memory");
-	fprintf(f, "  site: %s\n", gfo_site(t, e->stack_id, site, sizeof(site)));
+	fprintf(f, "  site: %s\n", rb_site(t, e->stack_id, site, sizeof(site)));
 	if (o->mi)
 		fprintf(f, "  device memory then: %s free of %s (cuMemGetInfo at %s)\n",
 			fmt_size(b1, o->mi->free_bytes), fmt_size(b2, o->mi->total_bytes),
-			gfo_time(b3, trace_rel(t, o->mi->time_ns)));
+			rb_time(b3, trace_rel(t, o->mi->time_ns)));
 	else
 		fprintf(f, "  device memory then: free unknown (no MEMINFO record)\n");
 	fprintf(f, "  this process held %s on the device (%s on all devices)\n",
@@ -346,7 +127,7 @@ static void oom_human(FILE *f, struct trace *t, const struct oom *o)
 		for (size_t i = 0; i < o->nsites; i++)
 			fprintf(f, "    %11s %6" PRIu64 "  %s\n", fmt_size(b1, o->sites[i].bytes),
 				o->sites[i].count,
-				gfo_site(t, o->sites[i].stack_id, site, sizeof(site)));
+				rb_site(t, o->sites[i].stack_id, site, sizeof(site)));
 	}
 	fprintf(f, "  verdict: %s: %s\n", o->verdict, o->why);
 }
@@ -354,7 +135,7 @@ static void oom_human(FILE *f, struct trace *t, const struct oom *o)
 int cmd_oom(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	struct gfo_opts opt = {0};
+	struct rb_opts opt = {0};
 	const struct option opts[] = {
 	    OPT_BOOL("json", &opt.json, "one JSON object instead of text (keys: docs/cli.md)"),
 	    OPT_END(),
@@ -363,7 +144,7 @@ int cmd_oom(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	struct trace *ts;
-	rc = gfo_open_all(cmd, &opt, &ts);
+	rc = rb_open_all(cmd, &opt, &ts);
 	if (rc >= 0) {
 		free(opt.paths);
 		return rc;
@@ -376,20 +157,15 @@ int cmd_oom(int argc, char **argv)
 		fputs("{\"traces\": [", f);
 	for (int i = 0; i < opt.npaths; i++) {
 		struct trace *t = &ts[i];
-		struct oomrun r = {.t = t};
-		r.ooms = xrealloc(NULL, MAX_OOMS * sizeof(*r.ooms));
-		replay_init(&r.rp);
-		int x = trace_replay(t, NULL, on_event, &r);
-		match_meminfo(&r);
-		for (size_t k = 0; k < r.nooms; k++)
-			judge(t, &r.ooms[k]);
+		struct oom_result r;
+		int x = oom_compute(t, &r);
 		if (x >= 0 && x > worst)
 			worst = x;
 		counts[i] = r.ooms_total;
 		tps[i] = t;
 		if (opt.json) {
 			fprintf(f, "%s\n  {", i ? "," : "");
-			gfo_json_head(f, t);
+			rb_json_head(f, t);
 			fprintf(f,
 				", \"meminfo_records\": %zu, \"ooms_total\": %" PRIu64
 				", \"ooms\": [",
@@ -401,12 +177,12 @@ int cmd_oom(int argc, char **argv)
 				", \"other_failures\": [",
 				r.others_total);
 			for (size_t k = 0; k < r.nothers; k++) {
-				const struct other *y = &r.others[k];
+				const struct oom_other *y = &r.others[k];
 				fprintf(f, "%s{\"api\": ", k ? ", " : "");
-				gfo_json_s(f, api_name(y->api));
+				rb_json_s(f, api_name(y->api));
 				fprintf(f,
 					", \"result\": %" PRIu64 ", \"result_name\": ", y->result);
-				gfo_json_s(f, result_name(y->api, y->result));
+				rb_json_s(f, result_name(y->api, y->result));
 				fprintf(f,
 					", \"count\": %" PRIu64 ", \"first_time_ns\": %" PRId64 "}",
 					y->count, trace_rel(t, y->first_time));
@@ -416,7 +192,7 @@ int cmd_oom(int argc, char **argv)
 			char b1[32];
 			if (i)
 				fputc('\n', f);
-			gfo_human_head(f, t);
+			rb_human_head(f, t);
 			if (!r.ooms_total)
 				fprintf(f, "  no allocation failed with out-of-memory\n");
 			else
@@ -427,20 +203,19 @@ int cmd_oom(int argc, char **argv)
 				oom_human(f, t, &r.ooms[k]);
 			if (r.ooms_total > show)
 				fprintf(f, "\n  ... %" PRIu64 " more (--json details up to %d)\n",
-					r.ooms_total - show, MAX_OOMS);
+					r.ooms_total - show, OOM_MAX);
 			if (r.others_total) {
 				fprintf(f, "\nother failed calls (%" PRIu64 ")\n", r.others_total);
 				for (size_t k = 0; k < r.nothers; k++) {
-					const struct other *y = &r.others[k];
+					const struct oom_other *y = &r.others[k];
 					const char *rn = result_name(y->api, y->result);
 					fprintf(f, "  %-28s %-32s %6" PRIu64 " x, first at %s\n",
 						api_name(y->api), rn ? rn : "?", y->count,
-						gfo_time(b1, trace_rel(t, y->first_time)));
+						rb_time(b1, trace_rel(t, y->first_time)));
 				}
 			}
 		}
-		replay_free(&r.rp);
-		free(r.ooms);
+		oom_free(&r);
 	}
 	uint64_t sum = 0;
 	for (int i = 0; i < opt.npaths; i++)
@@ -463,5 +238,5 @@ int cmd_oom(int argc, char **argv)
 	free(counts);
 	free(tps);
 	free(opt.paths);
-	return gfo_finish_all(ts, opt.npaths, worst);
+	return rb_finish_all(ts, opt.npaths, worst);
 }

@@ -1,5 +1,5 @@
-/* Helpers shared by growth, fragmentation and oom: see growth-frag-oom.h. */
-#include "analysis/growth-frag-oom.h"
+/* Helpers shared by growth, fragmentation and oom: see report-base.h. */
+#include "analysis/report-base.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-void gfo_xfree(void *p)
+void rb_xfree(void *p)
 {
 	free(p);
 }
 
-int gfo_open_all(const char *cmd, const struct gfo_opts *o, struct trace **out)
+int rb_open_all(const char *cmd, const struct rb_opts *o, struct trace **out)
 {
 	struct trace *ts = xrealloc(NULL, (size_t)o->npaths * sizeof(*ts));
 	memset(ts, 0, (size_t)o->npaths * sizeof(*ts));
@@ -29,7 +29,7 @@ int gfo_open_all(const char *cmd, const struct gfo_opts *o, struct trace **out)
 	return -1;
 }
 
-int gfo_finish_all(struct trace *ts, int n, int rc)
+int rb_finish_all(struct trace *ts, int n, int rc)
 {
 	int worst = rc;
 	for (int i = 0; i < n; i++) {
@@ -49,7 +49,7 @@ int gfo_finish_all(struct trace *ts, int n, int rc)
 	return worst;
 }
 
-const char *gfo_dur(char *buf, int64_t ns)
+const char *rb_dur(char *buf, int64_t ns)
 {
 	uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
 	double v = (double)a;
@@ -70,14 +70,14 @@ const char *gfo_dur(char *buf, int64_t ns)
 	return buf;
 }
 
-const char *gfo_time(char *buf, int64_t ns)
+const char *rb_time(char *buf, int64_t ns)
 {
 	char tmp[32];
-	snprintf(buf, 32, "%c%s", ns < 0 ? '-' : '+', gfo_dur(tmp, ns));
+	snprintf(buf, 32, "%c%s", ns < 0 ? '-' : '+', rb_dur(tmp, ns));
 	return buf;
 }
 
-const char *gfo_site(struct trace *t, uint64_t stack_id, char *buf, size_t size)
+const char *rb_site(struct trace *t, uint64_t stack_id, char *buf, size_t size)
 {
 	struct trace_frame fr;
 	if (stack_id == 0 || !trace_site(t, stack_id, &fr)) {
@@ -87,13 +87,13 @@ const char *gfo_site(struct trace *t, uint64_t stack_id, char *buf, size_t size)
 	return trace_frame_text(&fr, buf, size);
 }
 
-void gfo_json_s(FILE *f, const char *s)
+void rb_json_s(FILE *f, const char *s)
 {
 	s = s ? s : "";
 	json_str(f, s, strlen(s));
 }
 
-void gfo_json_d(FILE *f, double v)
+void rb_json_d(FILE *f, double v)
 {
 	if (!isfinite(v))
 		v = 0;
@@ -109,7 +109,7 @@ static const char *state(const struct trace *t)
 						  : "INCOMPLETE: no trailer";
 }
 
-void gfo_human_head(FILE *f, struct trace *t)
+void rb_human_head(FILE *f, struct trace *t)
 {
 	char b[32];
 	fprintf(f, "trace %s (pid %" PRIu64 ", %s)", t->path,
@@ -118,7 +118,7 @@ void gfo_human_head(FILE *f, struct trace *t)
 		fprintf(f, ": %s", t->command);
 	fputc('\n', f);
 	fprintf(f, "  %" PRIu64 " events over %s", t->events,
-		gfo_dur(b, t->events ? trace_rel(t, t->last_time_ns) : 0));
+		rb_dur(b, t->events ? trace_rel(t, t->last_time_ns) : 0));
 	if (t->lost)
 		fprintf(f, ", %" PRIu64 " LOST: the figures below undercount", t->lost);
 	fputc('\n', f);
@@ -127,13 +127,13 @@ void gfo_human_head(FILE *f, struct trace *t)
 			state(t) + 12);
 }
 
-void gfo_json_head(FILE *f, struct trace *t)
+void rb_json_head(FILE *f, struct trace *t)
 {
 	fputs("\"path\": ", f);
-	gfo_json_s(f, t->path);
+	rb_json_s(f, t->path);
 	fprintf(f, ", \"pid\": %" PRIu64 ", \"command\": ",
 		t->has_process ? t->pid : (uint64_t)t->hdr.pid);
-	gfo_json_s(f, t->command);
+	rb_json_s(f, t->command);
 	fprintf(f,
 		", \"complete\": %s, \"torn_tail\": %s, \"corrupt\": %s, \"events\": %" PRIu64
 		", \"lost_events\": %" PRIu64 ", \"duration_ns\": %" PRId64,
@@ -143,11 +143,11 @@ void gfo_json_head(FILE *f, struct trace *t)
 	if (t->info.damage) {
 		char why[256];
 		fputs(", \"damaged\": ", f);
-		gfo_json_s(f, reader_damage_text(&t->info, why, sizeof(why)));
+		rb_json_s(f, reader_damage_text(&t->info, why, sizeof(why)));
 	}
 }
 
-uint64_t gfo_dev_total(const struct trace *t, int64_t ordinal)
+uint64_t rb_dev_total(const struct trace *t, int64_t ordinal)
 {
 	for (size_t i = 0; i < t->ndevs; i++)
 		if (t->devs[i].ordinal == ordinal)
@@ -155,7 +155,7 @@ uint64_t gfo_dev_total(const struct trace *t, int64_t ordinal)
 	return 0;
 }
 
-bool gfo_utf8(void)
+bool rb_utf8(void)
 {
 	const char *vars[] = {"LC_ALL", "LC_CTYPE", "LANG"};
 	for (int i = 0; i < 3; i++) {

@@ -1,15 +1,13 @@
-/* analysis/growth-frag-oom.c, shared by growth, fragmentation and oom:
- * opening several traces, the per-trace header lines,
- * durations and times, device totals. (The growth, fragmentation and oom
- * figures themselves are computed in cli/cmd-*.c; their options are the
- * option tables', tested by t-cli-options.) */
+/* analysis/report-base.c, shared by growth, fragmentation and oom:
+ * opening several traces, the per-trace header lines, durations and times,
+ * device totals. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/growth-frag-oom.h"
+#include "analysis/report-base.h"
 #include "check.h"
 #include "trace-file.h"
 
@@ -21,16 +19,16 @@ static void expect_str(const char *what, const char *got, const char *want)
 static void times(void)
 {
 	char b[32];
-	expect_str("999", gfo_dur(b, 999), "999 ns");
-	expect_str("1500", gfo_dur(b, 1500), "1.5 us");
-	expect_str("-1500", gfo_dur(b, -1500), "1.5 us"); /* a duration has no sign */
-	expect_str("2.5e6", gfo_dur(b, 2500000), "2.5 ms");
-	expect_str("1.234e9", gfo_dur(b, 1234000000), "1.234 s");
-	expect_str("2m05.3s", gfo_dur(b, 125300000000ll), "2m05.3s");
-	expect_str("1h02m03s", gfo_dur(b, 3723000000000ll), "1h02m03s");
-	expect_str("+1500", gfo_time(b, 1500), "+1.5 us");
-	expect_str("-2.5e6", gfo_time(b, -2500000), "-2.5 ms");
-	expect_str("+0", gfo_time(b, 0), "+0 ns");
+	expect_str("999", rb_dur(b, 999), "999 ns");
+	expect_str("1500", rb_dur(b, 1500), "1.5 us");
+	expect_str("-1500", rb_dur(b, -1500), "1.5 us"); /* a duration has no sign */
+	expect_str("2.5e6", rb_dur(b, 2500000), "2.5 ms");
+	expect_str("1.234e9", rb_dur(b, 1234000000), "1.234 s");
+	expect_str("2m05.3s", rb_dur(b, 125300000000ll), "2m05.3s");
+	expect_str("1h02m03s", rb_dur(b, 3723000000000ll), "1h02m03s");
+	expect_str("+1500", rb_time(b, 1500), "+1.5 us");
+	expect_str("-2.5e6", rb_time(b, -2500000), "-2.5 ms");
+	expect_str("+0", rb_time(b, 0), "+0 ns");
 }
 
 static const char *write_trace(void)
@@ -56,18 +54,18 @@ static const char *write_trace(void)
 static void traces(void)
 {
 	const char *path = write_trace();
-	struct gfo_opts o = {.paths = (const char *[]){path, path}, .npaths = 2};
+	struct rb_opts o = {.paths = (const char *[]){path, path}, .npaths = 2};
 	struct trace *ts;
-	CHECK(gfo_open_all("growth", &o, &ts) == -1, "two traces opened");
-	CHECK(gfo_dev_total(&ts[0], 0) == 85899345920ull, "device 0's total");
-	CHECK(gfo_dev_total(&ts[0], 5) == 0, "an unknown device: 0");
+	CHECK(rb_open_all("growth", &o, &ts) == -1, "two traces opened");
+	CHECK(rb_dev_total(&ts[0], 0) == 85899345920ull, "device 0's total");
+	CHECK(rb_dev_total(&ts[0], 5) == 0, "an unknown device: 0");
 	char b[64];
-	expect_str("no stack", gfo_site(&ts[0], 0, b, sizeof(b)), "(no stack)");
+	expect_str("no stack", rb_site(&ts[0], 0, b, sizeof(b)), "(no stack)");
 
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	gfo_human_head(f, &ts[0]);
+	rb_human_head(f, &ts[0]);
 	fclose(f);
 	/* 2 events from 2000 to 2501000, 1000 after the start */
 	char want[512];
@@ -78,7 +76,7 @@ static void traces(void)
 	expect_str("human head", text, want);
 	free(text);
 	f = open_memstream(&text, &len);
-	gfo_json_head(f, &ts[0]);
+	rb_json_head(f, &ts[0]);
 	fclose(f);
 	snprintf(
 	    want, sizeof(want),
@@ -88,10 +86,10 @@ static void traces(void)
 	    path);
 	expect_str("json head", text, want);
 	free(text);
-	CHECK(gfo_finish_all(ts, 2, 0) == 0, "finish: 0");
+	CHECK(rb_finish_all(ts, 2, 0) == 0, "finish: 0");
 
 	o.paths = (const char *[]){path, "/nonexistent/x.gmt"};
-	CHECK(gfo_open_all("growth", &o, &ts) == EXIT_INPUT, "a missing trace: EXIT_INPUT");
+	CHECK(rb_open_all("growth", &o, &ts) == EXIT_INPUT, "a missing trace: EXIT_INPUT");
 }
 
 int main(void)
@@ -101,19 +99,19 @@ int main(void)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	gfo_json_d(f, NAN);
+	rb_json_d(f, NAN);
 	fputc(' ', f);
-	gfo_json_d(f, 1.5);
+	rb_json_d(f, 1.5);
 	fputc(' ', f);
-	gfo_json_s(f, "a\"b");
+	rb_json_s(f, "a\"b");
 	fclose(f);
 	expect_str("json numbers", text, "0 1.5 \"a\\\"b\"");
 	free(text);
 	setenv("LC_ALL", "en_US.UTF-8", 1);
-	CHECK(gfo_utf8(), "LC_ALL=en_US.UTF-8: UTF-8");
+	CHECK(rb_utf8(), "LC_ALL=en_US.UTF-8: UTF-8");
 	setenv("LC_ALL", "", 1);
 	setenv("LC_CTYPE", "C", 1);
-	CHECK(!gfo_utf8(), "LC_CTYPE=C: not UTF-8");
+	CHECK(!rb_utf8(), "LC_CTYPE=C: not UTF-8");
 	puts(failures ? "FAIL" : "PASS");
 	return failures ? 1 : 0;
 }
