@@ -2,8 +2,8 @@
  * per device, at the traced peak of device bytes and at the end: used by
  * `gpumemtrace accounting` and by the summary. docs/reports.md explains the
  * figures and the likely-route heuristics. */
-#ifndef GMT_CLI_ACCOUNTING_H
-#define GMT_CLI_ACCOUNTING_H
+#ifndef GMT_ANALYSIS_ACCOUNTING_H
+#define GMT_ANALYSIS_ACCOUNTING_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -85,11 +85,5 @@ void acct_event(struct acct *a, const struct gmt_event *e);
 void acct_end(struct acct *a, const struct peakset *ps);
 void acct_free(struct acct *a);
 
-/* The full report of one trace (`accounting`), only_device < 0: all. */
-void acct_print(FILE *f, const struct acct *a, int64_t only_device);
-/* The summary's short section. */
-void acct_print_brief(FILE *f, const struct acct *a);
-/* {"nvml": ..., "devices": [...]} */
-void acct_print_json(FILE *f, const struct acct *a, int64_t only_device);
 
 #endif

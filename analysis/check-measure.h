@@ -3,8 +3,8 @@
  * optionally the allocation sites live at each device's peak, grouped by
  * trace_group_key. Allocations charged to an ignored library (fnmatch on
  * trace_library's basename) are left out of every figure. */
-#ifndef GMT_CLI_CHECK_MEASURE_H
-#define GMT_CLI_CHECK_MEASURE_H
+#ifndef GMT_ANALYSIS_CHECK_MEASURE_H
+#define GMT_ANALYSIS_CHECK_MEASURE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -6,8 +6,8 @@
  * (device, stack, api) group, tagged with the peak it belongs to: a new
  * peak makes every older tag stale, so resetting costs nothing even when
  * every event is a peak. Memory: one entry per group, never per event. */
-#ifndef GMT_CLI_PEAKSET_H
-#define GMT_CLI_PEAKSET_H
+#ifndef GMT_ANALYSIS_PEAKSET_H
+#define GMT_ANALYSIS_PEAKSET_H
 
 #include <stdint.h>
 

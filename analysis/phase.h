@@ -5,8 +5,8 @@
  * started START/END range still open (any thread); else "(no phase)".
  * Ranges at or before an event's time apply before it. The tracker advances
  * with the replay: call phase_advance before looking at an event. */
-#ifndef GMT_CLI_PHASE_H
-#define GMT_CLI_PHASE_H
+#ifndef GMT_ANALYSIS_PHASE_H
+#define GMT_ANALYSIS_PHASE_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -15,8 +15,8 @@
  * Events should be applied in time order: struct reorder sorts them within
  * a bounded window, since the batches of different threads interleave in
  * the file. */
-#ifndef GMT_CLI_REPLAY_H
-#define GMT_CLI_REPLAY_H
+#ifndef GMT_ANALYSIS_REPLAY_H
+#define GMT_ANALYSIS_REPLAY_H
 
 #include <stdbool.h>
 #include <stddef.h>

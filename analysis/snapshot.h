@@ -1,7 +1,7 @@
 /* Shared by plot, flamegraph and export: the kinds device memory is split
  * into, and the live set at the device peak or at the end of a trace. */
-#ifndef GMT_CLI_SNAPSHOT_H
-#define GMT_CLI_SNAPSHOT_H
+#ifndef GMT_ANALYSIS_SNAPSHOT_H
+#define GMT_ANALYSIS_SNAPSHOT_H
 
 #include <stdbool.h>
 #include <stdint.h>

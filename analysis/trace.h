@@ -9,8 +9,8 @@
  *
  * Memory is bounded by metadata, live allocations and unique stacks, never
  * by the number of events. */
-#ifndef GMT_CLI_TRACE_H
-#define GMT_CLI_TRACE_H
+#ifndef GMT_ANALYSIS_TRACE_H
+#define GMT_ANALYSIS_TRACE_H
 
 #include <stdbool.h>
 #include <stddef.h>

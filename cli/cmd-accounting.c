@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "analysis/accounting.h"
+#include "cli/accounting-print.h"
 #include "analysis/report-base.h"
 #include "cli/cli.h"
 #include "cli/options.h"

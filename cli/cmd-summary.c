@@ -15,6 +15,7 @@
 #include <uthash.h>
 
 #include "analysis/accounting.h"
+#include "cli/accounting-print.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "analysis/peakset.h"

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/summary.h"
+#include "cli/accounting-print.h"
 
 static const char *json_bool(bool b)
 {

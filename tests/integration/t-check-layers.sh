@@ -25,6 +25,9 @@ printf 'int stray(void) { return 3; }\n' >s.c
 cc -c b.c -o b/obj/cli/cli/b.o && cc -c a.c -o b/obj/cli/analysis/a.o &&
 	cc -c h.c -o b/obj/lib/preload/hooks/h.o && cc -c p.c -o b/obj/lib/preload/p.o &&
 	cc -c s.c -o b/obj/lib/analysis/s.o || fail "cannot build the bad tree's objects"
+# each object's source is in the tree (an object without one is stale, and skipped)
+cp b.c bad/cli/b.c && cp h.c bad/preload/hooks/h.c && cp p.c bad/preload/p.c &&
+	cp s.c bad/analysis/s.c || fail "cannot lay out the bad tree's sources"
 git -C bad add -A
 GMT_LAYERS_ROOT=$PWD/bad python3 "$check" b >bad.txt && { cat bad.txt; fail "a broken tree passed"; }
 cat bad.txt

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/accounting.h"
+#include "cli/accounting-print.h"
 #include "check.h"
 #include "trace-file.h"
 

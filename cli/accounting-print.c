@@ -1,9 +1,9 @@
-/* The reconciliation as text and JSON (analysis/accounting.h). */
+/* The reconciliation as text and JSON (cli/accounting-print.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/accounting.h"
+#include "cli/accounting-print.h"
 
 static const char *reason_name(int r)
 {
