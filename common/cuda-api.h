@@ -19,7 +19,8 @@
  *   2. the wrapper, in preload/hooks/ (driver.c, runtime.c, context.c...);
  *   3. the simulated function, in tests/sim/driver.c or runtime.c.
  * The rest follows from the lists: prototypes, pfn_ typedefs and hook ids
- * (preload/hooks/hooks.h), the wrapper table (preload/hooks/table.c), the
+ * (preload/hooks/hooks.h, preload/real.h), the table of real functions
+ * (preload/real.c), the
  * export list (preload/hooks/exports.map.in, expanded at build time), the
  * API names (common/api.c), the simulator's prototypes and the check
  * against cuda.h (tests/cuda-decls/signatures.c).

@@ -14,7 +14,7 @@ static const struct gmt_dl *loader; /* the first caller's, for load() */
 
 static void load(void)
 {
-	/* Test-only override (t-zstd-missing.sh); never taken from a setuid
+	/* Test-only override (t-zstd.sh); never taken from a setuid
 	 * program's environment. */
 	const char *name = secure_getenv("GPUMEMTRACE_ZSTD_LIB");
 	if (!name || !*name)

@@ -1,7 +1,7 @@
 /* The tracer core as the hooks see it: the one core header that
  * preload/hooks/ includes (with preload/real.h, below, for the real
  * functions' inline fast paths). The dependency is one-way: the core never
- * includes preload/hooks/ nor calls into it (t-preload-oneway). */
+ * includes preload/hooks/ nor calls into it (make check-layers). */
 #ifndef GMT_TRACER_H
 #define GMT_TRACER_H
 

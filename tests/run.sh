@@ -46,15 +46,22 @@ add() { # name serial(0/1) command...
 	cmds+=("$(printf '%q ' "$@")")
 	if [ "$alone" = 1 ]; then serial+=($((${#names[@]} - 1))); else parallel+=($((${#names[@]} - 1))); fi
 }
-for t in "$BUILD"/tests/unit/*; do
-	[ -x "$t" ] && [ -f "$t" ] || continue
-	n=$(basename "$t")
+# A unit test is a source in tests/unit; a binary left in the build from a
+# source since removed or renamed is not run.
+for src in "$here"/unit/test-*.c; do
+	n=$(basename "$src" .c) t=$BUILD/tests/unit/$(basename "$src" .c)
+	[ -x "$t" ] || { add "unit/$n" 0 sh -c "echo 'not built: $t (make unit-tests)'; exit 1"; continue; }
 	add "unit/$n" "$([[ " $serial_units " == *" $n "* ]] && echo 1 || echo 0)" "$t"
 done
 for t in "$here"/integration/t-*.sh; do
 	[ -f "$t" ] || continue
 	add "integration/$(basename "$t" .sh)" "$(grep -qE '^# serial($|:)' "$t" && echo 1 || echo 0)" bash "$t"
 done
+if [ ${#names[@]} -eq 0 ]; then
+	echo "no test matches '$filter'"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
 
 # Longest first (by the last run's times; new tests count as long), so a
 # long test does not start last and run on alone.

@@ -2,7 +2,7 @@
 # libclang-rt-14-dev): `make fuzz [FUZZ_SECONDS=300]`. The corpus starts from
 # the golden traces and tests/fuzz/seeds/*.txt (mktrace scripts); crashes are
 # written to $(FUZZ_DIR)/crash-*; add each to tests/fuzz/regressions/, which
-# unit/test-fuzz-regressions replays in `make check`.
+# integration/t-fuzz-regressions replays in `make check`.
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 300
 FUZZ_DIR := $(BUILD)/fuzz
