@@ -33,8 +33,10 @@ static const char more[] =
     "\n"
     "exit status: COMMAND's own status (128+N when killed by signal N); when\n"
     "COMMAND exits 0, 1 if --check-max-peak failed, 3 or 4 if a trace could\n"
-    "not be read (or is gone); 126/127 if COMMAND cannot be run; 2 on a\n"
-    "usage error; 3 if the list cannot be made (COMMAND is not run).\n"
+    "not be read (or is gone), 3 if --check-max-peak was given and no trace\n"
+    "was written (a gate never passes on nothing; --allow-no-trace lets it);\n"
+    "126/127 if COMMAND cannot be run; 2 on a usage error; 3 if the list\n"
+    "cannot be made (COMMAND is not run).\n"
     "\n"
     "examples:\n"
     "  gpumemtrace run -- python train.py\n"
@@ -49,9 +51,27 @@ static const struct opt_usage usage = {.name = "run",
 
 struct run_args {
 	const char *output, *stack_depth, *max_peak;
-	bool no_follow, quiet;
+	bool no_follow, quiet, allow_no_trace;
 	char **command; /* malloc'd, NULL-terminated */
 };
+
+/* No trace came back. A gate cannot judge nothing: a preload that failed
+ * silently must not pass CI (exit 3, unless --allow-no-trace). */
+static int no_trace(const struct run_args *a, int status)
+{
+	if (status == 126 || status == 127)
+		return 0; /* COMMAND never ran: its own line said why */
+	if (a->max_peak && !a->allow_no_trace) {
+		fprintf(stderr, "gpumemtrace run: --check-max-peak: no trace was written, so "
+				"nothing was checked (the command made no CUDA allocation call, or "
+				"the library could not write its trace: see the lines above; "
+				"--allow-no-trace passes such a run)\n");
+		return EXIT_INPUT;
+	}
+	fprintf(stderr, "gpumemtrace run: no trace written (the command made no CUDA "
+			"allocation call, or the library could not write its trace)\n");
+	return 0;
+}
 
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
@@ -65,6 +85,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		       "native frames per event (GPUMEMTRACE_STACK_DEPTH)"),
 	    OPT_STRING("check-max-peak", &a->max_peak, "SIZE",
 		       "also gate like 'gpumemtrace check --max-peak SIZE'"),
+	    OPT_BOOL("allow-no-trace", &a->allow_no_trace,
+		     "let the gate pass a run that wrote no trace (else exit 3)"),
 	    OPT_BOOL("no-follow", &a->no_follow,
 		     "trace only COMMAND's own process, not its children"),
 	    OPT_BOOL("quiet", &a->quiet, "print only the trace paths, no summary",
@@ -356,8 +378,7 @@ int cmd_run(int argc, char **argv)
 
 	int report_rc = 0;
 	if (npaths == 0 && !missing) {
-		fprintf(stderr, "gpumemtrace run: no trace written (the command made no CUDA "
-				"allocation call)\n");
+		report_rc = no_trace(&a, status);
 	} else {
 		if (!a.quiet) {
 			paths[2] = "summary";

@@ -70,4 +70,17 @@ rc=0; "$GMT_CLI" run -- ./no-such-program 2>err.txt || rc=$?
 expect_eq "not found" "$rc" 127
 rc=0; GPUMEMTRACE_LIBRARY=/nonexistent.so "$GMT_CLI" run -- true 2>err.txt || rc=$?
 expect_eq "no library" "$rc" 3
+# A gate never passes on nothing: no CUDA call, or a trace the library could
+# not create (its directory missing), is exit 3 unless --allow-no-trace.
+rc=0; "$GMT_CLI" run --check-max-peak 1GiB -- true 2>err.txt || rc=$?
+expect_eq "gate, no trace" "$rc" 3
+grep -q 'no trace was written, so nothing was checked' err.txt || fail "no-trace gate: $(cat err.txt)"
+expect_eq "gate, no trace: lines" "$(grep -c '^gpumemtrace run:' err.txt)" 1
+rc=0; "$GMT_CLI" run --check-max-peak 1GiB --allow-no-trace -- true 2>err.txt || rc=$?
+expect_eq "gate, no trace, allowed" "$rc" 0
+rc=0; "$GMT_CLI" run -o 'no-such-dir/%p.gmt' --check-max-peak 1GiB -- "$PROG_DIR/life" exit 0 \
+	>out.txt 2>err.txt || rc=$?
+expect_eq "gate, trace not created" "$rc" 3
+rc=0; "$GMT_CLI" run -- true 2>err.txt || rc=$?
+expect_eq "no gate, no trace" "$rc" 0
 echo ok
