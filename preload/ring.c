@@ -35,6 +35,7 @@ struct gmt_ring *gmt_ring_new(size_t cap, int tid)
 	}
 	r->buf = buf;
 	r->cap = cap;
+	r->wake_at = cap / 2;
 	r->tid = tid;
 	r->prefetchw = cpu_has_prefetchw();
 	return r;

@@ -77,9 +77,15 @@ struct gmt_ring {
 	/* Consumer-owned line. */
 	uint64_t tail __attribute__((aligned(64)));
 	uint64_t lost_reported;
-	/* Shared, set once. */
+	/* Shared, set once (wake_at: rarely). */
 	uint8_t *buf __attribute__((aligned(64)));
 	size_t cap; /* power of two */
+	/* A commit that leaves this many bytes used asks for a drain: cap / 2,
+	 * or 0 while the flush thread sleeps idle (the first record wakes it).
+	 * Written by the consumer, rarely: kept off the producer's line,
+	 * which the consumer writes each cycle (wake_sent): read from there
+	 * per event it cost ~8 ns per alloc+free pair. */
+	size_t wake_at;
 	int tid;
 	int exited;    /* the owner thread is gone: drain, then free */
 	int prefetchw; /* the CPU has PREFETCHW */

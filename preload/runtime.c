@@ -62,6 +62,9 @@ static struct {
 	uint32_t flusher_up; /* futex word: the flush thread runs our code */
 	int stop;
 	uint32_t wake; /* futex word: bumped to get the flush thread going */
+	/* The flush thread sleeps idle: every ring's wake_at is 0. Under
+	 * setup_lock (a ring made meanwhile starts so). */
+	int rings_idle;
 	/* _exit and exec may run in a signal handler, where nothing that
 	 * mallocs or locks may run: they ask the flush thread for the final
 	 * flush (final_req = reason + 1) and wait for final_done to move. */
@@ -115,6 +118,23 @@ static int load_state(void)
 static void set_state(int st)
 {
 	__atomic_store_n(&g.state, st, __ATOMIC_RELEASE);
+}
+
+/* After a commit and a fence_recorded (flush_if_finished has one): a ring
+ * half full, or any record while the flush thread sleeps idle (wake_at 0:
+ * the flush thread stores it, fences, then looks at the rings; one of the
+ * two sides sees the other's store), wakes the flush thread, once until its
+ * next cycle. Inline: on every event's path. */
+static void wake_flusher(void);
+static inline void ask_drain(struct gmt_ring *r, size_t used)
+{
+	/* Hints only (relaxed): a wake-up lost to a race with a cycle costs
+	 * at most one FLUSH_MS period, never an event. */
+	if (used >= __atomic_load_n(&r->wake_at, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&r->wake_sent, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&r->wake_sent, 1, __ATOMIC_RELAXED);
+		wake_flusher();
+	}
 }
 
 /* The fence between an event's commit and the FINISHED check is asymmetric:
@@ -392,9 +412,78 @@ static int exec_holds_writes(struct hold_watch *hw)
 	return held;
 }
 
+enum { RINGS_EMPTY, RINGS_SAMPLES, RINGS_BUSY };
+
+/* What the rings hold: nothing, only NVML samples (which never wake an
+ * idle flush thread), or more (records, or a lost count to write). */
+static int rings_hold(void)
+{
+	pthread_mutex_lock(&g.setup_lock);
+	int hold = RINGS_EMPTY;
+	for (struct gmt_ring *r = g.rings; r && hold != RINGS_BUSY; r = r->next) {
+		if (__atomic_load_n(&r->lost, __ATOMIC_RELAXED) != r->lost_reported)
+			hold = RINGS_BUSY;
+		/* Pairs with the release stores of head: the records up to
+		 * it are published. We are the consumer: they stay put. */
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		for (uint64_t t = r->tail; t < head && hold != RINGS_BUSY;) {
+			const struct gmt_ring_hdr *h = (const void *)(r->buf + (t & (r->cap - 1)));
+			if (h->type == GMT_RING_SAMPLE)
+				hold = RINGS_SAMPLES;
+			else if (h->type != GMT_RING_PAD)
+				hold = RINGS_BUSY;
+			t += h->len;
+		}
+	}
+	pthread_mutex_unlock(&g.setup_lock);
+	return hold;
+}
+
+/* Idle: the first record committed into any ring asks for a drain (its
+ * used bytes pass a wake_at of 0), once: wake_sent stays set until the
+ * next cycle. Flush thread only. */
+static void set_rings_idle(int idle)
+{
+	pthread_mutex_lock(&g.setup_lock);
+	g.rings_idle = idle;
+	for (struct gmt_ring *r = g.rings; r; r = r->next)
+		__atomic_store_n(&r->wake_at, idle ? 0 : r->cap / 2, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&g.setup_lock);
+}
+
+/* Called by the flush thread after a cycle that followed a whole period:
+ * how long it may sleep idle (0: not idle, keep the period). Idle, every
+ * ring's wake_at is 0: the first record committed (an NVML sample excepted)
+ * wakes it.
+ * The clock's first fit and an exec's hold keep the period. */
+static unsigned go_idle(void)
+{
+	/* Idle, the flush thread still wakes this often: the clock's line is
+	 * refitted at least once a minute (as GPUMEMTRACE_FLUSH_MS=60000
+	 * did), and with NVML sampling on, samples (which never wake it)
+	 * reach the file within a second. */
+	enum { IDLE_MAX_MS = 60000, IDLE_SAMPLES_MS = 1000 };
+	if (gmt_clock_wait_ms() || load_state() != ST_ACTIVE ||
+	    __atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED))
+		return 0;
+	/* A look first, with no store and no fence: a busy program (records
+	 * committed since the cycle) costs nothing more. */
+	if (rings_hold() == RINGS_BUSY)
+		return 0;
+	set_rings_idle(1);
+	fence_finished(); /* pairs with the fence_recorded before ask_drain */
+	int hold = rings_hold();
+	unsigned idle_ms = g.set.sample_ms ? IDLE_SAMPLES_MS : IDLE_MAX_MS;
+	if (hold == RINGS_EMPTY || (hold == RINGS_SAMPLES && g.set.flush_ms < IDLE_SAMPLES_MS))
+		return idle_ms;
+	set_rings_idle(0);
+	return 0;
+}
+
 static void *flusher_main(void *arg)
 {
 	struct hold_watch hold = {0, 0};
+	uint64_t idle_end = 0;		 /* when the flush thread last left an idle sleep */
 	gmt_enter();			 /* nothing this thread does is the program's */
 	gmt_futex_set(&g.flusher_up, 1); /* fork waits for this */
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
@@ -404,8 +493,20 @@ static void *flusher_main(void *arg)
 		unsigned ms = (unsigned)g.set.flush_ms, clock_ms = gmt_clock_wait_ms();
 		if (clock_ms && clock_ms < ms)
 			ms = clock_ms;
+		/* Nothing to write: sleep until a record comes. A whole period
+		 * between idle sleeps (half-full wakes come meanwhile): records
+		 * wake us at most once a period, however dense their stream. */
+		uint64_t period_ns = (uint64_t)g.set.flush_ms * 1000000u;
+		unsigned idle_ms = gmt_now_ns() - idle_end >= period_ns ? go_idle() : 0;
+		int idle = idle_ms != 0;
+		if (idle)
+			ms = idle_ms;
 		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 		syscall(SYS_futex, &g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		if (idle) {
+			set_rings_idle(0);
+			idle_end = gmt_now_ns();
+		}
 		/* Pairs with the release store in gmt_finish_async. */
 		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
 		pthread_mutex_lock(&g.flush_lock);
@@ -520,6 +621,8 @@ static struct gmt_ring *ring_for_this_thread(void)
 	if (g.state == ST_ACTIVE || g.state == ST_FINISHED) {
 		r = gmt_ring_new(g.ring_cap, (int)syscall(SYS_gettid));
 		if (r) {
+			if (g.rings_idle)
+				r->wake_at = 0;
 			r->next = g.rings;
 			g.rings = r;
 		}
@@ -682,10 +785,7 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 	size_t used = gmt_ring_commit(r, len);
 
 	flush_if_finished();
-	if (used >= r->cap / 2 && !__atomic_load_n(&r->wake_sent, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&r->wake_sent, 1, __ATOMIC_RELAXED);
-		wake_flusher();
-	}
+	ask_drain(r, used);
 out:
 	gmt_leave();
 	errno = saved_errno;
@@ -709,7 +809,9 @@ void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes, u
 	m->total_bytes = total_bytes;
 	m->device = device;
 	m->api = (uint32_t)api;
-	gmt_ring_commit(r, len);
+	size_t used = gmt_ring_commit(r, len);
+	fence_recorded();
+	ask_drain(r, used);
 out:
 	errno = saved_errno;
 }
@@ -741,10 +843,14 @@ static struct gmt_ring_hdr *reserve_other(int type, size_t body, size_t *len_out
 	return h;
 }
 
-static void commit_other(size_t len)
+/* wake: 0 for an NVML sample, which waits for the idle flush thread's
+ * next wake (at most a second: go_idle). */
+static void commit_other(size_t len, int wake)
 {
-	gmt_ring_commit(tls_ring, len);
+	size_t used = gmt_ring_commit(tls_ring, len);
 	flush_if_finished();
+	if (wake)
+		ask_drain(tls_ring, used);
 }
 
 void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source source,
@@ -764,7 +870,7 @@ void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source s
 		rr->source = (uint16_t)source;
 		if (n) /* text may be NULL (POP, END) */
 			memcpy(rr + 1, text, n);
-		commit_other(len);
+		commit_other(len, 1);
 	}
 	gmt_leave();
 	errno = saved_errno;
@@ -778,7 +884,7 @@ void gmt_record_sample(const struct gmt_raw_sample *s)
 	struct gmt_ring_hdr *h = reserve_other(GMT_RING_SAMPLE, sizeof *s, &len);
 	if (h) {
 		memcpy(h + 1, s, sizeof *s);
-		commit_other(len);
+		commit_other(len, 0);
 	}
 	gmt_leave();
 	errno = saved_errno;
@@ -802,7 +908,7 @@ void gmt_record_pyframe(uint64_t id, const char *function, const char *file, uin
 			memcpy(pf + 1, function, fn);
 		if (fl)
 			memcpy((char *)(pf + 1) + fn, file, fl);
-		commit_other(len);
+		commit_other(len, 1);
 	}
 	gmt_leave();
 	errno = saved_errno;

@@ -26,7 +26,7 @@ void gmt_settings_load(struct gmt_settings *s)
 	const char *list = getenv("GPUMEMTRACE_TRACE_LIST");
 	s->trace_list = list && *list ? list : NULL;
 	s->stack_depth = (int)env_long("GPUMEMTRACE_STACK_DEPTH", 64, 0, GMT_MAX_STACK_DEPTH);
-	s->flush_ms = (int)env_long("GPUMEMTRACE_FLUSH_MS", 100, 1, 60000);
+	s->flush_ms = (int)env_long("GPUMEMTRACE_FLUSH_MS", 20, 1, 60000);
 	s->ring_bytes = (size_t)env_long("GPUMEMTRACE_RING_KB", 1024, 64, 65536) * 1024;
 	s->full_wait_ms = (int)env_long("GPUMEMTRACE_FULL_WAIT_MS", 1000, 0, 60000);
 	s->stack_cache = (int)env_long("GPUMEMTRACE_STACK_CACHE", 1, 0, 2);

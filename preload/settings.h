@@ -8,7 +8,7 @@
 struct gmt_settings {
 	const char *output_template; /* GPUMEMTRACE_OUTPUT, default gpumemtrace.%p.gmt */
 	int stack_depth;	     /* GPUMEMTRACE_STACK_DEPTH, 0..256, default 64 */
-	int flush_ms;		     /* GPUMEMTRACE_FLUSH_MS, 1..60000, default 100 */
+	int flush_ms;		     /* GPUMEMTRACE_FLUSH_MS, 1..60000, default 20 */
 	size_t ring_bytes;	     /* GPUMEMTRACE_RING_KB, 64..65536, default 1024 */
 	int full_wait_ms;	     /* GPUMEMTRACE_FULL_WAIT_MS, 0..60000, default 1000 */
 	int stack_cache;	     /* GPUMEMTRACE_STACK_CACHE: 0 off, 1 on (default), 2 verify */

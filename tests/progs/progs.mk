@@ -72,6 +72,13 @@ $(LIFE): tests/progs/life.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
 
+# Killed with no exit path run, GAP_MS after its last event (t-flush-latency).
+KILLAFTER := $(PROG_DIR)/killafter
+life-progs: $(KILLAFTER)
+$(KILLAFTER): tests/progs/killafter.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
+
 # Preloaded after the tracer: a slow exec that snapshots the trace first.
 SLOWEXEC := $(PROG_DIR)/libslowexec.so
 life-progs: $(SLOWEXEC)
