@@ -664,8 +664,22 @@ static void flush_now_with_trailer(unsigned reason)
 		set_state(ST_OFF);
 }
 
+/* A child made by _Fork() or a raw clone(SIGCHLD) ran no fork handler: it
+ * has our state, the parent's rings and the parent's trace descriptor, but
+ * no flush thread, so it must never wait for one, nor write the parent's
+ * trace. Its events go nowhere, silently (its output must not change).
+ * Asked only on slow paths (a full ring, a finished trace), never per
+ * event: getpid() is a real syscall. The state is left as it is: a vfork
+ * child (or a CLONE_VM one) shares it with its parent, which traces on. */
+static __attribute__((noinline, cold)) int not_our_process(void)
+{
+	return getpid() != g.pid;
+}
+
 static void *wait_for_space_(struct gmt_ring *r, size_t len)
 {
+	if (not_our_process())
+		return NULL;
 	uint64_t deadline = gmt_now_ns() + (uint64_t)g.set.full_wait_ms * 1000000u;
 	long nap = 20000;
 	for (;;) {
@@ -707,6 +721,8 @@ static void *wait_for_space(struct gmt_ring *r, size_t len)
  * the events and LOST counts of late destructors still reach the file. */
 static __attribute__((noinline, cold)) void flush_finished(void)
 {
+	if (not_our_process())
+		return;
 	int cancel = gmt_nocancel_begin();
 	pthread_mutex_lock(&g.flush_lock);
 	if (load_state() == ST_FINISHED)

@@ -79,6 +79,12 @@ $(KILLAFTER): tests/progs/killafter.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
 
+# A child made by _Fork() or a raw clone(SIGCHLD): no fork handlers run.
+life-progs: $(PROG_DIR)/forkraw
+$(PROG_DIR)/forkraw: tests/progs/forkraw.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 $(SAN_LDFLAGS)
+
 # Preloaded after the tracer: a slow exec that snapshots the trace first.
 SLOWEXEC := $(PROG_DIR)/libslowexec.so
 life-progs: $(SLOWEXEC)

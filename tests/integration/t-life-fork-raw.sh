@@ -1,0 +1,28 @@
+# A child made by _Fork() or a raw clone(SIGCHLD) runs no fork handler: it
+# has no flush thread, so once its ring filled every event waited
+# GPUMEMTRACE_FULL_WAIT_MS (6,000 pairs: minutes). It now goes inert,
+# silently: it finishes as fast as untraced, its output is unchanged, and
+# the parent's trace holds exactly the parent's events. Default settings.
+. "$TESTS_DIR/integration/lib.sh"
+for how in _Fork clone; do
+	rm -f gpumemtrace.* out.txt
+	start=$(date +%s)
+	rc=0
+	timeout 20 env LD_PRELOAD=$preload LD_LIBRARY_PATH=$SIM_DIR:$PROG_DIR \
+		"$PROG_DIR/forkraw" $how 6000 >out.txt || rc=$?
+	took=$(($(date +%s) - start))
+	if [ $rc -eq 77 ]; then
+		echo "$how: not available here"
+		continue
+	fi
+	[ $rc -eq 0 ] || fail "$how: exit $rc after ${took}s (124: stalled)"
+	[ $took -lt 5 ] || fail "$how: took ${took}s, untraced takes ~0s"
+	grep -qx "child exited 0" out.txt || fail "$how: output changed: $(cat out.txt)"
+	t=$(the_trace)
+	"$GMT_CLI" summary --json "$t" >s.json
+	# the context retain + 2 pairs, none of the child's 12,000 events
+	expect_eq "$how parent events" "$(json s.json 'd["events"]')" 5
+	expect_eq "$how parent complete" "$(json s.json 'd["complete"]')" True
+	expect_eq "$how parent pid" "$t" "gpumemtrace.$(json s.json 'd["process"]["pid"]').gmt"
+done
+echo ok
