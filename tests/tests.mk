@@ -33,12 +33,14 @@ UNIT_SRCS_test-phase := analysis/phase.c analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-snapshot := analysis/snapshot.c $(UNIT_TRACE)
 UNIT_SRCS_test-check-measure := analysis/check-measure.c $(UNIT_TRACE)
 UNIT_SRCS_test-growth-frag-oom := analysis/growth-frag-oom.c $(UNIT_TRACE)
+UNIT_SRCS_test-growth := analysis/growth.c $(UNIT_TRACE)
 UNIT_SRCS_test-accounting := analysis/accounting.c analysis/accounting-print.c analysis/peakset.c $(UNIT_TRACE)
 UNIT_LIBS_TRACE := -ldw -lelf -lz -lm
 UNIT_LIBS_test-snapshot := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-check-measure := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-growth-frag-oom := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
+UNIT_LIBS_test-growth := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-peak-watch := analysis/replay.c $(UNIT_ANALYSIS)
 include tests/unit/unit.mk
 include tests/golden/golden.mk
