@@ -36,6 +36,7 @@ UNIT_SRCS_test-report-base := analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-fragmentation := analysis/fragmentation.c $(UNIT_TRACE)
 UNIT_SRCS_test-oom := analysis/oom.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analysis/peakset.c $(UNIT_TRACE)
+UNIT_SRCS_test-growth := analysis/growth.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_LIBS_TRACE := -ldw -lelf -lz -lm
 UNIT_LIBS_test-snapshot := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-check-measure := $(UNIT_LIBS_TRACE)
@@ -43,6 +44,7 @@ UNIT_LIBS_test-report-base := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-fragmentation := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-oom := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
+UNIT_LIBS_test-growth := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-peak-watch := analysis/replay.c $(UNIT_ANALYSIS)
 include tests/unit/unit.mk
 include tests/golden/golden.mk

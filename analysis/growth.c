@@ -1,0 +1,456 @@
+/* How device memory grew, per device: see growth.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/growth.h"
+#include "reader/xalloc.h"
+
+#define WARMUP_STEP    0.05 /* warm-up ends at the last step of 5% or more of the peak it made */
+#define SHORT_WINDOW   0.25 /* a post-warm-up window under 25% of the run: use the 2nd half */
+#define LEAK_MIN_BYTES (1ull << 20)
+#define LEAK_PEAK_FRAC 0.01
+
+static struct growth_dev *gdev_get(struct growth_result *g, int64_t ordinal)
+{
+	for (size_t i = 0; i < g->ndevs; i++)
+		if (g->devs[i].ordinal == ordinal)
+			return &g->devs[i];
+	g->devs = xrealloc(g->devs, (g->ndevs + 1) * sizeof(*g->devs));
+	struct growth_dev *d = &g->devs[g->ndevs++];
+	memset(d, 0, sizeof(*d));
+	d->ordinal = ordinal;
+	d->cols = xrealloc(NULL, (size_t)g->ncols * sizeof(*d->cols));
+	memset(d->cols, 0, (size_t)g->ncols * sizeof(*d->cols));
+	d->last_col = -1;
+	return d;
+}
+
+static int column(const struct growth_result *g, uint64_t time)
+{
+	if (time <= g->t0 || g->t1 <= g->t0)
+		return 0;
+	unsigned __int128 x = (unsigned __int128)(time - g->t0) * (unsigned)g->ncols;
+	uint64_t c = (uint64_t)(x / (g->t1 - g->t0 + 1));
+	return c >= (uint64_t)g->ncols ? g->ncols - 1 : (int)c;
+}
+
+static void chart_fill(struct growth_result *g, struct growth_dev *d, int upto)
+{
+	while (d->last_col < upto) {
+		d->last_col++;
+		d->cols[d->last_col] = d->last_bytes;
+	}
+}
+
+static void boundary(struct growth_result *g, size_t k)
+{
+	for (size_t i = 0; i < g->rp.ndevs; i++) {
+		const struct rp_dev *rd = &g->rp.devs[i];
+		if (g->p.has_device && rd->ordinal != g->p.device)
+			continue;
+		struct growth_dev *d = gdev_get(g, rd->ordinal);
+		if (!d->mk_live)
+			d->mk_live = xcalloc(g->mk.n, sizeof(*d->mk_live));
+		d->mk_live[k] = rd->lv.bytes;
+	}
+}
+
+/* Boundaries up to time (all with time UINT64_MAX): events at a boundary's
+ * time count before it. */
+static void boundaries_before(struct growth_result *g, uint64_t time)
+{
+	while (g->pass == 1 && g->mk.next < g->mk.n && g->mk.times[g->mk.next] < time)
+		boundary(g, g->mk.next++);
+}
+
+static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	struct growth_result *g = ctx;
+	boundaries_before(g, e->time_ns);
+	replay_apply(&g->rp, e);
+	uint64_t total = 0;
+	for (size_t i = 0; i < g->rp.ndevs; i++) {
+		const struct rp_dev *rd = &g->rp.devs[i];
+		if (g->p.has_device && rd->ordinal != g->p.device)
+			continue;
+		total += rd->lv.bytes;
+		struct growth_dev *d = gdev_get(g, rd->ordinal);
+		if (rd->lv.bytes == d->last_bytes && (rd->lv.peak == d->peak || g->pass == 2))
+			continue;
+		if (g->pass == 1) {
+			int c = column(g, e->time_ns);
+			chart_fill(g, d, c);
+			if (rd->lv.bytes > d->cols[c])
+				d->cols[c] = rd->lv.bytes;
+			if (rd->lv.peak > d->peak) {
+				d->steps_total++;
+				if (d->nsteps < GROWTH_MAX_STEPS) {
+					if (d->nsteps == d->steps_cap) {
+						d->steps_cap = d->steps_cap ? 2 * d->steps_cap : 64;
+						d->steps = xrealloc(
+						    d->steps, d->steps_cap * sizeof(*d->steps));
+					}
+					d->steps[d->nsteps++] = (struct growth_step){
+					    e->time_ns, rd->lv.peak, rd->lv.peak - d->peak,
+					    e->size,	e->stack_id, e->api};
+				}
+				struct growth_chunk *ch;
+				HASH_FIND(hh, d->chunks, &e->size, sizeof(e->size), ch);
+				if (!ch) {
+					ch = xrealloc(NULL, sizeof(*ch));
+					memset(ch, 0, sizeof(*ch));
+					ch->size = e->size;
+					HASH_ADD(hh, d->chunks, size, sizeof(ch->size), ch);
+				}
+				ch->count++;
+				d->peak = rd->lv.peak;
+				d->peak_time = e->time_ns;
+			}
+		} else if (e->time_ns >= d->window_start && d->has_warmup) {
+			d->n_seen++;
+			uint64_t span = g->t1 > d->window_start ? g->t1 - d->window_start + 1 : 1;
+			size_t k = (size_t)((e->time_ns - d->window_start) *
+					    (unsigned __int128)GROWTH_SLICES / span);
+			if (k < GROWTH_SLICES &&
+			    (!d->slice_has[k] || rd->lv.bytes >= d->slice_max[k])) {
+				d->slice_has[k] = true;
+				d->slice_max[k] = rd->lv.bytes;
+				d->slice_time[k] = e->time_ns;
+			}
+			if (rd->lv.bytes >= d->warmup_level) {
+				d->n = d->n_seen;
+				d->window_end = e->time_ns;
+			}
+		}
+		d->last_bytes = rd->lv.bytes;
+	}
+	if (g->pass == 1) {
+		g->process_live = total;
+		if (total > g->process_peak)
+			g->process_peak = total;
+	}
+}
+
+struct text_at {
+	const char *text;
+	size_t at; /* first seen first */
+};
+
+static int text_at_cmp(const void *a, const void *b)
+{
+	const struct text_at *x = a, *y = b;
+	int c = strcmp(x->text, y->text);
+	return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* The most frequent of n texts, with at least GROWTH_MARKER_MIN; ties: the one
+ * seen first. Sorted, not compared pairwise: a run with a range per step
+ * has as many texts as steps (50,000 took 5 s pairwise). */
+static const char *most_frequent(const char **texts, size_t n, size_t *count)
+{
+	const char *best = NULL;
+	size_t best_at = 0;
+	*count = 0;
+	struct text_at *v = xcalloc(n ? n : 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct text_at){texts[i], i};
+	if (n > 1)
+		qsort(v, n, sizeof(*v), text_at_cmp);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && !strcmp(v[j].text, v[i].text); j++)
+			;
+		size_t c = j - i;
+		if (c > *count || (c == *count && v[i].at < best_at)) {
+			*count = c;
+			best = v[i].text;
+			best_at = v[i].at;
+		}
+	}
+	free(v);
+	return *count >= GROWTH_MARKER_MIN ? best : NULL;
+}
+
+static void plan_markers(struct trace *t, struct growth_markers *mk)
+{
+	memset(mk, 0, sizeof(*mk));
+	const char **texts = xcalloc(t->nranges, sizeof(*texts));
+	size_t n = 0, count;
+	for (size_t i = 0; i < t->nranges; i++)
+		if (t->ranges[i].op == GMT_RANGE_MARK)
+			texts[n++] = t->ranges[i].text;
+	const char *name = most_frequent(texts, n, &count);
+	if (name) {
+		mk->source = "mark";
+		mk->name = name;
+		mk->times = xcalloc(count, sizeof(*mk->times));
+		for (size_t i = 0; i < t->nranges; i++)
+			if (t->ranges[i].op == GMT_RANGE_MARK && !strcmp(t->ranges[i].text, name))
+				mk->times[mk->n++] = t->ranges[i].time_ns;
+		free(texts);
+		return;
+	}
+	/* top-level ranges: pushes at depth 0 on their thread, and starts */
+	struct {
+		int tid;
+		size_t depth;
+	} *th = xcalloc(t->nranges + 1, sizeof(*th));
+	size_t nth = 0;
+	n = 0;
+	for (size_t i = 0; i < t->nranges; i++) {
+		const struct trace_range *r = &t->ranges[i];
+		size_t k = 0;
+		while (k < nth && th[k].tid != r->tid)
+			k++;
+		if (k == nth)
+			th[nth++].tid = r->tid;
+		if (r->op == GMT_RANGE_PUSH && th[k].depth++ == 0)
+			texts[n++] = r->text;
+		else if (r->op == GMT_RANGE_POP && th[k].depth)
+			th[k].depth--;
+		else if (r->op == GMT_RANGE_START)
+			texts[n++] = r->text;
+	}
+	name = most_frequent(texts, n, &count);
+	free(texts);
+	if (!name) {
+		free(th);
+		return;
+	}
+	mk->source = "range";
+	mk->name = name;
+	mk->times = xcalloc(count + 1, sizeof(*mk->times));
+	/* the starts, then the end of the last one */
+	uint64_t last_id = 0;
+	int last_tid = 0;
+	bool last_push = false;
+	nth = 0;
+	uint64_t end = 0;
+	for (size_t i = 0; i < t->nranges; i++) {
+		const struct trace_range *r = &t->ranges[i];
+		size_t k = 0;
+		while (k < nth && th[k].tid != r->tid)
+			k++;
+		if (k == nth) {
+			th[nth].tid = r->tid;
+			th[nth++].depth = 0;
+		}
+		if (r->op == GMT_RANGE_PUSH) {
+			if (th[k].depth++ == 0 && !strcmp(r->text, name)) {
+				mk->times[mk->n++] = r->time_ns;
+				last_push = true;
+				last_tid = r->tid;
+				end = 0;
+			}
+		} else if (r->op == GMT_RANGE_POP && th[k].depth) {
+			if (--th[k].depth == 0 && last_push && r->tid == last_tid && !end)
+				end = r->time_ns;
+		} else if (r->op == GMT_RANGE_START && !strcmp(r->text, name)) {
+			mk->times[mk->n++] = r->time_ns;
+			last_push = false;
+			last_id = r->id;
+			end = 0;
+		} else if (r->op == GMT_RANGE_END && !last_push && r->id == last_id && !end) {
+			end = r->time_ns;
+		}
+	}
+	if (end)
+		mk->times[mk->n++] = end;
+	free(th);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int64_t growth_median_per_iteration(const struct growth_markers *mk, const struct growth_dev *d)
+{
+	size_t n = mk->n - 1;
+	int64_t *v = xcalloc(n, sizeof(*v));
+	uint64_t *sorted = xcalloc(n, sizeof(*sorted));
+	for (size_t i = 0; i < n; i++) {
+		v[i] = (int64_t)(d->mk_live[i + 1] - d->mk_live[i]);
+		sorted[i] = (uint64_t)v[i] ^ (1ull << 63); /* signed order as unsigned */
+	}
+	qsort(sorted, n, sizeof(*sorted), u64_cmp);
+	int64_t lo = (int64_t)(sorted[(n - 1) / 2] ^ (1ull << 63));
+	int64_t hi = (int64_t)(sorted[n / 2] ^ (1ull << 63));
+	free(v);
+	free(sorted);
+	return lo / 2 + hi / 2 + (lo % 2 + hi % 2) / 2;
+}
+
+bool growth_has_markers(const struct growth_result *g, const struct growth_dev *d)
+{
+	return g->mk.n >= 2 && d->mk_live;
+}
+
+static int chunk_cmp(struct growth_chunk *a, struct growth_chunk *b)
+{
+	uint64_t ba = a->size * a->count, bb = b->size * b->count;
+	if (ba != bb)
+		return ba > bb ? -1 : 1;
+	return a->size < b->size ? -1 : a->size > b->size;
+}
+
+static int dev_cmp(const void *a, const void *b)
+{
+	const struct growth_dev *x = a, *y = b;
+	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
+}
+
+/* After pass 1: the warm-up end and the slope window. */
+static void plan_window(struct growth_result *g, struct growth_dev *d)
+{
+	if (!d->nsteps)
+		return;
+	/* Not "95% of the final peak": a leak keeps raising the final peak and
+	 * would push the warm-up end late. Big steps are warm-up, small ones
+	 * after the last big step are creep. */
+	d->warmup_end = d->steps[0].time_ns;
+	d->warmup_level = d->steps[0].peak;
+	for (size_t i = 0; i < d->nsteps; i++)
+		if ((double)d->steps[i].step >= WARMUP_STEP * (double)d->steps[i].peak) {
+			d->warmup_end = d->steps[i].time_ns;
+			d->warmup_level = d->steps[i].peak;
+		}
+	d->has_warmup = true;
+	uint64_t run = g->t1 - g->t0;
+	d->growth_stopped = (double)(g->t1 - d->warmup_end) >= SHORT_WINDOW * (double)run;
+	d->window_start = d->growth_stopped ? d->warmup_end : g->t0 + run / 2;
+	if (!d->growth_stopped)
+		d->warmup_level = 0; /* no warm-up to measure against: fit to the end */
+}
+
+/* Least squares through the slices' highs up to the window's end. */
+static void finish_slope(struct growth_dev *d)
+{
+	double sx = 0, sy = 0, sxx = 0, sxy = 0;
+	int m = 0;
+	for (int k = 0; k < GROWTH_SLICES; k++) {
+		if (!d->slice_has[k] || d->slice_time[k] > d->window_end)
+			continue;
+		double x = (double)(d->slice_time[k] - d->window_start) / 1e9;
+		double y = (double)d->slice_max[k];
+		sx += x;
+		sy += y;
+		sxx += x * x;
+		sxy += x * y;
+		m++;
+	}
+	double den = m * sxx - sx * sx;
+	d->points = m;
+	d->slope = m >= 3 && den > 0 ? (m * sxy - sx * sy) / den : 0;
+}
+
+/* The allocator's growth policy, guessed from the steps: "doubling" (three
+ * steps in a row each twice the one before), "preallocation" (one
+ * allocation of half the device or more), "fixed blocks" (one size makes
+ * 80% or more of at least 3 steps), else "mixed" ("" without steps). */
+const char *growth_pattern(const struct growth_dev *d, uint64_t total, uint64_t *block)
+{
+	*block = 0;
+	if (!d->nsteps)
+		return "";
+	int run = 0;
+	for (size_t i = 1; i < d->nsteps; i++) {
+		run =
+		    d->steps[i].size && d->steps[i].size == 2 * d->steps[i - 1].size ? run + 1 : 0;
+		if (run >= 2)
+			return "doubling";
+	}
+	struct growth_chunk *ch, *ct, *top = NULL;
+	HASH_ITER(hh, d->chunks, ch, ct)
+	{
+		if (total && ch->size * 2 >= total) {
+			*block = ch->size;
+			return "preallocation";
+		}
+		if (!top || ch->count > top->count)
+			top = ch;
+	}
+	if (top && d->steps_total >= 3 && (double)top->count >= 0.8 * (double)d->steps_total) {
+		*block = top->size;
+		return "fixed blocks";
+	}
+	return "mixed";
+}
+
+static void gdev_free(struct growth_dev *d)
+{
+	free(d->steps);
+	free(d->cols);
+	free(d->mk_live);
+	struct growth_chunk *ch, *ct;
+	HASH_ITER(hh, d->chunks, ch, ct)
+	{
+		HASH_DEL(d->chunks, ch);
+		free(ch);
+	}
+}
+
+/* Two passes over one trace: the first fills the chart and plans the
+ * window, the second measures inside it. Returns the read's exit code, or -1. */
+static int growth_replay(struct growth_result *g, struct trace *t)
+{
+	int r = -1;
+	for (g->pass = 1; g->pass <= 2; g->pass++) {
+		replay_init(&g->rp);
+		for (size_t k = 0; k < g->ndevs; k++)
+			g->devs[k].last_bytes = 0;
+		r = trace_replay(t, NULL, on_event, g);
+		boundaries_before(g, UINT64_MAX);
+		if (g->pass == 1)
+			for (size_t k = 0; k < g->ndevs; k++) {
+				chart_fill(g, &g->devs[k], g->ncols - 1);
+				plan_window(g, &g->devs[k]);
+			}
+		replay_free(&g->rp);
+		if (r >= 0)
+			break; /* a read error: report what pass 1 found */
+	}
+	return r;
+}
+
+/* Each device's slope over its window, and the verdict from it. */
+static void growth_verdicts(struct growth_result *g)
+{
+	for (size_t k = 0; k < g->ndevs; k++) {
+		struct growth_dev *d = &g->devs[k];
+		finish_slope(d);
+		d->rise = d->slope * (double)(d->window_end - d->window_start) / 1e9;
+		double thr = LEAK_PEAK_FRAC * (double)d->peak;
+		if (thr < (double)LEAK_MIN_BYTES)
+			thr = (double)LEAK_MIN_BYTES;
+		d->leak = d->points >= 3 && d->rise >= thr;
+		HASH_SORT(d->chunks, chunk_cmp);
+	}
+}
+
+int growth_compute(struct trace *t, const struct growth_params *p, struct growth_result *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->t = t;
+	g->p = *p;
+	g->ncols = p->ncols;
+	g->t0 = t->events ? t->first_time_ns : 0;
+	g->t1 = t->events ? t->last_time_ns : 0;
+	plan_markers(t, &g->mk);
+	if (p->has_device)
+		gdev_get(g, p->device);
+	int r = growth_replay(g, t);
+	if (g->ndevs)
+		qsort(g->devs, g->ndevs, sizeof(*g->devs), dev_cmp);
+	growth_verdicts(g);
+	return r;
+}
+
+void growth_result_free(struct growth_result *g)
+{
+	for (size_t k = 0; k < g->ndevs; k++)
+		gdev_free(&g->devs[k]);
+	free(g->devs);
+	free(g->mk.times);
+	memset(g, 0, sizeof(*g));
+}
