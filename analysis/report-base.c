@@ -1,4 +1,4 @@
-/* Helpers shared by growth, fragmentation and oom: see report-base.h. */
+/* What the reports over several traces share: see report-base.h. */
 #include "analysis/report-base.h"
 
 #include <errno.h>
@@ -85,66 +85,6 @@ const char *rb_site(struct trace *t, uint64_t stack_id, char *buf, size_t size)
 		return buf;
 	}
 	return trace_frame_text(&fr, buf, size);
-}
-
-void rb_json_s(FILE *f, const char *s)
-{
-	s = s ? s : "";
-	json_str(f, s, strlen(s));
-}
-
-void rb_json_d(FILE *f, double v)
-{
-	if (!isfinite(v))
-		v = 0;
-	fprintf(f, "%.6g", v);
-}
-
-static const char *state(const struct trace *t)
-{
-	return t->complete			  ? "complete"
-	       : t->info.damage			  ? "INCOMPLETE: damaged"
-	       : t->info.stop == GMT_STOP_TORN	  ? "INCOMPLETE: torn tail"
-	       : t->info.stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
-						  : "INCOMPLETE: no trailer";
-}
-
-void rb_human_head(FILE *f, struct trace *t)
-{
-	char b[32];
-	fprintf(f, "trace %s (pid %" PRIu64 ", %s)", t->path,
-		t->has_process ? t->pid : (uint64_t)t->hdr.pid, state(t));
-	if (t->command && t->command[0])
-		fprintf(f, ": %s", t->command);
-	fputc('\n', f);
-	fprintf(f, "  %" PRIu64 " events over %s", t->events,
-		rb_dur(b, t->events ? trace_rel(t, t->last_time_ns) : 0));
-	if (t->lost)
-		fprintf(f, ", %" PRIu64 " LOST: the figures below undercount", t->lost);
-	fputc('\n', f);
-	if (!t->complete)
-		fprintf(f, "  note: the trace is incomplete (%s); figures cover what was written\n",
-			state(t) + 12);
-}
-
-void rb_json_head(FILE *f, struct trace *t)
-{
-	fputs("\"path\": ", f);
-	rb_json_s(f, t->path);
-	fprintf(f, ", \"pid\": %" PRIu64 ", \"command\": ",
-		t->has_process ? t->pid : (uint64_t)t->hdr.pid);
-	rb_json_s(f, t->command);
-	fprintf(f,
-		", \"complete\": %s, \"torn_tail\": %s, \"corrupt\": %s, \"events\": %" PRIu64
-		", \"lost_events\": %" PRIu64 ", \"duration_ns\": %" PRId64,
-		t->complete ? "true" : "false", t->info.stop == GMT_STOP_TORN ? "true" : "false",
-		t->info.stop == GMT_STOP_CORRUPT ? "true" : "false", t->events, t->lost,
-		t->events ? trace_rel(t, t->last_time_ns) : (int64_t)0);
-	if (t->info.damage) {
-		char why[256];
-		fputs(", \"damaged\": ", f);
-		rb_json_s(f, reader_damage_text(&t->info, why, sizeof(why)));
-	}
 }
 
 uint64_t rb_dev_total(const struct trace *t, int64_t ordinal)

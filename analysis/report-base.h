@@ -1,6 +1,7 @@
-/* Shared by the growth, fragmentation and oom reports: their options
- * (parsed by cli/options.c), opening several traces, the per-trace header
- * lines and a few formatting helpers. */
+/* What the reports over several traces share (growth, fragmentation, oom,
+ * accounting): the options their tables fill (cli/options.c), opening the
+ * traces and ending their reads, durations, site text, device totals. The
+ * header lines they print are cli/report-print.h's. */
 #ifndef GMT_ANALYSIS_REPORT_BASE_H
 #define GMT_ANALYSIS_REPORT_BASE_H
 
@@ -34,14 +35,6 @@ const char *rb_dur(char *buf, int64_t ns);
 
 /* The allocation site of a stack as text ("(no stack)" for 0). */
 const char *rb_site(struct trace *t, uint64_t stack_id, char *buf, size_t size);
-
-/* "trace PATH (pid N): command" and the incomplete/lost lines. */
-void rb_human_head(FILE *f, struct trace *t);
-/* "\"path\": ..., \"pid\": ..., \"complete\": ..., ..." (no braces). */
-void rb_json_head(FILE *f, struct trace *t);
-void rb_json_s(FILE *f, const char *s);
-/* A finite double for JSON (NaN/inf become 0). */
-void rb_json_d(FILE *f, double v);
 
 /* The DEVICE record's total bytes, 0 when unknown. */
 uint64_t rb_dev_total(const struct trace *t, int64_t ordinal);

@@ -1,63 +1,10 @@
-/* What the multi-trace reports share (analysis/trace.h): the imbalance of a
- * figure across traces, and the rows top and leaks group events into. */
+/* The rows top and leaks group events into (analysis/trace.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/trace.h"
-
-static void minmax(const uint64_t *v, size_t n, size_t *imax, size_t *imin, double *mean)
-{
-	double sum = 0;
-	*imax = *imin = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i] > v[*imax])
-			*imax = i;
-		if (v[i] < v[*imin])
-			*imin = i;
-		sum += (double)v[i];
-	}
-	*mean = n ? sum / (double)n : 0;
-}
-
-void trace_imbalance_json(FILE *f, const uint64_t *v, size_t n)
-{
-	size_t imax, imin;
-	double mean;
-	minmax(v, n, &imax, &imin, &mean);
-	fprintf(f,
-		"{\"max\": %" PRIu64 ", \"max_trace\": %zu, \"min\": %" PRIu64
-		", \"min_trace\": %zu, \"mean\": %.0f, \"max_over_min\": ",
-		n ? v[imax] : 0, imax, n ? v[imin] : 0, imin, mean);
-	if (n && v[imin])
-		fprintf(f, "%.4f", (double)v[imax] / (double)v[imin]);
-	else
-		fputs("null", f);
-	fputs(", \"max_over_mean\": ", f);
-	if (mean > 0)
-		fprintf(f, "%.4f}", (double)v[imax] / mean);
-	else
-		fputs("null}", f);
-}
-
-void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct trace *const *ts,
-			  size_t n)
-{
-	size_t imax, imin;
-	double mean;
-	char b1[32], b2[32], b3[32], l1[64], l2[64];
-	if (!n)
-		return;
-	minmax(v, n, &imax, &imin, &mean);
-	fprintf(f, "  %s: highest %s in %s, lowest %s in %s, mean %s", what, fmt_size(b1, v[imax]),
-		trace_label(ts[imax], l1, sizeof(l1)), fmt_size(b2, v[imin]),
-		trace_label(ts[imin], l2, sizeof(l2)), fmt_size(b3, (uint64_t)(mean + 0.5)));
-	if (v[imin])
-		fprintf(f, "; max/min %.2fx\n", (double)v[imax] / (double)v[imin]);
-	else
-		fprintf(f, "; max/min -\n");
-}
 
 /* ---- report rows ------------------------------------------------------ */
 

@@ -219,13 +219,6 @@ int64_t trace_duration_ns(const struct trace *t);
 int64_t trace_rank(const struct trace *t);
 /* "rank 3 (pid 1234)", "pid 1234". */
 const char *trace_label(const struct trace *t, char *buf, size_t size);
-/* Imbalance of one figure across n traces: max, min, which trace, ratio.
- * JSON: {"max": N, "max_trace": I, "min": N, "min_trace": I, "mean": N,
- * "max_over_min": X, "max_over_mean": X} (ratios null when undefined). */
-void trace_imbalance_json(FILE *f, const uint64_t *v, size_t n);
-/* "  imbalance: max 3.0 GiB (rank 1 (pid 12)), min ..., max/min 1.50x\n" */
-void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct trace *const *ts,
-			  size_t n);
 
 /* ---- report rows (top, leaks) ---- */
 

@@ -12,6 +12,7 @@
 #include "reader/diag.h"
 #include "reader/reader.h"
 #include "reader/xalloc.h"
+#include "cli/report-print.h"
 
 #ifndef GMT_VERSION
 #define GMT_VERSION "0.1.0"

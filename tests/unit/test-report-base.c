@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/report-base.h"
+#include "cli/report-print.h"
 #include "check.h"
 #include "trace-file.h"
 

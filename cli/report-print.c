@@ -1,0 +1,120 @@
+/* What the reports print alike: see report-print.h. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/report-base.h"
+#include "cli/report-print.h"
+
+void rb_json_s(FILE *f, const char *s)
+{
+	s = s ? s : "";
+	json_str(f, s, strlen(s));
+}
+
+void rb_json_d(FILE *f, double v)
+{
+	if (!isfinite(v))
+		v = 0;
+	fprintf(f, "%.6g", v);
+}
+
+static const char *state(const struct trace *t)
+{
+	return t->complete			  ? "complete"
+	       : t->info.damage			  ? "INCOMPLETE: damaged"
+	       : t->info.stop == GMT_STOP_TORN	  ? "INCOMPLETE: torn tail"
+	       : t->info.stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
+						  : "INCOMPLETE: no trailer";
+}
+
+void rb_human_head(FILE *f, struct trace *t)
+{
+	char b[32];
+	fprintf(f, "trace %s (pid %" PRIu64 ", %s)", t->path,
+		t->has_process ? t->pid : (uint64_t)t->hdr.pid, state(t));
+	if (t->command && t->command[0])
+		fprintf(f, ": %s", t->command);
+	fputc('\n', f);
+	fprintf(f, "  %" PRIu64 " events over %s", t->events,
+		rb_dur(b, t->events ? trace_rel(t, t->last_time_ns) : 0));
+	if (t->lost)
+		fprintf(f, ", %" PRIu64 " LOST: the figures below undercount", t->lost);
+	fputc('\n', f);
+	if (!t->complete)
+		fprintf(f, "  note: the trace is incomplete (%s); figures cover what was written\n",
+			state(t) + 12);
+}
+
+void rb_json_head(FILE *f, struct trace *t)
+{
+	fputs("\"path\": ", f);
+	rb_json_s(f, t->path);
+	fprintf(f, ", \"pid\": %" PRIu64 ", \"command\": ",
+		t->has_process ? t->pid : (uint64_t)t->hdr.pid);
+	rb_json_s(f, t->command);
+	fprintf(f,
+		", \"complete\": %s, \"torn_tail\": %s, \"corrupt\": %s, \"events\": %" PRIu64
+		", \"lost_events\": %" PRIu64 ", \"duration_ns\": %" PRId64,
+		t->complete ? "true" : "false", t->info.stop == GMT_STOP_TORN ? "true" : "false",
+		t->info.stop == GMT_STOP_CORRUPT ? "true" : "false", t->events, t->lost,
+		t->events ? trace_rel(t, t->last_time_ns) : (int64_t)0);
+	if (t->info.damage) {
+		char why[256];
+		fputs(", \"damaged\": ", f);
+		rb_json_s(f, reader_damage_text(&t->info, why, sizeof(why)));
+	}
+}
+
+static void minmax(const uint64_t *v, size_t n, size_t *imax, size_t *imin, double *mean)
+{
+	double sum = 0;
+	*imax = *imin = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] > v[*imax])
+			*imax = i;
+		if (v[i] < v[*imin])
+			*imin = i;
+		sum += (double)v[i];
+	}
+	*mean = n ? sum / (double)n : 0;
+}
+
+void trace_imbalance_json(FILE *f, const uint64_t *v, size_t n)
+{
+	size_t imax, imin;
+	double mean;
+	minmax(v, n, &imax, &imin, &mean);
+	fprintf(f,
+		"{\"max\": %" PRIu64 ", \"max_trace\": %zu, \"min\": %" PRIu64
+		", \"min_trace\": %zu, \"mean\": %.0f, \"max_over_min\": ",
+		n ? v[imax] : 0, imax, n ? v[imin] : 0, imin, mean);
+	if (n && v[imin])
+		fprintf(f, "%.4f", (double)v[imax] / (double)v[imin]);
+	else
+		fputs("null", f);
+	fputs(", \"max_over_mean\": ", f);
+	if (mean > 0)
+		fprintf(f, "%.4f}", (double)v[imax] / mean);
+	else
+		fputs("null}", f);
+}
+
+void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct trace *const *ts,
+			  size_t n)
+{
+	size_t imax, imin;
+	double mean;
+	char b1[32], b2[32], b3[32], l1[64], l2[64];
+	if (!n)
+		return;
+	minmax(v, n, &imax, &imin, &mean);
+	fprintf(f, "  %s: highest %s in %s, lowest %s in %s, mean %s", what, fmt_size(b1, v[imax]),
+		trace_label(ts[imax], l1, sizeof(l1)), fmt_size(b2, v[imin]),
+		trace_label(ts[imin], l2, sizeof(l2)), fmt_size(b3, (uint64_t)(mean + 0.5)));
+	if (v[imin])
+		fprintf(f, "; max/min %.2fx\n", (double)v[imax] / (double)v[imin]);
+	else
+		fprintf(f, "; max/min -\n");
+}

@@ -1,0 +1,27 @@
+/* What the reports print alike: the per-trace header lines, JSON numbers
+ * and strings, the imbalance of a figure across traces. */
+#ifndef GMT_CLI_REPORT_PRINT_H
+#define GMT_CLI_REPORT_PRINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analysis/trace.h"
+
+/* "trace PATH (pid N): command" and the incomplete/lost lines. */
+void rb_human_head(FILE *f, struct trace *t);
+/* "\"path\": ..., \"pid\": ..., \"complete\": ..., ..." (no braces). */
+void rb_json_head(FILE *f, struct trace *t);
+void rb_json_s(FILE *f, const char *s);
+/* A finite double for JSON (NaN/inf become 0). */
+void rb_json_d(FILE *f, double v);
+/* Imbalance of one figure across n traces: max, min, which trace, ratio.
+ * JSON: {"max": N, "max_trace": I, "min": N, "min_trace": I, "mean": N,
+ * "max_over_min": X, "max_over_mean": X} (ratios null when undefined). */
+void trace_imbalance_json(FILE *f, const uint64_t *v, size_t n);
+/* "  imbalance: max 3.0 GiB (rank 1 (pid 12)), min ..., max/min 1.50x\n" */
+void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct trace *const *ts,
+			  size_t n);
+
+#endif
