@@ -85,5 +85,4 @@ void acct_event(struct acct *a, const struct gmt_event *e);
 void acct_end(struct acct *a, const struct peakset *ps);
 void acct_free(struct acct *a);
 
-
 #endif
