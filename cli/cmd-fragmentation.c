@@ -244,23 +244,16 @@ static void totals_render(FILE *f, const struct rb_opts *o, const struct trace *
 
 int cmd_fragmentation(int argc, char **argv)
 {
-	const char *cmd = argv[0];
 	struct rb_opts o = {0};
 	const struct option opts[] = {
-	    OPT_BOOL("json", &o.json, "one JSON object instead of text (keys: docs/cli.md)"),
-	    OPT_INT("device", &o.device, "N", 0, INT32_MAX, "only device N",
-		    .given = &o.has_device),
+	    OPT_RB_JSON(&o),
+	    OPT_RB_DEVICE(&o),
 	    OPT_END(),
 	};
-	int rc = opt_parse(&usage, opts, argc, argv, &o.paths, &o.npaths);
+	struct trace *ts;
+	int rc = rb_parse_open(&usage, opts, argc, argv, &o, &ts);
 	if (rc >= 0)
 		return rc;
-	struct trace *ts;
-	rc = rb_open_all(cmd, &o, &ts);
-	if (rc >= 0) {
-		free(o.paths);
-		return rc;
-	}
 	FILE *f = stdout;
 	int worst = 0;
 	struct frag_total *tot = xcalloc((size_t)o.npaths, sizeof(*tot));

@@ -328,30 +328,23 @@ static void growth_totals(FILE *f, const struct rb_opts *o, struct trace *ts,
 
 int cmd_growth(int argc, char **argv)
 {
-	const char *cmd = argv[0];
 	struct rb_opts o = {0};
 	int64_t width = 0;
 	const struct option opts[] = {
-	    OPT_BOOL("json", &o.json, "one JSON object instead of text (keys: docs/cli.md)"),
-	    OPT_INT("device", &o.device, "N", 0, INT32_MAX, "only device N",
-		    .given = &o.has_device),
+	    OPT_RB_JSON(&o),
+	    OPT_RB_DEVICE(&o),
 	    OPT_INT("width", &width, "COLS", 10, 1000,
 		    "chart width in columns, 10..1000 (default: $COLUMNS, else 80)"),
 	    OPT_END(),
 	};
-	int rc = opt_parse(&usage, opts, argc, argv, &o.paths, &o.npaths);
+	struct trace *ts;
+	int rc = rb_parse_open(&usage, opts, argc, argv, &o, &ts);
 	if (rc >= 0)
 		return rc;
 	o.width = (int)width;
 	if (!width) {
 		const char *c = getenv("COLUMNS");
 		width = c && atoi(c) >= 10 && atoi(c) <= 1000 ? atoi(c) : 80;
-	}
-	struct trace *ts;
-	rc = rb_open_all(cmd, &o, &ts);
-	if (rc >= 0) {
-		free(o.paths);
-		return rc;
 	}
 	FILE *f = stdout;
 	struct proc *procs = xrealloc(NULL, (size_t)o.npaths * sizeof(*procs));

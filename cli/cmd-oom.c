@@ -134,21 +134,15 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
 
 int cmd_oom(int argc, char **argv)
 {
-	const char *cmd = argv[0];
 	struct rb_opts opt = {0};
 	const struct option opts[] = {
-	    OPT_BOOL("json", &opt.json, "one JSON object instead of text (keys: docs/cli.md)"),
+	    OPT_RB_JSON(&opt),
 	    OPT_END(),
 	};
-	int rc = opt_parse(&usage, opts, argc, argv, &opt.paths, &opt.npaths);
+	struct trace *ts;
+	int rc = rb_parse_open(&usage, opts, argc, argv, &opt, &ts);
 	if (rc >= 0)
 		return rc;
-	struct trace *ts;
-	rc = rb_open_all(cmd, &opt, &ts);
-	if (rc >= 0) {
-		free(opt.paths);
-		return rc;
-	}
 	FILE *f = stdout;
 	int worst = 0;
 	uint64_t *counts = xrealloc(NULL, (size_t)opt.npaths * sizeof(*counts));

@@ -92,6 +92,13 @@ struct opt_list {
 		.type = OPT_T_INT, .long_name = (l), .value = (int64_t *){v}, .argh = (a),         \
 		.min = (lo), .max = (hi), .help = (h), __VA_ARGS__                                 \
 	}
+
+/* The options the reports over several traces share (struct rb_opts). */
+#define OPT_RB_JSON(o)                                                                             \
+	OPT_BOOL("json", &(o)->json, "one JSON object instead of text (keys: docs/cli.md)")
+#define OPT_RB_DEVICE(o)                                                                           \
+	OPT_INT("device", &(o)->device, "N", 0, INT32_MAX, "only device N",                        \
+		.given = &(o)->has_device)
 #define OPT_SIZE(l, v, a, h, ...)                                                                  \
 	{                                                                                          \
 		.type = OPT_T_SIZE, .long_name = (l), .value = (uint64_t *){v}, .argh = (a),       \

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/report-base.h"
@@ -117,4 +118,16 @@ void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct t
 		fprintf(f, "; max/min %.2fx\n", (double)v[imax] / (double)v[imin]);
 	else
 		fprintf(f, "; max/min -\n");
+}
+
+int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
+		  struct rb_opts *o, struct trace **ts)
+{
+	int rc = opt_parse(u, opts, argc, argv, &o->paths, &o->npaths);
+	if (rc >= 0)
+		return rc;
+	rc = rb_open_all(argv[0], o, ts);
+	if (rc >= 0)
+		free(o->paths);
+	return rc;
 }

@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/report-base.h"
 #include "analysis/trace.h"
+#include "cli/options.h"
 
 /* "trace PATH (pid N): command" and the incomplete/lost lines. */
 void rb_human_head(FILE *f, struct trace *t);
@@ -23,5 +25,10 @@ void trace_imbalance_json(FILE *f, const uint64_t *v, size_t n);
 /* "  imbalance: max 3.0 GiB (rank 1 (pid 12)), min ..., max/min 1.50x\n" */
 void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct trace *const *ts,
 			  size_t n);
+
+/* Parses a report's options into o, then opens every trace. Returns -1
+ * with *ts open, or the exit code (nothing left open, o->paths freed). */
+int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
+		  struct rb_opts *o, struct trace **ts);
 
 #endif
