@@ -300,8 +300,10 @@ static struct {
 	struct gmt_device_facts *facts; /* handed to the flush thread */
 } early = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* Moves everything the rings hold into the writer. Caller holds flush_lock. */
-static void flush_cycle(void)
+/* Moves everything the rings hold into the writer's chunk, unwritten
+ * (records past a chunk's target size go out as whole chunks). Caller
+ * holds flush_lock. */
+static void drain_rings(void)
 {
 	struct gmt_writer *w = &g.w;
 	gmt_writer_scan_modules(w);
@@ -354,7 +356,13 @@ static void flush_cycle(void)
 		pthread_mutex_unlock(&g.setup_lock);
 	}
 	gmt_sampler_cycle_done();
-	if (gmt_writer_flush(w) < 0)
+}
+
+/* Moves everything the rings hold into the file. Caller holds flush_lock. */
+static void flush_cycle(void)
+{
+	drain_rings();
+	if (gmt_writer_flush(&g.w) < 0)
 		set_state(ST_OFF); /* writing failed: stop tracing, the program runs on */
 }
 
@@ -651,12 +659,17 @@ static void thread_gone(void *ring)
 }
 
 /* With the flush thread gone (after the final trailer), whoever records
- * writes: the trace stays complete even for frees in late destructors. */
+ * writes: the trace stays complete even for frees in late destructors.
+ * The records and their trailer go out in one chunk, one write: a late
+ * writer (a thread recording after the final trailer, the NVML sampler)
+ * may be cut off at any moment by another thread's _exit, and a write of
+ * the records alone would leave them after the last trailer, the trace
+ * read as incomplete (t-life-exit-late-writer). */
 static void flush_now_with_trailer(unsigned reason)
 {
 	if (reason != GMT_END_EXEC) /* an exec may fail, and the trace go on */
 		g.w.devices_settle = 1;
-	flush_cycle();
+	drain_rings();
 	if (g.set.symbolize)
 		gmt_writer_symbols(&g.w);
 	gmt_writer_trailer(&g.w, reason, gmt_now_ns());
@@ -685,10 +698,11 @@ static void *wait_for_space_(struct gmt_ring *r, size_t len)
 	for (;;) {
 		int st = load_state();
 		if (st == ST_FINISHED) {
-			/* No flush thread any more: drain the rings ourselves. */
+			/* No flush thread any more: drain the rings ourselves,
+			 * with a trailer (an _exit may end us before ours). */
 			pthread_mutex_lock(&g.flush_lock);
 			if (load_state() == ST_FINISHED)
-				flush_cycle();
+				flush_now_with_trailer(GMT_END_EXIT);
 			pthread_mutex_unlock(&g.flush_lock);
 			return gmt_ring_reserve(r, len);
 		}

@@ -190,3 +190,9 @@ $(PROG_DIR)/libreload-plugin.so: tests/progs/reload-plugin.c common/cuda-types.h
 $(PROG_DIR)/reload-main: tests/progs/reload-main.c common/cuda-types.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -ldl $(SAN_LDFLAGS)
+
+# _exit while another thread records (t-life-exit-late-writer).
+life-progs: $(PROG_DIR)/exitbusy
+$(PROG_DIR)/exitbusy: tests/progs/exitbusy.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -lpthread
