@@ -1,5 +1,5 @@
-/* The tracer's life: configuration, per-thread rings, the flush thread,
- * fork, and the end of the process.
+/* The tracer's core: configuration, per-thread rings, the event path and
+ * the flush thread (the end of the process and fork: preload/life.c).
  *
  * Locks, always taken in this order: flush_lock (owns the writer), then
  * setup_lock (the ring list, file creation), then notes_lock. The event path takes neither,
@@ -29,6 +29,7 @@
 #include "preload/nocancel.h"
 #include "preload/python.h"
 #include "preload/ring.h"
+#include "preload/runtime.h"
 #include "preload/sampler.h"
 #include "preload/settings.h"
 #include "preload/stackcache.h"
@@ -38,94 +39,21 @@
 __thread int gmt_tls_depth __attribute__((tls_model("initial-exec")));
 __thread uint64_t gmt_tls_call_start __attribute__((tls_model("initial-exec")));
 __thread uintptr_t gmt_tls_hook_frame __attribute__((tls_model("initial-exec")));
-static __thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
-/* This thread's execs that raised g.exec_hold and have not come back. */
-static __thread unsigned tls_exec_holds __attribute__((tls_model("initial-exec")));
+__thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
+/* This thread's execs that raised rt.exec_hold and have not come back. */
+__thread unsigned tls_exec_holds __attribute__((tls_model("initial-exec")));
 
-enum state {
-	ST_UNCONFIGURED = 0,
-	ST_IDLE,     /* configured; the file is created at the first event */
-	ST_ACTIVE,   /* file open, flush thread running */
-	ST_FINISHED, /* final trailer written; late events are written at once */
-	ST_OFF,	     /* disabled, AT_SECURE, or the trace could not be written */
-};
-
-static struct {
-	int state;
-	struct gmt_settings set;
-	pthread_mutex_t setup_lock;
-	pthread_mutex_t flush_lock;
-	struct gmt_ring *rings;
-	struct gmt_writer w;
-	pthread_t flusher;
-	int flusher_running;
-	uint32_t flusher_up; /* futex word: the flush thread runs our code */
-	int stop;
-	uint32_t wake; /* futex word: bumped to get the flush thread going */
-	/* The flush thread sleeps idle: every ring's wake_at is 0. Under
-	 * setup_lock (a ring made meanwhile starts so). */
-	int rings_idle;
-	/* _exit and exec may run in a signal handler, where nothing that
-	 * mallocs or locks may run: they ask the flush thread for the final
-	 * flush (final_req = reason + 1) and wait for final_done to move. */
-	uint32_t final_req, final_done;
-	/* Execs under way: raised by each exec's caller before it asks for
-	 * the trailer, lowered when its exec returns (it failed). While
-	 * raised the flush thread writes nothing: a cycle before the new
-	 * image replaces us would leave records after the trailer, and the
-	 * trace would read as incomplete. */
-	uint32_t exec_hold;
-	uint32_t exec_raises; /* every raise, ever: a new exec restarts the bound */
-	/* Set by the flush thread while it honours a hold (not past its
-	 * bound): producers then count a full ring's event lost at once. */
-	uint32_t writes_held;
-	/* The thread of the first exit() under way (0: none), and whether
-	 * gmt_finish is under way (1) or done (2): several threads may call
-	 * exit at once, and one's _exit would end the others' finish. */
-	uint32_t exit_tid;
-	uint32_t finishing;
-	pid_t pid;
-	pthread_key_t key;
-	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
-	pthread_mutex_t notes_lock; /* notes come from lookups: rare, never per event */
-	struct {
-		int level;
-		char text[240];
-	} notes[GMT_MAX_NOTES];
-	int nnotes, notes_written;
-	uint64_t notes_dropped;
-	size_t ring_cap;
-	/* The trace's time zero: when the library loaded (or the child forked).
-	 * A call's time is taken before the call, and the file is created inside
-	 * the first call (the runtime's lazy init retains the context there),
-	 * so the open itself is too late: that first call would read as
-	 * happening before the trace began. */
-	uint64_t start_mono;
-} g = {
+struct gmt_runtime rt = {
     .setup_lock = PTHREAD_MUTEX_INITIALIZER,
     .flush_lock = PTHREAD_MUTEX_INITIALIZER,
     .notes_lock = PTHREAD_MUTEX_INITIALIZER,
 };
-
-/* The state is read lock-free on every event: the release store publishes
- * what the transition set up (settings, writer, flush thread) to the acquire
- * loads of load_state. */
-static int load_state(void)
-{
-	return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE);
-}
-
-static void set_state(int st)
-{
-	__atomic_store_n(&g.state, st, __ATOMIC_RELEASE);
-}
 
 /* After a commit and a fence_recorded (flush_if_finished has one): a ring
  * half full, or any record while the flush thread sleeps idle (wake_at 0:
  * the flush thread stores it, fences, then looks at the rings; one of the
  * two sides sees the other's store), wakes the flush thread, once until its
  * next cycle. Inline: on every event's path. */
-static void wake_flusher(void);
 static inline void ask_drain(struct gmt_ring *r, size_t used)
 {
 	/* Hints only (relaxed): a wake-up lost to a race with a cycle costs
@@ -144,7 +72,7 @@ static inline void ask_drain(struct gmt_ring *r, size_t used)
  * is missing (old kernel, valgrind) and both halves are real fences. */
 static int asym_fence;
 
-static void asym_fence_setup(void)
+void asym_fence_setup(void)
 {
 	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 	asym_fence = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
@@ -161,7 +89,7 @@ static inline void fence_recorded(void)
 }
 
 /* The finisher's half, after its FINISHED store. Pairs with fence_recorded. */
-static void fence_finished(void)
+void fence_finished(void)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&asym_fence, __ATOMIC_RELAXED) ||
@@ -174,11 +102,11 @@ static void fence_finished(void)
 	nanosleep(&ms, NULL);
 }
 
-static void wake_flusher(void)
+void wake_flusher(void)
 {
-	/* Pairs with the load of g.wake before FUTEX_WAIT in flusher_main. */
-	__atomic_add_fetch(&g.wake, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &g.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	/* Pairs with the load of rt.wake before FUTEX_WAIT in flusher_main. */
+	__atomic_add_fetch(&rt.wake, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &rt.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* ---- configuration ---------------------------------------------------- */
@@ -190,45 +118,42 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
 		if (ph->p_type == PT_LOAD && me >= lo && me < hi) {
-			g.self_lo = lo;
-			g.self_hi = hi;
+			rt.self_lo = lo;
+			rt.self_hi = hi;
 			return 1;
 		}
 	}
 	return 0;
 }
 
-static void fork_prepare(void);
-static void fork_parent(void);
-static void fork_child(void);
 static void thread_gone(void *ring);
 
 static void configure_locked(void)
 {
-	if (g.state != ST_UNCONFIGURED)
+	if (rt.state != ST_UNCONFIGURED)
 		return;
 	if (getauxval(AT_SECURE)) {
 		/* setuid and friends: do nothing at all, not even read settings. */
 		set_state(ST_OFF);
 		return;
 	}
-	gmt_settings_load(&g.set);
+	gmt_settings_load(&rt.set);
 	/* `gpumemtrace run --no-follow`: descendants inherit LD_PRELOAD but stay inert. */
-	if (g.set.disabled || (g.set.pid_only && g.set.pid_only != getpid())) {
+	if (rt.set.disabled || (rt.set.pid_only && rt.set.pid_only != getpid())) {
 		set_state(ST_OFF);
 		return;
 	}
 	size_t cap = 4096;
-	while (cap < g.set.ring_bytes)
+	while (cap < rt.set.ring_bytes)
 		cap <<= 1;
-	g.ring_cap = cap;
-	g.pid = getpid();
-	gmt_clock_init(g.set.clock);
-	g.start_mono = gmt_now_ns();
-	g.w.fd = -1;
+	rt.ring_cap = cap;
+	rt.pid = getpid();
+	gmt_clock_init(rt.set.clock);
+	rt.start_mono = gmt_now_ns();
+	rt.w.fd = -1;
 	asym_fence_setup();
 	dl_iterate_phdr(find_self, NULL);
-	if (pthread_key_create(&g.key, thread_gone) != 0 ||
+	if (pthread_key_create(&rt.key, thread_gone) != 0 ||
 	    pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
 		gmt_log("cannot set up thread tracking; tracing is off");
 		set_state(ST_OFF);
@@ -241,9 +166,9 @@ int gmt_tracing(void)
 {
 	int st = load_state();
 	if (st == ST_UNCONFIGURED) {
-		pthread_mutex_lock(&g.setup_lock);
+		pthread_mutex_lock(&rt.setup_lock);
 		configure_locked();
-		pthread_mutex_unlock(&g.setup_lock);
+		pthread_mutex_unlock(&rt.setup_lock);
 		st = load_state();
 	}
 	return st != ST_OFF;
@@ -258,30 +183,31 @@ __attribute__((constructor)) static void at_load(void)
 
 void gmt_note(int level, const char *text)
 {
-	pthread_mutex_lock(&g.notes_lock);
-	if (g.nnotes < GMT_MAX_NOTES) {
-		g.notes[g.nnotes].level = level;
-		gmt_format(g.notes[g.nnotes].text, sizeof g.notes[0].text, "%s", text);
-		g.nnotes++;
+	pthread_mutex_lock(&rt.notes_lock);
+	if (rt.nnotes < GMT_MAX_NOTES) {
+		rt.notes[rt.nnotes].level = level;
+		gmt_format(rt.notes[rt.nnotes].text, sizeof rt.notes[0].text, "%s", text);
+		rt.nnotes++;
 	} else {
-		g.notes_dropped++;
+		rt.notes_dropped++;
 	}
-	pthread_mutex_unlock(&g.notes_lock);
+	pthread_mutex_unlock(&rt.notes_lock);
 }
 
 static void write_notes(struct gmt_writer *w)
 {
-	pthread_mutex_lock(&g.notes_lock);
-	for (; g.notes_written < g.nnotes; g.notes_written++)
-		gmt_writer_note(w, g.notes[g.notes_written].level, g.notes[g.notes_written].text);
-	if (g.notes_dropped) {
+	pthread_mutex_lock(&rt.notes_lock);
+	for (; rt.notes_written < rt.nnotes; rt.notes_written++)
+		gmt_writer_note(w, rt.notes[rt.notes_written].level,
+				rt.notes[rt.notes_written].text);
+	if (rt.notes_dropped) {
 		char text[96];
 		gmt_format(text, sizeof text, "%llu more notes were dropped",
-			   (unsigned long long)g.notes_dropped);
+			   (unsigned long long)rt.notes_dropped);
 		gmt_writer_note(w, 1, text);
-		g.notes_dropped = 0;
+		rt.notes_dropped = 0;
 	}
-	pthread_mutex_unlock(&g.notes_lock);
+	pthread_mutex_unlock(&rt.notes_lock);
 }
 
 static void drain_record(void *w, struct gmt_ring *r, const struct gmt_ring_hdr *h)
@@ -295,22 +221,19 @@ static void drain_record(void *w, struct gmt_ring *r, const struct gmt_ring_hdr 
  * runtime may have torn it down (seen on an H100: a DEVICE record of
  * zeros). No lock is held across the driver calls, whose first lookups take
  * the loader's lock; the flush thread merges the result. */
-static struct {
-	pthread_mutex_t lock;
-	struct gmt_device_facts *facts; /* handed to the flush thread */
-} early = {.lock = PTHREAD_MUTEX_INITIALIZER};
+struct gmt_early_facts rt_early = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Moves everything the rings hold into the writer's chunk, unwritten
  * (records past a chunk's target size go out as whole chunks). Caller
  * holds flush_lock. */
 static void drain_rings(void)
 {
-	struct gmt_writer *w = &g.w;
+	struct gmt_writer *w = &rt.w;
 	gmt_writer_scan_modules(w);
-	pthread_mutex_lock(&early.lock);
-	struct gmt_device_facts *f = early.facts;
-	early.facts = NULL;
-	pthread_mutex_unlock(&early.lock);
+	pthread_mutex_lock(&rt_early.lock);
+	struct gmt_device_facts *f = rt_early.facts;
+	rt_early.facts = NULL;
+	pthread_mutex_unlock(&rt_early.lock);
 	if (f) {
 		gmt_device_facts_merge(&w->devices, f);
 		free(f);
@@ -318,9 +241,9 @@ static void drain_rings(void)
 	gmt_writer_devices(w);
 	write_notes(w);
 
-	pthread_mutex_lock(&g.setup_lock);
-	struct gmt_ring *list = g.rings; /* rings are only prepended: a safe snapshot */
-	pthread_mutex_unlock(&g.setup_lock);
+	pthread_mutex_lock(&rt.setup_lock);
+	struct gmt_ring *list = rt.rings; /* rings are only prepended: a safe snapshot */
+	pthread_mutex_unlock(&rt.setup_lock);
 
 	int any_exited = 0;
 	for (struct gmt_ring *r = list; r; r = r->next) {
@@ -342,8 +265,8 @@ static void drain_rings(void)
 		any_exited |= exited;
 	}
 	if (any_exited) {
-		pthread_mutex_lock(&g.setup_lock);
-		for (struct gmt_ring **pp = &g.rings; *pp;) {
+		pthread_mutex_lock(&rt.setup_lock);
+		for (struct gmt_ring **pp = &rt.rings; *pp;) {
 			struct gmt_ring *r = *pp;
 			if (__atomic_load_n(&r->exited, __ATOMIC_ACQUIRE) &&
 			    __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == r->tail) {
@@ -353,7 +276,7 @@ static void drain_rings(void)
 				pp = &r->next;
 			}
 		}
-		pthread_mutex_unlock(&g.setup_lock);
+		pthread_mutex_unlock(&rt.setup_lock);
 	}
 	gmt_sampler_cycle_done();
 }
@@ -362,11 +285,9 @@ static void drain_rings(void)
 static void flush_cycle(void)
 {
 	drain_rings();
-	if (gmt_writer_flush(&g.w) < 0)
+	if (gmt_writer_flush(&rt.w) < 0)
 		set_state(ST_OFF); /* writing failed: stop tracing, the program runs on */
 }
-
-static void flush_now_with_trailer(unsigned reason);
 
 void gmt_futex_set(uint32_t *word, uint32_t value)
 {
@@ -394,7 +315,7 @@ uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms)
 
 struct hold_watch {
 	uint64_t since;	 /* when the flush thread first saw this hold; 0: none */
-	uint32_t raises; /* g.exec_raises then */
+	uint32_t raises; /* rt.exec_raises then */
 };
 
 /* Whether an exec under way holds the flush thread's writes. Bounded: an
@@ -404,9 +325,9 @@ static int exec_holds_writes(struct hold_watch *hw)
 {
 	enum { EXEC_HOLD_MAX_MS = 10000 };
 	int held = 0;
-	if (__atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&rt.exec_hold, __ATOMIC_RELAXED)) {
 		uint64_t now = gmt_now_ns();
-		uint32_t raises = __atomic_load_n(&g.exec_raises, __ATOMIC_RELAXED);
+		uint32_t raises = __atomic_load_n(&rt.exec_raises, __ATOMIC_RELAXED);
 		/* A stuck hold must not spend a later exec's bound. */
 		if (!hw->since || raises != hw->raises) {
 			hw->since = now;
@@ -416,7 +337,7 @@ static int exec_holds_writes(struct hold_watch *hw)
 	} else {
 		hw->since = 0;
 	}
-	__atomic_store_n(&g.writes_held, held, __ATOMIC_RELAXED);
+	__atomic_store_n(&rt.writes_held, held, __ATOMIC_RELAXED);
 	return held;
 }
 
@@ -426,9 +347,9 @@ enum { RINGS_EMPTY, RINGS_SAMPLES, RINGS_BUSY };
  * idle flush thread), or more (records, or a lost count to write). */
 static int rings_hold(void)
 {
-	pthread_mutex_lock(&g.setup_lock);
+	pthread_mutex_lock(&rt.setup_lock);
 	int hold = RINGS_EMPTY;
-	for (struct gmt_ring *r = g.rings; r && hold != RINGS_BUSY; r = r->next) {
+	for (struct gmt_ring *r = rt.rings; r && hold != RINGS_BUSY; r = r->next) {
 		if (__atomic_load_n(&r->lost, __ATOMIC_RELAXED) != r->lost_reported)
 			hold = RINGS_BUSY;
 		/* Pairs with the release stores of head: the records up to
@@ -443,7 +364,7 @@ static int rings_hold(void)
 			t += h->len;
 		}
 	}
-	pthread_mutex_unlock(&g.setup_lock);
+	pthread_mutex_unlock(&rt.setup_lock);
 	return hold;
 }
 
@@ -452,11 +373,11 @@ static int rings_hold(void)
  * next cycle. Flush thread only. */
 static void set_rings_idle(int idle)
 {
-	pthread_mutex_lock(&g.setup_lock);
-	g.rings_idle = idle;
-	for (struct gmt_ring *r = g.rings; r; r = r->next)
+	pthread_mutex_lock(&rt.setup_lock);
+	rt.rings_idle = idle;
+	for (struct gmt_ring *r = rt.rings; r; r = r->next)
 		__atomic_store_n(&r->wake_at, idle ? 0 : r->cap / 2, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&g.setup_lock);
+	pthread_mutex_unlock(&rt.setup_lock);
 }
 
 /* Called by the flush thread after a cycle that followed a whole period:
@@ -472,7 +393,7 @@ static unsigned go_idle(void)
 	 * reach the file within a second. */
 	enum { IDLE_MAX_MS = 60000, IDLE_SAMPLES_MS = 1000 };
 	if (gmt_clock_wait_ms() || load_state() != ST_ACTIVE ||
-	    __atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED))
+	    __atomic_load_n(&rt.exec_hold, __ATOMIC_RELAXED))
 		return 0;
 	/* A look first, with no store and no fence: a busy program (records
 	 * committed since the cycle) costs nothing more. */
@@ -481,8 +402,8 @@ static unsigned go_idle(void)
 	set_rings_idle(1);
 	fence_finished(); /* pairs with the fence_recorded before ask_drain */
 	int hold = rings_hold();
-	unsigned idle_ms = g.set.sample_ms ? IDLE_SAMPLES_MS : IDLE_MAX_MS;
-	if (hold == RINGS_EMPTY || (hold == RINGS_SAMPLES && g.set.flush_ms < IDLE_SAMPLES_MS))
+	unsigned idle_ms = rt.set.sample_ms ? IDLE_SAMPLES_MS : IDLE_MAX_MS;
+	if (hold == RINGS_EMPTY || (hold == RINGS_SAMPLES && rt.set.flush_ms < IDLE_SAMPLES_MS))
 		return idle_ms;
 	set_rings_idle(0);
 	return 0;
@@ -491,40 +412,40 @@ static unsigned go_idle(void)
 static void *flusher_main(void *arg)
 {
 	struct hold_watch hold = {0, 0};
-	uint64_t idle_end = 0;		 /* when the flush thread last left an idle sleep */
-	gmt_enter();			 /* nothing this thread does is the program's */
-	gmt_futex_set(&g.flusher_up, 1); /* fork waits for this */
+	uint64_t idle_end = 0;		  /* when the flush thread last left an idle sleep */
+	gmt_enter();			  /* nothing this thread does is the program's */
+	gmt_futex_set(&rt.flusher_up, 1); /* fork waits for this */
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
-	/* Pairs with the release store of g.stop in gmt_finish. */
-	while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
-		uint32_t seen = __atomic_load_n(&g.wake, __ATOMIC_ACQUIRE);
-		unsigned ms = (unsigned)g.set.flush_ms, clock_ms = gmt_clock_wait_ms();
+	/* Pairs with the release store of rt.stop in gmt_finish. */
+	while (!__atomic_load_n(&rt.stop, __ATOMIC_ACQUIRE)) {
+		uint32_t seen = __atomic_load_n(&rt.wake, __ATOMIC_ACQUIRE);
+		unsigned ms = (unsigned)rt.set.flush_ms, clock_ms = gmt_clock_wait_ms();
 		if (clock_ms && clock_ms < ms)
 			ms = clock_ms;
 		/* Nothing to write: sleep until a record comes. A whole period
 		 * between idle sleeps (half-full wakes come meanwhile): records
 		 * wake us at most once a period, however dense their stream. */
-		uint64_t period_ns = (uint64_t)g.set.flush_ms * 1000000u;
+		uint64_t period_ns = (uint64_t)rt.set.flush_ms * 1000000u;
 		unsigned idle_ms = gmt_now_ns() - idle_end >= period_ns ? go_idle() : 0;
 		int idle = idle_ms != 0;
 		if (idle)
 			ms = idle_ms;
 		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-		syscall(SYS_futex, &g.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		syscall(SYS_futex, &rt.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 		if (idle) {
 			set_rings_idle(0);
 			idle_end = gmt_now_ns();
 		}
 		/* Pairs with the release store in gmt_finish_async. */
-		uint32_t req = __atomic_exchange_n(&g.final_req, 0, __ATOMIC_ACQUIRE);
-		pthread_mutex_lock(&g.flush_lock);
+		uint32_t req = __atomic_exchange_n(&rt.final_req, 0, __ATOMIC_ACQUIRE);
+		pthread_mutex_lock(&rt.flush_lock);
 		gmt_clock_tick(); /* under the lock: fork never copies half a line */
 		if (load_state() == ST_ACTIVE) {
 			/* dlopen: here, never on the hook path, nor for an _exit or
 			 * exec waiting on us: a dlopen under way elsewhere may hold
 			 * the loader's lock for good (its chunks stay uncompressed). */
 			if (!req)
-				gmt_writer_compress_init(&g.w);
+				gmt_writer_compress_init(&rt.w);
 			if (req) {
 				if (req - 1 != GMT_END_EXEC) {
 					set_state(ST_FINISHED);
@@ -535,12 +456,12 @@ static void *flusher_main(void *arg)
 				flush_cycle();
 			}
 		}
-		pthread_mutex_unlock(&g.flush_lock);
+		pthread_mutex_unlock(&rt.flush_lock);
 		if (req) {
 			/* Pairs with the acquire loads in gmt_finish_async. */
-			__atomic_add_fetch(&g.final_done, 1, __ATOMIC_RELEASE);
-			syscall(SYS_futex, &g.final_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL,
-				0);
+			__atomic_add_fetch(&rt.final_done, 1, __ATOMIC_RELEASE);
+			syscall(SYS_futex, &rt.final_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL,
+				NULL, 0);
 		}
 	}
 	return NULL;
@@ -553,10 +474,10 @@ static int start_flusher(void)
 	/* The flush thread inherits a full mask: no signal of the program's is
 	 * ever handled on it, and SIGXFSZ from a full disk cannot kill. */
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	g.flusher_up = 0;
-	int rc = pthread_create(&g.flusher, NULL, flusher_main, NULL);
+	rt.flusher_up = 0;
+	int rc = pthread_create(&rt.flusher, NULL, flusher_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	g.flusher_running = rc == 0;
+	rt.flusher_running = rc == 0;
 	return rc;
 }
 
@@ -584,63 +505,63 @@ static void learn_devices_early(void)
 	if (!f)
 		return;
 	gmt_device_facts_query(f, NULL);
-	pthread_mutex_lock(&early.lock);
-	free(early.facts);
-	early.facts = f;
-	pthread_mutex_unlock(&early.lock);
+	pthread_mutex_lock(&rt_early.lock);
+	free(rt_early.facts);
+	rt_early.facts = f;
+	pthread_mutex_unlock(&rt_early.lock);
 }
 
 /* A thread's first event: the only one that locks and allocates. */
 static struct gmt_ring *ring_for_this_thread(void)
 {
 	int made_file = 0, cancel = gmt_nocancel_begin();
-	pthread_mutex_lock(&g.setup_lock);
-	if (g.state == ST_IDLE) {
+	pthread_mutex_lock(&rt.setup_lock);
+	if (rt.state == ST_IDLE) {
 		/* The process's first event creates the file. */
-		int opened = gmt_writer_open(&g.w, g.set.output_template, g.set.stack_depth,
-					     g.set.compress, g.start_mono);
+		int opened = gmt_writer_open(&rt.w, rt.set.output_template, rt.set.stack_depth,
+					     rt.set.compress, rt.start_mono);
 		/* Listed once the file exists, even if writing it failed: `run`
 		 * reports exactly the traces its command made, no other. */
-		if (g.w.fd >= 0 && g.set.trace_list) {
+		if (rt.w.fd >= 0 && rt.set.trace_list) {
 			int err = errno;
-			if (gmt_writer_list(&g.w, g.set.trace_list) != 0)
+			if (gmt_writer_list(&rt.w, rt.set.trace_list) != 0)
 				gmt_log("cannot add %s to GPUMEMTRACE_TRACE_LIST=%s: %s; "
 					"gpumemtrace run will not report it",
-					g.w.path, g.set.trace_list, strerror(errno));
+					rt.w.path, rt.set.trace_list, strerror(errno));
 			errno = err;
 		}
 		if (opened != 0) {
 			gmt_log(
 			    "cannot create trace file from '%s': %s; tracing is off, the program "
 			    "runs on",
-			    g.set.output_template, strerror(errno));
-			gmt_writer_abandon(&g.w);
+			    rt.set.output_template, strerror(errno));
+			gmt_writer_abandon(&rt.w);
 			set_state(ST_OFF);
 		} else if (start_flusher() != 0) {
 			gmt_log("cannot start the flush thread; tracing is off");
 			set_state(ST_OFF);
 		} else {
 			set_state(ST_ACTIVE);
-			gmt_sampler_start(g.set.sample_ms);
+			gmt_sampler_start(rt.set.sample_ms);
 			made_file = 1;
 		}
 	}
 	struct gmt_ring *r = NULL;
-	if (g.state == ST_ACTIVE || g.state == ST_FINISHED) {
-		r = gmt_ring_new(g.ring_cap, (int)syscall(SYS_gettid));
+	if (rt.state == ST_ACTIVE || rt.state == ST_FINISHED) {
+		r = gmt_ring_new(rt.ring_cap, (int)syscall(SYS_gettid));
 		if (r) {
-			if (g.rings_idle)
+			if (rt.rings_idle)
 				r->wake_at = 0;
-			r->next = g.rings;
-			g.rings = r;
+			r->next = rt.rings;
+			rt.rings = r;
 		}
 	}
-	pthread_mutex_unlock(&g.setup_lock);
+	pthread_mutex_unlock(&rt.setup_lock);
 	if (made_file)
 		learn_devices_early();
 	if (r) {
 		tls_ring = r;
-		pthread_setspecific(g.key, r);
+		pthread_setspecific(rt.key, r);
 		push_thread_name(r);
 	}
 	gmt_nocancel_end(cancel);
@@ -654,7 +575,7 @@ static void thread_gone(void *ring)
 	gmt_stack_cache_release();
 	/* Pairs with the acquire load in flush_cycle. */
 	__atomic_store_n(&r->exited, 1, __ATOMIC_RELEASE);
-	if (g.flusher_running)
+	if (rt.flusher_running)
 		wake_flusher();
 }
 
@@ -665,15 +586,15 @@ static void thread_gone(void *ring)
  * may be cut off at any moment by another thread's _exit, and a write of
  * the records alone would leave them after the last trailer, the trace
  * read as incomplete (t-life-exit-late-writer). */
-static void flush_now_with_trailer(unsigned reason)
+void flush_now_with_trailer(unsigned reason)
 {
 	if (reason != GMT_END_EXEC) /* an exec may fail, and the trace go on */
-		g.w.devices_settle = 1;
+		rt.w.devices_settle = 1;
 	drain_rings();
-	if (g.set.symbolize)
-		gmt_writer_symbols(&g.w);
-	gmt_writer_trailer(&g.w, reason, gmt_now_ns());
-	if (gmt_writer_flush(&g.w) < 0)
+	if (rt.set.symbolize)
+		gmt_writer_symbols(&rt.w);
+	gmt_writer_trailer(&rt.w, reason, gmt_now_ns());
+	if (gmt_writer_flush(&rt.w) < 0)
 		set_state(ST_OFF);
 }
 
@@ -686,32 +607,32 @@ static void flush_now_with_trailer(unsigned reason)
  * child (or a CLONE_VM one) shares it with its parent, which traces on. */
 static __attribute__((noinline, cold)) int not_our_process(void)
 {
-	return getpid() != g.pid;
+	return getpid() != rt.pid;
 }
 
 static void *wait_for_space_(struct gmt_ring *r, size_t len)
 {
 	if (not_our_process())
 		return NULL;
-	uint64_t deadline = gmt_now_ns() + (uint64_t)g.set.full_wait_ms * 1000000u;
+	uint64_t deadline = gmt_now_ns() + (uint64_t)rt.set.full_wait_ms * 1000000u;
 	long nap = 20000;
 	for (;;) {
 		int st = load_state();
 		if (st == ST_FINISHED) {
 			/* No flush thread any more: drain the rings ourselves,
 			 * with a trailer (an _exit may end us before ours). */
-			pthread_mutex_lock(&g.flush_lock);
+			pthread_mutex_lock(&rt.flush_lock);
 			if (load_state() == ST_FINISHED)
 				flush_now_with_trailer(GMT_END_EXIT);
-			pthread_mutex_unlock(&g.flush_lock);
+			pthread_mutex_unlock(&rt.flush_lock);
 			return gmt_ring_reserve(r, len);
 		}
 		/* An exec under way, its trailer written: nothing drains until it
 		 * fails, and if it succeeds the event goes with the image.
 		 * Counted, not waited for. */
 		if (st != ST_ACTIVE || gmt_now_ns() >= deadline ||
-		    (__atomic_load_n(&g.writes_held, __ATOMIC_RELAXED) &&
-		     __atomic_load_n(&g.exec_hold, __ATOMIC_RELAXED)))
+		    (__atomic_load_n(&rt.writes_held, __ATOMIC_RELAXED) &&
+		     __atomic_load_n(&rt.exec_hold, __ATOMIC_RELAXED)))
 			return NULL;
 		wake_flusher();
 		struct timespec ts = {0, nap};
@@ -738,10 +659,10 @@ static __attribute__((noinline, cold)) void flush_finished(void)
 	if (not_our_process())
 		return;
 	int cancel = gmt_nocancel_begin();
-	pthread_mutex_lock(&g.flush_lock);
+	pthread_mutex_lock(&rt.flush_lock);
 	if (load_state() == ST_FINISHED)
 		flush_now_with_trailer(GMT_END_EXIT);
-	pthread_mutex_unlock(&g.flush_lock);
+	pthread_mutex_unlock(&rt.flush_lock);
 	gmt_nocancel_end(cancel);
 }
 
@@ -761,7 +682,8 @@ static inline void flush_if_finished(void)
 static unsigned capture_stack(uint64_t *ips, unsigned depth, uintptr_t hook_frame)
 {
 	/* Our own frames are trimmed: ips[0] is the program's call. */
-	return gmt_stack_capture(ips, depth, g.set.stack_cache, g.self_lo, g.self_hi, hook_frame);
+	return gmt_stack_capture(ips, depth, rt.set.stack_cache, rt.self_lo, rt.self_hi,
+				 hook_frame);
 }
 
 void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr, uint64_t size,
@@ -783,9 +705,9 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 
 	uint64_t ips[GMT_MAX_STACK_DEPTH + 16];
 	unsigned nframes =
-	    g.set.stack_depth ? capture_stack(ips, (unsigned)g.set.stack_depth, hook_frame) : 0;
-	if (g.set.stack_depth && g.set.python)
-		nframes = gmt_python_splice_if_present(ips, nframes, (unsigned)g.set.stack_depth);
+	    rt.set.stack_depth ? capture_stack(ips, (unsigned)rt.set.stack_depth, hook_frame) : 0;
+	if (rt.set.stack_depth && rt.set.python)
+		nframes = gmt_python_splice_if_present(ips, nframes, (unsigned)rt.set.stack_depth);
 	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + sizeof(struct gmt_raw_event) +
 				    nframes * sizeof(uint64_t));
 	struct gmt_ring_hdr *h = gmt_ring_reserve(r, len);
@@ -948,198 +870,4 @@ int gmt_trace_started(void)
 {
 	int st = load_state();
 	return st == ST_ACTIVE || st == ST_FINISHED;
-}
-
-/* ---- the end ------------------------------------------------------------ */
-
-static void note_stack_cache_verify(void)
-{
-	uint64_t hits, misses, bad;
-	gmt_stack_cache_stats(&hits, &misses, &bad);
-	char text[160];
-	gmt_format(text, sizeof text,
-		   "stack cache verify: %llu hits, %llu misses, %llu differ from unw_backtrace",
-		   (unsigned long long)hits, (unsigned long long)misses, (unsigned long long)bad);
-	gmt_note(bad ? 1 : 0, text);
-}
-
-enum { FINAL_WAIT_MS = 10000 }; /* symbolizing a large program takes seconds */
-
-void gmt_finish(enum gmt_end_reason reason)
-{
-	int saved_errno = errno, cancel = gmt_nocancel_begin(); /* joins, writes */
-	gmt_enter();
-	/* A vfork child shares our memory but is not us: leave the trace be. */
-	int st = load_state();
-	if ((st != ST_ACTIVE && st != ST_FINISHED) || getpid() != g.pid)
-		goto out;
-	/* Once: the flush thread is joined once. Another thread finishing
-	 * waits for the trailer (bounded), which its exit must not cut short. */
-	uint32_t idle = 0;
-	if (!__atomic_compare_exchange_n(&g.finishing, &idle, 1, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
-		gmt_futex_wait_while(&g.finishing, 1, FINAL_WAIT_MS);
-		goto out;
-	}
-	if (load_state() != ST_ACTIVE)
-		goto done;
-	if (reason != GMT_END_EXEC)
-		gmt_sampler_stop(0); /* normally done by its atexit handler, with END */
-	if (g.set.stack_cache == GMT_STACK_CACHE_VERIFY)
-		note_stack_cache_verify();
-	if (reason != GMT_END_EXEC && g.flusher_running &&
-	    !pthread_equal(pthread_self(), g.flusher)) {
-		__atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);
-		wake_flusher();
-		pthread_join(g.flusher, NULL);
-		g.flusher_running = 0;
-	}
-	pthread_mutex_lock(&g.flush_lock);
-	if (load_state() == ST_ACTIVE) {
-		if (reason != GMT_END_EXEC) {
-			set_state(ST_FINISHED);
-			fence_finished(); /* pairs with flush_if_finished */
-		}
-		flush_now_with_trailer(reason);
-	}
-	pthread_mutex_unlock(&g.flush_lock);
-done:
-	gmt_futex_set(&g.finishing, 2); /* pairs with the wait above */
-out:
-	gmt_leave();
-	gmt_nocancel_end(cancel);
-	errno = saved_errno;
-}
-
-void gmt_exit_called(void)
-{
-	enum { FIRST_EXIT_WAIT_MS = 1000 };
-	int st = load_state();
-	if ((st != ST_ACTIVE && st != ST_FINISHED) || getpid() != g.pid)
-		return; /* no trace under way: nothing of ours to protect */
-	int saved_errno = errno, cancel = gmt_nocancel_begin();
-	uint32_t me = (uint32_t)syscall(SYS_gettid), first = 0;
-	if (!__atomic_compare_exchange_n(&g.exit_tid, &first, me, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE) &&
-	    first != me) {
-		/* Another thread's exit is under way (undefined behaviour in C,
-		 * yet seen): its handlers, then our destructor, finish the trace,
-		 * and this thread's exit, finding no handler left, would end the
-		 * process in the middle. Let the first exit end it; if it has
-		 * not in time (its handlers are slow, or wait for this thread),
-		 * finish the trace here, once, and go on exiting. */
-		gmt_futex_wait_while(&g.exit_tid, first, FIRST_EXIT_WAIT_MS);
-		gmt_finish(GMT_END_EXIT);
-	} else if (__atomic_load_n(&g.finishing, __ATOMIC_ACQUIRE)) {
-		/* The first exit through this hook, yet not the process's: main
-		 * returned (libc's own exit) and is in our destructor. Wait for
-		 * its trailer. */
-		gmt_finish(GMT_END_EXIT);
-	}
-	gmt_nocancel_end(cancel);
-	errno = saved_errno;
-}
-
-void gmt_finish_async(enum gmt_end_reason reason)
-{
-	int saved_errno = errno;
-	gmt_enter();
-	if (load_state() != ST_ACTIVE || getpid() != g.pid || !g.flusher_running)
-		goto out;
-	uint32_t done = __atomic_load_n(&g.final_done, __ATOMIC_ACQUIRE);
-	if (reason == GMT_END_EXEC) { /* raised before the trailer is asked for */
-		__atomic_add_fetch(&g.exec_hold, 1, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&g.exec_raises, 1, __ATOMIC_RELAXED);
-		tls_exec_holds++;
-	}
-	/* Pairs with the acquire exchange in flusher_main; also publishes the
-	 * hold above to the flush thread before it writes the trailer. */
-	__atomic_store_n(&g.final_req, (uint32_t)reason + 1, __ATOMIC_RELEASE);
-	wake_flusher();
-	/* Only syscalls from here: the caller may be a signal handler that
-	 * interrupted malloc. If the flush thread cannot finish (it may need
-	 * that very lock), give up in time: the trace then ends at its last
-	 * flush, readable and marked incomplete, and the program still ends. */
-	gmt_futex_wait_while(&g.final_done, done, FINAL_WAIT_MS);
-out:
-	gmt_leave();
-	errno = saved_errno;
-}
-
-void gmt_exec_returned(void)
-{
-	/* Only execs that raised a hold lower one; a vfork child shares its
-	 * parent thread's TLS, hence the pid too. */
-	if (!tls_exec_holds || getpid() != g.pid)
-		return;
-	int saved_errno = errno;
-	tls_exec_holds--;
-	if (__atomic_sub_fetch(&g.exec_hold, 1, __ATOMIC_RELAXED) == 0)
-		wake_flusher(); /* what was recorded meanwhile, then a trailer at exit */
-	errno = saved_errno;
-}
-
-__attribute__((destructor)) static void at_unload(void)
-{
-	gmt_finish(GMT_END_EXIT);
-}
-
-/* ---- fork -------------------------------------------------------------------- */
-
-static void fork_prepare(void)
-{
-	/* None of our threads is in an allocator or in NVML at the fork: the
-	 * child would inherit their locks held and hang in its first malloc
-	 * (seen with ASan when a fork followed the first CUDA call at once). */
-	if (g.flusher_running && g.pid == getpid())
-		gmt_futex_wait_while(&g.flusher_up, 0, GMT_THREAD_UP_WAIT_MS);
-	gmt_sampler_fork_prepare(); /* before ours: a sample takes setup_lock */
-	/* The child gets the writer and ring list at a consistent point. */
-	pthread_mutex_lock(&g.flush_lock);
-	pthread_mutex_lock(&g.setup_lock);
-	pthread_mutex_lock(&g.notes_lock);
-}
-
-static void fork_parent(void)
-{
-	pthread_mutex_unlock(&g.notes_lock);
-	pthread_mutex_unlock(&g.setup_lock);
-	pthread_mutex_unlock(&g.flush_lock);
-	gmt_sampler_fork_parent();
-}
-
-static void fork_child(void)
-{
-	/* The child traces itself into a file of its own, made at its first
-	 * event; what the rings hold is the parent's, and the parent writes it. */
-	for (struct gmt_ring *r = g.rings, *next; r; r = next) {
-		next = r->next;
-		gmt_ring_free(r);
-	}
-	g.rings = NULL;
-	tls_ring = NULL;
-	pthread_setspecific(g.key, NULL);
-	gmt_writer_abandon(&g.w);
-	free(early.facts); /* the parent's; the child asks at its own first event */
-	early.facts = NULL;
-	pthread_mutex_init(&early.lock, NULL);
-	g.flusher_running = 0;
-	g.stop = 0;
-	g.exec_hold = 0;
-	g.writes_held = 0;
-	g.exit_tid = 0;
-	g.finishing = 0;
-	tls_exec_holds = 0;
-	g.notes_written = 0; /* the child's trace repeats what its parent learnt */
-	g.pid = getpid();
-	g.start_mono = gmt_now_ns();
-	asym_fence_setup(); /* one thread now: safe to change modes */
-	gmt_sampler_fork_child();
-	if (g.set.pid_only && g.set.pid_only != g.pid)
-		set_state(ST_OFF);
-	else if (g.state == ST_ACTIVE || g.state == ST_FINISHED)
-		set_state(ST_IDLE);
-	pthread_mutex_unlock(&g.notes_lock);
-	pthread_mutex_unlock(&g.setup_lock);
-	pthread_mutex_unlock(&g.flush_lock);
 }

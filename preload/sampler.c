@@ -48,7 +48,7 @@ static struct {
 	pthread_mutex_t work_lock;
 	int fork_held;	     /* fork_prepare took work_lock */
 	uint32_t fork_wants; /* futex word: a fork waits for work_lock */
-} s = {.work_lock = PTHREAD_MUTEX_INITIALIZER};
+} smp = {.work_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- sampling ---------------------------------------------------------- */
 
@@ -59,8 +59,8 @@ static struct {
  * sampler hung (t-life-fork-sampling, 4 in 12 runs beside two busy loops). */
 static void take_work_lock(void)
 {
-	gmt_futex_wait_while(&s.fork_wants, 1, STOP_WAIT_MS);
-	pthread_mutex_lock(&s.work_lock);
+	gmt_futex_wait_while(&smp.fork_wants, 1, STOP_WAIT_MS);
+	pthread_mutex_lock(&smp.work_lock);
 }
 
 static void sample_all(enum gmt_sample_why why)
@@ -70,7 +70,7 @@ static void sample_all(enum gmt_sample_why why)
 	for (unsigned i = 0; i < n; i++) {
 		struct gmt_nvml_reading rd;
 		if (gmt_nvml_read(i, &rd) != 0) {
-			if (!__atomic_exchange_n(&s.read_failed_noted, 1, __ATOMIC_RELAXED)) {
+			if (!__atomic_exchange_n(&smp.read_failed_noted, 1, __ATOMIC_RELAXED)) {
 				char text[120];
 				gmt_format(text, sizeof text,
 					   "NVML could not read device %u: samples of it are "
@@ -92,14 +92,14 @@ static void sample_all(enum gmt_sample_why why)
 		memcpy(sm.uuid, rd.uuid, sizeof sm.uuid);
 		gmt_record_sample(&sm);
 	}
-	pthread_mutex_unlock(&s.work_lock);
+	pthread_mutex_unlock(&smp.work_lock);
 }
 
 static int nvml_ready(void)
 {
 	take_work_lock(); /* the first call loads NVML */
 	int ready = gmt_nvml_ready();
-	pthread_mutex_unlock(&s.work_lock);
+	pthread_mutex_unlock(&smp.work_lock);
 	return ready;
 }
 
@@ -112,28 +112,29 @@ static void futex_wait_ms(uint32_t *word, uint32_t seen, uint64_t ms)
 static int stopping(void)
 {
 	/* Pairs with the release store in gmt_sampler_stop. */
-	return __atomic_load_n(&s.stop, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&smp.stop, __ATOMIC_ACQUIRE);
 }
 
 static void *sampler_main(void *arg)
 {
 	gmt_enter(); /* nothing this thread does is the program's */
-	gmt_futex_set(&s.up, 1);
+	gmt_futex_set(&smp.up, 1);
 	prctl(PR_SET_NAME, "gmt-sample", 0, 0, 0);
 	/* The program's thread may be loading NVML (a context hook): wait. */
 	while (!stopping() && !nvml_ready() && !gmt_nvml_settled())
-		futex_wait_ms(&s.wake, __atomic_load_n(&s.wake, __ATOMIC_ACQUIRE), NVML_POLL_MS);
+		futex_wait_ms(&smp.wake, __atomic_load_n(&smp.wake, __ATOMIC_ACQUIRE),
+			      NVML_POLL_MS);
 	if (!nvml_ready())
-		__atomic_store_n(&s.idle, 1, __ATOMIC_RELAXED); /* a hint for pokes */
+		__atomic_store_n(&smp.idle, 1, __ATOMIC_RELAXED); /* a hint for pokes */
 	if (!stopping() && nvml_ready()) {
 		sample_all(GMT_SAMPLE_WHY_START);
-		uint64_t period = (uint64_t)s.sample_ms * 1000000u;
+		uint64_t period = (uint64_t)smp.sample_ms * 1000000u;
 		uint64_t next = gmt_now_ns() + period;
 		while (!stopping()) {
 			/* Read before the requests: a poke after this wakes the wait. */
-			uint32_t seen = __atomic_load_n(&s.wake, __ATOMIC_ACQUIRE);
+			uint32_t seen = __atomic_load_n(&smp.wake, __ATOMIC_ACQUIRE);
 			/* Pairs with the release OR in gmt_sampler_poke. */
-			uint32_t want = __atomic_exchange_n(&s.pending, 0, __ATOMIC_ACQUIRE);
+			uint32_t want = __atomic_exchange_n(&smp.pending, 0, __ATOMIC_ACQUIRE);
 			if (want & (1u << GMT_SAMPLE_WHY_OOM))
 				sample_all(GMT_SAMPLE_WHY_OOM);
 			if (want & (1u << GMT_SAMPLE_WHY_PEAK))
@@ -151,27 +152,27 @@ static void *sampler_main(void *arg)
 				wait_ms = (next - now + 999999) / 1000000;
 			}
 			if (!want)
-				futex_wait_ms(&s.wake, seen, wait_ms);
+				futex_wait_ms(&smp.wake, seen, wait_ms);
 		}
 	}
-	gmt_futex_set(&s.done, 1); /* gmt_sampler_stop waits for this */
+	gmt_futex_set(&smp.done, 1); /* gmt_sampler_stop waits for this */
 	return NULL;
 }
 
 static void wake_sampler(void)
 {
-	/* Pairs with the acquire load of s.wake in sampler_main. */
-	__atomic_add_fetch(&s.wake, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &s.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	/* Pairs with the acquire load of smp.wake in sampler_main. */
+	__atomic_add_fetch(&smp.wake, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &smp.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 void gmt_sampler_poke(enum gmt_sample_why why)
 {
-	if (!__atomic_load_n(&s.running, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&s.idle, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&smp.running, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&smp.idle, __ATOMIC_RELAXED))
 		return;
 	/* Pairs with the acquire exchange in sampler_main. */
-	__atomic_or_fetch(&s.pending, 1u << why, __ATOMIC_RELEASE);
+	__atomic_or_fetch(&smp.pending, 1u << why, __ATOMIC_RELEASE);
 	wake_sampler();
 }
 
@@ -186,11 +187,11 @@ static void at_exit_sample(void)
 
 void gmt_sampler_start(int sample_ms)
 {
-	if (s.started && s.pid == getpid())
+	if (smp.started && smp.pid == getpid())
 		return;
-	s.started = 1;
-	s.pid = getpid();
-	s.sample_ms = sample_ms;
+	smp.started = 1;
+	smp.pid = getpid();
+	smp.sample_ms = sample_ms;
 	static int at_exit_registered; /* atexit entries survive fork */
 	/* atexit handlers registered from main on run before any library's
 	 * destructor (one registered in a constructor runs after them all, and
@@ -202,8 +203,8 @@ void gmt_sampler_start(int sample_ms)
 	sigfillset(&all);
 	/* Like the flush thread: no signal of the program's is handled here. */
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	s.up = 0;
-	int rc = pthread_create(&s.thread, NULL, sampler_main, NULL);
+	smp.up = 0;
+	int rc = pthread_create(&smp.thread, NULL, sampler_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		gmt_note(1, "cannot start the NVML sampling thread: device memory not sampled");
@@ -211,28 +212,28 @@ void gmt_sampler_start(int sample_ms)
 	}
 	/* Relaxed: read by gmt_sampler_poke as a hint; a lost poke costs one
 	 * sample, and the thread exists before anyone can see running set. */
-	__atomic_store_n(&s.running, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&smp.running, 1, __ATOMIC_RELAXED);
 }
 
 void gmt_sampler_stop(int take_end)
 {
-	if (!__atomic_load_n(&s.running, __ATOMIC_RELAXED) || s.pid != getpid() ||
-	    pthread_equal(pthread_self(), s.thread))
+	if (!__atomic_load_n(&smp.running, __ATOMIC_RELAXED) || smp.pid != getpid() ||
+	    pthread_equal(pthread_self(), smp.thread))
 		return;
 	/* Once: racing exits may stop us from two threads, and the thread is
 	 * joined once. */
-	if (!__atomic_exchange_n(&s.running, 0, __ATOMIC_RELAXED))
+	if (!__atomic_exchange_n(&smp.running, 0, __ATOMIC_RELAXED))
 		return;
 	/* Pairs with the acquire load in stopping(). */
-	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&smp.stop, 1, __ATOMIC_RELEASE);
 	wake_sampler();
-	if (!gmt_futex_wait_while(&s.done, 0, STOP_WAIT_MS)) {
+	if (!gmt_futex_wait_while(&smp.done, 0, STOP_WAIT_MS)) {
 		/* Stuck in NVML: leave it; the process ends it. No END sample,
 		 * which would ask the same NVML. */
 		gmt_note(1, "the NVML sampling thread did not stop in time: no END sample");
 		return;
 	}
-	pthread_join(s.thread, NULL);
+	pthread_join(smp.thread, NULL);
 	if (take_end && gmt_trace_started())
 		sample_all(GMT_SAMPLE_WHY_END);
 }
@@ -497,8 +498,8 @@ static void watch_retain(const struct gmt_raw_event *e)
 
 void gmt_sampler_observe(const struct gmt_ring_hdr *h)
 {
-	if (h->type != GMT_RING_EVENT || !__atomic_load_n(&s.running, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&s.idle, __ATOMIC_RELAXED))
+	if (h->type != GMT_RING_EVENT || !__atomic_load_n(&smp.running, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&smp.idle, __ATOMIC_RELAXED))
 		return;
 	const struct gmt_raw_event *e = (const void *)(h + 1);
 	if (gmt_failed(e->result, e->flags) || e->api > GMT_API_MAX_)
@@ -533,26 +534,26 @@ void gmt_sampler_cycle_done(void)
 
 void gmt_sampler_fork_prepare(void)
 {
-	if (!__atomic_load_n(&s.running, __ATOMIC_RELAXED) || s.pid != getpid() ||
-	    pthread_equal(pthread_self(), s.thread))
+	if (!__atomic_load_n(&smp.running, __ATOMIC_RELAXED) || smp.pid != getpid() ||
+	    pthread_equal(pthread_self(), smp.thread))
 		return;
-	gmt_futex_wait_while(&s.up, 0, GMT_THREAD_UP_WAIT_MS);
-	gmt_futex_set(&s.fork_wants, 1); /* read by take_work_lock */
+	gmt_futex_wait_while(&smp.up, 0, GMT_THREAD_UP_WAIT_MS);
+	gmt_futex_set(&smp.fork_wants, 1); /* read by take_work_lock */
 	/* Bounded: an NVML call that hangs must not hang the program's fork. */
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += STOP_WAIT_MS / 1000;
-	s.fork_held = pthread_mutex_timedlock(&s.work_lock, &until) == 0;
+	smp.fork_held = pthread_mutex_timedlock(&smp.work_lock, &until) == 0;
 }
 
 void gmt_sampler_fork_parent(void)
 {
-	if (s.fork_held) {
-		s.fork_held = 0;
-		pthread_mutex_unlock(&s.work_lock);
+	if (smp.fork_held) {
+		smp.fork_held = 0;
+		pthread_mutex_unlock(&smp.work_lock);
 	}
-	if (__atomic_load_n(&s.fork_wants, __ATOMIC_RELAXED))
-		gmt_futex_set(&s.fork_wants, 0);
+	if (__atomic_load_n(&smp.fork_wants, __ATOMIC_RELAXED))
+		gmt_futex_set(&smp.fork_wants, 0);
 }
 
 void gmt_sampler_fork_child(void)
@@ -562,10 +563,10 @@ void gmt_sampler_fork_child(void)
 	free(pk.live.slots);
 	free(pk.maps.slots);
 	memset(&pk, 0, sizeof pk);
-	s.started = 0;
-	s.running = 0;
-	s.stop = 0;
-	s.done = 0;
-	s.pending = 0;
-	s.idle = 0;
+	smp.started = 0;
+	smp.running = 0;
+	smp.stop = 0;
+	smp.done = 0;
+	smp.pending = 0;
+	smp.idle = 0;
 }

@@ -69,7 +69,7 @@ static void reset(void)
 	replay_free(&rp);
 	replay_init(&rp);
 	gmt_sampler_fork_child(); /* empties the watch */
-	s.running = 1;
+	smp.running = 1;
 }
 
 static void feed(uint32_t api, uint32_t result, int32_t dev, uint64_t ptr, uint64_t size,

@@ -1,0 +1,120 @@
+/* What the core's two halves share: preload/runtime.c (configuration,
+ * rings, the event path, the flush thread) and preload/life.c (the end of
+ * the process, fork). Core-internal: the hooks see preload/tracer.h. */
+#ifndef GMT_PRELOAD_RUNTIME_H
+#define GMT_PRELOAD_RUNTIME_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "preload/device.h"
+#include "preload/ring.h"
+#include "preload/settings.h"
+#include "preload/tracer.h"
+#include "preload/writer.h"
+
+enum state {
+	ST_UNCONFIGURED = 0,
+	ST_IDLE,     /* configured; the file is created at the first event */
+	ST_ACTIVE,   /* file open, flush thread running */
+	ST_FINISHED, /* final trailer written; late events are written at once */
+	ST_OFF,	     /* disabled, AT_SECURE, or the trace could not be written */
+};
+
+struct gmt_runtime {
+	int state;
+	struct gmt_settings set;
+	pthread_mutex_t setup_lock;
+	pthread_mutex_t flush_lock;
+	struct gmt_ring *rings;
+	struct gmt_writer w;
+	pthread_t flusher;
+	int flusher_running;
+	uint32_t flusher_up; /* futex word: the flush thread runs our code */
+	int stop;
+	uint32_t wake; /* futex word: bumped to get the flush thread going */
+	/* The flush thread sleeps idle: every ring's wake_at is 0. Under
+	 * setup_lock (a ring made meanwhile starts so). */
+	int rings_idle;
+	/* _exit and exec may run in a signal handler, where nothing that
+	 * mallocs or locks may run: they ask the flush thread for the final
+	 * flush (final_req = reason + 1) and wait for final_done to move. */
+	uint32_t final_req, final_done;
+	/* Execs under way: raised by each exec's caller before it asks for
+	 * the trailer, lowered when its exec returns (it failed). While
+	 * raised the flush thread writes nothing: a cycle before the new
+	 * image replaces us would leave records after the trailer, and the
+	 * trace would read as incomplete. */
+	uint32_t exec_hold;
+	uint32_t exec_raises; /* every raise, ever: a new exec restarts the bound */
+	/* Set by the flush thread while it honours a hold (not past its
+	 * bound): producers then count a full ring's event lost at once. */
+	uint32_t writes_held;
+	/* The thread of the first exit() under way (0: none), and whether
+	 * gmt_finish is under way (1) or done (2): several threads may call
+	 * exit at once, and one's _exit would end the others' finish. */
+	uint32_t exit_tid;
+	uint32_t finishing;
+	pid_t pid;
+	pthread_key_t key;
+	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
+	pthread_mutex_t notes_lock; /* notes come from lookups: rare, never per event */
+	struct {
+		int level;
+		char text[240];
+	} notes[GMT_MAX_NOTES];
+	int nnotes, notes_written;
+	uint64_t notes_dropped;
+	size_t ring_cap;
+	/* The trace's time zero: when the library loaded (or the child forked).
+	 * A call's time is taken before the call, and the file is created inside
+	 * the first call (the runtime's lazy init retains the context there),
+	 * so the open itself is too late: that first call would read as
+	 * happening before the trace began. */
+	uint64_t start_mono;
+};
+
+/* The tracer's one state, set up by configure_locked (runtime.c). */
+extern struct gmt_runtime rt;
+
+/* Device facts learnt on a program's thread before the file existed,
+ * handed to the flush thread. */
+struct gmt_early_facts {
+	pthread_mutex_t lock;
+	struct gmt_device_facts *facts;
+};
+extern struct gmt_early_facts rt_early;
+
+extern __thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
+/* This thread's execs that raised rt.exec_hold and have not come back. */
+extern __thread unsigned tls_exec_holds __attribute__((tls_model("initial-exec")));
+
+/* The state is read lock-free on every event: the release store publishes
+ * what the transition set up (settings, writer, flush thread) to the acquire
+ * loads of load_state. */
+static inline int load_state(void)
+{
+	return __atomic_load_n(&rt.state, __ATOMIC_ACQUIRE);
+}
+
+static inline void set_state(int st)
+{
+	__atomic_store_n(&rt.state, st, __ATOMIC_RELEASE);
+}
+
+/* runtime.c */
+void wake_flusher(void);
+void asym_fence_setup(void);
+/* The finisher's half of the event path's fence (runtime.c). */
+void fence_finished(void);
+/* Drains every ring and writes it with a trailer, in one write. Caller
+ * holds flush_lock. */
+void flush_now_with_trailer(unsigned reason);
+
+/* life.c: the fork handlers configure_locked registers. */
+void fork_prepare(void);
+void fork_parent(void);
+void fork_child(void);
+
+#endif
