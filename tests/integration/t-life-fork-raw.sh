@@ -8,7 +8,7 @@ for how in _Fork clone; do
 	rm -f gpumemtrace.* out.txt
 	start=$(date +%s)
 	rc=0
-	timeout 20 env LD_PRELOAD=$preload LD_LIBRARY_PATH=$SIM_DIR:$PROG_DIR \
+	timeout 20 env "LD_PRELOAD=$preload" "LD_LIBRARY_PATH=$SIM_DIR:$PROG_DIR" \
 		"$PROG_DIR/forkraw" $how 6000 >out.txt || rc=$?
 	took=$(($(date +%s) - start))
 	if [ $rc -eq 77 ]; then
