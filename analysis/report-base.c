@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void rb_xfree(void *p)
-{
-	free(p);
-}
-
 int rb_open_all(const char *cmd, const struct rb_opts *o, struct trace **out)
 {
 	struct trace *ts = xrealloc(NULL, (size_t)o->npaths * sizeof(*ts));

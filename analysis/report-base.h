@@ -26,8 +26,6 @@ int rb_open_all(const char *cmd, const struct rb_opts *o, struct trace **out);
 /* trace_finish for each (warning lines), trace_close; the worst exit code. */
 int rb_finish_all(struct trace *ts, int n, int rc);
 
-void rb_xfree(void *p);
-
 /* "+1.234 s", "+250.0 ms", "+2m03.5s": time since the trace start. */
 const char *rb_time(char *buf, int64_t ns);
 /* The same without the sign: a duration. */
