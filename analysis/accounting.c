@@ -657,6 +657,15 @@ void acct_begin(struct acct *a, struct trace *t, struct replay *rp)
 	a->pass = p;
 }
 
+uint64_t acct_contexts_now(const struct acct *a, int64_t ordinal)
+{
+	const struct acct_pass *p = a->pass;
+	for (size_t i = 0; p && i < p->nctx_now; i++)
+		if (p->ctx_now[i].ordinal == ordinal)
+			return p->ctx_now[i].contexts;
+	return 0;
+}
+
 void acct_end(struct acct *a, const struct peakset *ps)
 {
 	struct acct_pass *p = a->pass;

@@ -83,6 +83,9 @@ int acct_compute(struct acct *a, struct trace *t);
 void acct_begin(struct acct *a, struct trace *t, struct replay *rp);
 void acct_event(struct acct *a, const struct gmt_event *e);
 void acct_end(struct acct *a, const struct peakset *ps);
+/* Between acct_begin and acct_end: the cost of the contexts (with their
+ * module code) live on device `ordinal` as of the last acct_event. */
+uint64_t acct_contexts_now(const struct acct *a, int64_t ordinal);
 void acct_free(struct acct *a);
 
 #endif

@@ -1,4 +1,7 @@
-/* The oom aggregator: see oom.h. */
+/* The oom aggregator: see oom.h. One replay gathers the failures, what was
+ * live at each (by site and library), the contexts (analysis/accounting)
+ * and what each failing thread did next; then MEMINFO records and NVML
+ * samples are matched to the failures and each is judged (oom-judge.c). */
 #include "analysis/oom.h"
 
 #include <stdlib.h>
@@ -6,33 +9,49 @@
 
 #include <uthash.h>
 
+#include "analysis/accounting.h"
+#include "analysis/peakset.h"
 #include "analysis/report-base.h"
 
 #define RESULT_OOM 2 /* CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation */
-#define NEARLY_ALL 0.9
 
 struct site_acc {
 	UT_hash_handle hh;
 	uint64_t stack_id, bytes, count;
 };
 
+/* The out-of-memory failures of one thread that wait for its next device
+ * allocation: a retry, a back-off, or something else. */
+struct chain {
+	int tid;
+	bool active;
+	size_t start; /* first failure index of the chain */
+	uint32_t api;
+	uint64_t last_size; /* the latest failed request */
+	uint64_t freed, freed_count;
+};
+
 struct oomrun {
 	struct trace *t;
 	struct replay rp;
+	struct peakset ps;
+	struct acct acct;
 	struct oom_result *res;
+	struct chain *chains;
+	size_t nchains;
 };
 
-/* Each MEMINFO record goes to the latest stored out-of-memory failure of
- * its thread at or before it (the library writes it right after the failed
- * call returns); a failure keeps the earliest record it gets. */
+/* Each MEMINFO record goes to the latest stored failure of its thread at
+ * or before it (the library writes it right after the failed call
+ * returns); a failure keeps the earliest record it gets. */
 static void match_meminfo(struct oomrun *r)
 {
 	const struct trace *t = r->t;
 	for (size_t i = 0; i < t->nmeminfo; i++) {
 		const struct trace_meminfo *m = &t->meminfo[i];
 		struct oom_failure *best = NULL;
-		for (size_t k = 0; k < r->res->nooms; k++) {
-			struct oom_failure *o = &r->res->ooms[k];
+		for (size_t k = 0; k < r->res->nfails; k++) {
+			struct oom_failure *o = &r->res->fails[k];
 			if ((int)o->e.tid != m->tid || o->e.time_ns > m->time_ns)
 				continue;
 			if (!best || o->e.time_ns >= best->e.time_ns)
@@ -41,6 +60,24 @@ static void match_meminfo(struct oomrun *r)
 		if (best && (!best->mi || m->time_ns < best->mi->time_ns))
 			best->mi = m;
 	}
+}
+
+/* The NVML sample of the failure's device that speaks for it: the first
+ * within OOM_SAMPLE_WINDOW_NS after it (the library takes one on a failure),
+ * else the last within that long before it. */
+static const struct trace_sample *match_sample(const struct trace *t, const struct gmt_event *e)
+{
+	const struct trace_sample *before = NULL;
+	for (size_t i = 0; i < t->nsamples; i++) {
+		const struct trace_sample *s = &t->samples[i];
+		if (s->device != e->device)
+			continue;
+		if (s->time_ns >= e->time_ns)
+			return s->time_ns - e->time_ns <= OOM_SAMPLE_WINDOW_NS ? s : before;
+		if (e->time_ns - s->time_ns <= OOM_SAMPLE_WINDOW_NS)
+			before = s;
+	}
+	return before;
 }
 
 static int holder_cmp(const void *a, const void *b)
@@ -61,13 +98,10 @@ static size_t keep_top(struct oom_holder *all, size_t n, struct oom_holder *out,
 	return k;
 }
 
-static void analyse(struct oomrun *r, struct oom_failure *o)
+/* What was live on the failure's device, by site and by library. */
+static void holders(struct oomrun *r, struct oom_failure *o)
 {
 	struct trace *t = r->t;
-	const struct gmt_event *e = &o->e;
-	o->held = replay_dev(&r->rp, e->device)->lv.bytes;
-	o->held_all = r->rp.buckets[BK_DEVICE].bytes;
-	/* by library and by site: the device's live allocations */
 	struct site_acc *sites = NULL, *sa, *st;
 	struct oom_holder *libs = NULL;
 	size_t nlibs = 0;
@@ -76,12 +110,11 @@ static void analyse(struct oomrun *r, struct oom_failure *o)
 		struct rp_live *l, *lt;
 		RP_EACH(&r->rp, spaces[s], l, lt)
 		{
-			if (l->bucket != BK_DEVICE || l->device != e->device)
+			if (l->bucket != BK_DEVICE || l->device != o->e.device)
 				continue;
 			HASH_FIND(hh, sites, &l->stack_id, sizeof(l->stack_id), sa);
 			if (!sa) {
-				sa = xrealloc(NULL, sizeof(*sa));
-				memset(sa, 0, sizeof(*sa));
+				sa = xcalloc(1, sizeof(*sa));
 				sa->stack_id = l->stack_id;
 				HASH_ADD(hh, sites, stack_id, sizeof(sa->stack_id), sa);
 			}
@@ -115,106 +148,205 @@ static void analyse(struct oomrun *r, struct oom_failure *o)
 	free(libs);
 }
 
-static void judge(struct trace *t, struct oom_failure *o)
+static struct chain *chain_of(struct oomrun *r, int tid)
 {
-	const struct gmt_event *e = &o->e;
-	char b1[32], b2[32], b3[32], b4[32];
-	uint64_t req = e->size;
-	if (o->mi) {
-		uint64_t fr = o->mi->free_bytes, tot = o->mi->total_bytes;
-		uint64_t used = tot > fr ? tot - fr : 0;
-		uint64_t other = used > o->held ? used - o->held : 0;
-		if (fr >= req) {
-			o->verdict = "fragmentation";
-			snprintf(o->why, sizeof(o->why),
-				 "%s was free, more than the %s requested, yet no free block was "
-				 "large enough",
-				 fmt_size(b1, fr), fmt_size(b2, req));
-		} else if (other > o->held) {
-			o->verdict = "other processes";
-			snprintf(o->why, sizeof(o->why),
-				 "only %s free of %s; %s in use was not allocated by this process "
-				 "(other processes, CUDA contexts), more than the %s it held",
-				 fmt_size(b1, fr), fmt_size(b2, tot), fmt_size(b3, other),
-				 fmt_size(b4, o->held));
-		} else {
-			o->verdict = "real exhaustion";
-			snprintf(o->why, sizeof(o->why),
-				 "only %s free of %s; this process held %s, most of the memory in "
-				 "use (%s by others)",
-				 fmt_size(b1, fr), fmt_size(b2, tot), fmt_size(b3, o->held),
-				 fmt_size(b4, other));
+	for (size_t i = 0; i < r->nchains; i++)
+		if (r->chains[i].tid == tid)
+			return &r->chains[i];
+	r->chains = xrealloc(r->chains, (r->nchains + 1) * sizeof(*r->chains));
+	struct chain *c = &r->chains[r->nchains++];
+	memset(c, 0, sizeof(*c));
+	c->tid = tid;
+	return c;
+}
+
+/* The chain's failures learn what came next (e: NULL at the trace's end). */
+static void chain_end(struct oomrun *r, struct chain *c, const struct gmt_event *e)
+{
+	struct oom_next n = {.freed = c->freed, .freed_count = c->freed_count};
+	if (e) {
+		n.seen = true;
+		n.ok = !gmt_failed(e->result, e->flags);
+		n.size = e->size;
+		n.time_ns = e->time_ns;
+		n.same_api = e->api == c->api;
+	}
+	for (size_t k = c->start; k < r->res->nfails; k++) {
+		struct oom_failure *o = &r->res->fails[k];
+		if ((int)o->e.tid == c->tid && o->in_chain) {
+			o->next = n;
+			o->in_chain = false;
+		}
+	}
+	c->active = false;
+}
+
+/* Whether request `size` answers a failed `last` on the same thread: the
+ * same size (a retry) or a smaller one not far below (a back-off). */
+static bool related(uint64_t size, uint64_t last)
+{
+	return size == last || (size < last && (double)size >= OOM_BACKOFF_MIN * (double)last);
+}
+
+/* Frees and device allocations on threads with failures pending. Before
+ * replay_apply: a free's size is looked up while still live. */
+static void follow(struct oomrun *r, const struct gmt_event *e, const struct api_info *a)
+{
+	if (!r->nchains)
+		return;
+	struct chain *c = NULL;
+	for (size_t i = 0; i < r->nchains && !c; i++)
+		if (r->chains[i].tid == (int)e->tid && r->chains[i].active)
+			c = &r->chains[i];
+	if (!c)
+		return;
+	if (a->op == GMT_OP_FREE && !gmt_failed(e->result, e->flags)) {
+		struct rp_live *l = replay_find(&r->rp, a->space, e->ptr);
+		if (l && l->bucket == BK_DEVICE) {
+			c->freed += l->size;
+			c->freed_count++;
 		}
 		return;
 	}
-	uint64_t tot = rb_dev_total(t, e->device);
-	if (tot && (o->held + req > tot || (double)o->held >= NEARLY_ALL * (double)tot)) {
-		o->verdict = "real exhaustion";
-		snprintf(o->why, sizeof(o->why),
-			 "free memory unknown (no MEMINFO record); this process held %s of the "
-			 "device's %s, so %s could not fit",
-			 fmt_size(b1, o->held), fmt_size(b2, tot), fmt_size(b3, req));
-	} else if (tot) {
-		o->verdict = "unknown";
-		snprintf(o->why, sizeof(o->why),
-			 "free memory unknown (no MEMINFO record); this process held %s of the "
-			 "device's %s: the other %s was held by other processes or too "
-			 "fragmented",
-			 fmt_size(b1, o->held), fmt_size(b2, tot), fmt_size(b3, tot - o->held));
-	} else {
-		o->verdict = "unknown";
-		snprintf(o->why, sizeof(o->why),
-			 "free memory unknown (no MEMINFO record) and the device's total too (no "
-			 "DEVICE record); this process held %s",
-			 fmt_size(b1, o->held));
+	if (a->op != GMT_OP_ALLOC || !gmt_device_memory(a->kind, e->aux))
+		return;
+	bool failed_oom = gmt_failed(e->result, e->flags) && e->result == RESULT_OOM;
+	if (failed_oom && e->api == c->api && related(e->size, c->last_size)) {
+		c->last_size = e->size; /* the chain goes on: this failure joins it */
+		return;
 	}
+	chain_end(r, c, e);
+}
+
+static void record(struct oomrun *r, const struct gmt_event *e, const struct api_info *a)
+{
+	struct oom_result *res = r->res;
+	res->fails_total++;
+	bool dev = gmt_device_memory(a->kind, e->aux), oom = e->result == RESULT_OOM;
+	res->ooms_total += dev && oom;
+	if (res->nfails == OOM_MAX)
+		return;
+	struct oom_failure *o = &res->fails[res->nfails++];
+	memset(o, 0, sizeof(*o));
+	o->e = *e;
+	o->device = dev;
+	o->oom_result = oom;
+	if (dev) {
+		o->held = replay_dev(&r->rp, e->device)->lv.bytes;
+		o->held_all = r->rp.buckets[BK_DEVICE].bytes;
+		o->contexts = acct_contexts_now(&r->acct, e->device);
+		holders(r, o);
+	}
+	if (!dev || !oom)
+		return;
+	struct chain *c = chain_of(r, (int)e->tid);
+	o->in_chain = true;
+	if (c->active)
+		return; /* follow() kept it going */
+	c->active = true;
+	c->start = res->nfails - 1;
+	c->api = e->api;
+	c->last_size = e->size;
+	c->freed = c->freed_count = 0;
+}
+
+static void count_other(struct oom_result *res, const struct gmt_event *e)
+{
+	res->others_total++;
+	for (size_t i = 0; i < res->nothers; i++)
+		if (res->others[i].api == e->api && res->others[i].result == e->result) {
+			res->others[i].count++;
+			return;
+		}
+	if (res->nothers < OOM_MAX_OTHER)
+		res->others[res->nothers++] = (struct oom_other){e->api, e->result, 1, e->time_ns};
 }
 
 static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
 {
 	struct oomrun *r = ctx;
+	const struct api_info *a = api_lookup(e->api);
+	if (a)
+		follow(r, e, a);
 	replay_apply(&r->rp, e);
+	acct_event(&r->acct, e);
+	if (a && a->op == GMT_OP_ALLOC && a->kind != GMT_KIND_ASYNC &&
+	    gmt_device_memory(a->kind, e->aux) && !gmt_failed(e->result, e->flags) &&
+	    e->size > r->res->largest.size)
+		r->res->largest = *e;
 	if (!gmt_failed(e->result, e->flags))
 		return;
-	const struct api_info *a = api_lookup(e->api);
-	if (a && a->op == GMT_OP_ALLOC && e->result == RESULT_OOM) {
-		r->res->ooms_total++;
-		if (r->res->nooms < OOM_MAX) {
-			struct oom_failure *o = &r->res->ooms[r->res->nooms++];
-			memset(o, 0, sizeof(*o));
-			o->e = *e;
-			analyse(r, o);
-		}
-		return;
+	if (a && a->op == GMT_OP_ALLOC && a->kind != GMT_KIND_POOL)
+		record(r, e, a);
+	else
+		count_other(r->res, e);
+}
+
+/* The figures judge() weighs: total, free, this process, others. */
+static void figures(const struct trace *t, struct oom_failure *o)
+{
+	uint64_t dev_total = rb_dev_total(t, o->e.device);
+	const struct trace_sample *s = o->sample;
+	if (o->mi) {
+		o->total = o->mi->total_bytes;
+		o->free_bytes = o->mi->free_bytes;
+		o->total_known = o->free_known = true;
+	} else if (s && s->total_bytes) {
+		/* NVML's total includes memory the driver reserves; its free is
+		 * what cuMemGetInfo says */
+		o->total = dev_total ? dev_total : s->total_bytes;
+		o->free_bytes = s->total_bytes > s->used_bytes ? s->total_bytes - s->used_bytes : 0;
+		o->total_known = o->free_known = true;
+	} else if (dev_total) {
+		o->total = dev_total;
+		o->total_known = true;
 	}
-	r->res->others_total++;
-	for (size_t i = 0; i < r->res->nothers; i++)
-		if (r->res->others[i].api == e->api && r->res->others[i].result == e->result) {
-			r->res->others[i].count++;
-			return;
-		}
-	if (r->res->nothers < OOM_MAX_OTHER)
-		r->res->others[r->res->nothers++] =
-		    (struct oom_other){e->api, e->result, 1, e->time_ns};
+	o->this_process = o->held + o->contexts;
+	if (s && s->process_known && s->process_used_bytes >= o->held) {
+		o->this_process = s->process_used_bytes;
+		o->nvml_process = true;
+	}
+	if (o->free_known) {
+		uint64_t used = o->total > o->free_bytes ? o->total - o->free_bytes : 0;
+		o->others = used > o->this_process ? used - o->this_process : 0;
+	}
 }
 
 int oom_compute(struct trace *t, struct oom_result *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct oomrun r = {.t = t, .res = out};
-	out->ooms = xrealloc(NULL, OOM_MAX * sizeof(*out->ooms));
+	out->fails = xrealloc(NULL, OOM_MAX * sizeof(*out->fails));
 	replay_init(&r.rp);
+	peakset_attach(&r.ps, &r.rp);
+	acct_begin(&r.acct, t, &r.rp);
 	int x = trace_replay(t, NULL, on_event, &r);
+	for (size_t i = 0; i < r.nchains; i++)
+		if (r.chains[i].active)
+			chain_end(&r, &r.chains[i], NULL);
+	acct_end(&r.acct, &r.ps);
+	acct_free(&r.acct);
+	peakset_free(&r.ps);
 	match_meminfo(&r);
-	for (size_t k = 0; k < out->nooms; k++)
-		judge(t, &out->ooms[k]);
+	for (size_t k = 0; k < out->nfails; k++) {
+		struct oom_failure *o = &out->fails[k];
+		if (o->device)
+			o->sample = match_sample(t, &o->e);
+		figures(t, o);
+		oom_judge(o);
+		out->cases[o->kase]++;
+	}
+	const struct oom_result *one = out;
+	out->verdict = oom_verdict(&one, 1);
+	oom_find_blind(t, out);
+	free(r.chains);
 	replay_free(&r.rp);
 	return x;
 }
 
 void oom_free(struct oom_result *r)
 {
-	free(r->ooms);
-	r->ooms = NULL;
-	r->nooms = 0;
+	free(r->fails);
+	r->fails = NULL;
+	r->nfails = 0;
 }

@@ -1,18 +1,44 @@
-/* The oom report's figures for one trace: every allocation that failed
- * with out-of-memory, the MEMINFO record (free/total) after it, what the
- * process held then by library and by site, and a verdict; other failed
- * calls counted by API and result. */
+/* The oom report's figures for one trace: every allocation call that
+ * failed, named by its case (enum oom_case), with the figures that decide
+ * it: the device's total and free memory then (the MEMINFO record the
+ * library writes after a failure, else an NVML sample), what this process
+ * held (its allocations, by library and site, and its contexts and module
+ * code, from analysis/accounting), what other processes held (NVML's
+ * per-process figure), and what the framework did next (a retry after
+ * frees, a smaller request). Also the places where a driver-level trace
+ * cannot see an out-of-memory error at all (oom_blind), and the other
+ * failed calls counted by API and result. docs/reports.md, "oom". */
 #ifndef GMT_ANALYSIS_OOM_H
 #define GMT_ANALYSIS_OOM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "analysis/trace.h"
 
-#define OOM_MAX	      200 /* analysed and kept; all are counted */
+#define OOM_MAX	      200 /* failed allocations analysed and kept; all are counted */
 #define OOM_TOP_LIBS  8
 #define OOM_TOP_SITES 5
 #define OOM_MAX_OTHER 64 /* distinct (api, result) pairs kept */
+#define OOM_MAX_BLIND 4
+/* An NVML sample speaks for a failure taken this long after it at most. */
+#define OOM_SAMPLE_WINDOW_NS 1000000000ull
+/* A smaller request at least this share of a failed one answers it as a
+ * back-off (BFC's 0.9x, a probe's halving), not as an unrelated call. */
+#define OOM_BACKOFF_MIN 0.4
+
+/* In the order a failure is tested against them (oom_judge). */
+enum oom_case {
+	OOM_NOT_AN_OOM,	     /* not out of device memory: other error, host/VA, probe */
+	OOM_RECOVERED,	     /* the same request succeeded after frees: not a failure */
+	OOM_EXCEEDS_TOTAL,   /* larger than the device's total memory */
+	OOM_THIS_PROCESS,    /* this process's memory stood in the way */
+	OOM_OTHER_PROCESSES, /* other processes' memory stood in the way */
+	OOM_UNKNOWN,	     /* free memory unknown: no MEMINFO record, no sample */
+	OOM_NCASES,
+};
+/* The --json names (the verdict corpus reads them): "not-an-oom"... */
+extern const char *const oom_case_name[OOM_NCASES];
 
 struct oom_holder {
 	const char *name; /* library (trace-owned string) */
@@ -20,14 +46,35 @@ struct oom_holder {
 	uint64_t bytes, count;
 };
 
+/* What the same thread did next: the framework's answer to the failure. */
+struct oom_next {
+	bool seen;		     /* a later device allocation on the thread */
+	bool ok;		     /* it succeeded */
+	bool same_api;		     /* the same call as the failed one */
+	uint64_t size, time_ns;	     /* its request and time */
+	uint64_t freed, freed_count; /* bytes and calls freed on the thread before it */
+};
+
 struct oom_failure {
 	struct gmt_event e;
-	const struct trace_meminfo *mi; /* NULL: none matched */
-	uint64_t held, held_all;	/* live device bytes: on e.device, on all */
+	bool oom_result;		   /* the result is out-of-memory (2) */
+	bool device;			   /* device memory (gmt_device_memory) */
+	const struct trace_meminfo *mi;	   /* NULL: none matched */
+	const struct trace_sample *sample; /* NVML, NULL: none near */
+	/* the figures (0 where unknown; the *_known flags say which) */
+	uint64_t total, free_bytes;
+	bool total_known, free_known;
+	uint64_t held, held_all; /* live traced device bytes: on e.device, on all */
+	uint64_t contexts;	 /* contexts and module code on e.device (accounting) */
+	uint64_t this_process;	 /* NVML's figure if known, else held + contexts */
+	uint64_t others;	 /* in use and not this process's (total - free - this) */
+	bool nvml_process;	 /* this_process is NVML's */
+	struct oom_next next;
 	struct oom_holder libs[OOM_TOP_LIBS], sites[OOM_TOP_SITES];
 	size_t nlibs, nsites, libs_total, sites_total;
-	const char *verdict; /* "fragmentation", "other processes", "real exhaustion", "unknown" */
-	char why[400];
+	enum oom_case kase;
+	char why[480];
+	bool in_chain; /* oom.c: waiting for the thread's next device allocation */
 };
 
 struct oom_other {
@@ -35,18 +82,39 @@ struct oom_other {
 	uint64_t result, count, first_time;
 };
 
+/* A way the trace cannot show an out-of-memory error (no failing call). */
+struct oom_blind {
+	const char *key; /* "preallocated", "cupy-limit", "pytorch-fraction" */
+	char text[400];
+};
+
 struct oom_result {
-	struct oom_failure *ooms; /* the first OOM_MAX, in trace order */
-	size_t nooms;
-	uint64_t ooms_total;
-	struct oom_other others[OOM_MAX_OTHER];
+	struct oom_failure *fails; /* the first OOM_MAX failed allocations, in trace order */
+	size_t nfails;
+	uint64_t fails_total; /* failed allocation calls */
+	uint64_t ooms_total;  /* of which out-of-memory results on device memory */
+	uint64_t cases[OOM_NCASES];
+	/* the case of the first failure that is an OOM and was not recovered,
+	 * else "recovered-by-retry" if any was, else "not-an-oom" if anything
+	 * failed, else "none" */
+	const char *verdict;
+	struct oom_other others[OOM_MAX_OTHER]; /* failed calls that allocate nothing */
 	size_t nothers;
 	uint64_t others_total;
+	struct oom_blind blind[OOM_MAX_BLIND];
+	size_t nblind;
+	struct gmt_event largest; /* the largest device allocation not from a pool (size 0: none) */
 };
 
 /* One replay of `t`. Returns the trace's exit code, or -1; `out` is filled
  * either way (oom_free it). */
 int oom_compute(struct trace *t, struct oom_result *out);
 void oom_free(struct oom_result *r);
+/* Names the case of `o` from its figures and writes o->why. */
+void oom_judge(struct oom_failure *o);
+/* The verdict over several results, in the same way: "none"... */
+const char *oom_verdict(const struct oom_result *const *rs, size_t n);
+/* Fills r->blind: where this trace cannot show an out-of-memory error. */
+void oom_find_blind(const struct trace *t, struct oom_result *r);
 
 #endif

@@ -1,9 +1,8 @@
-/* gpumemtrace oom [--json] TRACE...: every allocation that failed with
- * out-of-memory: what was asked, when, where; what cuMemGetInfo said right
- * then (the MEMINFO record the tracer writes on the failing thread); what
- * this process held, by library and by site; and a verdict: fragmentation,
- * other processes, or real exhaustion. Other failed calls are listed
- * briefly. One replay per trace. */
+/* gpumemtrace oom [--json] TRACE...: every allocation call that failed,
+ * named by its case (analysis/oom.h) with the figures that decide it, the
+ * verdict, and where the trace cannot show an out-of-memory error. Other
+ * failed calls are listed briefly. The figures are analysis/oom.c's; this
+ * file parses and renders. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,25 +17,35 @@
 #define HUMAN_OOMS 20
 
 static const char about[] =
-    "Every allocation that failed with out-of-memory (CUDA_ERROR_OUT_OF_MEMORY,\n"
-    "cudaErrorMemoryAllocation): the size asked for, when (time since the trace\n"
-    "start), the API and the allocation site; the device's free and total memory\n"
-    "at that moment, from the cuMemGetInfo the tracer calls on the failing thread\n"
-    "right after the failure (the first MEMINFO record of the same thread at or\n"
-    "after the failure); the device memory this process held then, by library and\n"
-    "by site; and a verdict:\n"
-    "  fragmentation       free >= requested, yet the allocation failed: no free\n"
-    "                      block was large enough;\n"
-    "  other processes     free < requested, and memory in use that this process\n"
-    "                      did not allocate (total - free - held: other processes,\n"
-    "                      CUDA contexts) is larger than what this process held;\n"
-    "  real exhaustion     free < requested, and this process held at least half of\n"
-    "                      the memory in use.\n"
-    "Without a MEMINFO record the free memory is unknown: the verdict is real\n"
-    "exhaustion when what this process held plus the request exceeds the device's\n"
-    "total, or it held at least 90% of it; otherwise \"unknown\".\n"
-    "Other failed calls are counted by API and result.\n"
-    "Several traces: a section each, then the failures per process.\n";
+    "Every allocation call that failed, and the verdict: the case of the first\n"
+    "failure that was out of device memory and not recovered. Each failure is\n"
+    "named by its case, tested in this order, with the figures that decide it:\n"
+    "  not-an-oom            not device memory running out: a result other than\n"
+    "                        out-of-memory (a probe, a fallback), a host, managed\n"
+    "                        or address-space allocation, or a request the same\n"
+    "                        thread at once answered with a smaller one that\n"
+    "                        succeeded (BFC back-off, cuDNN's size probe);\n"
+    "  recovered-by-retry    the same request succeeded within 1 s on the same\n"
+    "                        thread, after frees: the framework emptied its cache\n"
+    "                        and retried (PyTorch, CuPy): not a program failure;\n"
+    "  exceeds-device-total  the request is larger than the device's total memory;\n"
+    "  other-processes       memory in use that is not this process's (total - free\n"
+    "                        - this process) is more than this process's and at\n"
+    "                        least the shortfall: without it the request would fit;\n"
+    "  this-process          otherwise: this process's allocations, contexts and\n"
+    "                        module code stood in the way;\n"
+    "  unknown               the free memory is unknown and this process's memory\n"
+    "                        plus the request does not exceed the device's total.\n"
+    "Free and total come from the cuMemGetInfo the tracer calls on the failing\n"
+    "thread right after the failure (a MEMINFO record), else from an NVML sample\n"
+    "taken within 1 s of it. This process's memory is NVML's per-process figure\n"
+    "when sampled, else its traced allocations plus its contexts and module code\n"
+    "(as in accounting). What it held then is shown by library and by site.\n"
+    "The report also says where the trace cannot show an out-of-memory error:\n"
+    "a preallocated pool (TensorFlow, JAX), a CuPy limit, a PyTorch memory\n"
+    "fraction: these fail without a driver call. Other failed calls are counted\n"
+    "by API and result. Several traces: a section each, then the failures per\n"
+    "process.\n";
 static const char more[] =
     "examples:\n"
     "  gpumemtrace oom gpumemtrace.1234.gmt\n"
@@ -46,11 +55,62 @@ static const char more[] =
 static const struct opt_usage usage = {
     .name = "oom", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
+static void json_u(FILE *f, const char *key, bool known, uint64_t v)
+{
+	if (known)
+		fprintf(f, ", \"%s\": %" PRIu64, key, v);
+	else
+		fprintf(f, ", \"%s\": null", key);
+}
+
+static void figures_json(FILE *f, struct trace *t, const struct oom_failure *o)
+{
+	if (o->mi)
+		fprintf(f,
+			",\n     \"meminfo\": {\"time_ns\": %" PRId64 ", \"free_bytes\": %" PRIu64
+			", \"total_bytes\": %" PRIu64 "}",
+			trace_rel(t, o->mi->time_ns), o->mi->free_bytes, o->mi->total_bytes);
+	else
+		fputs(",\n     \"meminfo\": null", f);
+	const struct trace_sample *s = o->sample;
+	if (s) {
+		fprintf(f,
+			", \"nvml_sample\": {\"time_ns\": %" PRId64 ", \"used_bytes\": %" PRIu64
+			", \"total_bytes\": %" PRIu64,
+			trace_rel(t, s->time_ns), s->used_bytes, s->total_bytes);
+		json_u(f, "process_used_bytes", s->process_known, s->process_used_bytes);
+		fputc('}', f);
+	} else {
+		fputs(", \"nvml_sample\": null", f);
+	}
+	fputs(",\n     \"figures\": {\"request_bytes\": ", f);
+	fprintf(f, "%" PRIu64, o->e.size);
+	json_u(f, "total_bytes", o->total_known, o->total);
+	json_u(f, "free_bytes", o->free_known, o->free_bytes);
+	fprintf(f,
+		", \"held_bytes\": %" PRIu64 ", \"held_bytes_all_devices\": %" PRIu64
+		", \"contexts_bytes\": %" PRIu64 ", \"this_process_bytes\": %" PRIu64
+		", \"this_process_source\": \"%s\"",
+		o->held, o->held_all, o->contexts, o->this_process,
+		o->nvml_process ? "nvml" : "trace");
+	json_u(f, "other_processes_bytes", o->free_known, o->others);
+	fputc('}', f);
+	const struct oom_next *n = &o->next;
+	if (n->seen)
+		fprintf(f,
+			",\n     \"next\": {\"time_ns\": %" PRId64 ", \"size\": %" PRIu64
+			", \"ok\": %s, \"same_api\": %s, \"freed_bytes\": %" PRIu64
+			", \"frees\": %" PRIu64 "}",
+			trace_rel(t, n->time_ns), n->size, n->ok ? "true" : "false",
+			n->same_api ? "true" : "false", n->freed, n->freed_count);
+	else
+		fputs(",\n     \"next\": null", f);
+}
+
 static void oom_json(FILE *f, struct trace *t, const struct oom_failure *o, bool first)
 {
 	char site[512];
 	const struct gmt_event *e = &o->e;
-	const char *rn = result_name(e->api, e->result);
 	fprintf(f, "%s\n    {\"time_ns\": %" PRId64 ", \"api\": ", first ? "" : ",",
 		trace_rel(t, e->time_ns));
 	rb_json_s(f, api_name(e->api));
@@ -58,24 +118,15 @@ static void oom_json(FILE *f, struct trace *t, const struct oom_failure *o, bool
 		", \"device\": %" PRId64 ", \"size\": %" PRIu64 ", \"result\": %" PRIu64
 		", \"result_name\": ",
 		e->device, e->size, e->result);
-	rb_json_s(f, rn);
+	rb_json_s(f, result_name(e->api, e->result));
 	fprintf(f, ", \"tid\": %" PRIu64 ", \"stack_id\": %" PRIu64 ", \"site\": ", e->tid,
 		e->stack_id);
 	rb_json_s(f, rb_site(t, e->stack_id, site, sizeof(site)));
-	if (o->mi) {
-		uint64_t used = o->mi->total_bytes > o->mi->free_bytes
-				    ? o->mi->total_bytes - o->mi->free_bytes
-				    : 0;
-		fprintf(f,
-			",\n     \"meminfo\": {\"time_ns\": %" PRId64 ", \"free_bytes\": %" PRIu64
-			", \"total_bytes\": %" PRIu64 "}, \"other_bytes\": %" PRIu64,
-			trace_rel(t, o->mi->time_ns), o->mi->free_bytes, o->mi->total_bytes,
-			used > o->held ? used - o->held : 0);
-	} else {
-		fputs(",\n     \"meminfo\": null, \"other_bytes\": null", f);
-	}
-	fprintf(f, ", \"held_bytes\": %" PRIu64 ", \"held_bytes_all_devices\": %" PRIu64, o->held,
-		o->held_all);
+	fputs(",\n     \"case\": ", f);
+	rb_json_s(f, oom_case_name[o->kase]);
+	fputs(", \"explanation\": ", f);
+	rb_json_s(f, o->why);
+	figures_json(f, t, o);
 	fputs(",\n     \"by_library\": [", f);
 	for (size_t i = 0; i < o->nlibs; i++) {
 		fputs(i ? ", {\"library\": " : "{\"library\": ", f);
@@ -91,11 +142,44 @@ static void oom_json(FILE *f, struct trace *t, const struct oom_failure *o, bool
 		fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
 			o->sites[i].bytes, o->sites[i].count);
 	}
-	fputs("],\n     \"verdict\": ", f);
-	rb_json_s(f, o->verdict);
-	fputs(", \"explanation\": ", f);
-	rb_json_s(f, o->why);
-	fputc('}', f);
+	fputs("]}", f);
+}
+
+static void trace_json(FILE *f, struct trace *t, const struct oom_result *r, bool first)
+{
+	fprintf(f, "%s\n  {", first ? "" : ",");
+	rb_json_head(f, t);
+	fputs(", \"verdict\": ", f);
+	rb_json_s(f, r->verdict);
+	fprintf(f,
+		", \"meminfo_records\": %zu, \"failed_allocations_total\": %" PRIu64
+		", \"ooms_total\": %" PRIu64 ",\n   \"cases\": {",
+		t->nmeminfo, r->fails_total, r->ooms_total);
+	for (int c = 0; c < OOM_NCASES; c++)
+		fprintf(f, "%s\"%s\": %" PRIu64, c ? ", " : "", oom_case_name[c], r->cases[c]);
+	fputs("},\n   \"invisible\": [", f);
+	for (size_t k = 0; k < r->nblind; k++) {
+		fprintf(f,
+			"%s{\"case\": \"invisible\", \"reason\": \"%s\", \"text\": ", k ? ", " : "",
+			r->blind[k].key);
+		rb_json_s(f, r->blind[k].text);
+		fputc('}', f);
+	}
+	fputs("],\n   \"failures\": [", f);
+	for (size_t k = 0; k < r->nfails; k++)
+		oom_json(f, t, &r->fails[k], k == 0);
+	fprintf(f, "],\n   \"other_failures_total\": %" PRIu64 ", \"other_failures\": [",
+		r->others_total);
+	for (size_t k = 0; k < r->nothers; k++) {
+		const struct oom_other *y = &r->others[k];
+		fprintf(f, "%s{\"api\": ", k ? ", " : "");
+		rb_json_s(f, api_name(y->api));
+		fprintf(f, ", \"result\": %" PRIu64 ", \"result_name\": ", y->result);
+		rb_json_s(f, result_name(y->api, y->result));
+		fprintf(f, ", \"count\": %" PRIu64 ", \"first_time_ns\": %" PRId64 "}", y->count,
+			trace_rel(t, y->first_time));
+	}
+	fputs("]}", f);
 }
 
 static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
@@ -105,16 +189,28 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
 	const char *rn = result_name(e->api, e->result);
 	fprintf(f, "\n%s  %s of %s on device %" PRId64 " failed: %s\n",
 		rb_time(b1, trace_rel(t, e->time_ns)), api_name(e->api), fmt_size(b2, e->size),
-		e->device, rn ? rn : "out of memory");
+		e->device, rn ? rn : "?");
 	fprintf(f, "  site: %s\n", rb_site(t, e->stack_id, site, sizeof(site)));
-	if (o->mi)
-		fprintf(f, "  device memory then: %s free of %s (cuMemGetInfo at %s)\n",
-			fmt_size(b1, o->mi->free_bytes), fmt_size(b2, o->mi->total_bytes),
-			rb_time(b3, trace_rel(t, o->mi->time_ns)));
-	else
-		fprintf(f, "  device memory then: free unknown (no MEMINFO record)\n");
-	fprintf(f, "  this process held %s on the device (%s on all devices)\n",
-		fmt_size(b1, o->held), fmt_size(b2, o->held_all));
+	if (o->device) {
+		if (o->mi)
+			fprintf(f, "  device memory then: %s free of %s (cuMemGetInfo at %s)\n",
+				fmt_size(b1, o->mi->free_bytes), fmt_size(b2, o->mi->total_bytes),
+				rb_time(b3, trace_rel(t, o->mi->time_ns)));
+		else if (o->free_known)
+			fprintf(f, "  device memory then: %s free of %s (NVML sample at %s)\n",
+				fmt_size(b1, o->free_bytes), fmt_size(b2, o->total),
+				rb_time(b3, trace_rel(t, o->sample->time_ns)));
+		else
+			fprintf(f, "  device memory then: free unknown (no MEMINFO record, no NVML "
+				   "sample)\n");
+		fprintf(f,
+			"  this process %s %s (%s traced allocations, %s contexts and module code)",
+			o->nvml_process ? "used, per NVML," : "held", fmt_size(b1, o->this_process),
+			fmt_size(b2, o->held), fmt_size(b3, o->contexts));
+		if (o->free_known)
+			fprintf(f, "; other processes %s", fmt_size(b1, o->others));
+		fputc('\n', f);
+	}
 	if (o->nlibs) {
 		fprintf(f, "  by library:");
 		for (size_t i = 0; i < o->nlibs; i++)
@@ -129,7 +225,44 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
 				o->sites[i].count,
 				rb_site(t, o->sites[i].stack_id, site, sizeof(site)));
 	}
-	fprintf(f, "  verdict: %s: %s\n", o->verdict, o->why);
+	fprintf(f, "  case: %s: %s\n", oom_case_name[o->kase], o->why);
+}
+
+static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bool first)
+{
+	char b1[32];
+	if (!first)
+		fputc('\n', f);
+	rb_human_head(f, t);
+	if (!r->fails_total) {
+		fprintf(f, "  no allocation failed\n");
+	} else {
+		fprintf(f, "  %" PRIu64 " allocation call%s failed:", r->fails_total,
+			r->fails_total == 1 ? "" : "s");
+		for (int c = 0, n = 0; c < OOM_NCASES; c++)
+			if (r->cases[c])
+				fprintf(f, "%s %" PRIu64 " %s", n++ ? "," : "", r->cases[c],
+					oom_case_name[c]);
+		fputc('\n', f);
+	}
+	fprintf(f, "  verdict: %s\n", r->verdict);
+	for (size_t k = 0; k < r->nblind; k++)
+		fprintf(f, "  not visible here: %s\n", r->blind[k].text);
+	size_t show = r->nfails < HUMAN_OOMS ? r->nfails : HUMAN_OOMS;
+	for (size_t k = 0; k < show; k++)
+		oom_human(f, t, &r->fails[k]);
+	if (r->fails_total > show)
+		fprintf(f, "\n  ... %" PRIu64 " more (--json details up to %d)\n",
+			r->fails_total - show, OOM_MAX);
+	if (r->others_total) {
+		fprintf(f, "\nother failed calls (%" PRIu64 ")\n", r->others_total);
+		for (size_t k = 0; k < r->nothers; k++) {
+			const struct oom_other *y = &r->others[k];
+			const char *rn = result_name(y->api, y->result);
+			fprintf(f, "  %-28s %-32s %6" PRIu64 " x, first at %s\n", api_name(y->api),
+				rn ? rn : "?", y->count, rb_time(b1, trace_rel(t, y->first_time)));
+		}
+	}
 }
 
 int cmd_oom(int argc, char **argv)
@@ -145,92 +278,50 @@ int cmd_oom(int argc, char **argv)
 		return rc;
 	FILE *f = stdout;
 	int worst = 0;
-	uint64_t *counts = xrealloc(NULL, (size_t)opt.npaths * sizeof(*counts));
-	struct trace **tps = xrealloc(NULL, (size_t)opt.npaths * sizeof(*tps));
+	size_t n = (size_t)opt.npaths;
+	uint64_t *counts = xcalloc(n, sizeof(*counts));
+	struct oom_result *rs = xcalloc(n, sizeof(*rs));
+	const struct oom_result **rp = xcalloc(n, sizeof(*rp));
 	if (opt.json)
 		fputs("{\"traces\": [", f);
-	for (int i = 0; i < opt.npaths; i++) {
-		struct trace *t = &ts[i];
-		struct oom_result r;
-		int x = oom_compute(t, &r);
+	for (size_t i = 0; i < n; i++) {
+		int x = oom_compute(&ts[i], &rs[i]);
 		if (x >= 0 && x > worst)
 			worst = x;
-		counts[i] = r.ooms_total;
-		tps[i] = t;
-		if (opt.json) {
-			fprintf(f, "%s\n  {", i ? "," : "");
-			rb_json_head(f, t);
-			fprintf(f,
-				", \"meminfo_records\": %zu, \"ooms_total\": %" PRIu64
-				", \"ooms\": [",
-				t->nmeminfo, r.ooms_total);
-			for (size_t k = 0; k < r.nooms; k++)
-				oom_json(f, t, &r.ooms[k], k == 0);
-			fprintf(f,
-				"],\n   \"other_failures_total\": %" PRIu64
-				", \"other_failures\": [",
-				r.others_total);
-			for (size_t k = 0; k < r.nothers; k++) {
-				const struct oom_other *y = &r.others[k];
-				fprintf(f, "%s{\"api\": ", k ? ", " : "");
-				rb_json_s(f, api_name(y->api));
-				fprintf(f,
-					", \"result\": %" PRIu64 ", \"result_name\": ", y->result);
-				rb_json_s(f, result_name(y->api, y->result));
-				fprintf(f,
-					", \"count\": %" PRIu64 ", \"first_time_ns\": %" PRId64 "}",
-					y->count, trace_rel(t, y->first_time));
-			}
-			fputs("]}", f);
-		} else {
-			char b1[32];
-			if (i)
-				fputc('\n', f);
-			rb_human_head(f, t);
-			if (!r.ooms_total)
-				fprintf(f, "  no allocation failed with out-of-memory\n");
-			else
-				fprintf(f, "  %" PRIu64 " allocation%s failed with out-of-memory\n",
-					r.ooms_total, r.ooms_total == 1 ? "" : "s");
-			size_t show = r.nooms < HUMAN_OOMS ? r.nooms : HUMAN_OOMS;
-			for (size_t k = 0; k < show; k++)
-				oom_human(f, t, &r.ooms[k]);
-			if (r.ooms_total > show)
-				fprintf(f, "\n  ... %" PRIu64 " more (--json details up to %d)\n",
-					r.ooms_total - show, OOM_MAX);
-			if (r.others_total) {
-				fprintf(f, "\nother failed calls (%" PRIu64 ")\n", r.others_total);
-				for (size_t k = 0; k < r.nothers; k++) {
-					const struct oom_other *y = &r.others[k];
-					const char *rn = result_name(y->api, y->result);
-					fprintf(f, "  %-28s %-32s %6" PRIu64 " x, first at %s\n",
-						api_name(y->api), rn ? rn : "?", y->count,
-						rb_time(b1, trace_rel(t, y->first_time)));
-				}
-			}
-		}
-		oom_free(&r);
+		counts[i] = rs[i].ooms_total;
+		rp[i] = &rs[i];
+		if (opt.json)
+			trace_json(f, &ts[i], &rs[i], i == 0);
+		else
+			trace_human(f, &ts[i], &rs[i], i == 0);
 	}
 	uint64_t sum = 0;
-	for (int i = 0; i < opt.npaths; i++)
+	for (size_t i = 0; i < n; i++)
 		sum += counts[i];
+	const char *verdict = oom_verdict(rp, n);
 	if (opt.json) {
 		fprintf(f,
 			"],\n \"totals\": {\"processes\": %d, \"ooms_total\": %" PRIu64
 			", \"imbalance\": ",
 			opt.npaths, sum);
-		trace_imbalance_json(f, counts, (size_t)opt.npaths);
-		fputs("}}\n", f);
-	} else if (opt.npaths > 1) {
+		trace_imbalance_json(f, counts, n);
+		fputs("},\n \"verdict\": ", f);
+		rb_json_s(f, verdict);
+		fputs("}\n", f);
+	} else if (n > 1) {
 		char lab[128];
-		fprintf(f, "\nout-of-memory failures per process\n");
-		for (int i = 0; i < opt.npaths; i++)
-			fprintf(f, "  %-40.40s %8" PRIu64 "\n",
-				trace_label(&ts[i], lab, sizeof(lab)), counts[i]);
+		fprintf(f, "\nout-of-memory failures per process (verdict over all: %s)\n",
+			verdict);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "  %-40.40s %8" PRIu64 "  %s\n",
+				trace_label(&ts[i], lab, sizeof(lab)), counts[i], rs[i].verdict);
 		fprintf(f, "  %-40s %8" PRIu64 "\n", "total", sum);
 	}
+	for (size_t i = 0; i < n; i++)
+		oom_free(&rs[i]);
+	free(rs);
+	free(rp);
 	free(counts);
-	free(tps);
 	free(opt.paths);
 	return rb_finish_all(ts, opt.npaths, worst);
 }
