@@ -1,16 +1,28 @@
 /* The fragmentation aggregator: see fragmentation.h.
  *
- * Two replays per trace: the first finds each device's peak and counts, the
- * second takes snapshots of the live set (evenly in time, at each peak, at
- * the end). */
+ * Two replays per trace: the first counts, finds each device's peak and
+ * takes the segment inventory at the first out-of-memory failure and at
+ * the end; the second takes it at each peak. No figure comes from device
+ * addresses: they are virtual, sparse and say nothing of physical memory. */
 #include "analysis/fragmentation.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define LARGE_PAGE   (2ull << 20) /* granularity of allocations over 1 MiB */
+#define MiB	     (1ull << 20)
+#define LARGE_PAGE   (2 * MiB) /* granularity thought used above 1 MiB */
 #define SMALL_GRAIN  512ull
-#define LARGE_CUTOFF (1ull << 20)
+#define LARGE_CUTOFF MiB
+#define RESULT_OOM   2
+/* frag_pytorch_like: this share of the segments are 2 MiB multiples */
+#define PT_SHARE 0.9
+
+const char *const frag_class_key[FRAG_NCLASSES] = {
+    [FRAG_SEG_2M] = "2MiB",
+    [FRAG_SEG_20M] = "20MiB",
+    [FRAG_SEG_2M_MULT] = "other_2MiB_multiples",
+    [FRAG_SEG_OTHER] = "other_sizes",
+};
 
 /* The state of one computation. */
 struct frag {
@@ -19,13 +31,12 @@ struct frag {
 	int64_t device;
 	int pass;
 	struct replay rp;
-	uint64_t t0, t1;
-	int last_bucket;
-	/* scratch for snapshots */
-	struct range {
-		uint64_t start, end;
-	} * ranges;
-	size_t ranges_cap;
+	uint64_t *ages; /* scratch for the median age */
+	size_t ages_cap;
+	/* after a device's first OOM: its thread's frees until that thread's
+	 * next device allocation */
+	struct frag_dev *oom_dev;
+	uint64_t oom_tid;
 };
 
 static struct frag_dev *fdev_get(struct frag *g, int64_t ordinal)
@@ -46,57 +57,76 @@ uint64_t frag_rounded(uint64_t size)
 	return (size + g - 1) / g * g;
 }
 
-static int range_cmp(const void *a, const void *b)
+uint64_t frag_waste(const struct frag_dev *d)
 {
-	const struct range *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->end < y->end ? -1 : x->end > y->end;
+	return d->pitched.granted - d->pitched.requested + d->pages.granted - d->pages.requested;
 }
 
-/* The live device allocations (addresses) of device `ord`, now. */
-static void snapshot(struct frag *g, int64_t ord, uint64_t time, struct frag_snap *s)
+double frag_ratio(uint64_t a, uint64_t b)
 {
-	size_t n = 0;
+	return b ? (double)a / (double)b : 0;
+}
+
+static enum frag_class seg_class(uint64_t size)
+{
+	if (size == 2 * MiB)
+		return FRAG_SEG_2M;
+	if (size == 20 * MiB)
+		return FRAG_SEG_20M;
+	return size && size % (2 * MiB) == 0 ? FRAG_SEG_2M_MULT : FRAG_SEG_OTHER;
+}
+
+bool frag_pytorch_like(const struct frag_segs *s)
+{
+	uint64_t m = s->count - s->class_count[FRAG_SEG_OTHER];
+	return s->count && (double)m >= PT_SHARE * (double)s->count &&
+	       s->class_count[FRAG_SEG_2M] + s->class_count[FRAG_SEG_20M] > 0;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* A live entry that is a segment of device `ord`. */
+static bool is_segment(const struct rp_live *l, int64_t ord)
+{
+	const struct api_info *a = api_lookup(l->api);
+	return l->bucket == BK_DEVICE && l->device == ord && (!a || a->kind != GMT_KIND_ASYNC);
+}
+
+/* The segment inventory of device `ord`, now. */
+static void inventory(struct frag *g, int64_t ord, uint64_t time, struct frag_segs *s)
+{
 	memset(s, 0, sizeof(*s));
 	s->taken = true;
 	s->time_ns = time;
-	struct rp_live *l, *tmp;
-	RP_EACH(&g->rp, GMT_SPACE_ADDR, l, tmp)
-	{
-		if (l->bucket != BK_DEVICE || l->device != ord)
-			continue;
-		if (n == g->ranges_cap) {
-			g->ranges_cap = g->ranges_cap ? 2 * g->ranges_cap : 256;
-			g->ranges = xrealloc(g->ranges, g->ranges_cap * sizeof(*g->ranges));
+	size_t n = 0;
+	int spaces[2] = {GMT_SPACE_ADDR, GMT_SPACE_VMM_HANDLE};
+	for (int k = 0; k < 2; k++) {
+		struct rp_live *l, *tmp;
+		RP_EACH(&g->rp, spaces[k], l, tmp)
+		{
+			if (!is_segment(l, ord))
+				continue;
+			enum frag_class c = seg_class(l->size);
+			s->count++;
+			s->bytes += l->size;
+			s->class_count[c]++;
+			s->class_bytes[c] += l->size;
+			if (n == g->ages_cap) {
+				g->ages_cap = g->ages_cap ? 2 * g->ages_cap : 256;
+				g->ages = xrealloc(g->ages, g->ages_cap * sizeof(*g->ages));
+			}
+			g->ages[n++] = time > l->time_ns ? time - l->time_ns : 0;
 		}
-		uint64_t end = l->key + l->size < l->key ? UINT64_MAX : l->key + l->size;
-		g->ranges[n++] = (struct range){l->key, end};
-		s->live += l->size;
-		s->live_rounded += frag_rounded(l->size);
 	}
-	s->count = n;
 	if (!n)
 		return;
-	if (n)
-		qsort(g->ranges, n, sizeof(*g->ranges), range_cmp);
-	uint64_t cur_end = g->ranges[0].end;
-	s->covered = g->ranges[0].end - g->ranges[0].start;
-	for (size_t i = 1; i < n; i++) {
-		const struct range *r = &g->ranges[i];
-		if (r->start > cur_end) {
-			uint64_t gap = r->start - cur_end;
-			s->gaps++;
-			s->free_in_span += gap;
-			if (gap > s->largest_gap)
-				s->largest_gap = gap;
-		}
-		if (r->end > cur_end) {
-			s->covered += r->end - (r->start > cur_end ? r->start : cur_end);
-			cur_end = r->end;
-		}
-	}
-	s->span = cur_end - g->ranges[0].start;
+	qsort(g->ages, n, sizeof(*g->ages), u64_cmp);
+	s->oldest_ns = g->ages[n - 1];
+	s->median_age_ns = g->ages[(n - 1) / 2];
 }
 
 static bool selected(const struct frag *g, int64_t ord)
@@ -135,62 +165,95 @@ static void vmm_update(struct frag *g)
 		v->physical_peak = v->physical;
 }
 
+/* Requested against granted, by kind; the size histogram. */
+static void count_alloc(struct frag_dev *d, const struct gmt_event *e, const struct api_info *a)
+{
+	int b = 0;
+	for (uint64_t s = e->size; s > 1; s >>= 1)
+		b++;
+	if (e->size == 0)
+		b = 64; /* the zero-size bucket */
+	d->hist_count[b]++;
+	d->hist_bytes[b] += e->size;
+	d->allocs++;
+	struct frag_grant *gr;
+	uint64_t asked = e->size, got = e->size;
+	if (a->kind == GMT_KIND_ASYNC) {
+		gr = &d->async;
+		got = 0;
+	} else if (a->kind == GMT_KIND_VMM_PHYS) {
+		gr = &d->handles;
+		d->handles_2m += e->size % (2 * MiB) == 0;
+	} else if (e->aux && e->aux2 && e->aux2 <= e->aux) { /* pitch: size = pitch * rows */
+		gr = &d->pitched;
+		asked = e->aux2 * (e->size / e->aux);
+	} else {
+		gr = &d->pages;
+		got = frag_rounded(e->size);
+	}
+	gr->count++;
+	gr->requested += asked;
+	gr->granted += got;
+}
+
+/* Pass 1, before replay_apply: stream-ordered and pool counts, the
+ * allocations, and the frees that follow a device's first OOM. */
+static void pass1_before(struct frag *g, const struct gmt_event *e, const struct api_info *a)
+{
+	struct frag_result *res = g->res;
+	if (a->op == GMT_OP_FREE && a->space == GMT_SPACE_ADDR) {
+		struct rp_live *l = replay_find(&g->rp, GMT_SPACE_ADDR, e->ptr);
+		const struct api_info *la = l ? api_lookup(l->api) : NULL;
+		if (la && la->kind == GMT_KIND_ASYNC)
+			res->async_live -= l->size < res->async_live ? l->size : res->async_live;
+	}
+	if (g->oom_dev && e->tid == g->oom_tid && a->op == GMT_OP_FREE) {
+		struct rp_live *l = replay_find(&g->rp, a->space, e->ptr);
+		if (l && is_segment(l, g->oom_dev->ordinal)) {
+			g->oom_dev->oom_freed += l->size;
+			g->oom_dev->oom_frees++;
+		}
+	}
+	bool dev = a->op == GMT_OP_ALLOC && gmt_device_memory(a->kind, e->aux);
+	if (dev && g->oom_dev && e->tid == g->oom_tid && e->time_ns > g->oom_dev->at_oom.time_ns)
+		g->oom_dev = NULL; /* its next device allocation: the frees are done */
+	if (a->op == GMT_OP_ALLOC && a->kind == GMT_KIND_ASYNC) {
+		res->async_live += e->size;
+		if (res->async_live > res->async_peak)
+			res->async_peak = res->async_live;
+	}
+	res->pools_created += a->op == GMT_OP_ALLOC && a->kind == GMT_KIND_POOL;
+	res->pool_trims += a->op == GMT_OP_POOL_TRIM;
+	if (dev && selected(g, e->device))
+		count_alloc(fdev_get(g, e->device), e, a);
+}
+
 static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
 {
 	struct frag *g = ctx;
 	const struct api_info *a = api_lookup(e->api);
 	bool ok = !gmt_failed(e->result, e->flags);
-	if (g->pass == 1 && a && ok) {
-		if (a->op == GMT_OP_FREE && a->space == GMT_SPACE_ADDR) {
-			struct rp_live *l = replay_find(&g->rp, GMT_SPACE_ADDR, e->ptr);
-			if (l && api_lookup(l->api) && api_lookup(l->api)->kind == GMT_KIND_ASYNC)
-				g->res->async_live -=
-				    l->size < g->res->async_live ? l->size : g->res->async_live;
-		}
-		if (a->op == GMT_OP_ALLOC && a->kind == GMT_KIND_ASYNC) {
-			g->res->async_live += e->size;
-			if (g->res->async_live > g->res->async_peak)
-				g->res->async_peak = g->res->async_live;
-		}
-		if (a->op == GMT_OP_ALLOC && a->kind == GMT_KIND_POOL)
-			g->res->pools_created++;
-		if (a->op == GMT_OP_POOL_TRIM)
-			g->res->pool_trims++;
-		bool dev = a->op == GMT_OP_ALLOC && gmt_device_memory(a->kind, e->aux);
-		if (dev && selected(g, e->device)) {
-			struct frag_dev *d = fdev_get(g, e->device);
-			int b = 0;
-			for (uint64_t s = e->size; s > 1; s >>= 1)
-				b++;
-			if (e->size == 0)
-				b = 64; /* the zero-size bucket */
-			d->hist_count[b]++;
-			d->hist_bytes[b] += e->size;
-			d->allocs++;
-			d->requested += e->size;
-			d->rounded += frag_rounded(e->size);
-		}
-	}
+	if (g->pass == 1 && a && ok)
+		pass1_before(g, e, a);
 	replay_apply(&g->rp, e);
-	if (g->pass == 1) {
-		if (a && is_vmm(e->api))
-			vmm_update(g);
+	if (g->pass == 2) {
+		for (size_t i = 0; i < g->res->ndevs; i++) {
+			struct frag_dev *d = &g->res->devs[i];
+			if (d->peak_seq && g->rp.seq == d->peak_seq)
+				inventory(g, d->ordinal, e->time_ns, &d->at_peak);
+		}
 		return;
 	}
-	/* pass 2: snapshots */
-	int bucket = 0;
-	if (g->t1 > g->t0)
-		bucket = (int)((unsigned __int128)(e->time_ns - g->t0) * FRAG_NSAMPLES /
-			       (g->t1 - g->t0 + 1));
-	bool sample = bucket > g->last_bucket;
-	if (sample)
-		g->last_bucket = bucket;
-	for (size_t i = 0; i < g->res->ndevs; i++) {
-		struct frag_dev *d = &g->res->devs[i];
-		if (d->peak_seq && g->rp.seq == d->peak_seq)
-			snapshot(g, d->ordinal, e->time_ns, &d->at_peak);
-		if (sample && d->nsamples < FRAG_NSAMPLES)
-			snapshot(g, d->ordinal, e->time_ns, &d->samples[d->nsamples++]);
+	if (a && is_vmm(e->api))
+		vmm_update(g);
+	if (!ok && a && a->op == GMT_OP_ALLOC && e->result == RESULT_OOM &&
+	    gmt_device_memory(a->kind, e->aux) && selected(g, e->device)) {
+		struct frag_dev *d = fdev_get(g, e->device);
+		if (!d->at_oom.taken) {
+			inventory(g, d->ordinal, e->time_ns, &d->at_oom);
+			g->oom_dev = d;
+			g->oom_tid = e->tid;
+		}
 	}
 }
 
@@ -200,30 +263,21 @@ static int dev_cmp(const void *a, const void *b)
 	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
-double frag_ratio(uint64_t a, uint64_t b)
-{
-	return b ? (double)a / (double)b : 0;
-}
-
-/* Two passes over one trace: the first finds each device's peak, the second
- * snapshots the address space there and at the end. Returns the trace's
- * exit code, or -1. */
+/* Two passes over one trace: the first counts and finds each device's
+ * peak, the second takes the inventory there. Returns the trace's exit
+ * code, or -1. */
 static int frag_replay(struct frag *g, struct trace *t)
 {
 	int r = -1;
 	for (g->pass = 1; g->pass <= 2; g->pass++) {
 		replay_init(&g->rp);
-		g->last_bucket = -1;
 		r = trace_replay(t, NULL, on_event, g);
-		for (size_t k = 0; k < g->res->ndevs; k++) {
+		for (size_t k = 0; g->pass == 1 && k < g->res->ndevs; k++) {
 			struct frag_dev *d = &g->res->devs[k];
-			if (g->pass == 1) {
-				struct rp_dev *rd = replay_dev(&g->rp, d->ordinal);
-				d->peak = rd->lv.peak;
-				d->peak_seq = rd->lv.peak_seq;
-			} else {
-				snapshot(g, d->ordinal, t->last_time_ns, &d->at_end);
-			}
+			struct rp_dev *rd = replay_dev(&g->rp, d->ordinal);
+			d->peak = rd->lv.peak;
+			d->peak_seq = rd->lv.peak_seq;
+			inventory(g, d->ordinal, t->last_time_ns, &d->at_end);
 		}
 		replay_free(&g->rp);
 		if (r >= 0)
@@ -236,11 +290,10 @@ void frag_totals(const struct frag_result *g, struct frag_total *tot)
 {
 	for (size_t k = 0; k < g->ndevs; k++) {
 		const struct frag_dev *d = &g->devs[k];
-		tot->peak_live += d->at_peak.live;
-		tot->peak_free += d->at_peak.free_in_span;
-		tot->waste += d->rounded - d->requested;
-		double r = frag_ratio(d->at_peak.free_in_span, d->at_peak.span);
-		tot->worst = r > tot->worst ? r : tot->worst;
+		tot->peak_live += d->peak;
+		tot->waste += frag_waste(d);
+		tot->segments += d->at_peak.count;
+		tot->segment_bytes += d->at_peak.bytes;
 	}
 }
 
@@ -248,14 +301,12 @@ int frag_compute(struct trace *t, bool has_device, int64_t device, struct frag_r
 {
 	memset(out, 0, sizeof(*out));
 	struct frag g = {.res = out, .has_device = has_device, .device = device};
-	g.t0 = t->events ? t->first_time_ns : 0;
-	g.t1 = t->events ? t->last_time_ns : 0;
 	if (has_device)
 		fdev_get(&g, device);
 	int r = frag_replay(&g, t);
 	if (out->ndevs)
 		qsort(out->devs, out->ndevs, sizeof(*out->devs), dev_cmp);
-	free(g.ranges);
+	free(g.ages);
 	return r;
 }
 

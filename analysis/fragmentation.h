@@ -1,7 +1,12 @@
-/* The fragmentation report's figures for one trace: per device the size
- * histogram, rounding waste and snapshots of the live address span (evenly
- * in time, at the device's peak, at the end); per process VMM reserved/
- * mapped/physical and stream-ordered allocations against pools. */
+/* The fragmentation report's figures for one trace, on what a driver-level
+ * trace can know (docs/reports.md, "fragmentation"): per device the size
+ * histogram, requested against granted (pitch padding, the driver's page
+ * rounding as an estimate, cuMemCreate handles, stream-ordered requests),
+ * the inventory of segments a caching allocator holds (count, size
+ * classes, age) at the peak, at the end and at the first out-of-memory
+ * failure; per process VMM reserved/mapped/physical and stream-ordered
+ * allocations against pools. Free space inside a framework's cache makes
+ * no driver call: it needs the framework's own counters (frag_counters). */
 #ifndef GMT_ANALYSIS_FRAGMENTATION_H
 #define GMT_ANALYSIS_FRAGMENTATION_H
 
@@ -10,23 +15,56 @@
 
 #include "analysis/trace.h"
 
-#define FRAG_NSAMPLES 20
+/* Segment size classes: PyTorch's caching allocator takes 2 MiB segments
+ * for requests up to 1 MiB, 20 MiB ones up to 10 MiB, and rounds larger
+ * requests up to 2 MiB (/work/shared/notes/frameworks.md, 1.2). */
+enum frag_class {
+	FRAG_SEG_2M,	  /* exactly 2 MiB */
+	FRAG_SEG_20M,	  /* exactly 20 MiB */
+	FRAG_SEG_2M_MULT, /* another multiple of 2 MiB */
+	FRAG_SEG_OTHER,	  /* not a multiple of 2 MiB */
+	FRAG_NCLASSES,
+};
+extern const char *const frag_class_key[FRAG_NCLASSES]; /* JSON: "2MiB"... */
 
-/* The live device allocations of one device at one moment. */
-struct frag_snap {
+/* The live segments of one device at one moment: its device allocations
+ * that are not stream-ordered (what a caching allocator got from the
+ * driver and holds, used or not). */
+struct frag_segs {
 	bool taken;
-	uint64_t time_ns, live, covered, count, span, free_in_span, largest_gap, gaps, live_rounded;
+	uint64_t time_ns;
+	uint64_t count, bytes;
+	uint64_t class_count[FRAG_NCLASSES], class_bytes[FRAG_NCLASSES];
+	uint64_t oldest_ns, median_age_ns; /* ages at time_ns */
+};
+
+/* Requested against granted for one kind of allocation. */
+struct frag_grant {
+	uint64_t count, requested, granted;
+};
+
+/* A framework's own view of its cache, which driver calls cannot give.
+ * Never filled yet: the --framework-counters option (issue 21) will read
+ * them from the trace; the renderers already say what is missing. */
+struct frag_counters {
+	bool known;
+	uint64_t reserved, allocated; /* free in the cache = reserved - allocated */
+	const char *source;	      /* "torch.cuda.memory_stats"... */
 };
 
 struct frag_dev {
 	int64_t ordinal;
 	/* power-of-two buckets: [b] holds sizes in [2^b, 2^(b+1)); [64] size 0 */
 	uint64_t hist_count[65], hist_bytes[65];
-	uint64_t allocs, requested, rounded;
-	uint64_t peak, peak_seq;
-	struct frag_snap at_peak, at_end;
-	struct frag_snap samples[FRAG_NSAMPLES];
-	int nsamples;
+	uint64_t allocs, peak, peak_seq;
+	struct frag_grant pitched; /* width * rows asked, pitch * rows granted */
+	struct frag_grant pages;   /* other device allocations: frag_rounded, an estimate */
+	struct frag_grant handles; /* cuMemCreate on the device: granted = created */
+	uint64_t handles_2m;	   /* of which multiples of 2 MiB */
+	struct frag_grant async;   /* stream-ordered: granted unknown (0) */
+	struct frag_segs at_peak, at_end, at_oom;
+	uint64_t oom_freed, oom_frees; /* the failing thread's frees after it */
+	struct frag_counters counters;
 };
 
 struct frag_vmm {
@@ -42,10 +80,9 @@ struct frag_result {
 	uint64_t async_live, async_peak, pools_created, pool_trims;
 };
 
-/* A process's figures at each device's peak, for the totals. */
+/* A process's figures, for the totals over several traces. */
 struct frag_total {
-	uint64_t peak_live, peak_free, waste;
-	double worst; /* the worst external fragmentation */
+	uint64_t peak_live, waste, segments, segment_bytes; /* at each device's peak */
 };
 
 /* Two replays of `t` (only device `device` when has_device). Returns the
@@ -54,9 +91,14 @@ int frag_compute(struct trace *t, bool has_device, int64_t device, struct frag_r
 void frag_free(struct frag_result *r);
 void frag_totals(const struct frag_result *r, struct frag_total *tot);
 
-/* The size rounded up to the allocation granularity (2 MiB above 1 MiB,
- * 512 B otherwise). */
+/* The size rounded up to the allocation granularity the driver is thought
+ * to use (2 MiB above 1 MiB, 512 B otherwise; not reported by it). */
 uint64_t frag_rounded(uint64_t size);
+/* Pitch padding plus the estimated page rounding of one device. */
+uint64_t frag_waste(const struct frag_dev *d);
+/* Whether the segment sizes look like PyTorch's caching allocator: most
+ * segments 2 MiB multiples, and some exactly 2 or 20 MiB. */
+bool frag_pytorch_like(const struct frag_segs *s);
 /* a / b, 0 when b is 0. */
 double frag_ratio(uint64_t a, uint64_t b);
 

@@ -1,8 +1,9 @@
-/* gpumemtrace fragmentation [--json] [--device N] TRACE...: the size
- * histogram; per device the address span of live device allocations against
- * the live bytes (over time, at the peak and at the end) with the free gaps
- * inside the span; rounding waste; VMM reserved/mapped/physical; stream-
- * ordered allocations against pools.
+/* gpumemtrace fragmentation [--json] [--device N] TRACE...: what a
+ * driver-level trace can say about memory held but not used: the size
+ * histogram, requested against granted, the segment inventory of a caching
+ * allocator (at the peak, the end, the first OOM), VMM reserved/mapped/
+ * physical, stream-ordered allocations against pools, and, plainly, what
+ * it cannot see (free space inside a framework's cache).
  * The figures are analysis/fragmentation.c's; this file parses and renders. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,21 +17,30 @@
 #include "analysis/trace.h"
 
 static const char about[] =
-    "Why an allocation can fail with memory free. Per device (device memory:\n"
-    "cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate on a device):\n"
+    "Memory held but not used, as far as driver calls show it. Per device\n"
+    "(device memory: cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate on a\n"
+    "device):\n"
     "  - a histogram of allocation sizes in power-of-two buckets;\n"
-    "  - the address span of the live allocations (highest end - lowest start)\n"
-    "    against the bytes they cover; external fragmentation = free bytes inside\n"
-    "    the span / span. Shown at 20 moments evenly spread over the run, at the\n"
-    "    device's peak and at the end; at the peak and the end also the largest\n"
-    "    free gap inside the span and the number of gaps;\n"
-    "  - rounding waste: the requested size against the size rounded up to the\n"
-    "    allocation granularity (2 MiB pages above 1 MiB, 512 B otherwise).\n"
+    "  - requested against granted: pitched allocations (width * rows asked,\n"
+    "    pitch * rows granted); other allocations rounded to the driver's pages\n"
+    "    (2 MiB above 1 MiB, 512 B below: an estimate, the driver does not say);\n"
+    "    cuMemCreate handles (granted as created; what the caller uses inside is\n"
+    "    not visible); stream-ordered requests (the pool's grant is not visible);\n"
+    "  - segments: the device allocations that are not stream-ordered, which is\n"
+    "    what a caching allocator (PyTorch, CuPy, TF/XLA BFC) holds from the\n"
+    "    driver, used or not: count, bytes, size classes (2 MiB, 20 MiB, other\n"
+    "    multiples of 2 MiB, other sizes: PyTorch's segment sizes), oldest and\n"
+    "    median age; at the device's peak, at the end and at its first\n"
+    "    out-of-memory failure, with what the failing thread freed next;\n"
+    "  - free space inside a framework's cache: not visible from driver calls\n"
+    "    (a tensor's free makes none); the framework's own counters show it and\n"
+    "    a later --framework-counters option will add them.\n"
     "Per process:\n"
-    "  - VMM: reserved address space (cuMemAddressReserve) against mapped\n"
-    "    (cuMemMap) against physical memory (cuMemCreate), peak and end;\n"
-    "  - pools: outstanding stream-ordered allocations. A pool's reservation is\n"
-    "    not in the trace (the tracer records no pool attributes): said so.\n"
+    "  - VMM: reserved address space (cuMemAddressReserve; never memory) against\n"
+    "    mapped (cuMemMap) against physical memory (cuMemCreate), peak and end;\n"
+    "  - pools: outstanding stream-ordered allocations; a pool's reserve is not\n"
+    "    in the trace (accounting compares nvidia-smi with what is traced).\n"
+    "Device addresses are virtual and sparse: no figure is taken from them.\n"
     "Several traces: a section each, then the totals side by side.\n";
 static const char more[] =
     "examples:\n"
@@ -41,34 +51,43 @@ static const char more[] =
 static const struct opt_usage usage = {
     .name = "fragmentation", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
-static void snap_json(FILE *f, struct trace *t, const struct frag_snap *s)
-{
-	fprintf(f,
-		"{\"time_ns\": %" PRId64 ", \"live_bytes\": %" PRIu64 ", \"allocations\": %" PRIu64
-		", \"span_bytes\": %" PRIu64 ", \"free_in_span_bytes\": %" PRIu64
-		", \"largest_gap_bytes\": %" PRIu64 ", \"gaps\": %" PRIu64
-		", \"live_rounded_bytes\": %" PRIu64 ", \"external_fragmentation\": ",
-		s->time_ns ? trace_rel(t, s->time_ns) : 0, s->live, s->count, s->span,
-		s->free_in_span, s->largest_gap, s->gaps, s->live_rounded);
-	rb_json_d(f, frag_ratio(s->free_in_span, s->span));
-	fputc('}', f);
-}
+static const char *const class_text[FRAG_NCLASSES] = {"2 MiB", "20 MiB", "other multiples of 2 MiB",
+						      "other sizes"};
 
-static void snap_human(FILE *f, struct trace *t, const char *what, const struct frag_snap *s)
+static void segs_json(FILE *f, struct trace *t, const struct frag_segs *s)
 {
-	char b1[32], b2[32], b3[32], b4[32], b5[32];
-	if (!s->count) {
-		fprintf(f, "  %s: nothing live\n", what);
+	if (!s->taken) {
+		fputs("null", f);
 		return;
 	}
 	fprintf(f,
-		"  %s (%s): %s live in %" PRIu64 " allocations over a span of %s;\n"
-		"    %s free inside the span (%.1f%% external fragmentation) in %" PRIu64
-		" gap%s, the largest %s\n",
-		what, rb_time(b1, trace_rel(t, s->time_ns)), fmt_size(b2, s->live), s->count,
-		fmt_size(b3, s->span), fmt_size(b4, s->free_in_span),
-		100 * frag_ratio(s->free_in_span, s->span), s->gaps, s->gaps == 1 ? "" : "s",
-		fmt_size(b5, s->largest_gap));
+		"{\"time_ns\": %" PRId64 ", \"segments\": %" PRIu64 ", \"bytes\": %" PRIu64
+		", \"oldest_age_ns\": %" PRIu64 ", \"median_age_ns\": %" PRIu64 ", \"classes\": {",
+		s->time_ns ? trace_rel(t, s->time_ns) : 0, s->count, s->bytes, s->oldest_ns,
+		s->median_age_ns);
+	for (int c = 0; c < FRAG_NCLASSES; c++)
+		fprintf(f, "%s\"%s\": {\"segments\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
+			c ? ", " : "", frag_class_key[c], s->class_count[c], s->class_bytes[c]);
+	fprintf(f, "}, \"pytorch_like\": %s}", frag_pytorch_like(s) ? "true" : "false");
+}
+
+static void segs_human(FILE *f, struct trace *t, const char *what, const struct frag_segs *s)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	if (!s->count) {
+		fprintf(f, "    %s: none\n", what);
+		return;
+	}
+	fprintf(f, "    %s (%s): %" PRIu64 " segment%s, %s; oldest %s, median age %s\n", what,
+		rb_time(b1, trace_rel(t, s->time_ns)), s->count, s->count == 1 ? "" : "s",
+		fmt_size(b2, s->bytes), rb_dur(b3, (int64_t)s->oldest_ns),
+		rb_dur(b4, (int64_t)s->median_age_ns));
+	fputs("      ", f);
+	for (int c = 0, n = 0; c < FRAG_NCLASSES; c++)
+		if (s->class_count[c])
+			fprintf(f, "%s%" PRIu64 " of %s (%s)", n++ ? ", " : "", s->class_count[c],
+				class_text[c], fmt_size(b1, s->class_bytes[c]));
+	fputc('\n', f);
 }
 
 static const char *bucket_text(char *buf, int b)
@@ -80,6 +99,35 @@ static const char *bucket_text(char *buf, int b)
 		snprintf(buf, 64, "[%s, %s)", fmt_size(x, 1ull << b),
 			 b < 63 ? fmt_size(y, 1ull << (b + 1)) : "16 EiB");
 	return buf;
+}
+
+static void grants_human(FILE *f, const struct frag_dev *d)
+{
+	char b1[32], b2[32], b3[32];
+	const struct frag_grant *p = &d->pitched, *g = &d->pages;
+	fprintf(f, "  requested against granted\n");
+	if (p->count)
+		fprintf(f, "    pitched: %" PRIu64 " asked %s, granted %s: %s of row padding\n",
+			p->count, fmt_size(b1, p->requested), fmt_size(b2, p->granted),
+			fmt_size(b3, p->granted - p->requested));
+	if (g->count)
+		fprintf(f,
+			"    driver pages (an estimate): %" PRIu64 " asked %s, %s in 2 MiB pages "
+			"above 1 MiB and 512 B grains below: %s (%.1f%%)\n",
+			g->count, fmt_size(b1, g->requested), fmt_size(b2, g->granted),
+			fmt_size(b3, g->granted - g->requested),
+			100 * frag_ratio(g->granted - g->requested, g->granted));
+	if (d->handles.count)
+		fprintf(f,
+			"    cuMemCreate: %" PRIu64 " handle%s, %s, %" PRIu64
+			" of them 2 MiB multiples; what the caller uses inside is not visible\n",
+			d->handles.count, d->handles.count == 1 ? "" : "s",
+			fmt_size(b1, d->handles.granted), d->handles_2m);
+	if (d->async.count)
+		fprintf(f,
+			"    stream-ordered: %" PRIu64 " asked %s; what the pool reserved for them "
+			"is not visible\n",
+			d->async.count, fmt_size(b1, d->async.requested));
 }
 
 static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d)
@@ -97,22 +145,38 @@ static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d)
 		if (b == 63)
 			break;
 	}
-	fprintf(f, "  rounding: requested %s, rounded to the granularity %s: %s wasted (%.1f%%)\n",
-		fmt_size(b1, d->requested), fmt_size(b2, d->rounded),
-		fmt_size(b3, d->rounded - d->requested),
-		100 * frag_ratio(d->rounded - d->requested, d->rounded));
-	snap_human(f, t, "at the peak", &d->at_peak);
-	snap_human(f, t, "at the end", &d->at_end);
-	if (d->nsamples) {
-		fprintf(f, "  over time\n    %12s %11s %11s %8s\n", "time", "live", "span",
-			"ext.frag");
-		for (int i = 0; i < d->nsamples; i++) {
-			const struct frag_snap *s = &d->samples[i];
-			fprintf(f, "    %12s %11s %11s %7.1f%%\n",
-				rb_time(b1, trace_rel(t, s->time_ns)), fmt_size(b2, s->live),
-				fmt_size(b3, s->span), 100 * frag_ratio(s->free_in_span, s->span));
-		}
+	grants_human(f, d);
+	fprintf(f, "  segments (device allocations not stream-ordered: under a caching "
+		   "allocator, what it holds from the driver)\n");
+	segs_human(f, t, "at the peak", &d->at_peak);
+	segs_human(f, t, "at the end", &d->at_end);
+	if (d->at_oom.taken) {
+		segs_human(f, t, "at the first OOM", &d->at_oom);
+		fprintf(f,
+			"      then the failing thread freed %" PRIu64 " of them (%s) before its "
+			"next device allocation\n",
+			d->oom_frees, fmt_size(b3, d->oom_freed));
 	}
+	if (frag_pytorch_like(&d->at_peak))
+		fprintf(f, "    the sizes are PyTorch's caching allocator's segments\n");
+	if (d->counters.known)
+		fprintf(f, "  free inside the cache: %s (%s: reserved %s - allocated)\n",
+			fmt_size(b1, d->counters.reserved - d->counters.allocated),
+			d->counters.source, fmt_size(b2, d->counters.reserved));
+	else
+		fprintf(f, "  free inside the cache: not visible from driver calls (freeing a "
+			   "tensor makes none); the framework's counters show it, which a later "
+			   "--framework-counters option will add\n");
+}
+
+static void grant_json(FILE *f, const char *key, const struct frag_grant *g, bool granted)
+{
+	fprintf(f, "\"%s\": {\"count\": %" PRIu64 ", \"requested_bytes\": %" PRIu64, key, g->count,
+		g->requested);
+	if (granted)
+		fprintf(f, ", \"granted_bytes\": %" PRIu64 "}", g->granted);
+	else
+		fputs(", \"granted_bytes\": null}", f);
 }
 
 static void dev_json(FILE *f, struct trace *t, const struct frag_dev *d, bool first)
@@ -134,20 +198,33 @@ static void dev_json(FILE *f, struct trace *t, const struct frag_dev *d, bool fi
 		if (b == 63)
 			break;
 	}
-	fprintf(f,
-		"],\n    \"allocations\": %" PRIu64 ", \"requested_bytes\": %" PRIu64
-		", \"rounded_bytes\": %" PRIu64 ", \"rounding_waste_bytes\": %" PRIu64
-		",\n    \"at_peak\": ",
-		d->allocs, d->requested, d->rounded, d->rounded - d->requested);
-	snap_json(f, t, &d->at_peak);
-	fputs(",\n    \"at_end\": ", f);
-	snap_json(f, t, &d->at_end);
-	fputs(",\n    \"over_time\": [", f);
-	for (int i = 0; i < d->nsamples; i++) {
-		fputs(i ? ",\n     " : "\n     ", f);
-		snap_json(f, t, &d->samples[i]);
-	}
-	fputs("]}", f);
+	fprintf(f, "],\n    \"allocations\": %" PRIu64 ", \"rounding_waste_bytes\": %" PRIu64,
+		d->allocs, frag_waste(d));
+	fputs(",\n    \"granted\": {", f);
+	grant_json(f, "pitched", &d->pitched, true);
+	fputs(", ", f);
+	grant_json(f, "driver_pages_estimated", &d->pages, true);
+	fputs(", ", f);
+	grant_json(f, "vmm_handles", &d->handles, true);
+	fprintf(f, ", \"vmm_handles_2MiB_multiples\": %" PRIu64 ", ", d->handles_2m);
+	grant_json(f, "stream_ordered", &d->async, false);
+	fputs("},\n    \"segments_at_peak\": ", f);
+	segs_json(f, t, &d->at_peak);
+	fputs(",\n    \"segments_at_end\": ", f);
+	segs_json(f, t, &d->at_end);
+	fputs(",\n    \"segments_at_first_oom\": ", f);
+	segs_json(f, t, &d->at_oom);
+	fprintf(f, ", \"freed_after_first_oom\": {\"frees\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
+		d->oom_frees, d->oom_freed);
+	if (d->counters.known)
+		fprintf(f,
+			",\n    \"cache_free\": {\"known\": true, \"bytes\": %" PRIu64
+			", \"source\": \"%s\"}}",
+			d->counters.reserved - d->counters.allocated, d->counters.source);
+	else
+		fputs(
+		    ",\n    \"cache_free\": {\"known\": false, \"bytes\": null, \"source\": null}}",
+		    f);
 }
 
 static void frag_json(FILE *f, struct trace *t, const struct frag_result *g, int first)
@@ -206,7 +283,7 @@ static void frag_human(FILE *f, struct trace *t, const struct frag_result *g, in
 			"end); %" PRIu64 " pools created, %" PRIu64
 			" trims; the pools' reservations are not in the trace, so "
 			"memory a pool holds beyond its outstanding allocations is "
-			"not visible\n",
+			"not visible here (accounting compares nvidia-smi with the trace)\n",
 			fmt_size(b1, g->async_peak), fmt_size(b2, g->async_live), g->pools_created,
 			g->pool_trims);
 }
@@ -215,30 +292,26 @@ static void totals_render(FILE *f, const struct rb_opts *o, const struct trace *
 			  const struct frag_total *tot)
 {
 	if (o->json) {
-		fputs("],\n \"totals\": {\"processes\": ", f);
-		uint64_t live = 0, fr = 0, waste = 0;
-		double w = 0;
+		uint64_t live = 0, waste = 0, segs = 0, sbytes = 0;
 		for (int i = 0; i < o->npaths; i++) {
 			live += tot[i].peak_live;
-			fr += tot[i].peak_free;
 			waste += tot[i].waste;
-			w = tot[i].worst > w ? tot[i].worst : w;
+			segs += tot[i].segments;
+			sbytes += tot[i].segment_bytes;
 		}
-		fprintf(
-		    f,
-		    "%d, \"live_bytes_at_peaks\": %" PRIu64 ", \"free_in_span_at_peaks\": %" PRIu64
-		    ", \"rounding_waste_bytes\": %" PRIu64 ", \"worst_external_fragmentation\": ",
-		    o->npaths, live, fr, waste);
-		rb_json_d(f, w);
-		fputs("}}\n", f);
+		fprintf(f,
+			"],\n \"totals\": {\"processes\": %d, \"live_bytes_at_peaks\": %" PRIu64
+			", \"rounding_waste_bytes\": %" PRIu64 ", \"segments_at_peaks\": %" PRIu64
+			", \"segment_bytes_at_peaks\": %" PRIu64 "}}\n",
+			o->npaths, live, waste, segs, sbytes);
 	} else if (o->npaths > 1) {
 		char b1[32], b2[32], b3[32];
-		fprintf(f, "\nper process (at each device's peak)\n  %-40s %11s %11s %11s %9s\n",
-			"trace", "live", "free(span)", "waste", "ext.frag");
+		fprintf(f, "\nper process (at each device's peak)\n  %-40s %11s %9s %11s %11s\n",
+			"trace", "live", "segments", "seg. bytes", "waste");
 		for (int i = 0; i < o->npaths; i++)
-			fprintf(f, "  %-40.40s %11s %11s %11s %8.1f%%\n", ts[i].path,
-				fmt_size(b1, tot[i].peak_live), fmt_size(b2, tot[i].peak_free),
-				fmt_size(b3, tot[i].waste), 100 * tot[i].worst);
+			fprintf(f, "  %-40.40s %11s %9" PRIu64 " %11s %11s\n", ts[i].path,
+				fmt_size(b1, tot[i].peak_live), tot[i].segments,
+				fmt_size(b2, tot[i].segment_bytes), fmt_size(b3, tot[i].waste));
 	}
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# fragmentation: known answers by construction. Interleaved frees that leave
-# holes (span, live, free in the span, largest gap at the peak and at the
-# end), the size histogram, rounding waste, VMM reserved/mapped/physical,
-# stream-ordered allocations, several traces, --device, error exits.
+# fragmentation: known answers by construction. Interleaved frees (the
+# segment inventory at the peak and at the end: count, bytes, size classes,
+# ages; no figure from the addresses), the size histogram, requested against
+# granted, VMM reserved/mapped/physical, stream-ordered allocations, the
+# cache's free space said to be invisible, several traces, --device, error
+# exits.
 . "$(dirname "$0")/lib.sh"
 MKTRACE=$BUILD/tests/unit-tools/mktrace
 [ -x "$MKTRACE" ] || fail "$MKTRACE missing: make unit-tests"
@@ -50,28 +52,29 @@ B=$((0x10000000))
 [ ! -s err ] || fail "unexpected stderr: $(cat err)"
 d='d["traces"][0]["devices"]'
 expect_eq devices "$(json h.json "[x['index'] for x in $d]")" "[0, 1, 2, 3]"
-p="$d[0][\"at_peak\"]"
-expect_eq peak.time "$(json h.json "$p['time_ns']")" $((11 * S))
-expect_eq peak.live "$(json h.json "$p['live_bytes']")" $((9 * MiB))
-expect_eq peak.allocs "$(json h.json "$p['allocations']")" 6
-expect_eq peak.span "$(json h.json "$p['span_bytes']")" $((12 * MiB))
-expect_eq peak.free "$(json h.json "$p['free_in_span_bytes']")" $((3 * MiB))
-expect_eq peak.gap "$(json h.json "$p['largest_gap_bytes']")" $((2 * MiB))
-expect_eq peak.gaps "$(json h.json "$p['gaps']")" 2
-expect_eq peak.frag "$(json h.json "$p['external_fragmentation']")" 0.25
-e="$d[0][\"at_end\"]"
-expect_eq end "$(json h.json "[$e[k] for k in ('live_bytes', 'span_bytes', 'free_in_span_bytes', 'largest_gap_bytes', 'gaps')]")" \
-	"[$((8 * MiB)), $((10 * MiB)), $((2 * MiB)), $((2 * MiB)), 1]"
-expect_eq end.frag "$(json h.json "$e['external_fragmentation']")" 0.2
+p="$d[0][\"segments_at_peak\"]"
+# the peak (+11 s): blocks 0, 2, 5, 6, 7 and the 4 MiB one; ages 11, 9, 6,
+# 5, 4 and 0 s: the median (the third of six) 5 s
+expect_eq peak "$(json h.json "[$p[k] for k in ('time_ns', 'segments', 'bytes', 'oldest_age_ns', 'median_age_ns')]")" \
+	"[$((11 * S)), 6, $((9 * MiB)), $((11 * S)), $((5 * S))]"
+expect_eq peak.classes "$(json h.json "[(k, v['segments']) for k, v in $p['classes'].items() if v['segments']]")" \
+	"[('other_2MiB_multiples', 1), ('other_sizes', 5)]"
+expect_eq peak.pytorch "$(json h.json "$p['pytorch_like']")" False
+e="$d[0][\"segments_at_end\"]"
+expect_eq end "$(json h.json "[$e[k] for k in ('segments', 'bytes')]")" "[5, $((8 * MiB))]"
+expect_eq oom "$(json h.json "$d[0]['segments_at_first_oom']")" None
+expect_eq cache "$(json h.json "$d[0]['cache_free']")" "{'known': False, 'bytes': None, 'source': None}"
+expect_eq nospan "$(json h.json "'span_bytes' in str(d) or 'external_fragmentation' in str(d)")" False
 expect_eq hist "$(json h.json "[(b['min_bytes'], b['count'], b['bytes']) for b in $d[0]['size_histogram']]")" \
 	"[($MiB, 8, $((8 * MiB))), ($((4 * MiB)), 1, $((4 * MiB)))]"
 expect_eq waste0 "$(json h.json "$d[0]['rounding_waste_bytes']")" 0
-expect_eq round1 "$(json h.json "[$d[1][k] for k in ('allocations', 'requested_bytes', 'rounded_bytes', 'rounding_waste_bytes')]")" \
-	"[3, 4194405, 6291968, 2097563]"
+# 100 B -> 512 B, 1 MiB + 1 -> 2 MiB, 3 MiB -> 4 MiB
+expect_eq round1 "$(json h.json "[$d[1]['allocations'], $d[1]['granted']['driver_pages_estimated'], $d[1]['rounding_waste_bytes']]")" \
+	"[3, {'count': 3, 'requested_bytes': 4194405, 'granted_bytes': 6291968}, 2097563]"
+expect_eq async3 "$(json h.json "$d[3]['granted']['stream_ordered']")" \
+	"{'count': 2, 'requested_bytes': $((2 * MiB)), 'granted_bytes': None}"
 expect_eq hist1 "$(json h.json "[(b['min_bytes'], b['max_bytes'], b['count']) for b in $d[1]['size_histogram']]")" \
 	"[(64, 127, 1), ($MiB, $((2 * MiB - 1)), 1), ($((2 * MiB)), $((4 * MiB - 1)), 1)]"
-n="$(json h.json "len($d[0]['over_time'])")"
-[ "$n" -ge 1 ] && [ "$n" -le 20 ] || fail "over_time has $n samples"
 v='d["traces"][0]["vmm"]'
 expect_eq vmm "$(json h.json "[$v[k] for k in ('reserved_peak_bytes', 'reserved_end_bytes', 'mapped_peak_bytes', 'mapped_end_bytes', 'physical_peak_bytes', 'physical_end_bytes')]")" \
 	"[$((64 * MiB)), $((64 * MiB)), $((4 * MiB)), $((2 * MiB)), $((4 * MiB)), $((2 * MiB))]"
@@ -81,17 +84,17 @@ expect_eq pools "$(json h.json "[$q[k] for k in ('stream_ordered_peak_bytes', 's
 
 # text
 "$GMT_CLI" fragmentation holes.gmt >h.txt 2>err || fail "fragmentation text exit $?"
-grep -q 'at the peak (+11.000 s): 9.00 MiB live in 6 allocations over a span of 12.0 MiB' h.txt ||
+grep -q 'at the peak (+11.000 s): 6 segments, 9.00 MiB; oldest 11.000 s, median age 5.000 s' h.txt ||
 	fail "no peak line: $(cat h.txt)"
-grep -q '3.00 MiB free inside the span (25.0% external fragmentation) in 2 gaps, the largest 2.00 MiB' h.txt ||
-	fail "no gap line: $(cat h.txt)"
+grep -q 'free inside the cache: not visible from driver calls' h.txt || fail "no cache caveat: $(cat h.txt)"
+! grep -q 'span\|external fragmentation' h.txt || fail "address span still reported: $(cat h.txt)"
 grep -q 'reservations are not in the trace' h.txt || fail "no pool caveat: $(cat h.txt)"
 
 # --device, several traces
 "$GMT_CLI" fragmentation --json --device 0 holes.gmt holes.gmt >m.json 2>err || fail "multi exit $?"
 expect_eq multi.devices "$(json m.json '[[x["index"] for x in t["devices"]] for t in d["traces"]]')" "[[0], [0]]"
-expect_eq multi.totals "$(json m.json '[d["totals"][k] for k in ("processes", "live_bytes_at_peaks", "free_in_span_at_peaks")]')" \
-	"[2, $((18 * MiB)), $((6 * MiB))]"
+expect_eq multi.totals "$(json m.json '[d["totals"][k] for k in ("processes", "live_bytes_at_peaks", "segments_at_peaks")]')" \
+	"[2, $((18 * MiB)), 12]"
 "$GMT_CLI" fragmentation holes.gmt holes.gmt >m.txt 2>err || fail "multi text exit $?"
 grep -q 'per process' m.txt || fail "no per-process table: $(cat m.txt)"
 
