@@ -158,7 +158,9 @@ static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d)
 			d->oom_frees, fmt_size(b3, d->oom_freed));
 	}
 	if (frag_pytorch_like(&d->at_peak))
-		fprintf(f, "    the sizes are PyTorch's caching allocator's segments\n");
+		fprintf(f, "    the sizes match PyTorch's caching allocator's segments (2 MiB, 20 "
+			   "MiB, 2 MiB "
+			   "multiples): a cache may hold free space inside them\n");
 	if (d->counters.known)
 		fprintf(f, "  free inside the cache: %s (%s: reserved %s - allocated)\n",
 			fmt_size(b1, d->counters.reserved - d->counters.allocated),
