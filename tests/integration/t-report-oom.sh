@@ -113,6 +113,13 @@ expect_eq totals "$(json m.json '(d["totals"]["processes"], d["totals"]["ooms_to
 "$GMT_CLI" oom oom.gmt small.gmt >m.txt || fail "multi text"
 grep -q 'out-of-memory failures per process' m.txt || fail "no per-process table: $(cat m.txt)"
 
+# on the simulator: progs/oom asks 8 MiB of a 1 MiB device; that is larger
+# than the device (it read 'real exhaustion'), and its retry fails the same
+SIMCUDA_CAPACITY=1M traced "$PROG_DIR/oom" >/dev/null 2>&1 || true
+"$GMT_CLI" oom --json "$(the_trace)" >s.json 2>err || fail "sim exit $?: $(cat err)"
+expect_eq sim "$(json s.json '([x["case"] for x in d["traces"][0]["failures"]], d["verdict"])')" \
+	"(['exceeds-device-total', 'exceeds-device-total'], 'exceeds-device-total')"
+
 # a trace without failures, and an incomplete one
 printf 'header start_mono=1\nev api=cudaMalloc t=5 ptr=0x1000 size=4096 dev=0\n' | "$MKTRACE" torn.gmt
 "$GMT_CLI" oom torn.gmt >t.txt 2>err || fail "incomplete exit $?"
