@@ -221,6 +221,8 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 	    (b = blind_add(r, "preallocated"))) {
 		const char *pre = env_of(t, "XLA_PYTHON_CLIENT_PREALLOCATE");
 		const char *fra = env_of(t, "XLA_PYTHON_CLIENT_MEM_FRACTION");
+		if (!fra)
+			fra = env_of(t, "XLA_CLIENT_MEM_FRACTION");
 		snprintf(
 		    b->text, sizeof(b->text),
 		    "one allocation of %s (%.0f%% of the device's %s) at %s: a preallocating "

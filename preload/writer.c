@@ -50,6 +50,8 @@ static const char *const recorded_env[] = {
     "XLA_PYTHON_CLIENT_PREALLOCATE",
     "XLA_PYTHON_CLIENT_MEM_FRACTION",
     "XLA_PYTHON_CLIENT_ALLOCATOR",
+    "XLA_CLIENT_MEM_FRACTION",
+    "CUPY_GPU_MEMORY_LIMIT",
     "NCCL_CUMEM_ENABLE",
     /* which process of a job this is, for the reports on several traces */
     "RANK",

@@ -120,6 +120,20 @@ SIMCUDA_CAPACITY=1M traced "$PROG_DIR/oom" >/dev/null 2>&1 || true
 expect_eq sim "$(json s.json '([x["case"] for x in d["traces"][0]["failures"]], d["verdict"])')" \
 	"(['exceeds-device-total', 'exceeds-device-total'], 'exceeds-device-total')"
 
+# nothing failed, but CuPy's limit is set (recorded in the PROCESS record):
+# its OOM makes no driver call, and the report says it cannot see one
+{
+	echo "header start_mono=$S pid=33"
+	echo "process pid=33 ppid=1 exe=/usr/bin/python3 arg=python3 env=CUPY_GPU_MEMORY_LIMIT=1073741824"
+	echo "ev api=cudaMalloc t=$((2 * S)) ptr=0x100000000 size=$MiB dev=0"
+	echo "trailer t=$((3 * S))"
+} | "$MKTRACE" cupy.gmt
+"$GMT_CLI" oom --json cupy.gmt >c.json 2>err || fail "cupy exit $?: $(cat err)"
+expect_eq cupy "$(json c.json '(d["verdict"], [x["reason"] for x in d["traces"][0]["invisible"]])')" \
+	"('none', ['cupy-limit'])"
+"$GMT_CLI" oom cupy.gmt >c.txt
+grep -q 'not visible here: CUPY_GPU_MEMORY_LIMIT=1073741824 is set: CuPy refuses' c.txt || fail "cupy: $(cat c.txt)"
+
 # a trace without failures, and an incomplete one
 printf 'header start_mono=1\nev api=cudaMalloc t=5 ptr=0x1000 size=4096 dev=0\n' | "$MKTRACE" torn.gmt
 "$GMT_CLI" oom torn.gmt >t.txt 2>err || fail "incomplete exit $?"
