@@ -33,3 +33,7 @@ $(EMU_DIR)/emu-nccl: tests/emu/emu-nccl.c $(EMU_DEPS) $(SIM_CUDART_STATIC) $(SIM
 	@mkdir -p $(dir $@)
 	$(CC) $(EMU_CFLAGS) -o $@ $< $(SIM_CUDART_STATIC) -L$(SIM_DIR) -l:libcuda.so.1 -ldl -lpthread \
 		$(SAN_LDFLAGS)
+
+.PHONY: gen-verdicts-doc
+gen-verdicts-doc: $(CLI) ## regenerate docs/reports.md's table of the verdict corpus (tests/verdicts)
+	python3 tests/verdicts/check.py $(CLI) --doc docs/reports.md

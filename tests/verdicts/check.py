@@ -8,6 +8,9 @@ the table docs/reports.md shows of them.
                                are read from DIR instead (regen.sh's output)
                                and only those rows are checked
   check.py CLI --table         print the Markdown table (expected, actual)
+  check.py CLI --doc FILE [--check]
+                               write that table between FILE's markers (or
+                               only say, exit 1, when it differs)
 
 Row format (TAB-separated, contract of issue 19):
   trace  command  key-path  expected  why  [xfail]
@@ -142,15 +145,87 @@ def cell(s):
     return s.replace("|", "\\|")
 
 
+def scenarios():
+    out = {}
+    with open(os.path.join(HERE, "scenarios.tsv"), encoding="utf-8") as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                name, prog, scenario, envs = (line.rstrip("\n").split("\t") + [""])[:4]
+                out[name] = (prog, scenario, envs.split())
+    return out
+
+
+def what_ran(trace, sc):
+    name = os.path.basename(trace)[:-len(".gmt")]
+    if not trace.startswith(EMU_PREFIX) or name not in sc:
+        return "H100, " + trace.split("/")[2][:10]
+    prog, scenario, envs = sc[name]
+    dev = [e.split("=", 1)[1] for e in envs if e.startswith("SIMCUDA_CAPACITY=")]
+    rest = [e for e in envs if not e.startswith("SIMCUDA_CAPACITY=")]
+    return "`%s %s`%s%s" % (prog, scenario, ", %s device" % dev[0] if dev else "",
+                            "".join(", `%s`" % e for e in rest))
+
+
+def verdict_cell(r, got):
+    if r is None:
+        return "", ""
+    if got == r["expected"]:
+        return r["expected"], "yes"
+    return r["expected"], "no: %s%s" % (got, " (xfail)" if r["xfail"] else "")
+
+
 def table(cli):
-    print("| trace | command | key | expected | actual | why |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    """One line per trace: growth and OOM verdicts, then the other checks."""
+    sc = scenarios()
+    order, by_trace = [], {}
     for r in rows():
-        _, got = actual(cli, r, None)
-        mark = "" if got == r["expected"] else (" (xfail)" if r["xfail"] else " (WRONG)")
-        print("| `%s` | `%s` | `%s` | %s | %s%s | %s |" % (
-            r["trace"].replace(EMU_PREFIX, "").replace("docs/validation/", ""),
-            r["command"], r["key"], cell(r["expected"]), cell(got), mark, cell(r["why"])))
+        if r["trace"] not in by_trace:
+            order.append(r["trace"])
+            by_trace[r["trace"]] = []
+        by_trace[r["trace"]].append(r)
+    lines = ["| trace | what ran | growth verdict | right | OOM verdict | right | other checks |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for t in order:
+        growth = oom = None
+        others = []
+        for r in by_trace[t]:
+            _, got = actual(cli, r, None)
+            if r["command"] == "growth" and r["key"] == "devices.0.verdict":
+                growth = (r, got)
+            elif r["command"] == "oom" and r["key"] == "verdict":
+                oom = (r, got)
+            else:
+                mark = "yes" if got == r["expected"] else "no: %s%s" % (
+                    got, " (xfail)" if r["xfail"] else "")
+                others.append("%s `%s` = %s (%s)" % (r["command"], r["key"], r["expected"], mark))
+        g = verdict_cell(*growth) if growth else ("", "")
+        o = verdict_cell(*oom) if oom else ("", "")
+        lines.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
+            t.replace(EMU_PREFIX, "").replace("docs/validation/", ""), what_ran(t, sc),
+            g[0], cell(g[1]), o[0], cell(o[1]), cell("; ".join(others))))
+    return lines
+
+
+BEGIN = "<!-- verdicts table: tests/verdicts/check.py --doc writes it from verdicts.tsv -->"
+END = "<!-- end of the verdicts table -->"
+
+
+def doc(cli, path, check_only):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        sys.exit("%s: no verdicts table markers" % path)
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    new = head + BEGIN + "\n" + "\n".join(table(cli)) + "\n" + END + tail
+    if new == text:
+        return 0
+    if check_only:
+        print("%s: the verdicts table is stale: run make gen-verdicts-doc" % path)
+        return 1
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(new)
+    return 0
 
 
 def main(argv):
@@ -158,8 +233,10 @@ def main(argv):
         sys.exit(__doc__)
     cli = argv[1]
     if argv[2:] == ["--table"]:
-        table(cli)
+        print("\n".join(table(cli)))
         return 0
+    if argv[2:3] == ["--doc"] and len(argv) in (4, 5) and argv[4:] in ([], ["--check"]):
+        return doc(cli, argv[3], argv[4:] == ["--check"])
     if argv[2:3] == ["--fresh"] and len(argv) == 4:
         return check(cli, os.path.abspath(argv[3]))
     if len(argv) == 2:
