@@ -165,7 +165,7 @@ static void trace_json(FILE *f, struct trace *t, const struct oom_result *r, boo
 		rb_json_s(f, r->blind[k].text);
 		fputc('}', f);
 	}
-	fputs("],\n   \"failures\": [", f);
+	fputs("],\n   \"ooms\": [", f);
 	for (size_t k = 0; k < r->nfails; k++)
 		oom_json(f, t, &r->fails[k], k == 0);
 	fprintf(f, "],\n   \"other_failures_total\": %" PRIu64 ", \"other_failures\": [",

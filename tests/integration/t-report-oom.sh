@@ -69,20 +69,20 @@ P
 o='d["traces"][0]'
 expect_eq total "$(json o.json "($o['ooms_total'], $o['failed_allocations_total'])")" "(4, 4)"
 expect_eq meminfos "$(json o.json "$o['meminfo_records']")" 3
-expect_eq cases "$(json o.json "[x['case'] for x in $o['failures']]")" \
+expect_eq cases "$(json o.json "[x['case'] for x in $o['ooms']]")" \
 	"['other-processes', 'other-processes', 'this-process', 'this-process']"
 expect_eq verdict "$(json o.json "($o['verdict'], d['verdict'])")" "('other-processes', 'other-processes')"
-expect_eq basics "$(json o.json "[(x['time_ns'], x['api'], x['size'], x['result_name'], x['tid']) for x in $o['failures']]")" \
+expect_eq basics "$(json o.json "[(x['time_ns'], x['api'], x['size'], x['result_name'], x['tid']) for x in $o['ooms']]")" \
 	"[(2000000000, 'cudaMalloc', $((2 * GiB)), 'cudaErrorMemoryAllocation', 1), (3000000000, 'cuMemAlloc_v2', $((2 * GiB)), 'CUDA_ERROR_OUT_OF_MEMORY', 1), (5000000000, 'cudaMalloc', $((2 * GiB)), 'cudaErrorMemoryAllocation', 1), (6000000000, 'cudaMalloc', $((2 * GiB)), 'cudaErrorMemoryAllocation', 2)]"
-expect_eq free "$(json o.json "[x['meminfo'] and x['meminfo']['free_bytes'] for x in $o['failures']]")" \
+expect_eq free "$(json o.json "[x['meminfo'] and x['meminfo']['free_bytes'] for x in $o['ooms']]")" \
 	"[$((4 * GiB)), $((100 * MiB)), $((500 * MiB)), None]"
-expect_eq held "$(json o.json "[x['figures']['held_bytes'] for x in $o['failures']]")" "[$GiB, $GiB, $((15 * GiB)), $((15 * GiB))]"
-expect_eq other "$(json o.json "[x['figures']['other_processes_bytes'] for x in $o['failures']]")" \
+expect_eq held "$(json o.json "[x['figures']['held_bytes'] for x in $o['ooms']]")" "[$GiB, $GiB, $((15 * GiB)), $((15 * GiB))]"
+expect_eq other "$(json o.json "[x['figures']['other_processes_bytes'] for x in $o['ooms']]")" \
 	"[$((11 * GiB)), $((15 * GiB - 100 * MiB)), $((GiB - 500 * MiB)), None]"
-expect_eq site "$(json o.json "$o['failures'][0]['site']")" "train (train.py:7)"
-expect_eq libs "$(json o.json "[(l['library'], l['bytes']) for l in $o['failures'][2]['by_library']]")" \
+expect_eq site "$(json o.json "$o['ooms'][0]['site']")" "train (train.py:7)"
+expect_eq libs "$(json o.json "[(l['library'], l['bytes']) for l in $o['ooms'][2]['by_library']]")" \
 	"[('python3', $((14 * GiB))), ('libnccl.so.2', $GiB)]"
-expect_eq sites "$(json o.json "[(s['stack_id'], s['site'], s['bytes'], s['allocations']) for s in $o['failures'][2]['top_sites']]")" \
+expect_eq sites "$(json o.json "[(s['stack_id'], s['site'], s['bytes'], s['allocations']) for s in $o['ooms'][2]['top_sites']]")" \
 	"[(2, 'train (train.py:7)', $((14 * GiB)), 1), (1, 'libnccl.so.2+0x1234', $GiB, 1)]"
 expect_eq others "$(json o.json "($o['other_failures_total'], [(x['api'], x['result'], x['count']) for x in $o['other_failures']])")" \
 	"(2, [('cudaFree', 1, 2)])"
@@ -106,8 +106,8 @@ grep -q 'by library: python3 14.0 GiB, libnccl.so.2 1.00 GiB' o.txt || fail "lib
 	echo "trailer t=$((5 * S))"
 } | "$MKTRACE" small.gmt
 "$GMT_CLI" oom --json oom.gmt small.gmt >m.json 2>err || fail "multi exit $?: $(cat err)"
-expect_eq small "$(json m.json '[x["case"] for x in d["traces"][1]["failures"]]')" "['unknown', 'exceeds-device-total']"
-expect_eq small.meminfo "$(json m.json 'd["traces"][1]["failures"][0]["meminfo"]')" None
+expect_eq small "$(json m.json '[x["case"] for x in d["traces"][1]["ooms"]]')" "['unknown', 'exceeds-device-total']"
+expect_eq small.meminfo "$(json m.json 'd["traces"][1]["ooms"][0]["meminfo"]')" None
 expect_eq small.verdict "$(json m.json '(d["traces"][1]["verdict"], d["verdict"])')" "('unknown', 'other-processes')"
 expect_eq totals "$(json m.json '(d["totals"]["processes"], d["totals"]["ooms_total"])')" "(2, 6)"
 "$GMT_CLI" oom oom.gmt small.gmt >m.txt || fail "multi text"
@@ -117,7 +117,7 @@ grep -q 'out-of-memory failures per process' m.txt || fail "no per-process table
 # than the device (it read 'real exhaustion'), and its retry fails the same
 SIMCUDA_CAPACITY=1M traced "$PROG_DIR/oom" >/dev/null 2>&1 || true
 "$GMT_CLI" oom --json "$(the_trace)" >s.json 2>err || fail "sim exit $?: $(cat err)"
-expect_eq sim "$(json s.json '([x["case"] for x in d["traces"][0]["failures"]], d["verdict"])')" \
+expect_eq sim "$(json s.json '([x["case"] for x in d["traces"][0]["ooms"]], d["verdict"])')" \
 	"(['exceeds-device-total', 'exceeds-device-total'], 'exceeds-device-total')"
 
 # nothing failed, but CuPy's limit is set (recorded in the PROCESS record):
