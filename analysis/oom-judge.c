@@ -16,8 +16,10 @@
 #define RETRY_NS 1000000000ull
 /* A back-off (BFC's 0.9x, cacheInfo's halving) follows at once. */
 #define BACKOFF_NS 50000000ull
-/* One device allocation this share of the device: a preallocated pool. */
-#define PREALLOC_SHARE 0.5
+/* One device allocation this share of the device: a preallocated pool
+ * (JAX takes 75% of the total, TF all the free memory but a reserve; a
+ * PyTorch tensor of half the device is no pool). */
+#define PREALLOC_SHARE 0.7
 
 const char *const oom_case_name[OOM_NCASES] = {
     [OOM_NOT_AN_OOM] = "not-an-oom",

@@ -134,6 +134,13 @@ expect_eq cupy "$(json c.json '(d["verdict"], [x["reason"] for x in d["traces"][
 "$GMT_CLI" oom cupy.gmt >c.txt
 grep -q 'not visible here: CUPY_GPU_MEMORY_LIMIT=1073741824 is set: CuPy refuses' c.txt || fail "cupy: $(cat c.txt)"
 
+# JAX's preallocated pool on the H100 (one 59.4 GiB cuMemCreate, 75% of the
+# device): nothing failed, and the report says it could not see an OOM there
+V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
+"$GMT_CLI" oom --json "$V/jax-default.1043.gmt" >j.json 2>err || fail "jax exit $?: $(cat err)"
+expect_eq jax "$(json j.json '(d["verdict"], [x["reason"] for x in d["traces"][0]["invisible"]])')" \
+	"('none', ['preallocated'])"
+
 # a trace without failures, and an incomplete one
 printf 'header start_mono=1\nev api=cudaMalloc t=5 ptr=0x1000 size=4096 dev=0\n' | "$MKTRACE" torn.gmt
 "$GMT_CLI" oom torn.gmt >t.txt 2>err || fail "incomplete exit $?"

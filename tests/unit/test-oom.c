@@ -5,7 +5,8 @@
  * per-process figure; a cache flush and retry that recovered; a back-off
  * chain; a result that is not out-of-memory; a host allocation; no figures
  * at all), what was live by site and library, the verdict over failures,
- * and the blind spots (a preallocated pool, PyTorch loaded). */
+ * and the blind spots (PyTorch loaded; an allocation too small for a
+ * preallocated pool). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -208,13 +209,10 @@ int main(void)
 	CHECK(strcmp(r.verdict, "exceeds-device-total") == 0, "verdict %s", r.verdict);
 	CHECK(r.others_total == 1 && r.nothers == 1 && r.others[0].api == GMT_API_cudaFree,
 	      "one other failure");
-	/* blind spots: 600 B is 60% of the device; PyTorch's library is loaded */
-	CHECK(r.nblind == 2 && strcmp(r.blind[0].key, "preallocated") == 0 &&
-		  strcmp(r.blind[1].key, "pytorch-fraction") == 0,
-	      "%zu blind spots", r.nblind);
-	CHECK(strncmp(r.blind[0].text, "one allocation of 600 B (60% of the device's 1000 B)",
-		      50) == 0,
-	      "'%s'", r.blind[0].text);
+	/* blind spots: PyTorch's library is loaded; 600 B, 60% of the device,
+	 * is below a preallocation's 70% (JAX's pool: t-report-oom) */
+	CHECK(r.nblind == 1 && strcmp(r.blind[0].key, "pytorch-fraction") == 0, "%zu blind spots",
+	      r.nblind);
 	oom_free(&r);
 	verdicts();
 	CHECK(trace_finish(&t) == 0, "trace_finish");
