@@ -16,10 +16,14 @@
 #define RETRY_NS 1000000000ull
 /* A back-off (BFC's 0.9x, cacheInfo's halving) follows at once. */
 #define BACKOFF_NS 50000000ull
-/* One device allocation this share of the device: a preallocated pool
- * (JAX takes 75% of the total, TF all the free memory but a reserve; a
- * PyTorch tensor of half the device is no pool). */
-#define PREALLOC_SHARE 0.7
+/* A preallocated pool: one device allocation of at least this share of
+ * the device beside its contexts (JAX takes 75% of the total; TF the free
+ * memory but a reserve, 60% of a 4 GiB device), nearly all the process's
+ * peak, and no other request half its size (a PyTorch activation of half
+ * the device comes again). */
+#define PREALLOC_SHARE	    0.5
+#define PREALLOC_PEAK_SHARE 0.8
+#define PREALLOC_RIVAL	    0.5
 
 const char *const oom_case_name[OOM_NCASES] = {
     [OOM_NOT_AN_OOM] = "not-an-oom",
@@ -219,7 +223,10 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 	struct oom_blind *b;
 	const struct gmt_event *big = &r->largest;
 	uint64_t tot = big->size ? rb_dev_total(t, big->device) : 0;
-	if (tot && (double)big->size >= PREALLOC_SHARE * (double)tot &&
+	uint64_t room = tot > r->largest_ctx ? tot - r->largest_ctx : tot;
+	if (room && (double)big->size >= PREALLOC_SHARE * (double)room &&
+	    (double)big->size >= PREALLOC_PEAK_SHARE * (double)r->largest_peak &&
+	    (double)r->second < PREALLOC_RIVAL * (double)big->size &&
 	    (b = blind_add(r, "preallocated"))) {
 		const char *pre = env_of(t, "XLA_PYTHON_CLIENT_PREALLOCATE");
 		const char *fra = env_of(t, "XLA_PYTHON_CLIENT_MEM_FRACTION");
@@ -227,14 +234,15 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 			fra = env_of(t, "XLA_CLIENT_MEM_FRACTION");
 		snprintf(
 		    b->text, sizeof(b->text),
-		    "one allocation of %s (%.0f%% of the device's %s) at %s: a preallocating "
+		    "one allocation of %s (%.0f%% of the device's %s) at %s, nearly all this "
+		    "process held: a preallocating "
 		    "allocator (TensorFlow, JAX/XLA BFC%s%s%s%s) serves later requests from it "
 		    "without a driver call, so its out-of-memory errors are not in the trace: "
 		    "the framework's exception or log shows them",
 		    fmt_size(b1, big->size), 100.0 * (double)big->size / (double)tot,
 		    fmt_size(b2, tot), rb_time(b3, trace_rel(t, big->time_ns)),
 		    pre ? "; XLA_PYTHON_CLIENT_PREALLOCATE=" : "", pre ? pre : "",
-		    fra ? "; XLA_PYTHON_CLIENT_MEM_FRACTION=" : "", fra ? fra : "");
+		    fra ? "; memory fraction " : "", fra ? fra : "");
 	}
 	const char *lim = env_of(t, "CUPY_GPU_MEMORY_LIMIT");
 	if ((lim || has_module(t, "cupy")) && (b = blind_add(r, "cupy-limit")))

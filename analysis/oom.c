@@ -262,6 +262,20 @@ static void count_other(struct oom_result *res, const struct gmt_event *e)
 		res->others[res->nothers++] = (struct oom_other){e->api, e->result, 1, e->time_ns};
 }
 
+/* The largest successful device allocation, and the largest request
+ * besides it (failed ones too): a preallocated pool has no rival. */
+static void watch_largest(struct oomrun *r, const struct gmt_event *e)
+{
+	struct oom_result *res = r->res;
+	if (gmt_failed(e->result, e->flags) || e->size <= res->largest.size) {
+		res->second = e->size > res->second ? e->size : res->second;
+		return;
+	}
+	res->second = res->largest.size > res->second ? res->largest.size : res->second;
+	res->largest = *e;
+	res->largest_ctx = acct_contexts_now(&r->acct, e->device);
+}
+
 static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
 {
 	struct oomrun *r = ctx;
@@ -271,9 +285,8 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 	replay_apply(&r->rp, e);
 	acct_event(&r->acct, e);
 	if (a && a->op == GMT_OP_ALLOC && a->kind != GMT_KIND_ASYNC &&
-	    gmt_device_memory(a->kind, e->aux) && !gmt_failed(e->result, e->flags) &&
-	    e->size > r->res->largest.size)
-		r->res->largest = *e;
+	    gmt_device_memory(a->kind, e->aux))
+		watch_largest(r, e);
 	if (!gmt_failed(e->result, e->flags))
 		return;
 	if (a && a->op == GMT_OP_ALLOC && a->kind != GMT_KIND_POOL)
@@ -321,6 +334,8 @@ int oom_compute(struct trace *t, struct oom_result *out)
 	peakset_attach(&r.ps, &r.rp);
 	acct_begin(&r.acct, t, &r.rp);
 	int x = trace_replay(t, NULL, on_event, &r);
+	if (out->largest.size)
+		out->largest_peak = replay_dev(&r.rp, out->largest.device)->lv.peak;
 	for (size_t i = 0; i < r.nchains; i++)
 		if (r.chains[i].active)
 			chain_end(&r, &r.chains[i], NULL);

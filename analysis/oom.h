@@ -103,7 +103,11 @@ struct oom_result {
 	uint64_t others_total;
 	struct oom_blind blind[OOM_MAX_BLIND];
 	size_t nblind;
-	struct gmt_event largest; /* the largest device allocation not from a pool (size 0: none) */
+	/* the largest device allocation not from a pool (size 0: none), the
+	 * contexts' cost on its device then, that device's traced peak, and
+	 * the largest other device request (failed or not) */
+	struct gmt_event largest;
+	uint64_t largest_ctx, largest_peak, second;
 };
 
 /* One replay of `t`. Returns the trace's exit code, or -1; `out` is filled

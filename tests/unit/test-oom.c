@@ -188,6 +188,32 @@ static void verdicts(void)
 	CHECK(strcmp(oom_verdict(two, 1), "none") == 0, "nothing failed");
 }
 
+/* A preallocated pool on the 1000 B device with a 100 B context: 800 B
+ * is >= 50% of the 900 left, >= 80% of an 850 B peak, and no other
+ * request reaches half of it; a 500 B rival (an activation that comes
+ * again), or a 1000 B peak, says it is no pool. */
+static void preallocated(const struct trace *t)
+{
+	struct oom_result x = {.largest = {.size = 800, .device = 0, .time_ns = 1100},
+			       .largest_ctx = 100,
+			       .largest_peak = 850,
+			       .second = 100};
+	oom_find_blind(t, &x);
+	CHECK(x.nblind == 2 && strcmp(x.blind[0].key, "preallocated") == 0, "a pool");
+	CHECK(strncmp(x.blind[0].text, "one allocation of 800 B (80% of the device's 1000 B)",
+		      51) == 0,
+	      "'%s'", x.blind[0].text);
+	x.nblind = 0;
+	x.second = 500;
+	oom_find_blind(t, &x);
+	CHECK(x.nblind == 1 && strcmp(x.blind[0].key, "pytorch-fraction") == 0, "a rival");
+	x.nblind = 0;
+	x.second = 100;
+	x.largest_peak = 1001;
+	oom_find_blind(t, &x);
+	CHECK(x.nblind == 1, "not nearly the whole peak");
+}
+
 int main(void)
 {
 	const char *path = write_trace();
@@ -214,6 +240,7 @@ int main(void)
 	CHECK(r.nblind == 1 && strcmp(r.blind[0].key, "pytorch-fraction") == 0, "%zu blind spots",
 	      r.nblind);
 	oom_free(&r);
+	preallocated(&t);
 	verdicts();
 	CHECK(trace_finish(&t) == 0, "trace_finish");
 	trace_close(&t);
