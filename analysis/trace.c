@@ -12,6 +12,7 @@
 
 #include "common/symbolize.h"
 #include "analysis/trace.h"
+#include "analysis/sites.h"
 #include "analysis/trace-records.h"
 
 #define REORDER_LIMIT	  (1u << 19)
@@ -183,6 +184,7 @@ void trace_close(struct trace *t)
 		free(pf->file);
 		free(pf);
 	}
+	site_cache_free(t);
 	free(t->nodes);
 	free(t->command);
 	free(t->exe);

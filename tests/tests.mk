@@ -24,7 +24,7 @@ UNIT_SRCS_test-clock := preload/clock.c
 UNIT_SRCS_test-callers := preload/callers.c
 # The analysis layer: without trace.c, or with it (and what it needs).
 UNIT_ANALYSIS := common/api.c common/text.c reader/diag.c reader/xalloc.c
-UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c \
+UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c analysis/sites.c \
 	analysis/trace-rows.c analysis/replay.c common/symbolize.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-reorder := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-replay := analysis/replay.c $(UNIT_ANALYSIS)
