@@ -443,8 +443,8 @@ const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uin
 {
 	struct trace_frame f;
 	switch (by) {
-	case GROUP_API:
-		snprintf(buf, size, "%s", api_name(api));
+	case GROUP_API: /* the static runtime's driver calls as the runtime's */
+		snprintf(buf, size, "%s", api_name(stack_id ? site_api(t, stack_id, api) : api));
 		return buf;
 	case GROUP_LIBRARY:
 		snprintf(buf, size, "%s", trace_library(t, stack_id));

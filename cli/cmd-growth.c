@@ -329,16 +329,18 @@ static void growth_totals(FILE *f, const struct rb_opts *o, struct trace *ts,
 int cmd_growth(int argc, char **argv)
 {
 	struct rb_opts o = {0};
+	struct site_args sa = {0};
 	int64_t width = 0;
 	const struct option opts[] = {
 	    OPT_RB_JSON(&o),
 	    OPT_RB_DEVICE(&o),
 	    OPT_INT("width", &width, "COLS", 10, 1000,
 		    "chart width in columns, 10..1000 (default: $COLUMNS, else 80)"),
+	    OPT_SITES(&sa),
 	    OPT_END(),
 	};
 	struct trace *ts;
-	int rc = rb_parse_open(&usage, opts, argc, argv, &o, &ts);
+	int rc = rb_parse_open(&usage, opts, argc, argv, &o, &sa, &ts);
 	if (rc >= 0)
 		return rc;
 	o.width = (int)width;
@@ -367,5 +369,7 @@ int cmd_growth(int argc, char **argv)
 	growth_totals(f, &o, ts, procs);
 	free(procs);
 	free(o.paths);
-	return rb_finish_all(ts, o.npaths, worst);
+	rc = rb_finish_all(ts, o.npaths, worst);
+	site_opts_free(&sa.opts);
+	return rc;
 }

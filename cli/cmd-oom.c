@@ -135,12 +135,14 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
 int cmd_oom(int argc, char **argv)
 {
 	struct rb_opts opt = {0};
+	struct site_args sa = {0};
 	const struct option opts[] = {
 	    OPT_RB_JSON(&opt),
+	    OPT_SITES(&sa),
 	    OPT_END(),
 	};
 	struct trace *ts;
-	int rc = rb_parse_open(&usage, opts, argc, argv, &opt, &ts);
+	int rc = rb_parse_open(&usage, opts, argc, argv, &opt, &sa, &ts);
 	if (rc >= 0)
 		return rc;
 	FILE *f = stdout;
@@ -232,5 +234,7 @@ int cmd_oom(int argc, char **argv)
 	free(counts);
 	free(tps);
 	free(opt.paths);
-	return rb_finish_all(ts, opt.npaths, worst);
+	rc = rb_finish_all(ts, opt.npaths, worst);
+	site_opts_free(&sa.opts);
+	return rc;
 }

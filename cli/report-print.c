@@ -126,11 +126,20 @@ void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct t
 }
 
 int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
-		  struct rb_opts *o, struct trace **ts)
+		  struct rb_opts *o, struct site_args *sa, struct trace **ts)
 {
 	int rc = opt_parse(u, opts, argc, argv, &o->paths, &o->npaths);
-	if (rc >= 0)
+	if (rc < 0 && sa) {
+		rc = site_args_finish(u->name, sa);
+		o->sites = &sa->opts;
+	}
+	if (sa)
+		free(sa->hide.v), free(sa->focus.v), sa->hide.v = sa->focus.v = NULL;
+	if (rc >= 0) {
+		if (o->paths)
+			free(o->paths);
 		return rc;
+	}
 	rc = rb_open_all(argv[0], o, ts);
 	if (rc >= 0)
 		free(o->paths);

@@ -38,9 +38,11 @@ int rb_text_width(FILE *f);
 /* s cut to `cols` columns (UTF-8 aware) with "…" at the end, into buf. */
 const char *rb_fit(const char *s, int cols, char *buf, size_t size);
 
-/* Parses a report's options into o, then opens every trace. Returns -1
- * with *ts open, or the exit code (nothing left open, o->paths freed). */
+/* Parses a report's options into o (and the site options into sa, when
+ * not NULL: its regexes stay compiled until site_opts_free), then opens
+ * every trace. Returns -1 with *ts open, or the exit code (nothing left
+ * open, o->paths freed). */
 int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
-		  struct rb_opts *o, struct trace **ts);
+		  struct rb_opts *o, struct site_args *sa, struct trace **ts);
 
 #endif
