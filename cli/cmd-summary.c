@@ -642,8 +642,8 @@ static void print_peak_sites(FILE *f, struct summary *s, struct dev_info *d)
 		char extra[48] = "", cut[4096];
 		if (r->stacks > 1)
 			snprintf(extra, sizeof(extra), "  (%zu stacks)", r->stacks);
-		/* the figures are 31 columns: the site gets the rest */
-		int room = width - 31 - (int)strlen(extra);
+		/* the figures are 32 columns: the site gets the rest */
+		int room = width - 32 - (int)strlen(extra);
 		fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  %s%s\n", fmt_size(b1, r->bytes),
 			r->count, r->stack_id, rb_fit(r->text, room, cut, sizeof(cut)), extra);
 	}
