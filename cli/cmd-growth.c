@@ -152,12 +152,17 @@ static void print_dev_human(FILE *f, struct growth_result *g, struct growth_dev 
 	fprintf(f, "  high-water mark steps\n  %12s %11s %11s %11s  %-22s %s\n", "time", "new peak",
 		"step", "allocation", "api", "site");
 	size_t show = d->nsteps < HUMAN_STEPS ? d->nsteps : HUMAN_STEPS;
+	int width = rb_text_width(f);
 	for (size_t i = 0; i < show; i++) {
 		const struct growth_step *s = &d->steps[i];
+		char cut[1024];
+		/* the site gets what the 75 columns of figures leave */
 		fprintf(f, "  %12s %11s %11s %11s  %-22s %s\n",
 			rb_time(b1, trace_rel(t, s->time_ns)), fmt_size(b2, s->peak),
-			fmt_size(b3, s->step), fmt_size(b4, s->size), api_name(s->api),
-			rb_site(t, s->stack_id, site, sizeof(site)));
+			fmt_size(b3, s->step), fmt_size(b4, s->size),
+			api_name(site_api(t, s->stack_id, s->api)),
+			rb_fit(rb_site(t, s->stack_id, site, sizeof(site)), width - 75, cut,
+			       sizeof(cut)));
 	}
 	if (d->steps_total > show)
 		fprintf(f, "  ... %" PRIu64 " more steps (--json lists up to %d)\n",
