@@ -297,7 +297,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 				rb_json_stack(f, t, r->stack_id);
 		} else {
 			fputs(", \"api\": ", f);
-			json_cstr0(f, api_name(r->api));
+			json_cstr0(f, api_name(site_api(t, r->stack_id, r->api)));
 		}
 		if (n > 1)
 			fprintf(f, ", \"traces\": %d, \"max_trace\": %d, \"max_bytes\": %" PRIu64,

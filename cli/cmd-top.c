@@ -392,7 +392,7 @@ static void json_row(FILE *f, enum trace_group by, struct trace *t, const struct
 			rb_json_stack(f, t, r->stack_id);
 	} else {
 		fputs(", \"api\": ", f);
-		json_cstr0(f, api_name(r->api));
+		json_cstr0(f, api_name(site_api(t, r->stack_id, r->api)));
 	}
 	if (n > 1)
 		fprintf(f, ", \"traces\": %d, \"max_trace\": %d, \"max_value\": %" PRIu64,

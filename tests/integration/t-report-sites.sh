@@ -88,6 +88,9 @@ assert "cudaMalloc" in b["calls"] and "cuMemAlloc_v2" not in b["calls"], b["call
 PY
 "$GMT_CLI" diff runtime-basic/gpumemtrace.*.gmt runtime-basic-static/gpumemtrace.*.gmt >diff.txt
 grep -q '^calls: the same counts for every API' diff.txt || { cat diff.txt; fail "diff of calls"; }
+"$GMT_CLI" top --json --by api -n 0 runtime-basic-static/gpumemtrace.*.gmt >api.json
+expect_eq "top --by api" "$(json api.json "sorted((r['key'], r['api']) for r in d['devices'][0]['rows'])")" \
+	"[('cudaMalloc', 'cudaMalloc'), ('cudaMalloc3D', 'cudaMalloc3D'), ('cudaMallocAsync', 'cudaMallocAsync'), ('cudaMallocAsync_ptsz', 'cudaMallocAsync_ptsz'), ('cudaMallocPitch', 'cudaMallocPitch')]"
 # --raw-sites keeps the recorded driver names
 "$GMT_CLI" summary --raw-sites runtime-basic-static/gpumemtrace.*.gmt | grep -q cuMemAlloc_v2 ||
 	fail "--raw-sites renamed the driver calls"
