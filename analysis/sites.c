@@ -246,6 +246,7 @@ static void choose_fallback(const struct trace_frame *fr, const enum site_class 
 		return;
 	}
 	choose_raw(fr, n, c);
+	c->fallback = !c->in_cuda;
 }
 
 static void choose(struct trace *t, const struct trace_frame *fr, int n, struct site_choice *c)
@@ -275,8 +276,6 @@ static void choose(struct trace *t, const struct trace_frame *fr, int n, struct 
 		c->depth = user;
 	else
 		choose_fallback(fr, cls, n, c);
-	if (c->depth == 0 && n && cls[0] == SITE_CUDA && !c->fallback)
-		c->in_cuda = true;
 	free(cls);
 }
 

@@ -196,6 +196,11 @@ static void test_sites(const char *path)
 	CHECK_STR(skipped(&t, s_jax), "cuda-driver/xla-allocator/xla-allocator/jax/python");
 	struct trace_frame f;
 	CHECK(trace_site(&t, s_cuda, &f) && f.depth == 0 && f.in_cuda, "all in CUDA");
+	struct site_choice c;
+	site_choose(&t, s_cuda, &c);
+	CHECK(c.in_cuda && !c.fallback, "all in CUDA: not a fallback");
+	site_choose(&t, s_torch_nopy, &c);
+	CHECK(c.fallback && !c.in_cuda, "no user frame: the fallback");
 	/* the library column: who made the call, whatever the site */
 	CHECK_STR(trace_library(&t, s_torch_py), "libc10_cuda.so");
 	CHECK_STR(trace_library(&t, s_pydll), "libffi.so.8");
