@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis/check-measure.h"
+#include "analysis/sites.h"
 
 struct cm_ignore_cache {
 	UT_hash_handle hh;
@@ -36,14 +37,27 @@ static bool skip(struct measure *m, const struct gmt_event *e)
 	return a && a->op == GMT_OP_ALLOC && ignored(m, e->stack_id);
 }
 
+/* The API the call counts as (site_api: the static runtime's driver calls
+ * as the runtime's), remembering the last answer. */
+static uint32_t call_api(struct measure *m, const struct gmt_event *e)
+{
+	if (m->last_key[0] != e->stack_id || m->last_key[1] != e->api || !m->last_api) {
+		m->last_key[0] = e->stack_id;
+		m->last_key[1] = e->api;
+		m->last_api = site_api(&m->t, e->stack_id, e->api);
+	}
+	return m->last_api;
+}
+
 static void on_event1(void *ctx, const struct gmt_event *e, struct replay *unused)
 {
 	struct measure *m = ctx;
 	struct cm_call *c = NULL;
-	HASH_FIND(hh, m->calls, &e->api, sizeof(e->api), c);
+	uint32_t api = call_api(m, e);
+	HASH_FIND(hh, m->calls, &api, sizeof(api), c);
 	if (!c) {
 		c = xcalloc(1, sizeof(*c));
-		c->api = e->api;
+		c->api = api;
 		HASH_ADD(hh, m->calls, api, sizeof(c->api), c);
 	}
 	c->count++;
@@ -126,6 +140,8 @@ int check_measure(struct measure *m, const char *cmd, const char *path,
 	if (rc >= 0)
 		return rc;
 	m->opened = true;
+	m->t.site_opts = opt->rules;
+	m->t.short_names = opt->short_names;
 	replay_init(&m->rp);
 	rc = trace_replay(&m->t, NULL, on_event1, m);
 	if (rc >= 0)

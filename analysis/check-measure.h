@@ -37,6 +37,8 @@ struct cm_options {
 	bool sites; /* second pass: sites at each device's peak */
 	enum trace_group by;
 	int depth;
+	const struct site_opts *rules; /* the site rules (NULL: built-in) */
+	bool short_names;	       /* keys with short C++ names (text output) */
 };
 
 struct measure {
@@ -50,6 +52,8 @@ struct measure {
 	const struct cm_options *opt;
 	struct cm_ignore_cache *cache;
 	struct replay rp2;
+	uint64_t last_key[2]; /* site_api's last answer: (stack, api) -> api */
+	uint32_t last_api;
 	uint64_t *targets; /* peak seqs, sorted */
 	int64_t *target_devs;
 	size_t ntargets, next_target;

@@ -19,6 +19,8 @@ int rb_open_all(const char *cmd, const struct rb_opts *o, struct trace **out)
 			free(ts);
 			return rc;
 		}
+		ts[i].site_opts = o->sites;
+		ts[i].short_names = !o->json;
 	}
 	*out = ts;
 	return -1;

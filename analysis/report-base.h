@@ -11,11 +11,13 @@
 
 #include "analysis/trace.h"
 
+struct site_opts;
 struct rb_opts {
 	bool json;
 	bool has_device;
 	int64_t device;
-	int width; /* 0: not given */
+	int width;		       /* 0: not given */
+	const struct site_opts *sites; /* the site rules (NULL: built-in) */
 	const char **paths;
 	int npaths;
 };

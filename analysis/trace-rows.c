@@ -30,8 +30,9 @@ void trace_rows_init(struct trace_rows *rs, enum trace_group by, int depth)
 struct trace_row *trace_rows_get(struct trace_rows *rs, struct trace *t, int64_t device,
 				 uint64_t stack_id, uint32_t api)
 {
-	struct row_ref_key k = {device, rs->by == GROUP_API ? 0 : stack_id,
-				rs->by == GROUP_API ? api : 0, 0};
+	/* by api, the stack too: a driver call's name may depend on it (the
+	 * static runtime's cudaMalloc, site_api) */
+	struct row_ref_key k = {device, stack_id, rs->by == GROUP_API ? api : 0, 0};
 	struct trace_row_ref *ref;
 	HASH_FIND(hh, rs->cache, &k, sizeof(k), ref);
 	if (ref)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/symbolize.h"
+#include "analysis/sites.h"
 #include "analysis/trace-records.h"
 
 #define MAX_DEPTH 4096
@@ -107,50 +108,64 @@ static bool raw_frame(const struct trace *t, uint64_t id, int depth, struct trac
 	return false;
 }
 
+/* Tables show short C++ names (sites.h); the rules and --json see them whole. */
+static void shorten(struct trace *t, struct trace_frame *f)
+{
+	if (t->short_names && !f->python && f->function &&
+	    !(t->site_opts && t->site_opts->full_names))
+		f->function = site_short_cached(t, f->function);
+}
+
 bool trace_frame(struct trace *t, uint64_t id, int depth, struct trace_frame *out)
 {
 	if (!raw_frame(t, id, depth, out))
 		return false;
 	resolve(t, out);
+	shorten(t, out);
 	return true;
+}
+
+int trace_frames(struct trace *t, uint64_t id, struct trace_frame **out)
+{
+	int n = trace_stack_depth(t, id);
+	struct trace_frame *fr = xcalloc((size_t)(n ? n : 1), sizeof(*fr));
+	for (int d = 0; d < n && id != 0 && id <= t->nnodes; d++) {
+		const struct trace_node *nd = &t->nodes[id - 1];
+		fr[d].ip = nd->ip;
+		fr[d].depth = d;
+		fr[d].python = GMT_IS_PYFRAME_IP(nd->ip);
+		fr[d].module = fr[d].python ? NULL : trace_module_at(t, nd->ip);
+		resolve(t, &fr[d]);
+		id = nd->parent;
+	}
+	*out = fr;
+	return n;
 }
 
 bool trace_site(struct trace *t, uint64_t stack_id, struct trace_frame *out)
 {
-	struct trace_frame first = {0};
-	bool have_first = false;
-	uint64_t id = stack_id;
-	for (int depth = 0; id != 0 && id <= t->nnodes && depth < MAX_DEPTH; depth++) {
-		const struct trace_node *n = &t->nodes[id - 1];
-		bool py = GMT_IS_PYFRAME_IP(n->ip);
-		struct trace_frame f = {.ip = n->ip,
-					.depth = depth,
-					.module = py ? NULL : trace_module_at(t, n->ip),
-					.python = py};
-		if (!have_first) {
-			first = f;
-			have_first = true;
-		}
-		if (!f.module || !f.module->cuda) {
-			*out = f;
-			resolve(t, out);
-			return true;
-		}
-		id = n->parent;
-	}
-	if (!have_first)
+	struct site_choice c;
+	site_choose(t, stack_id, &c);
+	if (c.depth < 0 || !raw_frame(t, stack_id, c.depth, out))
 		return false;
-	*out = first;
-	out->in_cuda = true;
 	resolve(t, out);
+	shorten(t, out);
+	out->in_cuda = c.in_cuda;
 	return true;
 }
 
+/* The first frame outside the CUDA libraries: whose library made the call. */
 const char *trace_library(struct trace *t, uint64_t id)
 {
-	struct trace_frame f;
-	if (!id || !trace_site(t, id, &f))
+	struct trace_frame f, first;
+	if (!id || !raw_frame(t, id, 0, &first))
 		return "(no stack)";
+	f = first;
+	for (int d = 1; !f.python && f.module && f.module->cuda; d++)
+		if (!raw_frame(t, id, d, &f)) {
+			f = first; /* all inside the CUDA libraries */
+			break;
+		}
 	if (f.python)
 		return "python";
 	return f.module ? f.module->library : "(unknown module)";
@@ -174,6 +189,24 @@ const char *trace_frame_text(const struct trace_frame *f, char *buf, size_t size
 	return buf;
 }
 
+/* Callers in tables are the user's code too: a frame the rules pass over is
+ * left out (and does not count); true when fr is to be shown. Up to 64
+ * frames are looked at past the site. */
+static bool passed_over(struct trace *t, const struct trace_frame *fr, int *ncallers)
+{
+	if (t->site_opts && t->site_opts->raw)
+		return true;
+	struct trace_frame full = *fr;
+	resolve(t, &full);
+	enum site_class cls;
+	site_rule_of(t->site_opts, &full, &cls);
+	if (cls == SITE_USER)
+		return true;
+	if (*ncallers < 64)
+		++*ncallers;
+	return false;
+}
+
 const char *trace_callers_text(struct trace *t, uint64_t stack_id, int site_depth, int ncallers,
 			       char *buf, size_t size)
 {
@@ -186,6 +219,8 @@ const char *trace_callers_text(struct trace *t, uint64_t stack_id, int site_dept
 		if (fr.function &&
 		    (!strncmp(fr.function, "__libc_start", 12) || !strcmp(fr.function, "_start")))
 			break;
+		if (!passed_over(t, &fr, &ncallers))
+			continue;
 		if (fr.python && fr.function && fr.file)
 			snprintf(buf + len, size - len, " <- %s (%s:%" PRIu64 ")", fr.function,
 				 fr.file, fr.line);

@@ -12,6 +12,7 @@
 
 #include "common/symbolize.h"
 #include "analysis/trace.h"
+#include "analysis/sites.h"
 #include "analysis/trace-records.h"
 
 #define REORDER_LIMIT	  (1u << 19)
@@ -183,6 +184,7 @@ void trace_close(struct trace *t)
 		free(pf->file);
 		free(pf);
 	}
+	site_cache_free(t);
 	free(t->nodes);
 	free(t->command);
 	free(t->exe);
@@ -441,8 +443,8 @@ const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uin
 {
 	struct trace_frame f;
 	switch (by) {
-	case GROUP_API:
-		snprintf(buf, size, "%s", api_name(api));
+	case GROUP_API: /* the static runtime's driver calls as the runtime's */
+		snprintf(buf, size, "%s", api_name(stack_id ? site_api(t, stack_id, api) : api));
 		return buf;
 	case GROUP_LIBRARY:
 		snprintf(buf, size, "%s", trace_library(t, stack_id));

@@ -94,6 +94,10 @@ struct trace_range {
 };
 
 struct trace_pyframe;
+struct site_opts;
+struct site_cache;
+struct site_api_cache;
+struct site_name;
 
 struct trace {
 	const char *cmd, *path;
@@ -132,7 +136,13 @@ struct trace {
 	uint64_t trailer_end_ns, trailer_events, trailer_lost, trailer_reason;
 	uint64_t lost_in_records, lost_records; /* LOST records; lost = max(these, trailer) */
 	bool nvml_missing; /* the library said NVML could not be used (a NOTE) */
+	/* how sites are chosen and named (analysis/sites.h); set after opening */
+	const struct site_opts *site_opts; /* NULL: the built-in rules */
+	bool short_names;		   /* tables: short C++ names */
 	/* private */
+	struct site_cache *site_cache;
+	struct site_api_cache *api_cache;
+	struct site_name *short_cache;
 	void *symbolizer;
 	bool symbolizer_tried;
 	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
@@ -178,10 +188,15 @@ int trace_stack_depth(const struct trace *t, uint64_t id);
  * files on this machine, else module+offset; PYFRAME records for Python
  * frames). false past the last frame. */
 bool trace_frame(struct trace *t, uint64_t id, int depth, struct trace_frame *out);
-/* The allocation site: the first frame, innermost out, outside the CUDA
- * driver, runtime and tracer; the innermost frame when all are inside. */
+/* Every frame of stack `id`, resolved, innermost first, into *out
+ * (malloc'd); returns the count. */
+int trace_frames(struct trace *t, uint64_t id, struct trace_frame **out);
+/* The allocation site: the first frame of the user's code under the site
+ * rules (analysis/sites.h, t->site_opts); the innermost frame when all are
+ * inside the CUDA libraries. */
 bool trace_site(struct trace *t, uint64_t id, struct trace_frame *out);
-/* The library an allocation is charged to: the module of its site frame
+/* The library an allocation is charged to: the module of the first frame
+ * outside the CUDA driver, runtime and tracer, whatever the site rules say
  * ("libnccl.so.2", "libtorch_cuda.so", the program; "python" for a Python
  * frame). "(no stack)" for 0. */
 const char *trace_library(struct trace *t, uint64_t id);

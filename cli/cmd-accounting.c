@@ -45,7 +45,7 @@ int cmd_accounting(int argc, char **argv)
 	    OPT_END(),
 	};
 	struct trace *ts;
-	int rc = rb_parse_open(&usage, opts, argc, argv, &o, &ts);
+	int rc = rb_parse_open(&usage, opts, argc, argv, &o, NULL, &ts);
 	if (rc >= 0)
 		return rc;
 	FILE *f = stdout;

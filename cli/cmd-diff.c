@@ -521,6 +521,7 @@ int cmd_diff(int argc, char **argv)
 {
 	static const char *const group_names[] = {"stack", "function", "library"};
 	bool json = false;
+	struct site_args sa = {0};
 	int group = GROUP_STACK; /* the choices are in enum order */
 	int64_t depth = 3;
 	const struct option opts[] = {
@@ -530,11 +531,15 @@ int cmd_diff(int argc, char **argv)
 		       .argh = "GROUP"),
 	    OPT_INT("depth", &depth, "N", 0, 1000, "callers in a stack key (default 3)"),
 	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
+	    OPT_SITES(&sa),
 	    OPT_END(),
 	};
 	const char **args;
 	int npaths;
 	int rc = opt_parse(&usage, opts, argc, argv, &args, &npaths);
+	if (rc < 0 && (rc = site_args_finish(CMD, &sa)) >= 0)
+		free(args);
+	free(sa.hide.v), free(sa.focus.v);
 	if (rc >= 0)
 		return rc;
 	const char *paths[2] = {npaths > 0 ? args[0] : NULL, npaths > 1 ? args[1] : NULL};
@@ -545,7 +550,11 @@ int cmd_diff(int argc, char **argv)
 	if (npaths < 2)
 		return say_usage_error(CMD, npaths ? "missing trace B" : "missing traces A and B");
 
-	struct cm_options opt = {.sites = true, .by = (enum trace_group)group, .depth = (int)depth};
+	struct cm_options opt = {.sites = true,
+				 .by = (enum trace_group)group,
+				 .depth = (int)depth,
+				 .rules = &sa.opts,
+				 .short_names = !json};
 	struct measure ma, mb;
 	rc = check_measure(&ma, CMD, paths[0], &opt);
 	if (rc >= 0) {
@@ -601,5 +610,6 @@ int cmd_diff(int argc, char **argv)
 	free(d.devs);
 	check_measure_free(&ma);
 	check_measure_free(&mb);
+	site_opts_free(&sa.opts);
 	return rc;
 }

@@ -152,12 +152,17 @@ static void print_dev_human(FILE *f, struct growth_result *g, struct growth_dev 
 	fprintf(f, "  high-water mark steps\n  %12s %11s %11s %11s  %-22s %s\n", "time", "new peak",
 		"step", "allocation", "api", "site");
 	size_t show = d->nsteps < HUMAN_STEPS ? d->nsteps : HUMAN_STEPS;
+	int width = rb_text_width(f);
 	for (size_t i = 0; i < show; i++) {
 		const struct growth_step *s = &d->steps[i];
+		char cut[1024];
+		/* the site gets what the 75 columns of figures leave */
 		fprintf(f, "  %12s %11s %11s %11s  %-22s %s\n",
 			rb_time(b1, trace_rel(t, s->time_ns)), fmt_size(b2, s->peak),
-			fmt_size(b3, s->step), fmt_size(b4, s->size), api_name(s->api),
-			rb_site(t, s->stack_id, site, sizeof(site)));
+			fmt_size(b3, s->step), fmt_size(b4, s->size),
+			api_name(site_api(t, s->stack_id, s->api)),
+			rb_fit(rb_site(t, s->stack_id, site, sizeof(site)), width - 75, cut,
+			       sizeof(cut)));
 	}
 	if (d->steps_total > show)
 		fprintf(f, "  ... %" PRIu64 " more steps (--json lists up to %d)\n",
@@ -329,16 +334,18 @@ static void growth_totals(FILE *f, const struct rb_opts *o, struct trace *ts,
 int cmd_growth(int argc, char **argv)
 {
 	struct rb_opts o = {0};
+	struct site_args sa = {0};
 	int64_t width = 0;
 	const struct option opts[] = {
 	    OPT_RB_JSON(&o),
 	    OPT_RB_DEVICE(&o),
 	    OPT_INT("width", &width, "COLS", 10, 1000,
 		    "chart width in columns, 10..1000 (default: $COLUMNS, else 80)"),
+	    OPT_SITES(&sa),
 	    OPT_END(),
 	};
 	struct trace *ts;
-	int rc = rb_parse_open(&usage, opts, argc, argv, &o, &ts);
+	int rc = rb_parse_open(&usage, opts, argc, argv, &o, &sa, &ts);
 	if (rc >= 0)
 		return rc;
 	o.width = (int)width;
@@ -367,5 +374,7 @@ int cmd_growth(int argc, char **argv)
 	growth_totals(f, &o, ts, procs);
 	free(procs);
 	free(o.paths);
-	return rb_finish_all(ts, o.npaths, worst);
+	rc = rb_finish_all(ts, o.npaths, worst);
+	site_opts_free(&sa.opts);
+	return rc;
 }

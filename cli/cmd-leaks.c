@@ -9,6 +9,7 @@
 #include "analysis/trace.h"
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/report-print.h"
 
 static const char about[] =
     "Lists the allocations still live when the trace ended (never freed), grouped\n"
@@ -141,6 +142,7 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 									  : "api");
 	}
 	size_t shown = 0;
+	int width = rb_text_width(f);
 	for (size_t i = 0; i < nrows && (!limit || shown < limit); i++, shown++) {
 		struct trace_row *r = rows[i];
 		char when[64];
@@ -161,16 +163,25 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 				 fmt_size(b1, r->max[TM_END]));
 			fprintf(f, "%-26.26s ", mb);
 		}
-		fputs(r->key, f);
+		char *tail = NULL, cut[4096];
+		size_t tlen = 0;
+		FILE *m = open_memstream(&tail, &tlen);
+		if (!m)
+			xalloc_failed();
 		if (rs->by == GROUP_STACK || rs->by == GROUP_FUNCTION)
-			fprintf(f, "  [%s]", trace_library(&ls[r->trace].t, r->stack_id));
+			fprintf(m, "  [%s]", trace_library(&ls[r->trace].t, r->stack_id));
 		/* the kinds, when not plain device memory */
 		if (r->bucket_end[BK_DEVICE] != r->v[TM_END]) {
-			fputs("  (", f);
-			kinds_text(f, r->bucket_end);
-			fputc(')', f);
+			fputs("  (", m);
+			kinds_text(m, r->bucket_end);
+			fputc(')', m);
 		}
-		fputc('\n', f);
+		if (fclose(m) || !tail)
+			xalloc_failed();
+		/* the key is cut to the width, never the figures (46 columns) */
+		int room = width - 46 - (n > 1 ? 27 : 0) - (int)tlen;
+		fprintf(f, "%s%s\n", rb_fit(r->key, room, cut, sizeof(cut)), tail);
+		free(tail);
 	}
 	if (nrows > shown)
 		fprintf(f, "  ... %zu more (-n 0 shows all)\n", nrows - shown);
@@ -282,9 +293,11 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 						   sizeof(callers));
 			json_cstr0(f, callers[0] ? callers + 4 : "");
 			fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
+			if (r->stack_id)
+				rb_json_stack(f, t, r->stack_id);
 		} else {
 			fputs(", \"api\": ", f);
-			json_cstr0(f, api_name(r->api));
+			json_cstr0(f, api_name(site_api(t, r->stack_id, r->api)));
 		}
 		if (n > 1)
 			fprintf(f, ", \"traces\": %d, \"max_trace\": %d, \"max_bytes\": %" PRIu64,
@@ -308,6 +321,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 int cmd_leaks(int argc, char **argv)
 {
 	bool json = false;
+	struct site_args sa = {0};
 	int by = GROUP_STACK; /* the choices are in enum order */
 	uint64_t depth = 3, limit = 20;
 	const struct option opts[] = {
@@ -317,11 +331,15 @@ int cmd_leaks(int argc, char **argv)
 		     "callers kept in a stack key (default 3; 0: the site alone)", .max = 64),
 	    OPT_UINT("limit", &limit, "N", "groups shown (default 20; 0: all)", .short_name = 'n'),
 	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
+	    OPT_SITES(&sa),
 	    OPT_END(),
 	};
 	const char **paths;
 	int npaths;
 	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
+	if (rc < 0 && (rc = site_args_finish(usage.name, &sa)) >= 0)
+		free(paths);
+	free(sa.hide.v), free(sa.focus.v);
 	if (rc >= 0)
 		return rc;
 
@@ -333,6 +351,8 @@ int cmd_leaks(int argc, char **argv)
 		rc = trace_open(&ls[i].t, "leaks", paths[i]);
 		if (rc >= 0)
 			break;
+		ls[i].t.site_opts = &sa.opts;
+		ls[i].t.short_names = !json;
 		opened++;
 		rc = leaks_one(&rows, &ls[i]);
 	}
@@ -353,5 +373,6 @@ int cmd_leaks(int argc, char **argv)
 	trace_rows_free(&rows);
 	free(ls);
 	free(paths);
+	site_opts_free(&sa.opts);
 	return rc;
 }

@@ -187,10 +187,13 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
 	char b1[32], b2[32], b3[32], site[512];
 	const struct gmt_event *e = &o->e;
 	const char *rn = result_name(e->api, e->result);
+	char cut[512];
+	int width = rb_text_width(f);
 	fprintf(f, "\n%s  %s of %s on device %" PRId64 " failed: %s\n",
-		rb_time(b1, trace_rel(t, e->time_ns)), api_name(e->api), fmt_size(b2, e->size),
-		e->device, rn ? rn : "?");
-	fprintf(f, "  site: %s\n", rb_site(t, e->stack_id, site, sizeof(site)));
+		rb_time(b1, trace_rel(t, e->time_ns)), api_name(site_api(t, e->stack_id, e->api)),
+		fmt_size(b2, e->size), e->device, rn ? rn : "?");
+	fprintf(f, "  site: %s\n",
+		rb_fit(rb_site(t, e->stack_id, site, sizeof(site)), width - 8, cut, sizeof(cut)));
 	if (o->device) {
 		if (o->mi)
 			fprintf(f, "  device memory then: %s free of %s (cuMemGetInfo at %s)\n",
@@ -223,7 +226,8 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
 		for (size_t i = 0; i < o->nsites; i++)
 			fprintf(f, "    %11s %6" PRIu64 "  %s\n", fmt_size(b1, o->sites[i].bytes),
 				o->sites[i].count,
-				rb_site(t, o->sites[i].stack_id, site, sizeof(site)));
+				rb_fit(rb_site(t, o->sites[i].stack_id, site, sizeof(site)),
+				       width - 24, cut, sizeof(cut)));
 	}
 	fprintf(f, "  case: %s: %s\n", oom_case_name[o->kase], o->why);
 }
@@ -268,12 +272,14 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 int cmd_oom(int argc, char **argv)
 {
 	struct rb_opts opt = {0};
+	struct site_args sa = {0};
 	const struct option opts[] = {
 	    OPT_RB_JSON(&opt),
+	    OPT_SITES(&sa),
 	    OPT_END(),
 	};
 	struct trace *ts;
-	int rc = rb_parse_open(&usage, opts, argc, argv, &opt, &ts);
+	int rc = rb_parse_open(&usage, opts, argc, argv, &opt, &sa, &ts);
 	if (rc >= 0)
 		return rc;
 	FILE *f = stdout;
@@ -323,5 +329,7 @@ int cmd_oom(int argc, char **argv)
 	free(rp);
 	free(counts);
 	free(opt.paths);
-	return rb_finish_all(ts, opt.npaths, worst);
+	rc = rb_finish_all(ts, opt.npaths, worst);
+	site_opts_free(&sa.opts);
+	return rc;
 }

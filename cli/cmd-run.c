@@ -41,7 +41,12 @@ static const char more[] =
     "examples:\n"
     "  gpumemtrace run -- python train.py\n"
     "  gpumemtrace run --check-max-peak 8GiB -- pytest tests/\n"
-    "  gpumemtrace run -o 'runs/%h.%p.gmt' --no-follow -- ./my_app --batch 64\n";
+    "  gpumemtrace run -o 'runs/%h.%p.gmt' --no-follow -- ./my_app --batch 64\n"
+    "  gpumemtrace run --per-tensor -- python train.py   # a stack per tensor\n"
+    "\n"
+    "--per-tensor sets PYTORCH_NO_CUDA_MEMORY_CACHING=1,\n"
+    "XLA_PYTHON_CLIENT_ALLOCATOR=platform and TF_GPU_ALLOCATOR=cuda_malloc_async\n"
+    "for COMMAND.\n";
 static const struct opt_usage usage = {.name = "run",
 				       .args = "-- COMMAND [ARGS...]",
 				       .min_args = 0,
@@ -51,7 +56,7 @@ static const struct opt_usage usage = {.name = "run",
 
 struct run_args {
 	const char *output, *stack_depth, *max_peak;
-	bool no_follow, quiet, allow_no_trace;
+	bool no_follow, quiet, allow_no_trace, per_tensor;
 	char **command; /* malloc'd, NULL-terminated */
 };
 
@@ -73,6 +78,21 @@ static int no_trace(const struct run_args *a, int status)
 	return 0;
 }
 
+/* --per-tensor: the switches that make each framework allocate every
+ * tensor from the driver (docs/reports.md, "A per-tensor mode"). */
+static void per_tensor(void)
+{
+	setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+	setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", 1);
+	setenv("TF_GPU_ALLOCATOR", "cuda_malloc_async", 1);
+	fputs("gpumemtrace run: --per-tensor: PyTorch, JAX and TensorFlow caches off: every "
+	      "tensor gets its own stack, but the program runs slower and its peak differs "
+	      "from a cached run's\n"
+	      "gpumemtrace run: --per-tensor: CuPy has no such switch: call "
+	      "cupy.cuda.set_allocator(None) in the program\n",
+	      stderr);
+}
+
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
 	const struct option opts[] = {
@@ -91,6 +111,10 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		     "trace only COMMAND's own process, not its children"),
 	    OPT_BOOL("quiet", &a->quiet, "print only the trace paths, no summary",
 		     .short_name = 'q'),
+	    OPT_BOOL("per-tensor", &a->per_tensor,
+		     "turn the frameworks' caching allocators off, so every\n"
+		     "tensor is a driver call with its own stack (slower;\n"
+		     "the peak differs from a cached run's)"),
 	    OPT_END(),
 	};
 	const char **args;
@@ -362,6 +386,8 @@ int cmd_run(int argc, char **argv)
 	setenv("GPUMEMTRACE_TRACE_LIST", list.path, 1);
 	if (a.stack_depth)
 		setenv("GPUMEMTRACE_STACK_DEPTH", a.stack_depth, 1);
+	if (a.per_tensor)
+		per_tensor();
 	int status = run_child(&a);
 	/* The report must not trace itself. */
 	unsetenv("LD_PRELOAD");

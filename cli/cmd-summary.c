@@ -18,6 +18,8 @@
 #include "cli/accounting-print.h"
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/report-print.h"
+#include "analysis/sites.h"
 #include "analysis/peakset.h"
 #include "analysis/phase.h"
 #include "analysis/replay.h"
@@ -95,14 +97,81 @@ static __attribute__((noinline)) void call_failed(struct summary *s, struct call
 	if (s->nfailures++ < MAX_FAILURES) {
 		if (!s->failures)
 			s->failures = xrealloc(NULL, MAX_FAILURES * sizeof(*s->failures));
-		s->failures[s->nfailures_kept++] =
-		    (struct failure){e->time_ns, e->size, e->result, e->api, e->device};
+		s->failures[s->nfailures_kept++] = (struct failure){
+		    e->time_ns, e->size, e->result, e->stack_id, e->api, e->api, e->device};
 	}
+}
+
+/* A driver allocation or free: counted by (api, stack) until drv_fold. */
+static __attribute__((noinline)) void drv_event(struct summary *s, const struct gmt_event *e)
+{
+	uint64_t key[2] = {e->api, e->stack_id};
+	struct drv_call *d = s->drv_last;
+	if (!d || memcmp(d->key, key, sizeof(key)) != 0) {
+		HASH_FIND(hh, s->drv, key, sizeof(key), d);
+		if (!d) {
+			d = xcalloc(1, sizeof(*d));
+			memcpy(d->key, key, sizeof(key));
+			HASH_ADD(hh, s->drv, key, sizeof(d->key), d);
+		}
+		s->drv_last = d;
+	}
+	d->count++;
+	if (gmt_failed(e->result, e->flags)) {
+		d->failed++;
+		if (s->nfailures++ < MAX_FAILURES) {
+			if (!s->failures)
+				s->failures = xrealloc(NULL, MAX_FAILURES * sizeof(*s->failures));
+			s->failures[s->nfailures_kept++] = (struct failure){
+			    e->time_ns, e->size, e->result, e->stack_id, e->api, e->api, e->device};
+		}
+	} else {
+		d->bytes += e->size;
+	}
+	acct_event(&s->acct, e);
+}
+
+/* The APIs drv_event takes: the driver's allocations and frees. */
+static void drv_init(struct summary *s)
+{
+	for (uint32_t a = 0; a <= GMT_API_MAX_; a++) {
+		const struct api_info *i = api_lookup(a);
+		s->drv_api[a] = i && strncmp(i->name, "cuda", 4) != 0 &&
+				(i->op == GMT_OP_ALLOC || i->op == GMT_OP_FREE);
+	}
+}
+
+static struct call *call_get(struct summary *s, uint32_t api)
+{
+	struct call *c = api <= GMT_API_MAX_ ? s->by_api[api] : NULL;
+	return c ? c : call_new(s, api);
+}
+
+/* After the pass: each driver call counts as the API it stands for. */
+static void drv_fold(struct summary *s)
+{
+	struct drv_call *d, *dt;
+	HASH_ITER(hh, s->drv, d, dt)
+	{
+		struct call *c = call_get(s, site_api(&s->t, d->key[1], (uint32_t)d->key[0]));
+		c->count += d->count;
+		c->failed += d->failed;
+		c->bytes += d->bytes;
+		HASH_DEL(s->drv, d);
+		free(d);
+	}
+	s->drv_last = NULL;
+	for (size_t i = 0; i < s->nfailures_kept; i++)
+		s->failures[i].api = site_api(&s->t, s->failures[i].stack_id, s->failures[i].api);
 }
 
 static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct summary *s = ctx;
+	if (e->api <= GMT_API_MAX_ && s->drv_api[e->api]) {
+		drv_event(s, e);
+		return;
+	}
 	/* known APIs by index, no hash lookup per event */
 	struct call *c = e->api <= GMT_API_MAX_ ? s->by_api[e->api] : NULL;
 	if (!c)
@@ -520,6 +589,15 @@ static void print_other_memory(FILE *f, const struct summary *s)
 	}
 }
 
+/* A driver failure counted as a runtime API (the static runtime) keeps the
+ * driver's code, but out of memory reads as the runtime says it. */
+const char *failure_result(const struct failure *x)
+{
+	if (x->api != x->recorded_api && x->result == 2)
+		return result_name(x->api, x->result);
+	return result_name(x->recorded_api, x->result);
+}
+
 static void print_calls(FILE *f, const struct summary *s)
 {
 	char b1[32], b2[32];
@@ -538,7 +616,7 @@ static void print_calls(FILE *f, const struct summary *s)
 	size_t show = s->nfailures_kept < 20 ? s->nfailures_kept : 20;
 	for (size_t i = 0; i < show; i++) {
 		const struct failure *x = &s->failures[i];
-		const char *rn = result_name(x->api, x->result);
+		const char *rn = failure_result(x);
 		fprintf(f, "  %16s  %-28s dev %-3" PRId64 " size %-10s %s (%" PRIu64 ")\n",
 			fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
 			x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result);
@@ -558,13 +636,16 @@ static void print_peak_sites(FILE *f, struct summary *s, struct dev_info *d)
 	fprintf(f, "  %10s %8s %8s  %s\n", "bytes", "allocs", "stack", "site");
 	if (!d->rows)
 		site_rows(s, d);
+	int width = rb_text_width(f);
 	for (size_t k = 0; k < d->nrows; k++) {
 		const struct site_row *r = &d->rows[k];
-		fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  %s", fmt_size(b1, r->bytes), r->count,
-			r->stack_id, r->text);
+		char extra[48] = "", cut[4096];
 		if (r->stacks > 1)
-			fprintf(f, "  (%zu stacks)", r->stacks);
-		fputc('\n', f);
+			snprintf(extra, sizeof(extra), "  (%zu stacks)", r->stacks);
+		/* the figures are 32 columns: the site gets the rest */
+		int room = width - 32 - (int)strlen(extra);
+		fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  %s%s\n", fmt_size(b1, r->bytes),
+			r->count, r->stack_id, rb_fit(r->text, room, cut, sizeof(cut)), extra);
 	}
 	if (d->distinct_rows > d->nrows)
 		fprintf(f, "  ... %zu more sites\n", d->distinct_rows - d->nrows);
@@ -608,6 +689,12 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 
 static void summary_free(struct summary *s)
 {
+	struct drv_call *d, *dt;
+	HASH_ITER(hh, s->drv, d, dt)
+	{
+		HASH_DEL(s->drv, d);
+		free(d);
+	}
 	for (size_t i = 0; i < s->ndevs; i++) {
 		free(s->devs[i].sites);
 		for (size_t k = 0; k < s->devs[i].distinct_rows; k++)
@@ -633,9 +720,10 @@ static void summary_free(struct summary *s)
 }
 
 /* Reads one trace: returns -1, or the exit code (error already printed). */
-static int summarize(struct summary *s, const char *path)
+static int summarize(struct summary *s, const char *path, const struct site_opts *sopts, bool json)
 {
 	memset(s, 0, sizeof(*s));
+	drv_init(s);
 	replay_init(&s->rp);
 	peakset_attach(&s->ps, &s->rp);
 	acct_begin(&s->acct, &s->t, &s->rp);
@@ -645,6 +733,9 @@ static int summarize(struct summary *s, const char *path)
 		return rc;
 	s->path = path;
 	s->hdr = &s->t.hdr;
+	s->t.site_opts = sopts;
+	s->t.short_names = !json;
+	drv_fold(s);
 	if (s->t.nsamples || s->t.nvml_missing)
 		acct_end(&s->acct, &s->ps);
 	else
@@ -702,7 +793,7 @@ static struct proc_row proc_row(const struct summary *s)
 	return r;
 }
 
-static int summary_many(const char *const *paths, int n, bool json)
+static int summary_many(const char *const *paths, int n, bool json, const struct site_opts *sopts)
 {
 	struct summary *all = xrealloc(NULL, (size_t)n * sizeof(*all));
 	struct trace **ts = xrealloc(NULL, (size_t)n * sizeof(*ts));
@@ -711,7 +802,7 @@ static int summary_many(const char *const *paths, int n, bool json)
 	struct proc_row *rows = xrealloc(NULL, (size_t)n * sizeof(*rows));
 	int rc = -1, opened = 0;
 	for (int i = 0; i < n && rc < 0; i++) {
-		rc = summarize(&all[i], paths[i]);
+		rc = summarize(&all[i], paths[i], sopts, json);
 		opened = i + 1;
 		if (rc < 0) {
 			rows[i] = proc_row(&all[i]);
@@ -774,22 +865,28 @@ static int summary_many(const char *const *paths, int n, bool json)
 int cmd_summary(int argc, char **argv)
 {
 	bool json = false;
+	struct site_args sa = {0};
 	const struct option opts[] = {
 	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
+	    OPT_SITES(&sa),
 	    OPT_END(),
 	};
 	const char **paths;
 	int npaths;
 	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
+	if (rc < 0)
+		rc = site_args_finish(usage.name, &sa);
+	free(sa.hide.v), free(sa.focus.v);
 	if (rc >= 0)
 		return rc;
 	if (npaths > 1) {
-		rc = summary_many(paths, npaths, json);
+		rc = summary_many(paths, npaths, json, &sa.opts);
 		free(paths);
+		site_opts_free(&sa.opts);
 		return rc;
 	}
 	struct summary s;
-	rc = summarize(&s, paths[0]);
+	rc = summarize(&s, paths[0], &sa.opts, json);
 	free(paths);
 	if (rc >= 0) {
 		summary_free(&s);
@@ -804,5 +901,6 @@ int cmd_summary(int argc, char **argv)
 	fflush(stdout);
 	rc = trace_finish(&s.t);
 	summary_free(&s);
+	site_opts_free(&sa.opts);
 	return rc;
 }

@@ -14,6 +14,7 @@
 #include "analysis/trace.h"
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/report-print.h"
 
 static const char about[] =
     "Ranks the places that allocate device memory (cudaMalloc/cuMemAlloc, stream-\n"
@@ -280,6 +281,7 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 			: tp->rows.by == GROUP_RANGE   ? "phase"
 						       : "api");
 		size_t shown = 0, total = 0;
+		int width = rb_text_width(f);
 		for (size_t i = 0; i < nrows; i++) {
 			struct trace_row *r = rows[i];
 			if (r->device != devs[d].ordinal)
@@ -300,12 +302,18 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 					 metric_text(metric, r->max[metric], b[3]));
 				fprintf(f, "%-26.26s ", mb);
 			}
-			fputs(r->key, f);
+			char tail[160] = "", cut[4096];
+			int used = 53 + (n > 1 ? 27 : 0);
 			if (tp->rows.by == GROUP_STACK || tp->rows.by == GROUP_FUNCTION)
-				fprintf(f, "  [%s]", trace_library(&ts[r->trace].t, r->stack_id));
+				snprintf(tail, sizeof(tail), "  [%s]",
+					 trace_library(&ts[r->trace].t, r->stack_id));
 			if (r->failed)
-				fprintf(f, " [%" PRIu64 " failed]", r->failed);
-			fputc('\n', f);
+				snprintf(tail + strlen(tail), sizeof(tail) - strlen(tail),
+					 " [%" PRIu64 " failed]", r->failed);
+			/* the key is cut to the width, never the figures */
+			fprintf(f, "%s%s\n",
+				rb_fit(r->key, width - used - (int)strlen(tail), cut, sizeof(cut)),
+				tail);
 		}
 		if (total > shown)
 			fprintf(f, "  ... %zu more (-n 0 shows all)\n", total - shown);
@@ -380,9 +388,11 @@ static void json_row(FILE *f, enum trace_group by, struct trace *t, const struct
 		fputs(", \"function\": ", f);
 		json_cstr0(f, has && fr.function ? fr.function : "");
 		fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
+		if (r->stack_id)
+			rb_json_stack(f, t, r->stack_id);
 	} else {
 		fputs(", \"api\": ", f);
-		json_cstr0(f, api_name(r->api));
+		json_cstr0(f, api_name(site_api(t, r->stack_id, r->api)));
 	}
 	if (n > 1)
 		fprintf(f, ", \"traces\": %d, \"max_trace\": %d, \"max_value\": %" PRIu64,
@@ -443,6 +453,7 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 int cmd_top(int argc, char **argv)
 {
 	bool json = false;
+	struct site_args sa = {0};
 	int by = GROUP_STACK, metric = TM_PEAK; /* the choices are in enum order */
 	uint64_t depth = 3, limit = 10;
 	const struct option opts[] = {
@@ -456,11 +467,15 @@ int cmd_top(int argc, char **argv)
 	    OPT_UINT("limit", &limit, "N", "rows per device (default 10; 0: all)",
 		     .short_name = 'n'),
 	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
+	    OPT_SITES(&sa),
 	    OPT_END(),
 	};
 	const char **paths;
 	int npaths;
 	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
+	if (rc < 0 && (rc = site_args_finish(usage.name, &sa)) >= 0)
+		free(paths);
+	free(sa.hide.v), free(sa.focus.v);
 	if (rc >= 0)
 		return rc;
 
@@ -472,6 +487,8 @@ int cmd_top(int argc, char **argv)
 		rc = trace_open(&ts[i].t, "top", paths[i]);
 		if (rc >= 0)
 			break;
+		ts[i].t.site_opts = &sa.opts;
+		ts[i].t.short_names = !json;
 		opened++;
 		rc = top_one(&tp, &ts[i]);
 	}
@@ -495,5 +512,6 @@ int cmd_top(int argc, char **argv)
 	trace_rows_free(&tp.rows);
 	free(ts);
 	free(paths);
+	site_opts_free(&sa.opts);
 	return rc;
 }

@@ -74,6 +74,15 @@ static int set_choice(const char *cmd, const struct option *o, const char *arg)
 	return say_usage_error(cmd, "--%s: unknown %s '%s' (%s)", o->long_name, o->noun, arg, list);
 }
 
+int site_args_finish(const char *cmd, struct site_args *a)
+{
+	char err[512];
+	if (site_opts_init(&a->opts, a->hide.v, a->hide.n, a->focus.v, a->focus.n, err,
+			   sizeof(err)))
+		return say_usage_error(cmd, "%s", err);
+	return -1;
+}
+
 int opt_parse_uint(const char *cmd, const char *name, const char *arg, uint64_t *out)
 {
 	char *end;

@@ -115,6 +115,28 @@ struct opt_list {
 		.help = (h), __VA_ARGS__                                                           \
 	}
 
+/* The site options of the commands that show allocation sites (summary,
+ * top, leaks, growth, oom, diff, export): analysis/sites.h says what they
+ * mean; site_args_finish compiles them into .opts. */
+#include "analysis/sites.h"
+struct site_args {
+	struct opt_list hide, focus;
+	struct site_opts opts;
+};
+#define OPT_SITES(a)                                                                               \
+	OPT_STRINGS("hide", &(a)->hide, "REGEX",                                                   \
+		    "pass over frames whose function, file or module\nmatches REGEX when "         \
+		    "choosing the site (repeatable)"),                                             \
+	    OPT_STRINGS("focus", &(a)->focus, "REGEX",                                             \
+			"the site is the first frame that matches REGEX\n(pprof's --focus; "       \
+			"repeatable)"),                                                            \
+	    OPT_BOOL("raw-sites", &(a)->opts.raw,                                                  \
+		     "the innermost frame outside the CUDA libraries as\nthe site, no rules"),     \
+	    OPT_BOOL("full-names", &(a)->opts.full_names,                                          \
+		     "C++ names whole in tables (--json always is)")
+/* -1, or the usage error's exit code (a bad REGEX). */
+int site_args_finish(const char *cmd, struct site_args *a);
+
 /* A command as its --help and the generated documents show it. */
 struct opt_usage {
 	const char *name;  /* "top" */

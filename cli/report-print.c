@@ -5,7 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "common/text.h"
 #include "analysis/report-base.h"
+#include "analysis/sites.h"
 #include "cli/report-print.h"
 
 void rb_json_s(FILE *f, const char *s)
@@ -121,13 +126,109 @@ void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct t
 }
 
 int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
-		  struct rb_opts *o, struct trace **ts)
+		  struct rb_opts *o, struct site_args *sa, struct trace **ts)
 {
 	int rc = opt_parse(u, opts, argc, argv, &o->paths, &o->npaths);
-	if (rc >= 0)
+	if (rc < 0 && sa) {
+		rc = site_args_finish(u->name, sa);
+		o->sites = &sa->opts;
+	}
+	if (sa)
+		free(sa->hide.v), free(sa->focus.v), sa->hide.v = sa->focus.v = NULL;
+	if (rc >= 0) {
+		if (o->paths)
+			free(o->paths);
 		return rc;
+	}
 	rc = rb_open_all(argv[0], o, ts);
 	if (rc >= 0)
 		free(o->paths);
 	return rc;
+}
+
+static void json_frame(FILE *f, const struct trace_frame *fr, const char *skipped_by)
+{
+	fputs("{\"function\": ", f);
+	json_cstr0(f, fr->function ? fr->function : "");
+	fputs(", \"file\": ", f);
+	json_cstr0(f, fr->file ? fr->file : "");
+	fprintf(f, ", \"line\": %" PRIu64 ", \"module\": ", fr->line);
+	json_cstr0(f, fr->module ? fr->module->path : "");
+	fprintf(f, ", \"module_offset\": %" PRIu64 ", \"python\": %s, \"skipped_by\": ",
+		fr->module ? fr->ip - fr->module->bias : 0, fr->python ? "true" : "false");
+	if (skipped_by)
+		json_cstr0(f, skipped_by);
+	else
+		fputs("null", f);
+	fputc('}', f);
+}
+
+void rb_json_stack(FILE *f, struct trace *t, uint64_t stack_id)
+{
+	struct site_choice c;
+	struct trace_frame *fr = NULL;
+	site_choose(t, stack_id, &c);
+	int n = trace_frames(t, stack_id, &fr);
+	const struct site_opts *o = t->site_opts;
+	const char *how = o && o->raw  ? "raw"
+			  : c.fallback ? "fallback"
+			  : c.in_cuda  ? "cuda"
+				       : "user";
+	enum site_class cls;
+	if (c.depth >= 0 && c.depth < n && !(o && o->raw) &&
+	    site_rule_of(o, &fr[c.depth], &cls) == SITE_RULE_FOCUS)
+		how = "focus";
+	fprintf(f, ", \"site_index\": %d, \"site_rule\": \"%s\", \"stack\": [", c.depth, how);
+	for (int i = 0; i < n; i++) {
+		const char *by = NULL;
+		if (i < c.depth) {
+			int rule = o && o->raw ? 0 : site_rule_of(o, &fr[i], &cls);
+			by = o && o->raw ? "--raw-sites" : site_rule_name(rule);
+			if (!by) /* the user's native code, passed over for a Python caller */
+				by = "python-caller-preferred";
+		}
+		if (i)
+			fputs(", ", f);
+		json_frame(f, &fr[i], by);
+	}
+	fputc(']', f);
+	free(fr);
+}
+
+int rb_text_width(FILE *f)
+{
+	struct winsize ws;
+	if (isatty(fileno(f)) && ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	const char *c = getenv("COLUMNS");
+	int n = c ? atoi(c) : 0;
+	return n >= 20 && n <= 10000 ? n : 160;
+}
+
+const char *rb_fit(const char *s, int cols, char *buf, size_t size)
+{
+	int used = 0;
+	size_t i = 0, o = 0;
+	if (cols < 1)
+		cols = 1;
+	while (s[i]) {
+		size_t n = 1;
+		while ((s[i + n] & 0xC0) == 0x80)
+			n++;			       /* a UTF-8 character is one column */
+		if (used + 1 > cols - 1 && s[i + n]) { /* room for "…" only */
+			if (o + 4 <= size) {
+				memcpy(buf + o, "\xe2\x80\xa6", 3);
+				o += 3;
+			}
+			break;
+		}
+		if (o + n + 1 > size)
+			break;
+		memcpy(buf + o, s + i, n);
+		o += n;
+		i += n;
+		used++;
+	}
+	buf[o] = 0;
+	return buf;
 }

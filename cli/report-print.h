@@ -26,9 +26,23 @@ void trace_imbalance_json(FILE *f, const uint64_t *v, size_t n);
 void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct trace *const *ts,
 			  size_t n);
 
-/* Parses a report's options into o, then opens every trace. Returns -1
- * with *ts open, or the exit code (nothing left open, o->paths freed). */
+/* The site's whole stack for --json: ", \"site_index\": N, \"site_rule\":
+ * \"user\"|\"focus\"|\"fallback\"|\"raw\"|\"cuda\", \"stack\": [{\"function\", \"file\",
+ * \"line\", \"module\", \"module_offset\", \"python\", \"skipped_by\"}...]" where
+ * skipped_by names the rule that passed over each frame before the site
+ * (null at and past it). Full names always. */
+void rb_json_stack(FILE *f, struct trace *t, uint64_t stack_id);
+
+/* The width text tables fit: the terminal's, else $COLUMNS, else 160. */
+int rb_text_width(FILE *f);
+/* s cut to `cols` columns (UTF-8 aware) with "…" at the end, into buf. */
+const char *rb_fit(const char *s, int cols, char *buf, size_t size);
+
+/* Parses a report's options into o (and the site options into sa, when
+ * not NULL: its regexes stay compiled until site_opts_free), then opens
+ * every trace. Returns -1 with *ts open, or the exit code (nothing left
+ * open, o->paths freed). */
 int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
-		  struct rb_opts *o, struct trace **ts);
+		  struct rb_opts *o, struct site_args *sa, struct trace **ts);
 
 #endif

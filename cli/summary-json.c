@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "cli/report-print.h"
 #include "cli/summary.h"
 #include "cli/accounting-print.h"
 
@@ -88,6 +89,8 @@ static void json_site(FILE *f, struct summary *s, const struct site *st, bool fi
 	}
 	fputs(", \"library\": ", f);
 	json_cstr0(f, trace_library(&s->t, st->stack_id));
+	if (st->stack_id)
+		rb_json_stack(f, &s->t, st->stack_id);
 	fputc('}', f);
 }
 
@@ -136,7 +139,7 @@ static void json_failures(FILE *f, const struct summary *s)
 	fprintf(f, "},\n \"failures_total\": %" PRIu64 ", \"failures\": [", s->nfailures);
 	for (size_t i = 0; i < s->nfailures_kept; i++) {
 		const struct failure *x = &s->failures[i];
-		const char *rn = result_name(x->api, x->result);
+		const char *rn = failure_result(x);
 		fprintf(f, "%s\n  {\"time_ns\": %" PRId64 ", \"api\": ", i ? "," : "",
 			summary_rel(s, x->time_ns));
 		json_cstr0(f, api_name(x->api));

@@ -44,9 +44,17 @@ struct call {
 };
 
 struct failure {
-	uint64_t time_ns, size, result;
-	uint32_t api;
+	uint64_t time_ns, size, result, stack_id;
+	uint32_t api, recorded_api; /* api: site_api's (the static runtime's) */
 	int64_t device;
+};
+
+/* Driver allocations and frees by (api, stack): after the pass, each counts
+ * as the runtime API it stands for (site_api: the static runtime). */
+struct drv_call {
+	UT_hash_handle hh;
+	uint64_t key[2]; /* api, stack */
+	uint64_t count, failed, bytes;
 };
 
 struct site {
@@ -64,6 +72,8 @@ struct summary {
 	size_t ndevs, devs_cap;
 	struct call *calls;
 	struct call *by_api[GMT_API_MAX_ + 1];
+	struct drv_call *drv, *drv_last;
+	bool drv_api[GMT_API_MAX_ + 1]; /* the APIs that go to drv */
 	struct failure *failures;
 	size_t nfailures_kept;
 	uint64_t nfailures;
@@ -105,6 +115,10 @@ struct proc_row {
 	int64_t peak_time;
 	bool complete;
 };
+
+/* A failure's result name (the static runtime's out of memory as the
+ * runtime's). */
+const char *failure_result(const struct failure *x);
 
 /* One trace's summary as a JSON object (no newline after it). */
 void summary_print_json(struct summary *s, const struct gmt_read_info *in);

@@ -25,7 +25,7 @@ UNIT_SRCS_test-clock := preload/clock.c
 UNIT_SRCS_test-callers := preload/callers.c
 # The analysis layer: without trace.c, or with it (and what it needs).
 UNIT_ANALYSIS := common/api.c common/text.c reader/diag.c reader/xalloc.c
-UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c \
+UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c analysis/sites.c \
 	analysis/trace-rows.c analysis/replay.c common/symbolize.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-reorder := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-replay := analysis/replay.c $(UNIT_ANALYSIS)
@@ -45,6 +45,8 @@ UNIT_LIBS_test-check-measure := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-report-base := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-fragmentation := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-oom := $(UNIT_LIBS_TRACE)
+UNIT_SRCS_test-sites := $(UNIT_TRACE)
+UNIT_LIBS_test-sites := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-growth := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-peak-watch := analysis/replay.c $(UNIT_ANALYSIS)

@@ -25,45 +25,61 @@ _gpumemtrace() {
 		--stack-depth) COMPREPLY=(); return ;;
 		--check-max-peak) COMPREPLY=(); return ;;
 		esac
-		opts="--output -o --stack-depth --check-max-peak --allow-no-trace --no-follow --quiet -q --help --" ;;
+		opts="--output -o --stack-depth --check-max-peak --allow-no-trace --no-follow --quiet -q --per-tensor --help --" ;;
 	dump)
 		opts="--help" ;;
 	summary)
-		opts="--json --help" ;;
+		case $prev in
+		--hide) COMPREPLY=(); return ;;
+		--focus) COMPREPLY=(); return ;;
+		esac
+		opts="--json --hide --focus --raw-sites --full-names --help" ;;
 	top)
 		case $prev in
 		--by) COMPREPLY=($(compgen -W "stack function library api range" -- "$cur")); return ;;
 		--depth) COMPREPLY=(); return ;;
 		--sort) COMPREPLY=($(compgen -W "peak end total calls" -- "$cur")); return ;;
 		-n | --limit) COMPREPLY=(); return ;;
+		--hide) COMPREPLY=(); return ;;
+		--focus) COMPREPLY=(); return ;;
 		esac
-		opts="--by --depth --sort --limit -n --json --help" ;;
+		opts="--by --depth --sort --limit -n --json --hide --focus --raw-sites --full-names --help" ;;
 	growth)
 		case $prev in
 		--device) COMPREPLY=(); return ;;
 		--width) COMPREPLY=(); return ;;
+		--hide) COMPREPLY=(); return ;;
+		--focus) COMPREPLY=(); return ;;
 		esac
-		opts="--json --device --width --help" ;;
+		opts="--json --device --width --hide --focus --raw-sites --full-names --help" ;;
 	fragmentation)
 		case $prev in
 		--device) COMPREPLY=(); return ;;
 		esac
 		opts="--json --device --help" ;;
 	oom)
-		opts="--json --help" ;;
+		case $prev in
+		--hide) COMPREPLY=(); return ;;
+		--focus) COMPREPLY=(); return ;;
+		esac
+		opts="--json --hide --focus --raw-sites --full-names --help" ;;
 	leaks)
 		case $prev in
 		--by) COMPREPLY=($(compgen -W "stack function library api" -- "$cur")); return ;;
 		--depth) COMPREPLY=(); return ;;
 		-n | --limit) COMPREPLY=(); return ;;
+		--hide) COMPREPLY=(); return ;;
+		--focus) COMPREPLY=(); return ;;
 		esac
-		opts="--by --depth --limit -n --json --help" ;;
+		opts="--by --depth --limit -n --json --hide --focus --raw-sites --full-names --help" ;;
 	diff)
 		case $prev in
 		--by) COMPREPLY=($(compgen -W "stack function library" -- "$cur")); return ;;
 		--depth) COMPREPLY=(); return ;;
+		--hide) COMPREPLY=(); return ;;
+		--focus) COMPREPLY=(); return ;;
 		esac
-		opts="--by --depth --json --help" ;;
+		opts="--by --depth --json --hide --focus --raw-sites --full-names --help" ;;
 	check)
 		case $prev in
 		--max-peak) COMPREPLY=(); return ;;

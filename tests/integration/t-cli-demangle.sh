@@ -20,7 +20,7 @@ ev api=cudaMalloc t=2000 ptr=0x20000000 size=2097152 dev=0 stack=3
 ev api=cudaMalloc t=3000 ptr=0x30000000 size=1048576 dev=0 stack=4
 trailer t=5000
 T
-"$GMT_CLI" top --by function d.gmt >top.txt || fail "top exit $?"
+"$GMT_CLI" top --by function --full-names d.gmt >top.txt || fail "top exit $?"
 grep -q 'torch::detail::alloc(unsigned long, bool)' top.txt || fail "not demangled: $(cat top.txt)"
 grep -q '_Znot_a_name' top.txt || fail "a name the demangler rejects was not kept: $(cat top.txt)"
 grep -q 'c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::alloc_block()' top.txt ||

@@ -18,7 +18,7 @@ grep -q "PYFRAME [0-9]* function \"allocate\" file \"[^\"]*pyalloc.py\" line $li
 	fail "no PYFRAME for allocate() at pyalloc.py:$line: $(grep PYFRAME dump.txt)"
 grep -q 'function "Model.forward" file "[^"]*pyalloc.py"' dump.txt ||
 	fail "no PYFRAME for Model.forward: $(grep PYFRAME dump.txt)"
-"$GMT_CLI" top --by stack --depth 20 "$t" >top.txt
+COLUMNS=10000 "$GMT_CLI" top --by stack --depth 20 "$t" >top.txt # uncut
 grep -Eq "allocate \([^)]*pyalloc.py:[0-9]+\) <- build_layer \([^)]*pyalloc.py:[0-9]+\) <- Model.forward \([^)]*\) <- <module>" top.txt ||
 	fail "stack does not read allocate <- build_layer <- Model.forward: $(cat top.txt)"
 # spliced: the interpreter's own frames are gone

@@ -27,17 +27,17 @@ grep -q 'peak: highest 7.42 KiB in rank 0 (pid 11), lowest 1.95 KiB in rank 1 (p
 	fail "no imbalance line: $(cat s.txt)"
 grep -Eq '^  1 +rank 1 \(pid 22\) +1\.95 KiB' s.txt || fail "no rank 1 row: $(cat s.txt)"
 
-run_json t.json top --by function
+run_json t.json top --by function --raw-sites # the grouping, not the site rules
 expect_eq top-peak "$(json t.json "[(r['key'], r['peak_bytes'], r['traces'], r['max_trace'], r['max_value']) for r in d['devices'][0]['rows']]")" \
 	"[('train', 5100, 2, 0, 3100), ('libnccl.so.2+0x100', 4000, 1, 0, 4000), ('cublasLtMatmul', 500, 1, 0, 500)]"
 expect_eq top-devpeak "$(json t.json "d['devices'][0]['peak_bytes'], d['imbalance']['peak_bytes']['max_trace']")" "(9600, 0)"
-run_json te.json top --by function --sort end
+run_json te.json top --by function --sort end --raw-sites
 expect_eq top-end "$(json te.json "[(r['key'], r['end_bytes'], r['max_trace'], r['max_value']) for r in d['devices'][0]['rows']]")" \
 	"[('cublasLtMatmul', 3500, 0, 3500), ('train', 3100, 1, 2000), ('libnccl.so.2+0x100', 0, 0, 0)]"
-"$GMT_CLI" top --by function r0.gmt r1.gmt >t.txt 2>err || fail "top text exit $?"
+"$GMT_CLI" top --by function --raw-sites r0.gmt r1.gmt >t.txt 2>err || fail "top text exit $?"
 grep -Eq 'rank 0 \(pid 11\) 3\.03 KiB +train' t.txt || fail "no most-in column: $(cat t.txt)"
 
-run_json l.json leaks --by function
+run_json l.json leaks --by function --raw-sites
 expect_eq leaks-total "$(json l.json "d['live_bytes'], [t['live_bytes'] for t in d['traces']]")" "(6664, [4664, 2000])"
 expect_eq leaks-groups "$(json l.json "[(g['key'], g['bytes'], g['traces'], g['max_trace'], g['max_bytes']) for g in d['groups']]")" \
 	"[('cublasLtMatmul', 3500, 1, 0, 3500), ('train', 3164, 2, 1, 2000)]"

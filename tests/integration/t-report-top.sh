@@ -11,7 +11,9 @@ report_trace t.gmt
 top() { # name args...: top --json into name.json
 	local name=$1
 	shift
-	"$GMT_CLI" top --json "$@" t.gmt >"$name.json" 2>err || fail "top $* exit $?: $(cat err)"
+	# --raw-sites: these figures are of the grouping (the site rules have
+	# theirs at the end and in t-report-sites)
+	"$GMT_CLI" top --json --raw-sites "$@" t.gmt >"$name.json" 2>err || fail "top $* exit $?: $(cat err)"
 	[ ! -s err ] || fail "top $*: unexpected stderr: $(cat err)"
 }
 rows() { # file fields...: the rows of device 0 as tuples
@@ -62,8 +64,13 @@ expect_eq ndevices "$(json lib.json "[x['index'] for x in d['devices']]")" "[0]"
 "$GMT_CLI" top --by library t.gmt >top.txt 2>err || fail "top text exit $?"
 grep -Eq '^device 0: peak 7\.42 KiB at \+45 ns' top.txt || fail "no device line: $(cat top.txt)"
 grep -Eq '3\.91 KiB +1 +0 B +3\.91 KiB +1  libnccl\.so\.2$' top.txt || fail "no nccl row: $(cat top.txt)"
-"$GMT_CLI" top t.gmt >top.txt 2>err || fail "top text exit $?"
+"$GMT_CLI" top --raw-sites t.gmt >top.txt 2>err || fail "top text exit $?"
 grep -q 'train (train.c:10) <- main  \[app\]' top.txt || fail "no train row: $(cat top.txt)"
+# the site rules: NCCL's and cuBLASLt's allocations are their callers'
+# (main, train); the library column still says who made the call
+"$GMT_CLI" top --json --by function t.gmt >rules.json 2>err || fail "top rules exit $?"
+expect_eq rules "$(rows rules.json key peak_bytes library)" \
+	"[('main', 4000, 'libnccl.so.2'), ('train', 3600, 'app')]"
 "$GMT_CLI" top --help >help.txt || fail "top --help"
 grep -q 'examples:' help.txt || fail "no examples in help"
 

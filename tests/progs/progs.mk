@@ -7,7 +7,7 @@ PROG_DEPS := tests/progs/progs.h $(SIM_HEADERS)
 PROG_LINK_RT := -L$(SIM_DIR) -l:libcudart.so.13
 PROG_LINK_DRV := -L$(SIM_DIR) -l:libcuda.so.1
 
-PROGS := runtime-basic driver-basic dlsym-route procaddr-route static-runtime stackmix \
+PROGS := runtime-basic runtime-basic-static driver-basic dlsym-route procaddr-route static-runtime stackmix \
 	hookloop entrypoint-route early-calls threads oom nvtx-client marker accounting clockcheck \
 	peak-agree nextmain
 PROG_LIBS := libnextcheck.so libnextcheck2.so libfakeblas.so libearly.so
@@ -50,6 +50,12 @@ $(PROG_DIR)/libfakeblas.so: tests/progs/fakeblas.c $(SIM_HEADERS) $(SIM_CUDART_S
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -fPIC -fvisibility=hidden -shared -Wl,-soname,libfakeblas.so \
 		-Wl,-z,defs -o $@ $< $(SIM_CUDART_STATIC) -ldl -lpthread $(SAN_LDFLAGS)
+
+# runtime-basic with the static runtime linked into the program: the same
+# calls as runtime-basic, seen as driver calls (t-report-sites).
+$(PROG_DIR)/runtime-basic-static: tests/progs/runtime-basic.c $(PROG_DEPS) $(SIM_CUDART_STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -o $@ $< $(SIM_CUDART_STATIC) -ldl -lpthread $(SAN_LDFLAGS)
 
 $(PROG_DIR)/static-runtime: tests/progs/static-runtime.c $(PROG_DIR)/libfakeblas.so
 	$(CC) $(PROG_CFLAGS) -o $@ $< -L$(PROG_DIR) -lfakeblas $(SAN_LDFLAGS)

@@ -1,0 +1,469 @@
+/* The allocation site past the frameworks (sites.h). */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/api.h"
+#include "analysis/sites.h"
+#include "analysis/trace.h"
+
+/* The table docs/reports.md shows; keep the two in step. First match wins,
+ * so the symbol rules for glue that lives inside a framework's library
+ * (pybind11, the autograd engine) come before the frameworks' modules. */
+#define R(n, m, p, c)                                                                              \
+	{                                                                                          \
+		n, m, p, c                                                                         \
+	}
+const struct site_rule site_rules[] = {
+    /* the CUDA driver and runtime, shared or static, and the tracer */
+    R("cuda-driver", SM_MODULE, "libcuda.so*", SITE_CUDA),
+    R("cuda-runtime", SM_MODULE, "libcudart.so*", SITE_CUDA),
+    R("tracer", SM_MODULE, "libgpumemtrace*", SITE_CUDA),
+    R("cuda-runtime-static", SM_SYMBOL, "libcudart_static_*", SITE_CUDA),
+    R("cuda-runtime-static", SM_SYMBOL, "cudart::*", SITE_CUDA),
+    R("cuda-runtime-static", SM_RUNTIME_API, "cuda*", SITE_CUDA),
+    /* bindings and worker threads inside the frameworks' libraries */
+    R("bindings", SM_SYMBOL, "pybind11::*", SITE_GLUE),
+    R("bindings", SM_SYMBOL, "nanobind::*", SITE_GLUE),
+    R("pytorch-autograd-engine", SM_SYMBOL, "torch::autograd::Engine::*", SITE_GLUE),
+    R("pytorch-autograd-engine", SM_SYMBOL, "torch::autograd::python::PythonEngine::*", SITE_GLUE),
+    R("pytorch-autograd-engine", SM_SYMBOL, "torch::autograd::Node::operator()*", SITE_GLUE),
+    /* frameworks linked statically into one binary, by symbol */
+    R("pytorch-allocator", SM_SYMBOL, "c10::cuda::CUDACachingAllocator::*", SITE_FRAMEWORK),
+    R("pytorch-allocator", SM_SYMBOL, "c10::cuda::*Allocator*", SITE_FRAMEWORK),
+    R("xla-allocator", SM_SYMBOL, "tsl::BFCAllocator::*", SITE_FRAMEWORK),
+    R("xla-allocator", SM_SYMBOL, "tsl::*Allocator*", SITE_FRAMEWORK),
+    R("xla-allocator", SM_SYMBOL, "stream_executor::*", SITE_FRAMEWORK),
+    R("xla-allocator", SM_SYMBOL, "xla::*Allocator*", SITE_FRAMEWORK),
+    R("tensorflow-allocator", SM_SYMBOL, "tensorflow::*Allocator*", SITE_FRAMEWORK),
+    R("cupy-memory-pool", SM_SYMBOL, "*cupy_4cuda_6memory*", SITE_FRAMEWORK),
+    /* frameworks and CUDA libraries, by module */
+    R("pytorch", SM_MODULE, "libtorch*", SITE_FRAMEWORK),
+    R("pytorch", SM_MODULE, "libc10*", SITE_FRAMEWORK),
+    R("pytorch", SM_PATH, "*-packages/torch/*", SITE_FRAMEWORK),
+    R("jax", SM_PATH, "*-packages/jaxlib/*", SITE_FRAMEWORK),
+    R("jax", SM_PATH, "*-packages/jax_plugins/*", SITE_FRAMEWORK),
+    R("jax", SM_PATH, "*-packages/jax_cuda*_plugin/*", SITE_FRAMEWORK),
+    R("xla", SM_MODULE, "*xla_extension*", SITE_FRAMEWORK),
+    R("tensorflow", SM_MODULE, "libtensorflow*", SITE_FRAMEWORK),
+    R("tensorflow", SM_MODULE, "_pywrap_tensorflow*", SITE_FRAMEWORK),
+    R("tensorflow", SM_PATH, "*-packages/tensorflow/*", SITE_FRAMEWORK),
+    R("cupy", SM_PATH, "*-packages/cupy/*", SITE_FRAMEWORK),
+    R("cupy", SM_PATH, "*-packages/cupy_backends/*", SITE_FRAMEWORK),
+    R("nccl", SM_MODULE, "libnccl*", SITE_FRAMEWORK),
+    R("cublas", SM_MODULE, "libcublas*", SITE_FRAMEWORK),
+    R("cudnn", SM_MODULE, "libcudnn*", SITE_FRAMEWORK),
+    R("cuda-libraries", SM_MODULE, "libcu[fprs]*",
+      SITE_FRAMEWORK), /* cufft curand cusparse cusolver */
+    R("cuda-libraries", SM_MODULE, "libnv[JrTs]*", SITE_FRAMEWORK), /* nvJitLink nvrtc nvshmem */
+    /* ctypes and libffi */
+    R("libffi", SM_MODULE, "libffi.so*", SITE_GLUE),
+    R("libffi", SM_SYMBOL, "ffi_call*", SITE_GLUE),
+    R("ctypes", SM_MODULE, "_ctypes*", SITE_GLUE),
+    R("ctypes", SM_SYMBOL, "_ctypes_*", SITE_GLUE),
+    /* the interpreter, as a library or linked into the python binary */
+    R("libpython", SM_MODULE, "libpython*", SITE_GLUE),
+    R("python", SM_MODULE, "python", SITE_GLUE),
+    R("python", SM_MODULE, "python[0-9]*", SITE_GLUE),
+    R("python", SM_SYMBOL, "_PyEval_*", SITE_GLUE),
+    R("python", SM_SYMBOL, "_PyObject_*", SITE_GLUE),
+    R("python", SM_SYMBOL, "PyObject_*", SITE_GLUE),
+    R("python", SM_SYMBOL, "_PyFunction_*", SITE_GLUE),
+    R("python", SM_SYMBOL, "PyEval_*", SITE_GLUE),
+    R("python", SM_SYMBOL, "*PyRun_*", SITE_GLUE),
+    R("python", SM_SYMBOL, "Py_*Main", SITE_GLUE),
+    /* the C library and thread start */
+    R("system", SM_MODULE, "libc.so*", SITE_GLUE),
+    R("system", SM_MODULE, "libstdc++.so*", SITE_GLUE),
+    R("system", SM_MODULE, "libgcc_s.so*", SITE_GLUE),
+    R("system", SM_MODULE, "ld-linux*", SITE_GLUE),
+    R("system", SM_SYMBOL, "__libc_start*", SITE_GLUE),
+    R("system", SM_SYMBOL, "_start", SITE_GLUE),
+    /* any other native library an installer put in site-packages */
+    R("installed-package", SM_PATH, "*/site-packages/*", SITE_FRAMEWORK),
+    R("installed-package", SM_PATH, "*/dist-packages/*", SITE_FRAMEWORK),
+    /* Python frames: installed packages and the standard library */
+    R("python-package", SM_PYFILE, "*/site-packages/*", SITE_PYPKG),
+    R("python-package", SM_PYFILE, "*/dist-packages/*", SITE_PYPKG),
+    R("python-stdlib", SM_PYFILE, "*/lib/python3*/*", SITE_PYPKG),
+    R("python-stdlib", SM_PYFILE, "<frozen *>", SITE_PYPKG),
+    R("no-python-frames", SM_NOPYTHON, "", SITE_GLUE),
+};
+#undef R
+const size_t site_nrules = sizeof(site_rules) / sizeof(site_rules[0]);
+
+const char *site_opts_init(struct site_opts *o, const char *const *hide, size_t nhide,
+			   const char *const *focus, size_t nfocus, char *err, size_t errsize)
+{
+	o->hide = nhide ? calloc(nhide, sizeof(regex_t)) : NULL;
+	o->focus = nfocus ? calloc(nfocus, sizeof(regex_t)) : NULL;
+	for (int k = 0; k < 2; k++) {
+		const char *const *v = k ? focus : hide;
+		size_t n = k ? nfocus : nhide;
+		regex_t *re = k ? o->focus : o->hide;
+		for (size_t i = 0; i < n; i++) {
+			int rc = regcomp(&re[i], v[i], REG_EXTENDED | REG_NOSUB);
+			if (rc) {
+				char msg[128];
+				regerror(rc, &re[i], msg, sizeof(msg));
+				snprintf(err, errsize, "--%s '%s': %s", k ? "focus" : "hide", v[i],
+					 msg);
+				site_opts_free(o);
+				return err;
+			}
+			*(k ? &o->nfocus : &o->nhide) = i + 1;
+		}
+	}
+	return NULL;
+}
+
+void site_opts_free(struct site_opts *o)
+{
+	for (size_t i = 0; i < o->nhide; i++)
+		regfree(&o->hide[i]);
+	for (size_t i = 0; i < o->nfocus; i++)
+		regfree(&o->focus[i]);
+	free(o->hide);
+	free(o->focus);
+	o->hide = o->focus = NULL;
+	o->nhide = o->nfocus = 0;
+}
+
+static bool any_match(const regex_t *re, size_t n, const struct trace_frame *f)
+{
+	const char *what[3] = {f->function, f->file, f->module ? f->module->path : NULL};
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < 3; k++)
+			if (what[k] && regexec(&re[i], what[k], 0, NULL, 0) == 0)
+				return true;
+	return false;
+}
+
+static bool runtime_api_name(const char *fn)
+{
+	if (!fn || strncmp(fn, "cuda", 4) != 0)
+		return false;
+	for (uint32_t a = 0; a <= GMT_API_MAX_; a++) {
+		const struct api_info *i = api_lookup(a);
+		if (i && strcmp(i->name, fn) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool rule_matches(const struct site_rule *r, const struct trace_frame *f)
+{
+	const struct trace_module *m = f->module;
+	switch (r->match) {
+	case SM_MODULE:
+		return !f->python && m && fnmatch(r->pattern, m->library, 0) == 0;
+	case SM_PATH:
+		return !f->python && m && fnmatch(r->pattern, m->path, 0) == 0;
+	case SM_SYMBOL:
+		return !f->python && f->function && fnmatch(r->pattern, f->function, 0) == 0;
+	case SM_RUNTIME_API: /* the shared runtime's are matched by module */
+		return !f->python && runtime_api_name(f->function);
+	case SM_PYFILE:
+		return f->python && f->file && fnmatch(r->pattern, f->file, 0) == 0;
+	case SM_NOPYTHON:
+		return f->python && !f->file && f->function && f->function[0] == '[';
+	}
+	return false;
+}
+
+int site_rule_of(const struct site_opts *o, const struct trace_frame *f, enum site_class *cls)
+{
+	if (o && o->nfocus && any_match(o->focus, o->nfocus, f)) {
+		*cls = SITE_USER;
+		return SITE_RULE_FOCUS;
+	}
+	if (o && o->nhide && any_match(o->hide, o->nhide, f)) {
+		*cls = SITE_GLUE;
+		return SITE_RULE_HIDE;
+	}
+	if (!f->python && f->module && f->module->cuda) { /* as cuda_path says */
+		*cls = SITE_CUDA;
+		return strncmp(f->module->library, "libgpumemtrace", 14) == 0 ? 2
+		       : strncmp(f->module->library, "libcudart", 9) == 0     ? 1
+									      : 0;
+	}
+	for (size_t i = 0; i < site_nrules; i++) {
+		if (rule_matches(&site_rules[i], f)) {
+			*cls = site_rules[i].cls;
+			return (int)i;
+		}
+	}
+	*cls = SITE_USER;
+	return SITE_RULE_NONE;
+}
+
+const char *site_rule_name(int rule)
+{
+	if (rule == SITE_RULE_HIDE)
+		return "--hide";
+	if (rule == SITE_RULE_FOCUS)
+		return "--focus";
+	if (rule < 0 || (size_t)rule >= site_nrules)
+		return NULL;
+	return site_rules[rule].name;
+}
+
+/* ---- choosing --------------------------------------------------------- */
+
+struct site_cache {
+	UT_hash_handle hh;
+	uint64_t id;
+	struct site_choice c;
+};
+
+/* --raw-sites: the first frame outside the CUDA libraries and the tracer. */
+static void choose_raw(const struct trace_frame *fr, int n, struct site_choice *c)
+{
+	for (int i = 0; i < n; i++)
+		if (fr[i].python || !fr[i].module || !fr[i].module->cuda) {
+			c->depth = i;
+			return;
+		}
+	c->in_cuda = true;
+}
+
+/* No frame of the user's code (a thread that never ran Python, or a trace
+ * without Python frames): the outermost frame of the innermost run of
+ * framework frames, the framework's entry point (THPVariable_ones,
+ * ReluBackward0::apply), else the first frame outside the CUDA libraries. */
+static void choose_fallback(const struct trace_frame *fr, const enum site_class *cls, int n,
+			    struct site_choice *c)
+{
+	c->fallback = true;
+	int i = 0;
+	while (i < n && cls[i] != SITE_FRAMEWORK)
+		i++;
+	if (i < n) {
+		while (i + 1 < n && cls[i + 1] == SITE_FRAMEWORK)
+			i++;
+		c->depth = i;
+		return;
+	}
+	choose_raw(fr, n, c);
+	c->fallback = !c->in_cuda;
+}
+
+static void choose(struct trace *t, const struct trace_frame *fr, int n, struct site_choice *c)
+{
+	const struct site_opts *o = t->site_opts;
+	c->depth = 0;
+	if (o && o->raw) {
+		choose_raw(fr, n, c);
+		return;
+	}
+	enum site_class *cls = xrealloc(NULL, (size_t)(n ? n : 1) * sizeof(*cls));
+	int user = -1, user_py = -1, focus = -1;
+	for (int i = 0; i < n; i++) {
+		int rule = site_rule_of(o, &fr[i], &cls[i]);
+		if (rule == SITE_RULE_FOCUS && focus < 0)
+			focus = i;
+		if (cls[i] == SITE_USER && user < 0)
+			user = i;
+		if (cls[i] == SITE_USER && fr[i].python && user_py < 0)
+			user_py = i;
+	}
+	if (focus >= 0) /* pprof's --focus: the stack goes through this frame */
+		c->depth = focus;
+	else if (user_py >= 0) /* a Python caller is preferred */
+		c->depth = user_py;
+	else if (user >= 0)
+		c->depth = user;
+	else
+		choose_fallback(fr, cls, n, c);
+	free(cls);
+}
+
+void site_choose(struct trace *t, uint64_t id, struct site_choice *out)
+{
+	struct site_cache *e = NULL;
+	HASH_FIND(hh, t->site_cache, &id, sizeof(id), e);
+	if (e) {
+		*out = e->c;
+		return;
+	}
+	struct trace_frame *fr = NULL;
+	int n = trace_frames(t, id, &fr);
+	struct site_choice c = {.depth = -1};
+	if (n > 0)
+		choose(t, fr, n, &c);
+	free(fr);
+	e = xcalloc(1, sizeof(*e));
+	e->id = id;
+	e->c = c;
+	HASH_ADD(hh, t->site_cache, id, sizeof(e->id), e);
+	*out = c;
+}
+
+/* ---- the static runtime's API ----------------------------------------- */
+
+struct site_api_cache {
+	UT_hash_handle hh;
+	uint64_t key[2]; /* stack, api */
+	uint32_t api;
+};
+
+/* How many frames past the driver the runtime's entry point may be: the
+ * static runtime's own helpers (libcudart_static_<hash>) stand between. */
+#define RUNTIME_REACH 6
+
+static uint32_t api_named(const char *fn)
+{
+	for (uint32_t a = 0; fn && a <= GMT_API_MAX_; a++) {
+		const struct api_info *i = api_lookup(a);
+		if (i && strcmp(i->name, fn) == 0)
+			return a;
+	}
+	return UINT32_MAX;
+}
+
+static uint32_t find_runtime_api(struct trace *t, uint64_t id, const struct api_info *drv)
+{
+	struct trace_frame f;
+	int seen = 0;
+	for (int d = 0; seen < RUNTIME_REACH && trace_frame(t, id, d, &f); d++) {
+		if (!f.python && f.module && f.module->cuda)
+			continue; /* the driver, the tracer */
+		seen++;
+		uint32_t a = api_named(f.function);
+		const struct api_info *rt = a == UINT32_MAX ? NULL : api_lookup(a);
+		if (rt && rt->op == drv->op)
+			return a;
+	}
+	return UINT32_MAX;
+}
+
+uint32_t site_api(struct trace *t, uint64_t id, uint32_t api)
+{
+	const struct api_info *drv = api_lookup(api);
+	if (!id || !drv || strncmp(drv->name, "cuda", 4) == 0 ||
+	    (drv->op != GMT_OP_ALLOC && drv->op != GMT_OP_FREE) ||
+	    (t->site_opts && t->site_opts->raw))
+		return api;
+	uint64_t key[2] = {id, api};
+	struct site_api_cache *e = NULL;
+	HASH_FIND(hh, t->api_cache, key, sizeof(key), e);
+	if (!e) {
+		e = xcalloc(1, sizeof(*e));
+		memcpy(e->key, key, sizeof(key));
+		uint32_t a = find_runtime_api(t, id, drv);
+		e->api = a == UINT32_MAX ? api : a;
+		HASH_ADD(hh, t->api_cache, key, sizeof(e->key), e);
+	}
+	return e->api;
+}
+
+/* ---- short names ------------------------------------------------------ */
+
+static size_t put(char *out, size_t size, size_t o, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n && o + 1 < size; i++)
+		out[o++] = s[i];
+	return o;
+}
+
+/* The index just past the bracket that closes the one at s[i]. */
+static size_t skip_group(const char *s, size_t i)
+{
+	int depth = 0;
+	for (; s[i]; i++) {
+		if (s[i] == '<' || s[i] == '(' || s[i] == '[' || s[i] == '{')
+			depth++;
+		else if ((s[i] == '>' || s[i] == ')' || s[i] == ']' || s[i] == '}') && --depth == 0)
+			return i + 1;
+	}
+	return i;
+}
+
+static bool after_operator(const char *out, size_t o)
+{
+	return o >= 8 && memcmp(out + o - 8, "operator", 8) == 0 &&
+	       (o == 8 || out[o - 9] == ':' || out[o - 9] == ' ');
+}
+
+const char *site_short_name(const char *s, char *out, size_t size)
+{
+	static const char anon[] = "(anonymous namespace)";
+	size_t o = 0, start = 0;
+	for (size_t i = 0; s[i];) {
+		if (strncmp(s + i, anon, sizeof(anon) - 1) == 0) {
+			o = put(out, size, o, "(anon)", 6);
+			i += sizeof(anon) - 1;
+		} else if (after_operator(out, o) && s[i] != ' ') {
+			/* operator(), operator<<, operator->: part of the name */
+			size_t n = s[i] == '(' ? 2 : strcspn(s + i, "(");
+			o = put(out, size, o, s + i, n);
+			i += n;
+		} else if (s[i] == '{') { /* {lambda(int)#1}: kept whole */
+			size_t e = skip_group(s, i);
+			o = put(out, size, o, s + i, e - i);
+			i = e;
+		} else if (s[i] == '<') {
+			o = put(out, size, o, "<\xe2\x80\xa6>", 5);
+			i = skip_group(s, i);
+		} else if (s[i] == '(') {
+			i = skip_group(s, i); /* a parameter list */
+			if (strncmp(s + i, "::", 2) != 0)
+				break; /* " const", " [clone .constprop.0]" */
+		} else if (s[i] == ' ') {
+			start = o + 1; /* a return type ends here: "void f<…>" */
+			o = put(out, size, o, " ", 1);
+			i++;
+		} else {
+			o = put(out, size, o, s + i, 1);
+			i++;
+		}
+	}
+	out[o < size ? o : size - 1] = 0;
+	if (start && start < o)
+		memmove(out, out + start, o - start + 1);
+	return out;
+}
+
+struct site_name {
+	UT_hash_handle hh;
+	const char *full; /* the symbol table's string: lives as long as t */
+	char *shrt;
+};
+
+const char *site_short_cached(struct trace *t, const char *full)
+{
+	struct site_name *e = NULL;
+	HASH_FIND_PTR(t->short_cache, &full, e);
+	if (!e) {
+		char buf[1024];
+		e = xcalloc(1, sizeof(*e));
+		e->full = full;
+		e->shrt = xstrdup(site_short_name(full, buf, sizeof(buf)));
+		HASH_ADD_PTR(t->short_cache, full, e);
+	}
+	return e->shrt;
+}
+
+void site_cache_free(struct trace *t)
+{
+	struct site_name *n, *nt;
+	HASH_ITER(hh, t->short_cache, n, nt)
+	{
+		HASH_DEL(t->short_cache, n);
+		free(n->shrt);
+		free(n);
+	}
+	struct site_cache *c, *ct;
+	HASH_ITER(hh, t->site_cache, c, ct)
+	{
+		HASH_DEL(t->site_cache, c);
+		free(c);
+	}
+	struct site_api_cache *a, *at;
+	HASH_ITER(hh, t->api_cache, a, at)
+	{
+		HASH_DEL(t->api_cache, a);
+		free(a);
+	}
+}
