@@ -127,6 +127,14 @@ int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc
 	if (rc >= 0)
 		return rc;
 	rc = rb_open_all(argv[0], o, ts);
+	if (rc < 0) {
+		rc = rb_check_device(argv[0], o, *ts);
+		if (rc >= 0) {
+			for (int i = 0; i < o->npaths; i++)
+				trace_close(&(*ts)[i]);
+			free(*ts);
+		}
+	}
 	if (rc >= 0)
 		free(o->paths);
 	return rc;
