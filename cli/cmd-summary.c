@@ -494,13 +494,13 @@ static void print_devices(FILE *f, const struct summary *s)
 	fprintf(
 	    f,
 	    "\ndevice memory (cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate on a device)\n");
-	fprintf(f, "  %-4s %-28s %10s %10s %16s %12s %8s\n", "dev", "name", "total", "peak",
-		"peak at (s)", "live at end", "allocs");
+	fprintf(f, "  %-4s %-28s %10s %10s %16s %12s %13s\n", "dev", "name", "total", "peak",
+		"peak at (s)", "live at end", "live allocs");
 	if (!s->ndevs)
 		fprintf(f, "  (no devices)\n");
 	for (size_t i = 0; i < s->ndevs; i++) {
 		const struct dev_info *d = &s->devs[i];
-		fprintf(f, "  %-4" PRId64 " %-28.28s %10s %10s %16s %12s %8" PRIu64 "\n",
+		fprintf(f, "  %-4" PRId64 " %-28.28s %10s %10s %16s %12s %13" PRIu64 "\n",
 			d->ordinal, d->name[0] ? d->name : "?",
 			d->total ? fmt_size(b1, d->total) : "?", fmt_size(b2, d->lv.peak),
 			d->lv.peak_seq ? fmt_reltime(b3, summary_rel(s, d->lv.peak_time_ns)) + 1
@@ -531,13 +531,13 @@ static void print_other_memory(FILE *f, const struct summary *s)
 		other |= s->rp.buckets[b].peak > 0 || s->rp.buckets[b].count > 0;
 	if (!other)
 		return;
-	fprintf(f, "\nother memory\n  %-20s %10s %16s %12s %8s\n", "kind", "peak", "peak at (s)",
-		"live at end", "allocs");
+	fprintf(f, "\nother memory\n  %-20s %10s %16s %12s %13s\n", "kind", "peak", "peak at (s)",
+		"live at end", "live allocs");
 	for (int b = BK_MANAGED; b < BK_COUNT; b++) {
 		const struct rp_level *lv = &s->rp.buckets[b];
 		if (!lv->peak && !lv->count && !lv->peak_seq)
 			continue;
-		fprintf(f, "  %-20s %10s %16s %12s %8" PRIu64 "\n", bucket_label[b],
+		fprintf(f, "  %-20s %10s %16s %12s %13" PRIu64 "\n", bucket_label[b],
 			fmt_size(b1, lv->peak),
 			lv->peak_seq ? fmt_reltime(b3, summary_rel(s, lv->peak_time_ns)) + 1 : "-",
 			fmt_size(b2, lv->bytes), lv->count);
@@ -766,16 +766,16 @@ static int summary_many(const char *const *paths, int n, bool json)
 	} else {
 		char b1[32], b2[32], b3[32], lb[64];
 		fprintf(f, "%d traces (one per process)\n\n", n);
-		fprintf(f, "  %-3s %-24s %10s %12s %12s %8s %8s  %s\n", "#", "process", "peak",
-			"peak at", "live at end", "allocs", "failed", "trace");
+		fprintf(f, "  %-3s %-24s %10s %12s %12s %13s %8s  %s\n", "#", "process", "peak",
+			"peak at", "live at end", "live allocs", "failed", "trace");
 		for (int i = 0; i < n; i++)
 			fprintf(
-			    f, "  %-3d %-24.24s %10s %12s %12s %8" PRIu64 " %8" PRIu64 "  %s%s\n",
+			    f, "  %-3d %-24.24s %10s %12s %12s %13" PRIu64 " %8" PRIu64 "  %s%s\n",
 			    i, trace_label(ts[i], lb, sizeof(lb)), fmt_size(b1, rows[i].peak),
 			    rows[i].peak ? trace_fmt_time(b2, rows[i].peak_time) : "-",
 			    fmt_size(b3, rows[i].live_end), rows[i].allocs_end, rows[i].failures,
 			    all[i].path, rows[i].complete ? "" : " (INCOMPLETE)");
-		fprintf(f, "  %-3s %-24s %10s %12s %12s %8" PRIu64 " %8" PRIu64 "\n", "", "total",
+		fprintf(f, "  %-3s %-24s %10s %12s %12s %13" PRIu64 " %8" PRIu64 "\n", "", "total",
 			fmt_size(b1, tot.peak), "", fmt_size(b3, tot.live_end), tot.allocs_end,
 			tot.failures);
 		fputs("\n(the total of the peaks: the processes may not have peaked at once)\n"
