@@ -37,9 +37,24 @@ struct ctx_sum {
 /* Per replay device (same index as rp->devs): its peak's extras. */
 struct peak_extra {
 	uint64_t seq;	   /* the peak they belong to */
-	uint64_t until_ns; /* when device bytes first fell below it (0: not yet) */
+	uint64_t until_ns; /* the end of its plateau (acct_moment's; 0: not yet) */
 	struct ctx_sum ctx;
 };
+
+/* The peak's plateau: device bytes within 1/20 (5%) of the peak. */
+#define ACCT_PLATEAU_DIV 20
+
+/* After an event at t, not a new peak: a drop below the plateau ends it
+ * (for now), a return to it goes on with it. */
+static inline void plateau_step(struct peak_extra *x, const struct rp_level *lv, uint64_t t)
+{
+	if (!x->seq || t <= lv->peak_time_ns)
+		return;
+	if (lv->bytes >= lv->peak - lv->peak / ACCT_PLATEAU_DIV)
+		x->until_ns = 0;
+	else if (!x->until_ns)
+		x->until_ns = t;
+}
 
 struct acct_pass {
 	struct acct *a;
@@ -281,9 +296,8 @@ static void extra_from(struct acct_pass *p, const struct gmt_event *e, size_t i)
 			x->seq = lv->peak_seq;
 			x->until_ns = 0;
 			x->ctx = *ctx_now(p, rp->devs[i].ordinal);
-		} else if (x->seq && !x->until_ns && e->time_ns > lv->peak_time_ns &&
-			   lv->bytes < lv->peak) {
-			x->until_ns = e->time_ns;
+		} else {
+			plateau_step(x, lv, e->time_ns);
 		}
 	}
 }
@@ -335,16 +349,16 @@ void acct_event(struct acct *a, const struct gmt_event *e)
 			extra_from(p, e, i);
 			return;
 		}
-		if (x->seq && !x->until_ns && e->time_ns > lv->peak_time_ns && lv->bytes < lv->peak)
-			x->until_ns = e->time_ns;
+		plateau_step(x, lv, e->time_ns);
 	}
 }
 
 /* The sample for a moment: of the device's samples (this process's usage
  * when NVML reported it, else the whole device's), the highest taken within
  * ACCT_WINDOW_NS after the moment; else the nearest in time. For the peak,
- * only samples taken while it lasted count: one from after the memory was
- * freed would make the peak look unexplained by minus the freed bytes. */
+ * only samples taken in its plateau count (the highest of them): one from
+ * after the memory was freed would make the peak look unexplained by minus
+ * the freed bytes. */
 static void pick_sample(const struct trace *t, struct acct_moment *m, int64_t ordinal, bool peak)
 {
 	bool process = false;

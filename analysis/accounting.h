@@ -26,10 +26,12 @@ struct acct_lib {
 struct acct_moment {
 	bool have;	  /* false: no device bytes were ever traced there */
 	uint64_t time_ns; /* absolute */
-	/* The peak only: when traced device bytes first fell below it (0: never).
-	 * A sample speaks for the peak only if taken before then. */
+	/* The peak only: the end of its plateau, when traced device bytes last
+	 * fell below 95% of it (accounting.c) (0: never). A training loop returns to
+	 * its peak every step: the plateau spans those returns. A sample
+	 * speaks for the peak only if taken from the peak to then. */
 	uint64_t until_ns;
-	bool unsampled; /* samples exist, but none was taken while the peak lasted */
+	bool unsampled; /* samples exist, but none was taken in the peak's plateau */
 	/* nvidia-smi */
 	bool nvml;	   /* a sample was found */
 	bool nvml_process; /* it is this process's usage (else the whole device's) */

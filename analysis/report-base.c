@@ -26,6 +26,32 @@ int rb_open_all(const char *cmd, const struct rb_opts *o, struct trace **out)
 	return -1;
 }
 
+/* The devices a trace has, "0, 1", into buf ("none" without any). */
+static const char *dev_list(const struct trace *t, char *buf, size_t size)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < t->ndevs && len + 24 < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%" PRId64, i ? ", " : "",
+					t->devs[i].ordinal);
+	return t->ndevs ? buf : "none";
+}
+
+int rb_check_device(const char *cmd, const struct rb_opts *o, struct trace *ts)
+{
+	if (!o->has_device)
+		return -1;
+	for (int i = 0; i < o->npaths; i++) {
+		if (trace_device(&ts[i], o->device))
+			continue;
+		char devs[256];
+		say_error(cmd, "%s: no device %" PRId64 " in the trace (its devices: %s)",
+			  o->paths[i], o->device, dev_list(&ts[i], devs, sizeof(devs)));
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
 int rb_finish_all(struct trace *ts, int n, int rc)
 {
 	int worst = rc;

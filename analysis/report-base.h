@@ -25,6 +25,9 @@ struct rb_opts {
 /* Opens every trace (metadata pass). Returns -1, or the exit code after the
  * error line; on failure nothing stays open. */
 int rb_open_all(const char *cmd, const struct rb_opts *o, struct trace **out);
+/* With --device N: every trace must have device N (a DEVICE record or an
+ * event on it), else the one error line and EXIT_USAGE. -1 when fine. */
+int rb_check_device(const char *cmd, const struct rb_opts *o, struct trace *ts);
 /* trace_finish for each (warning lines), trace_close; the worst exit code. */
 int rb_finish_all(struct trace *ts, int n, int rc);
 

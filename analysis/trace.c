@@ -428,12 +428,22 @@ int64_t trace_rel(const struct trace *t, uint64_t time_ns)
 
 uint64_t trace_end_ns(const struct trace *t)
 {
-	return t->has_trailer ? t->trailer_end_ns : t->last_time_ns;
+	if (t->has_trailer)
+		return t->trailer_end_ns;
+	/* no trailer: the last record read that has a time, of whatever kind
+	 * (the sampler writes after the last allocation) */
+	uint64_t end = t->events ? t->last_time_ns : 0;
+	if (t->nsamples && t->samples[t->nsamples - 1].time_ns > end)
+		end = t->samples[t->nsamples - 1].time_ns;
+	if (t->nranges && t->ranges[t->nranges - 1].time_ns > end)
+		end = t->ranges[t->nranges - 1].time_ns;
+	return end;
 }
 
 int64_t trace_duration_ns(const struct trace *t)
 {
-	return t->events || t->has_trailer ? trace_rel(t, trace_end_ns(t)) : 0;
+	int64_t d = t->events || t->has_trailer ? trace_rel(t, trace_end_ns(t)) : 0;
+	return d > 0 ? d : 0; /* never a negative length */
 }
 
 /* ---- grouping -------------------------------------------------------- */

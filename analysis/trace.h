@@ -221,10 +221,12 @@ const char *trace_callers_text(struct trace *t, uint64_t id, int site_depth, int
 			       size_t size);
 /* The device entry (NULL if unknown). */
 const struct trace_device *trace_device(const struct trace *t, int64_t ordinal);
-/* End of the trace: the trailer's time, else the last event's. */
+/* End of the trace: the trailer's time, else (a killed or truncated trace)
+ * the time of the last record read: the last good chunk's. */
 uint64_t trace_end_ns(const struct trace *t);
 /* From time zero to trace_end_ns; 0 when the trace has neither an event nor
- * a trailer (killed before its first flush: there is no end to speak of). */
+ * a trailer (killed before its first flush: there is no end to speak of),
+ * never negative. Every report's duration is this one. */
 int64_t trace_duration_ns(const struct trace *t);
 
 /* ---- several traces ---- */

@@ -90,8 +90,10 @@ static void print_dev_nvml(FILE *f, struct trace *t, const struct acct_dev *d)
 			snprintf(v[k], 96, "-");
 	fprintf(f, "  %-34s %22s %22s\n", "  sample used", v[0], v[1]);
 	if (pk->unsampled)
-		fprintf(f, "  (no NVML reading was taken while the peak lasted: it was shorter "
-			   "than the sampling period; GPUMEMTRACE_SAMPLE_MS lower catches it)\n");
+		fprintf(f,
+			"  (no NVML reading was taken while memory was at its peak (within 5%%): "
+			"that lasted less than the sampling period; GPUMEMTRACE_SAMPLE_MS lower "
+			"catches it)\n");
 }
 
 /* The traced bytes, by kind and by library: those at the peak, then those

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/accounting.h"
 #include "analysis/check-measure.h"
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -19,6 +20,12 @@ static const char about[] =
     "    host, command, and the allocator variables the tracer records\n"
     "    (CUDA_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF, XLA_*, TF_*,\n"
     "    NCCL_CUMEM_ENABLE...); only what differs is listed;\n"
+    "  - the allocator environment side by side, set or not;\n"
+    "  - per device, what nvidia-smi (the NVML samples) showed against the trace,\n"
+    "    at the peak and at the end: this process's usage, the traced\n"
+    "    allocations (of them stream-ordered), the CUDA contexts, and the rest\n"
+    "    unexplained with its likely route (a stream-ordered pool's reserve...):\n"
+    "    two runs whose allocations match may differ by gigabytes there;\n"
     "  - per device: the peak of live device memory and what was live at the\n"
     "    end, with the delta and the change in percent; other kinds of memory;\n"
     "  - calls per API whose counts differ;\n"
@@ -274,6 +281,7 @@ static void json_pct(FILE *f, uint64_t a, uint64_t b)
 
 struct diff_ctx {
 	struct measure *a, *b;
+	struct acct acct_a, acct_b; /* nvidia-smi against the trace */
 	const char *path_a, *path_b;
 	struct env_list env;
 	int64_t *devs;
@@ -323,6 +331,125 @@ static const char *state_text(const struct trace *t)
 	return t->complete ? "complete" : "INCOMPLETE";
 }
 
+/* ---- the allocator environment, nvidia-smi ---- */
+
+/* The allocator variables the tracer records (preload/writer.c), shown
+ * set or not: the same value in both runs matters as much as a change. */
+static const char *const alloc_env[] = {
+    "PYTORCH_CUDA_ALLOC_CONF",	     "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "TF_FORCE_GPU_ALLOW_GROWTH",     "TF_GPU_ALLOCATOR",
+    "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",   "NCCL_CUMEM_ENABLE",
+    "CUDA_MODULE_LOADING",	     "CUDA_VISIBLE_DEVICES",
+};
+#define NALLOC_ENV (sizeof(alloc_env) / sizeof(*alloc_env))
+
+static void print_alloc_env(FILE *f, struct diff_ctx *d)
+{
+	fprintf(f, "\nallocator environment\n  %-36s %-30s %s\n", "", "A", "B");
+	for (size_t i = 0; i < NALLOC_ENV; i++) {
+		const char *va = find_env(&d->a->t, alloc_env[i]),
+			   *vb = find_env(&d->b->t, alloc_env[i]);
+		bool differs = va && vb ? strcmp(va, vb) != 0 : va != vb;
+		fprintf(f, "  %-36s %-30s %s%s\n", alloc_env[i], va ? va : "(unset)",
+			vb ? vb : "(unset)", differs ? "  (differs)" : "");
+	}
+}
+
+static const struct acct_dev *acct_dev_of(const struct acct *a, int64_t ordinal)
+{
+	for (size_t i = 0; i < a->ndevs; i++)
+		if (a->devs[i].ordinal == ordinal)
+			return &a->devs[i];
+	return NULL;
+}
+
+/* The likely route of a moment's unexplained bytes: the first, when the
+ * moment is flagged. */
+static const struct acct_route *likely(const struct acct_dev *ad, const struct acct_moment *m)
+{
+	return ad && m->nvml && m->flagged && ad->nroutes ? &ad->routes[0] : NULL;
+}
+
+static const char *opt_size(char *buf, bool have, uint64_t v)
+{
+	return have ? fmt_size(buf, v) : "-";
+}
+
+/* plus: a delta, signed either way */
+static const char *signed_size(char *buf, int64_t v, bool plus)
+{
+	char tmp[32];
+	uint64_t a = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	snprintf(buf, 40, "%s%s", v < 0 ? "-" : plus && v ? "+" : "", fmt_size(tmp, a));
+	return buf;
+}
+
+#define SMI_ROW "    %-32s %12s %12s %12s\n"
+
+/* One moment's rows, A against B. */
+static void smi_moment(FILE *f, const struct acct_dev *xa, const struct acct_dev *xb, bool end)
+{
+	static const struct acct_moment none;
+	const struct acct_moment *ma = xa ? (end ? &xa->end : &xa->peak) : &none,
+				 *mb = xb ? (end ? &xb->end : &xb->peak) : &none;
+	char b1[40], b2[40], b3[40];
+	fprintf(f, "  %s\n", end ? "at the end" : "at the peak");
+	fprintf(f, SMI_ROW, "nvidia-smi (this process)",
+		ma->unsampled ? "unsampled" : opt_size(b1, ma->nvml, ma->smi),
+		mb->unsampled ? "unsampled" : opt_size(b2, mb->nvml, mb->smi),
+		ma->nvml && mb->nvml ? delta_size(b3, ma->smi, mb->smi) : "-");
+	fprintf(f, SMI_ROW, "traced allocations", opt_size(b1, ma->have, ma->traced),
+		opt_size(b2, mb->have, mb->traced), delta_size(b3, ma->traced, mb->traced));
+	if (ma->async || mb->async)
+		fprintf(f, SMI_ROW, "  of them stream-ordered", fmt_size(b1, ma->async),
+			fmt_size(b2, mb->async), delta_size(b3, ma->async, mb->async));
+	fprintf(f, SMI_ROW, "CUDA contexts + module code", fmt_size(b1, ma->contexts),
+		fmt_size(b2, mb->contexts), delta_size(b3, ma->contexts, mb->contexts));
+	fprintf(f, SMI_ROW, "unexplained", ma->nvml ? signed_size(b1, ma->unexplained, false) : "-",
+		mb->nvml ? signed_size(b2, mb->unexplained, false) : "-",
+		ma->nvml && mb->nvml ? signed_size(b3, mb->unexplained - ma->unexplained, true)
+				     : "-");
+	const struct acct_route *ra = likely(xa, ma), *rb = likely(xb, mb);
+	if (ra)
+		fprintf(f, "      A: likely %s\n", ra->text);
+	if (rb)
+		fprintf(f, "      B: likely %s\n", rb->text);
+}
+
+static void print_smi(FILE *f, struct diff_ctx *d)
+{
+	if (d->acct_a.nvml_why && d->acct_b.nvml_why) {
+		fprintf(f, "\nnvidia-smi: no NVML figures in either trace (A: %s; B: %s)\n",
+			d->acct_a.nvml_why, d->acct_b.nvml_why);
+		return;
+	}
+	for (size_t i = 0; i < d->ndevs; i++) {
+		const struct acct_dev *xa = acct_dev_of(&d->acct_a, d->devs[i]),
+				      *xb = acct_dev_of(&d->acct_b, d->devs[i]);
+		fprintf(f, "\nnvidia-smi against the trace, device %" PRId64 "\n" SMI_ROW,
+			d->devs[i], "", "A", "B", "delta");
+		smi_moment(f, xa, xb, false);
+		smi_moment(f, xa, xb, true);
+		if (!xa || !xb || !xa->end.nvml || !xb->end.nvml)
+			continue;
+		uint64_t dsmi = absdelta(xa->end.smi, xb->end.smi);
+		uint64_t dtraced = absdelta(xa->end.traced, xb->end.traced);
+		char b1[40], b2[40];
+		if (dsmi > ACCT_FLAG_BYTES && dsmi > 2 * dtraced)
+			fprintf(
+			    f,
+			    "  nvidia-smi differs by %s at the end where the traced allocations "
+			    "differ by %s: the difference is memory the trace does not hold "
+			    "(\"unexplained\" above; `gpumemtrace accounting` on each)\n",
+			    delta_size(b1, xa->end.smi, xb->end.smi),
+			    delta_size(b2, xa->end.traced, xb->end.traced));
+	}
+	if (d->acct_a.nvml_why || d->acct_b.nvml_why)
+		fprintf(f, "  (no NVML figures in %s: %s)\n", d->acct_a.nvml_why ? "A" : "B",
+			d->acct_a.nvml_why ? d->acct_a.nvml_why : d->acct_b.nvml_why);
+}
+
 static void print_human(FILE *f, struct diff_ctx *d)
 {
 	char b1[40], b2[40], b3[40], b4[40], b5[40], b6[40], b7[40];
@@ -347,6 +474,7 @@ static void print_human(FILE *f, struct diff_ctx *d)
 					e->b ? e->b : "(none)");
 		}
 	}
+	print_alloc_env(f, d);
 
 	fprintf(f, "\ndevice memory (B - A)\n  %-4s %10s %10s %11s %8s  %12s %12s %11s\n", "dev",
 		"peak A", "peak B", "delta", "%", "live end A", "live end B", "delta");
@@ -361,6 +489,7 @@ static void print_human(FILE *f, struct diff_ctx *d)
 			fmt_size(b5, la.bytes), fmt_size(b6, lb.bytes),
 			delta_size(b7, la.bytes, lb.bytes));
 	}
+	print_smi(f, d);
 	bool other = false;
 	for (int k = BK_MANAGED; k < BK_POOL; k++)
 		other |= d->a->rp.buckets[k].peak || d->b->rp.buckets[k].peak;
@@ -417,6 +546,62 @@ static void print_human(FILE *f, struct diff_ctx *d)
 	}
 }
 
+static void json_moment(FILE *f, const struct acct_dev *x, bool end)
+{
+	const struct acct_moment *m = x ? (end ? &x->end : &x->peak) : NULL;
+	if (!m || !m->have) {
+		fputs("null", f);
+		return;
+	}
+	fputs("{\"nvidia_smi_bytes\": ", f);
+	if (m->nvml)
+		fprintf(f, "%" PRIu64, m->smi);
+	else
+		fputs("null", f);
+	fprintf(f,
+		", \"unsampled\": %s, \"traced_bytes\": %" PRIu64
+		", \"stream_ordered_bytes\": %" PRIu64 ", \"contexts_bytes\": %" PRIu64
+		", \"unexplained_bytes\": ",
+		m->unsampled ? "true" : "false", m->traced, m->async, m->contexts);
+	if (m->nvml)
+		fprintf(f, "%" PRId64, m->unexplained);
+	else
+		fputs("null", f);
+	const struct acct_route *r = likely(x, m);
+	fputs(", \"likely\": ", f);
+	json_opt_str(f, r ? r->key : NULL);
+	fputc('}', f);
+}
+
+static void json_smi_env(FILE *f, struct diff_ctx *d)
+{
+	fputs(",\n \"allocator_environment\": [", f);
+	for (size_t i = 0; i < NALLOC_ENV; i++) {
+		fprintf(f, "%s{\"key\": \"%s\", \"a\": ", i ? ", " : "", alloc_env[i]);
+		json_opt_str(f, find_env(&d->a->t, alloc_env[i]));
+		fputs(", \"b\": ", f);
+		json_opt_str(f, find_env(&d->b->t, alloc_env[i]));
+		fputc('}', f);
+	}
+	fprintf(f, "],\n \"nvidia_smi\": {\"a_available\": %s, \"b_available\": %s, \"devices\": [",
+		d->acct_a.nvml_why ? "false" : "true", d->acct_b.nvml_why ? "false" : "true");
+	for (size_t i = 0; i < d->ndevs; i++) {
+		const struct acct_dev *xa = acct_dev_of(&d->acct_a, d->devs[i]),
+				      *xb = acct_dev_of(&d->acct_b, d->devs[i]);
+		fprintf(f, "%s\n  {\"index\": %" PRId64 ", \"at_peak\": {\"a\": ", i ? "," : "",
+			d->devs[i]);
+		json_moment(f, xa, false);
+		fputs(", \"b\": ", f);
+		json_moment(f, xb, false);
+		fputs("}, \"at_end\": {\"a\": ", f);
+		json_moment(f, xa, true);
+		fputs(", \"b\": ", f);
+		json_moment(f, xb, true);
+		fputs("}}", f);
+	}
+	fputs("]}", f);
+}
+
 static void json_side(FILE *f, const char *path, const struct measure *m)
 {
 	fputs("{\"path\": ", f);
@@ -455,7 +640,9 @@ static void print_json(FILE *f, struct diff_ctx *d)
 			fputs(", ", f);
 		json_cstr(f, e->key);
 	}
-	fputs("]},\n \"devices\": [", f);
+	fputs("]}", f);
+	json_smi_env(f, d);
+	fputs(",\n \"devices\": [", f);
 	for (size_t i = 0; i < d->ndevs; i++) {
 		struct rp_level la = check_measure_dev(d->a, d->devs[i]),
 				lb = check_measure_dev(d->b, d->devs[i]);
@@ -590,6 +777,17 @@ int cmd_diff(int argc, char **argv)
 	free(da);
 	free(db);
 	collect_env(&d.env, &ma.t, &mb.t, d.devs, d.ndevs);
+	rc = acct_compute(&d.acct_a, &ma.t);
+	if (rc < 0)
+		rc = acct_compute(&d.acct_b, &mb.t);
+	if (rc >= 0) { /* a read error: said */
+		acct_free(&d.acct_a);
+		acct_free(&d.acct_b);
+		check_measure_free(&ma);
+		check_measure_free(&mb);
+		free(d.devs);
+		return rc;
+	}
 	d.rows = site_rows(&ma, &mb, &d.nrows, &d.same_sites);
 
 	if (json)
@@ -606,6 +804,8 @@ int cmd_diff(int argc, char **argv)
 		free(d.env.v[i].b);
 	}
 	free(d.env.v);
+	acct_free(&d.acct_a);
+	acct_free(&d.acct_b);
 	free(d.rows);
 	free(d.devs);
 	check_measure_free(&ma);

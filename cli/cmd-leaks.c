@@ -188,14 +188,14 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 	if (!nrows)
 		fputs("\nnothing was left allocated\n", f);
 	if (n > 1) {
-		fprintf(f, "\nprocesses\n  %-3s %-24s %12s %8s  %s\n", "#", "process",
-			"live at end", "allocs", "trace");
+		fprintf(f, "\nprocesses\n  %-3s %-24s %12s %13s  %s\n", "#", "process",
+			"live at end", "live allocs", "trace");
 		uint64_t *v = xrealloc(NULL, (size_t)n * sizeof(*v));
 		struct trace **tps = xrealloc(NULL, (size_t)n * sizeof(*tps));
 		for (int i = 0; i < n; i++) {
 			v[i] = ls[i].bytes;
 			tps[i] = &ls[i].t;
-			fprintf(f, "  %-3d %-24.24s %12s %8" PRIu64 "  %s%s\n", i,
+			fprintf(f, "  %-3d %-24.24s %12s %13" PRIu64 "  %s%s\n", i,
 				trace_label(&ls[i].t, lb, sizeof(lb)), fmt_size(b1, ls[i].bytes),
 				ls[i].allocs, ls[i].t.path,
 				ls[i].t.complete ? "" : " (INCOMPLETE)");

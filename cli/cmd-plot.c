@@ -23,11 +23,18 @@ static const char about[] =
     "failed allocations (OOMs) marked, NVTX/marker phases shaded, and the NVML\n"
     "process usage as a line when the trace has samples. Long traces are\n"
     "downsampled to 600 columns, each keeping its highest point, so the peak\n"
-    "is never lost.\n";
+    "is never lost.\n"
+    "\n"
+    "The time axis spans the activity (the first to the last allocation or\n"
+    "free, and a little around them), not the process's whole life: a run\n"
+    "that imports for a minute and trains for a second shows the second.\n"
+    "--from and --to choose the window instead, in seconds since the trace\n"
+    "start (as the reports print times: 9.2, 9.2s, 250ms).\n";
 static const char more[] =
     "examples:\n"
     "  gpumemtrace plot gpumemtrace.1234.gmt -o memory.svg\n"
     "  gpumemtrace plot --by library --device 0 run.gmt -o by-library.svg\n"
+    "  gpumemtrace plot --from 9 --to 10.5 run.gmt -o step.svg\n"
     "  rsvg-convert memory.svg -o memory.png    # a PNG, for a slide or a ticket\n";
 static const struct opt_usage usage = {
     .name = "plot", .args = "TRACE", .min_args = 1, .about = about, .more = more};
@@ -62,7 +69,8 @@ struct plot {
 	bool by_library;
 	int64_t only_dev;
 	bool has_only_dev;
-	uint64_t t0, span; /* absolute start, ns covered */
+	uint64_t origin;   /* the trace's time zero: times are printed from it */
+	uint64_t t0, span; /* the window drawn: absolute start, ns covered */
 	uint64_t now;
 	struct panel *panels;
 	size_t npanels, panels_cap;
@@ -71,6 +79,7 @@ struct plot {
 	struct stack_group *cache;
 	struct oom ooms[MAXOOM];
 	size_t nooms, ooms_dropped;
+	bool chosen; /* --from or --to */
 };
 
 static struct panel *panel_for(struct plot *p, int64_t ordinal)
@@ -119,6 +128,19 @@ static int column_at(const struct plot *p, uint64_t time_ns)
 	return c >= NPTS ? NPTS - 1 : (int)c;
 }
 
+/* After the replay: the columns left, and each layer's highest in the
+ * window (one allocated before it and held through it counts too). */
+static void open_columns(struct panel *pn, int upto);
+static void close_panel(struct panel *pn)
+{
+	open_columns(pn, NPTS - 1);
+	memset(pn->group_max, 0, sizeof(pn->group_max));
+	for (int c = 0; c < NPTS; c++)
+		for (int g = 0; g < MAXG; g++)
+			if (pn->cols[c].g[g] > pn->group_max[g])
+				pn->group_max[g] = pn->cols[c].g[g];
+}
+
 /* Columns up to `upto` start from the state before the next change. */
 static void open_columns(struct panel *pn, int upto)
 {
@@ -136,8 +158,13 @@ static void on_change(void *ctx, const struct rp_live *l, bool counted)
 		return;
 	int g = group_of(p, l);
 	struct panel *pn = panel_for(p, l->device);
+	/* before the window: the state it opens with; after it: nothing */
+	bool before = p->now<p->t0, after = p->now> p->t0 + p->span;
+	if (after)
+		return;
 	int col = column_at(p, p->now);
-	open_columns(pn, col);
+	if (!before)
+		open_columns(pn, col);
 	if (counted) {
 		pn->cur[g] += l->size;
 		pn->total += l->size;
@@ -145,6 +172,8 @@ static void on_change(void *ctx, const struct rp_live *l, bool counted)
 		pn->cur[g] -= l->size < pn->cur[g] ? l->size : pn->cur[g];
 		pn->total -= l->size < pn->total ? l->size : pn->total;
 	}
+	if (before)
+		return;
 	if (pn->cur[g] > pn->group_max[g])
 		pn->group_max[g] = pn->cur[g];
 	struct column *c = &pn->cols[col];
@@ -248,7 +277,14 @@ struct frame {
 	double x0, y0, w, h; /* the plotting area */
 	struct axis xa, ya;
 	uint64_t span;
+	double off; /* the window's start, ns since the trace start: the ticks' origin */
 };
+
+/* Whether an absolute time falls in the window. */
+static bool in_window(const struct plot *p, uint64_t time_ns)
+{
+	return time_ns >= p->t0 && time_ns <= p->t0 + p->span;
+}
 
 static double fx(const struct frame *fr, double rel_ns)
 {
@@ -274,8 +310,9 @@ static void draw_axes(FILE *f, const struct frame *fr)
 			"text-anchor=\"end\">%s %s</text>\n",
 			fr->x0, y, fr->x0 + fr->w, y, fr->x0 - 8, y + 4, buf, fr->ya.name);
 	}
-	for (double v = 0; v <= fr->xa.max + 1e-9; v += fr->xa.step) {
-		double x = fx(fr, v * fr->xa.unit);
+	double first = ceil(fr->off / fr->xa.unit / fr->xa.step - 1e-9) * fr->xa.step;
+	for (double v = first; v <= fr->off / fr->xa.unit + fr->xa.max + 1e-9; v += fr->xa.step) {
+		double x = fx(fr, v * fr->xa.unit - fr->off);
 		fmt_num(buf, sizeof(buf), v);
 		fprintf(f,
 			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n"
@@ -362,14 +399,19 @@ static void draw_phases(FILE *f, const struct frame *fr, const struct plot *p,
 	fputs("<g id=\"phases\" font-size=\"11\" fill=\"#555\">\n", f);
 	int shade = 0;
 	for (size_t i = 0; i < n; i++) {
-		double x1 = fx(fr, (double)(ph[i].start - p->t0));
+		if (ph[i].end < p->t0 || ph[i].start > p->t0 + p->span ||
+		    (ph[i].mark && !in_window(p, ph[i].start)))
+			continue;
+		uint64_t start = ph[i].start > p->t0 ? ph[i].start : p->t0;
+		uint64_t end = ph[i].end < p->t0 + p->span ? ph[i].end : p->t0 + p->span;
+		double x1 = fx(fr, (double)(start - p->t0));
 		if (ph[i].mark) {
 			fprintf(f,
 				"<g class=\"phase mark\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
 				"y2=\"%.1f\" stroke=\"#999\" stroke-dasharray=\"2 3\"/>",
 				x1, fr->y0, x1, fr->y0 + fr->h);
 		} else {
-			double x2 = fx(fr, (double)(ph[i].end - p->t0));
+			double x2 = fx(fr, (double)(end - p->t0));
 			if (ph[i].depth > 1)
 				continue;
 			/* outer phases shade the plot; the ones inside them are a strip on top */
@@ -417,12 +459,17 @@ static int layer_order(const struct panel *pn, int ngroups, int *order)
 }
 
 /* The y axis's top: the peak, or NVML's process usage where it is higher. */
-static uint64_t panel_top(const struct trace *t, int64_t ordinal, uint64_t peak, bool *nvml)
+static uint64_t panel_top(const struct plot *p, const struct panel *pn, bool *nvml)
 {
-	uint64_t top = peak;
+	const struct trace *t = p->t;
+	uint64_t top = 0;
+	for (int c = 0; c < NPTS; c++)
+		if (pn->cols[c].total > top)
+			top = pn->cols[c].total;
 	*nvml = false;
 	for (size_t i = 0; i < t->nsamples; i++)
-		if (t->samples[i].device == ordinal && t->samples[i].process_known) {
+		if (t->samples[i].device == pn->ordinal && t->samples[i].process_known &&
+		    in_window(p, t->samples[i].time_ns)) {
 			*nvml = true;
 			if (t->samples[i].process_used_bytes > top)
 				top = t->samples[i].process_used_bytes;
@@ -488,9 +535,8 @@ static void draw_nvml(FILE *f, const struct frame *fr, const struct plot *p, int
 	      f);
 	for (size_t i = 0; i < t->nsamples; i++) {
 		const struct trace_sample *s = &t->samples[i];
-		if (s->device == ordinal && s->process_known)
-			fprintf(f, "%.1f,%.1f ",
-				fx(fr, (double)(s->time_ns > p->t0 ? s->time_ns - p->t0 : 0)),
+		if (s->device == ordinal && s->process_known && in_window(p, s->time_ns))
+			fprintf(f, "%.1f,%.1f ", fx(fr, (double)(s->time_ns - p->t0)),
 				fy(fr, (double)s->process_used_bytes));
 	}
 	fputs("\"/>\n", f);
@@ -500,7 +546,7 @@ static void draw_ooms(FILE *f, const struct frame *fr, const struct plot *p, int
 {
 	char sz[32], tbuf[32];
 	for (size_t i = 0; i < p->nooms; i++) {
-		if (p->ooms[i].device != ordinal)
+		if (p->ooms[i].device != ordinal || !in_window(p, p->ooms[i].time_ns))
 			continue;
 		double x = fx(fr, (double)(p->ooms[i].time_ns - p->t0)), y = fr->y0 + 10;
 		fprintf(f,
@@ -509,7 +555,7 @@ static void draw_ooms(FILE *f, const struct frame *fr, const struct plot *p, int
 			"<path d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\" stroke=\"#c00\" "
 			"stroke-width=\"2.5\"/><title>OOM: %s failed at %s</title></g>\n",
 			x, fr->y0, x, fr->y0 + fr->h, x - 4, y - 4, fmt_size(sz, p->ooms[i].size),
-			trace_fmt_time(tbuf, (int64_t)(p->ooms[i].time_ns - p->t0)));
+			trace_fmt_time(tbuf, (int64_t)(p->ooms[i].time_ns - p->origin)));
 	}
 }
 
@@ -528,7 +574,7 @@ static void draw_peak(FILE *f, const struct frame *fr, const struct plot *p,
 		"text-anchor=\"%s\">peak %s at %s</text></g>\n",
 		x, y, x, fr->y0 + fr->h, x, y, right ? x + 9 : x - 9, y - 8,
 		right ? "start" : "end", fmt_size(sz, lv->peak),
-		trace_fmt_time(tbuf, (int64_t)(lv->peak_time_ns - p->t0)));
+		trace_fmt_time(tbuf, (int64_t)(lv->peak_time_ns - p->origin)));
 }
 
 /* The legend's fixed entries below the layers: total, peak, and NVML, OOMs
@@ -606,9 +652,15 @@ static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, con
 {
 	struct rp_dev *rd = replay_dev(&p->rp, pn->ordinal);
 	bool nvml;
-	uint64_t top = panel_top(p->t, pn->ordinal, rd->lv.peak, &nvml);
-	struct frame fr = {
-	    LEFT, y0, W - LEFT - RIGHT, PANEL_H, time_axis(p->span), bytes_axis(top), p->span};
+	uint64_t top = panel_top(p, pn, &nvml);
+	struct frame fr = {LEFT,
+			   y0,
+			   W - LEFT - RIGHT,
+			   PANEL_H,
+			   time_axis(p->span),
+			   bytes_axis(top),
+			   p->span,
+			   (double)(p->t0 - p->origin)};
 
 	fprintf(f, "<g class=\"panel\" id=\"device-%" PRId64 "\">\n", pn->ordinal);
 	draw_title(f, p->t, pn->ordinal, y0);
@@ -619,7 +671,7 @@ static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, con
 	if (nvml)
 		draw_nvml(f, &fr, p, pn->ordinal);
 	draw_ooms(f, &fr, p, pn->ordinal);
-	if (rd->lv.peak)
+	if (rd->lv.peak && in_window(p, rd->lv.peak_time_ns))
 		draw_peak(f, &fr, p, &rd->lv);
 	draw_legend(f, p, pn, y0, order, nl, nvml, nph);
 	fputs("</g>\n", f);
@@ -653,6 +705,14 @@ static void write_svg(FILE *f, struct plot *p)
 		", %" PRIu64 " events, %s%s</text>\n",
 		LEFT, t->pid, t->events, t->lost ? "" : "none lost",
 		t->complete ? "" : ", incomplete trace");
+	char w0[32], w1[32], len[32];
+	fprintf(f,
+		"<text id=\"window\" x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#555\">showing "
+		"%s to %s of a %s trace (%s)</text>\n",
+		LEFT, TOP - 2, trace_fmt_time(w0, (int64_t)(p->t0 - p->origin)),
+		trace_fmt_time(w1, (int64_t)(p->t0 + p->span - p->origin)),
+		trace_fmt_time(len, trace_duration_ns(t)) + 1,
+		p->chosen ? "--from/--to" : "the activity; --from/--to choose");
 	(void)sz;
 	if (t->lost)
 		fprintf(f,
@@ -676,10 +736,64 @@ static int cmp_panel(const void *a, const void *b)
 	return (x->ordinal > y->ordinal) - (x->ordinal < y->ordinal);
 }
 
+/* "9.2", "+9.2s", "250ms", "1m": a time since the trace start, in ns. */
+static bool parse_time(const char *text, uint64_t *ns)
+{
+	char *end;
+	double v = strtod(text[0] == '+' ? text + 1 : text, &end);
+	static const struct {
+		const char *suffix;
+		double ns;
+	} units[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"m", 60e9}};
+	if (end == text || !isfinite(v) || v < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++)
+		if (strcmp(end, units[i].suffix) == 0) {
+			*ns = (uint64_t)(v * units[i].ns + 0.5);
+			return true;
+		}
+	return false;
+}
+
+/* The window drawn: the activity (first to last event, 2% around), or
+ * --from/--to. -1, or the exit code after the error line. */
+static int set_window(struct plot *p, const char *from, const char *to)
+{
+	const struct trace *t = p->t;
+	uint64_t origin = t->hdr.start_mono_ns, end = trace_end_ns(t);
+	uint64_t lo = origin, hi = end > origin ? end : origin;
+	if (t->events && t->last_time_ns >= t->first_time_ns) {
+		uint64_t a = t->first_time_ns, b = t->last_time_ns;
+		uint64_t margin = (b - a) / 50 ? (b - a) / 50 : 1000000; /* 2%, or 1 ms */
+		lo = a > origin + margin ? a - margin : origin;
+		hi = b + margin < hi ? b + margin : hi;
+	}
+	uint64_t v;
+	if (from && !parse_time(from, &v))
+		return say_usage_error(CMD, "bad --from '%s': seconds since the trace start", from);
+	if (from)
+		lo = origin + v;
+	if (to && !parse_time(to, &v))
+		return say_usage_error(CMD, "bad --to '%s': seconds since the trace start", to);
+	if (to)
+		hi = origin + v;
+	if ((from || to) && hi <= lo) {
+		char a[32], b[32];
+		return say_usage_error(CMD, "empty window: from %s to %s",
+				       trace_fmt_time(a, (int64_t)(lo - origin)),
+				       trace_fmt_time(b, (int64_t)(hi - origin)));
+	}
+	p->origin = origin;
+	p->t0 = lo;
+	p->span = hi > lo ? hi - lo : 0;
+	p->chosen = from || to;
+	return -1;
+}
+
 int cmd_plot(int argc, char **argv)
 {
 	struct plot p = {0};
-	const char *out = NULL;
+	const char *out = NULL, *from = NULL, *to = NULL;
 	int by = 0;
 	uint64_t dev = 0;
 	const struct option opts[] = {
@@ -687,6 +801,10 @@ int cmd_plot(int argc, char **argv)
 		     .short_name = 'o'),
 	    OPT_CHOICE("by", &by, "kind|library", "layering", "what the layers are (default kind)"),
 	    OPT_UINT("device", &dev, "N", "only device N", .given = &p.has_only_dev),
+	    OPT_STRING("from", &from, "TIME",
+		       "start of the time axis, seconds since the trace start (default: the "
+		       "activity's)"),
+	    OPT_STRING("to", &to, "TIME", "end of the time axis (default: the activity's)"),
 	    OPT_END(),
 	};
 	const char **paths = NULL;
@@ -708,16 +826,19 @@ int cmd_plot(int argc, char **argv)
 	}
 	p.t = &t;
 	p.ngroups = p.by_library ? 0 : DK_COUNT;
-	p.t0 = t.hdr.start_mono_ns;
-	uint64_t end = trace_end_ns(&t);
-	p.span = end > p.t0 ? end - p.t0 : 0;
+	rc = set_window(&p, from, to);
+	if (rc >= 0) {
+		trace_close(&t);
+		free(paths);
+		return rc;
+	}
 	replay_init(&p.rp);
 	p.rp.on_change = on_change;
 	p.rp.on_change_ctx = &p;
 	rc = trace_replay(&t, NULL, on_event, &p);
 	if (rc < 0) {
 		for (size_t i = 0; i < p.npanels; i++)
-			open_columns(&p.panels[i], NPTS - 1);
+			close_panel(&p.panels[i]);
 		if (p.npanels > 1)
 			qsort(p.panels, p.npanels, sizeof(*p.panels), cmp_panel);
 		if (p.has_only_dev && p.npanels == 0) {

@@ -189,22 +189,13 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 static void on_phase_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct summary *s = ctx;
-	{
-		uint64_t live = phase_device_bytes(rp);
-		phase_advance(&s->phases, e->time_ns, s->last_live);
-		struct phase *ph = phase_of(&s->phases, e->tid);
-		if (trace_alloc_bucket(e) == BK_DEVICE) {
-			ph->allocs++;
-			ph->bytes_allocated += e->size;
-		} else if (live < s->last_live) {
-			ph->frees++;
-			ph->bytes_freed += s->last_live - live;
-		}
-		phase_note_live(&s->phases, live);
-		if (ph == s->phases.none && live > ph->peak)
-			ph->peak = live;
-		s->last_live = live;
-	}
+	uint64_t live = phase_device_bytes(rp);
+	phase_advance(&s->phases, e->time_ns, s->last_live);
+	phase_charge(&s->phases, e->tid); /* frees: phase_attach's hook */
+	phase_note_live(&s->phases, live);
+	if (phase_of(&s->phases, e->tid) == s->phases.none && live > s->phases.none->peak)
+		s->phases.none->peak = live;
+	s->last_live = live;
 }
 
 /* ---- what was live at each peak ---------------------------------------- */
@@ -438,6 +429,39 @@ static const char *fit_name(char *out, size_t outsz, const char *name, int width
 	return out;
 }
 
+/* What the table's attribution leaned on: allocations inherited from
+ * another thread's range, and ranges that never closed. */
+static void print_phase_notes(FILE *f, struct summary *s, struct phase **ps, size_t n)
+{
+	char b1[32];
+	uint64_t ia = 0, ib = 0;
+	for (size_t i = 0; i < n; i++)
+		ia += ps[i]->inherited_allocs, ib += ps[i]->inherited_bytes;
+	if (ia)
+		fprintf(f,
+			"  (%" PRIu64 " allocation%s, %s, made on threads with no range open "
+			"(PyTorch's autograd thread...) took the innermost range open in the "
+			"process; `--json` counts them as \"inherited\")\n",
+			ia, ia == 1 ? "" : "s", fmt_size(b1, ib));
+	const struct phase_tracker *pt = &s->phases;
+	if (!pt->nunclosed)
+		return;
+	fprintf(f,
+		"  %sstill open at the end of the trace%s (never popped or ended: lost, or the "
+		"program ended inside it); each keeps its own thread's later events, and no other "
+		"thread inherits it:\n",
+		cli_paint(f, C_WARN), cli_paint(f, C_RESET));
+	for (size_t i = 0; i < pt->nunclosed && i < 8; i++) {
+		const struct trace_range *r = pt->unclosed[i].r;
+		char ts[32];
+		fprintf(f, "    %s  opened at %s s on thread %" PRIu64 "\n",
+			pt->unclosed[i].ph ? pt->unclosed[i].ph->name : r->text,
+			fmt_reltime(ts, summary_rel(s, r->time_ns)), (uint64_t)r->tid);
+	}
+	if (pt->nunclosed > 8)
+		fprintf(f, "    (%zu more: `summary --json` lists them)\n", pt->nunclosed - 8);
+}
+
 static void print_phases(FILE *f, struct summary *s)
 {
 	char b1[32], b2[32], b3[32], b4[32], nb[PHASE_COL_MAX + 1];
@@ -477,19 +501,18 @@ static void print_phases(FILE *f, struct summary *s)
 			width = len > PHASE_COL_MAX ? PHASE_COL_MAX : (int)len;
 	}
 	fprintf(f,
-		"\nphases (device memory; an event's phase is the innermost range open on its "
-		"thread)\n  %-*s %8s %11s %11s %12s %15s\n",
-		width, "phase", "allocs", "allocated", "freed", "net change", "peak while open");
+		"\nphases (device memory; an allocation's phase is the innermost range open on its "
+		"thread, else in the process; \"freed\" and \"still live\": of the phase's own "
+		"allocations)\n  %-*s %8s %11s %11s %11s %15s\n",
+		width, "phase", "allocs", "allocated", "freed", "still live", "peak while open");
 	for (size_t i = 0; i < n; i++) {
 		const struct phase *ph = ps[i];
 		if (!keep[i])
 			continue;
-		int64_t net = (int64_t)(ph->bytes_allocated - ph->bytes_freed);
-		snprintf(b3, sizeof(b3), "%s", net < 0 ? "-" : "+");
-		fmt_size(b3 + 1, net < 0 ? -(uint64_t)net : (uint64_t)net);
-		fprintf(f, "  %-*s %8" PRIu64 " %11s %11s %12s %15s\n", width,
+		fprintf(f, "  %-*s %8" PRIu64 " %11s %11s %11s %15s\n", width,
 			fit_name(nb, sizeof nb, ph->name, width), ph->allocs,
-			fmt_size(b1, ph->bytes_allocated), fmt_size(b2, ph->bytes_freed), b3,
+			fmt_size(b1, ph->bytes_allocated), fmt_size(b2, ph->bytes_freed),
+			fmt_size(b3, ph->bytes_allocated - ph->bytes_freed),
 			fmt_size(b4, ph->peak));
 	}
 	if (kept < n && moved_hidden)
@@ -503,6 +526,7 @@ static void print_phases(FILE *f, struct summary *s)
 			"every phase, `top --by range` ranks them)\n",
 			n - kept);
 	free(keep);
+	print_phase_notes(f, s, ps, n);
 	if (s->phases.unmatched_pops || s->phases.unmatched_ends)
 		fprintf(f, "  (%" PRIu64 " pops and %" PRIu64 " ends matched no open range)\n",
 			s->phases.unmatched_pops, s->phases.unmatched_ends);
@@ -539,13 +563,13 @@ static void print_devices(FILE *f, const struct summary *s)
 	fprintf(
 	    f,
 	    "\ndevice memory (cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate on a device)\n");
-	fprintf(f, "  %-4s %-28s %10s %10s %16s %12s %8s\n", "dev", "name", "total", "peak",
-		"peak at (s)", "live at end", "allocs");
+	fprintf(f, "  %-4s %-28s %10s %10s %16s %12s %13s\n", "dev", "name", "total", "peak",
+		"peak at (s)", "live at end", "live allocs");
 	if (!s->ndevs)
 		fprintf(f, "  (no devices)\n");
 	for (size_t i = 0; i < s->ndevs; i++) {
 		const struct dev_info *d = &s->devs[i];
-		fprintf(f, "  %-4" PRId64 " %-28.28s %10s %10s %16s %12s %8" PRIu64 "\n",
+		fprintf(f, "  %-4" PRId64 " %-28.28s %10s %10s %16s %12s %13" PRIu64 "\n",
 			d->ordinal, d->name[0] ? d->name : "?",
 			d->total ? fmt_size(b1, d->total) : "?", fmt_size(b2, d->lv.peak),
 			d->lv.peak_seq ? fmt_reltime(b3, summary_rel(s, d->lv.peak_time_ns)) + 1
@@ -576,13 +600,13 @@ static void print_other_memory(FILE *f, const struct summary *s)
 		other |= s->rp.buckets[b].peak > 0 || s->rp.buckets[b].count > 0;
 	if (!other)
 		return;
-	fprintf(f, "\nother memory\n  %-20s %10s %16s %12s %8s\n", "kind", "peak", "peak at (s)",
-		"live at end", "allocs");
+	fprintf(f, "\nother memory\n  %-20s %10s %16s %12s %13s\n", "kind", "peak", "peak at (s)",
+		"live at end", "live allocs");
 	for (int b = BK_MANAGED; b < BK_COUNT; b++) {
 		const struct rp_level *lv = &s->rp.buckets[b];
 		if (!lv->peak && !lv->count && !lv->peak_seq)
 			continue;
-		fprintf(f, "  %-20s %10s %16s %12s %8" PRIu64 "\n", bucket_label[b],
+		fprintf(f, "  %-20s %10s %16s %12s %13" PRIu64 "\n", bucket_label[b],
 			fmt_size(b1, lv->peak),
 			lv->peak_seq ? fmt_reltime(b3, summary_rel(s, lv->peak_time_ns)) + 1 : "-",
 			fmt_size(b2, lv->bytes), lv->count);
@@ -745,6 +769,7 @@ static int summarize(struct summary *s, const char *path, const struct site_opts
 		s->has_phases = true;
 		struct replay rp2;
 		replay_init(&rp2);
+		phase_attach(&s->phases, &rp2);
 		rc = trace_replay(&s->t, &rp2, on_phase_event, s);
 		replay_free(&rp2);
 		if (rc >= 0)
@@ -832,16 +857,16 @@ static int summary_many(const char *const *paths, int n, bool json, const struct
 	} else {
 		char b1[32], b2[32], b3[32], lb[64];
 		fprintf(f, "%d traces (one per process)\n\n", n);
-		fprintf(f, "  %-3s %-24s %10s %12s %12s %8s %8s  %s\n", "#", "process", "peak",
-			"peak at", "live at end", "allocs", "failed", "trace");
+		fprintf(f, "  %-3s %-24s %10s %12s %12s %13s %8s  %s\n", "#", "process", "peak",
+			"peak at", "live at end", "live allocs", "failed", "trace");
 		for (int i = 0; i < n; i++)
 			fprintf(
-			    f, "  %-3d %-24.24s %10s %12s %12s %8" PRIu64 " %8" PRIu64 "  %s%s\n",
+			    f, "  %-3d %-24.24s %10s %12s %12s %13" PRIu64 " %8" PRIu64 "  %s%s\n",
 			    i, trace_label(ts[i], lb, sizeof(lb)), fmt_size(b1, rows[i].peak),
 			    rows[i].peak ? trace_fmt_time(b2, rows[i].peak_time) : "-",
 			    fmt_size(b3, rows[i].live_end), rows[i].allocs_end, rows[i].failures,
 			    all[i].path, rows[i].complete ? "" : " (INCOMPLETE)");
-		fprintf(f, "  %-3s %-24s %10s %12s %12s %8" PRIu64 " %8" PRIu64 "\n", "", "total",
+		fprintf(f, "  %-3s %-24s %10s %12s %12s %13" PRIu64 " %8" PRIu64 "\n", "", "total",
 			fmt_size(b1, tot.peak), "", fmt_size(b3, tot.live_end), tot.allocs_end,
 			tot.failures);
 		fputs("\n(the total of the peaks: the processes may not have peaked at once)\n"

@@ -43,8 +43,7 @@ void rb_human_head(FILE *f, struct trace *t)
 	if (t->command && t->command[0])
 		fprintf(f, ": %s", t->command);
 	fputc('\n', f);
-	fprintf(f, "  %" PRIu64 " events over %s", t->events,
-		rb_dur(b, t->events ? trace_rel(t, t->last_time_ns) : 0));
+	fprintf(f, "  %" PRIu64 " events over %s", t->events, rb_dur(b, trace_duration_ns(t)));
 	if (t->lost)
 		fprintf(f, ", %" PRIu64 " LOST: the figures below undercount", t->lost);
 	fputc('\n', f);
@@ -65,7 +64,7 @@ void rb_json_head(FILE *f, struct trace *t)
 		", \"lost_events\": %" PRIu64 ", \"duration_ns\": %" PRId64,
 		t->complete ? "true" : "false", t->info.stop == GMT_STOP_TORN ? "true" : "false",
 		t->info.stop == GMT_STOP_CORRUPT ? "true" : "false", t->events, t->lost,
-		t->events ? trace_rel(t, t->last_time_ns) : (int64_t)0);
+		trace_duration_ns(t));
 	if (t->info.damage) {
 		char why[256];
 		fputs(", \"damaged\": ", f);
@@ -141,6 +140,14 @@ int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc
 		return rc;
 	}
 	rc = rb_open_all(argv[0], o, ts);
+	if (rc < 0) {
+		rc = rb_check_device(argv[0], o, *ts);
+		if (rc >= 0) {
+			for (int i = 0; i < o->npaths; i++)
+				trace_close(&(*ts)[i]);
+			free(*ts);
+		}
+	}
 	if (rc >= 0)
 		free(o->paths);
 	return rc;

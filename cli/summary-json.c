@@ -167,12 +167,34 @@ static void json_phases(FILE *f, struct summary *s)
 		fprintf(f,
 			", \"allocations\": %" PRIu64 ", \"bytes_allocated\": %" PRIu64
 			", \"frees\": %" PRIu64 ", \"bytes_freed\": %" PRIu64
-			", \"net_bytes\": %" PRId64 ", \"peak_bytes\": %" PRIu64 "}",
+			", \"net_bytes\": %" PRId64 ", \"peak_bytes\": %" PRIu64
+			", \"inherited_allocations\": %" PRIu64 ", \"inherited_bytes\": %" PRIu64
+			"}",
 			ps[i]->allocs, ps[i]->bytes_allocated, ps[i]->frees, ps[i]->bytes_freed,
-			(int64_t)(ps[i]->bytes_allocated - ps[i]->bytes_freed), ps[i]->peak);
+			(int64_t)(ps[i]->bytes_allocated - ps[i]->bytes_freed), ps[i]->peak,
+			ps[i]->inherited_allocs, ps[i]->inherited_bytes);
 	}
 	fputc(']', f);
 	free(ps);
+}
+
+/* Ranges never closed in the trace (phase.h): each one's phase and opening. */
+static void json_unclosed(FILE *f, struct summary *s)
+{
+	const struct phase_tracker *pt = &s->phases;
+	if (!s->has_phases) {
+		fputs("null", f);
+		return;
+	}
+	fputc('[', f);
+	for (size_t i = 0; i < pt->nunclosed; i++) {
+		const struct trace_range *r = pt->unclosed[i].r;
+		fprintf(f, "%s{\"name\": ", i ? ", " : "");
+		json_cstr0(f, pt->unclosed[i].ph ? pt->unclosed[i].ph->name : r->text);
+		fprintf(f, ", \"time_ns\": %" PRId64 ", \"tid\": %" PRIu64 "}",
+			summary_rel(s, r->time_ns), (uint64_t)r->tid);
+	}
+	fputc(']', f);
 }
 
 /* The trailer and the tracer's notes, each only when there is one. */
@@ -217,6 +239,8 @@ void summary_print_json(struct summary *s, const struct gmt_read_info *in)
 		fputs("null", f);
 	fputs(",\n \"phases\": ", f);
 	json_phases(f, s);
+	fputs(",\n \"phases_open_at_end\": ", f);
+	json_unclosed(f, s);
 	json_tail(f, s);
 	fputs("}", f);
 }

@@ -101,8 +101,10 @@ _gpumemtrace() {
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--by) COMPREPLY=($(compgen -W "kind library" -- "$cur")); return ;;
 		--device) COMPREPLY=(); return ;;
+		--from) COMPREPLY=(); return ;;
+		--to) COMPREPLY=(); return ;;
 		esac
-		opts="--output -o --by --device --help" ;;
+		opts="--output -o --by --device --from --to --help" ;;
 	flamegraph)
 		case $prev in
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;

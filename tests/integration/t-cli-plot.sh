@@ -35,6 +35,49 @@ expect_eq "no such device" "$rc" 2
 rc=0; "$GMT_CLI" plot missing.gmt >/dev/null 2>&1 || rc=$?
 expect_eq "missing trace" "$rc" 3
 "$GMT_CLI" plot --help | grep -q "^examples:" || fail "help has no examples"
+# The time axis spans the activity: a 100 s trace whose allocations sit
+# between +50 s and +51 s shows +49.980 s to +51.020 s (2% around), not 0 to
+# 100 s; --from/--to choose the window (the peak at +50.5 s is outside
+# 10..20 s: no peak mark); a bad or empty window is a usage error.
+S=1000000000
+"$BUILD/tests/unit-tools/mktrace" idle.gmt <<T
+header start_mono=0 pid=71
+device ord=0 name=sim total=0x40000000
+events tid=1
+ev api=cudaMalloc t=$((50 * S)) ptr=0x1000 size=0x100000 dev=0
+ev api=cudaMalloc t=$((50 * S + S / 2)) ptr=0x200000 size=0x200000 dev=0
+ev api=cudaFree t=$((51 * S)) ptr=0x200000
+trailer t=$((100 * S))
+T
+"$GMT_CLI" plot idle.gmt -o idle.svg || fail "plot idle"
+python3 - idle.svg <<'PY' || fail "activity window"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+texts = {e.get("id"): "".join(e.itertext()) for e in root.iter() if e.get("id")}
+assert texts["window"] == "showing +49.980 s to +51.020 s of a 1m40.0s trace (the activity; --from/--to choose)", texts["window"]
+ticks = ["".join(e.itertext()) for e in root.iter() if e.get("class") == "xtick"]
+assert ticks and all(49.9 < float(t.split()[0]) < 51.1 for t in ticks), ticks
+assert "peak" in texts, "peak mark"
+PY
+"$GMT_CLI" plot --from 10 --to 20s idle.gmt -o w.svg || fail "plot --from/--to"
+python3 - w.svg <<'PY' || fail "chosen window"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+texts = {e.get("id"): "".join(e.itertext()) for e in root.iter() if e.get("id")}
+assert texts["window"] == "showing +10.000 s to +20.000 s of a 1m40.0s trace (--from/--to)", texts["window"]
+ticks = ["".join(e.itertext()) for e in root.iter() if e.get("class") == "xtick"]
+assert ticks[0] == "10 s" and ticks[-1] == "20 s", ticks
+assert "peak" not in texts, "the peak is outside the window"
+PY
+"$GMT_CLI" plot --from 50500ms idle.gmt -o w2.svg || fail "plot --from alone"
+grep -q 'showing +50.500 s to +51.020 s' w2.svg || fail "--from alone: $(grep -o 'showing[^<]*' w2.svg)"
+for bad in "--from abc" "--from 30 --to 20" "--to -1"; do
+	rc=0
+	# shellcheck disable=SC2086
+	"$GMT_CLI" plot $bad idle.gmt >/dev/null 2>err.txt || rc=$?
+	expect_eq "plot $bad" "$rc" 2
+	[ "$(wc -l <err.txt)" -eq 1 ] || fail "plot $bad: $(cat err.txt)"
+done
 if command -v rsvg-convert >/dev/null; then
 	rsvg-convert m.svg -o m.png || fail "rsvg-convert failed"
 	[ "$(head -c 8 m.png | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "not a PNG"

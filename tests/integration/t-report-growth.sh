@@ -119,9 +119,12 @@ expect_eq multi.max "$(json m.json '(d["totals"]["imbalance"]["max"], d["totals"
 grep -q 'peaks per process' m.txt || fail "no per-process table: $(cat m.txt)"
 grep -q 'max/min' m.txt || fail "no imbalance: $(cat m.txt)"
 
-# ---- --device selects one device ----
-"$GMT_CLI" growth --json --device 3 ladder.gmt >dv.json || fail "growth --device"
-expect_eq device.sel "$(json dv.json '[(x["index"], x["peak_bytes"]) for x in d["traces"][0]["devices"]]')" "[(3, 0)]"
+# ---- --device selects one device; one the trace lacks is exit 2 ----
+"$GMT_CLI" growth --json --device 0 ladder.gmt >dv.json || fail "growth --device"
+expect_eq device.sel "$(json dv.json '[x["index"] for x in d["traces"][0]["devices"]]')" "[0]"
+rc=0
+"$GMT_CLI" growth --json --device 3 ladder.gmt >dv.json 2>err || rc=$?
+expect_eq device.absent "$rc $(wc -l <err)" "2 1"
 
 # ---- an incomplete trace says so ----
 printf 'header start_mono=1\nev api=cudaMalloc t=5 ptr=0x1000 size=4096 dev=0\n' | "$MKTRACE" torn.gmt

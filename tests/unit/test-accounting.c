@@ -57,6 +57,51 @@ static const char *write_trace(void)
 	return path;
 }
 
+/* The peak's plateau. Device 0: a loop that returns to its peak of 100 MiB
+ * (t2000, t4000, and 97 MiB at t6000: within 5%), down to 0 between; its
+ * plateau ends at the last drop, t7000. The sample at t3500, in a dip
+ * between two returns, speaks for the peak; t7500's, after the plateau,
+ * does not (though higher). Device 1: 50 MiB at t2000, freed at t2500 for
+ * good: its one sample (t3500) is after, so the peak is unsampled. */
+static const uint8_t uuid1[16] = {0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
+				  0x29, 0x2a, 0x2b, 0x2c, 0x2d, 0x2e, 0x2f, 0x20};
+
+static void add_on(struct tb *b, int64_t dev, uint64_t t, uint32_t api, uint64_t ptr, uint64_t size)
+{
+	struct tb_event e = {.time_ns = t, .api = api, .device = dev, .ptr = ptr, .size = size};
+	tb_event(b, &e);
+}
+
+static const char *write_plateau(void)
+{
+	struct tb *b = tb_new(NULL);
+	tb_device(b, 0, "GPU 0", uuid, 16, 80ull << 30, 9, 0, 12040);
+	tb_device(b, 1, "GPU 1", uuid1, 16, 80ull << 30, 9, 0, 12040);
+	tb_events_begin(b, 1, 2000);
+	add_on(b, 0, 2000, GMT_API_cudaMalloc, 0x1000, 100 * MiB);
+	add_on(b, 1, 2000, GMT_API_cudaMalloc, 0x9000, 50 * MiB);
+	add_on(b, 1, 2500, GMT_API_cudaFree, 0x9000, 0);
+	add_on(b, 0, 3000, GMT_API_cudaFree, 0x1000, 0);
+	add_on(b, 0, 4000, GMT_API_cudaMalloc, 0x1000, 100 * MiB);
+	add_on(b, 0, 5000, GMT_API_cudaFree, 0x1000, 0);
+	add_on(b, 0, 6000, GMT_API_cudaMalloc, 0x1000, 97 * MiB);
+	add_on(b, 0, 7000, GMT_API_cudaFree, 0x1000, 0);
+	add_on(b, 0, 8000, GMT_API_cudaMalloc, 0x2000, 10 * MiB);
+	tb_events_end(b);
+	tb_sample(b, 3500, 0, uuid, 16, 900 * MiB, 80ull << 30, GMT_SAMPLE_PROCESS_KNOWN, 300 * MiB,
+		  GMT_SAMPLE_WHY_PERIODIC);
+	tb_sample(b, 3500, 1, uuid1, 16, 900 * MiB, 80ull << 30, GMT_SAMPLE_PROCESS_KNOWN,
+		  200 * MiB, GMT_SAMPLE_WHY_PERIODIC);
+	tb_sample(b, 7500, 0, uuid, 16, 900 * MiB, 80ull << 30, GMT_SAMPLE_PROCESS_KNOWN, 400 * MiB,
+		  GMT_SAMPLE_WHY_PERIODIC);
+	tb_trailer(b, 9000, 9, 0, 0, GMT_END_EXIT);
+	const char *path = trace_file(b, "plateau.gmt");
+	tb_free(b);
+	return path;
+}
+
+static void plateau(void);
+
 #define EQ(what, got, want)                                                                        \
 	CHECK((uint64_t)(got) == (uint64_t)(want), "%s: %" PRIu64 ", want %" PRIu64, what,         \
 	      (uint64_t)(got), (uint64_t)(want))
@@ -133,6 +178,30 @@ int main(void)
 	acct_free(&a);
 	CHECK(trace_finish(&t) == 0, "trace_finish");
 	trace_close(&t);
+	plateau();
 	puts(failures ? "FAIL" : "PASS");
 	return failures ? 1 : 0;
+}
+
+static void plateau(void)
+{
+	const char *path = write_plateau();
+	struct trace t;
+	CHECK(trace_open(&t, "accounting", path) == -1, "trace_open plateau");
+	struct acct a;
+	CHECK(acct_compute(&a, &t) == -1, "acct_compute plateau");
+	CHECK(a.ndevs == 2, "%zu devices, want 2", a.ndevs);
+	if (a.ndevs == 2) {
+		const struct acct_moment *p0 = &a.devs[0].peak, *p1 = &a.devs[1].peak;
+		EQ("plateau: peak time", p0->time_ns, 2000);
+		EQ("plateau: until", p0->until_ns, 7000);
+		CHECK(!p0->unsampled && p0->nvml, "plateau: device 0 sampled at its peak");
+		EQ("plateau: sample time", p0->sample_time_ns, 3500);
+		EQ("plateau: smi", p0->smi, 300 * MiB);
+		EQ("device 1: until", p1->until_ns, 2500);
+		CHECK(p1->unsampled && !p1->nvml, "device 1: its peak unsampled");
+	}
+	acct_free(&a);
+	trace_finish(&t);
+	trace_close(&t);
 }

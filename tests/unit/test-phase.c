@@ -35,6 +35,13 @@ static struct trace_range ranges[] = {
 
 static struct phase_tracker pt;
 
+static void expect_inherited(uint64_t tid, bool want)
+{
+	bool got;
+	phase_lookup(&pt, tid, &got);
+	CHECK(got == want, "thread %" PRIu64 ": inherited %d, want %d", tid, got, want);
+}
+
 /* The phase of thread tid after the ranges up to time t. */
 static void expect(uint64_t t, uint64_t tid, const char *want)
 {
@@ -60,6 +67,85 @@ static uint64_t peak_of(const char *name)
 	return ph ? ph->peak : UINT64_MAX;
 }
 
+/* A training step as PyTorch makes it: the main thread (1) opens step,
+ * forward, backward; the autograd thread (9) opens none and frees forward's
+ * activations. Three steps. A phase is charged what its allocations hold:
+ * forward allocates 100 + 50 per step and frees 50 itself; thread 9 frees
+ * the 100 in backward, charged back to forward; backward (inherited)
+ * allocates 30 and frees it. So forward: 6 allocs, 450 allocated, 450 freed;
+ * backward: 3 allocs, 90, 90, all inherited. Charged by phase instead of by
+ * allocation, forward would net +300 and backward -300: sums over steps
+ * that grow with the run's length and can pass the device's size. */
+static struct trace_range step_ranges[] = {
+    R(10, 1, PUSH, 0, "step"),	    R(20, 1, PUSH, 0, "forward"),  R(40, 1, POP, 0, ""),
+    R(50, 1, PUSH, 0, "backward"),  R(80, 1, POP, 0, ""),	   R(90, 1, POP, 0, ""),
+    R(110, 1, PUSH, 0, "step"),	    R(120, 1, PUSH, 0, "forward"), R(140, 1, POP, 0, ""),
+    R(150, 1, PUSH, 0, "backward"), R(180, 1, POP, 0, ""),	   R(190, 1, POP, 0, ""),
+    R(210, 1, PUSH, 0, "step"),	    R(220, 1, PUSH, 0, "forward"), R(240, 1, POP, 0, ""),
+    R(250, 1, PUSH, 0, "backward"), R(280, 1, POP, 0, ""),	   R(290, 1, POP, 0, ""),
+};
+
+static void charge_by_allocation(void)
+{
+	struct trace t;
+	memset(&t, 0, sizeof(t));
+	t.ranges = step_ranges;
+	t.nranges = sizeof(step_ranges) / sizeof(step_ranges[0]);
+	phase_init(&pt, &t);
+	struct replay rp;
+	replay_init(&rp);
+	phase_attach(&pt, &rp);
+	for (uint64_t base = 0; base < 300; base += 100) {
+		struct gmt_event e[] = {
+		    {.api = GMT_API_cudaMalloc,
+		     .tid = 1,
+		     .time_ns = base + 30,
+		     .ptr = 0x100,
+		     .size = 100},
+		    {.api = GMT_API_cudaMalloc,
+		     .tid = 1,
+		     .time_ns = base + 32,
+		     .ptr = 0x200,
+		     .size = 50},
+		    {.api = GMT_API_cudaFree, .tid = 1, .time_ns = base + 35, .ptr = 0x200},
+		    {.api = GMT_API_cudaFree, .tid = 9, .time_ns = base + 60, .ptr = 0x100},
+		    {.api = GMT_API_cudaMalloc,
+		     .tid = 9,
+		     .time_ns = base + 65,
+		     .ptr = 0x300,
+		     .size = 30},
+		    {.api = GMT_API_cudaFree, .tid = 9, .time_ns = base + 70, .ptr = 0x300},
+		};
+		for (size_t i = 0; i < sizeof(e) / sizeof(e[0]); i++) {
+			replay_apply(&rp, &e[i]);
+			phase_advance(&pt, e[i].time_ns, phase_device_bytes(&rp));
+			phase_charge(&pt, e[i].tid);
+		}
+	}
+	/* after the last step, kept to the end: (no phase) still holds 70 */
+	struct gmt_event kept = {
+	    .api = GMT_API_cudaMalloc, .tid = 1, .time_ns = 300, .ptr = 0x400, .size = 70};
+	replay_apply(&rp, &kept);
+	phase_advance(&pt, kept.time_ns, phase_device_bytes(&rp));
+	phase_charge(&pt, kept.tid);
+	CHECK(pt.none->bytes_allocated == 70 && pt.none->bytes_freed == 0,
+	      "no phase: %" PRIu64 " allocated, %" PRIu64 " freed", pt.none->bytes_allocated,
+	      pt.none->bytes_freed);
+	struct phase *fw = named("step/forward"), *bw = named("step/backward");
+	CHECK(fw && fw->allocs == 6 && fw->bytes_allocated == 450 && fw->bytes_freed == 450,
+	      "forward: %" PRIu64 " allocs, %" PRIu64 " allocated, %" PRIu64 " freed",
+	      fw ? fw->allocs : 0, fw ? fw->bytes_allocated : 0, fw ? fw->bytes_freed : 0);
+	CHECK(bw && bw->allocs == 3 && bw->bytes_allocated == 90 && bw->bytes_freed == 90 &&
+		  bw->inherited_allocs == 3 && bw->inherited_bytes == 90,
+	      "backward: %" PRIu64 " allocs, %" PRIu64 " allocated, %" PRIu64 " freed, %" PRIu64
+	      " inherited",
+	      bw ? bw->allocs : 0, bw ? bw->bytes_allocated : 0, bw ? bw->bytes_freed : 0,
+	      bw ? bw->inherited_allocs : 0);
+	CHECK(pt.nunclosed == 0, "every range closes: %zu unclosed", pt.nunclosed);
+	replay_free(&rp);
+	phase_free(&pt);
+}
+
 int main(void)
 {
 	struct trace t;
@@ -72,7 +158,9 @@ int main(void)
 	expect(5, 1, PHASE_NONE);
 	phase_advance(&pt, 10, 100); /* at its time: applies; opens at 100 */
 	expect(10, 1, "train_step");
-	expect(10, 2, PHASE_NONE); /* PUSH ranges are per thread */
+	expect(10, 2, "train_step"); /* no range of its own: the process's innermost */
+	expect_inherited(2, true);
+	expect_inherited(1, false);
 	phase_advance(&pt, 25, 150);
 	expect(25, 1, "train_step/forward");
 	phase_note_live(&pt, 500); /* both open: both 500 */
@@ -97,12 +185,20 @@ int main(void)
 	expect(90, 1, "train_step");
 	phase_note_live(&pt, 700); /* train_step 700; the closed ones keep theirs */
 	phase_advance(&pt, 110, 10);
-	expect(110, 5, "save"); /* the most recently started */
+	expect(110, 5, "save");	    /* the most recently started */
+	expect_inherited(5, false); /* START ranges are the process's own */
 	expect(110, 1, "train_step");
+	expect(110, 9, "save");	    /* not train_step: it is never popped */
 	phase_advance(&pt, 120, 0); /* eval ends, under save */
 	expect(120, 5, "save");
 	phase_advance(&pt, 1000, 0);
+	/* train_step (90) is open to the end: its thread keeps it, no other
+	 * thread inherits it */
 	expect(1000, 5, PHASE_NONE);
+	expect(1000, 1, "train_step");
+	CHECK(pt.nunclosed == 1 && pt.unclosed[0].r == &ranges[9] &&
+		  pt.unclosed[0].ph == named("train_step"),
+	      "unclosed: %zu, want the train_step at 90", pt.nunclosed);
 	CHECK(pt.unmatched_pops == 1 && pt.unmatched_ends == 1, "unmatched: %" PRIu64 " %" PRIu64,
 	      pt.unmatched_pops, pt.unmatched_ends);
 
@@ -147,6 +243,7 @@ int main(void)
 	replay_free(&rp);
 
 	phase_free(&pt);
+	charge_by_allocation();
 	puts(failures ? "FAIL" : "PASS");
 	return failures ? 1 : 0;
 }

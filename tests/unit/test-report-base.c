@@ -60,6 +60,13 @@ static void traces(void)
 	CHECK(rb_open_all("growth", &o, &ts) == -1, "two traces opened");
 	CHECK(rb_dev_total(&ts[0], 0) == 85899345920ull, "device 0's total");
 	CHECK(rb_dev_total(&ts[0], 5) == 0, "an unknown device: 0");
+	/* --device: 0 is in both traces; 5 in neither (one error line, exit 2) */
+	o.has_device = true;
+	o.device = 0;
+	CHECK(rb_check_device("growth", &o, ts) == -1, "--device 0: fine");
+	o.device = 5;
+	CHECK(rb_check_device("growth", &o, ts) == EXIT_USAGE, "--device 5: a usage error");
+	o.has_device = false;
 	char b[64];
 	expect_str("no stack", rb_site(&ts[0], 0, b, sizeof(b)), "(no stack)");
 
@@ -68,11 +75,12 @@ static void traces(void)
 	FILE *f = open_memstream(&text, &len);
 	rb_human_head(f, &ts[0]);
 	fclose(f);
-	/* 2 events from 2000 to 2501000, 1000 after the start */
+	/* the trace's duration, as summary's: the trailer at 3000000, 1000 after
+	 * the start (the events end at 2501000) */
 	char want[512];
 	snprintf(want, sizeof(want),
 		 "trace %s (pid 4242, complete): python3 train.py\n"
-		 "  2 events over 2.5 ms, 3 LOST: the figures below undercount\n",
+		 "  2 events over 3.0 ms, 3 LOST: the figures below undercount\n",
 		 path);
 	expect_str("human head", text, want);
 	free(text);
@@ -83,7 +91,7 @@ static void traces(void)
 	    want, sizeof(want),
 	    "\"path\": \"%s\", \"pid\": 4242, \"command\": \"python3 train.py\", \"complete\": "
 	    "true, \"torn_tail\": false, \"corrupt\": false, \"events\": 2, \"lost_events\": 3, "
-	    "\"duration_ns\": 2500000",
+	    "\"duration_ns\": 2999000",
 	    path);
 	expect_str("json head", text, want);
 	free(text);
