@@ -440,17 +440,18 @@ static void print_phase_notes(FILE *f, struct summary *s, struct phase **ps, siz
 	if (ia)
 		fprintf(f,
 			"  (%" PRIu64 " allocation%s, %s, made on threads with no range open "
-			"(PyTorch's autograd thread...) took the innermost range open in the "
+			"(PyTorch's autograd thread...)\n   took the innermost range open in the "
 			"process; `--json` counts them as \"inherited\")\n",
 			ia, ia == 1 ? "" : "s", fmt_size(b1, ib));
 	const struct phase_tracker *pt = &s->phases;
 	if (!pt->nunclosed)
 		return;
-	fprintf(f,
-		"  %sstill open at the end of the trace%s (never popped or ended: lost, or the "
-		"program ended inside it); each keeps its own thread's later events, and no other "
-		"thread inherits it:\n",
-		cli_paint(f, C_WARN), cli_paint(f, C_RESET));
+	fprintf(
+	    f,
+	    "  %sstill open at the end of the trace%s (never popped or ended: lost, or the "
+	    "program ended inside it);\n   each keeps its own thread's later events, and no other "
+	    "thread inherits it:\n",
+	    cli_paint(f, C_WARN), cli_paint(f, C_RESET));
 	for (size_t i = 0; i < pt->nunclosed && i < 8; i++) {
 		const struct trace_range *r = pt->unclosed[i].r;
 		char ts[32];
@@ -500,11 +501,12 @@ static void print_phases(FILE *f, struct summary *s)
 		if (keep[i] && len > (size_t)width)
 			width = len > PHASE_COL_MAX ? PHASE_COL_MAX : (int)len;
 	}
-	fprintf(f,
-		"\nphases (device memory; an allocation's phase is the innermost range open on its "
-		"thread, else in the process; \"freed\" and \"still live\": of the phase's own "
-		"allocations)\n  %-*s %8s %11s %11s %11s %15s\n",
-		width, "phase", "allocs", "allocated", "freed", "still live", "peak while open");
+	fprintf(
+	    f,
+	    "\nphases (device memory; an allocation's phase is the innermost range open on its "
+	    "thread, else in the process;\n  \"freed\" and \"still live\" count the phase's own "
+	    "allocations)\n  %-*s %8s %11s %11s %11s %15s\n",
+	    width, "phase", "allocs", "allocated", "freed", "still live", "peak while open");
 	for (size_t i = 0; i < n; i++) {
 		const struct phase *ph = ps[i];
 		if (!keep[i])
