@@ -337,6 +337,16 @@ void torch_init(struct torch_alloc *a)
 	size_t free_b;
 	cudaFree(NULL); /* lazy init: the context */
 	cudaMemGetInfo(&free_b, &a->total);
+	if (a->backend == ASYNC) { /* §1.6: the pool keeps everything it is given back */
+		cudaMemPool_t pool;
+		cuuint64_t max = UINT64_MAX;
+		int one = 1;
+		cudaDeviceGetDefaultMemPool(&pool, 0);
+		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &max);
+		cudaMemPoolSetAttribute(pool, cudaMemPoolReuseFollowEventDependencies, &one);
+		cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &one);
+		cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &one);
+	}
 	if (a->backend != EXPANDABLE)
 		return;
 	enum cudaDriverEntryPointQueryResult q;
