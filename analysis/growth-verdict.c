@@ -1,0 +1,309 @@
+/* growth's verdict: leak, no leak, or undetermined (see growth.h).
+ *
+ * The rules, on the rises of a level over positions (iterations, or ns):
+ *  - rises closer than `merge` make one step (a warm-up's burst, a segment
+ *    and its neighbour);
+ *  - a ramp: the last step spans min_steady positions or more and runs to
+ *    the end (within merge): a leak, its rate over the ramp's second half
+ *    (so a warm-up at its start does not count);
+ *  - a staircase: the last 3 or 4 steps start at regular intervals (the
+ *    longest at most twice the shortest), span min_steady positions or
+ *    more, and the run ended within two intervals of the last: a leak, its
+ *    rate from the first of those steps to the last;
+ *  - else no leak when the level stayed flat for min_steady positions at
+ *    the end (and two intervals, after a staircase): growth stopped and a
+ *    steady state followed, however late;
+ *  - else undetermined: the run ended too soon after the last rise. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/growth.h"
+#include "analysis/report-base.h"
+#include "reader/xalloc.h"
+
+#define MERGE_ITERS	   2  /* rises within 2 iterations are one step */
+#define STEADY_ITERS	   8  /* 8 iterations without a rise: a steady state */
+#define MERGE_RUN_PERCENT  2  /* without iterations: 2% of the run */
+#define STEADY_RUN_PERCENT 10 /* and 10% of it */
+
+struct cluster {
+	uint64_t start, end;
+	size_t last; /* index of its last rise */
+};
+
+static void leak(struct growth_verdict *v, enum growth_shape shape, uint64_t fx, uint64_t fl,
+		 uint64_t tx, uint64_t tl)
+{
+	v->kind = GV_LEAK;
+	v->shape = shape;
+	v->from_x = fx;
+	v->from_level = fl;
+	v->to_x = tx;
+	v->to_level = tl;
+	v->rate = tx > fx ? (double)(tl - fl) / (double)(tx - fx) : 0;
+}
+
+void growth_decide(const struct growth_series *s, struct growth_verdict *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->level = s->n ? s->rises[s->n - 1].level : s->base;
+	v->last_rise = s->x0;
+	v->steady = s->xend - s->x0;
+	v->shape = GV_FLAT;
+	if (!s->n) {
+		v->kind = v->steady >= s->min_steady ? GV_NO_LEAK : GV_UNDETERMINED;
+		return;
+	}
+	struct cluster c[4]; /* the last four steps, c[k % 4] */
+	size_t k = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t x = s->rises[i].x;
+		if (k && x - c[(k - 1) % 4].end <= s->merge) {
+			c[(k - 1) % 4].end = x;
+			c[(k - 1) % 4].last = i;
+		} else {
+			c[k++ % 4] = (struct cluster){x, x, i};
+		}
+	}
+	const struct cluster *cl = &c[(k - 1) % 4];
+	v->steps = k;
+	v->last_rise = cl->end;
+	v->steady = s->xend - cl->end;
+	if (cl->end - cl->start >= s->min_steady && v->steady <= s->merge) {
+		size_t first = cl->last;
+		while (first > 0 && s->rises[first - 1].x >= cl->start)
+			first--;
+		uint64_t mid = cl->start + (cl->end - cl->start) / 2;
+		size_t j = first;
+		while (j < cl->last && s->rises[j + 1].x <= mid)
+			j++;
+		leak(v, GV_RAMP, s->rises[j].x, s->rises[j].level, cl->end, v->level);
+		v->start_x = cl->start;
+		return;
+	}
+	size_t m = k < 4 ? k : 4;
+	if (m >= 3) {
+		const struct cluster *f = &c[(k - m) % 4];
+		uint64_t gmin = UINT64_MAX, gmax = 0;
+		for (size_t i = k - m + 1; i < k; i++) {
+			uint64_t g = c[i % 4].start - c[(i - 1) % 4].start;
+			gmin = g < gmin ? g : gmin;
+			gmax = g > gmax ? g : gmax;
+		}
+		uint64_t span = cl->start - f->start;
+		if (gmax <= 2 * gmin && span >= s->min_steady) {
+			v->period = span / (m - 1);
+			if (v->steady <= 2 * v->period) {
+				leak(v, GV_STAIRS, f->start, s->rises[f->last].level, cl->start,
+				     v->level);
+				v->start_x = f->start;
+				return;
+			}
+			v->shape = GV_STOPPED;
+		}
+	}
+	bool steady = v->steady >= s->min_steady && v->steady > 2 * v->period;
+	v->kind = steady ? GV_NO_LEAK : GV_UNDETERMINED;
+	v->shape = !steady ? GV_SHORT : v->shape == GV_STOPPED ? GV_STOPPED : GV_SETTLED;
+}
+
+const char *growth_kind_name(enum growth_kind k)
+{
+	return k == GV_LEAK ? "leak" : k == GV_NO_LEAK ? "no-leak" : "undetermined";
+}
+
+size_t growth_iterations(const struct growth_result *g)
+{
+	return g->mk.n >= 2 ? g->mk.n - 1 : 0;
+}
+
+const char *growth_iteration_source(const struct growth_result *g)
+{
+	if (!growth_iterations(g))
+		return "none";
+	return !strcmp(g->mk.source, "pattern") ? "pattern" : "ranges";
+}
+
+uint64_t growth_x_time(const struct growth_result *g, uint64_t x)
+{
+	return growth_iterations(g) ? g->mk.times[x] : x;
+}
+
+bool growth_rate_per_step(const struct growth_result *g, const struct growth_dev *d, double *rate)
+{
+	*rate = d->v.kind == GV_LEAK ? d->v.rate : 0;
+	return growth_iterations(g) > 0;
+}
+
+double growth_rate_per_s(const struct growth_result *g, const struct growth_dev *d)
+{
+	if (d->v.kind != GV_LEAK)
+		return 0;
+	uint64_t t0 = growth_x_time(g, d->v.from_x), t1 = growth_x_time(g, d->v.to_x);
+	return t1 > t0 ? (double)(d->v.to_level - d->v.from_level) * 1e9 / (double)(t1 - t0) : 0;
+}
+
+/* The reason with iterations: positions are iteration indices. */
+static void reason_iters(const struct growth_result *g, const struct growth_dev *d, char *buf,
+			 size_t size)
+{
+	const struct growth_verdict *v = &d->v;
+	uint64_t n = growth_iterations(g);
+	char b[32];
+	if (v->kind == GV_LEAK && v->shape == GV_RAMP)
+		snprintf(buf, size,
+			 "grew in every iteration from %" PRIu64 " to %" PRIu64 " of %" PRIu64,
+			 v->start_x + 1, v->to_x + 1, n);
+	else if (v->kind == GV_LEAK)
+		snprintf(buf, size,
+			 "grew in steps every ~%" PRIu64 " iterations up to iteration %" PRIu64
+			 " of %" PRIu64,
+			 v->period, v->to_x + 1, n);
+	else if (v->shape == GV_FLAT && v->kind == GV_NO_LEAK)
+		snprintf(buf, size, "flat at %s across all %" PRIu64 " iterations",
+			 fmt_size(b, v->level), n);
+	else if (v->kind == GV_NO_LEAK)
+		snprintf(buf, size,
+			 "%ssteady at %s for the last %" PRIu64 " of %" PRIu64
+			 " iterations (the last rise was in iteration %" PRIu64 ")",
+			 v->shape == GV_STOPPED ? "grew in regular steps, then stopped: " : "",
+			 fmt_size(b, v->level), v->steady, n, v->last_rise + 1);
+	else if (v->shape == GV_FLAT)
+		snprintf(buf, size,
+			 "only %" PRIu64 " iterations: %d without a rise are needed to call it "
+			 "a steady state",
+			 n, STEADY_ITERS);
+	else
+		snprintf(buf, size,
+			 "the run ended %" PRIu64
+			 " iterations after memory last rose (iteration %" PRIu64 " of %" PRIu64
+			 "): too soon to tell a leak from a warm-up",
+			 v->steady, v->last_rise + 1, n);
+}
+
+/* The reason without iterations: positions are times. */
+static void reason_time(const struct growth_result *g, const struct growth_dev *d, char *buf,
+			size_t size)
+{
+	const struct growth_verdict *v = &d->v;
+	char b1[32], b2[32], b3[32];
+	uint64_t run = g->t1 - d->steps[0].time_ns;
+	int pct = run ? (int)(100.0 * (double)v->steady / (double)run) : 0;
+	if (v->kind == GV_LEAK && v->shape == GV_RAMP)
+		snprintf(buf, size, "kept rising from %s to the end (%s), with no steady stretch",
+			 rb_time(b1, trace_rel(g->t, v->start_x)),
+			 rb_time(b2, trace_rel(g->t, g->t1)));
+	else if (v->kind == GV_LEAK)
+		snprintf(buf, size, "grew in steps every ~%s up to %s, %s before the end",
+			 rb_dur(b1, (int64_t)v->period), rb_time(b2, trace_rel(g->t, v->to_x)),
+			 rb_dur(b3, (int64_t)v->steady));
+	else if (v->shape == GV_FLAT && v->kind == GV_NO_LEAK)
+		snprintf(buf, size, "flat at %s over the whole run", fmt_size(b1, v->level));
+	else if (v->kind == GV_NO_LEAK)
+		snprintf(buf, size,
+			 "%ssteady at %s for the last %s (%d%% of the time since the first "
+			 "allocation; the last rise was at %s)",
+			 v->shape == GV_STOPPED ? "grew in regular steps, then stopped: " : "",
+			 fmt_size(b1, v->level), rb_dur(b2, (int64_t)v->steady), pct,
+			 rb_time(b3, trace_rel(g->t, v->last_rise)));
+	else
+		snprintf(buf, size,
+			 "the run ended %s after memory last rose (at %s): with no iterations to "
+			 "count, a steady state needs %d%% of the time since the first allocation "
+			 "without a rise",
+			 rb_dur(b1, (int64_t)v->steady), rb_time(b2, trace_rel(g->t, v->last_rise)),
+			 STEADY_RUN_PERCENT);
+}
+
+const char *growth_reason(const struct growth_result *g, const struct growth_dev *d, char *buf,
+			  size_t size)
+{
+	if (!d->steps_total && !growth_iterations(g))
+		snprintf(buf, size, "no device memory was allocated");
+	else if (growth_iterations(g))
+		reason_iters(g, d, buf, size);
+	else
+		reason_time(g, d, buf, size);
+	return buf;
+}
+
+static int held_cmp(const void *a, const void *b)
+{
+	const struct growth_held *x = a, *y = b;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* A leak's site: of the allocations made from `from` to before `to` and
+ * still live at the window's end, the site holding the most bytes. */
+static void leak_site(struct growth_dev *d, uint64_t from, uint64_t to)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < d->nheld; i++)
+		if (d->held[i].time_ns >= from && d->held[i].time_ns < to)
+			d->held[n++] = d->held[i];
+	if (n > 1)
+		qsort(d->held, n, sizeof(*d->held), held_cmp);
+	for (size_t i = 0, j; i < n; i = j) {
+		uint64_t bytes = 0;
+		for (j = i; j < n && d->held[j].stack_id == d->held[i].stack_id; j++)
+			bytes += d->held[j].size;
+		if (bytes > d->site_bytes) {
+			d->site_bytes = bytes;
+			d->site_count = j - i;
+			d->site_stack = d->held[i].stack_id;
+		}
+	}
+}
+
+/* The level per iteration: the running maximum of the iterations' floors. */
+static size_t iteration_rises(const struct growth_dev *d, size_t n, struct growth_rise *r)
+{
+	size_t k = 0;
+	uint64_t level = d->floor[0];
+	for (size_t i = 1; i < n; i++)
+		if (d->floor[i] > level) {
+			level = d->floor[i];
+			r[k++] = (struct growth_rise){i, level};
+		}
+	return k;
+}
+
+void growth_verdicts(struct growth_result *g)
+{
+	size_t n = growth_iterations(g);
+	for (size_t k = 0; k < g->ndevs; k++) {
+		struct growth_dev *d = &g->devs[k];
+		struct growth_series s = {0};
+		struct growth_rise *r = xcalloc((n > d->nsteps ? n : d->nsteps) + 1, sizeof(*r));
+		if (n && d->floor) {
+			s = (struct growth_series){r,		iteration_rises(d, n, r),
+						   0,		n - 1,
+						   d->floor[0], MERGE_ITERS,
+						   STEADY_ITERS};
+		} else {
+			size_t m = 0;
+			for (size_t i = 0; i < d->nsteps; i++)
+				r[m++] =
+				    (struct growth_rise){d->steps[i].time_ns, d->steps[i].peak};
+			if (d->steps_total > d->nsteps) /* the last of those not kept */
+				r[m++] = (struct growth_rise){d->peak_time, d->peak};
+			uint64_t x0 = m ? r[0].x : g->t0, run = g->t1 - x0;
+			s = (struct growth_series){r,
+						   m,
+						   x0,
+						   g->t1,
+						   0,
+						   run * MERGE_RUN_PERCENT / 100,
+						   run * STEADY_RUN_PERCENT / 100 + 1};
+		}
+		growth_decide(&s, &d->v);
+		free(r);
+		if (d->v.kind == GV_LEAK) {
+			uint64_t from =
+			    growth_x_time(g, n && d->v.start_x ? d->v.start_x - 1 : d->v.start_x);
+			leak_site(d, from, n ? g->mk.times[n - 1] : UINT64_MAX);
+		}
+	}
+}
