@@ -202,12 +202,13 @@ static void reason_time(const struct growth_result *g, const struct growth_dev *
 	else if (v->shape == GV_FLAT && v->kind == GV_NO_LEAK)
 		snprintf(buf, size, "flat at %s over the whole run", fmt_size(b1, v->level));
 	else if (v->kind == GV_NO_LEAK)
-		snprintf(buf, size,
-			 "%ssteady at %s for the last %s (%d%% of the time since the first "
-			 "allocation; the last rise was at %s)",
-			 v->shape == GV_STOPPED ? "grew in regular steps, then stopped: " : "",
-			 fmt_size(b1, v->level), rb_dur(b2, (int64_t)v->steady), pct,
-			 rb_time(b3, trace_rel(g->t, v->last_rise)));
+		snprintf(
+		    buf, size,
+		    "%sno new high-water mark in the last %s (%d%% of the time since the first "
+		    "allocation): it last rose at %s, to %s",
+		    v->shape == GV_STOPPED ? "grew in regular steps, then stopped: " : "",
+		    rb_dur(b1, (int64_t)v->steady), pct, rb_time(b2, trace_rel(g->t, v->last_rise)),
+		    fmt_size(b3, v->level));
 	else
 		snprintf(buf, size,
 			 "the run ended %s after memory last rose (at %s): with no iterations to "
