@@ -175,12 +175,17 @@ static void reason_iters(const struct growth_result *g, const struct growth_dev 
 			 "only %" PRIu64 " iterations: %d without a rise are needed to call it "
 			 "a steady state",
 			 n, STEADY_ITERS);
+	else if (!v->steady)
+		snprintf(buf, size,
+			 "memory still rose in the last iteration (%" PRIu64 " of %" PRIu64
+			 "): too soon to tell a leak from a warm-up",
+			 v->last_rise + 1, n);
 	else
 		snprintf(buf, size,
 			 "the run ended %" PRIu64
 			 " iterations after memory last rose (iteration %" PRIu64 " of %" PRIu64
-			 "): too soon to tell a leak from a warm-up",
-			 v->steady, v->last_rise + 1, n);
+			 "): too soon to tell a leak from a warm-up (%d are needed)",
+			 v->steady, v->last_rise + 1, n, STEADY_ITERS);
 }
 
 /* The reason without iterations: positions are times. */
