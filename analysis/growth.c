@@ -16,7 +16,7 @@ struct growth_pat {
 		int64_t device;
 	} key;
 	uint64_t live, order;
-	uint64_t *times;
+	uint64_t first, *times; /* times: from the second cycle on */
 	size_t n, cap;
 };
 
@@ -137,11 +137,18 @@ static void on_change(void *ctx, const struct rp_live *l, bool counted)
 		HASH_ADD(hh, g->pats, key, sizeof(p->key), p);
 	}
 	if (!p->live++) {
-		if (p->n == p->cap) {
-			p->cap = p->cap ? 2 * p->cap : 16;
-			p->times = xrealloc(p->times, p->cap * sizeof(*p->times));
+		/* most keys cycle once: the first time needs no array */
+		if (!p->n) {
+			p->first = l->time_ns;
+		} else {
+			if (p->n == 1 || p->n == p->cap) {
+				p->cap = p->n == 1 ? 16 : 2 * p->cap;
+				p->times = xrealloc(p->times, p->cap * sizeof(*p->times));
+				p->times[0] = p->first;
+			}
+			p->times[p->n] = l->time_ns;
 		}
-		p->times[p->n++] = l->time_ns;
+		p->n++;
 	}
 }
 
