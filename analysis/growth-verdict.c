@@ -4,16 +4,24 @@
  *  - rises closer than `merge` make one step (a warm-up's burst, a segment
  *    and its neighbour);
  *  - a ramp: the last step spans min_steady positions or more and runs to
- *    the end (within merge): a leak, its rate over the ramp's second half
- *    (so a warm-up at its start does not count);
- *  - a staircase: the last 3 or 4 steps start at regular intervals (the
- *    longest at most twice the shortest), span min_steady positions or
- *    more, and the run ended within two intervals of the last: a leak, its
- *    rate from the first of those steps to the last;
- *  - else no leak when the level stayed flat for min_steady positions at
- *    the end (and two intervals, after a staircase): growth stopped and a
- *    steady state followed, however late;
- *  - else undetermined: the run ended too soon after the last rise. */
+ *    the last activity (within merge): growing, its rate over the ramp's
+ *    second half (so a warm-up at its start does not count);
+ *  - a staircase: the last 4 (else 3) steps start at regular intervals
+ *    (the longest at most twice the shortest), the steps before them keep
+ *    that interval (within a factor of 2) back over min_steady or more,
+ *    and the last activity came within two intervals of the last: growing,
+ *    its rate from the first of those steps to the last;
+ *  - steady: flat to the end for min_steady, for two intervals of a
+ *    staircase, and for as long as the growth before it lasted;
+ *  - growing and not steady: a leak. Steady: no leak (growth stopped and
+ *    a steady state followed, however late). Else undetermined: the run
+ *    ended too soon after the last rise.
+ *  - growing up to the last driver call, then steady to the exit without
+ *    one: no leak after a few steps (a warm-up's batch shapes), else
+ *    undetermined (a leak the end of the run cut short looks the same).
+ * With iterations the last activity is the last iteration, so growth that
+ * reaches it is never steady; without, it is the last driver call, and
+ * the process may run on to its exit without one (a settled cache). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +33,9 @@
 
 #define MERGE_ITERS	   2  /* rises within 2 iterations are one step */
 #define STEADY_ITERS	   8  /* 8 iterations without a rise: a steady state */
-#define MERGE_RUN_PERCENT  2  /* without iterations: 2% of the run */
+#define MERGE_RUN_PERCENT  2  /* without iterations: 2% of the active run */
 #define STEADY_RUN_PERCENT 10 /* and 10% of it */
+#define CUT_STEPS	   5  /* steps to the last call, then none: a leak cut short? */
 
 struct cluster {
 	uint64_t start, end;
@@ -45,6 +54,89 @@ static void leak(struct growth_verdict *v, enum growth_shape shape, uint64_t fx,
 	v->rate = tx > fx ? (double)(tl - fl) / (double)(tx - fx) : 0;
 }
 
+/* Whether steps c[k - m .. k - 1] start at regular intervals (the longest
+ * at most twice the shortest); *period: the mean interval. */
+static bool regular(const struct cluster *c, size_t k, size_t m, uint64_t *period)
+{
+	uint64_t gmin = UINT64_MAX, gmax = 0;
+	for (size_t i = k - m + 1; i < k; i++) {
+		uint64_t g = c[i].start - c[i - 1].start;
+		gmin = g < gmin ? g : gmin;
+		gmax = g > gmax ? g : gmax;
+	}
+	uint64_t span = c[k - 1].start - c[k - m].start;
+	*period = span / (m - 1);
+	return gmax <= 2 * gmin;
+}
+
+/* The start of the staircase: back from the last step while the intervals
+ * stay within a factor of 2 of period. */
+static size_t stairs_start(const struct cluster *c, size_t k, uint64_t period)
+{
+	size_t i = k - 1;
+	while (i > 0) {
+		uint64_t g = c[i].start - c[i - 1].start;
+		if (g > 2 * period || 2 * g < period)
+			break;
+		i--;
+	}
+	return i;
+}
+
+/* A ramp: the last step is long and runs to the last activity (act after
+ * it, within merge). Its rate over its second half. */
+static bool ramp(const struct growth_series *s, const struct cluster *cl, uint64_t act,
+		 struct growth_verdict *v)
+{
+	if (cl->end - cl->start < s->min_steady || act > s->merge)
+		return false;
+	size_t first = cl->last;
+	while (first > 0 && s->rises[first - 1].x >= cl->start)
+		first--;
+	uint64_t mid = cl->start + (cl->end - cl->start) / 2;
+	size_t j = first;
+	while (j < cl->last && s->rises[j + 1].x <= mid)
+		j++;
+	leak(v, GV_RAMP, s->rises[j].x, s->rises[j].level, cl->end, v->level);
+	v->start_x = cl->start;
+	/* how long it grew: back over the rises before it while they come
+	 * within 4 merges of each other (a ramp is often cut in steps) */
+	while (first > 0 && s->rises[first].x - s->rises[first - 1].x <= 4 * s->merge)
+		first--;
+	v->grew_for = cl->end - s->rises[first].x;
+	v->grew_steps = cl->last - first + 1;
+	return true;
+}
+
+/* A staircase: the last 4 (else 3) steps regular, running to the last
+ * activity (act after the last, within two intervals). v->grew_for: how
+ * long it kept its interval, even when it did not reach the end. */
+static bool stairs(const struct growth_series *s, const struct cluster *c, size_t k, uint64_t act,
+		   struct growth_verdict *v)
+{
+	for (size_t m = k < 4 ? k : 4; m >= 3; m--) {
+		uint64_t period;
+		const struct cluster *f = &c[k - m], *cl = &c[k - 1];
+		/* regular, and kept so for min_steady at least */
+		if (!regular(c, k, m, &period))
+			continue;
+		size_t i = stairs_start(c, k, period);
+		if (cl->start - c[i].start < s->min_steady)
+			continue;
+		v->period = period;
+		v->grew_for = cl->start - c[i].start;
+		v->grew_steps = k - i;
+		if (act > 2 * period) {
+			v->shape = GV_STOPPED;
+			return false;
+		}
+		leak(v, GV_STAIRS, f->start, s->rises[f->last].level, cl->start, v->level);
+		v->start_x = f->start;
+		return true;
+	}
+	return false;
+}
+
 void growth_decide(const struct growth_series *s, struct growth_verdict *v)
 {
 	memset(v, 0, sizeof(*v));
@@ -56,57 +148,41 @@ void growth_decide(const struct growth_series *s, struct growth_verdict *v)
 		v->kind = v->steady >= s->min_steady ? GV_NO_LEAK : GV_UNDETERMINED;
 		return;
 	}
-	struct cluster c[4]; /* the last four steps, c[k % 4] */
+	struct cluster *c = xcalloc(s->n, sizeof(*c));
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		uint64_t x = s->rises[i].x;
-		if (k && x - c[(k - 1) % 4].end <= s->merge) {
-			c[(k - 1) % 4].end = x;
-			c[(k - 1) % 4].last = i;
+		if (k && x - c[k - 1].end <= s->merge) {
+			c[k - 1].end = x;
+			c[k - 1].last = i;
 		} else {
-			c[k++ % 4] = (struct cluster){x, x, i};
+			c[k++] = (struct cluster){x, x, i};
 		}
 	}
-	const struct cluster *cl = &c[(k - 1) % 4];
 	v->steps = k;
-	v->last_rise = cl->end;
-	v->steady = s->xend - cl->end;
-	if (cl->end - cl->start >= s->min_steady && v->steady <= s->merge) {
-		size_t first = cl->last;
-		while (first > 0 && s->rises[first - 1].x >= cl->start)
-			first--;
-		uint64_t mid = cl->start + (cl->end - cl->start) / 2;
-		size_t j = first;
-		while (j < cl->last && s->rises[j + 1].x <= mid)
-			j++;
-		leak(v, GV_RAMP, s->rises[j].x, s->rises[j].level, cl->end, v->level);
-		v->start_x = cl->start;
-		return;
+	v->last_rise = c[k - 1].end;
+	v->steady = s->xend - c[k - 1].end;
+	uint64_t act = s->xlast > c[k - 1].end ? s->xlast - c[k - 1].end : 0;
+	bool growing = ramp(s, &c[k - 1], act, v) || stairs(s, c, k, act, v);
+	/* Flat for min_steady, two intervals of a staircase, and as long as
+	 * it grew: it stopped. */
+	bool steady =
+	    v->steady >= s->min_steady && v->steady > 2 * v->period && v->steady >= v->grew_for;
+	/* It grew up to the last call, then ran on without one for longer:
+	 * a warm-up's few steps (a batch shape each) settled; many could as
+	 * well be a leak cut short by the end of the run. */
+	if (growing && steady) {
+		v->shape = v->grew_steps >= CUT_STEPS ? GV_CUT : GV_STOPPED;
+		steady = v->shape == GV_STOPPED;
+		growing = false;
 	}
-	size_t m = k < 4 ? k : 4;
-	if (m >= 3) {
-		const struct cluster *f = &c[(k - m) % 4];
-		uint64_t gmin = UINT64_MAX, gmax = 0;
-		for (size_t i = k - m + 1; i < k; i++) {
-			uint64_t g = c[i % 4].start - c[(i - 1) % 4].start;
-			gmin = g < gmin ? g : gmin;
-			gmax = g > gmax ? g : gmax;
-		}
-		uint64_t span = cl->start - f->start;
-		if (gmax <= 2 * gmin && span >= s->min_steady) {
-			v->period = span / (m - 1);
-			if (v->steady <= 2 * v->period) {
-				leak(v, GV_STAIRS, f->start, s->rises[f->last].level, cl->start,
-				     v->level);
-				v->start_x = f->start;
-				return;
-			}
-			v->shape = GV_STOPPED;
-		}
+	if (!growing) {
+		v->kind = steady ? GV_NO_LEAK : GV_UNDETERMINED;
+		v->rate = 0;
+		if (v->shape != GV_STOPPED && v->shape != GV_CUT)
+			v->shape = steady ? GV_SETTLED : GV_SHORT;
 	}
-	bool steady = v->steady >= s->min_steady && v->steady > 2 * v->period;
-	v->kind = steady ? GV_NO_LEAK : GV_UNDETERMINED;
-	v->shape = !steady ? GV_SHORT : v->shape == GV_STOPPED ? GV_STOPPED : GV_SETTLED;
+	free(c);
 }
 
 const char *growth_kind_name(enum growth_kind k)
@@ -175,6 +251,12 @@ static void reason_iters(const struct growth_result *g, const struct growth_dev 
 			 "only %" PRIu64 " iterations: %d without a rise are needed to call it "
 			 "a steady state",
 			 n, STEADY_ITERS);
+	else if (v->shape == GV_STOPPED)
+		snprintf(buf, size,
+			 "grew in regular steps every ~%" PRIu64 " iterations for %" PRIu64
+			 ", then flat for the last %" PRIu64
+			 ": too short to tell whether it stopped",
+			 v->period, v->grew_for, v->steady);
 	else if (!v->steady)
 		snprintf(buf, size,
 			 "memory still rose in the last iteration (%" PRIu64 " of %" PRIu64
@@ -194,12 +276,10 @@ static void reason_time(const struct growth_result *g, const struct growth_dev *
 {
 	const struct growth_verdict *v = &d->v;
 	char b1[32], b2[32], b3[32];
-	uint64_t run = g->t1 - d->steps[0].time_ns;
-	int pct = run ? (int)(100.0 * (double)v->steady / (double)run) : 0;
 	if (v->kind == GV_LEAK && v->shape == GV_RAMP)
 		snprintf(buf, size, "kept rising from %s to the end (%s), with no steady stretch",
 			 rb_time(b1, trace_rel(g->t, v->start_x)),
-			 rb_time(b2, trace_rel(g->t, g->t1)));
+			 rb_time(b2, trace_rel(g->t, growth_time_end(g))));
 	else if (v->kind == GV_LEAK)
 		snprintf(buf, size, "grew in steps every ~%s up to %s, %s before the end",
 			 rb_dur(b1, (int64_t)v->period), rb_time(b2, trace_rel(g->t, v->to_x)),
@@ -207,27 +287,49 @@ static void reason_time(const struct growth_result *g, const struct growth_dev *
 	else if (v->shape == GV_FLAT && v->kind == GV_NO_LEAK)
 		snprintf(buf, size, "flat at %s over the whole run", fmt_size(b1, v->level));
 	else if (v->kind == GV_NO_LEAK)
+		snprintf(buf, size,
+			 "%sno new high-water mark for %s, from its last rise at %s (to %s) to the "
+			 "end of the trace",
+			 v->shape == GV_STOPPED ? "grew in regular steps, then stopped: " : "",
+			 rb_dur(b1, (int64_t)v->steady), rb_time(b2, trace_rel(g->t, v->last_rise)),
+			 fmt_size(b3, v->level));
+	else if (v->shape == GV_CUT)
+		snprintf(buf, size,
+			 "grew in %zu steps over %s up to the last driver call (%s), then the "
+			 "process ran %s more without one: a leak cut short by the end of the run, "
+			 "or a cache that settled (mark the iterations with NVTX ranges to decide)",
+			 v->grew_steps, rb_dur(b1, (int64_t)v->grew_for),
+			 rb_time(b2, trace_rel(g->t, v->last_rise)),
+			 rb_dur(b3, (int64_t)v->steady));
+	else if (v->shape == GV_STOPPED)
+		snprintf(buf, size,
+			 "grew in regular steps every ~%s for %s, then no new high-water mark for "
+			 "the last %s: too short to tell whether it stopped (mark the iterations "
+			 "with NVTX ranges to decide)",
+			 rb_dur(b1, (int64_t)v->period), rb_dur(b2, (int64_t)v->grew_for),
+			 rb_dur(b3, (int64_t)v->steady));
+	else
 		snprintf(
 		    buf, size,
-		    "%sno new high-water mark in the last %s (%d%% of the time since the first "
-		    "allocation): it last rose at %s, to %s",
-		    v->shape == GV_STOPPED ? "grew in regular steps, then stopped: " : "",
-		    rb_dur(b1, (int64_t)v->steady), pct, rb_time(b2, trace_rel(g->t, v->last_rise)),
-		    fmt_size(b3, v->level));
-	else
-		snprintf(buf, size,
-			 "the run ended %s after memory last rose (at %s): with no iterations to "
-			 "count, a steady state needs %d%% of the time since the first allocation "
-			 "without a rise",
-			 rb_dur(b1, (int64_t)v->steady), rb_time(b2, trace_rel(g->t, v->last_rise)),
-			 STEADY_RUN_PERCENT);
+		    "the run ended %s after memory last rose (at %s): with no iterations to "
+		    "count, a steady state needs %d%% of the time from the first allocation to the "
+		    "last driver call without a rise",
+		    rb_dur(b1, (int64_t)v->steady), rb_time(b2, trace_rel(g->t, v->last_rise)),
+		    STEADY_RUN_PERCENT);
 }
 
 const char *growth_reason(const struct growth_result *g, const struct growth_dev *d, char *buf,
 			  size_t size)
 {
+	uint64_t total = rb_dev_total(g->t, d->ordinal);
 	if (!d->steps_total && !growth_iterations(g))
 		snprintf(buf, size, "no device memory was allocated");
+	else if (d->v.shape == GV_BLIND)
+		snprintf(buf, size,
+			 "one allocation holds %.0f%% of the device (a preallocated pool, as TF "
+			 "and JAX make): what happens inside it makes no driver call, so a leak "
+			 "in it cannot be seen",
+			 total ? 100.0 * (double)d->prealloc / (double)total : 0.0);
 	else if (growth_iterations(g))
 		reason_iters(g, d, buf, size);
 	else
@@ -276,6 +378,37 @@ static size_t iteration_rises(const struct growth_dev *d, size_t n, struct growt
 	return k;
 }
 
+uint64_t growth_time_end(const struct growth_result *g)
+{
+	uint64_t end = trace_end_ns(g->t);
+	return end > g->t1 ? end : g->t1;
+}
+
+/* Without iterations: the high-water mark's steps, from the first to the
+ * end of the trace (the process's exit: a caching allocator makes no
+ * driver call once it has settled, so the last call is not the end). */
+static void series_time(const struct growth_result *g, const struct growth_dev *d,
+			struct growth_rise *r, struct growth_series *s)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < d->nsteps; i++)
+		r[m++] = (struct growth_rise){d->steps[i].time_ns, d->steps[i].peak};
+	if (d->steps_total > d->nsteps) /* the last of those not kept */
+		r[m++] = (struct growth_rise){d->peak_time, d->peak};
+	/* thresholds from the active run, to the last call: the time the
+	 * process takes to exit must not move them */
+	uint64_t x0 = m ? r[0].x : g->t0, end = growth_time_end(g);
+	uint64_t run = g->t1 > x0 ? g->t1 - x0 : end - x0;
+	*s = (struct growth_series){r,
+				    m,
+				    x0,
+				    end,
+				    g->t1,
+				    0,
+				    run * MERGE_RUN_PERCENT / 100,
+				    run * STEADY_RUN_PERCENT / 100 + 1};
+}
+
 void growth_verdicts(struct growth_result *g)
 {
 	size_t n = growth_iterations(g);
@@ -283,29 +416,25 @@ void growth_verdicts(struct growth_result *g)
 		struct growth_dev *d = &g->devs[k];
 		struct growth_series s = {0};
 		struct growth_rise *r = xcalloc((n > d->nsteps ? n : d->nsteps) + 1, sizeof(*r));
-		if (n && d->floor) {
-			s = (struct growth_series){r,		iteration_rises(d, n, r),
-						   0,		n - 1,
-						   d->floor[0], MERGE_ITERS,
-						   STEADY_ITERS};
-		} else {
-			size_t m = 0;
-			for (size_t i = 0; i < d->nsteps; i++)
-				r[m++] =
-				    (struct growth_rise){d->steps[i].time_ns, d->steps[i].peak};
-			if (d->steps_total > d->nsteps) /* the last of those not kept */
-				r[m++] = (struct growth_rise){d->peak_time, d->peak};
-			uint64_t x0 = m ? r[0].x : g->t0, run = g->t1 - x0;
-			s = (struct growth_series){r,
-						   m,
-						   x0,
-						   g->t1,
-						   0,
-						   run * MERGE_RUN_PERCENT / 100,
-						   run * STEADY_RUN_PERCENT / 100 + 1};
-		}
+		if (n && d->floor)
+			s = (struct growth_series){.rises = r,
+						   .n = iteration_rises(d, n, r),
+						   .xend = n - 1,
+						   .xlast = n - 1,
+						   .base = d->floor[0],
+						   .merge = MERGE_ITERS,
+						   .min_steady = STEADY_ITERS};
+		else
+			series_time(g, d, r, &s);
 		growth_decide(&s, &d->v);
 		free(r);
+		uint64_t block;
+		const char *pat = growth_pattern(d, rb_dev_total(g->t, d->ordinal), &block);
+		if (d->v.kind == GV_NO_LEAK && !strcmp(pat, "preallocation")) {
+			d->v.kind = GV_UNDETERMINED;
+			d->v.shape = GV_BLIND;
+			d->prealloc = block;
+		}
 		if (d->v.kind == GV_LEAK) {
 			uint64_t from =
 			    growth_x_time(g, n && d->v.start_x ? d->v.start_x - 1 : d->v.start_x);

@@ -48,7 +48,11 @@ struct growth_series {
 	const struct growth_rise *rises;
 	size_t n;
 	uint64_t x0, xend; /* the first and the last position */
-	uint64_t base;	   /* the level at x0 before any rise */
+	/* the last activity (<= xend): growth that reaches it is still going
+	 * on; without iterations, the last driver call (the process may run
+	 * on without one, as a settled cache does) */
+	uint64_t xlast;
+	uint64_t base; /* the level at x0 before any rise */
 	/* rises closer than merge make one step; a steady state needs
 	 * min_steady positions without a rise */
 	uint64_t merge, min_steady;
@@ -56,8 +60,19 @@ struct growth_series {
 
 enum growth_kind { GV_UNDETERMINED, GV_NO_LEAK, GV_LEAK };
 /* flat: no rise; settled: rises, then steady; stopped: a staircase, then
- * steady; short: too little steady to tell */
-enum growth_shape { GV_FLAT, GV_SETTLED, GV_RAMP, GV_STAIRS, GV_STOPPED, GV_SHORT };
+ * flat (long enough or not); cut: many regular steps up to the last call,
+ * then none to the exit; short: too little steady to tell; blind: one
+ * preallocation holds the device's memory, whose use makes no driver call */
+enum growth_shape {
+	GV_FLAT,
+	GV_SETTLED,
+	GV_RAMP,
+	GV_STAIRS,
+	GV_STOPPED,
+	GV_CUT,
+	GV_SHORT,
+	GV_BLIND
+};
 
 struct growth_verdict {
 	enum growth_kind kind;
@@ -66,6 +81,8 @@ struct growth_verdict {
 	uint64_t last_rise;    /* position of the last rise (x0 without one) */
 	uint64_t steady;       /* xend - the last step's end */
 	uint64_t period;       /* a staircase's mean step interval */
+	uint64_t grew_for;     /* how long a ramp or staircase grew */
+	size_t grew_steps;     /* in how many steps */
 	uint64_t start_x;      /* a leak's first step */
 	uint64_t from_x, to_x; /* a leak's measured stretch */
 	uint64_t from_level, to_level, level;
@@ -106,6 +123,7 @@ struct growth_dev {
 	struct growth_held *held;
 	size_t nheld, held_cap;
 	uint64_t site_stack, site_bytes, site_count; /* a leak's largest site */
+	uint64_t prealloc;			     /* GV_BLIND: the preallocation's size */
 	uint64_t *mk_live; /* live bytes at each iteration boundary (markers) */
 };
 
@@ -160,6 +178,9 @@ size_t growth_iterations(const struct growth_result *r);
 /* A leak's rate per iteration (false without iterations) and per second. */
 bool growth_rate_per_step(const struct growth_result *r, const struct growth_dev *d, double *rate);
 double growth_rate_per_s(const struct growth_result *r, const struct growth_dev *d);
+/* Without iterations, where the run ends: the trace's end (the trailer's
+ * time), else its last event. */
+uint64_t growth_time_end(const struct growth_result *r);
 /* The time of a verdict position (an iteration's start, or ns as is). */
 uint64_t growth_x_time(const struct growth_result *r, uint64_t x);
 

@@ -28,7 +28,7 @@ static void decide(const uint64_t *xs, size_t n, uint64_t xend, uint64_t step,
 		level += step;
 		r[i] = (struct growth_rise){xs[i], level};
 	}
-	struct growth_series s = {r, n, 0, xend, 100 * MiB, 2, 8};
+	struct growth_series s = {r, n, 0, xend, xend, 100 * MiB, 2, 8};
 	growth_decide(&s, v);
 }
 
@@ -54,6 +54,22 @@ static void test_rule_staircase(void)
 	      "staircase: %" PRIu64 "..%" PRIu64 ", rate %g", v.from_x, v.to_x, v.rate);
 	/* the level: 100 MiB + 17 rises of 20 MiB, never more */
 	CHECK(v.level == 100 * MiB + 17 * 20 * MiB && v.to_level == v.level, "staircase: level");
+}
+
+/* A staircase behind a warm-up: the cache's warm-up reserve absorbs the
+ * first kept tensors, so rises come at 1..4 (one step), then 140, 168,
+ * 196 of 0..199 (the emulated PyTorch's torch.leak-mid). The last four
+ * steps are not regular (139, 28, 28), the last three are (28, 28,
+ * spanning 56 >= 8), and the run ended 3 after: a leak, 2 x 40 MiB over
+ * 56 iterations. */
+static void test_rule_staircase3(void)
+{
+	uint64_t xs[] = {1, 2, 3, 4, 140, 168, 196};
+	struct growth_verdict v;
+	decide(xs, 7, 199, 40 * MiB, &v);
+	CHECK(v.kind == GV_LEAK && v.shape == GV_STAIRS && v.period == 28 && v.from_x == 140 &&
+		  v.rate == 80.0 * MiB / 56,
+	      "staircase of 3: kind %d shape %d period %" PRIu64, v.kind, v.shape, v.period);
 }
 
 /* Warm-up then a plateau: rises at 1, 2, 3 (one step), then nothing to
@@ -99,9 +115,10 @@ static void test_rule_short(void)
 }
 
 /* A staircase that stopped: 20, 40, ..., 140 (period 20), then flat to
- * 299: 159 flat iterations, over two intervals (40) and 8: no leak. Were
- * the run to end at 170 (30 flat, within 40), it could be the next step
- * coming: a leak. */
+ * 299: 159 flat iterations, over two intervals (40), 8, and the 120 it grew
+ * for (20..140): no leak. Were the run to end at 170 (30 flat, within 40),
+ * it could be the next step coming: a leak; at 250 (110 flat, under 120):
+ * undetermined. */
 static void test_rule_stopped(void)
 {
 	uint64_t xs[7];
@@ -113,6 +130,9 @@ static void test_rule_stopped(void)
 	      "stopped: kind %d shape %d", v.kind, v.shape);
 	decide(xs, 7, 170, 20 * MiB, &v);
 	CHECK(v.kind == GV_LEAK && v.shape == GV_STAIRS, "stopped, short: kind %d", v.kind);
+	decide(xs, 7, 250, 20 * MiB, &v);
+	CHECK(v.kind == GV_UNDETERMINED && v.shape == GV_STOPPED && v.grew_for == 120,
+	      "stopped, not long enough: kind %d, grew for %" PRIu64, v.kind, v.grew_for);
 }
 
 /* No cache, 1 MiB kept per step: a rise in every iteration 5..60 of
@@ -166,18 +186,19 @@ static void steps(struct tb *b, int64_t dev, uint64_t base, int n, int leak)
 }
 
 /* 200 MiB of warm-up segments at 1 s, then a 20 MiB segment at 21, 41,
- * ..., 281 s (never freed: a cache), nothing else. */
-static void segments(struct tb *b, uint64_t base)
+ * ... (n of them; never freed: a cache), nothing else. */
+static void segments(struct tb *b, uint64_t base, uint64_t n)
 {
 	ev(b, 1 * S, GMT_API_cudaMalloc, 0, base, 200 * MiB, 0);
-	for (uint64_t i = 0; i < 14; i++)
+	for (uint64_t i = 0; i < n; i++)
 		ev(b, (21 + 20 * i) * S, GMT_API_cudaMalloc, 0, base + (1 + i) * 0x10000000,
 		   20 * MiB, KEPT);
 }
 
-enum shape { RANGES_LEAK, RANGES_SHORT, SEGMENTS, PLATEAU, BOTH };
+enum shape { RANGES_LEAK, RANGES_SHORT, SEGMENTS, WARM, PLATEAU, BOTH };
 
-static const char *write(enum shape s, const char *name)
+/* The trace of shape s, ending (its trailer) at end. */
+static const char *write(enum shape s, const char *name, uint64_t end)
 {
 	struct tb *b = tb_new(NULL);
 	tb_device(b, 0, "GPU 0", NULL, 0, 1ull << 30, 9, 0, 12040);
@@ -187,8 +208,8 @@ static const char *write(enum shape s, const char *name)
 	tb_events_begin(b, 1, 1 * S);
 	if (s == RANGES_LEAK || s == RANGES_SHORT)
 		steps(b, 0, 0x10000000000, n, 1);
-	else if (s == SEGMENTS)
-		segments(b, 0x10000000000);
+	else if (s == SEGMENTS || s == WARM)
+		segments(b, 0x10000000000, s == WARM ? 3 : 14);
 	else if (s == PLATEAU)
 		steps(b, 0, 0x10000000000, 100, 0);
 	else
@@ -205,7 +226,7 @@ static const char *write(enum shape s, const char *name)
 			tb_range(b, 1, (2 + i) * S + S * 3 / 4, GMT_RANGE_POP, 0,
 				 GMT_RANGE_SRC_NVTX, "");
 		}
-	tb_trailer(b, 400 * S, nevents, 0, 0, GMT_END_EXIT);
+	tb_trailer(b, end, nevents, 0, 0, GMT_END_EXIT);
 	const char *path = trace_file(b, name);
 	tb_free(b);
 	return path;
@@ -241,7 +262,7 @@ static void test_ranges_leak(void)
 	struct trace t;
 	struct growth_result r;
 	struct growth_params p = {.ncols = 10};
-	compute(write(RANGES_LEAK, "ranges.gmt"), &t, &p, &r);
+	compute(write(RANGES_LEAK, "ranges.gmt", 400 * S), &t, &p, &r);
 	const struct growth_dev *d = &r.devs[0];
 	CHECK(growth_iterations(&r) == 30 && !strcmp(growth_iteration_source(&r), "ranges") &&
 		  !strcmp(r.mk.name, "step"),
@@ -267,39 +288,77 @@ static void test_ranges_short(void)
 	struct trace t;
 	struct growth_result r;
 	struct growth_params p = {.ncols = 10};
-	compute(write(RANGES_SHORT, "short.gmt"), &t, &p, &r);
+	compute(write(RANGES_SHORT, "short.gmt", 400 * S), &t, &p, &r);
 	CHECK(growth_iterations(&r) == 5 && r.devs[0].v.kind == GV_UNDETERMINED,
 	      "short: %zu iterations, kind %d", growth_iterations(&r), r.devs[0].v.kind);
 	done(&t, &r);
 }
 
 /* A cache's staircase and no ranges: nothing is ever freed, so no
- * allocation repeats (none is allocated while another of it is live... the
- * 20 MiB segments are all live: one cycle): no iterations, the high-water
- * mark over time. Rises at 1 s, then 21, 41, ..., 281 s; the run is 280 s
- * from the first allocation: steps merge within 5.6 s (2%), a steady state
- * needs 28 s (10%) + 1 ns. The last four start at 221, 241, 261, 281 s:
- * regular, 60 s >= 28 s, and the run ended at the last: a leak, 3 x 20
+ * allocation repeats after a free: no iterations, the high-water mark over
+ * time, to the trace's end (the process's exit), 290 s. Rises at 1 s, then
+ * 21, 41, ..., 281 s; the active run (to the last call) is 280 s: steps
+ * merge within 5.6 s (2%), a steady state needs 28 s (10%). The last four
+ * start at 221, 241, 261, 281 s: regular, and so back to 1 s (280 s >=
+ * 28 s); the last call is the last rise, and the trace ends 9 s after it,
+ * within two intervals (40 s): a leak, 3 x 20
  * MiB over 60 s = 1 MiB/s, no rate per step. The site: what was never
- * freed, made from 221 s on: 4 segments of 20 MiB at KEPT. */
+ * freed, made from 221 s on: 4 segments of 20 MiB at KEPT.
+ *
+ * The same staircase in a process that lives on to 400 s without a driver
+ * call (a long exit): the staircase ran up to the last call (281 s), and
+ * 119 s without a rise is over two intervals but shorter than the 280 s
+ * it kept its interval (back to 1 s): still a leak. To 700 s: 419 s >=
+ * 280 s, > 40 s and >= 28 s: steady, but after 15 regular steps (5 or
+ * more) to the last call: a leak cut short by the exit, or a cache that
+ * settled: undetermined.
+ *
+ * A warm-up of 4 steps (1, 21, 41, 61 s) to the last call, then nothing to
+ * 400 s: the active run is 60 s (merge 1.2 s, steady 6 s); a regular
+ * staircase back to 1 s, 60 s long; 339 s without a rise is longer: it
+ * stopped, and 4 steps are a warm-up's few: no leak. */
 static void test_segments(void)
 {
 	struct trace t;
 	struct growth_result r;
 	struct growth_params p = {.ncols = 10};
-	compute(write(SEGMENTS, "segments.gmt"), &t, &p, &r);
+	compute(write(SEGMENTS, "segments.gmt", 290 * S), &t, &p, &r);
 	const struct growth_dev *d = &r.devs[0];
 	double step;
 	CHECK(growth_iterations(&r) == 0 && !strcmp(growth_iteration_source(&r), "none"),
 	      "segments: %zu iterations", growth_iterations(&r));
 	CHECK(d->v.kind == GV_LEAK && d->v.shape == GV_STAIRS && d->v.period == 20 * S &&
-		  !growth_rate_per_step(&r, d, &step) && growth_rate_per_s(&r, d) == (double)MiB,
+		  d->v.steady == 9 * S && !growth_rate_per_step(&r, d, &step) &&
+		  growth_rate_per_s(&r, d) == (double)MiB,
 	      "segments: kind %d shape %d, %g/s", d->v.kind, d->v.shape, growth_rate_per_s(&r, d));
 	CHECK(d->site_stack == KEPT && d->site_bytes == 80 * MiB && d->site_count == 4,
 	      "segments: site %" PRIu64 ", %" PRIu64, d->site_stack, d->site_bytes);
 	/* the peak and its steps: 200 + 14 x 20 MiB, never a rise above it */
 	CHECK(d->peak == 480 * MiB && d->steps_total == 15 && d->v.level == d->peak,
 	      "segments: peak %" PRIu64, d->peak);
+	done(&t, &r);
+
+	compute(write(SEGMENTS, "segments-exit.gmt", 400 * S), &t, &p, &r);
+	d = &r.devs[0];
+	CHECK(d->v.kind == GV_LEAK && d->v.shape == GV_STAIRS && d->v.steady == 119 * S &&
+		  d->v.grew_for == 280 * S,
+	      "segments, long exit: kind %d shape %d, grew for %" PRIu64, d->v.kind, d->v.shape,
+	      d->v.grew_for);
+	done(&t, &r);
+
+	compute(write(SEGMENTS, "segments-settled.gmt", 700 * S), &t, &p, &r);
+	d = &r.devs[0];
+	CHECK(d->v.kind == GV_UNDETERMINED && d->v.shape == GV_CUT && d->v.steady == 419 * S &&
+		  d->v.grew_steps == 15,
+	      "segments, cut: kind %d shape %d", d->v.kind, d->v.shape);
+	done(&t, &r);
+
+	compute(write(WARM, "warm.gmt", 400 * S), &t, &p, &r);
+	d = &r.devs[0];
+	CHECK(d->v.kind == GV_NO_LEAK && d->v.shape == GV_STOPPED && d->v.steady == 339 * S &&
+		  d->v.grew_for == 60 * S && d->v.grew_steps == 4,
+	      "warm: kind %d shape %d, grew for %" PRIu64 " in %zu", d->v.kind, d->v.shape,
+	      d->v.grew_for, d->v.grew_steps);
 	done(&t, &r);
 }
 
@@ -312,7 +371,7 @@ static void test_plateau(void)
 	struct trace t;
 	struct growth_result r;
 	struct growth_params p = {.ncols = 10};
-	compute(write(PLATEAU, "plateau.gmt"), &t, &p, &r);
+	compute(write(PLATEAU, "plateau.gmt", 400 * S), &t, &p, &r);
 	const struct growth_dev *d = &r.devs[0];
 	CHECK(growth_iterations(&r) == 99 && !strcmp(growth_iteration_source(&r), "pattern") &&
 		  r.mk.pattern_stack == TEMP && r.mk.pattern_size == 10 * MiB,
@@ -331,7 +390,7 @@ static void test_plateau(void)
  * --device 1: only it. */
 static void test_devices(void)
 {
-	const char *path = write(BOTH, "both.gmt");
+	const char *path = write(BOTH, "both.gmt", 400 * S);
 	struct trace t;
 	struct growth_result r;
 	struct growth_params p = {.ncols = 10};
@@ -358,6 +417,7 @@ static void test_devices(void)
 int main(void)
 {
 	test_rule_staircase();
+	test_rule_staircase3();
 	test_rule_plateau();
 	test_rule_late_warmup();
 	test_rule_short();
