@@ -3,14 +3,16 @@
  * The rules, on the rises of a level over positions (iterations, or ns):
  *  - rises closer than `merge` make one step (a warm-up's burst, a segment
  *    and its neighbour);
- *  - a ramp: the last step spans min_steady positions or more and runs to
- *    the last activity (within merge): growing, its rate over the ramp's
- *    second half (so a warm-up at its start does not count);
+ *  - a ramp: the last step spans min_steady or more up to the last
+ *    activity (within merge): growing, its rate over the ramp's second
+ *    half (so a warm-up at its start does not count); or rises in each of
+ *    the last 3 stretches of min_steady (a ramp with pauses);
  *  - a staircase: the last 4 (else 3) steps start at regular intervals
- *    (the longest at most twice the shortest), the steps before them keep
- *    that interval (within a factor of 2) back over min_steady or more,
- *    and the last activity came within two intervals of the last: growing,
- *    its rate from the first of those steps to the last;
+ *    (the longest at most twice the shortest; the steps before them that
+ *    keep it count too), or their bytes last as long at one rate (a pool
+ *    that doubles), over min_steady or more, and the last activity came
+ *    within two intervals of the last: growing, its rate from the first of
+ *    those steps to the last;
  *  - steady: flat to the end for min_steady, for two intervals of a
  *    staircase, and for as long as the growth before it lasted;
  *  - growing and not steady: a leak. Steady: no leak (growth stopped and
@@ -39,7 +41,8 @@
 
 struct cluster {
 	uint64_t start, end;
-	size_t last; /* index of its last rise */
+	size_t last;	/* index of its last rise */
+	uint64_t bytes; /* what it raised the level by */
 };
 
 static void leak(struct growth_verdict *v, enum growth_shape shape, uint64_t fx, uint64_t fl,
@@ -83,8 +86,8 @@ static size_t stairs_start(const struct cluster *c, size_t k, uint64_t period)
 	return i;
 }
 
-/* A ramp: the last step is long and runs to the last activity (act after
- * it, within merge). Its rate over its second half. */
+/* A ramp: the last step spans min_steady or more and runs to the last
+ * activity (act after it, within merge). Its rate over its second half. */
 static bool ramp(const struct growth_series *s, const struct cluster *cl, uint64_t act,
 		 struct growth_verdict *v)
 {
@@ -99,28 +102,79 @@ static bool ramp(const struct growth_series *s, const struct cluster *cl, uint64
 		j++;
 	leak(v, GV_RAMP, s->rises[j].x, s->rises[j].level, cl->end, v->level);
 	v->start_x = cl->start;
-	/* how long it grew: back over the rises before it while they come
-	 * within 4 merges of each other (a ramp is often cut in steps) */
-	while (first > 0 && s->rises[first].x - s->rises[first - 1].x <= 4 * s->merge)
-		first--;
-	v->grew_for = cl->end - s->rises[first].x;
+	v->grew_for = cl->end - cl->start;
 	v->grew_steps = cl->last - first + 1;
 	return true;
 }
 
-/* A staircase: the last 4 (else 3) steps regular, running to the last
- * activity (act after the last, within two intervals). v->grew_for: how
- * long it kept its interval, even when it did not reach the end. */
+/* Dense growth: a rise in each of the last 3 stretches of min_steady before
+ * the last rise, which runs to the last activity (within merge): a ramp
+ * with pauses (a loaded machine). Its rate over those 3 stretches; it grew
+ * for as long as every stretch before them had a rise too. */
+static bool dense(const struct growth_series *s, uint64_t act, struct growth_verdict *v)
+{
+	uint64_t w = s->min_steady, last = s->rises[s->n - 1].x;
+	if (act > s->merge || !w || last - s->x0 < 3 * w)
+		return false;
+	size_t j = s->n, k = 0; /* k: stretches back from `last` with a rise */
+	while (j > 0) {
+		uint64_t back = (last - s->rises[j - 1].x) / w;
+		if (back > k)
+			break; /* a stretch without a rise */
+		if (back == k)
+			k++;
+		j--;
+		if (k == 3 && (j == 0 || (last - s->rises[j - 1].x) / w >= 3))
+			leak(v, GV_RAMP, last - 3 * w, j ? s->rises[j - 1].level : s->base, last,
+			     v->level);
+	}
+	if (k < 3)
+		return false;
+	v->start_x = s->rises[j].x;
+	v->grew_for = last - s->rises[j].x;
+	v->grew_steps = s->n - j;
+	return true;
+}
+
+/* Whether steps c[k - m .. k - 2] hold their memory for as long as one
+ * another at one rate (bytes over the time to the next step, the fastest
+ * at most twice the slowest): a doubling pool (TF's BFC) keeping a leak.
+ * *period: the time the last step's bytes would last at the mean rate. */
+static bool regular_rate(const struct growth_series *s, const struct cluster *c, size_t k, size_t m,
+			 uint64_t *period)
+{
+	double rmin = 0, rmax = 0, bytes = 0;
+	for (size_t i = k - m; i + 1 < k; i++) {
+		double b = (double)c[i].bytes, r = b / (double)(c[i + 1].start - c[i].start);
+		rmin = i == k - m || r < rmin ? r : rmin;
+		rmax = i == k - m || r > rmax ? r : rmax;
+		bytes += b;
+	}
+	double rate = bytes / (double)(c[k - 1].start - c[k - m].start);
+	*period = (uint64_t)((double)c[k - 1].bytes / rate);
+	return rmax <= 2 * rmin;
+}
+
+/* A staircase: the last 4 (else 3) steps regular, in interval or in rate,
+ * running to the last activity (act after the last, within two
+ * intervals). v->grew_for: how long it kept its interval, even when it
+ * did not reach the end. */
 static bool stairs(const struct growth_series *s, const struct cluster *c, size_t k, uint64_t act,
 		   struct growth_verdict *v)
 {
-	for (size_t m = k < 4 ? k : 4; m >= 3; m--) {
+	/* by interval (4 steps, then 3), then by rate (4, then 3) */
+	for (size_t pass = 0; pass < 4; pass++) {
+		size_t m = (pass % 2 ? 3 : 4) > k ? k : (pass % 2 ? 3 : 4);
 		uint64_t period;
 		const struct cluster *f = &c[k - m], *cl = &c[k - 1];
-		/* regular, and kept so for min_steady at least */
-		if (!regular(c, k, m, &period))
+		size_t i = k - m;
+		if (m < 3)
+			break;
+		if (pass < 2 && regular(c, k, m, &period))
+			i = stairs_start(c, k, period);
+		else if (pass < 2 || !regular_rate(s, c, k, m, &period))
 			continue;
-		size_t i = stairs_start(c, k, period);
+		/* kept so for min_steady at least */
 		if (cl->start - c[i].start < s->min_steady)
 			continue;
 		v->period = period;
@@ -152,18 +206,20 @@ void growth_decide(const struct growth_series *s, struct growth_verdict *v)
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		uint64_t x = s->rises[i].x;
+		uint64_t up = s->rises[i].level - (i ? s->rises[i - 1].level : s->base);
 		if (k && x - c[k - 1].end <= s->merge) {
 			c[k - 1].end = x;
 			c[k - 1].last = i;
+			c[k - 1].bytes += up;
 		} else {
-			c[k++] = (struct cluster){x, x, i};
+			c[k++] = (struct cluster){x, x, i, up};
 		}
 	}
 	v->steps = k;
 	v->last_rise = c[k - 1].end;
 	v->steady = s->xend - c[k - 1].end;
 	uint64_t act = s->xlast > c[k - 1].end ? s->xlast - c[k - 1].end : 0;
-	bool growing = ramp(s, &c[k - 1], act, v) || stairs(s, c, k, act, v);
+	bool growing = ramp(s, &c[k - 1], act, v) || stairs(s, c, k, act, v) || dense(s, act, v);
 	/* Flat for min_steady, two intervals of a staircase, and as long as
 	 * it grew: it stopped. */
 	bool steady =
@@ -380,7 +436,14 @@ static size_t iteration_rises(const struct growth_dev *d, size_t n, struct growt
 
 uint64_t growth_time_end(const struct growth_result *g)
 {
+	/* the sampler's last reading, at exit, before the tracer's own
+	 * flush; else the trailer */
 	uint64_t end = trace_end_ns(g->t);
+	for (size_t i = g->t->nsamples; i-- > 0;)
+		if (g->t->samples[i].reason == GMT_SAMPLE_WHY_END) {
+			end = g->t->samples[i].time_ns;
+			break;
+		}
 	return end > g->t1 ? end : g->t1;
 }
 

@@ -72,6 +72,51 @@ static void test_rule_staircase3(void)
 	      "staircase of 3: kind %d shape %d period %" PRIu64, v.kind, v.shape, v.period);
 }
 
+/* Rises at 10, 13, 20, 23, ..., 60 of 0..60 (gaps of 3 and 7: no step of
+ * 3 rises, no regular staircase: 7 > 2 x 3): a ramp with pauses. Each of
+ * the 3 stretches of 8 before the last rise, (36, 44], (44, 52], (52, 60],
+ * has a rise, and so do those before, back to 10: a leak, its rate over
+ * the 3 stretches: from the level after 33 to after 60, 5 rises of 1 MiB
+ * over 24 iterations. */
+static void test_rule_dense(void)
+{
+	uint64_t xs[11];
+	for (size_t i = 0; i < 11; i++)
+		xs[i] = 10 + 10 * (i / 2) + 3 * (i % 2);
+	struct growth_verdict v;
+	decide(xs, 11, 60, MiB, &v);
+	CHECK(v.kind == GV_LEAK && v.shape == GV_RAMP && v.from_x == 36 && v.to_x == 60 &&
+		  v.rate == 5.0 * MiB / 24 && v.start_x == 10 && v.grew_steps == 11,
+	      "dense: kind %d shape %d from %" PRIu64 " rate %g", v.kind, v.shape, v.from_x,
+	      v.rate);
+}
+
+/* A pool that doubles (TF's BFC with allow_growth) keeping a leak, in time
+ * (positions in ms): 288 MiB of regions at 1, then 256 MiB at 170 and 512
+ * MiB at 250; the last driver call is at 250, the trace ends at 310; merge
+ * 5, steady 25. Intervals 169 and 80 are not regular (169 > 160), but the
+ * bytes last as long at one rate: 288 / 169 = 1.70 and 256 / 80 = 3.2 MiB
+ * per ms (within 2x). At the mean rate, 544 MiB over 249, the last 512 MiB
+ * last 234: the trace ended 60 after it, within two of those: a leak,
+ * 768 MiB over 249. */
+static void test_rule_doubling(void)
+{
+	static const uint64_t xs[] = {1, 1, 1, 1, 170, 250};
+	static const uint64_t ups[] = {32, 64, 64, 128, 256, 512};
+	struct growth_rise r[6];
+	uint64_t level = 0;
+	for (size_t i = 0; i < 6; i++) {
+		level += ups[i] * MiB;
+		r[i] = (struct growth_rise){xs[i], level};
+	}
+	struct growth_series s = {r, 6, 1, 310, 250, 0, 5, 25};
+	struct growth_verdict v;
+	growth_decide(&s, &v);
+	CHECK(v.kind == GV_LEAK && v.shape == GV_STAIRS && v.period == 234 && v.steps == 3 &&
+		  v.rate == 768.0 * MiB / 249,
+	      "doubling: kind %d shape %d period %" PRIu64, v.kind, v.shape, v.period);
+}
+
 /* Warm-up then a plateau: rises at 1, 2, 3 (one step), then nothing to
  * 299: 296 iterations without a rise, >= 8: no leak, settled. */
 static void test_rule_plateau(void)
@@ -418,6 +463,8 @@ int main(void)
 {
 	test_rule_staircase();
 	test_rule_staircase3();
+	test_rule_dense();
+	test_rule_doubling();
 	test_rule_plateau();
 	test_rule_late_warmup();
 	test_rule_short();
