@@ -1,14 +1,24 @@
 /* How device memory grew, per device: see growth.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/growth.h"
+#include "common/text.h"
 #include "reader/xalloc.h"
 
-#define WARMUP_STEP    0.05 /* warm-up ends at the last step of 5% or more of the peak it made */
-#define SHORT_WINDOW   0.25 /* a post-warm-up window under 25% of the run: use the 2nd half */
-#define LEAK_MIN_BYTES (1ull << 20)
-#define LEAK_PEAK_FRAC 0.01
+/* A repeating allocation: (site, size, device), how often it was
+ * allocated while none of it was live (a cycle), and when. */
+struct growth_pat {
+	UT_hash_handle hh;
+	struct {
+		uint64_t stack_id, size;
+		int64_t device;
+	} key;
+	uint64_t live, order;
+	uint64_t first, *times; /* times: from the second cycle on */
+	size_t n, cap;
+};
 
 static struct growth_dev *gdev_get(struct growth_result *g, int64_t ordinal)
 {
@@ -42,16 +52,28 @@ static void chart_fill(struct growth_result *g, struct growth_dev *d, int upto)
 	}
 }
 
+static uint64_t live_now(const struct growth_result *g, int64_t ordinal)
+{
+	for (size_t i = 0; i < g->rp.ndevs; i++)
+		if (g->rp.devs[i].ordinal == ordinal)
+			return g->rp.devs[i].lv.bytes;
+	return 0;
+}
+
+/* Boundary k (pass 2): live bytes now; the iteration before it ends. */
 static void boundary(struct growth_result *g, size_t k)
 {
-	for (size_t i = 0; i < g->rp.ndevs; i++) {
-		const struct rp_dev *rd = &g->rp.devs[i];
-		if (g->p.has_device && rd->ordinal != g->p.device)
-			continue;
-		struct growth_dev *d = gdev_get(g, rd->ordinal);
-		if (!d->mk_live)
+	for (size_t i = 0; i < g->ndevs; i++) {
+		struct growth_dev *d = &g->devs[i];
+		if (!d->mk_live) {
 			d->mk_live = xcalloc(g->mk.n, sizeof(*d->mk_live));
-		d->mk_live[k] = rd->lv.bytes;
+			d->floor = xcalloc(g->mk.n, sizeof(*d->floor));
+		}
+		uint64_t live = live_now(g, d->ordinal);
+		d->mk_live[k] = live;
+		if (k)
+			d->floor[k - 1] = d->cur_min;
+		d->cur_min = live;
 	}
 }
 
@@ -59,14 +81,140 @@ static void boundary(struct growth_result *g, size_t k)
  * time count before it. */
 static void boundaries_before(struct growth_result *g, uint64_t time)
 {
-	while (g->pass == 1 && g->mk.next < g->mk.n && g->mk.times[g->mk.next] < time)
+	while (g->mk.next < g->mk.n && g->mk.times[g->mk.next] < time)
 		boundary(g, g->mk.next++);
+}
+
+/* The device allocations live now on d's device, once: where a leak's
+ * bytes are held. */
+static void snapshot(struct growth_result *g, struct growth_dev *d)
+{
+	d->snapped = true;
+	for (int sp = 0; sp < GMT_SPACES; sp++) {
+		struct rp_live *l, *tmp;
+		RP_EACH(&g->rp, sp, l, tmp)
+		{
+			if (l->bucket != BK_DEVICE || l->device != d->ordinal)
+				continue;
+			if (d->nheld == d->held_cap) {
+				d->held_cap = d->held_cap ? 2 * d->held_cap : 64;
+				d->held = xrealloc(d->held, d->held_cap * sizeof(*d->held));
+			}
+			d->held[d->nheld++] =
+			    (struct growth_held){l->time_ns, l->stack_id, l->size};
+		}
+	}
+}
+
+static void snapshots_before(struct growth_result *g, uint64_t time)
+{
+	for (size_t i = 0; i < g->ndevs; i++)
+		if (!g->devs[i].snapped && g->devs[i].snap_time < time)
+			snapshot(g, &g->devs[i]);
+}
+
+/* Pass 1, without markers: counts each (site, size)'s cycles. */
+static void on_change(void *ctx, const struct rp_live *l, bool counted)
+{
+	struct growth_result *g = ctx;
+	if (l->bucket != BK_DEVICE)
+		return;
+	struct growth_pat *p, probe;
+	memset(&probe, 0, sizeof(probe));
+	probe.key.stack_id = l->stack_id;
+	probe.key.size = l->size;
+	probe.key.device = l->device;
+	HASH_FIND(hh, g->pats, &probe.key, sizeof(probe.key), p);
+	if (!counted) {
+		if (p && p->live)
+			p->live--;
+		return;
+	}
+	if (!p) {
+		p = xcalloc(1, sizeof(*p));
+		p->key = probe.key;
+		p->order = HASH_COUNT(g->pats);
+		HASH_ADD(hh, g->pats, key, sizeof(p->key), p);
+	}
+	if (!p->live++) {
+		/* most keys cycle once: the first time needs no array */
+		if (!p->n) {
+			p->first = l->time_ns;
+		} else {
+			if (p->n == 1 || p->n == p->cap) {
+				p->cap = p->n == 1 ? 16 : 2 * p->cap;
+				p->times = xrealloc(p->times, p->cap * sizeof(*p->times));
+				p->times[0] = p->first;
+			}
+			p->times[p->n] = l->time_ns;
+		}
+		p->n++;
+	}
+}
+
+/* Iterations from the most repeated cycle (ties: the first seen), if it
+ * repeats GROWTH_PATTERN_MIN times; frees the counts. */
+static void plan_pattern(struct growth_result *g)
+{
+	struct growth_pat *p, *tmp, *best = NULL;
+	HASH_ITER(hh, g->pats, p, tmp)
+	{
+		if (p->n >= GROWTH_PATTERN_MIN &&
+		    (!best || p->n > best->n || (p->n == best->n && p->order < best->order)))
+			best = p;
+	}
+	if (best) {
+		struct growth_markers *mk = &g->mk;
+		char b[32];
+		mk->source = "pattern";
+		snprintf(mk->pattern_name, sizeof(mk->pattern_name), "%s allocation",
+			 fmt_size(b, best->key.size));
+		mk->name = mk->pattern_name;
+		mk->pattern_stack = best->key.stack_id;
+		mk->pattern_size = best->key.size;
+		mk->times = best->times;
+		mk->n = best->n;
+		best->times = NULL;
+	}
+	HASH_ITER(hh, g->pats, p, tmp)
+	{
+		HASH_DEL(g->pats, p);
+		free(p->times);
+		free(p);
+	}
+}
+
+/* A new high-water mark on d, made by e. */
+static void raise_peak(struct growth_dev *d, const struct gmt_event *e, uint64_t peak)
+{
+	d->steps_total++;
+	if (d->nsteps < GROWTH_MAX_STEPS) {
+		if (d->nsteps == d->steps_cap) {
+			d->steps_cap = d->steps_cap ? 2 * d->steps_cap : 64;
+			d->steps = xrealloc(d->steps, d->steps_cap * sizeof(*d->steps));
+		}
+		d->steps[d->nsteps++] = (struct growth_step){
+		    e->time_ns, peak, peak - d->peak, e->size, e->stack_id, e->api};
+	}
+	struct growth_chunk *ch;
+	HASH_FIND(hh, d->chunks, &e->size, sizeof(e->size), ch);
+	if (!ch) {
+		ch = xcalloc(1, sizeof(*ch));
+		ch->size = e->size;
+		HASH_ADD(hh, d->chunks, size, sizeof(ch->size), ch);
+	}
+	ch->count++;
+	d->peak = peak;
+	d->peak_time = e->time_ns;
 }
 
 static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
 {
 	struct growth_result *g = ctx;
-	boundaries_before(g, e->time_ns);
+	if (g->pass == 2) {
+		boundaries_before(g, e->time_ns);
+		snapshots_before(g, e->time_ns);
+	}
 	replay_apply(&g->rp, e);
 	uint64_t total = 0;
 	for (size_t i = 0; i < g->rp.ndevs; i++) {
@@ -75,53 +223,19 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 			continue;
 		total += rd->lv.bytes;
 		struct growth_dev *d = gdev_get(g, rd->ordinal);
-		if (rd->lv.bytes == d->last_bytes && (rd->lv.peak == d->peak || g->pass == 2))
+		if (g->pass == 2) {
+			if (rd->lv.bytes < d->cur_min)
+				d->cur_min = rd->lv.bytes;
 			continue;
-		if (g->pass == 1) {
-			int c = column(g, e->time_ns);
-			chart_fill(g, d, c);
-			if (rd->lv.bytes > d->cols[c])
-				d->cols[c] = rd->lv.bytes;
-			if (rd->lv.peak > d->peak) {
-				d->steps_total++;
-				if (d->nsteps < GROWTH_MAX_STEPS) {
-					if (d->nsteps == d->steps_cap) {
-						d->steps_cap = d->steps_cap ? 2 * d->steps_cap : 64;
-						d->steps = xrealloc(
-						    d->steps, d->steps_cap * sizeof(*d->steps));
-					}
-					d->steps[d->nsteps++] = (struct growth_step){
-					    e->time_ns, rd->lv.peak, rd->lv.peak - d->peak,
-					    e->size,	e->stack_id, e->api};
-				}
-				struct growth_chunk *ch;
-				HASH_FIND(hh, d->chunks, &e->size, sizeof(e->size), ch);
-				if (!ch) {
-					ch = xrealloc(NULL, sizeof(*ch));
-					memset(ch, 0, sizeof(*ch));
-					ch->size = e->size;
-					HASH_ADD(hh, d->chunks, size, sizeof(ch->size), ch);
-				}
-				ch->count++;
-				d->peak = rd->lv.peak;
-				d->peak_time = e->time_ns;
-			}
-		} else if (e->time_ns >= d->window_start && d->has_warmup) {
-			d->n_seen++;
-			uint64_t span = g->t1 > d->window_start ? g->t1 - d->window_start + 1 : 1;
-			size_t k = (size_t)((e->time_ns - d->window_start) *
-					    (unsigned __int128)GROWTH_SLICES / span);
-			if (k < GROWTH_SLICES &&
-			    (!d->slice_has[k] || rd->lv.bytes >= d->slice_max[k])) {
-				d->slice_has[k] = true;
-				d->slice_max[k] = rd->lv.bytes;
-				d->slice_time[k] = e->time_ns;
-			}
-			if (rd->lv.bytes >= d->warmup_level) {
-				d->n = d->n_seen;
-				d->window_end = e->time_ns;
-			}
 		}
+		if (rd->lv.bytes == d->last_bytes && rd->lv.peak == d->peak)
+			continue;
+		int c = column(g, e->time_ns);
+		chart_fill(g, d, c);
+		if (rd->lv.bytes > d->cols[c])
+			d->cols[c] = rd->lv.bytes;
+		if (rd->lv.peak > d->peak)
+			raise_peak(d, e, rd->lv.peak);
 		d->last_bytes = rd->lv.bytes;
 	}
 	if (g->pass == 1) {
@@ -300,50 +414,6 @@ static int dev_cmp(const void *a, const void *b)
 	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
-/* After pass 1: the warm-up end and the slope window. */
-static void plan_window(struct growth_result *g, struct growth_dev *d)
-{
-	if (!d->nsteps)
-		return;
-	/* Not "95% of the final peak": a leak keeps raising the final peak and
-	 * would push the warm-up end late. Big steps are warm-up, small ones
-	 * after the last big step are creep. */
-	d->warmup_end = d->steps[0].time_ns;
-	d->warmup_level = d->steps[0].peak;
-	for (size_t i = 0; i < d->nsteps; i++)
-		if ((double)d->steps[i].step >= WARMUP_STEP * (double)d->steps[i].peak) {
-			d->warmup_end = d->steps[i].time_ns;
-			d->warmup_level = d->steps[i].peak;
-		}
-	d->has_warmup = true;
-	uint64_t run = g->t1 - g->t0;
-	d->growth_stopped = (double)(g->t1 - d->warmup_end) >= SHORT_WINDOW * (double)run;
-	d->window_start = d->growth_stopped ? d->warmup_end : g->t0 + run / 2;
-	if (!d->growth_stopped)
-		d->warmup_level = 0; /* no warm-up to measure against: fit to the end */
-}
-
-/* Least squares through the slices' highs up to the window's end. */
-static void finish_slope(struct growth_dev *d)
-{
-	double sx = 0, sy = 0, sxx = 0, sxy = 0;
-	int m = 0;
-	for (int k = 0; k < GROWTH_SLICES; k++) {
-		if (!d->slice_has[k] || d->slice_time[k] > d->window_end)
-			continue;
-		double x = (double)(d->slice_time[k] - d->window_start) / 1e9;
-		double y = (double)d->slice_max[k];
-		sx += x;
-		sy += y;
-		sxx += x * x;
-		sxy += x * y;
-		m++;
-	}
-	double den = m * sxx - sx * sx;
-	d->points = m;
-	d->slope = m >= 3 && den > 0 ? (m * sxy - sx * sy) / den : 0;
-}
-
 /* The allocator's growth policy, guessed from the steps: "doubling" (three
  * steps in a row each twice the one before), "preallocation" (one
  * allocation of half the device or more), "fixed blocks" (one size makes
@@ -382,6 +452,8 @@ static void gdev_free(struct growth_dev *d)
 	free(d->steps);
 	free(d->cols);
 	free(d->mk_live);
+	free(d->floor);
+	free(d->held);
 	struct growth_chunk *ch, *ct;
 	HASH_ITER(hh, d->chunks, ch, ct)
 	{
@@ -390,42 +462,49 @@ static void gdev_free(struct growth_dev *d)
 	}
 }
 
-/* Two passes over one trace: the first fills the chart and plans the
- * window, the second measures inside it. Returns the read's exit code, or -1. */
+/* After pass 1: iterations from a pattern where no markers, and when each
+ * device's window ends (the last boundary, or the last step). */
+static void plan_pass2(struct growth_result *g)
+{
+	if (!g->mk.source)
+		plan_pattern(g);
+	for (size_t k = 0; k < g->ndevs; k++) {
+		struct growth_dev *d = &g->devs[k];
+		chart_fill(g, d, g->ncols - 1);
+		/* without iterations, what was never freed */
+		d->snap_time = g->mk.n >= 2 ? g->mk.times[g->mk.n - 1] : UINT64_MAX;
+	}
+}
+
+/* Two passes over one trace: the first fills the chart and the steps, the
+ * second measures each iteration. Returns the read's exit code, or -1. */
 static int growth_replay(struct growth_result *g, struct trace *t)
 {
 	int r = -1;
 	for (g->pass = 1; g->pass <= 2; g->pass++) {
 		replay_init(&g->rp);
-		for (size_t k = 0; k < g->ndevs; k++)
-			g->devs[k].last_bytes = 0;
+		if (g->pass == 1 && !g->mk.source) {
+			g->rp.on_change = on_change;
+			g->rp.on_change_ctx = g;
+		}
 		r = trace_replay(t, NULL, on_event, g);
-		boundaries_before(g, UINT64_MAX);
-		if (g->pass == 1)
-			for (size_t k = 0; k < g->ndevs; k++) {
-				chart_fill(g, &g->devs[k], g->ncols - 1);
-				plan_window(g, &g->devs[k]);
-			}
+		if (g->pass == 1) {
+			plan_pass2(g);
+		} else {
+			boundaries_before(g, UINT64_MAX);
+			for (size_t k = 0; k < g->ndevs; k++)
+				if (!g->devs[k].snapped)
+					snapshot(g, &g->devs[k]);
+		}
 		replay_free(&g->rp);
 		if (r >= 0)
 			break; /* a read error: report what pass 1 found */
 	}
-	return r;
-}
-
-/* Each device's slope over its window, and the verdict from it. */
-static void growth_verdicts(struct growth_result *g)
-{
-	for (size_t k = 0; k < g->ndevs; k++) {
-		struct growth_dev *d = &g->devs[k];
-		finish_slope(d);
-		d->rise = d->slope * (double)(d->window_end - d->window_start) / 1e9;
-		double thr = LEAK_PEAK_FRAC * (double)d->peak;
-		if (thr < (double)LEAK_MIN_BYTES)
-			thr = (double)LEAK_MIN_BYTES;
-		d->leak = d->points >= 3 && d->rise >= thr;
-		HASH_SORT(d->chunks, chunk_cmp);
+	if (g->pass == 1) { /* a read error in pass 1: no iterations measured */
+		plan_pattern(g);
+		g->mk.n = 0;
 	}
+	return r;
 }
 
 int growth_compute(struct trace *t, const struct growth_params *p, struct growth_result *g)
@@ -442,6 +521,8 @@ int growth_compute(struct trace *t, const struct growth_params *p, struct growth
 	int r = growth_replay(g, t);
 	if (g->ndevs)
 		qsort(g->devs, g->ndevs, sizeof(*g->devs), dev_cmp);
+	for (size_t k = 0; k < g->ndevs; k++)
+		HASH_SORT(g->devs[k].chunks, chunk_cmp);
 	growth_verdicts(g);
 	return r;
 }

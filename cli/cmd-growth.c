@@ -1,10 +1,11 @@
-/* gpumemtrace growth [--json] [--device N] [--width COLS] TRACE...: how
- * device memory grew: every new high-water mark, the sizes of the chunks it
- * grew in, when growth stopped (end of warm-up), whether live memory keeps
- * creeping afterwards (least-squares slope, "likely leak"), and a chart of
- * live bytes over time.
+/* gpumemtrace growth [--json] [--device N] [--width COLS] TRACE...: does
+ * device memory leak? The verdict per device (leak, no leak, undetermined)
+ * with its reason, a leak's rate and site, the iterations it was judged
+ * on, the peak, and a chart of live bytes over time; --json adds every
+ * step of the high-water mark and each iteration's level.
  *
- * The computation is analysis/growth.c; this parses and renders. */
+ * The computation is analysis/growth.c and growth-verdict.c; this parses
+ * and renders. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,29 +17,29 @@
 #include "analysis/report-base.h"
 #include "analysis/trace.h"
 
-#define HUMAN_STEPS   40
-#define HUMAN_CHUNKS  15
 #define CHART_HEIGHT  8
 #define CHART_LABEL_W 11
 
 static const char about[] =
-    "How device memory grew (cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate on\n"
-    "a device), per device:\n"
-    "  - every step of the high-water mark: when (time since the trace start), the\n"
-    "    new peak, the step, the allocation that raised it and its site;\n"
-    "  - the sizes of the allocations that raised the peak (a histogram of exact\n"
-    "    sizes): it shows the allocator's growth policy (doubling, 2/20 MiB blocks,\n"
-    "    one big preallocation);\n"
-    "  - the end of warm-up: the last step of the high-water mark that was 5% or\n"
-    "    more of the peak it made (later, smaller steps are creep, not warm-up);\n"
-    "  - the slope of live bytes after the warm-up, in bytes/s: a least-squares\n"
-    "    line through the highest live bytes in each of 16 equal slices of the\n"
-    "    window, which runs from the warm-up end to the last moment live bytes\n"
-    "    were still at their warm-up level (so the frees at exit do not hide a\n"
-    "    leak). When that window is under 25% of the run, growth did not stop and\n"
-    "    the second half of the run is used. \"likely leak\" when the line rises\n"
-    "    over its window by at least 1 MiB and at least 1% of the peak;\n"
-    "  - a chart of live bytes over time (the highest value in each column).\n"
+    "Does device memory (cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate) leak?\n"
+    "Per device, a verdict first: LEAK, NO LEAK or UNDETERMINED, and why.\n"
+    "  - It follows the memory kept from one iteration to the next. Iterations are\n"
+    "    the repeats of the most frequent top-level range or mark (NVTX,\n"
+    "    gpumemtrace_range_*), else of the allocation that comes back most often\n"
+    "    after being freed (a step's temporary). An iteration's level is the\n"
+    "    lowest live bytes inside it. Without iterations: the high-water mark.\n"
+    "  - leak: the level still rises at the end, in every iteration (a ramp) or in\n"
+    "    regular steps (a caching allocator's segments: PyTorch keeping 1 MiB a\n"
+    "    step allocates a 20 MiB segment every 20 steps). Shown with its rate per\n"
+    "    iteration and per second and the site holding the bytes.\n"
+    "  - no leak: the level stopped rising and stayed flat for 8 iterations or more\n"
+    "    (without iterations: 10% of the time since the first allocation), and\n"
+    "    for twice a staircase's interval, however late the warm-up ended.\n"
+    "  - undetermined: the run ended too soon after the last rise to tell.\n"
+    "Then the evidence (site, iterations, peak, the allocator's growth pattern:\n"
+    "doubling, fixed blocks, one preallocation), a chart of live bytes over time,\n"
+    "and the command to see more. --json adds every step of the high-water mark\n"
+    "with its site, the sizes that raised it, and each iteration's level.\n"
     "Several traces (one per rank or process): a section each, then the peaks side\n"
     "by side with the imbalance (largest peak / mean).\n";
 static const char more[] =
@@ -50,31 +51,6 @@ static const char more[] =
     "exit status: 0 ok, 2 usage, 3 cannot read a file, 4 not a trace or corrupt\n";
 static const struct opt_usage usage = {
     .name = "growth", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
-
-static void print_markers_human(FILE *f, struct growth_result *g, struct growth_dev *d)
-{
-	if (!growth_has_markers(g, d))
-		return;
-	char b1[32], b2[32];
-	size_t n = g->mk.n - 1, grew = 0;
-	int64_t med = growth_median_per_iteration(&g->mk, d);
-	for (size_t i = 0; i < n; i++)
-		grew += d->mk_live[i + 1] > d->mk_live[i];
-	int64_t total = (int64_t)(d->mk_live[n] - d->mk_live[0]);
-	fprintf(f,
-		"  per iteration (%s \"%s\", %zu iterations): %s%s per iteration (median), "
-		"%s%s over all; grew in %zu of %zu",
-		g->mk.source, g->mk.name, n, med < 0 ? "-" : "+",
-		fmt_size(b1, med < 0 ? -(uint64_t)med : (uint64_t)med), total < 0 ? "-" : "+",
-		fmt_size(b2, total < 0 ? -(uint64_t)total : (uint64_t)total), grew, n);
-	size_t shown = 0;
-	for (size_t i = 0; i < n && shown < 20; i++)
-		if (d->mk_live[i + 1] > d->mk_live[i])
-			fprintf(f, "%s%zu", shown++ ? ", " : ": ", i + 1);
-	if (grew > shown)
-		fprintf(f, ", ...");
-	fputc('\n', f);
-}
 
 static void print_markers_json(FILE *f, struct growth_result *g, struct growth_dev *d)
 {
@@ -96,6 +72,9 @@ static void print_markers_json(FILE *f, struct growth_result *g, struct growth_d
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%s%" PRId64, i ? ", " : "",
 			(int64_t)(d->mk_live[i + 1] - d->mk_live[i]));
+	fputs("], \"floor_bytes\": [", f);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%" PRIu64, i ? ", " : "", d->floor ? d->floor[i] : 0);
 	fputs("], \"grew\": [", f);
 	for (size_t i = 0, k = 0; i < n; i++)
 		if (d->mk_live[i + 1] > d->mk_live[i])
@@ -136,87 +115,127 @@ static void print_chart(FILE *f, struct growth_result *g, struct growth_dev *d)
 		rb_time(b, trace_rel(g->t, g->t0)), rb_time(b2, trace_rel(g->t, g->t1)));
 }
 
-static void print_dev_human(FILE *f, struct growth_result *g, struct growth_dev *d)
+static const char *verdict_label(enum growth_kind k)
 {
-	struct trace *t = g->t;
-	char b1[32], b2[32], b3[32], b4[32], site[512];
-	uint64_t total = rb_dev_total(t, d->ordinal);
+	return k == GV_LEAK ? "LEAK" : k == GV_NO_LEAK ? "NO LEAK" : "UNDETERMINED";
+}
+
+/* The verdict line: the verdict, a leak's rate, the reason. */
+static void print_verdict(FILE *f, struct growth_result *g, struct growth_dev *d)
+{
+	char b1[32], b2[32], reason[512];
+	uint64_t total = rb_dev_total(g->t, d->ordinal);
 	fprintf(f, "\ndevice %" PRId64, d->ordinal);
 	if (total)
 		fprintf(f, " (%s)", fmt_size(b1, total));
-	fprintf(f, ": peak %s at %s in %" PRIu64 " steps; live at the end %s\n",
-		fmt_size(b2, d->peak), rb_time(b3, trace_rel(t, d->peak_time)), d->steps_total,
-		fmt_size(b4, d->last_bytes));
+	fprintf(f, ": %s: ", verdict_label(d->v.kind));
+	double step;
+	if (d->v.kind == GV_LEAK) {
+		if (growth_rate_per_step(g, d, &step))
+			fprintf(f, "+%s per iteration, ", fmt_size(b1, (uint64_t)(step + 0.5)));
+		fprintf(f, "+%s/s: ", fmt_size(b2, (uint64_t)(growth_rate_per_s(g, d) + 0.5)));
+	}
+	fprintf(f, "%s\n", growth_reason(g, d, reason, sizeof(reason)));
+}
+
+/* The evidence: a leak's site, where the iterations come from, the peak. */
+static void print_evidence(FILE *f, struct growth_result *g, struct growth_dev *d)
+{
+	struct trace *t = g->t;
+	char b1[32], b2[32], b3[32], site[512], cut[512];
+	size_t n = growth_iterations(g);
+	if (d->v.kind == GV_LEAK && d->site_bytes)
+		fprintf(
+		    f, "  held by %s: %s in %" PRIu64 " allocations made since %s, still live\n",
+		    /* the figures after the site take about 60 columns */
+		    rb_fit(rb_site(t, d->site_stack, site, sizeof(site)), rb_text_width(f) - 60,
+			   cut, sizeof(cut)),
+		    fmt_size(b1, d->site_bytes), d->site_count,
+		    rb_time(b2, trace_rel(t, growth_x_time(g, d->v.start_x && n ? d->v.start_x - 1
+										: d->v.start_x))));
+	if (n && !strcmp(g->mk.source, "pattern"))
+		fprintf(f, "  iterations: %zu, between repeats of a %s at %s\n", n, g->mk.name,
+			rb_site(t, g->mk.pattern_stack, site, sizeof(site)));
+	else if (n)
+		fprintf(f, "  iterations: %zu, from the %s \"%s\"\n", n, g->mk.source, g->mk.name);
+	else if (d->steps_total)
+		fprintf(f, "  iterations: none found (no repeating range, mark or allocation): "
+			   "judged on the high-water mark over time\n");
 	if (!d->steps_total)
 		return;
-	fprintf(f, "  high-water mark steps\n  %12s %11s %11s %11s  %-22s %s\n", "time", "new peak",
-		"step", "allocation", "api", "site");
-	size_t show = d->nsteps < HUMAN_STEPS ? d->nsteps : HUMAN_STEPS;
-	int width = rb_text_width(f);
-	for (size_t i = 0; i < show; i++) {
-		const struct growth_step *s = &d->steps[i];
-		char cut[1024];
-		/* the site gets what the 75 columns of figures leave */
-		fprintf(f, "  %12s %11s %11s %11s  %-22s %s\n",
-			rb_time(b1, trace_rel(t, s->time_ns)), fmt_size(b2, s->peak),
-			fmt_size(b3, s->step), fmt_size(b4, s->size),
-			api_name(site_api(t, s->stack_id, s->api)),
-			rb_fit(rb_site(t, s->stack_id, site, sizeof(site)), width - 75, cut,
-			       sizeof(cut)));
-	}
-	if (d->steps_total > show)
-		fprintf(f, "  ... %" PRIu64 " more steps (--json lists up to %d)\n",
-			d->steps_total - show, GROWTH_MAX_STEPS);
-
-	fprintf(f, "  sizes of the allocations that raised the peak\n  %11s %8s %11s\n", "size",
-		"count", "bytes");
-	int k = 0;
-	struct growth_chunk *ch, *ct;
-	HASH_ITER(hh, d->chunks, ch, ct)
-	{
-		if (k++ == HUMAN_CHUNKS) {
-			fprintf(f, "  ... %u more sizes\n", HASH_COUNT(d->chunks) - HUMAN_CHUNKS);
-			break;
-		}
-		fprintf(f, "  %11s %8" PRIu64 " %11s", fmt_size(b1, ch->size), ch->count,
-			fmt_size(b2, ch->size * ch->count));
-		if (total && ch->size * 2 >= total)
-			fprintf(f, "  (%.0f%% of the device in one allocation: a preallocation)",
-				100.0 * (double)ch->size / (double)total);
-		fputc('\n', f);
-	}
-
 	uint64_t block;
-	const char *pat = growth_pattern(d, total, &block);
-	fprintf(f, "  growth pattern: %s", pat);
+	const char *pat = growth_pattern(d, rb_dev_total(t, d->ordinal), &block);
+	fprintf(f, "  peak %s at %s in %" PRIu64 " steps (%s", fmt_size(b1, d->peak),
+		rb_time(b2, trace_rel(t, d->peak_time)), d->steps_total, pat);
 	if (block)
-		fprintf(f, " (%s)", fmt_size(b1, block));
-	fputc('\n', f);
-	fprintf(f, "  warm-up ends at %s (the last step of 5%% or more, to %s)\n",
-		rb_time(b1, trace_rel(t, d->warmup_end)), fmt_size(b2, d->warmup_level));
-	if (!d->growth_stopped)
-		fprintf(f,
-			"  growth did not stop: the warm-up ends in the last 25%% of the run, so "
-			"the slope covers the second half\n");
-	if (d->points >= 3) {
-		fprintf(f, "  after %s: live bytes %s%s/s (%s%s over %s, %" PRIu64 " samples)%s\n",
-			rb_time(b1, trace_rel(t, d->window_start)), d->slope <= -0.5 ? "-" : "+",
-			fmt_size(b2, (uint64_t)(d->slope < 0 ? -d->slope : d->slope)),
-			d->rise <= -0.5 ? "-" : "+",
-			fmt_size(b3, (uint64_t)(d->rise < 0 ? -d->rise : d->rise)),
-			rb_dur(b4, (int64_t)(d->window_end - d->window_start)), d->n,
-			d->leak ? ": LIKELY LEAK" : ": no leak");
-	} else {
-		fprintf(f, "  after %s: too few samples (%" PRIu64 ") for a slope\n",
-			rb_time(b1, trace_rel(t, d->window_start)), d->n);
+		fprintf(f, ", %s", fmt_size(b3, block));
+	if (!strcmp(pat, "preallocation"))
+		fprintf(f, ", %.0f%% of the device in one allocation",
+			100.0 * (double)block / (double)rb_dev_total(t, d->ordinal));
+	fprintf(f, "); live at the end %s\n", fmt_size(b1, d->last_bytes));
+}
+
+static void print_dev_human(FILE *f, struct growth_result *g, struct growth_dev *d)
+{
+	print_verdict(f, g, d);
+	if (!d->steps_total) {
+		fprintf(f, "  no device memory was allocated on it\n");
+		return;
 	}
-	print_markers_human(f, g, d);
+	print_evidence(f, g, d);
 	print_chart(f, g, d);
+	fprintf(f, "  more: gpumemtrace growth --json %s (every step and its site%s)%s%s\n",
+		g->t->path, growth_iterations(g) ? ", each iteration's level" : "",
+		d->v.kind == GV_LEAK ? "; gpumemtrace leaks " : "",
+		d->v.kind == GV_LEAK ? g->t->path : "");
 }
 
 static int64_t iround(double v)
 {
 	return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
+}
+
+static void print_verdict_json(FILE *f, struct growth_result *g, struct growth_dev *d)
+{
+	struct trace *t = g->t;
+	char reason[512], site[512];
+	size_t n = growth_iterations(g);
+	double step;
+	bool leak = d->v.kind == GV_LEAK;
+	fprintf(f, ",\n    \"verdict\": \"%s\", \"verdict_reason\": ", growth_kind_name(d->v.kind));
+	rb_json_s(f, growth_reason(g, d, reason, sizeof(reason)));
+	fputs(", \"rate_bytes_per_step\": ", f);
+	if (growth_rate_per_step(g, d, &step) && leak)
+		fprintf(f, "%" PRId64, iround(step));
+	else
+		fputs("null", f);
+	fputs(", \"rate_bytes_per_s\": ", f);
+	if (leak)
+		fprintf(f, "%" PRId64, iround(growth_rate_per_s(g, d)));
+	else
+		fputs("null", f);
+	fprintf(f, ",\n    \"iterations\": %zu, \"iteration_source\": \"%s\"", n,
+		growth_iteration_source(g));
+	fprintf(f, ", \"level_bytes\": %" PRIu64 ", \"last_rise_ns\": ", d->v.level);
+	if (d->v.steps)
+		fprintf(f, "%" PRId64, trace_rel(t, growth_x_time(g, d->v.last_rise)));
+	else
+		fputs("null", f);
+	if (n)
+		fprintf(f, ", \"steady_iterations\": %" PRIu64, d->v.steady);
+	else
+		fprintf(f, ", \"steady_ns\": %" PRIu64, d->v.steady);
+	fprintf(f, ", \"likely_leak\": %s, \"leak_site\": ", leak ? "true" : "false");
+	if (leak && d->site_bytes) {
+		fprintf(f,
+			"{\"stack_id\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"count\": %" PRIu64
+			", \"site\": ",
+			d->site_stack, d->site_bytes, d->site_count);
+		rb_json_s(f, rb_site(t, d->site_stack, site, sizeof(site)));
+		fputc('}', f);
+	} else {
+		fputs("null", f);
+	}
 }
 
 static void print_dev_json(FILE *f, struct growth_result *g, struct growth_dev *d, bool first)
@@ -253,16 +272,8 @@ static void print_dev_json(FILE *f, struct growth_result *g, struct growth_dev *
 	fputs("],\n    \"pattern\": ", f);
 	rb_json_s(f, growth_pattern(d, rb_dev_total(t, d->ordinal), &block));
 	fprintf(f, ", \"pattern_block_bytes\": %" PRIu64, block);
-	fprintf(f,
-		",\n    \"warmup_end_ns\": %" PRId64 ", \"growth_stopped\": %s"
-		", \"slope_window_start_ns\": %" PRId64 ", \"slope_window_end_ns\": %" PRId64
-		", \"slope_samples\": %" PRIu64 ", \"slope_bytes_per_s\": ",
-		d->has_warmup ? trace_rel(t, d->warmup_end) : 0,
-		d->growth_stopped ? "true" : "false",
-		d->has_warmup ? trace_rel(t, d->window_start) : 0,
-		d->has_warmup && d->n ? trace_rel(t, d->window_end) : 0, d->n);
-	fprintf(f, "%" PRId64 ", \"rise_bytes\": %" PRId64, iround(d->slope), iround(d->rise));
-	fprintf(f, ", \"likely_leak\": %s, \"markers\": ", d->leak ? "true" : "false");
+	print_verdict_json(f, g, d);
+	fputs(", \"markers\": ", f);
 	print_markers_json(f, g, d);
 	fprintf(f,
 		",\n    \"chart\": {\"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64

@@ -21,7 +21,7 @@ static const struct command commands[] = {
     {"top", cmd_top,
      "allocation sites ranked by bytes at the peak, at the end, in total, or by calls"},
     {"growth", cmd_growth,
-     "how memory grew: every new high-water mark, chunk sizes, warm-up, leak slope"},
+     "leak or not: a verdict per device (leak, no leak, undetermined), its rate and site"},
     {"fragmentation", cmd_fragmentation,
      "size histogram, address span against live bytes, free gaps, rounding waste"},
     {"oom", cmd_oom, "every failed allocation: size, free memory then, who held it, a verdict"},

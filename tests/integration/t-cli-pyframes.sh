@@ -44,6 +44,7 @@ expect_eq by-stack "$(json s.json "[r['key'] for r in d['devices'][0]['rows']][:
 	"['forward (model.py:42) <- train (train.py:10)', 'forward (block.py:7) <- train (train.py:10)']"
 "$GMT_CLI" leaks --json py.gmt >k.json 2>err || fail "leaks exit $?: $(cat err)"
 grep -q '"forward (model.py:42) <- train (train.py:10)' k.json || fail "leaks without the Python site: $(cat k.json)"
-"$GMT_CLI" growth py.gmt >g.txt 2>err || fail "growth exit $?"
-grep -Eq '^ +\+10 ns +3\.91 KiB .* cudaMalloc +forward \(model\.py:42\)$' g.txt || fail "growth without the Python site: $(cat g.txt)"
+"$GMT_CLI" growth --json py.gmt >g.json 2>err || fail "growth exit $?"
+expect_eq growth-site "$(json g.json "[(s['time_ns'], s['size'], s['site']) for s in d['traces'][0]['devices'][0]['steps']][0]")" \
+	"(10, 4000, 'forward (model.py:42)')"
 echo ok

@@ -79,7 +79,7 @@ grep -q '^  NCCL: ncclCommInitRankConfig/NCCL: ncclAllReduce ' ns.txt &&
 [ "$(wc -l <js.txt)" -lt 150 ] || fail "summary of the JAX trace is $(wc -l <js.txt) lines"
 grep -q '^  (26731 more phases without allocations or frees' js.txt || fail "no line for the phases left out"
 "$GMT_CLI" growth "$V/jax-default.1043.gmt" >jg.txt || fail "growth jax"
-grep -q 'growth pattern: preallocation (59.4 GiB)' jg.txt || fail "growth does not see XLA's preallocation"
+grep -q '(preallocation, 59.4 GiB, 75% of the device in one allocation)' jg.txt || fail "growth does not see XLA's preallocation"
 # The checker scripts/gpu-check.sh uses: every call of the plain program
 # found by pointer and size, and the first run's defects caught.
 R=$V/../reports
