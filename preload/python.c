@@ -57,10 +57,18 @@ static inline uint64_t *known_slot(uintptr_t addr)
 	return &known_pages[(page * 0x9e3779b97f4a7c15ull) >> (64 - KNOWN_BITS)];
 }
 
+static inline int page_known(uintptr_t addr)
+{
+	return __atomic_load_n(known_slot(addr), __ATOMIC_RELAXED) == (addr >> 12) + 1;
+}
+
 static inline int pages_known(uintptr_t addr, size_t n)
 {
-	for (uintptr_t p = addr & ~(uintptr_t)4095; p < addr + n; p += 4096)
-		if (__atomic_load_n(known_slot(p), __ATOMIC_RELAXED) != (p >> 12) + 1)
+	uintptr_t last = addr + n - 1;
+	if (!page_known(addr) || ((last ^ addr) >> 12 && !page_known(last)))
+		return 0;
+	for (uintptr_t p = (addr | 4095) + 1; p < last; p += 4096) /* long reads only */
+		if (!page_known(p))
 			return 0;
 	return 1;
 }
@@ -333,18 +341,19 @@ static uint64_t no_python_frame(void)
 	return no_python_id;
 }
 
-/* A child of fork writes a trace of its own: every frame is defined anew. */
+/* A child of fork writes a trace of its own: every frame is defined anew.
+ * The tables keep their size. */
 static void caches_clear(void)
 {
 	for (size_t i = 0; i < names_cap; i++) {
 		free(names[i].function);
 		free(names[i].file);
 	}
-	free(names);
-	free(sites);
-	names = NULL;
-	sites = NULL;
-	nnames = names_cap = nsites = sites_cap = 0;
+	if (names)
+		memset(names, 0, names_cap * sizeof *names);
+	if (sites)
+		memset(sites, 0, sites_cap * sizeof *sites);
+	nnames = nsites = 0;
 	no_python_id = 0;
 }
 
@@ -355,10 +364,12 @@ static void cache_after_fork(void)
 	caches_clear();
 }
 
-void gmt_python_cache_reset(void)
+void gmt_python_cache_reset(int pages)
 {
 	pthread_mutex_lock(&cache_lock);
 	caches_clear();
+	if (pages)
+		memset(known_pages, 0, sizeof known_pages);
 	pthread_mutex_unlock(&cache_lock);
 }
 

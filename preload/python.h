@@ -14,9 +14,9 @@
  * cap; ips has room for cap entries. */
 unsigned gmt_python_splice(uint64_t *ips, unsigned n, unsigned cap);
 
-/* Forgets every frame seen (the next capture reads them afresh): for
- * benchmarks of the uncached path. */
-void gmt_python_cache_reset(void);
+/* Forgets every frame seen (the next capture reads them afresh), and with
+ * pages set which pages are known mapped: for bench/pyframes.py. */
+void gmt_python_cache_reset(int pages);
 
 /* 1 once the process is known to have no usable CPython (it never changes
  * back): the event path then skips the call above. */
