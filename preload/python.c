@@ -47,19 +47,38 @@ static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- checked reads ------------------------------------------------------ */
 
+/* Pages known mapped: 4-way sets of page number + 1 (0 is empty), so
+ * that a few hot pages mapping to one set do not evict each other. */
 /* MAX_WALK: frames passed over (shims) count too, so a loop ends. */
-enum { KNOWN_BITS = 12, MAX_STR = 1024, MAX_TABLE = 1 << 20, MAX_WALK = 4096 };
-static uint64_t known_pages[1u << KNOWN_BITS]; /* page number + 1, or 0 */
+enum { KNOWN_SETS_BITS = 10, KNOWN_WAYS = 4, MAX_STR = 1024, MAX_TABLE = 1 << 20, MAX_WALK = 4096 };
+static uint64_t known_pages[1u << KNOWN_SETS_BITS][KNOWN_WAYS] __attribute__((aligned(64)));
 
-static inline uint64_t *known_slot(uintptr_t addr)
+static inline uint64_t *known_set(uint64_t page)
 {
-	uint64_t page = addr >> 12;
-	return &known_pages[(page * 0x9e3779b97f4a7c15ull) >> (64 - KNOWN_BITS)];
+	return known_pages[(page * 0x9e3779b97f4a7c15ull) >> (64 - KNOWN_SETS_BITS)];
 }
 
 static inline int page_known(uintptr_t addr)
 {
-	return __atomic_load_n(known_slot(addr), __ATOMIC_RELAXED) == (addr >> 12) + 1;
+	uint64_t page = addr >> 12, *set = known_set(page);
+	for (int w = 0; w < KNOWN_WAYS; w++)
+		if (__atomic_load_n(&set[w], __ATOMIC_RELAXED) == page + 1)
+			return 1;
+	return 0;
+}
+
+static void page_remember(uintptr_t addr)
+{
+	uint64_t page = addr >> 12, *set = known_set(page);
+	int victim = (int)(page % KNOWN_WAYS);
+	for (int w = 0; w < KNOWN_WAYS; w++) {
+		uint64_t v = __atomic_load_n(&set[w], __ATOMIC_RELAXED);
+		if (v == page + 1)
+			return;
+		if (!v)
+			victim = w;
+	}
+	__atomic_store_n(&set[victim], page + 1, __ATOMIC_RELAXED);
 }
 
 static inline int pages_known(uintptr_t addr, size_t n)
@@ -91,7 +110,7 @@ static NO_ASAN int checked_read(void *dst, uintptr_t addr, size_t n)
 	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)n)
 		return 0;
 	for (uintptr_t p = addr & ~(uintptr_t)4095; p < addr + n; p += 4096)
-		__atomic_store_n(known_slot(p), (p >> 12) + 1, __ATOMIC_RELAXED);
+		page_remember(p);
 	return 1;
 }
 
@@ -445,11 +464,18 @@ static NO_ASAN enum walk walk(uintptr_t tstate, struct pyframe *out, unsigned ca
 	if (!frame)
 		return WALK_NONE;
 	unsigned char buf[512];
+	uintptr_t page = 0; /* the last frame's page, known mapped: frames share pages */
 	for (unsigned steps = 0; frame && *n < cap; steps++) {
-		const unsigned char *f =
-		    (frame & 7) || steps > MAX_WALK ? NULL : view(frame, (size_t)l->f_span, buf);
-		if (!f)
-			return *n ? WALK_CUT : WALK_BAD;
+		const unsigned char *f = (const unsigned char *)frame;
+		if ((frame >> 12) != page || ((frame + (size_t)l->f_span - 1) >> 12) != page) {
+			f = (frame & 7) || steps > MAX_WALK ? NULL
+							    : view(frame, (size_t)l->f_span, buf);
+			if (!f)
+				return *n ? WALK_CUT : WALK_BAD;
+			page = f == (const unsigned char *)frame ? frame >> 12 : 0;
+		} else if (steps > MAX_WALK) {
+			return WALK_CUT;
+		}
 		uintptr_t code = ptr_at(f, l->f_code) & ~l->code_tag_mask;
 		int owner = l->f_owner >= 0 ? f[l->f_owner] : -1;
 		frame = ptr_at(f, l->f_previous);
