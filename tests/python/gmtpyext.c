@@ -82,8 +82,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, .m_name = "gmtpyext", .m_size = -1, .m_methods = methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "gmtpyext", .m_size = -1,
+				    .m_methods = methods};
 
 PyMODINIT_FUNC PyInit_gmtpyext(void)
 {
