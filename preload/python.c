@@ -464,15 +464,18 @@ static NO_ASAN enum walk walk(uintptr_t tstate, struct pyframe *out, unsigned ca
 	if (!frame)
 		return WALK_NONE;
 	unsigned char buf[512];
-	uintptr_t page = 0; /* the last frame's page, known mapped: frames share pages */
+	/* The last frame's page, read directly: frames share pages. No page
+	 * number is all ones, so it starts as none. */
+	uintptr_t page = ~(uintptr_t)0;
 	for (unsigned steps = 0; frame && *n < cap; steps++) {
 		const unsigned char *f = (const unsigned char *)frame;
-		if ((frame >> 12) != page || ((frame + (size_t)l->f_span - 1) >> 12) != page) {
+		if ((frame >> 12) != page || ((frame + (size_t)l->f_span - 1) >> 12) != page ||
+		    (frame & 7)) {
 			f = (frame & 7) || steps > MAX_WALK ? NULL
 							    : view(frame, (size_t)l->f_span, buf);
 			if (!f)
 				return *n ? WALK_CUT : WALK_BAD;
-			page = f == (const unsigned char *)frame ? frame >> 12 : 0;
+			page = f == (const unsigned char *)frame ? frame >> 12 : ~(uintptr_t)0;
 		} else if (steps > MAX_WALK) {
 			return WALK_CUT;
 		}
