@@ -114,19 +114,22 @@ struct debug_positions {
 	int f_size, f_previous, f_executable, f_instr_ptr, f_owner;
 	int co_size, co_filename, co_qualname, co_linetable, co_firstlineno, co_code_adaptive;
 	int ascii_size;
-	/* not in the table: fixed per minor */
-	int co_firsttraceable, owner_cstack, owner_not_code;
+	/* not in the table: fixed per minor. _co_firsttraceable is trusted
+	 * only where co_code_adaptive is where that minor's header puts it. */
+	int co_firsttraceable, co_code_expected, owner_cstack, owner_not_code;
 	uint64_t code_tag_mask;
 };
 
 static const struct debug_positions positions[] = {
     /* 3.13: Include/internal/pycore_runtime.h; _co_firsttraceable from
-     * 3.13.0's pycore_code.h (the debug table lacks it) */
-    {13, 152, 184, 224, 232, 240, 248, 264, 272, 280, 296, 304, 312, 344, 560, 184, 3, 3, 0},
-    /* 3.14: Include/internal/pycore_debug_offsets.h (3.14.0); owner 3 is
-     * FRAME_OWNED_BY_INTERPRETER, 4 the C stack's shim; f_executable is a
+     * 3.13.0's cpython/code.h (the debug table lacks it); owner 3 is the C
+     * stack's shim (FRAME_OWNED_BY_CSTACK) */
+    {13, 152, 184, 224, 232, 240, 248, 264, 272, 280, 296, 304, 312, 344, 560, 184, 200, 3, 3, 0},
+    /* 3.14: Include/internal/pycore_debug_offsets.h; the entry frame each
+     * C call into the interpreter pushes is FRAME_OWNED_BY_INTERPRETER (3;
+     * FRAME_OWNED_BY_CSTACK, 4, is set nowhere); f_executable is a
      * _PyStackRef whose low two bits are tags */
-    {14, 176, 208, 248, 256, 264, 272, 288, 312, 320, 336, 344, 352, 384, 640, -1, 4, 3, 3},
+    {14, 176, 208, 248, 256, 264, 272, 288, 312, 320, 336, 344, 352, 384, 640, 192, 208, 3, 3, 3},
 };
 
 enum { DEBUG_FREE_THREADED = 16 };
@@ -180,7 +183,7 @@ static int fill_from_debug(const struct debug_positions *p, uintptr_t debug, gmt
 	    .co_linetable = (int)table,
 	    .co_firstlineno = (int)first,
 	    .co_code = (int)adaptive,
-	    .co_firsttraceable = p->co_firsttraceable,
+	    .co_firsttraceable = (int)adaptive == p->co_code_expected ? p->co_firsttraceable : -1,
 	    .lines = GMT_PY_LOCATIONS,
 	    .str_ascii_data = (int)ascii,
 	    .str_compact_data = (int)ascii + 16, /* utf8_length, utf8 */
@@ -190,7 +193,7 @@ static int fill_from_debug(const struct debug_positions *p, uintptr_t debug, gmt
 	fmax = fmax > (int)owner ? fmax : (int)owner;
 	l->f_span = fmax + 8;
 	int cmax = 0;
-	int cf[] = {(int)file, (int)qual, (int)table, (int)first, p->co_firsttraceable};
+	int cf[] = {(int)file, (int)qual, (int)table, (int)first, l->co_firsttraceable};
 	for (size_t i = 0; i < sizeof cf / sizeof cf[0]; i++)
 		cmax = cf[i] > cmax ? cf[i] : cmax;
 	l->co_span = cmax + 8;

@@ -65,10 +65,14 @@ static void layouts(void)
 		CHECK(l->co_filename == 112 && l->co_name == 128 && l->co_linetable == 136 &&
 			  l->co_firstlineno == 68 && l->co_code == 208,
 		      "3.14 code offsets");
-		CHECK(l->code_tag_mask == 3 && l->owner_cstack == 4 && l->owner_not_code == 3,
+		CHECK(l->code_tag_mask == 3 && l->owner_cstack == 3 && l->owner_not_code == 3,
 		      "3.14 tagged f_executable, owners");
+		CHECK(l->co_firsttraceable == 192, "3.14 _co_firsttraceable");
 		CHECK(l->str_ascii_data == 40 && l->str_compact_data == 56, "3.14 strings");
 	}
+	put(384, 216); /* co_code_adaptive elsewhere: _co_firsttraceable unknown */
+	l = gmt_py_layout_for(14, (uintptr_t)table, fake_read, why, sizeof why);
+	CHECK(l && l->co_firsttraceable == -1 && l->co_code == 216, "3.14, another code layout");
 	fake_314(0x030e00f0, 1);
 	l = gmt_py_layout_for(14, (uintptr_t)table, fake_read, why, sizeof why);
 	CHECK(!l && strstr(why, "free-threaded"), "free-threaded refused: %s", why);
