@@ -58,6 +58,36 @@ for py in "${candidates[@]}"; do
 	tested+=("$name")
 done
 
+# A child of fork writes its own trace, which defines every Python frame
+# it uses again.
+mkdir -p fork && cd fork
+cat >fork.py <<'PY'
+import ctypes, os
+lib = ctypes.CDLL("libcuda.so.1")
+assert lib.cuInit(0) == 0
+ctx, p = ctypes.c_void_p(), ctypes.c_uint64()
+assert lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+assert lib.cuCtxSetCurrent(ctx) == 0
+def allocate(n):
+    assert lib.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n)) == 0
+allocate(4096)
+pid = os.fork()
+allocate(8192)
+if pid:
+    os.waitpid(pid, 0)
+else:
+    os._exit(0)
+PY
+traced "$(readlink -f "${candidates[-1]}")" fork.py >out.txt 2>&1 || fail "fork run: $(cat out.txt)"
+traces=(gpumemtrace.*.gmt)
+expect_eq "traces after fork" "${#traces[@]}" 2
+for t in "${traces[@]}"; do
+	"$GMT_CLI" dump "$t" >dump.txt
+	grep -q 'PYFRAME [0-9]* function "allocate" file "[^"]*fork.py"' dump.txt ||
+		fail "fork: $t defines no PYFRAME for allocate: $(grep PYFRAME dump.txt)"
+done
+cd ..
+
 # An interpreter whose layout we do not know: one NOTE, native stacks, no crash.
 old=$(ls -d "$pyenv"/3.8.*/bin/python3.8 2>/dev/null | head -1 || true)
 if [ -n "$old" ]; then

@@ -4,13 +4,14 @@ same line (JSON lines in $GMT_EXPECT): t-python-frames compares the
 trace's Python frames with it. Each allocation has a size of its own.
 
 Cases: ctypes.CDLL (the GIL released) and ctypes.PyDLL (held), methods,
-a generator, asyncio, a thread, deep recursion, non-ASCII names, __init__
+a generator, asyncio, four threads at once, deep recursion, non-ASCII names, __init__
 after warm-up, and with the test's C extension ($GMT_PYEXT, the folder
 that holds it, when it could be built): a call
 between Py_BEGIN/END_ALLOW_THREADS, a C function calling back into
 Python, and a thread that never ran Python."""
 import asyncio
 import ctypes
+import itertools
 import json
 import os
 import sys
@@ -24,12 +25,11 @@ if os.environ.get("GMT_PYEXT"):
     import gmtpyext as ext  # noqa: E402
 
 expected = []
-sizes = [1 << 20]
+sizes = itertools.count((1 << 20) + 4096, 4096)  # next() is atomic: threads share it
 
 
 def next_size():
-    sizes[0] += 4096
-    return sizes[0]
+    return next(sizes)
 
 
 def frames(f):
@@ -113,8 +113,9 @@ class Layer:
 
 def thread_body(ctx):
     check(lib_py.cuCtxSetCurrent(ctx))  # a context is current per thread
-    alloc_py(next_size(), "thread")
-    alloc_c(next_size(), "thread")
+    for _ in range(3):
+        alloc_py(next_size(), "thread")
+        alloc_c(next_size(), "thread")
 
 
 def via_extension():
@@ -131,9 +132,11 @@ def main():
     Model().forward(False)
     list(generator(2))
     asyncio.run(coroutine_outer())
-    t = threading.Thread(target=thread_body, args=(ctx,))
-    t.start()
-    t.join()
+    threads = [threading.Thread(target=thread_body, args=(ctx,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     recurse(150)
     Модель().вперёд()
     for _ in range(500):
