@@ -22,3 +22,15 @@ $(BENCH_DIR)/workload: bench/workload.c $(SIM_HEADERS) | sim
 
 bench: bench-progs ## run the benchmarks (minutes; needs heaptrack for the anchors), results in bench/results/
 	@BUILD=$(abspath $(BUILD)) bench/run.sh $(BENCH)
+
+# The Python frame reader alone (bench/pyframes.py), as an extension of the
+# interpreter PY, built from preload/python*.c.
+PY ?= python3
+.PHONY: bench-pyframes
+bench-pyframes: ## ns per Python frame on the hook path, cached and not (PY=python3.X)
+	@mkdir -p $(BENCH_DIR)
+	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -shared -fPIC $(WARN) -I. -Iinclude \
+		-I"$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+		bench/pyframes.c preload/python.c preload/python-layouts.c \
+		-o $(BENCH_DIR)/gmtpybench$$($(PY) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') -ldl -lpthread
+	GMT_PYBENCH=$(BENCH_DIR) $(PY) bench/pyframes.py

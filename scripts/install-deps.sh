@@ -15,6 +15,7 @@ packages=(
 	libzstd1          # compressed trace chunks (dlopen'd at run time, never linked)
 	libzstd-dev       # zstd.h only: t-zstd-decls checks our prototypes against it
 	python3           # JSON checks in the integration tests
+	python3-dev       # Python.h: t-python-frames builds a C extension (skipped without)
 	binutils          # nm, for the export-list test
 	zlib1g-dev        # gzip for 'gpumemtrace export --format pprof'
 	librsvg2-bin      # rsvg-convert: the plot and flamegraph tests render SVG to PNG

@@ -23,6 +23,9 @@ UNIT_SRCS_test-ring := preload/ring.c
 UNIT_SRCS_test-stacks := preload/stacks.c
 UNIT_SRCS_test-clock := preload/clock.c
 UNIT_SRCS_test-callers := preload/callers.c
+UNIT_SRCS_test-python-layouts := preload/python-layouts.c
+UNIT_SRCS_test-python-walk := preload/python.c preload/python-layouts.c
+UNIT_LIBS_test-python-walk := -rdynamic # python.c finds the fake CPython with dlsym
 # The analysis layer: without trace.c, or with it (and what it needs).
 UNIT_ANALYSIS := common/api.c common/text.c reader/diag.c reader/xalloc.c
 UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c analysis/sites.c \

@@ -5,7 +5,8 @@ ctypes.PyDLL from 11 Python frames, on the simulated driver. Compare
     GPUMEMTRACE_PYTHON=0 LD_PRELOAD=build/libgpumemtrace.so LD_LIBRARY_PATH=build/sim python3 ...
     LD_PRELOAD=build/libgpumemtrace.so LD_LIBRARY_PATH=build/sim python3 ...
 
-interleaved, several times each (docs/design.md quotes the medians)."""
+interleaved, several times each (docs/performance.md quotes the medians;
+`make bench-pyframes` measures the frame reader alone)."""
 import ctypes
 import sys
 import time
