@@ -32,7 +32,7 @@ t=$(the_trace)
 "$GMT_CLI" dump "$t" >dump.txt
 grep -q "PYFRAME [0-9]* function \"allocate\" file \"[^\"]*pyalloc.py\" line $line\$" dump.txt ||
 	fail "GIL released: no PYFRAME for allocate() at pyalloc.py:$line: $(grep PYFRAME dump.txt)"
-"$GMT_CLI" top --by stack --depth 20 "$t" >top.txt
+COLUMNS=10000 "$GMT_CLI" top --by stack --depth 20 "$t" >top.txt # uncut
 grep -Eq "allocate \([^)]*pyalloc.py:[0-9]+\) <- build_layer \([^)]*pyalloc.py:[0-9]+\) <- Model.forward \([^)]*\) <- <module>" top.txt ||
 	fail "GIL released: stack does not read allocate <- build_layer <- Model.forward: $(cat top.txt)"
 if grep -q "ip $none_ip" dump.txt; then fail "GIL released: frames marked unavailable"; fi
