@@ -37,7 +37,11 @@ UNIT_SRCS_test-fragmentation := analysis/fragmentation.c $(UNIT_TRACE)
 UNIT_SRCS_test-oom := analysis/oom.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analysis/peakset.c $(UNIT_TRACE)
 UNIT_SRCS_test-growth := analysis/growth.c analysis/report-base.c $(UNIT_TRACE)
+UNIT_SRCS_test-explain := analysis/explain.c analysis/explain-facts.c analysis/explain-findings.c \
+	analysis/explain-verdicts.c analysis/explain-compare.c analysis/accounting.c \
+	analysis/peakset.c analysis/growth.c analysis/oom.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_LIBS_TRACE := -ldw -lelf -lz -lm
+UNIT_LIBS_test-explain := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-snapshot := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-check-measure := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-report-base := $(UNIT_LIBS_TRACE)
