@@ -56,8 +56,7 @@ static void cmp_gpu(const struct ex_dev *a, const struct ex_recog *ra, const str
 	char s[6][40];
 	bool pre = ra->mode == MODE_BFC_PREALLOC || rb->mode == MODE_BFC_PREALLOC;
 	struct ex_finding *x =
-	    ex_add(out, "compare-gpu", b->ordinal,
-		   pre ? absdiff(a->biggest, b->biggest) : absdiff(a->total, b->total) / 64);
+	    ex_add(out, "compare-gpu", b->ordinal, pre ? absdiff(a->biggest, b->biggest) : 0);
 	ex_answer(x, "the GPUs differ: A has %s (%s), B %s (%s)%s", fmt_size(s[0], a->total),
 		  *a->name ? a->name : "?", fmt_size(s[1], b->total), *b->name ? b->name : "?",
 		  pre ? ": a preallocation is a fraction of the device, so the bigger GPU "
@@ -232,5 +231,10 @@ void explain_compare(const struct ex_facts *a, const struct ex_recog *ra, const 
 		cmp_sites(da, db, out);
 	}
 	cmp_libs(a, b, out);
-	ex_sort(out);
+	/* the headline first, then its reasons largest first */
+	struct ex_findings rest = {out->v + 1, out->n ? out->n - 1 : 0, 0};
+	if (a->ndevs && b->ndevs)
+		ex_sort(&rest);
+	else
+		ex_sort(out);
 }
