@@ -221,8 +221,8 @@ int cmd_explain(int argc, char **argv)
 		worst = x > worst ? x : worst;
 		explain_recognize(&fs[i], &rs[i]);
 		if (o.has_device && !fs[i].ndevs) { /* as plot: a device not in the trace */
-			say_error("explain", "%s: no device memory on device %" PRId64,
-				  ts[i].path, o.device);
+			say_error("explain", "%s: no device memory on device %" PRId64, ts[i].path,
+				  o.device);
 			nodev = true;
 		}
 	}
