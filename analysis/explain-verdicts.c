@@ -135,9 +135,11 @@ void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findi
 		const char *why = k == 0   ? "larger than the whole device"
 				  : k == 1 ? "another process held the memory"
 					   : "this process held the memory";
+		char more[48] = "";
+		if (n > 1)
+			snprintf(more, sizeof(more), " (and %zu more like it)", n - 1);
 		ex_answer(x, "%s of %s failed at %s: %s%s", o->api, fmt_size(b[0], o->size),
-			  rb_time(t1, (int64_t)o->time_ns), why,
-			  n > 1 ? " (and more like it)" : "");
+			  rb_time(t1, (int64_t)o->time_ns), why, more);
 		if (o->meminfo)
 			ex_ev(x, "oom", "free then: %s of %s; this process held %s, others %s",
 			      fmt_size(b[0], o->free_bytes), fmt_size(b[1], o->total_bytes),

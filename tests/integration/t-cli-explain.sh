@@ -10,8 +10,8 @@
 . "$(dirname "$0")/lib.sh"
 MKTRACE=$BUILD/tests/unit-tools/mktrace
 [ -x "$MKTRACE" ] || fail "$MKTRACE missing: make unit-tests"
-MiB=1048576
-GiB=$((1024 * MiB))
+. "$(dirname "$0")/explain-traces.sh"
+explain_traces
 REAL=$TESTS_DIR/../docs/validation
 
 ex() { # name args...: explain --json into name.json, exit 0, nothing on stderr
@@ -55,40 +55,13 @@ for t in nocache async; do
 done
 
 # ---- TF with allow_growth: regions of 2 MiB doubling to 64 MiB, none returned ----
-{
-	cat <<T
-process pid=7 ppid=1 exe=/usr/bin/python3 arg=python3 env=TF_FORCE_GPU_ALLOW_GROWTH=true
-module id=1 bias=0 start=0x400000 end=0x500000 path=/usr/lib/libtensorflow_framework.so.2
-device ord=0 name="Sim GPU" total=$((80 * GiB)) driver=12080
-stack parent=0 ip=0x401000
-events tid=1
-T
-	for i in 0 1 2 3 4 5; do
-		echo "ev api=cuMemAlloc_v2 t=$((1000 * (i + 1))) ptr=$((0x10000000 * (i + 1))) size=$(((2 * MiB) << i)) dev=0 stack=1"
-	done
-	echo "trailer t=9000"
-} | "$MKTRACE" tf.gmt
+
 ex tf tf.gmt
 expect_eq tf-mode "$(json tf.json "[d['traces'][0][k] for k in ('framework', 'allocator')]")" "['TensorFlow', 'BFC, growing (allow_growth)']"
 expect_eq tf-growth "$(finding tf bfc-growth "[f['bytes'] // $MiB, 'returned none' in f['answer'], 'memory_limit' in f['change']]")" "[126, True, True]"
 
 # ---- PyTorch: a cudaMalloc fails, the cache's segments are freed, the retry succeeds ----
-{
-	cat <<T
-process pid=8 ppid=1 exe=/usr/bin/python3 arg=python3
-module id=1 bias=0 start=0x400000 end=0x500000 path=/opt/torch/lib/libc10_cuda.so
-device ord=0 name="Sim GPU" total=$GiB driver=12080
-stack parent=0 ip=0x401000
-events tid=1
-ev api=cudaMalloc t=1000 ptr=0x10000000 size=$((20 * MiB)) dev=0 stack=1
-ev api=cudaMalloc t=2000 ptr=0x20000000 size=$((20 * MiB)) dev=0 stack=1
-ev api=cudaMalloc t=3000 ptr=0x30000000 size=$((2 * MiB)) dev=0 stack=1
-ev api=cudaMalloc t=4000 ptr=0 size=$((20 * MiB)) dev=0 stack=1 result=2
-ev api=cudaFree t=5000 ptr=0x20000000 dev=0
-ev api=cudaMalloc t=6000 ptr=0x40000000 size=$((20 * MiB)) dev=0 stack=1
-trailer t=9000
-T
-} | "$MKTRACE" retry.gmt
+
 ex retry retry.gmt
 expect_eq retry-ids "$(json retry.json "[f['id'] for f in d['traces'][0]['findings']][:2]")" "['torch-cache', 'oom-retried']"
 expect_eq retry-answer "$(finding retry oom-retried "[f['bytes'] // $MiB, 'num_alloc_retries' in f['change']]")" "[20, True]"
@@ -96,39 +69,12 @@ expect_eq retry-segs "$(finding retry torch-cache "f['evidence'][0]['text']")" \
 	"segments: 1 of 2 MiB (requests up to 1 MiB), 2 of 20 MiB (1 to 10 MiB), 0 larger (rounded to 2 MiB)"
 
 # ---- an OOM because another process held the memory (free 200 MiB of 1 GiB, 100 MiB ours) ----
-{
-	cat <<T
-process pid=9 ppid=1 exe=/work/app arg=app
-module id=1 bias=0 start=0x400000 end=0x500000 path=/work/app
-device ord=0 name="Sim GPU" total=$GiB driver=12080
-stack parent=0 ip=0x401000
-events tid=1
-ev api=cudaMalloc t=1000 ptr=0x10000000 size=$((100 * MiB)) dev=0 stack=1
-ev api=cudaMalloc t=2000 ptr=0 size=$((500 * MiB)) dev=0 stack=1 result=2
-meminfo tid=1 t=2000 dev=0 free=$((200 * MiB)) total=$GiB api=cudaMalloc
-trailer t=9000
-T
-} | "$MKTRACE" other.gmt
+
 ex other other.gmt
 expect_eq other-case "$(finding other oom-other-processes "['query-compute-apps' in f['change'], f['evidence'][0]['text']]")" \
 	"[True, 'free then: 200 MiB of 1.00 GiB; this process held 100 MiB, others 724 MiB']"
 
 # ---- two runs: B on a bigger GPU, another driver, expandable segments ----
-run() { # out total driver env
-	{
-		cat <<T
-process pid=10 ppid=1 exe=/usr/bin/python3 arg=python3 $4
-module id=1 bias=0 start=0x400000 end=0x500000 path=/opt/torch/lib/libc10_cuda.so
-device ord=0 name="$5" total=$2 driver=$3
-stack parent=0 ip=0x401000
-events tid=1
-ev api=cudaMalloc t=1000 ptr=0x10000000 size=$6 dev=0 stack=1
-trailer t=9000
-T
-	} | "$MKTRACE" "$1"
-}
-run a.gmt $((80 * GiB)) 12080 "" "H100" $((100 * MiB))
-run b.gmt $((140 * GiB)) 13000 "env=PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" "H200" $((300 * MiB))
 ex ab a.gmt b.gmt
 expect_eq ab-ids "$(json ab.json "sorted(f['id'] for f in d['comparison']['findings'])")" \
 	"['compare-driver', 'compare-env', 'compare-gpu', 'compare-peak', 'compare-sites']"
