@@ -84,10 +84,17 @@ static void cmp_driver(const struct ex_dev *a, const struct ex_dev *b, struct ex
 	char s[4][40];
 	struct ex_finding *x =
 	    ex_add(out, "compare-driver", b->ordinal, absdiff(a->contexts, b->contexts));
-	ex_answer(x, "the CUDA contexts differ by %s (A %s, B %s)%s",
-		  fmt_size(s[0], absdiff(a->contexts, b->contexts)), fmt_size(s[1], a->contexts),
-		  fmt_size(s[2], b->contexts),
-		  a->driver_version != b->driver_version ? ": the drivers differ" : "");
+	if (!a->contexts && !b->contexts)
+		ex_answer(x,
+			  "the drivers differ (CUDA %d.%d against %d.%d): a context's size "
+			  "follows the driver (neither trace measured its context)",
+			  a->driver_version / 1000, a->driver_version % 1000 / 10,
+			  b->driver_version / 1000, b->driver_version % 1000 / 10);
+	else
+		ex_answer(x, "the CUDA contexts differ by %s (A %s, B %s)%s",
+			  fmt_size(s[0], absdiff(a->contexts, b->contexts)),
+			  fmt_size(s[1], a->contexts), fmt_size(s[2], b->contexts),
+			  a->driver_version != b->driver_version ? ": the drivers differ" : "");
 	ex_ev(x, "accounting", "driver's CUDA version: A %d.%d, B %d.%d", a->driver_version / 1000,
 	      a->driver_version % 1000 / 10, b->driver_version / 1000,
 	      b->driver_version % 1000 / 10);

@@ -18,6 +18,9 @@
 #define REGION_MIN   (1ull << 20)
 #define SEG_SMALL    (2ull << 20)
 #define SEG_MID	     (20ull << 20)
+/* Until growth gives its own verdict (issue 19): a slope through fewer
+ * samples than this is no evidence of a leak. */
+#define LEAK_MIN_SAMPLES 20
 
 static struct ex_dev *fdev(struct ex_facts *f, int64_t ordinal)
 {
@@ -91,7 +94,13 @@ static void from_growth_dev(struct trace *t, const struct growth_result *g,
 	d->iterations = g->mk.n;
 	if (gd->has_warmup)
 		d->warmup_end_ns = (uint64_t)trace_rel(t, gd->warmup_end);
-	if (gd->leak) {
+	if (gd->leak && gd->n < LEAK_MIN_SAMPLES) {
+		d->verdict = "undetermined";
+		snprintf(d->verdict_reason, sizeof(d->verdict_reason),
+			 "only %" PRIu64 " changes of live bytes after the warm-up: too few to "
+			 "tell a leak from growth that has not ended yet",
+			 gd->n);
+	} else if (gd->leak) {
 		d->verdict = "leak";
 		d->rate_s = gd->slope;
 		snprintf(d->verdict_reason, sizeof(d->verdict_reason),

@@ -44,58 +44,69 @@ static const char *fw_part(const struct ex_recog *r)
 	}
 }
 
-/* Advice on the largest part of nvidia-smi's figure outside the framework. */
+/* What to do about one part of nvidia-smi's figure outside the framework. */
+static const char *part_advice(const char *what, const char *route)
+{
+	if (strcmp(what, "contexts") == 0)
+		return "The CUDA context: one per process and device, its size set by the "
+		       "driver and CUDA_MODULE_LOADING; CUDA_VISIBLE_DEVICES keeps a process off "
+		       "GPUs it does not use.";
+	if (strcmp(what, "NCCL") == 0)
+		return "NCCL's buffers: NCCL_BUFFSIZE (per channel and peer, 4 MiB by default) "
+		       "and NCCL_MAX_NCHANNELS make them smaller, at a cost in bandwidth.";
+	if (strcmp(what, "cuBLAS") == 0)
+		return "cuBLAS's workspace: CUBLAS_WORKSPACE_CONFIG=:4096:8 (KiB:count per "
+		       "handle and stream) sets its size; smaller can slow matrix products.";
+	if (strcmp(what, "cuDNN") == 0)
+		return "cuDNN's workspaces follow the algorithms chosen; "
+		       "torch.backends.cudnn.benchmark=False tries fewer.";
+	if (strcmp(route, "pool_reserve") == 0)
+		return "The unexplained part is likely the stream-ordered pool's reserve: see "
+		       "the pool-reserve finding.";
+	if (strcmp(route, "module_code") == 0 || strcmp(route, "lazy_loading") == 0)
+		return "The unexplained part is likely module code (kernels loaded as first "
+		       "used): code, not data; CUDA_MODULE_LOADING=LAZY (the default since CUDA "
+		       "12.2) loads only the kernels used, EAGER all at start-up.";
+	if (strcmp(route, "granularity") == 0)
+		return "The unexplained part is likely page rounding: nvidia-smi counts whole "
+		       "2 MiB pages. Nothing to change.";
+	return "`gpumemtrace accounting` gives the evidence for each likely route of the "
+	       "unexplained part.";
+}
+
+/* Advice on the two largest parts outside the framework (of 64 MiB or more). */
 static void smi_change(struct ex_finding *x, const struct ex_recog *r, const struct ex_dev *d,
 		       const uint64_t *cls)
 {
 	const char *api = fw_api(r);
-	char head[200] = "";
+	size_t len = 0;
 	if (api)
-		snprintf(head, sizeof(head),
-			 "The framework's own figure is %s; it leaves out the rest. ", api);
-	uint64_t unexpl = d->unexplained > 0 ? (uint64_t)d->unexplained : 0;
-	uint64_t top = unexpl;
-	const char *what = "unexplained";
-	const char *names[] = {"NCCL", "cuBLAS", "cuDNN"};
-	for (int k = 1; k <= 3; k++)
-		if (cls[k] > top) {
-			top = cls[k];
-			what = names[k - 1];
-		}
-	if (d->contexts > top)
-		what = "contexts";
-	const char *rk = d->route_key ? d->route_key : "";
-	const char *tail;
-	if (strcmp(what, "contexts") == 0)
-		tail = "The largest part is the CUDA context: one per process and device, its size "
-		       "set by the driver and CUDA_MODULE_LOADING; CUDA_VISIBLE_DEVICES keeps a "
-		       "process off GPUs it does not use.";
-	else if (strcmp(what, "NCCL") == 0)
-		tail = "The largest part is NCCL's buffers: NCCL_BUFFSIZE (per channel and peer, "
-		       "4 MiB by default) and NCCL_MAX_NCHANNELS make them smaller, at a cost in "
-		       "bandwidth.";
-	else if (strcmp(what, "cuBLAS") == 0)
-		tail = "The largest part is cuBLAS's workspace: CUBLAS_WORKSPACE_CONFIG=:4096:8 "
-		       "(KiB:count per handle and stream) sets its size; smaller can slow matrix "
-		       "products.";
-	else if (strcmp(what, "cuDNN") == 0)
-		tail = "The largest part is cuDNN's: its workspaces follow the algorithms chosen; "
-		       "torch.backends.cudnn.benchmark=False tries fewer.";
-	else if (strcmp(rk, "pool_reserve") == 0)
-		tail = "The unexplained part is likely the stream-ordered pool's reserve: see the "
-		       "pool-reserve finding.";
-	else if (strcmp(rk, "module_code") == 0 || strcmp(rk, "lazy_loading") == 0)
-		tail = "The unexplained part is likely module code (kernels loaded as first used): "
-		       "code, not data; CUDA_MODULE_LOADING=LAZY (the default since CUDA 12.2) "
-		       "loads only the kernels used, EAGER loads all at start-up.";
-	else if (strcmp(rk, "granularity") == 0)
-		tail =
-		    "The unexplained part is likely page rounding: nvidia-smi counts whole 2 MiB "
-		    "pages. Nothing to change.";
-	else
-		tail = "`gpumemtrace accounting` gives the evidence for each likely route of the "
-		       "unexplained part.";
-	ex_change(x, "%s%s", head, tail);
+		len = (size_t)snprintf(x->change, sizeof(x->change),
+				       "The framework's own figure is %s; it leaves out the rest.",
+				       api);
+	struct {
+		const char *what;
+		uint64_t bytes;
+	} parts[] = {{"contexts", d->contexts},
+		     {"NCCL", cls[1]},
+		     {"cuBLAS", cls[2]},
+		     {"cuDNN", cls[3]},
+		     {"unexplained", d->unexplained > 0 ? (uint64_t)d->unexplained : 0}};
+	const size_t n = sizeof(parts) / sizeof(*parts);
+	for (int k = 0; k < 2; k++) {
+		size_t best = n;
+		for (size_t i = 0; i < n; i++)
+			if (parts[i].bytes >= (64ull << 20) &&
+			    (best == n || parts[i].bytes > parts[best].bytes))
+				best = i;
+		if (best == n)
+			break;
+		const char *adv = part_advice(parts[best].what, d->route_key ? d->route_key : "");
+		if (len < sizeof(x->change))
+			len += (size_t)snprintf(x->change + len, sizeof(x->change) - len, "%s%s",
+						len ? " " : "", adv);
+		parts[best].bytes = 0;
+	}
 }
 
 void ex_smi(const struct ex_facts *f, const struct ex_recog *r, const struct ex_dev *d,
@@ -264,7 +275,9 @@ void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const st
 		  "PyTorch's cache held %s in %" PRIu64 " %s at the peak: nvidia-smi counts all "
 		  "of it, tensors use part of it, and a tensor's free returns nothing to the "
 		  "driver",
-		  fmt_size(b[0], d->seg_bytes), nseg, exp ? "mapped pages" : "segments");
+		  fmt_size(b[0], d->seg_bytes), nseg,
+		  exp ? (nseg == 1 ? "mapped page" : "mapped pages")
+		      : (nseg == 1 ? "segment" : "segments"));
 	ex_cmd(c, sizeof(c), "fragmentation", f, d);
 	if (exp)
 		ex_ev(x, c,

@@ -164,7 +164,7 @@ struct ex_finding {
 	char answer[400];
 	struct ex_evidence ev[EX_MAX_EVIDENCE];
 	size_t nev;
-	char change[700];
+	char change[1000];
 	bool needs_counters; /* the framework's counters would make it exact */
 };
 

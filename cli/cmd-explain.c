@@ -182,8 +182,8 @@ static void compare_out(FILE *f, bool json, struct ex_facts *fa, const struct ex
 		rb_json_s(f, fb->path);
 		fputs(", \"findings\": [", f);
 	} else {
-		fprintf(f, "why B needed %s than A\n  A: %s\n  B: %s\n", "more or less", fa->path,
-			fb->path);
+		fprintf(f, "comparison: why one run needed more than the other\n  A: %s\n  B: %s\n",
+			fa->path, fb->path);
 	}
 	findings_out(f, json, &cs, fa->path, fb->path);
 	if (json)
