@@ -16,6 +16,7 @@ UNIT_OBJ := $(BUILD)/obj/unit
 
 include tests/sim/sim.mk
 include tests/progs/progs.mk
+include tests/emu/emu.mk
 include tests/tools/tools.mk
 # Unit tests link the pieces they test.
 UNIT_SRCS_test-ring := preload/ring.c
@@ -59,7 +60,7 @@ test: ## install what is missing, build everything, run every test (last line: N
 	@scripts/install-deps.sh --quiet
 	@$(MAKE) --no-print-directory check
 
-check: all sim progs life-progs stress-progs demo-prog unit-tests ## build and run every test (T=substring: some; J=N: N at a time), without the dependency check
+check: all sim progs emu-progs life-progs stress-progs demo-prog unit-tests ## build and run every test (T=substring: some; J=N: N at a time), without the dependency check
 	@BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) SANITIZE=$(SANITIZE) CC=$(CC) \
 		$(if $(J),JOBS=$(J)) tests/run.sh $(T)
 

@@ -12,7 +12,14 @@
  * first retained or a context created, given back at the last release, the
  * reset or the destroy. Only the simulated NVML sees it (simcuda_usage): the
  * capacity allocations draw on is the whole SIMCUDA_CAPACITY, so a program
- * runs out of memory at the same point with or without contexts.
+ * runs out of memory at the same point with or without contexts. Other
+ * processes' memory (SIMCUDA_NVML_OTHER_BYTES, which the simulated NVML
+ * lists under a pid of their own) is not free: cuMemGetInfo and the
+ * allocations see the capacity less those bytes.
+ * Modules (cuModuleLoadData of an image "SIMMODULE <bytes>") cost their
+ * bytes the same way, NVML only: at the first cuLaunchKernel of one of their
+ * functions, or at the load under CUDA_MODULE_LOADING=EAGER (lazy loading,
+ * the default since CUDA 12.2).
  * SIMCUDA_BOOKS=0 turns the books off for cuMemAlloc_v2 and cuMemFree_v2
  * (below: for the throughput bench only).
  *
@@ -287,11 +294,19 @@ struct CUarray_st {
 struct device {
 	struct arena arena;
 	size_t capacity, used;
+	size_t others; /* held by other processes (SIMCUDA_NVML_OTHER_BYTES) */
 	struct CUctx_st primary;
 	int primary_refs;
 	size_t ctx_bytes; /* contexts' cost, seen by the simulated NVML only */
+	size_t mod_bytes; /* loaded modules' code, the same */
 	struct CUmemPoolHandle_st default_pool;
 };
+
+/* What an allocation may still take on the device. */
+static size_t avail_locked(const struct device *dv)
+{
+	return dv->capacity - dv->others - dv->used;
+}
 
 /* Adaptive (spins a little before sleeping): with a plain mutex, 8 threads
  * on 2 CPUs spent 0.4-0.7 s of 0.6-0.9 s in futex calls for 4M calls
@@ -459,6 +474,9 @@ CUresult cuInit(unsigned int Flags)
 		for (size_t d = 0; d < n; d++) {
 			struct device *dv = &devs[d];
 			dv->capacity = cap;
+			dv->others = env_size("SIMCUDA_NVML_OTHER_BYTES", 0);
+			if (dv->others > cap)
+				dv->others = cap;
 			/* Twice the capacity of address space leaves room for
 			 * alignment holes, so capacity, not addresses, runs out. */
 			if (arena_init(&dv->arena, 2 * round_up(cap, GRANULE) + 64 * MiB, 0)) {
@@ -733,7 +751,7 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 		return CUDA_ERROR_INVALID_VALUE;
 	LOCK();
 	struct device *dv = &devs[tl_ctx->dev];
-	*free_bytes = dv->capacity - dv->used;
+	*free_bytes = avail_locked(dv);
 	*total = dv->capacity;
 	UNLOCK();
 	return CUDA_SUCCESS;
@@ -752,7 +770,7 @@ static CUresult dev_alloc_locked(int dev, size_t size, enum obj_kind kind, uintp
 	size_t g = granule_of(size), charge = round_up(size, g);
 	struct device *dv = &devs[dev];
 	struct arena *a = kind == OBJ_LEGACY ? &legacy : &dv->arena;
-	if (charge < size || charge > dv->capacity - dv->used || (kind == OBJ_LEGACY && !legacy_ok))
+	if (charge < size || charge > avail_locked(dv) || (kind == OBJ_LEGACY && !legacy_ok))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	uintptr_t va = arena_take(a, charge, g);
 	if (!va)
@@ -1134,6 +1152,85 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 	return o ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* ---- modules: code on the device, with no allocation call ---- */
+struct CUmod_st {
+	int dev;
+	size_t bytes;
+	int loaded;
+};
+struct CUfunc_st {
+	struct CUmod_st *mod;
+};
+
+static void module_charge_locked(struct CUmod_st *m)
+{
+	if (!m->loaded) {
+		m->loaded = 1;
+		devs[m->dev].mod_bytes += m->bytes;
+	}
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	NEED_CTX();
+	unsigned long long bytes;
+	if (!module || !image || sscanf(image, "SIMMODULE %llu", &bytes) != 1)
+		return SIM_ERROR_INVALID_IMAGE;
+	struct CUmod_st *m = calloc(1, sizeof *m);
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*m = (struct CUmod_st){tl_ctx->dev, (size_t)bytes, 0};
+	const char *mode = getenv("CUDA_MODULE_LOADING");
+	LOCK();
+	if (mode && !strcmp(mode, "EAGER"))
+		module_charge_locked(m);
+	UNLOCK();
+	*module = m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+	NEED_CTX();
+	if (!hmod)
+		return CUDA_ERROR_INVALID_HANDLE;
+	LOCK();
+	if (hmod->loaded)
+		devs[hmod->dev].mod_bytes -= hmod->bytes;
+	UNLOCK();
+	free(hmod);
+	return CUDA_SUCCESS;
+}
+
+/* Functions are never freed: like the driver's, they live as long as the
+ * module, and the programs that use them never unload. */
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	NEED_CTX();
+	if (!hfunc || !hmod || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUfunc_st *f = malloc(sizeof *f);
+	if (!f)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	f->mod = hmod;
+	*hfunc = f;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+			unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+			unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+			void **kernelParams, void **extra)
+{
+	NEED_CTX();
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	LOCK();
+	module_charge_locked(f->mod);
+	UNLOCK();
+	return CUDA_SUCCESS;
+}
+
 /* ---- virtual memory management ----
  * phys (capacity) <- handles (refs) <- mappings. Physical memory goes back
  * only when its last handle goes, and a handle only when it has been
@@ -1180,6 +1277,9 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	if (!handle || !prop || flags || !size || size % GRANULE ||
 	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* No NVLink fabric here: what a machine without IMEX answers. */
+	if (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_FABRIC)
+		return CUDA_ERROR_NOT_SUPPORTED;
 	int dev;
 	switch (prop->location.type) {
 	case CU_MEM_LOCATION_TYPE_DEVICE:
@@ -1197,7 +1297,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	}
 	CUresult r = CUDA_SUCCESS;
 	LOCK();
-	if (dev >= 0 && size > devs[dev].capacity - devs[dev].used) {
+	if (dev >= 0 && size > avail_locked(&devs[dev])) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
 		struct obj *phys = obj_new(next_phys++, OBJ_PHYS, dev, size);
@@ -1535,7 +1635,7 @@ static CUresult array_create(CUarray *pHandle, size_t w, size_t h, size_t d, CUa
 	a->dev = dev;
 	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
 	LOCK();
-	if (charge <= devs[dev].capacity - devs[dev].used) {
+	if (charge <= avail_locked(&devs[dev])) {
 		struct obj *o = obj_new((uintptr_t)a, OBJ_ARRAY, dev, bytes);
 		if (o) {
 			o->charged = charge;
@@ -1882,6 +1982,7 @@ __attribute__((visibility("default"))) int simcuda_usage(int dev, struct simcuda
 	LOCK();
 	out->allocated = devs[dev].used;
 	out->contexts = devs[dev].ctx_bytes;
+	out->modules = devs[dev].mod_bytes;
 	UNLOCK();
 	return 0;
 }

@@ -3,6 +3,7 @@
  *
  *   device used   = this process's usage (when it is listed) + SIMCUDA_NVML_OTHER_BYTES
  *   process usage = the driver's allocated device bytes + its contexts' cost
+ *                   + its loaded modules' code (lazily, at a kernel's first launch)
  *                   + SIMCUDA_UNTRACED_BYTES (memory taken by a route the
  *                   tracer cannot see: the "unexplained" of known-answer tests)
  *   total         = SIMCUDA_CAPACITY (default 16G); devices: SIMCUDA_DEVICES
@@ -97,9 +98,9 @@ static unsigned long long process_usage(int dev)
 	struct simcuda_usage u;
 	int ok = usage && usage(dev, &u) == 0;
 	dlclose(h);
-	if (!ok || u.allocated + u.contexts == 0)
+	if (!ok || u.allocated + u.contexts + u.modules == 0)
 		return 0;
-	return u.allocated + u.contexts + env_bytes("SIMCUDA_UNTRACED_BYTES", 0);
+	return u.allocated + u.contexts + u.modules + env_bytes("SIMCUDA_UNTRACED_BYTES", 0);
 }
 
 static void lock_for_a_call(void)

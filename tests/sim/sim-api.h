@@ -19,7 +19,15 @@
 	  (void *shareableHandle, CUmemGenericAllocationHandle handle,                             \
 	   CUmemAllocationHandleType handleType, unsigned long long flags))                        \
 	X(cuIpcGetMemHandle, cuIpcGetMemHandle, (CUipcMemHandle * pHandle, CUdeviceptr dptr))      \
-	X(cuGetErrorString, cuGetErrorString, (CUresult error, const char **pStr))
+	X(cuGetErrorString, cuGetErrorString, (CUresult error, const char **pStr))                 \
+	X(cuModuleLoadData, cuModuleLoadData, (CUmodule * module, const void *image))              \
+	X(cuModuleUnload, cuModuleUnload, (CUmodule hmod))                                         \
+	X(cuModuleGetFunction, cuModuleGetFunction,                                                \
+	  (CUfunction * hfunc, CUmodule hmod, const char *name))                                   \
+	X(cuLaunchKernel, cuLaunchKernel,                                                          \
+	  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,      \
+	   unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                 \
+	   unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra))
 
 /* Older ABIs the driver still exports under their unversioned (or _v2)
  * names. cuda.h declares them only with __CUDA_API_VERSION_INTERNAL, where

@@ -15,6 +15,9 @@
 #include "sim-api.h"
 
 /* ---- driver types and constants ---- */
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+
 typedef enum CUmemAllocationGranularity_flags_enum {
 	CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,
 	CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1
@@ -46,6 +49,7 @@ struct CUmemPoolProps_st {
 /* CUresult values outside cuda-types.h's enum. */
 #define SIM_ERROR_HOST_MEMORY_ALREADY_REGISTERED ((CUresult)712)
 #define SIM_ERROR_HOST_MEMORY_NOT_REGISTERED	 ((CUresult)713)
+#define SIM_ERROR_INVALID_IMAGE			 ((CUresult)200)
 
 #ifndef CU_MEMHOSTALLOC_PORTABLE
 #define CU_MEMHOSTALLOC_PORTABLE 0x01

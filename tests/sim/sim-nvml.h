@@ -9,6 +9,7 @@
 struct simcuda_usage {
 	size_t allocated; /* device bytes allocations hold, whole pages as nvidia-smi counts */
 	size_t contexts;  /* what the live contexts cost (SIMCUDA_CTX_BYTES each) */
+	size_t modules;	  /* code of the loaded modules (cuModuleLoadData, lazily) */
 };
 
 /* 0, or -1 before cuInit or for a bad device. */
