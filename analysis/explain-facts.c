@@ -184,7 +184,10 @@ static const struct stack_class *classify(struct xpass *p, uint64_t stack_id)
 	memset(c, 0, sizeof(*c));
 	c->stack_id = stack_id;
 	c->lib = trace_library(p->t, stack_id);
-	c->fw = strcmp(explain_lib_class(c->lib), "framework") == 0;
+	/* the allocator's own allocations: the framework's, or the program's
+	 * when no framework's library allocates (an emulator, plain CUDA) */
+	const char *k = explain_lib_class(c->lib);
+	c->fw = strcmp(k, "framework") == 0 || strcmp(k, "other") == 0;
 	HASH_ADD(hh, p->classes, stack_id, sizeof(c->stack_id), c);
 	return c;
 }
@@ -208,7 +211,7 @@ static void on_change(void *ctx, const struct rp_live *l, bool counted)
 	s[3] = counted ? s[3] + l->size : s[3] - l->size;
 }
 
-static void on_alloc(struct xpass *p, const struct gmt_event *e, struct ex_dev *d)
+static void on_alloc(struct xpass *p, const struct gmt_event *e, struct ex_dev *d, int kind)
 {
 	const struct stack_class *c = classify(p, e->stack_id);
 	if (e->size > d->biggest) {
@@ -218,6 +221,7 @@ static void on_alloc(struct xpass *p, const struct gmt_event *e, struct ex_dev *
 	}
 	if (c->fw) {
 		d->fw_allocs++;
+		d->fw_vmm += kind == GMT_KIND_VMM_PHYS;
 		if (e->size >= REGION_MIN && d->nregions < EX_MAX_REGIONS)
 			d->regions[d->nregions++] = e->size;
 	}
@@ -249,6 +253,11 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 		return;
 	struct ex_dev *d = fdev(p->f, e->device);
 	if (gmt_failed(e->result, e->flags)) {
+		for (size_t i = 0; i < p->npend; i++) /* the retry failed too */
+			if (p->pend[i].tid == e->tid && p->pend[i].size == e->size) {
+				p->pend[i] = p->pend[--p->npend];
+				break;
+			}
 		if (e->result == RESULT_OOM && p->npend < MAX_PENDING)
 			p->pend[p->npend++] =
 			    (struct pending){e->index, e->tid, e->size, e->time_ns, 0, e->device};
@@ -256,7 +265,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 	}
 	if (!d || replay_kind_bucket(a->kind, e->aux) != BK_DEVICE)
 		return;
-	on_alloc(p, e, d);
+	on_alloc(p, e, d, a->kind);
 	struct rp_dev *rd = replay_dev(&p->rp, e->device);
 	if (rd->lv.peak_seq == p->rp.seq) { /* a new peak: the segments now */
 		const uint64_t *s = &p->seg_now[4 * (size_t)(d - p->f->devs)];

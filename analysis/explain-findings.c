@@ -294,6 +294,9 @@ void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const st
 	      d->fw_allocs, d->fw_frees);
 	ex_ev(x, "", "%s", ex_counters_note(d, note, sizeof(note)));
 	x->needs_counters = !d->counters.present;
+	ex_ev(x, "oom",
+	      "an OOM refused by torch.cuda.set_per_process_memory_fraction makes no driver "
+	      "call: this trace cannot show it");
 	if (f->retried)
 		ex_ev(x, "oom",
 		      "the cache was emptied and refilled after %" PRIu64

@@ -133,19 +133,76 @@ static void recog_xla(const struct ex_facts *f, struct ex_recog *r, const char *
 	}
 }
 
-/* The allocation pattern alone, for a trace whose modules name no framework. */
+/* The framework from the recorded environment, when no module names one. */
+static enum ex_fw env_fw(const struct ex_facts *f)
+{
+	for (size_t i = 0; i < f->nenv; i++) {
+		const char *k = f->env[i].key;
+		if (prefix(k, "PYTORCH_"))
+			return FW_PYTORCH;
+		if (prefix(k, "TF_"))
+			return FW_TF;
+		if (prefix(k, "XLA_"))
+			return FW_JAX;
+	}
+	return FW_NONE;
+}
+
+/* PyTorch's caching allocator at the driver: cudaMalloc'd segments of 2 MiB
+ * and 20 MiB (two at least), larger ones rounded to 2 MiB. */
+static bool caching_pattern(const struct ex_dev *d)
+{
+	size_t seg = 0;
+	for (size_t i = 0; i < d->nregions; i++) {
+		if (d->regions[i] % (2ull << 20))
+			return false;
+		seg += d->regions[i] == (2ull << 20) || d->regions[i] == (20ull << 20);
+	}
+	return d->nregions >= 3 && seg >= 2 && !d->fw_vmm;
+}
+
+/* The allocation pattern alone: no module and no setting names a framework. */
 static void recog_pattern(const struct ex_facts *f, struct ex_recog *r)
 {
 	r->mode = MODE_DIRECT;
-	snprintf(r->mode_why, sizeof(r->mode_why), "no framework's library was loaded");
+	snprintf(r->mode_why, sizeof(r->mode_why),
+		 "no framework's library or setting, and no allocator's pattern");
 	for (size_t i = 0; i < f->ndevs; i++) {
 		const struct ex_dev *d = &f->devs[i];
-		if (d->total && 2 * d->biggest >= d->total) {
+		double share = d->total ? (double)d->biggest / (double)d->total : 0;
+		/* a preallocation comes first, and little follows it */
+		if (share >= 0.5 && d->nregions && d->nregions <= 2 &&
+		    d->regions[0] == d->biggest) {
 			r->mode = MODE_BFC_PREALLOC;
+			/* JAX takes 75% of the total; TF the free memory less a
+			 * reserve of 2 GiB at most */
+			r->fw = share > 0.74 && share < 0.76		   ? FW_JAX
+				: d->total - d->biggest <= (2300ull << 20) ? FW_TF
+									   : FW_NONE;
+			r->fraction = r->fw == FW_JAX ? 0.75 : 0;
 			snprintf(r->mode_why, sizeof(r->mode_why),
-				 "the allocation pattern: one allocation of half the device or "
-				 "more");
+				 "the allocation pattern: one allocation of %.0f%% of the device%s",
+				 100 * share,
+				 r->fw == FW_JAX  ? " (JAX's 75%)"
+				 : r->fw == FW_TF ? " (TF's free memory less its reserve)"
+						  : "");
+		} else if (explain_doubling(d->regions, d->nregions)) {
+			r->mode = MODE_BFC_GROWTH;
+			snprintf(r->mode_why, sizeof(r->mode_why),
+				 "the allocation pattern: regions doubling in size");
+		} else if (caching_pattern(d)) {
+			r->fw = FW_PYTORCH;
+			r->mode = MODE_PT_CACHING;
+			snprintf(r->mode_why, sizeof(r->mode_why),
+				 "the allocation pattern: 2 MiB and 20 MiB segments, rarely freed");
+		} else if (d->async_peak && 2 * d->async_peak >= d->peak) {
+			r->mode = MODE_ASYNC_POOL;
+			snprintf(r->mode_why, sizeof(r->mode_why),
+				 "the allocation pattern: stream-ordered allocations");
+		} else {
+			continue;
 		}
+		break;
 	}
 }
 
@@ -163,7 +220,9 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 			r->fw_module = f->mods[i].library; /* the telling one */
 		r->fw = w;
 	}
-	r->fw_name = names[r->fw];
+	const char *from_env = "";
+	if (r->fw == FW_NONE && (r->fw = env_fw(f)) != FW_NONE)
+		from_env = " (from the environment)";
 	bool prealloc = false;
 	for (size_t i = 0; i < f->ndevs; i++)
 		prealloc |= f->devs[i].total && 2 * f->devs[i].biggest >= f->devs[i].total;
@@ -183,6 +242,10 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 	default:
 		recog_pattern(f, r);
 	}
+	r->fw_name = names[r->fw];
+	if (*from_env)
+		snprintf(r->mode_why + strlen(r->mode_why),
+			 sizeof(r->mode_why) - strlen(r->mode_why), "%s", from_env);
 	static const char *const modes[] = {"direct driver calls",
 					    "caching allocator",
 					    "caching allocator with expandable segments",
@@ -192,7 +255,8 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 					    "BFC, growing (allow_growth)",
 					    "platform allocator (one call per buffer)",
 					    "cuda_malloc_async (stream-ordered pool)",
-					    "memory pool"};
+					    "memory pool",
+					    "stream-ordered pool"};
 	r->mode_name = modes[r->mode];
 }
 

@@ -61,6 +61,7 @@ struct ex_dev {
 	uint64_t regions[EX_MAX_REGIONS];
 	size_t nregions;
 	uint64_t fw_allocs, fw_frees; /* all of them */
+	uint64_t fw_vmm;	      /* of fw_allocs, cuMemCreate's */
 	uint64_t biggest, biggest_ns; /* the largest allocation of all, and when */
 	const char *biggest_lib;      /* whose */
 	uint64_t seg_small, seg_mid,
@@ -128,6 +129,7 @@ enum ex_mode {
 	MODE_XLA_PLATFORM,  /* XLA_PYTHON_CLIENT_ALLOCATOR=platform */
 	MODE_TF_ASYNC,	    /* TF_GPU_ALLOCATOR=cuda_malloc_async */
 	MODE_CUPY_POOL,
+	MODE_ASYNC_POOL, /* stream-ordered allocations, no framework named */
 };
 
 struct ex_recog {

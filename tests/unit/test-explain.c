@@ -115,12 +115,37 @@ static void test_recognize(void)
 	facts(&f, &d, jax, NULL);
 	explain_recognize(&f, &r);
 	CHECK(r.fraction == 0.75, "default fraction %g", r.fraction);
-	/* no framework's module, one allocation of half the device: the pattern */
+	/* no framework's module: the allocation pattern. One first allocation
+	 * of 75% of the device is JAX's; of the free memory less 2 GiB or less,
+	 * TF's (the emulators' traces, tests/verdicts) */
 	facts(&f, &d, NULL, NULL);
-	d.biggest = 60 * GiB;
+	d.biggest = d.regions[0] = 60 * GiB;
+	d.nregions = 1;
 	explain_recognize(&f, &r);
-	CHECK(r.mode == MODE_BFC_PREALLOC && has(r.mode_why, "pattern"), "pattern: %d %s", r.mode,
+	CHECK(r.mode == MODE_BFC_PREALLOC && r.fw == FW_JAX && has(r.mode_why, "pattern"),
+	      "JAX pattern: %d %s", r.mode, r.mode_why);
+	d.biggest = d.regions[0] = 78 * GiB;
+	explain_recognize(&f, &r);
+	CHECK(r.mode == MODE_BFC_PREALLOC && r.fw == FW_TF, "TF pattern: %d %s", r.mode,
 	      r.mode_why);
+	/* a big request after segments is no preallocation (a 512 MiB tensor on 1 GiB) */
+	facts(&f, &d, NULL, NULL);
+	d.total = 1 * GiB;
+	const uint64_t segs[] = {20 * MiB, 2 * MiB, 20 * MiB, 40 * MiB, 512 * MiB};
+	memcpy(d.regions, segs, sizeof(segs));
+	d.nregions = 5;
+	d.biggest = 512 * MiB;
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_PYTORCH && r.mode == MODE_PT_CACHING, "caching pattern: %d %d %s", r.fw,
+	      r.mode, r.mode_why);
+	d.fw_vmm = 5; /* NCCL's 2 MiB cuMemCreate pages are no cache */
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_NONE && r.mode == MODE_DIRECT, "VMM pages: %d %d", r.fw, r.mode);
+	/* a setting names the framework when no module does */
+	facts(&f, &d, NULL, (const char *const[]){"TF_FORCE_GPU_ALLOW_GROWTH", "true", NULL});
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_TF && r.mode == MODE_BFC_GROWTH && has(r.mode_why, "environment"),
+	      "env: %d %d %s", r.fw, r.mode, r.mode_why);
 }
 
 static void test_helpers(void)
