@@ -124,7 +124,7 @@ void ex_smi(const struct ex_facts *f, const struct ex_recog *r, const struct ex_
 			j++;
 		cls[j] += d->libs[i].bytes;
 	}
-	if (r->fw == FW_NONE) { /* the program is the framework */
+	if (!r->fw_module) { /* no framework's library: the program's allocations are its */
 		cls[0] += cls[4];
 		cls[4] = 0;
 	}

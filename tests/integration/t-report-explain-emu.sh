@@ -34,6 +34,10 @@ print(eval(sys.argv[2]))' "$1.json" "$2") || fail "$1: $2 failed"
 # PyTorch (frameworks.md §1): the cache's segments at the peak are max_memory_reserved
 check torch.clean "t['framework'], t['allocator']" "('PyTorch', 'caching allocator')" "2/20 MiB segments"
 check torch.clean "f['torch-cache']['bytes']" 570425344 "EMU max_memory_reserved"
+# the simulated NVML counts the context (300 MiB) and the module code loaded lazily
+check torch.clean "f['smi-breakdown']['evidence'][1]['text'], f['smi-breakdown']['evidence'][2]['text']" \
+	"(\"PyTorch's cache: 544 MiB\", 'CUDA contexts (with the module code loaded with them): 300 MiB')" \
+	"every traced byte is the cache's; the simulated context is 300 MiB"
 check torch-expandable.clean "t['allocator'], f['torch-cache']['bytes']" \
 	"('caching allocator with expandable segments', 318767104)" "EMU memory_reserved, in mapped pages"
 check torch-async.clean "t['allocator'], 'pool-reserve' in ids, 'torch-cache' in ids" \
