@@ -193,8 +193,9 @@ static void recog_pattern(const struct ex_facts *f, struct ex_recog *r)
 		} else if (caching_pattern(d)) {
 			r->fw = FW_PYTORCH;
 			r->mode = MODE_PT_CACHING;
-			snprintf(r->mode_why, sizeof(r->mode_why),
-				 "the allocation pattern: 2 MiB and 20 MiB segments, rarely freed");
+			snprintf(
+			    r->mode_why, sizeof(r->mode_why),
+			    "the allocation pattern: cudaMalloc'd segments of 2 MiB and 20 MiB");
 		} else if (d->async_peak && 2 * d->async_peak >= d->peak) {
 			r->mode = MODE_ASYNC_POOL;
 			snprintf(r->mode_why, sizeof(r->mode_why),
@@ -243,7 +244,7 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 		recog_pattern(f, r);
 	}
 	r->fw_name = names[r->fw];
-	if (*from_env)
+	if (*from_env && !strchr(r->mode_why, '=')) /* a setting named already says so */
 		snprintf(r->mode_why + strlen(r->mode_why),
 			 sizeof(r->mode_why) - strlen(r->mode_why), "%s", from_env);
 	static const char *const modes[] = {"direct driver calls",

@@ -43,7 +43,8 @@ check torch-expandable.clean "t['allocator'], f['torch-cache']['bytes']" \
 check torch-async.clean "t['allocator'], 'pool-reserve' in ids, 'torch-cache' in ids" \
 	"('cudaMallocAsync (stream-ordered pool)', True, False)" "the pool, not segments"
 check torch-nocache.clean "t['allocator'], 'torch-cache' in ids" "('no caching', False)" "PYTORCH_NO_CUDA_MEMORY_CACHING=1"
-check torch.oom-recovered "[i for i in ids if i.startswith('oom')]" "['oom-retried']" \
+check torch.oom-recovered "[i for i in ids if i.startswith('oom')], f['oom-retried']['answer'][:29]" \
+	"(['oom-retried'], '2 OOMs were recovered by the ')" \
 	"EMU num_alloc_retries 2, ooms 0: every OOM recovered by the retry (§1.4)"
 check torch.oom-exhaust "'oom-this-process' in ids, 'oom-other-processes' in ids" "(True, False)" \
 	"EMU ooms 1: this process filled the 1 GiB device"

@@ -144,7 +144,7 @@ static void test_recognize(void)
 	/* a setting names the framework when no module does */
 	facts(&f, &d, NULL, (const char *const[]){"TF_FORCE_GPU_ALLOW_GROWTH", "true", NULL});
 	explain_recognize(&f, &r);
-	CHECK(r.fw == FW_TF && r.mode == MODE_BFC_GROWTH && has(r.mode_why, "environment"),
+	CHECK(r.fw == FW_TF && r.mode == MODE_BFC_GROWTH && has(r.mode_why, "ALLOW_GROWTH=true"),
 	      "env: %d %d %s", r.fw, r.mode, r.mode_why);
 }
 
