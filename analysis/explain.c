@@ -161,6 +161,48 @@ static bool caching_pattern(const struct ex_dev *d)
 	return d->nregions >= 3 && seg >= 2 && !d->fw_vmm;
 }
 
+/* Whether the allocations look like the mode a setting implies, on some
+ * device: a setting alone (PYTORCH_CUDA_ALLOC_CONF exported in a shell) does
+ * not make a plain CUDA program PyTorch. */
+static bool env_agrees(const struct ex_facts *f, const struct ex_recog *r)
+{
+	for (size_t i = 0; i < f->ndevs; i++) {
+		const struct ex_dev *d = &f->devs[i];
+		size_t npow2 = 0; /* BFC's regions: powers of two, but for a 0.9 back-off */
+		for (size_t k = 0; k < d->nregions; k++)
+			npow2 += (d->regions[k] & (d->regions[k] - 1)) == 0;
+		bool pow2 = d->nregions >= 2 && 4 * npow2 >= 3 * d->nregions;
+		bool ok = false;
+		switch (r->mode) {
+		case MODE_PT_EXPANDABLE:
+			ok = d->fw_vmm > 0;
+			break;
+		case MODE_PT_ASYNC:
+		case MODE_TF_ASYNC:
+			ok = d->async_peak > 0;
+			break;
+		case MODE_PT_NOCACHE:
+		case MODE_XLA_PLATFORM: /* a driver free per buffer */
+			ok = d->fw_allocs >= 4 && 2 * d->fw_frees >= d->fw_allocs;
+			break;
+		case MODE_PT_CACHING:
+			ok = caching_pattern(d);
+			break;
+		case MODE_BFC_GROWTH:
+			ok = pow2;
+			break;
+		case MODE_BFC_PREALLOC:
+			ok = d->total && 2 * d->biggest >= d->total;
+			break;
+		default:
+			break;
+		}
+		if (ok)
+			return true;
+	}
+	return false;
+}
+
 /* The allocation pattern alone: no module and no setting names a framework. */
 static void recog_pattern(const struct ex_facts *f, struct ex_recog *r)
 {
@@ -242,6 +284,11 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 		break;
 	default:
 		recog_pattern(f, r);
+	}
+	if (*from_env && !env_agrees(f, r)) { /* a setting exported in a shell, no more */
+		memset(r, 0, sizeof(*r));
+		recog_pattern(f, r);
+		from_env = "";
 	}
 	r->fw_name = names[r->fw];
 	if (*from_env && !strchr(r->mode_why, '=')) /* a setting named already says so */

@@ -141,11 +141,26 @@ static void test_recognize(void)
 	d.fw_vmm = 5; /* NCCL's 2 MiB cuMemCreate pages are no cache */
 	explain_recognize(&f, &r);
 	CHECK(r.fw == FW_NONE && r.mode == MODE_DIRECT, "VMM pages: %d %d", r.fw, r.mode);
-	/* a setting names the framework when no module does */
+	/* a setting names the framework when no module does, if the
+	 * allocations agree: BFC's regions in powers of two */
 	facts(&f, &d, NULL, (const char *const[]){"TF_FORCE_GPU_ALLOW_GROWTH", "true", NULL});
+	const uint64_t regions[] = {2 * MiB, 4 * MiB, 8 * MiB};
+	memcpy(d.regions, regions, sizeof(regions));
+	d.nregions = 3;
 	explain_recognize(&f, &r);
 	CHECK(r.fw == FW_TF && r.mode == MODE_BFC_GROWTH && has(r.mode_why, "ALLOW_GROWTH=true"),
 	      "env: %d %d %s", r.fw, r.mode, r.mode_why);
+	/* PYTORCH_CUDA_ALLOC_CONF exported in a shell does not make a plain
+	 * program PyTorch (tests/golden/leak.gmt: cudaMalloc only) */
+	facts(&f, &d, NULL,
+	      (const char *const[]){"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", NULL});
+	const uint64_t odd[] = {3 * MiB, 5 * MiB, 7 * MiB};
+	memcpy(d.regions, odd, sizeof(odd));
+	d.nregions = 3;
+	d.fw_allocs = 3;
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_NONE && r.mode == MODE_DIRECT, "a stray setting: %d %d %s", r.fw, r.mode,
+	      r.mode_why);
 }
 
 static void test_helpers(void)
