@@ -134,6 +134,16 @@
 	CONSTX(SIM_ERROR_HOST_MEMORY_ALREADY_REGISTERED, CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) \
 	CONSTX(SIM_ERROR_HOST_MEMORY_NOT_REGISTERED, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)         \
 	CONSTX(SIM_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_IMAGE)                                   \
+	CONST(CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES)                                       \
+	CONST(CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC)                                             \
+	CONST(CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)                                     \
+	CONST(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) CONST(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)         \
+	CONST(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) CONST(CU_MEMPOOL_ATTR_USED_MEM_CURRENT)             \
+	CONST(CU_MEMPOOL_ATTR_USED_MEM_HIGH) CONST(cudaMemPoolReuseFollowEventDependencies)          \
+	CONST(cudaMemPoolReuseAllowOpportunistic) CONST(cudaMemPoolReuseAllowInternalDependencies)   \
+	CONST(cudaMemPoolAttrReleaseThreshold) CONST(cudaMemPoolAttrReservedMemCurrent)              \
+	CONST(cudaMemPoolAttrReservedMemHigh) CONST(cudaMemPoolAttrUsedMemCurrent)                   \
+	CONST(cudaMemPoolAttrUsedMemHigh)                                   \
 	CONST(CU_MEMHOSTALLOC_PORTABLE) CONST(CU_MEMHOSTALLOC_DEVICEMAP)                            \
 	CONST(CU_MEMHOSTALLOC_WRITECOMBINED) CONST(CU_MEMHOSTREGISTER_PORTABLE)                     \
 	CONST(CU_MEMHOSTREGISTER_DEVICEMAP) CONST(CU_MEMHOSTREGISTER_IOMEMORY)                      \

@@ -191,23 +191,63 @@ static int expandable_map(struct torch_alloc *a, struct seg *s, size_t n)
 	return 0;
 }
 
+/* §1.5's OOM path (release_cached_blocks -> unmap_block): a synchronize,
+ * then cuMemUnmap + cuMemRelease of every fully free page. Here the free
+ * pages are at a segment's end (where blocks free up last); the address
+ * reservation stays. */
+static void expandable_release(struct torch_alloc *a)
+{
+	cudaDeviceSynchronize();
+	for (int p = SMALL; p <= LARGE; p++) {
+		struct seg *s = a->expandable[p];
+		struct block *tail = s ? s->head : NULL;
+		while (tail && tail->next)
+			tail = tail->next;
+		if (!tail || tail->used)
+			continue;
+		size_t first = (tail->ptr - s->base + s->page - 1) / s->page;
+		for (size_t i = s->size / s->page; i-- > first;) {
+			a->drv.unmap(s->base + i * s->page, s->page);
+			a->drv.release(s->handles[i]);
+			s->size -= s->page;
+			a->reserved -= s->page;
+			tail->size -= s->page;
+		}
+		if (tail->size == 0) {
+			if (tail->prev)
+				tail->prev->next = NULL;
+			else
+				s->head = NULL;
+			free(tail);
+		}
+	}
+}
+
 /* Grows the segment so its free tail holds `size`; returns that tail. */
 static struct block *expandable_grow(struct torch_alloc *a, enum pool pool, size_t size)
 {
 	struct seg *s = expandable_seg(a, pool);
-	struct block *tail = s->head;
-	while (tail && tail->next)
-		tail = tail->next;
-	size_t have = tail && !tail->used ? tail->size : 0;
-	size_t n = (size - have + s->page - 1) / s->page;
-	if (expandable_map(a, s, n)) {
-		size_t free_b, total;
-		printf(
-		    "EMU torch.OutOfMemoryError: expandable segment could not grow by %zu pages\n",
-		    n);
-		cudaMemGetInfo(&free_b, &total);
-		a->ooms++;
-		return NULL;
+	struct block *tail;
+	size_t have, n;
+	for (int attempt = 0;; attempt++) {
+		tail = s->head;
+		while (tail && tail->next)
+			tail = tail->next;
+		have = tail && !tail->used ? tail->size : 0;
+		n = (size - have + s->page - 1) / s->page;
+		if (!expandable_map(a, s, n))
+			break;
+		if (attempt) {
+			size_t free_b, total;
+			printf("EMU torch.OutOfMemoryError: expandable segment could not grow by "
+			       "%zu pages\n",
+			       n);
+			cudaMemGetInfo(&free_b, &total);
+			a->ooms++;
+			return NULL;
+		}
+		expandable_release(a);
+		a->retries++;
 	}
 	if (have) {
 		tail->size += n * s->page;
@@ -337,6 +377,16 @@ void torch_init(struct torch_alloc *a)
 	size_t free_b;
 	cudaFree(NULL); /* lazy init: the context */
 	cudaMemGetInfo(&free_b, &a->total);
+	if (a->backend == ASYNC) { /* §1.6: the pool keeps everything it is given back */
+		cudaMemPool_t pool;
+		cuuint64_t max = UINT64_MAX;
+		int one = 1;
+		cudaDeviceGetDefaultMemPool(&pool, 0);
+		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &max);
+		cudaMemPoolSetAttribute(pool, cudaMemPoolReuseFollowEventDependencies, &one);
+		cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &one);
+		cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &one);
+	}
 	if (a->backend != EXPANDABLE)
 		return;
 	enum cudaDriverEntryPointQueryResult q;

@@ -190,7 +190,7 @@ struct obj {
 	size_t va_len;	  /* ... and its length */
 	int refs, maps;	  /* handles: references and mappings; phys: handles */
 	struct obj *link; /* mapping -> handle -> phys */
-	uint64_t aux;	  /* phys: handle types; ipc: exporter's base address */
+	uint64_t aux;	  /* phys: handle types; ipc: exporter's base address; async: pool */
 	uint32_t pid;	  /* ipc: exporter's pid */
 };
 
@@ -282,9 +282,16 @@ struct CUctx_st {
 	int primary;
 };
 
+/* A stream-ordered pool keeps what its allocations free, up to its release
+ * threshold (default 0: nothing), as reserved device memory: nvidia-smi
+ * counts it, cuMemGetInfo does not offer it, the pool's next allocations
+ * reuse it. */
 struct CUmemPoolHandle_st {
 	int dev;
 	int is_default;
+	cuuint64_t threshold;
+	size_t live, idle; /* held by live allocations; kept after their free */
+	size_t reserved_high, used_high;
 };
 
 struct CUarray_st {
@@ -484,7 +491,8 @@ CUresult cuInit(unsigned int Flags)
 				goto out;
 			}
 			dv->primary = (struct CUctx_st){CTX_MAGIC, (int)d, 1};
-			dv->default_pool = (struct CUmemPoolHandle_st){(int)d, 1};
+			dv->default_pool =
+			    (struct CUmemPoolHandle_st){.dev = (int)d, .is_default = 1};
 		}
 		legacy_ok = arena_init(&legacy, LEGACY_ARENA, 1) == 0;
 		nobooks_init();
@@ -802,6 +810,28 @@ static CUresult dev_alloc(int dev, size_t size, enum obj_kind kind, CUdeviceptr 
 	return r;
 }
 
+/* Gives the pool's reserve above `keep` back to the device. */
+static void pool_trim_locked(struct CUmemPoolHandle_st *p, size_t keep)
+{
+	if (p->idle > keep) {
+		devs[p->dev].used -= p->idle - keep;
+		p->idle = keep;
+	}
+}
+
+/* An allocation of the pool freed: its bytes stay reserved (still charged
+ * to the device) up to the threshold. Called before the object's own
+ * charge goes back. */
+static void pool_keep_locked(struct CUmemPoolHandle_st *p, size_t charged)
+{
+	if (!p)
+		return;
+	p->live -= charged;
+	p->idle += charged;
+	devs[p->dev].used += charged;
+	pool_trim_locked(p, p->threshold > SIZE_MAX ? SIZE_MAX : (size_t)p->threshold);
+}
+
 static void host_unmap(struct obj *o)
 {
 	munmap((void *)o->va, o->va_len);
@@ -810,8 +840,10 @@ static void host_unmap(struct obj *o)
 static void obj_free_locked(struct table *t, struct obj *o)
 {
 	switch (o->kind) {
-	case OBJ_DEVICE:
 	case OBJ_ASYNC:
+		pool_keep_locked((struct CUmemPoolHandle_st *)(uintptr_t)o->aux, o->charged);
+		/* fall through */
+	case OBJ_DEVICE:
 		arena_give(&devs[o->dev].arena, o->va, o->va_len);
 		devs[o->dev].used -= o->charged;
 		break;
@@ -1056,19 +1088,40 @@ CUresult cuMemHostUnregister(void *p)
 /* ---- stream-ordered allocation and pools ----
  * The simulation completes stream work at once: memory is allocated and
  * freed when the call is made. Streams are not checked. */
+/* The pool's reserve serves first; what it lacks comes from the device,
+ * the rest of the reserve going back if the device is short. */
 static CUresult pool_alloc(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool)
 {
 	NEED_CTX();
-	int dev = tl_ctx->dev;
-	if (pool) {
-		LOCK();
-		struct obj *o = tab_get(&t_pool, (uintptr_t)pool);
+	if (!dptr || bytesize == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	LOCK();
+	struct CUmemPoolHandle_st *p = pool ? pool : &devs[tl_ctx->dev].default_pool;
+	if (!tab_get(&t_pool, (uintptr_t)p)) {
 		UNLOCK();
-		if (!o)
-			return CUDA_ERROR_INVALID_VALUE;
-		dev = o->dev;
+		return CUDA_ERROR_INVALID_VALUE;
 	}
-	return dev_alloc(dev, bytesize, OBJ_ASYNC, dptr);
+	size_t charge = round_up(bytesize, granule_of(bytesize));
+	if (p->idle >= charge) {
+		p->idle -= charge;
+		devs[p->dev].used -= charge;
+	} else if (charge > avail_locked(&devs[p->dev])) {
+		pool_trim_locked(p, 0);
+	}
+	uintptr_t va;
+	CUresult r = dev_alloc_locked(p->dev, bytesize, OBJ_ASYNC, &va);
+	if (r == CUDA_SUCCESS) {
+		struct obj *o = tab_get(&t_mem, va);
+		o->aux = (uintptr_t)p;
+		p->live += o->charged;
+		if (p->live > p->used_high)
+			p->used_high = p->live;
+		if (p->live + p->idle > p->reserved_high)
+			p->reserved_high = p->live + p->idle;
+		*dptr = va;
+	}
+	UNLOCK();
+	return r;
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -1118,7 +1171,7 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 		free(p);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	*p = (struct CUmemPoolHandle_st){poolProps->location.id, 0};
+	*p = (struct CUmemPoolHandle_st){.dev = poolProps->location.id};
 	LOCK();
 	tab_put(&t_pool, o);
 	UNLOCK();
@@ -1134,6 +1187,11 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	LOCK();
 	struct obj *o = tab_get(&t_pool, (uintptr_t)pool);
 	if (o && !pool->is_default) {
+		pool_trim_locked(pool, 0);
+		for (size_t i = 0; i < t_mem.n; i++)
+			for (struct obj *m = t_mem.b[i]; m; m = m->next)
+				if (m->kind == OBJ_ASYNC && m->aux == (uintptr_t)pool)
+					m->aux = 0;
 		tab_del(&t_pool, o);
 		free(o);
 		free(pool);
@@ -1148,8 +1206,79 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 	NEED_CTX();
 	LOCK();
 	struct obj *o = tab_get(&t_pool, (uintptr_t)pool);
+	if (o)
+		pool_trim_locked(pool, minBytesToKeep);
 	UNLOCK();
 	return o ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+	NEED_INIT();
+	if (!pool_out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*pool_out = &devs[dev].default_pool;
+	return CUDA_SUCCESS;
+}
+
+/* The reuse attributes are ints and change nothing here; the others are
+ * cuuint64_t. Setting a high-water mark resets it. */
+static CUresult pool_attr(CUmemoryPool pool, CUmemPool_attribute attr, void *value, int set)
+{
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	LOCK();
+	CUresult r = tab_get(&t_pool, (uintptr_t)pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	cuuint64_t *v = value;
+	if (r == CUDA_SUCCESS && set) {
+		if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) {
+			pool->threshold = *v;
+			pool_trim_locked(pool, *v > SIZE_MAX ? SIZE_MAX : (size_t)*v);
+		} else if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) {
+			pool->reserved_high = pool->live + pool->idle;
+		} else if (attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH) {
+			pool->used_high = pool->live;
+		} else if (attr > CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		}
+	} else if (r == CUDA_SUCCESS) {
+		switch (attr) {
+		case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+			*v = pool->threshold;
+			break;
+		case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+			*v = pool->live + pool->idle;
+			break;
+		case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+			*v = pool->reserved_high;
+			break;
+		case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+			*v = pool->live;
+			break;
+		case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+			*v = pool->used_high;
+			break;
+		default:
+			*(int *)value = 1;
+			break;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+	NEED_CTX();
+	return pool_attr(pool, attr, value, 1);
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+	NEED_CTX();
+	return pool_attr(pool, attr, value, 0);
 }
 
 /* ---- modules: code on the device, with no allocation call ---- */
@@ -1896,6 +2025,13 @@ static const struct proc_entry proc_table[] = {
     ROW(cuMemPoolCreate, 11020, 0, cuMemPoolCreate),
     ROW(cuMemPoolDestroy, 11020, 0, cuMemPoolDestroy),
     ROW(cuMemPoolTrimTo, 11020, 0, cuMemPoolTrimTo),
+    ROW(cuDeviceGetDefaultMemPool, 11020, 0, cuDeviceGetDefaultMemPool),
+    ROW(cuMemPoolSetAttribute, 11020, 0, cuMemPoolSetAttribute),
+    ROW(cuMemPoolGetAttribute, 11020, 0, cuMemPoolGetAttribute),
+    ROW(cuModuleLoadData, 2000, 0, cuModuleLoadData),
+    ROW(cuModuleUnload, 2000, 0, cuModuleUnload),
+    ROW(cuModuleGetFunction, 2000, 0, cuModuleGetFunction),
+    ROW(cuLaunchKernel, 4000, 0, cuLaunchKernel),
     ROW(cuMemGetAllocationGranularity, 10020, 0, cuMemGetAllocationGranularity),
     ROW(cuMemCreate, 10020, 0, cuMemCreate),
     ROW(cuMemRelease, 10020, 0, cuMemRelease),

@@ -60,6 +60,9 @@ static struct {
 	CUresult (*MemPoolCreate)(CUmemoryPool *, const CUmemPoolProps *);
 	CUresult (*MemPoolDestroy)(CUmemoryPool);
 	CUresult (*MemPoolTrimTo)(CUmemoryPool, size_t);
+	CUresult (*DeviceGetDefaultMemPool)(CUmemoryPool *, CUdevice);
+	CUresult (*MemPoolSetAttribute)(CUmemoryPool, CUmemPool_attribute, void *);
+	CUresult (*MemPoolGetAttribute)(CUmemoryPool, CUmemPool_attribute, void *);
 	CUresult (*ArrayCreate)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
 	CUresult (*Array3DCreate)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
 	CUresult (*ArrayDestroy)(CUarray);
@@ -105,6 +108,9 @@ static const struct fetch {
     F(MemPoolCreate, cuMemPoolCreate, 11020, 0, cuMemPoolCreate),
     F(MemPoolDestroy, cuMemPoolDestroy, 11020, 0, cuMemPoolDestroy),
     F(MemPoolTrimTo, cuMemPoolTrimTo, 11020, 0, cuMemPoolTrimTo),
+    F(DeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, 0, cuDeviceGetDefaultMemPool),
+    F(MemPoolSetAttribute, cuMemPoolSetAttribute, 11020, 0, cuMemPoolSetAttribute),
+    F(MemPoolGetAttribute, cuMemPoolGetAttribute, 11020, 0, cuMemPoolGetAttribute),
     F(ArrayCreate, cuArrayCreate, 3020, 0, cuArrayCreate_v2),
     F(Array3DCreate, cuArray3DCreate, 3020, 0, cuArray3DCreate_v2),
     F(ArrayDestroy, cuArrayDestroy, 2000, 0, cuArrayDestroy),
@@ -521,6 +527,25 @@ cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
 {
 	READY();
 	return ret(drv.MemPoolTrimTo(memPool, minBytesToKeep));
+}
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+{
+	READY();
+	return ret(drv.DeviceGetDefaultMemPool(memPool, device));
+}
+
+/* enum cudaMemPoolAttr and CUmemPool_attribute share their values. */
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+	READY();
+	return ret(drv.MemPoolSetAttribute(memPool, (CUmemPool_attribute)attr, value));
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+	READY();
+	return ret(drv.MemPoolGetAttribute(memPool, (CUmemPool_attribute)attr, value));
 }
 
 /* ---- arrays ---- */

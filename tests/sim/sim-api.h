@@ -20,6 +20,12 @@
 	   CUmemAllocationHandleType handleType, unsigned long long flags))                        \
 	X(cuIpcGetMemHandle, cuIpcGetMemHandle, (CUipcMemHandle * pHandle, CUdeviceptr dptr))      \
 	X(cuGetErrorString, cuGetErrorString, (CUresult error, const char **pStr))                 \
+	X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool,                                    \
+	  (CUmemoryPool * pool_out, CUdevice dev))                                                 \
+	X(cuMemPoolSetAttribute, cuMemPoolSetAttribute,                                            \
+	  (CUmemoryPool pool, CUmemPool_attribute attr, void *value))                              \
+	X(cuMemPoolGetAttribute, cuMemPoolGetAttribute,                                            \
+	  (CUmemoryPool pool, CUmemPool_attribute attr, void *value))                              \
 	X(cuModuleLoadData, cuModuleLoadData, (CUmodule * module, const void *image))              \
 	X(cuModuleUnload, cuModuleUnload, (CUmodule hmod))                                         \
 	X(cuModuleGetFunction, cuModuleGetFunction,                                                \
@@ -53,6 +59,12 @@
 	X(cudaPeekAtLastError, cudaPeekAtLastError, (void))                                        \
 	X(cudaMemGetInfo, cudaMemGetInfo, (size_t * free, size_t * total))                         \
 	X(cudaDriverGetVersion, cudaDriverGetVersion, (int *driverVersion))                        \
-	X(cudaIpcGetMemHandle, cudaIpcGetMemHandle, (cudaIpcMemHandle_t * handle, void *devPtr))
+	X(cudaIpcGetMemHandle, cudaIpcGetMemHandle, (cudaIpcMemHandle_t * handle, void *devPtr))   \
+	X(cudaDeviceGetDefaultMemPool, cudaDeviceGetDefaultMemPool,                                \
+	  (cudaMemPool_t * memPool, int device))                                                   \
+	X(cudaMemPoolSetAttribute, cudaMemPoolSetAttribute,                                        \
+	  (cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value))                         \
+	X(cudaMemPoolGetAttribute, cudaMemPoolGetAttribute,                                        \
+	  (cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value))
 
 #endif
