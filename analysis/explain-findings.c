@@ -329,9 +329,19 @@ void ex_pool_reserve(const struct ex_facts *f, const struct ex_recog *r, const s
 	struct ex_finding *x =
 	    ex_add(out, "pool-reserve", d->ordinal, measured ? reserve : d->async_peak);
 	bool pt = r->mode == MODE_PT_ASYNC;
+	/* At least the pool's high-water of live bytes less what is live now
+	 * (it keeps what it reached); at most nvidia-smi's unexplained rest,
+	 * which module code shares. */
+	uint64_t low = d->async_peak > d->smi_async ? d->async_peak - d->smi_async : 0;
+	char range[80];
+	if (measured && low && low < reserve)
+		snprintf(range, sizeof(range), "between %s and %s", fmt_size(b[2], low),
+			 fmt_size(b[3], reserve));
+	else
+		snprintf(range, sizeof(range), "about %s", fmt_size(b[2], reserve));
 	if (measured)
-		ex_answer(x, "the stream-ordered pool kept about %s beyond the %s it handed out%s",
-			  fmt_size(b[0], reserve), fmt_size(b[1], d->smi_async),
+		ex_answer(x, "the stream-ordered pool kept %s beyond the %s it handed out%s", range,
+			  fmt_size(b[1], d->smi_async),
 			  pt ? ": PyTorch sets its release threshold to the maximum, so freed "
 			       "memory stays in the pool"
 			     : ": freed memory stays in the pool up to its release threshold");
@@ -348,7 +358,8 @@ void ex_pool_reserve(const struct ex_facts *f, const struct ex_recog *r, const s
 	if (measured)
 		ex_ev(x, c,
 		      "nvidia-smi %s: %s; traced %s and contexts %s: the pool's reserve is "
-		      "the rest (inferred: the trace does not read the pool's attributes)",
+		      "at most the rest, which module code loaded later shares (inferred: "
+		      "the trace does not read the pool's attributes)",
 		      d->smi_at_peak ? "at the peak" : "at the end", fmt_size(b[0], d->smi_bytes),
 		      fmt_size(b[1], d->smi_traced), fmt_size(b[2], d->contexts));
 	else
