@@ -223,7 +223,8 @@ static void test_smi_and_pool(void)
 		  has(s->change, "torch.cuda.memory_reserved()"),
 	      "smi evidence and change: %s", s ? s->change : "");
 	CHECK(s && strcmp(s->ev[0].cmd, "accounting") == 0, "the command that shows more");
-	CHECK(p && p->bytes == 1654 * MiB && has(p->answer, "between 789 MiB and 1.62 GiB beyond the 65.0 MiB") &&
+	CHECK(p && p->bytes == 1654 * MiB &&
+		  has(p->answer, "between 789 MiB and 1.62 GiB beyond the 65.0 MiB") &&
 		  has(p->answer, "release threshold to the maximum") &&
 		  has(p->change, "torch.cuda.empty_cache()") &&
 		  has(p->change, "cudaMemPoolAttrReleaseThreshold"),
