@@ -69,6 +69,10 @@ static const char *oom_advice(const struct ex_recog *r, const char *kase)
 		return "No setting makes it fit: check the size computed at the site (a wrong "
 		       "shape or dtype, an unbounded batch); split the work, or use a larger "
 		       "GPU or several.";
+	if (strcmp(kase, "unknown") == 0)
+		return "Without a free-memory reading at the failure the trace cannot tell whose "
+		       "memory stood in the way: `gpumemtrace accounting` shows nvidia-smi's "
+		       "figures near it; GPUMEMTRACE_SAMPLE_MS lower samples more often.";
 	if (strcmp(kase, "other-processes") == 0)
 		return "Another process held the memory: nvidia-smi "
 		       "--query-compute-apps=pid,used_memory names it. A JAX or TensorFlow "
@@ -114,15 +118,28 @@ static void oom_retried(const struct ex_facts *f, const struct ex_recog *r, stru
 			"earlier.");
 }
 
+/* Ways the trace cannot show an OOM at all (oom's notes): one finding. */
+static void oom_blind(const struct ex_facts *f, struct ex_findings *out)
+{
+	struct ex_finding *x = ex_add(out, "oom-invisible", -1, 0);
+	ex_answer(x, "an OOM here may make no driver call, and this trace would not show it");
+	for (size_t i = 0; i < f->nblind; i++)
+		ex_ev(x, "oom", "%s", f->blind[i]);
+	ex_change(x, "The framework's own error message is the record of such an OOM; the "
+		     "settings named above decide when it happens.");
+}
+
 void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out)
 {
+	if (f->nblind)
+		oom_blind(f, out);
 	static const char *const cases[] = {"exceeds-device-total", "other-processes",
-					    "this-process"};
+					    "this-process", "unknown"};
 	static const char *const ids[] = {"oom-exceeds-device-total", "oom-other-processes",
-					  "oom-this-process"};
+					  "oom-this-process", "oom-unknown"};
 	if (f->retried)
 		oom_retried(f, r, out);
-	for (size_t k = 0; k < 3; k++) {
+	for (size_t k = 0; k < 4; k++) {
 		const struct ex_oom *o = NULL;
 		size_t n = 0;
 		for (size_t i = 0; i < f->nooms; i++)
@@ -132,9 +149,11 @@ void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findi
 			continue;
 		char b[4][32], t1[32];
 		struct ex_finding *x = ex_add(out, ids[k], o->device, o->size);
-		const char *why = k == 0   ? "larger than the whole device"
-				  : k == 1 ? "another process held the memory"
-					   : "this process held the memory";
+		static const char *const whys[] = {
+		    "larger than the whole device", "another process held the memory",
+		    "this process held the memory",
+		    "whose memory stood in the way is unknown (no free-memory reading then)"};
+		const char *why = whys[k];
 		char more[48] = "";
 		if (n > 1)
 			snprintf(more, sizeof(more), " (and %zu more like it)", n - 1);

@@ -106,6 +106,9 @@ struct ex_facts {
 	struct ex_oom ooms[EX_MAX_OOMS];
 	size_t nooms;
 	uint64_t ooms_total, retried, retry_ns; /* OOMs the framework recovered, their time */
+	/* ways this trace cannot show an OOM (no failing call): oom's notes */
+	char blind[4][400];
+	size_t nblind;
 	uint64_t duration_ns;
 };
 

@@ -53,6 +53,7 @@ static const char *const recorded_env[] = {
     "XLA_CLIENT_MEM_FRACTION",
     "CUBLAS_WORKSPACE_CONFIG",
     "CUBLASLT_WORKSPACE_SIZE",
+    "CUPY_GPU_MEMORY_LIMIT",
     /* which process of a job this is, for the reports on several traces */
     "RANK",
     "LOCAL_RANK",

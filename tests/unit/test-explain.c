@@ -364,6 +364,29 @@ static void test_torch_cache_and_verdicts(void)
 	explain_findings_free(&out);
 }
 
+/* the case oom cannot name without a reading, and the OOMs no call shows */
+static void test_oom_unknown_and_blind(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	struct ex_findings out;
+	facts(&f, &d, NULL, NULL);
+	f.ooms[f.nooms++] = (struct ex_oom){
+	    .device = 0, .size = 64 * MiB, .api = "cuMemAlloc_v2", .kase = "unknown"};
+	f.ooms[f.nooms++] = (struct ex_oom){
+	    .device = 0, .size = 32 * MiB, .api = "cuMemAlloc_v2", .kase = "unknown"};
+	snprintf(f.blind[f.nblind++], sizeof(f.blind[0]), "CUPY_GPU_MEMORY_LIMIT=1073741824");
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *u = find(&out, "oom-unknown"), *b = find(&out, "oom-invisible");
+	CHECK(u && u->bytes == 64 * MiB && has(u->answer, "(and 1 more like it)") &&
+		  has(u->change, "GPUMEMTRACE_SAMPLE_MS"),
+	      "oom-unknown: %s", u ? u->answer : "");
+	CHECK(b && ev_has(b, "CUPY_GPU_MEMORY_LIMIT"), "oom-invisible");
+	explain_findings_free(&out);
+}
+
 static void test_compare(void)
 {
 	struct ex_facts a, b;
@@ -486,6 +509,7 @@ int main(void)
 	test_smi_and_pool();
 	test_prealloc_and_growth();
 	test_torch_cache_and_verdicts();
+	test_oom_unknown_and_blind();
 	test_compare();
 	test_adapter();
 	return failures ? 1 : 0;
