@@ -24,7 +24,7 @@ check() {
 	got=$(python3 -c '
 import json, sys
 t = json.load(open(sys.argv[1]))["traces"][0]
-ids = [f["id"] for f in t["findings"]]
+ids = [f["id"] for f in t["findings"] if f["id"] != "oom-invisible"]
 f = {x["id"]: x for x in t["findings"]}
 print(eval(sys.argv[2]))' "$1.json" "$2") || fail "$1: $2 failed"
 	[ "$got" == "$3" ] || fail "$1: $2: got '$got', expected '$3' ($4)"
