@@ -55,6 +55,11 @@ for t in nocache async; do
 	expect_eq "$t-no-leak" "$(ids $t | grep -c "'leak'" || true)" 0
 done
 
+# the golden workload keeps 1 MiB per step: a leak, at a site in its code
+ex leak "$TESTS_DIR/golden/leak.gmt"
+expect_eq leak "$(finding leak leak "[f['answer'].startswith('memory keeps growing'), 'tests/golden/workload.c:' in f['answer'], 'leaks' in [e['command'].split()[1] for e in f['evidence'] if e['command']]]")" \
+	"[True, True, True]"
+
 # ---- TF with allow_growth: regions of 2 MiB doubling to 64 MiB, none returned ----
 
 ex tf tf.gmt
