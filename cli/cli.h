@@ -21,6 +21,7 @@
 /* ---- commands (cli/cmd-*.c): argv[0] is the command name ---- */
 int cmd_dump(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_growth(int argc, char **argv);
 int cmd_fragmentation(int argc, char **argv);

@@ -18,6 +18,8 @@ static const struct command commands[] = {
      "run a command under the tracer, then print its summary (and gate with --check-max-peak)"},
     {"dump", cmd_dump, "print every record of a trace, one per line"},
     {"summary", cmd_summary, "peak device memory, calls, failures, top allocation sites"},
+    {"explain", cmd_explain,
+     "the questions about GPU memory answered: findings with evidence and what to change"},
     {"top", cmd_top,
      "allocation sites ranked by bytes at the peak, at the end, in total, or by calls"},
     {"growth", cmd_growth,

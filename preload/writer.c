@@ -39,7 +39,8 @@ static const struct gmt_dl libc_dl = {gmt_libc_dlopen, gmt_libc_dlsym, gmt_libc_
 enum { ZS_OFF = 0, ZS_WANTED = 1, ZS_ON = 2 };
 
 /* The environment that shapes GPU memory, and the process's place in its
- * job, kept in the process record. */
+ * job, kept in the process record: these names, then every variable with
+ * one of recorded_prefixes (at most RECORDED_PREFIXED of them). */
 static const char *const recorded_env[] = {
     "CUDA_VISIBLE_DEVICES",
     "CUDA_MODULE_LOADING",
@@ -47,12 +48,12 @@ static const char *const recorded_env[] = {
     "PYTORCH_NO_CUDA_MEMORY_CACHING",
     "TF_FORCE_GPU_ALLOW_GROWTH",
     "TF_GPU_ALLOCATOR",
-    "XLA_PYTHON_CLIENT_PREALLOCATE",
-    "XLA_PYTHON_CLIENT_MEM_FRACTION",
-    "XLA_PYTHON_CLIENT_ALLOCATOR",
+    "TF_ENABLE_GPU_GARBAGE_COLLECTION",
+    "TF_DEVICE_MIN_SYS_MEMORY_IN_MB",
     "XLA_CLIENT_MEM_FRACTION",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "CUBLASLT_WORKSPACE_SIZE",
     "CUPY_GPU_MEMORY_LIMIT",
-    "NCCL_CUMEM_ENABLE",
     /* which process of a job this is, for the reports on several traces */
     "RANK",
     "LOCAL_RANK",
@@ -61,6 +62,25 @@ static const char *const recorded_env[] = {
     "PMI_RANK",
     "SLURM_PROCID",
 };
+static const char *const recorded_prefixes[] = {"XLA_PYTHON_CLIENT_", "NCCL_"};
+#define RECORDED_PREFIXED 32
+
+extern char **environ;
+
+/* The value of environ's entry e when its name has one of
+ * recorded_prefixes; *klen the name's length. */
+static const char *prefixed_env(const char *e, size_t *klen)
+{
+	const char *eq = strchr(e, '=');
+	if (!eq)
+		return NULL;
+	for (size_t i = 0; i < sizeof recorded_prefixes / sizeof *recorded_prefixes; i++)
+		if (strncmp(e, recorded_prefixes[i], strlen(recorded_prefixes[i])) == 0) {
+			*klen = (size_t)(eq - e);
+			return eq + 1;
+		}
+	return NULL;
+}
 
 struct gmt_ipset {
 	uint64_t ip;
@@ -347,10 +367,29 @@ static void put_process(struct gmt_writer *w)
 	size_t cl = read_small_file("/proc/self/cmdline", cmdline, sizeof cmdline);
 
 	size_t need = 64 + strlen(host) + strlen(exe) + cl + 2 * GMT_VARINT_MAX * 64;
+	/* Read once: what is sized is what is written, should the program
+	 * change its environment meanwhile. */
+	struct {
+		const char *k, *v;
+		size_t kl, vl;
+	} env[sizeof recorded_env / sizeof *recorded_env + RECORDED_PREFIXED];
+	size_t nenv = 0, nprefixed = 0;
 	for (size_t i = 0; i < sizeof recorded_env / sizeof *recorded_env; i++) {
 		const char *v = getenv(recorded_env[i]);
-		need += v ? strlen(recorded_env[i]) + strlen(v) + 2 * GMT_VARINT_MAX : 0;
+		if (v)
+			env[nenv++] = (typeof(env[0])){recorded_env[i], v, strlen(recorded_env[i]),
+						       strlen(v)};
 	}
+	for (char **e = environ; e && *e && nprefixed < RECORDED_PREFIXED; e++) {
+		size_t kl;
+		const char *v = prefixed_env(*e, &kl);
+		if (v) {
+			env[nenv++] = (typeof(env[0])){*e, v, kl, strlen(v)};
+			nprefixed++;
+		}
+	}
+	for (size_t i = 0; i < nenv; i++)
+		need += env[i].kl + env[i].vl + 2 * GMT_VARINT_MAX;
 	uint8_t *p = room(w, need);
 	if (!p)
 		return;
@@ -371,16 +410,10 @@ static void put_process(struct gmt_writer *w)
 		p = put_str(p, cmdline + i, k);
 		i += k + 1;
 	}
-	uint64_t nenv = 0;
-	for (size_t i = 0; i < sizeof recorded_env / sizeof *recorded_env; i++)
-		nenv += getenv(recorded_env[i]) != NULL;
 	p = gmt_put_varint(p, nenv);
-	for (size_t i = 0; i < sizeof recorded_env / sizeof *recorded_env; i++) {
-		const char *v = getenv(recorded_env[i]);
-		if (!v)
-			continue;
-		p = put_str(p, recorded_env[i], strlen(recorded_env[i]));
-		p = put_str(p, v, strlen(v));
+	for (size_t i = 0; i < nenv; i++) {
+		p = put_str(p, env[i].k, env[i].kl);
+		p = put_str(p, env[i].v, env[i].vl);
 	}
 	commit(w, p);
 }

@@ -53,6 +53,10 @@ UNIT_LIBS_test-sites := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-growth := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-peak-watch := analysis/replay.c $(UNIT_ANALYSIS)
+# explain reads the other aggregators: all their files, however they split
+UNIT_SRCS_test-explain := $(wildcard analysis/explain*.c analysis/growth*.c analysis/oom*.c) \
+	analysis/accounting.c analysis/peakset.c analysis/report-base.c $(UNIT_TRACE)
+UNIT_LIBS_test-explain := $(UNIT_LIBS_TRACE)
 include tests/unit/unit.mk
 include tests/golden/golden.mk
 include tests/fuzz/fuzz.mk

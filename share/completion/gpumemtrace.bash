@@ -4,7 +4,7 @@ _gpumemtrace() {
 	local cur prev cmd opts
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="run dump summary top growth fragmentation oom leaks diff check accounting plot flamegraph export help"
+	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export help"
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
 		return
@@ -34,6 +34,11 @@ _gpumemtrace() {
 		--focus) COMPREPLY=(); return ;;
 		esac
 		opts="--json --hide --focus --raw-sites --full-names --help" ;;
+	explain)
+		case $prev in
+		--device) COMPREPLY=(); return ;;
+		esac
+		opts="--json --device --help" ;;
 	top)
 		case $prev in
 		--by) COMPREPLY=($(compgen -W "stack function library api range" -- "$cur")); return ;;

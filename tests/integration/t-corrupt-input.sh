@@ -3,7 +3,7 @@
 # a one-line "gpumemtrace CMD: ..." error when it fails, never a signal.
 . "$TESTS_DIR/integration/lib.sh"
 MKTRACE=$BUILD/tests/unit-tools/mktrace
-commands=(dump "summary --json" summary top growth fragmentation oom leaks
+commands=(dump "summary --json" summary explain "explain --json" top growth fragmentation oom leaks
 	"check --max-peak 1GiB" diff accounting "top --by range" "plot -o p.svg"
 	"flamegraph -o f.svg" "flamegraph --folded" "export --format perfetto"
 	"export --format csv" "export --format pprof -o p.pb.gz")

@@ -1,0 +1,386 @@
+/* explain's adapter (explain.h): the other aggregators' results and one
+ * replay of its own, read into struct ex_facts. When accounting, growth or
+ * oom change their APIs, only this file changes. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/accounting.h"
+#include "analysis/explain.h"
+#include "analysis/growth.h"
+#include "analysis/oom.h"
+#include "analysis/report-base.h"
+
+#define RESULT_OOM   2		   /* CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation */
+#define RETRY_WINDOW 5000000000ull /* a retry comes within 5 s of its failure */
+#define MAX_PENDING  16
+#define REGION_MIN   (1ull << 20)
+#define SEG_SMALL    (2ull << 20)
+#define SEG_MID	     (20ull << 20)
+
+static struct ex_dev *fdev(struct ex_facts *f, int64_t ordinal)
+{
+	for (size_t i = 0; i < f->ndevs; i++)
+		if (f->devs[i].ordinal == ordinal)
+			return &f->devs[i];
+	return NULL;
+}
+
+/* ---- accounting ---- */
+
+static void from_moment(struct ex_dev *d, const struct acct_moment *m, bool at_peak)
+{
+	d->smi = true;
+	d->smi_at_peak = at_peak;
+	d->smi_process = m->nvml_process;
+	d->smi_bytes = m->smi;
+	d->smi_traced = m->traced;
+	d->smi_async = m->async;
+	d->contexts = m->contexts;
+	d->unexplained = m->unexplained;
+}
+
+static int from_accounting(struct trace *t, bool has_device, int64_t device, struct ex_facts *f)
+{
+	struct acct a;
+	int x = acct_compute(&a, t);
+	for (size_t i = 0; i < a.ndevs; i++) {
+		const struct acct_dev *ad = &a.devs[i];
+		if (has_device && ad->ordinal != device)
+			continue;
+		f->devs = xrealloc(f->devs, (f->ndevs + 1) * sizeof(*f->devs));
+		struct ex_dev *d = &f->devs[f->ndevs++];
+		memset(d, 0, sizeof(*d));
+		d->ordinal = ad->ordinal;
+		const struct trace_device *td = trace_device(t, ad->ordinal);
+		d->name = td && td->name ? td->name : "";
+		d->total = ad->total;
+		d->driver_version = td ? td->driver_version : 0;
+		d->peak = ad->peak.traced;
+		d->peak_ns = ad->peak.have ? (uint64_t)trace_rel(t, ad->peak.time_ns) : 0;
+		d->end = ad->end.traced;
+		d->async_peak = ad->peak.async;
+		d->async_end = ad->end.async;
+		d->vmm_peak = ad->peak.vmm;
+		/* nvidia-smi at the peak when sampled then, else at the end; the
+		 * libraries at the same moment */
+		const struct acct_moment *m = &ad->peak;
+		if (ad->peak.nvml && !ad->peak.unsampled)
+			from_moment(d, &ad->peak, true);
+		else if (ad->end.nvml)
+			from_moment(d, m = &ad->end, false);
+		if (ad->end.nvml) {
+			d->smi_end = true;
+			d->end_smi_bytes = ad->end.smi;
+			d->end_smi_traced = ad->end.traced;
+			d->end_smi_async = ad->end.async;
+			d->end_contexts = ad->end.contexts;
+			d->end_unexplained = ad->end.unexplained;
+		}
+		for (size_t k = 0; k < m->nlibs && d->nlibs < EX_MAX_LIBS; k++)
+			d->libs[d->nlibs++] = (struct ex_lib){m->libs[k].library, m->libs[k].bytes};
+		if (ad->nroutes) {
+			d->route_key = ad->routes[0].key;
+			d->route_text = ad->routes[0].text; /* static strings */
+		}
+		d->verdict = "undetermined";
+	}
+	acct_free(&a);
+	return x;
+}
+
+/* ---- growth ---- */
+
+/* Where in the user's code a stack allocated: the innermost Python frame,
+ * or native frame outside the CUDA libraries, the frameworks and the C/C++
+ * runtimes; the allocation site (rb_site) when there is none. */
+static void user_site(struct trace *t, uint64_t id, char *buf, size_t size)
+{
+	static const char *const runtimes[] = {"libc.so",  "libc-",   "libstdc++", "libpthread",
+					       "ld-linux", "libgomp", "libpython", NULL};
+	struct trace_frame fr;
+	for (int depth = 0; trace_frame(t, id, depth, &fr); depth++) {
+		bool user = fr.python;
+		if (!user && fr.module && !fr.module->cuda) {
+			const char *lib = fr.module->library;
+			user = strcmp(explain_lib_class(lib), "other") == 0;
+			for (size_t i = 0; user && runtimes[i]; i++)
+				user = strncmp(lib, runtimes[i], strlen(runtimes[i])) != 0;
+		}
+		if (user && depth > 0) {
+			trace_frame_text(&fr, buf, size);
+			return;
+		}
+		if (user)
+			break;
+	}
+	rb_site(t, id, buf, size);
+}
+
+static void from_growth_dev(struct trace *t, const struct growth_result *g,
+			    const struct growth_dev *gd, struct ex_dev *d)
+{
+	d->verdict = growth_kind_name(gd->v.kind);
+	growth_reason(g, gd, d->verdict_reason, sizeof(d->verdict_reason));
+	d->iterations = growth_iterations(g);
+	if (gd->v.steps)
+		d->warmup_end_ns = (uint64_t)trace_rel(t, growth_x_time(g, gd->v.last_rise));
+	if (gd->v.kind != GV_LEAK)
+		return;
+	d->has_rate_step = growth_rate_per_step(g, gd, &d->rate_step);
+	d->rate_s = growth_rate_per_s(g, gd);
+	user_site(t, gd->site_stack, d->leak_site, sizeof(d->leak_site));
+}
+
+static int from_growth(struct trace *t, bool has_device, int64_t device, struct ex_facts *f)
+{
+	struct growth_params p = {.has_device = has_device, .device = device, .ncols = 60};
+	struct growth_result g;
+	int x = growth_compute(t, &p, &g);
+	for (size_t i = 0; i < g.ndevs; i++) {
+		struct ex_dev *d = fdev(f, g.devs[i].ordinal);
+		if (d)
+			from_growth_dev(t, &g, &g.devs[i], d);
+	}
+	growth_result_free(&g);
+	return x;
+}
+
+/* ---- the explain pass: the framework's regions, its segments at each
+ * device's peak, the largest allocation, and OOMs retried after frees ---- */
+
+struct stack_class {
+	UT_hash_handle hh;
+	uint64_t stack_id;
+	bool fw;
+	const char *lib;
+};
+
+struct pending {
+	uint64_t index, tid, size, time_ns, freed;
+	int64_t device;
+};
+
+struct xpass {
+	struct trace *t;
+	struct ex_facts *f;
+	struct replay rp;
+	struct stack_class *classes;
+	uint64_t *seg_now; /* per ex_dev: small, mid, large, bytes */
+	struct pending pend[MAX_PENDING];
+	size_t npend;
+	uint64_t recovered[OOM_MAX], recovered_freed[OOM_MAX], recovered_ns[OOM_MAX];
+	size_t nrecovered;
+};
+
+static const struct stack_class *classify(struct xpass *p, uint64_t stack_id)
+{
+	struct stack_class *c;
+	HASH_FIND(hh, p->classes, &stack_id, sizeof(stack_id), c);
+	if (c)
+		return c;
+	c = xrealloc(NULL, sizeof(*c));
+	memset(c, 0, sizeof(*c));
+	c->stack_id = stack_id;
+	c->lib = trace_library(p->t, stack_id);
+	/* the allocator's own allocations: the framework's, or the program's
+	 * when no framework's library allocates (an emulator, plain CUDA) */
+	const char *k = explain_lib_class(c->lib);
+	c->fw = strcmp(k, "framework") == 0 || strcmp(k, "other") == 0;
+	HASH_ADD(hh, p->classes, stack_id, sizeof(c->stack_id), c);
+	return c;
+}
+
+static void on_change(void *ctx, const struct rp_live *l, bool counted)
+{
+	struct xpass *p = ctx;
+	if (l->bucket != BK_DEVICE)
+		return;
+	if (!counted)
+		for (size_t i = 0; i < p->npend; i++)
+			if (p->pend[i].device == l->device)
+				p->pend[i].freed += l->size;
+	struct ex_dev *d = fdev(p->f, l->device);
+	if (!d || !classify(p, l->stack_id)->fw)
+		return;
+	d->fw_frees += !counted;
+	uint64_t *s = &p->seg_now[4 * (size_t)(d - p->f->devs)];
+	int k = l->size == SEG_SMALL ? 0 : l->size == SEG_MID ? 1 : 2;
+	s[k] = counted ? s[k] + 1 : s[k] - 1;
+	s[3] = counted ? s[3] + l->size : s[3] - l->size;
+}
+
+static void on_alloc(struct xpass *p, const struct gmt_event *e, struct ex_dev *d, int kind)
+{
+	const struct stack_class *c = classify(p, e->stack_id);
+	if (e->size > d->biggest) {
+		d->biggest = e->size;
+		d->biggest_ns = (uint64_t)trace_rel(p->t, e->time_ns);
+		d->biggest_lib = c->lib;
+	}
+	if (c->fw) {
+		d->fw_allocs++;
+		d->fw_vmm += kind == GMT_KIND_VMM_PHYS;
+		if (e->size >= REGION_MIN && d->nregions < EX_MAX_REGIONS)
+			d->regions[d->nregions++] = e->size;
+	}
+	for (size_t i = 0; i < p->npend; i++) {
+		struct pending *q = &p->pend[i];
+		if (q->tid != e->tid || q->size != e->size)
+			continue;
+		if (q->freed && p->nrecovered < OOM_MAX) {
+			p->recovered[p->nrecovered] = q->index;
+			p->recovered_freed[p->nrecovered] = q->freed;
+			p->recovered_ns[p->nrecovered++] = e->time_ns - q->time_ns;
+		}
+		p->pend[i] = p->pend[--p->npend];
+		break;
+	}
+}
+
+static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	struct xpass *p = ctx;
+	replay_apply(&p->rp, e);
+	for (size_t i = 0; i < p->npend;) /* forget failures never retried */
+		if (e->time_ns - p->pend[i].time_ns > RETRY_WINDOW)
+			p->pend[i] = p->pend[--p->npend];
+		else
+			i++;
+	const struct api_info *a = api_lookup(e->api);
+	if (!a || a->op != GMT_OP_ALLOC)
+		return;
+	struct ex_dev *d = fdev(p->f, e->device);
+	if (gmt_failed(e->result, e->flags)) {
+		for (size_t i = 0; i < p->npend; i++) /* the retry failed too */
+			if (p->pend[i].tid == e->tid && p->pend[i].size == e->size) {
+				p->pend[i] = p->pend[--p->npend];
+				break;
+			}
+		if (e->result == RESULT_OOM && p->npend < MAX_PENDING)
+			p->pend[p->npend++] =
+			    (struct pending){e->index, e->tid, e->size, e->time_ns, 0, e->device};
+		return;
+	}
+	if (!d || replay_kind_bucket(a->kind, e->aux) != BK_DEVICE)
+		return;
+	on_alloc(p, e, d, a->kind);
+	struct rp_dev *rd = replay_dev(&p->rp, e->device);
+	if (rd->lv.peak_seq == p->rp.seq) { /* a new peak: the segments now */
+		const uint64_t *s = &p->seg_now[4 * (size_t)(d - p->f->devs)];
+		d->seg_small = s[0];
+		d->seg_mid = s[1];
+		d->seg_large = s[2];
+		d->seg_bytes = s[3];
+	}
+}
+
+/* ---- oom ---- */
+
+static int from_oom(struct trace *t, struct ex_facts *f, const struct xpass *p)
+{
+	struct oom_result r;
+	int x = oom_compute(t, &r);
+	f->ooms_total = r.ooms_total;
+	for (size_t i = 0; i < r.nblind && f->nblind < 4; i++)
+		snprintf(f->blind[f->nblind++], sizeof(f->blind[0]), "%s", r.blind[i].text);
+	for (size_t i = 0; i < r.nfails; i++) {
+		const struct oom_failure *o = &r.fails[i];
+		if (o->kase == OOM_NOT_AN_OOM)
+			continue;
+		uint64_t retry_ns =
+		    o->next.time_ns > o->e.time_ns ? o->next.time_ns - o->e.time_ns : 0;
+		if (o->kase == OOM_RECOVERED) {
+			f->retried++;
+			f->retry_ns += retry_ns;
+		}
+		if (f->nooms >= EX_MAX_OOMS || !fdev(f, o->e.device))
+			continue;
+		struct ex_oom *xo = &f->ooms[f->nooms++];
+		memset(xo, 0, sizeof(*xo));
+		xo->device = o->e.device;
+		xo->time_ns = (uint64_t)trace_rel(t, o->e.time_ns);
+		xo->size = o->e.size;
+		xo->api = api_name(o->e.api);
+		xo->kase = oom_case_name[o->kase];
+		xo->meminfo = o->free_known && o->total_known;
+		xo->free_bytes = o->free_bytes;
+		xo->total_bytes = o->total;
+		xo->held = o->held;
+		xo->others = o->others;
+		xo->freed = o->next.freed;
+		xo->retry_ns = retry_ns;
+		rb_site(t, o->e.stack_id, xo->site, sizeof(xo->site));
+	}
+	oom_free(&r);
+	(void)p;
+	return x;
+}
+
+static int explain_pass(struct trace *t, struct ex_facts *f, struct xpass *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->t = t;
+	p->f = f;
+	p->seg_now = xrealloc(NULL, (f->ndevs + 1) * 4 * sizeof(uint64_t));
+	memset(p->seg_now, 0, (f->ndevs + 1) * 4 * sizeof(uint64_t));
+	replay_init(&p->rp);
+	p->rp.on_change = on_change;
+	p->rp.on_change_ctx = p;
+	return trace_replay(t, NULL, on_event, p);
+}
+
+static void xpass_free(struct xpass *p)
+{
+	struct stack_class *c, *ct;
+	HASH_ITER(hh, p->classes, c, ct)
+	{
+		HASH_DEL(p->classes, c);
+		free(c);
+	}
+	free(p->seg_now);
+	replay_free(&p->rp);
+}
+
+static void modules(struct trace *t, struct ex_facts *f)
+{
+	f->mods = xrealloc(NULL, (t->nmods + 1) * sizeof(*f->mods));
+	for (size_t i = 0; i < t->nmods; i++) {
+		struct ex_module *m = &f->mods[f->nmods++];
+		m->library = t->mods[i].library ? t->mods[i].library : "";
+		m->build_id[0] = '\0';
+		for (size_t k = 0; k < t->mods[i].build_id_len && k < 20; k++)
+			snprintf(m->build_id + 2 * k, 3, "%02x", t->mods[i].build_id[k]);
+	}
+}
+
+static int worse(int a, int b)
+{
+	return b > a ? b : a;
+}
+
+int explain_facts(struct trace *t, bool has_device, int64_t device, struct ex_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->path = t->path;
+	f->command = t->command ? t->command : "";
+	f->env = t->env;
+	f->nenv = t->nenv;
+	f->duration_ns = (uint64_t)trace_duration_ns(t);
+	modules(t, f);
+	int x = from_accounting(t, has_device, device, f);
+	x = worse(x, from_growth(t, has_device, device, f));
+	struct xpass p;
+	x = worse(x, explain_pass(t, f, &p));
+	x = worse(x, from_oom(t, f, &p));
+	xpass_free(&p);
+	return x;
+}
+
+void explain_facts_free(struct ex_facts *f)
+{
+	free(f->mods);
+	free(f->devs);
+	memset(f, 0, sizeof(*f));
+}

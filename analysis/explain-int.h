@@ -1,0 +1,35 @@
+/* Between explain.c and the files of its findings (explain-findings.c,
+ * explain-compare.c): building a finding, and one function per question. */
+#ifndef GMT_ANALYSIS_EXPLAIN_INT_H
+#define GMT_ANALYSIS_EXPLAIN_INT_H
+
+#include "analysis/explain.h"
+
+struct ex_finding *ex_add(struct ex_findings *out, const char *id, int64_t device, uint64_t bytes);
+void ex_answer(struct ex_finding *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ex_change(struct ex_finding *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ex_ev(struct ex_finding *x, const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "NAME", or "NAME --device N" when the trace has several devices. */
+const char *ex_cmd(char *buf, size_t size, const char *name, const struct ex_facts *f,
+		   const struct ex_dev *d);
+/* Largest first (then by id). */
+void ex_sort(struct ex_findings *out);
+
+/* explain-findings.c: one per question; each adds nothing when the facts
+ * do not raise it. */
+void ex_smi(const struct ex_facts *f, const struct ex_recog *r, const struct ex_dev *d,
+	    struct ex_findings *out);
+void ex_prealloc(const struct ex_facts *f, const struct ex_recog *r, const struct ex_dev *d,
+		 struct ex_findings *out);
+void ex_bfc_growth(const struct ex_facts *f, const struct ex_recog *r, const struct ex_dev *d,
+		   struct ex_findings *out);
+void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const struct ex_dev *d,
+		    struct ex_findings *out);
+void ex_pool_reserve(const struct ex_facts *f, const struct ex_recog *r, const struct ex_dev *d,
+		     struct ex_findings *out);
+void ex_growth(const struct ex_facts *f, const struct ex_recog *r, const struct ex_dev *d,
+	       struct ex_findings *out);
+void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out);
+
+#endif

@@ -1,0 +1,424 @@
+/* explain's findings for one trace (explain.h): the framework and its
+ * allocator mode, then one finding per question that the facts answer.
+ * Figures and advice follow ../shared/notes/frameworks.md. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/explain.h"
+#include "analysis/explain-int.h"
+#include "analysis/report-base.h"
+
+/* ---- recognition ---- */
+
+const char *explain_env(const struct ex_facts *f, const char *key)
+{
+	for (size_t i = 0; i < f->nenv; i++)
+		if (strcmp(f->env[i].key, key) == 0)
+			return f->env[i].value;
+	return NULL;
+}
+
+static bool prefix(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* The framework a library belongs to (FW_NONE: none). */
+static enum ex_fw lib_fw(const char *lib)
+{
+	if (prefix(lib, "libc10") || prefix(lib, "libtorch"))
+		return FW_PYTORCH;
+	if (prefix(lib, "libtensorflow") || prefix(lib, "_pywrap_tensorflow"))
+		return FW_TF;
+	if (prefix(lib, "xla_cuda_plugin") || prefix(lib, "libjax") || strstr(lib, "jaxlib"))
+		return FW_JAX;
+	if (strstr(lib, "cupy"))
+		return FW_CUPY;
+	return FW_NONE;
+}
+
+const char *explain_lib_class(const char *lib)
+{
+	if (lib_fw(lib) != FW_NONE || strcmp(lib, "python") == 0)
+		return "framework";
+	if (prefix(lib, "libnccl"))
+		return "NCCL";
+	if (prefix(lib, "libcublas"))
+		return "cuBLAS";
+	if (prefix(lib, "libcudnn"))
+		return "cuDNN";
+	return "other";
+}
+
+bool explain_doubling(const uint64_t *sz, size_t n)
+{
+	if (n < 3 || sz[n - 1] < 8 * sz[0])
+		return false;
+	size_t pow2 = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i && sz[i] < sz[i - 1])
+			return false;
+		pow2 += (sz[i] & (sz[i] - 1)) == 0;
+	}
+	return 4 * pow2 >= 3 * n;
+}
+
+/* XLA_PYTHON_CLIENT_PREALLOCATE: anything but false/False/0 preallocates. */
+static bool xla_prealloc_off(const char *v)
+{
+	return v && (strcmp(v, "false") == 0 || strcmp(v, "False") == 0 || strcmp(v, "0") == 0);
+}
+
+static void why(struct ex_recog *r, const char *key, const char *val)
+{
+	snprintf(r->mode_why, sizeof(r->mode_why), "%s=%s", key, val);
+}
+
+static void recog_pytorch(const struct ex_facts *f, struct ex_recog *r)
+{
+	const char *nc = explain_env(f, "PYTORCH_NO_CUDA_MEMORY_CACHING");
+	const char *conf = explain_env(f, "PYTORCH_CUDA_ALLOC_CONF");
+	r->mode = MODE_PT_CACHING;
+	snprintf(r->mode_why, sizeof(r->mode_why), "the default: PYTORCH_CUDA_ALLOC_CONF unset");
+	if (nc && *nc) { /* any value turns the cache off */
+		r->mode = MODE_PT_NOCACHE;
+		why(r, "PYTORCH_NO_CUDA_MEMORY_CACHING", nc);
+	} else if (conf && strstr(conf, "cudaMallocAsync")) {
+		r->mode = MODE_PT_ASYNC;
+		why(r, "PYTORCH_CUDA_ALLOC_CONF", conf);
+	} else if (conf && (strstr(conf, "expandable_segments:True") ||
+			    strstr(conf, "expandable_segments:true"))) {
+		r->mode = MODE_PT_EXPANDABLE;
+		why(r, "PYTORCH_CUDA_ALLOC_CONF", conf);
+	} else if (conf) {
+		why(r, "PYTORCH_CUDA_ALLOC_CONF", conf);
+	}
+}
+
+static double xla_fraction(const struct ex_facts *f)
+{
+	const char *v = explain_env(f, "XLA_CLIENT_MEM_FRACTION");
+	if (!v)
+		v = explain_env(f, "XLA_PYTHON_CLIENT_MEM_FRACTION");
+	double x = v ? strtod(v, NULL) : 0;
+	return x > 0 && x <= 1 ? x : 0.75;
+}
+
+static void recog_xla(const struct ex_facts *f, struct ex_recog *r, const char *pattern_why)
+{
+	const char *pre = explain_env(f, "XLA_PYTHON_CLIENT_PREALLOCATE");
+	const char *alc = explain_env(f, "XLA_PYTHON_CLIENT_ALLOCATOR");
+	const char *grow = explain_env(f, "TF_FORCE_GPU_ALLOW_GROWTH");
+	const char *tfa = explain_env(f, "TF_GPU_ALLOCATOR");
+	r->mode = MODE_BFC_PREALLOC;
+	snprintf(r->mode_why, sizeof(r->mode_why), "the default%s", pattern_why);
+	if (r->fw == FW_JAX) {
+		r->fraction = xla_fraction(f);
+		if (alc && strcasecmp(alc, "platform") == 0) {
+			r->mode = MODE_XLA_PLATFORM;
+			why(r, "XLA_PYTHON_CLIENT_ALLOCATOR", alc);
+		} else if (xla_prealloc_off(pre)) {
+			r->mode = MODE_BFC_GROWTH;
+			why(r, "XLA_PYTHON_CLIENT_PREALLOCATE", pre);
+		}
+	} else if (tfa && strcmp(tfa, "cuda_malloc_async") == 0) {
+		r->mode = MODE_TF_ASYNC;
+		why(r, "TF_GPU_ALLOCATOR", tfa);
+	} else if (grow && strcasecmp(grow, "true") == 0) {
+		r->mode = MODE_BFC_GROWTH;
+		why(r, "TF_FORCE_GPU_ALLOW_GROWTH", grow);
+	}
+}
+
+/* The framework from the recorded environment, when no module names one. */
+static enum ex_fw env_fw(const struct ex_facts *f)
+{
+	for (size_t i = 0; i < f->nenv; i++) {
+		const char *k = f->env[i].key;
+		if (prefix(k, "PYTORCH_"))
+			return FW_PYTORCH;
+		if (prefix(k, "TF_"))
+			return FW_TF;
+		if (prefix(k, "XLA_"))
+			return FW_JAX;
+	}
+	return FW_NONE;
+}
+
+/* PyTorch's caching allocator at the driver: cudaMalloc'd segments of 2 MiB
+ * and 20 MiB (two at least), larger ones rounded to 2 MiB. */
+static bool caching_pattern(const struct ex_dev *d)
+{
+	size_t seg = 0;
+	for (size_t i = 0; i < d->nregions; i++) {
+		if (d->regions[i] % (2ull << 20))
+			return false;
+		seg += d->regions[i] == (2ull << 20) || d->regions[i] == (20ull << 20);
+	}
+	return d->nregions >= 3 && seg >= 2 && !d->fw_vmm;
+}
+
+/* Whether the allocations look like the mode a setting implies, on some
+ * device: a setting alone (PYTORCH_CUDA_ALLOC_CONF exported in a shell) does
+ * not make a plain CUDA program PyTorch. */
+static bool env_agrees(const struct ex_facts *f, const struct ex_recog *r)
+{
+	for (size_t i = 0; i < f->ndevs; i++) {
+		const struct ex_dev *d = &f->devs[i];
+		size_t npow2 = 0; /* BFC's regions: powers of two, but for a 0.9 back-off */
+		for (size_t k = 0; k < d->nregions; k++)
+			npow2 += (d->regions[k] & (d->regions[k] - 1)) == 0;
+		bool pow2 = d->nregions >= 2 && 4 * npow2 >= 3 * d->nregions;
+		bool ok = false;
+		switch (r->mode) {
+		case MODE_PT_EXPANDABLE:
+			ok = d->fw_vmm > 0;
+			break;
+		case MODE_PT_ASYNC:
+		case MODE_TF_ASYNC:
+			ok = d->async_peak > 0;
+			break;
+		case MODE_PT_NOCACHE:
+		case MODE_XLA_PLATFORM: /* a driver free per buffer */
+			ok = d->fw_allocs >= 4 && 2 * d->fw_frees >= d->fw_allocs;
+			break;
+		case MODE_PT_CACHING:
+			ok = caching_pattern(d);
+			break;
+		case MODE_BFC_GROWTH:
+			ok = pow2;
+			break;
+		case MODE_BFC_PREALLOC:
+			ok = d->total && 2 * d->biggest >= d->total;
+			break;
+		default:
+			break;
+		}
+		if (ok)
+			return true;
+	}
+	return false;
+}
+
+/* The allocation pattern alone: no module and no setting names a framework. */
+static void recog_pattern(const struct ex_facts *f, struct ex_recog *r)
+{
+	r->mode = MODE_DIRECT;
+	snprintf(r->mode_why, sizeof(r->mode_why),
+		 "no framework's library or setting, and no allocator's pattern");
+	for (size_t i = 0; i < f->ndevs; i++) {
+		const struct ex_dev *d = &f->devs[i];
+		double share = d->total ? (double)d->biggest / (double)d->total : 0;
+		/* a preallocation comes first, and little follows it */
+		if (share >= 0.5 && d->nregions && d->nregions <= 2 &&
+		    d->regions[0] == d->biggest) {
+			r->mode = MODE_BFC_PREALLOC;
+			/* JAX takes 75% of the total; TF the free memory less a
+			 * reserve of 2 GiB at most */
+			r->fw = share > 0.74 && share < 0.76		   ? FW_JAX
+				: d->total - d->biggest <= (2300ull << 20) ? FW_TF
+									   : FW_NONE;
+			r->fraction = r->fw == FW_JAX ? 0.75 : 0;
+			snprintf(r->mode_why, sizeof(r->mode_why),
+				 "the allocation pattern: one allocation of %.0f%% of the device%s",
+				 100 * share,
+				 r->fw == FW_JAX  ? " (JAX's 75%)"
+				 : r->fw == FW_TF ? " (TF's free memory less its reserve)"
+						  : "");
+		} else if (explain_doubling(d->regions, d->nregions)) {
+			r->mode = MODE_BFC_GROWTH;
+			snprintf(r->mode_why, sizeof(r->mode_why),
+				 "the allocation pattern: regions doubling in size");
+		} else if (caching_pattern(d)) {
+			r->fw = FW_PYTORCH;
+			r->mode = MODE_PT_CACHING;
+			snprintf(
+			    r->mode_why, sizeof(r->mode_why),
+			    "the allocation pattern: cudaMalloc'd segments of 2 MiB and 20 MiB");
+		} else if (d->async_peak && 2 * d->async_peak >= d->peak) {
+			r->mode = MODE_ASYNC_POOL;
+			snprintf(r->mode_why, sizeof(r->mode_why),
+				 "the allocation pattern: stream-ordered allocations");
+		} else {
+			continue;
+		}
+		break;
+	}
+}
+
+void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
+{
+	static const char *const names[] = {"no framework", "PyTorch", "JAX", "TensorFlow", "CuPy"};
+	memset(r, 0, sizeof(*r));
+	/* TF loads XLA too: its own library decides */
+	for (size_t i = 0; i < f->nmods; i++) {
+		enum ex_fw w = lib_fw(f->mods[i].library);
+		if (w == FW_NONE || (r->fw != FW_NONE && w != r->fw && w != FW_TF))
+			continue;
+		if (r->fw != w || strstr(f->mods[i].library, "_cuda") ||
+		    strstr(f->mods[i].library, "tensorflow_framework"))
+			r->fw_module = f->mods[i].library; /* the telling one */
+		r->fw = w;
+	}
+	const char *from_env = "";
+	if (r->fw == FW_NONE && (r->fw = env_fw(f)) != FW_NONE)
+		from_env = " (from the environment)";
+	bool prealloc = false;
+	for (size_t i = 0; i < f->ndevs; i++)
+		prealloc |= f->devs[i].total && 2 * f->devs[i].biggest >= f->devs[i].total;
+	const char *pw = prealloc ? ", and one allocation of half the device or more" : "";
+	switch (r->fw) {
+	case FW_PYTORCH:
+		recog_pytorch(f, r);
+		break;
+	case FW_JAX:
+	case FW_TF:
+		recog_xla(f, r, pw);
+		break;
+	case FW_CUPY:
+		r->mode = MODE_CUPY_POOL;
+		snprintf(r->mode_why, sizeof(r->mode_why), "CuPy's memory pool (the default)");
+		break;
+	default:
+		recog_pattern(f, r);
+	}
+	if (*from_env && !env_agrees(f, r)) { /* a setting exported in a shell, no more */
+		memset(r, 0, sizeof(*r));
+		recog_pattern(f, r);
+		from_env = "";
+	}
+	r->fw_name = names[r->fw];
+	if (*from_env && !strchr(r->mode_why, '=')) /* a setting named already says so */
+		snprintf(r->mode_why + strlen(r->mode_why),
+			 sizeof(r->mode_why) - strlen(r->mode_why), "%s", from_env);
+	static const char *const modes[] = {"direct driver calls",
+					    "caching allocator",
+					    "caching allocator with expandable segments",
+					    "cudaMallocAsync (stream-ordered pool)",
+					    "no caching",
+					    "BFC, preallocated",
+					    "BFC, growing (allow_growth)",
+					    "platform allocator (one call per buffer)",
+					    "cuda_malloc_async (stream-ordered pool)",
+					    "memory pool",
+					    "stream-ordered pool"};
+	r->mode_name = modes[r->mode];
+}
+
+/* ---- building findings ---- */
+
+struct ex_finding *ex_add(struct ex_findings *out, const char *id, int64_t device, uint64_t bytes)
+{
+	if (out->n == out->cap) {
+		out->cap = out->cap ? 2 * out->cap : 8;
+		out->v = xrealloc(out->v, out->cap * sizeof(*out->v));
+	}
+	struct ex_finding *x = &out->v[out->n++];
+	memset(x, 0, sizeof(*x));
+	x->id = id;
+	x->device = device;
+	x->bytes = bytes;
+	return x;
+}
+
+void ex_answer(struct ex_finding *x, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->answer, sizeof(x->answer), fmt, ap);
+	va_end(ap);
+}
+
+void ex_change(struct ex_finding *x, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->change, sizeof(x->change), fmt, ap);
+	va_end(ap);
+}
+
+void ex_ev(struct ex_finding *x, const char *cmd, const char *fmt, ...)
+{
+	if (x->nev == EX_MAX_EVIDENCE)
+		return;
+	struct ex_evidence *e = &x->ev[x->nev++];
+	snprintf(e->cmd, sizeof(e->cmd), "%s", cmd ? cmd : "");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->text, sizeof(e->text), fmt, ap);
+	va_end(ap);
+}
+
+/* "accounting --device 0" when the trace has several devices. */
+const char *ex_cmd(char *buf, size_t size, const char *name, const struct ex_facts *f,
+		   const struct ex_dev *d)
+{
+	if (f->ndevs > 1)
+		snprintf(buf, size, "%s --device %" PRId64, name, d->ordinal);
+	else
+		snprintf(buf, size, "%s", name);
+	return buf;
+}
+
+const char *ex_counters_note(const struct ex_dev *d, char *buf, size_t size)
+{
+	char b1[32], b2[32], b3[32];
+	if (d->counters.present)
+		snprintf(buf, size,
+			 "the framework's counters: %s allocated to tensors of %s reserved; %s "
+			 "free inside split segments",
+			 fmt_size(b1, d->counters.allocated), fmt_size(b2, d->counters.reserved),
+			 fmt_size(b3, d->counters.inactive_split));
+	else
+		snprintf(buf, size,
+			 "how much of it tensors use is invisible to driver calls (a tensor's "
+			 "free makes none); the framework's own counters would tell");
+	return buf;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct ex_finding *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return strcmp(x->id, y->id);
+}
+
+void ex_sort(struct ex_findings *out)
+{
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof(*out->v), by_bytes);
+}
+
+void explain_findings_free(struct ex_findings *out)
+{
+	free(out->v);
+	memset(out, 0, sizeof(*out));
+}
+
+/* ---- the findings of one trace ---- */
+
+void explain_findings(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < f->ndevs; i++) {
+		const struct ex_dev *d = &f->devs[i];
+		ex_smi(f, r, d, out);
+		ex_prealloc(f, r, d, out);
+		ex_bfc_growth(f, r, d, out);
+		ex_torch_cache(f, r, d, out);
+		ex_pool_reserve(f, r, d, out);
+		ex_growth(f, r, d, out);
+	}
+	ex_ooms(f, r, out);
+	if (!out->n) {
+		struct ex_finding *x = ex_add(out, "nothing", -1, 0);
+		ex_answer(x, "nothing to explain: no device memory was traced");
+		ex_ev(x, "summary", "%zu device%s in the trace", f->ndevs,
+		      f->ndevs == 1 ? "" : "s");
+	}
+	ex_sort(out);
+}

@@ -1,0 +1,196 @@
+/* gpumemtrace explain: the questions people ask about GPU memory, answered
+ * as findings (an id, a one-line answer, the evidence with the command that
+ * shows more, what to change), largest first.
+ *
+ * Two halves, so that the other aggregators can change without touching the
+ * findings' logic:
+ *  - explain-facts.c, the adapter: reads one trace through the aggregators'
+ *    public APIs (accounting, growth, oom) and one replay of its own into
+ *    struct ex_facts, plain figures and strings;
+ *  - explain.c: the framework and allocator mode, then the findings, from
+ *    the facts alone (unit-tested on hand-made facts, tests/unit/test-explain.c).
+ * docs/questions.md walks each finding. */
+#ifndef GMT_ANALYSIS_EXPLAIN_H
+#define GMT_ANALYSIS_EXPLAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/trace.h"
+
+#define EX_MAX_LIBS	12 /* traced bytes by library at a moment, largest first */
+#define EX_MAX_REGIONS	48 /* the framework's first driver allocations of 1 MiB or more */
+#define EX_MAX_OOMS	16
+#define EX_MAX_EVIDENCE 8
+
+/* The framework's own counters (torch.cuda.memory_stats() and the like),
+ * written into the trace by `run --framework-counters` (issue 21, part 2).
+ * Nothing fills them yet: present stays false, and every finding that needs
+ * them says what the driver-level trace cannot see (ex_counters_note). */
+struct ex_counters {
+	bool present;
+	uint64_t allocated;	 /* tensors live at the device's peak */
+	uint64_t reserved;	 /* the cache's segments then */
+	uint64_t inactive_split; /* free space inside split segments */
+};
+
+struct ex_lib {
+	const char *library; /* trace-owned */
+	uint64_t bytes;
+};
+
+struct ex_dev {
+	int64_t ordinal;
+	const char *name; /* "" when unknown */
+	uint64_t total;	  /* 0: unknown */
+	int driver_version;
+	/* traced device bytes */
+	uint64_t peak, peak_ns, end; /* peak_ns: since the trace start */
+	uint64_t async_peak, async_end, vmm_peak;
+	struct ex_lib libs[EX_MAX_LIBS]; /* at the peak */
+	size_t nlibs;
+	/* nvidia-smi (NVML), at the peak when sampled then, else at the end */
+	bool smi;
+	bool smi_at_peak, smi_process;
+	uint64_t smi_bytes, smi_traced, smi_async, contexts;
+	int64_t unexplained;
+	const char *route_key, *route_text; /* accounting's likeliest route, or NULL */
+	/* nvidia-smi at the end: a stream-ordered pool's reserve is largest when
+	 * little is live, so pool-reserve reads it there, not at the peak */
+	bool smi_end;
+	uint64_t end_smi_bytes, end_smi_traced, end_smi_async, end_contexts;
+	int64_t end_unexplained;
+	/* the framework's allocations of 1 MiB or more, in order: its regions
+	 * or segments */
+	uint64_t regions[EX_MAX_REGIONS];
+	size_t nregions;
+	uint64_t fw_allocs, fw_frees; /* all of them */
+	uint64_t fw_vmm;	      /* of fw_allocs, cuMemCreate's */
+	uint64_t biggest, biggest_ns; /* the largest allocation of all, and when */
+	const char *biggest_lib;      /* whose */
+	uint64_t seg_small, seg_mid,
+	    seg_large; /* the framework's live at the peak: 2 MiB, 20 MiB, other */
+	uint64_t seg_bytes;
+	/* growth (the verdicts issue's fields) */
+	const char *verdict; /* "leak", "no-leak", "undetermined" */
+	char verdict_reason[200];
+	bool has_rate_step;
+	double rate_step, rate_s; /* bytes per iteration, per second */
+	uint64_t iterations, warmup_end_ns;
+	char leak_site[300];
+	struct ex_counters counters;
+};
+
+struct ex_oom {
+	int64_t device;
+	uint64_t time_ns, size; /* time since the trace start */
+	const char *api;
+	const char *kase; /* "exceeds-device-total", "this-process", "other-processes",
+			     "recovered-by-retry", "not-an-oom" */
+	bool meminfo;
+	uint64_t free_bytes, total_bytes, held, others;
+	char site[300];
+	/* recovered-by-retry: what was freed before the retry, and how long */
+	uint64_t freed, retry_ns;
+};
+
+struct ex_module {
+	const char *library; /* trace-owned */
+	char build_id[41];   /* hex, "" when unknown */
+};
+
+struct ex_facts {
+	const char *path, *command;
+	const struct trace_env *env;
+	size_t nenv;
+	struct ex_module *mods;
+	size_t nmods;
+	struct ex_dev *devs;
+	size_t ndevs;
+	struct ex_oom ooms[EX_MAX_OOMS];
+	size_t nooms;
+	uint64_t ooms_total, retried, retry_ns; /* OOMs the framework recovered, their time */
+	/* ways this trace cannot show an OOM (no failing call): oom's notes */
+	char blind[4][400];
+	size_t nblind;
+	uint64_t duration_ns;
+};
+
+/* The adapter: one trace's facts (only device `device` when has_device).
+ * Returns -1, or a read error's exit code. Strings stay the trace's: keep
+ * it open while the facts are used. */
+int explain_facts(struct trace *t, bool has_device, int64_t device, struct ex_facts *f);
+void explain_facts_free(struct ex_facts *f);
+
+/* ---- recognition ---- */
+
+enum ex_fw { FW_NONE, FW_PYTORCH, FW_JAX, FW_TF, FW_CUPY };
+enum ex_mode {
+	MODE_DIRECT,	    /* the program's own driver calls */
+	MODE_PT_CACHING,    /* PyTorch's caching allocator */
+	MODE_PT_EXPANDABLE, /* expandable_segments:True */
+	MODE_PT_ASYNC,	    /* backend:cudaMallocAsync */
+	MODE_PT_NOCACHE,    /* PYTORCH_NO_CUDA_MEMORY_CACHING=1 */
+	MODE_BFC_PREALLOC,  /* JAX / TF: one region at start-up */
+	MODE_BFC_GROWTH,    /* allow_growth / PREALLOCATE=false: doubling regions */
+	MODE_XLA_PLATFORM,  /* XLA_PYTHON_CLIENT_ALLOCATOR=platform */
+	MODE_TF_ASYNC,	    /* TF_GPU_ALLOCATOR=cuda_malloc_async */
+	MODE_CUPY_POOL,
+	MODE_ASYNC_POOL, /* stream-ordered allocations, no framework named */
+};
+
+struct ex_recog {
+	enum ex_fw fw;
+	const char *fw_name;   /* "PyTorch", "JAX"..., "no framework" */
+	const char *fw_module; /* the module that showed it, or NULL */
+	enum ex_mode mode;
+	const char *mode_name;
+	char mode_why[200]; /* "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" */
+	double fraction;    /* MODE_BFC_PREALLOC: the share of the device asked (0: unknown) */
+};
+
+void explain_recognize(const struct ex_facts *f, struct ex_recog *r);
+/* The recorded value of an environment variable, or NULL. */
+const char *explain_env(const struct ex_facts *f, const char *key);
+/* What a library is, for the breakdown: "framework", "NCCL", "cuBLAS",
+ * "cuDNN", "other". */
+const char *explain_lib_class(const char *library);
+/* Whether sizes (n of them, in order) look like BFC's regions: growing
+ * from small, each a power of two or the last ones doubling. */
+bool explain_doubling(const uint64_t *sizes, size_t n);
+
+/* ---- findings ---- */
+
+struct ex_evidence {
+	char text[300];
+	char cmd[80]; /* "accounting --device 0": run as `gpumemtrace CMD TRACE`; "" none */
+};
+
+struct ex_finding {
+	const char *id;
+	int64_t device; /* -1: the whole trace */
+	uint64_t bytes; /* what it accounts for: the order, largest first */
+	char answer[400];
+	struct ex_evidence ev[EX_MAX_EVIDENCE];
+	size_t nev;
+	char change[1000];
+	bool needs_counters; /* the framework's counters would make it exact */
+};
+
+struct ex_findings {
+	struct ex_finding *v;
+	size_t n, cap;
+};
+
+/* The findings of one trace, largest first. */
+void explain_findings(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out);
+/* Why b needed more (or less) than a: the two traces' differences. */
+void explain_compare(const struct ex_facts *a, const struct ex_recog *ra, const struct ex_facts *b,
+		     const struct ex_recog *rb, struct ex_findings *out);
+void explain_findings_free(struct ex_findings *out);
+/* What the driver-level trace cannot see of the cache, and what would tell
+ * (the one place that knows whether the framework's counters exist). */
+const char *ex_counters_note(const struct ex_dev *d, char *buf, size_t size);
+
+#endif

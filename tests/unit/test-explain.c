@@ -1,0 +1,523 @@
+/* analysis/explain*.c: the framework and allocator mode recognized from
+ * modules, environment and pattern; each finding's answer, figures and
+ * advice on hand-made facts (the known answers are worked out in the
+ * comments, from ../shared/notes/frameworks.md's rules); the comparison of
+ * two runs; and the adapter on a built trace (a PyTorch-shaped retried OOM,
+ * a request above the device, cache segments at the peak). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/explain.h"
+#include "check.h"
+#include "trace-file.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+static struct trace_env envs[8];
+static struct ex_module mods[8];
+
+static void facts(struct ex_facts *f, struct ex_dev *d, const char *const *libs,
+		  const char *const *kv)
+{
+	memset(f, 0, sizeof(*f));
+	memset(d, 0, sizeof(*d));
+	f->path = "t.gmt";
+	f->devs = d;
+	f->ndevs = 1;
+	f->mods = mods;
+	for (; libs && *libs; libs++)
+		mods[f->nmods++] = (struct ex_module){*libs, ""};
+	f->env = envs;
+	for (; kv && *kv; kv += 2)
+		envs[f->nenv++] = (struct trace_env){(char *)kv[0], (char *)kv[1]};
+	d->name = "GPU";
+	d->total = 80 * GiB;
+	f->duration_ns = 10000000000ull;
+}
+
+static const struct ex_finding *find(const struct ex_findings *fs, const char *id)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		if (strcmp(fs->v[i].id, id) == 0)
+			return &fs->v[i];
+	return NULL;
+}
+
+static bool has(const char *s, const char *sub)
+{
+	return s && strstr(s, sub);
+}
+
+static bool ev_has(const struct ex_finding *x, const char *sub)
+{
+	for (size_t i = 0; x && i < x->nev; i++)
+		if (strstr(x->ev[i].text, sub))
+			return true;
+	return false;
+}
+
+static void test_recognize(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	static const char *const torch[] = {"libtorch_global_deps.so", "libc10_cuda.so",
+					    "libtorch_cuda.so", NULL};
+	static const char *const jax[] = {"libjax_common.so", "xla_cuda_plugin.so", NULL};
+	static const char *const tf[] = {"xla_cuda_plugin.so", "libtensorflow_framework.so.2",
+					 NULL};
+	struct {
+		const char *const *libs;
+		const char *kv[5];
+		enum ex_fw fw;
+		enum ex_mode mode;
+	} cases[] = {
+	    {torch, {NULL}, FW_PYTORCH, MODE_PT_CACHING},
+	    {torch,
+	     {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", NULL},
+	     FW_PYTORCH,
+	     MODE_PT_EXPANDABLE},
+	    {torch,
+	     {"PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", NULL},
+	     FW_PYTORCH,
+	     MODE_PT_ASYNC},
+	    /* any value turns the cache off, and wins over the conf */
+	    {torch,
+	     {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1", "PYTORCH_CUDA_ALLOC_CONF",
+	      "expandable_segments:True"},
+	     FW_PYTORCH,
+	     MODE_PT_NOCACHE},
+	    {jax, {NULL}, FW_JAX, MODE_BFC_PREALLOC},
+	    {jax, {"XLA_PYTHON_CLIENT_PREALLOCATE", "false", NULL}, FW_JAX, MODE_BFC_GROWTH},
+	    /* case-sensitive: FALSE still preallocates */
+	    {jax, {"XLA_PYTHON_CLIENT_PREALLOCATE", "FALSE", NULL}, FW_JAX, MODE_BFC_PREALLOC},
+	    {jax, {"XLA_PYTHON_CLIENT_ALLOCATOR", "platform", NULL}, FW_JAX, MODE_XLA_PLATFORM},
+	    /* TF loads XLA's plugin too: its own library decides */
+	    {tf, {NULL}, FW_TF, MODE_BFC_PREALLOC},
+	    {tf, {"TF_FORCE_GPU_ALLOW_GROWTH", "true", NULL}, FW_TF, MODE_BFC_GROWTH},
+	    {tf, {"TF_GPU_ALLOCATOR", "cuda_malloc_async", NULL}, FW_TF, MODE_TF_ASYNC},
+	    {NULL, {NULL}, FW_NONE, MODE_DIRECT},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		facts(&f, &d, cases[i].libs, cases[i].kv);
+		explain_recognize(&f, &r);
+		CHECK(r.fw == cases[i].fw && r.mode == cases[i].mode,
+		      "case %zu: framework %d mode %d (%s)", i, r.fw, r.mode, r.mode_why);
+	}
+	facts(&f, &d, torch, NULL);
+	explain_recognize(&f, &r);
+	CHECK(has(r.fw_module, "_cuda"), "the telling module: %s", r.fw_module);
+	facts(&f, &d, jax, (const char *const[]){"XLA_CLIENT_MEM_FRACTION", ".5", NULL});
+	explain_recognize(&f, &r);
+	CHECK(r.fraction == 0.5, "fraction %g", r.fraction);
+	facts(&f, &d, jax, NULL);
+	explain_recognize(&f, &r);
+	CHECK(r.fraction == 0.75, "default fraction %g", r.fraction);
+	/* no framework's module: the allocation pattern. One first allocation
+	 * of 75% of the device is JAX's; of the free memory less 2 GiB or less,
+	 * TF's (the emulators' traces, tests/verdicts) */
+	facts(&f, &d, NULL, NULL);
+	d.biggest = d.regions[0] = 60 * GiB;
+	d.nregions = 1;
+	explain_recognize(&f, &r);
+	CHECK(r.mode == MODE_BFC_PREALLOC && r.fw == FW_JAX && has(r.mode_why, "pattern"),
+	      "JAX pattern: %d %s", r.mode, r.mode_why);
+	d.biggest = d.regions[0] = 78 * GiB;
+	explain_recognize(&f, &r);
+	CHECK(r.mode == MODE_BFC_PREALLOC && r.fw == FW_TF, "TF pattern: %d %s", r.mode,
+	      r.mode_why);
+	/* a big request after segments is no preallocation (a 512 MiB tensor on 1 GiB) */
+	facts(&f, &d, NULL, NULL);
+	d.total = 1 * GiB;
+	const uint64_t segs[] = {20 * MiB, 2 * MiB, 20 * MiB, 40 * MiB, 512 * MiB};
+	memcpy(d.regions, segs, sizeof(segs));
+	d.nregions = 5;
+	d.biggest = 512 * MiB;
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_PYTORCH && r.mode == MODE_PT_CACHING, "caching pattern: %d %d %s", r.fw,
+	      r.mode, r.mode_why);
+	d.fw_vmm = 5; /* NCCL's 2 MiB cuMemCreate pages are no cache */
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_NONE && r.mode == MODE_DIRECT, "VMM pages: %d %d", r.fw, r.mode);
+	/* a setting names the framework when no module does, if the
+	 * allocations agree: BFC's regions in powers of two */
+	facts(&f, &d, NULL, (const char *const[]){"TF_FORCE_GPU_ALLOW_GROWTH", "true", NULL});
+	const uint64_t regions[] = {2 * MiB, 4 * MiB, 8 * MiB};
+	memcpy(d.regions, regions, sizeof(regions));
+	d.nregions = 3;
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_TF && r.mode == MODE_BFC_GROWTH && has(r.mode_why, "ALLOW_GROWTH=true"),
+	      "env: %d %d %s", r.fw, r.mode, r.mode_why);
+	/* PYTORCH_CUDA_ALLOC_CONF exported in a shell does not make a plain
+	 * program PyTorch (tests/golden/leak.gmt: cudaMalloc only) */
+	facts(&f, &d, NULL,
+	      (const char *const[]){"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", NULL});
+	const uint64_t odd[] = {3 * MiB, 5 * MiB, 7 * MiB};
+	memcpy(d.regions, odd, sizeof(odd));
+	d.nregions = 3;
+	d.fw_allocs = 3;
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_NONE && r.mode == MODE_DIRECT, "a stray setting: %d %d %s", r.fw, r.mode,
+	      r.mode_why);
+}
+
+static void test_helpers(void)
+{
+	/* JAX with PREALLOCATE=false on the H100 (docs/validation): 2, 8, 8, 32, 32, 64, 128 MiB */
+	const uint64_t bfc[] = {2 * MiB, 8 * MiB, 8 * MiB, 32 * MiB, 32 * MiB, 64 * MiB, 128 * MiB};
+	const uint64_t same[] = {20 * MiB, 20 * MiB, 20 * MiB, 20 * MiB};
+	const uint64_t down[] = {2 * MiB, 64 * MiB, 32 * MiB};
+	const uint64_t odd[] = {3 * MiB, 24 * MiB, 36 * MiB, 100 * MiB};
+	CHECK(explain_doubling(bfc, 7), "BFC regions double");
+	CHECK(!explain_doubling(same, 4), "caching segments of one size do not");
+	CHECK(!explain_doubling(down, 3), "shrinking sizes do not");
+	CHECK(!explain_doubling(odd, 4), "sizes that are not powers of two do not");
+	CHECK(!explain_doubling(bfc, 2), "two regions are too few");
+	CHECK(strcmp(explain_lib_class("libnccl.so.2"), "NCCL") == 0, "nccl");
+	CHECK(strcmp(explain_lib_class("libcublasLt.so.13"), "cuBLAS") == 0, "cublas");
+	CHECK(strcmp(explain_lib_class("libcudnn_graph.so.9"), "cuDNN") == 0, "cudnn");
+	CHECK(strcmp(explain_lib_class("libc10_cuda.so"), "framework") == 0, "c10");
+	CHECK(strcmp(explain_lib_class("xla_cuda_plugin.so"), "framework") == 0, "xla");
+	CHECK(strcmp(explain_lib_class("a.out"), "other") == 0, "program");
+}
+
+/* torch-async.837.gmt's figures at its end (docs/validation/2026-11-22-h100):
+ * nvidia-smi 2.31 GiB = 193 MiB traced (65 MiB pool, 128 MiB cuBLAS) + 518
+ * MiB context + 1.61 GiB the pool's reserve. */
+static void test_smi_and_pool(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	struct ex_findings out;
+	static const char *const torch[] = {"libc10_cuda.so", NULL};
+	facts(&f, &d, torch,
+	      (const char *const[]){"PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", NULL});
+	d.peak = 982 * MiB;
+	d.end = 193 * MiB;
+	d.async_peak = 854 * MiB;
+	d.async_end = d.smi_async = 65 * MiB;
+	d.smi = true;
+	d.smi_process = true;
+	d.smi_bytes = 2365 * MiB;
+	d.smi_traced = 193 * MiB;
+	d.contexts = 518 * MiB;
+	d.unexplained = (int64_t)(2365 - 193 - 518) * (int64_t)MiB; /* 1654 MiB */
+	d.route_key = "pool_reserve";
+	d.route_text = "the pool's reserve";
+	/* nvidia-smi was read at the end only: the end figures are the same */
+	d.smi_end = true;
+	d.end_smi_bytes = d.smi_bytes;
+	d.end_smi_traced = d.smi_traced;
+	d.end_smi_async = d.smi_async;
+	d.end_contexts = d.contexts;
+	d.end_unexplained = d.unexplained;
+	d.libs[0] = (struct ex_lib){"libc10_cuda.so", 65 * MiB};
+	d.libs[1] = (struct ex_lib){"libcublas.so.13", 128 * MiB};
+	d.nlibs = 2;
+	d.verdict = "no-leak";
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *s = find(&out, "smi-breakdown"), *p = find(&out, "pool-reserve");
+	CHECK(s && s->bytes == 2365 * MiB, "smi-breakdown: %" PRIu64, s ? s->bytes : 0);
+	CHECK(s && has(s->answer, "2.31 GiB at the end") && has(s->answer, "held 65.0 MiB") &&
+		  has(s->answer, "other libraries 128 MiB") && has(s->answer, "contexts 518 MiB") &&
+		  has(s->answer, "1.62 GiB is unexplained"),
+	      "smi answer: %s", s ? s->answer : "");
+	CHECK(s && ev_has(s, "cuBLAS: 128 MiB") && has(s->change, "pool-reserve") &&
+		  has(s->change, "torch.cuda.memory_reserved()"),
+	      "smi evidence and change: %s", s ? s->change : "");
+	CHECK(s && strcmp(s->ev[0].cmd, "accounting") == 0, "the command that shows more");
+	CHECK(p && p->bytes == 1654 * MiB &&
+		  has(p->answer, "between 789 MiB and 1.62 GiB beyond the 65.0 MiB") &&
+		  has(p->answer, "release threshold to the maximum") &&
+		  has(p->change, "torch.cuda.empty_cache()") &&
+		  has(p->change, "cudaMemPoolAttrReleaseThreshold"),
+	      "pool-reserve: %s", p ? p->answer : "");
+	/* largest first: nvidia-smi's figure, then the reserve, then the warm-up */
+	CHECK(out.n == 3 && out.v[0].bytes >= out.v[1].bytes && strcmp(out.v[2].id, "warm-up") == 0,
+	      "order: %zu findings", out.n);
+	explain_findings_free(&out);
+
+	/* the largest part outside the framework names its setting: cuBLAS */
+	d.unexplained = 10 * MiB;
+	d.route_key = "module_code";
+	d.contexts = 100 * MiB;
+	explain_findings(&f, &r, &out);
+	s = find(&out, "smi-breakdown");
+	CHECK(s && has(s->change, "CUBLAS_WORKSPACE_CONFIG"), "cuBLAS advice: %s",
+	      s ? s->change : "");
+	CHECK(!find(&out, "pool-reserve") || find(&out, "pool-reserve")->bytes == 854 * MiB,
+	      "an unmeasured reserve counts the pool's peak");
+	explain_findings_free(&out);
+}
+
+static void test_prealloc_and_growth(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	struct ex_findings out;
+	static const char *const jax[] = {"xla_cuda_plugin.so", NULL};
+	/* jax-default.1043.gmt: 59.4 GiB of 79.2 GiB in one cuMemCreate = 75% */
+	facts(&f, &d, jax, NULL);
+	d.total = 81079 * MiB;
+	d.biggest = d.peak = 60809 * MiB;
+	d.biggest_lib = "xla_cuda_plugin.so";
+	d.verdict = "no-leak";
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *p = find(&out, "preallocation");
+	CHECK(p && p->bytes == 60809 * MiB && has(p->answer, "JAX took 59.4 GiB, 75% of") &&
+		  has(p->change, "XLA_PYTHON_CLIENT_PREALLOCATE=false") &&
+		  has(p->change, "XLA_PYTHON_CLIENT_MEM_FRACTION") && p->needs_counters &&
+		  ev_has(p, "invisible to driver calls"),
+	      "preallocation: %s", p ? p->answer : "");
+	CHECK(!find(&out, "bfc-growth"), "one region is no growth");
+	explain_findings_free(&out);
+
+	/* TF with allow_growth: 2, 4, 8... 64 MiB regions, none freed */
+	static const char *const tf[] = {"libtensorflow_framework.so.2", NULL};
+	facts(&f, &d, tf, (const char *const[]){"TF_FORCE_GPU_ALLOW_GROWTH", "true", NULL});
+	for (int i = 0; i < 6; i++)
+		d.regions[d.nregions++] = (2 * MiB) << i; /* 2+4+8+16+32+64 = 126 MiB */
+	d.peak = d.end = 126 * MiB;
+	d.biggest = 64 * MiB;
+	d.verdict = "no-leak";
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *g = find(&out, "bfc-growth");
+	CHECK(g && g->bytes == 126 * MiB &&
+		  has(g->answer, "6 regions, from 2.00 MiB up to 64.0 MiB") &&
+		  has(g->answer, "returned none") && has(g->change, "memory_limit") &&
+		  ev_has(g, "2.00 MiB, 4.00 MiB, 8.00 MiB"),
+	      "bfc-growth: %s", g ? g->answer : "");
+	CHECK(!find(&out, "preallocation"), "growth is no preallocation");
+	explain_findings_free(&out);
+}
+
+static void test_torch_cache_and_verdicts(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	struct ex_findings out;
+	static const char *const torch[] = {"libc10_cuda.so", NULL};
+	facts(&f, &d, torch, NULL);
+	d.peak = 500 * MiB;
+	d.seg_small = 3; /* 6 MiB */
+	d.seg_mid = 4;	 /* 80 MiB */
+	d.seg_large = 2;
+	d.seg_bytes = 300 * MiB;
+	d.fw_allocs = 12;
+	d.fw_frees = 3;
+	d.verdict = "leak";
+	d.has_rate_step = true;
+	d.rate_step = 1 * MiB;
+	d.rate_s = 10 * MiB;
+	snprintf(d.leak_site, sizeof(d.leak_site), "train (train.py:42)");
+	/* a retried OOM (cudaMalloc fails, cudaFree of the cache, retry) */
+	f.retried = 1;
+	f.retry_ns = 3000000;
+	f.ooms[f.nooms++] = (struct ex_oom){.device = 0,
+					    .size = 20 * MiB,
+					    .api = "cudaMalloc",
+					    .kase = "recovered-by-retry",
+					    .freed = 40 * MiB};
+	f.ooms[f.nooms++] = (struct ex_oom){.device = 0,
+					    .size = 1ull << 50,
+					    .api = "cudaMalloc",
+					    .kase = "exceeds-device-total",
+					    .site = "main"};
+	f.ooms_total = 2;
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *c = find(&out, "torch-cache");
+	CHECK(c && c->bytes == 300 * MiB && has(c->answer, "300 MiB in 9 segments") &&
+		  ev_has(c, "3 of 2 MiB") && ev_has(c, "4 of 20 MiB") && ev_has(c, "retried OOM") &&
+		  has(c->change, "empty_cache()") && has(c->change, "expandable_segments:True") &&
+		  has(c->change, "max_split_size_mb"),
+	      "torch-cache: %s", c ? c->answer : "");
+	/* 10 MiB/s over 10 s = 100 MiB: the leak's weight */
+	const struct ex_finding *l = find(&out, "leak");
+	CHECK(l && l->bytes == 100 * MiB && has(l->answer, "1.00 MiB per step") &&
+		  has(l->answer, "+10.0 MiB/s") && has(l->answer, "train (train.py:42)"),
+	      "leak: %s (%" PRIu64 ")", l ? l->answer : "", l ? l->bytes : 0);
+	const struct ex_finding *o = find(&out, "oom-retried");
+	CHECK(o && has(o->answer, "1 OOM was recovered") && has(o->answer, "3.0 ms") &&
+		  has(o->change, "num_alloc_retries"),
+	      "oom-retried: %s", o ? o->answer : "");
+	const struct ex_finding *e = find(&out, "oom-exceeds-device-total");
+	CHECK(e && out.v[0].bytes == 1ull << 50 && e == &out.v[0] &&
+		  has(e->change, "No setting makes it fit"),
+	      "the 1 PiB request first");
+	CHECK(!find(&out, "oom-this-process"), "no other case");
+	explain_findings_free(&out);
+
+	/* expandable segments: pages, and the advice says it is on */
+	facts(&f, &d, torch,
+	      (const char *const[]){"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", NULL});
+	d.seg_mid = 5;
+	d.seg_bytes = 100 * MiB;
+	d.verdict = "undetermined";
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	c = find(&out, "torch-cache");
+	CHECK(c && has(c->answer, "5 mapped pages") && has(c->change, "expandable_segments is on"),
+	      "expandable: %s", c ? c->answer : "");
+	CHECK(!find(&out, "growth-undetermined"), "no growth finding without traced bytes");
+	explain_findings_free(&out);
+}
+
+/* the case oom cannot name without a reading, and the OOMs no call shows */
+static void test_oom_unknown_and_blind(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	struct ex_findings out;
+	facts(&f, &d, NULL, NULL);
+	f.ooms[f.nooms++] = (struct ex_oom){
+	    .device = 0, .size = 64 * MiB, .api = "cuMemAlloc_v2", .kase = "unknown"};
+	f.ooms[f.nooms++] = (struct ex_oom){
+	    .device = 0, .size = 32 * MiB, .api = "cuMemAlloc_v2", .kase = "unknown"};
+	snprintf(f.blind[f.nblind++], sizeof(f.blind[0]), "CUPY_GPU_MEMORY_LIMIT=1073741824");
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *u = find(&out, "oom-unknown"), *b = find(&out, "oom-invisible");
+	CHECK(u && u->bytes == 64 * MiB && has(u->answer, "(and 1 more like it)") &&
+		  has(u->change, "GPUMEMTRACE_SAMPLE_MS"),
+	      "oom-unknown: %s", u ? u->answer : "");
+	CHECK(b && ev_has(b, "CUPY_GPU_MEMORY_LIMIT"), "oom-invisible");
+	explain_findings_free(&out);
+}
+
+static void test_compare(void)
+{
+	struct ex_facts a, b;
+	struct ex_dev da, db;
+	struct ex_recog ra, rb;
+	struct ex_findings out;
+	static struct ex_module ma[2], mb[2];
+	static struct trace_env ea[1], eb[1];
+	static const char *const jax[] = {"xla_cuda_plugin.so", NULL};
+	facts(&a, &da, jax, NULL);
+	memcpy(ma, mods, sizeof(ma));
+	a.mods = ma;
+	a.env = ea;
+	facts(&b, &db, jax, NULL);
+	/* B: an H200's 139 GiB, 75% of it; another driver and a bigger context;
+	 * PREALLOCATE differs; the plugin is another build */
+	da.total = 80 * GiB;
+	da.biggest = da.peak = 60 * GiB;
+	da.contexts = 518 * MiB;
+	da.driver_version = 12080;
+	db.total = 140 * GiB;
+	db.biggest = db.peak = 105 * GiB;
+	db.contexts = 600 * MiB;
+	db.driver_version = 13000;
+	mb[0] = (struct ex_module){"xla_cuda_plugin.so", "aaaa"};
+	strcpy(ma[0].build_id, "bbbb");
+	b.mods = mb;
+	b.nmods = 1;
+	eb[0] = (struct trace_env){"XLA_PYTHON_CLIENT_MEM_FRACTION", ".75"};
+	b.env = eb;
+	b.nenv = 1;
+	explain_recognize(&a, &ra);
+	explain_recognize(&b, &rb);
+	explain_compare(&a, &ra, &b, &rb, &out);
+	const struct ex_finding *p = find(&out, "compare-peak"), *g = find(&out, "compare-gpu"),
+				*dr = find(&out, "compare-driver"), *e = find(&out, "compare-env"),
+				*lb = find(&out, "compare-libs");
+	CHECK(p && p->bytes == 45 * GiB && has(p->answer, "B needed 45.0 GiB more"), "peak: %s",
+	      p ? p->answer : "");
+	CHECK(g && g->bytes == 45 * GiB && has(g->answer, "a preallocation is a fraction"),
+	      "gpu: %s", g ? g->answer : "");
+	CHECK(dr && dr->bytes == 82 * MiB && has(dr->answer, "the drivers differ") &&
+		  ev_has(dr, "A 12.8, B 13.0"),
+	      "driver: %s", dr ? dr->answer : "");
+	CHECK(e && ev_has(e, "XLA_PYTHON_CLIENT_MEM_FRACTION: A unset, B .75"), "env");
+	CHECK(lb && ev_has(lb, "another build"), "libs");
+	explain_findings_free(&out);
+}
+
+/* The adapter on a trace shaped like PyTorch's OOM retry (frameworks.md
+ * 1.4): segments from libc10_cuda.so, a failed 20 MiB cudaMalloc, the
+ * cache's segments freed, the same size retried with success; then a 1 PiB
+ * request on a 1 GiB device. */
+static void test_adapter(void)
+{
+	struct tb *b = tb_new(NULL);
+	tb_module(b, 1, 0, 0x10000, 0x20000, "/opt/torch/lib/libc10_cuda.so", NULL, 0);
+	tb_module(b, 2, 0, 0x400000, 0x500000, "/work/app", NULL, 0);
+	tb_device(b, 0, "GPU 0", NULL, 0, 1 * GiB, 9, 0, 12080);
+	const uint64_t parents[] = {0, 0}, ips[] = {0x10010, 0x400100};
+	tb_stack(b, 2, parents, ips);
+	tb_events_begin(b, 1, 1000);
+	uint64_t t = 1000;
+	struct tb_event e = {.api = GMT_API_cudaMalloc, .device = 0, .stack_id = 1};
+#define EV(api_, ptr_, size_, res_)                                                                \
+	do {                                                                                       \
+		e.time_ns = (t += 1000);                                                           \
+		e.api = (api_);                                                                    \
+		e.ptr = (ptr_);                                                                    \
+		e.size = (size_);                                                                  \
+		e.result = (res_);                                                                 \
+		tb_event(b, &e);                                                                   \
+	} while (0)
+	EV(GMT_API_cudaMalloc, 0x1000000, 2 * MiB, 0);
+	EV(GMT_API_cudaMalloc, 0x2000000, 20 * MiB, 0);
+	EV(GMT_API_cudaMalloc, 0x4000000, 20 * MiB, 0);
+	EV(GMT_API_cudaMalloc, 0x6000000, 100 * MiB, 0); /* peak: 142 MiB, 4 segments */
+	EV(GMT_API_cudaMalloc, 0, 20 * MiB, 2);		 /* fails */
+	EV(GMT_API_cudaFree, 0x4000000, 0, 0);		 /* the cache emptied: 120 MiB */
+	EV(GMT_API_cudaFree, 0x6000000, 0, 0);
+	EV(GMT_API_cudaMalloc, 0x8000000, 20 * MiB, 0); /* the retry */
+	e.stack_id = 2;
+	EV(GMT_API_cudaMalloc, 0, 1ull << 50, 2); /* 1 PiB on a 1 GiB device */
+	tb_events_end(b);
+	tb_trailer(b, t + 1000, 9, 0, 2, GMT_END_EXIT);
+	const char *path = trace_file(b, "explain.gmt");
+	tb_free(b);
+	struct trace tr;
+	CHECK(trace_open(&tr, "explain", path) == -1, "open");
+	struct ex_facts f;
+	int x = explain_facts(&tr, false, 0, &f);
+	CHECK(x == -1 && f.ndevs == 1, "facts: %d, %zu devices", x, f.ndevs);
+	const struct ex_dev *d = &f.devs[0];
+	CHECK(d->peak == 142 * MiB && d->seg_small == 1 && d->seg_mid == 2 && d->seg_large == 1 &&
+		  d->seg_bytes == 142 * MiB,
+	      "segments at the peak: %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, d->seg_small,
+	      d->seg_mid, d->seg_large, d->seg_bytes);
+	CHECK(d->fw_allocs == 5 && d->fw_frees == 2 && d->nregions == 5 && d->total == 1 * GiB,
+	      "allocs %" PRIu64 " frees %" PRIu64 " regions %zu", d->fw_allocs, d->fw_frees,
+	      d->nregions);
+	CHECK(f.ooms_total == 2 && f.nooms == 2 && f.retried == 1 && f.retry_ns == 3000,
+	      "ooms %" PRIu64 " retried %" PRIu64 " in %" PRIu64 " ns", f.ooms_total, f.retried,
+	      f.retry_ns);
+	CHECK(f.nooms == 2 && strcmp(f.ooms[0].kase, "recovered-by-retry") == 0 &&
+		  f.ooms[0].freed == 120 * MiB &&
+		  strcmp(f.ooms[1].kase, "exceeds-device-total") == 0,
+	      "cases: %s, %s", f.nooms ? f.ooms[0].kase : "", f.nooms > 1 ? f.ooms[1].kase : "");
+	struct ex_recog r;
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_PYTORCH && r.mode == MODE_PT_CACHING, "recognized %s", r.fw_name);
+	explain_facts_free(&f);
+	trace_finish(&tr);
+	trace_close(&tr);
+}
+
+int main(void)
+{
+	test_recognize();
+	test_helpers();
+	test_smi_and_pool();
+	test_prealloc_and_growth();
+	test_torch_cache_and_verdicts();
+	test_oom_unknown_and_blind();
+	test_compare();
+	test_adapter();
+	return failures ? 1 : 0;
+}
