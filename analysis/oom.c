@@ -94,7 +94,8 @@ static size_t keep_top(struct oom_holder *all, size_t n, struct oom_holder *out,
 	if (n)
 		qsort(all, n, sizeof(*all), holder_cmp);
 	size_t k = n < cap ? n : cap;
-	memcpy(out, all, k * sizeof(*all));
+	if (k) /* all is NULL when nothing was live */
+		memcpy(out, all, k * sizeof(*all));
 	return k;
 }
 
