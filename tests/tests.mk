@@ -26,7 +26,7 @@ UNIT_SRCS_test-callers := preload/callers.c
 # The analysis layer: without trace.c, or with it (and what it needs).
 UNIT_ANALYSIS := common/api.c common/text.c reader/diag.c reader/xalloc.c
 UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c \
-	analysis/trace-rows.c analysis/replay.c common/symbolize.c $(UNIT_ANALYSIS)
+	analysis/trace-rows.c analysis/replay.c analysis/counters.c common/symbolize.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-reorder := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-replay := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-peakset := analysis/peakset.c analysis/replay.c $(UNIT_ANALYSIS)
@@ -39,6 +39,7 @@ UNIT_SRCS_test-oom := analysis/oom.c analysis/oom-judge.c analysis/accounting.c 
 	analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analysis/peakset.c $(UNIT_TRACE)
 UNIT_SRCS_test-growth := analysis/growth.c analysis/report-base.c $(UNIT_TRACE)
+UNIT_SRCS_test-counters := analysis/fragmentation.c $(UNIT_TRACE)
 UNIT_LIBS_TRACE := -ldw -lelf -lz -lm
 UNIT_LIBS_test-snapshot := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-check-measure := $(UNIT_LIBS_TRACE)
@@ -47,6 +48,7 @@ UNIT_LIBS_test-fragmentation := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-oom := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-growth := $(UNIT_LIBS_TRACE)
+UNIT_LIBS_test-counters := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-peak-watch := analysis/replay.c $(UNIT_ANALYSIS)
 include tests/unit/unit.mk
 include tests/golden/golden.mk
