@@ -101,6 +101,10 @@ static void summarize(struct counters_series *s)
 			best = key;
 			s->at_max_reserved = i;
 		}
+		uint64_t pa = p->has & CNT_PEAK_ALLOCATED ? p->peak_allocated : p->allocated;
+		uint64_t pr = p->has & CNT_PEAK_RESERVED ? p->peak_reserved : p->reserved;
+		s->peak_allocated = pa > s->peak_allocated ? pa : s->peak_allocated;
+		s->peak_reserved = pr > s->peak_reserved ? pr : s->peak_reserved;
 		if (p->reason == GMT_COUNTERS_WHY_OOM)
 			s->oom_readings++;
 		s->alloc_retries = p->alloc_retries;

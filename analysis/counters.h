@@ -57,6 +57,8 @@ struct counters_series {
 	/* over the readings (0 when not known) */
 	unsigned has; /* the union of the points' */
 	uint64_t max_allocated, max_reserved, max_cache_free;
+	/* the framework's own peaks (peak_* counters), else the most read */
+	uint64_t peak_allocated, peak_reserved;
 	size_t at_max_reserved; /* index of the reading with the most reserved (else allocated) */
 	size_t oom_readings;	/* readings taken by the OOM observer */
 	uint64_t alloc_retries, ooms; /* the last reading's */
