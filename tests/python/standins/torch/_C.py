@@ -1,0 +1,6 @@
+"""torch._C stand-in: the OOM observer list (see torch/__init__.py)."""
+_oom_observers = []
+
+
+def _cuda_attach_out_of_memory_observer(fn):
+    _oom_observers.append(fn)
