@@ -27,6 +27,10 @@ worker push api text "worker"
 worker pop api text ""
 W
 diff want.txt got.txt || fail "C marker API: RANGE records differ (< expected, > got)"
+"$GMT_CLI" dump "$(the_trace)" | grep -A2 ' COUNTERS ' >c.txt
+grep -q 'reason periodic source "demo" device "cuda:0" ordinal 0 count 2' c.txt &&
+	grep -q '"allocated" 1048576' c.txt && grep -q '"num" 2$' c.txt ||
+	fail "C marker API: no COUNTERS record: $(cat c.txt)"
 rm -f gpumemtrace.*
 untraced "$PROG_DIR/marker" >plain.txt || fail "untraced: $(cat plain.txt)"
 diff plain.txt traced.txt || fail "output differs when traced"
