@@ -64,6 +64,17 @@ counters tensorflow.gmt | grep -q 'source "tensorflow" device "gpu:0"' || fail "
 # No framework: a trace, no counters.
 [ -z "$(counters none.gmt)" ] || fail "none: counters without a framework"
 
+# fork: the helper's thread restarts in the child, whose trace has counters.
+"$GMT_CLI" run -q --framework-counters -o "$PWD/fork.%p.gmt" -- "$py" "$prog" fork >out.fork 2>err.fork ||
+	fail "fork: $(cat err.fork)"
+grep -q "child done" out.fork || fail "fork: the child did not finish"
+n=0
+for f in fork.*.gmt; do
+	c=$(counters "$f" | grep -c 'reason periodic source "torch"') || true
+	[ "$c" -gt 0 ] && n=$((n + 1))
+done
+expect_eq "fork: traces with periodic torch readings (parent and child)" "$n" 2
+
 # Without the flag: no counters, PYTHONPATH as given.
 rm -f torch.gmt
 run_fw torch

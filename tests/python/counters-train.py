@@ -6,7 +6,21 @@ import time
 
 fw = sys.argv[1]
 MiB = 1 << 20
-if fw == "torch":
+if fw == "fork":  # torch set up, then a child that keeps using it
+    import os
+
+    import torch
+
+    keep = torch.cuda.empty(8 * MiB)
+    pid = os.fork()
+    if pid == 0:
+        child = torch.cuda.empty(2 * MiB)
+        time.sleep(0.3)
+        print("child done")
+        sys.stdout.flush()
+        os._exit(0)
+    os.waitpid(pid, 0)
+elif fw == "torch":
     import torch
 
     keep = [torch.cuda.empty(8 * MiB) for _ in range(3)]  # one 24 MiB segment
