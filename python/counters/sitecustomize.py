@@ -55,6 +55,7 @@ class _Helper:
             ms = 100
         self.period = min(max(ms, 0), 60000) / 1000.0
         self.lock = None
+        self.names = {}  # counter names -> their ctypes array
 
     def fail(self, err):
         if not self.broken:
@@ -68,11 +69,16 @@ class _Helper:
     def write(self, reason, source, device, ordinal, stats):
         import ctypes
 
-        items = [(str(k), int(v)) for k, v in stats.items()
-                 if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+        items = [(k, v) for k, v in stats.items()
+                 if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64]
         items = items[:64]  # GMT_COUNTERS_MAX
-        names = (ctypes.c_char_p * max(len(items), 1))(*[k.encode()[:128] for k, _ in items])
-        values = (ctypes.c_uint64 * max(len(items), 1))(*[v & (2**64 - 1) for _, v in items])
+        key = tuple(k for k, _ in items)
+        names = self.names.get(key)  # the same names every reading: encoded once
+        if names is None:
+            names = (ctypes.c_char_p * max(len(items), 1))(
+                *[str(k).encode("utf-8", "replace")[:128] for k in key])
+            self.names[key] = names
+        values = (ctypes.c_uint64 * max(len(items), 1))(*[v for _, v in items])
         self.entry(reason, source.encode(), device.encode(), ordinal, len(items), names, values)
 
     # ---- one reader per framework: [(device name, ordinal, stats)] ----
