@@ -64,6 +64,15 @@ counters tensorflow.gmt | grep -q 'source "tensorflow" device "gpu:0"' || fail "
 # No framework: a trace, no counters.
 [ -z "$(counters none.gmt)" ] || fail "none: counters without a framework"
 
+# A backend that refuses the OOM observer: readings go on, no message.
+rm -f torch.gmt
+STANDIN_NO_OBSERVER=1 run_fw torch --framework-counters
+diff plain.torch out.torch || fail "no observer: output changed"
+! grep -q "gpumemtrace:" err.torch || fail "no observer: stderr: $(cat err.torch)"
+counters torch.gmt >c.txt
+grep -q 'reason periodic source "torch"' c.txt || fail "no observer: no periodic readings"
+! grep -q 'reason oom' c.txt || fail "no observer: an OOM reading"
+
 # fork: the helper's thread restarts in the child, whose trace has counters.
 "$GMT_CLI" run -q --framework-counters -o "$PWD/fork.%p.gmt" -- "$py" "$prog" fork >out.fork 2>err.fork ||
 	fail "fork: $(cat err.fork)"
