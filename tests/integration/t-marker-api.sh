@@ -49,6 +49,9 @@ main push api text "bytes text"
 main pop api text ""
 W
 diff want.txt got.txt || fail "python marker API: RANGE records differ (< expected, > got)"
+"$GMT_CLI" dump "$(the_trace)" | grep -A1 ' COUNTERS ' >c.txt
+grep -q 'source "cupy" device "cuda:0" ordinal 0 count 1' c.txt && grep -q '"used_bytes" 1048576' c.txt ||
+	fail "python marker API: no COUNTERS record: $(cat c.txt)"
 rm -f gpumemtrace.*
 untraced "$py" "$TESTS_DIR/python/phases.py" >plain.txt || fail "untraced python: $(cat plain.txt)"
 grep -q "active False" plain.txt || fail "python helper active without the tracer"
