@@ -20,7 +20,9 @@ import sys
 
 
 def _chain():
-    """Imports the next sitecustomize on sys.path in our place."""
+    """Imports the next sitecustomize on sys.path in our place: it becomes
+    sys.modules["sitecustomize"], as without us. (With none, this module
+    stays there: the import of this module needs an entry.)"""
     import importlib.machinery
     import importlib.util
 
@@ -36,7 +38,6 @@ def _chain():
     except BaseException:
         sys.modules["sitecustomize"] = _self
         raise  # site.py reports it as it would have without us
-    sys.modules["sitecustomize"] = _self
 
 
 class _Helper:

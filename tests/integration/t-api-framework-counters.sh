@@ -97,6 +97,12 @@ case $(cat env.txt) in
 *) fail "PYTHONPATH with the flag: $(cat env.txt)" ;;
 esac
 
+# A program's sitecustomize that fails: reported as without the helper.
+mkdir bad && echo 'raise ValueError("mine")' >bad/sitecustomize.py
+PYTHONPATH=$PWD/bad "$py" -c 'print("ran")' >bad.plain 2>&1
+PYTHONPATH=$PWD/bad "$GMT_CLI" run -q --framework-counters -o "$PWD/bad.gmt" -- "$py" -c 'print("ran")' >bad.out 2>&1
+grep -v '^gpumemtrace run:' bad.out | diff bad.plain - || fail "a failing sitecustomize reads differently"
+
 # The helper's own error: one line on stderr, the program unchanged.
 rm -f torch.gmt
 STANDIN_BREAK=1 run_fw torch --framework-counters
