@@ -4,6 +4,7 @@
  * the libraries that allocated, and the contexts; the end snapshot is its
  * final state. The summary feeds the same pass from its own replay. */
 #include "analysis/accounting.h"
+#include "analysis/counters.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -680,6 +681,23 @@ uint64_t acct_contexts_now(const struct acct *a, int64_t ordinal)
 	return 0;
 }
 
+static void fill_cache(const struct counters_set *set, int64_t ordinal, struct acct_moment *m)
+{
+	const struct counters_series *s = counters_for_device(set, ordinal);
+	const struct counters_point *p = counters_at(s, m->time_ns);
+	if (!p || !(p->has & CNT_ALLOCATED))
+		return;
+	m->cache = (struct acct_cache){
+	    .known = true,
+	    .has_reserved = p->has & CNT_RESERVED,
+	    .api = s->api,
+	    .device_name = s->device_name,
+	    .time_ns = p->time_ns,
+	    .reserved = p->reserved,
+	    .allocated = p->allocated,
+	};
+}
+
 void acct_end(struct acct *a, const struct peakset *ps)
 {
 	struct acct_pass *p = a->pass;
@@ -720,6 +738,13 @@ void acct_end(struct acct *a, const struct peakset *ps)
 		if (d->peak.flagged || d->end.flagged)
 			find_routes(p, d);
 	}
+	struct counters_set set;
+	counters_load(t, &set);
+	for (size_t i = 0; i < a->ndevs && set.n; i++) {
+		fill_cache(&set, a->devs[i].ordinal, &a->devs[i].peak);
+		fill_cache(&set, a->devs[i].ordinal, &a->devs[i].end);
+	}
+	counters_free(&set);
 	pass_free(p);
 	a->pass = NULL;
 }

@@ -23,6 +23,22 @@ struct acct_lib {
 	uint64_t bytes, count;
 };
 
+/* The framework's own counters at a moment (analysis/counters.h, traces of
+ * `run --framework-counters`): its cache split into tensors and free space,
+ * which no driver call shows. */
+struct acct_cache {
+	bool known;	   /* a reading of this device exists */
+	bool has_reserved; /* the framework says what it holds (PyTorch, JAX; not TF) */
+	const char *api, *device_name;
+	uint64_t time_ns; /* of the reading: at or before the moment, else the first */
+	uint64_t reserved, allocated;
+};
+
+static inline uint64_t acct_cache_free(const struct acct_cache *c)
+{
+	return c->reserved > c->allocated ? c->reserved - c->allocated : 0;
+}
+
 struct acct_moment {
 	bool have;	  /* false: no device bytes were ever traced there */
 	uint64_t time_ns; /* absolute */
@@ -47,6 +63,7 @@ struct acct_moment {
 	/* nvidia-smi - traced - contexts (valid with nvml) */
 	int64_t unexplained;
 	bool flagged;
+	struct acct_cache cache;
 };
 
 struct acct_route {

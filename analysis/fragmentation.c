@@ -4,6 +4,7 @@
  * takes the segment inventory at the first out-of-memory failure and at
  * the end; the second takes it at each peak. No figure comes from device
  * addresses: they are virtual, sparse and say nothing of physical memory. */
+#include "analysis/counters.h"
 #include "analysis/fragmentation.h"
 
 #include <stdlib.h>
@@ -297,6 +298,28 @@ void frag_totals(const struct frag_result *g, struct frag_total *tot)
 	}
 }
 
+static void fill_counters(const struct counters_set *set, struct frag_dev *d)
+{
+	const struct counters_series *s = counters_for_device(set, d->ordinal);
+	const struct counters_point *p =
+	    counters_at(s, d->at_peak.taken ? d->at_peak.time_ns : UINT64_MAX);
+	uint64_t free_bytes;
+	if (!p || !counters_cache_free(p, &free_bytes))
+		return;
+	d->counters = (struct frag_counters){
+	    .known = true,
+	    .reserved = p->reserved,
+	    .allocated = p->reserved - free_bytes,
+	    .source = s->api,
+	    .device_name = s->device_name,
+	    .time_ns = p->time_ns,
+	    .has_split = p->has & CNT_INACTIVE_SPLIT,
+	    .inactive_split = p->inactive_split,
+	    .max_free = s->max_cache_free,
+	    .readings = s->n,
+	};
+}
+
 int frag_compute(struct trace *t, bool has_device, int64_t device, struct frag_result *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -306,6 +329,11 @@ int frag_compute(struct trace *t, bool has_device, int64_t device, struct frag_r
 	int r = frag_replay(&g, t);
 	if (out->ndevs)
 		qsort(out->devs, out->ndevs, sizeof(*out->devs), dev_cmp);
+	struct counters_set set;
+	counters_load(t, &set);
+	for (size_t i = 0; i < out->ndevs; i++)
+		fill_counters(&set, &out->devs[i]);
+	counters_free(&set);
 	free(g.ages);
 	return r;
 }

@@ -43,13 +43,19 @@ struct frag_grant {
 	uint64_t count, requested, granted;
 };
 
-/* A framework's own view of its cache, which driver calls cannot give.
- * Never filled yet: the --framework-counters option (issue 21) will read
- * them from the trace; the renderers already say what is missing. */
+/* A framework's own view of its cache, which driver calls cannot give:
+ * from the trace's COUNTERS (`run --framework-counters`, analysis/counters.h),
+ * the reading at or before the device's peak (else the first after it). */
 struct frag_counters {
 	bool known;
 	uint64_t reserved, allocated; /* free in the cache = reserved - allocated */
-	const char *source;	      /* "torch.cuda.memory_stats"... */
+	const char *source;	      /* "torch.cuda.memory_stats()"... */
+	const char *device_name;      /* the framework's: "cuda:0" */
+	uint64_t time_ns;	      /* of the reading */
+	bool has_split;
+	uint64_t inactive_split; /* PyTorch: free bytes inside split blocks */
+	uint64_t max_free;	 /* the most free in the cache over the readings */
+	size_t readings;
 };
 
 struct frag_dev {

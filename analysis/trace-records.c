@@ -204,6 +204,26 @@ static void on_range(struct trace *t, const struct gmt_record *rec)
 	};
 }
 
+static void on_counters(struct trace *t, const struct gmt_record *rec)
+{
+	GROW(t->counters, t->ncounters, t->counters_cap);
+	struct trace_counters *c = &t->counters[t->ncounters++];
+	*c = (struct trace_counters){
+	    .time_ns = rec->u.counters.time_ns,
+	    .tid = (int)rec->u.counters.tid,
+	    .reason = (int)rec->u.counters.reason,
+	    .source = xstrdup(rec->u.counters.source.s),
+	    .device_name = xstrdup(rec->u.counters.device.s),
+	    .device = rec->u.counters.ordinal,
+	    .n = rec->u.counters.count,
+	    .v = xcalloc(rec->u.counters.count + 1, sizeof(struct trace_counter)),
+	};
+	for (size_t i = 0; i < c->n; i++) {
+		c->v[i].name = xstrdup(rec->u.counters.v[i].name.s);
+		c->v[i].value = rec->u.counters.v[i].value;
+	}
+}
+
 static void on_pyframe(struct trace *t, const struct gmt_record *rec)
 {
 	struct trace_pyframe *pf = NULL;
@@ -265,6 +285,9 @@ void trace_on_record(struct trace *t, const struct gmt_record *rec)
 		break;
 	case GMT_REC_PYFRAME:
 		on_pyframe(t, rec);
+		break;
+	case GMT_REC_COUNTERS:
+		on_counters(t, rec);
 		break;
 	case GMT_REC_TRAILER:
 		on_trailer(t, rec);

@@ -176,6 +176,14 @@ void trace_close(struct trace *t)
 	for (size_t i = 0; i < t->nranges; i++)
 		free(t->ranges[i].text);
 	free(t->ranges);
+	for (size_t i = 0; i < t->ncounters; i++) {
+		for (size_t j = 0; j < t->counters[i].n; j++)
+			free(t->counters[i].v[j].name);
+		free(t->counters[i].v);
+		free(t->counters[i].source);
+		free(t->counters[i].device_name);
+	}
+	free(t->counters);
 	struct trace_pyframe *pf, *pt;
 	HASH_ITER(hh, t->pyframes, pf, pt)
 	{

@@ -93,6 +93,23 @@ struct trace_range {
 	char *text; /* "" for POP and END */
 };
 
+/* A framework's own memory counters (GMT_TAG_COUNTERS), as it names them;
+ * analysis/counters.h reads them. */
+struct trace_counter {
+	char *name;
+	uint64_t value;
+};
+struct trace_counters {
+	uint64_t time_ns;
+	int tid;
+	int reason;	   /* GMT_COUNTERS_WHY_* */
+	char *source;	   /* "torch", "jax", "tensorflow" */
+	char *device_name; /* the framework's: "cuda:0", "gpu:0" */
+	int64_t device;	   /* CUDA ordinal; -1: unknown */
+	struct trace_counter *v;
+	size_t n;
+};
+
 struct trace_pyframe;
 struct site_opts;
 struct site_cache;
@@ -126,6 +143,8 @@ struct trace {
 	struct trace_range *ranges; /* in time order (file order among equal times) */
 	size_t nranges;
 	struct trace_pyframe *pyframes;
+	struct trace_counters *counters; /* in file order */
+	size_t ncounters;
 	/* totals */
 	uint64_t events, lost;
 	uint64_t first_time_ns, last_time_ns; /* of events; 0 without events */
@@ -146,7 +165,7 @@ struct trace {
 	void *symbolizer;
 	bool symbolizer_tried;
 	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
-	size_t samples_cap, ranges_cap;
+	size_t samples_cap, ranges_cap, counters_cap;
 	bool have_last_dev;
 	int64_t last_dev; /* of the last event: most repeat it */
 };

@@ -132,6 +132,35 @@ static void print_dev_traced(FILE *f, const struct acct_dev *d)
 	}
 }
 
+/* The framework's cache from its own counters: tensors and free space. */
+static void print_dev_cache(FILE *f, const struct trace *t, const struct acct_dev *d)
+{
+	const struct acct_cache *pc = &d->peak.cache, *ec = &d->end.cache;
+	const struct acct_cache *c = pc->known ? pc : ec;
+	if (!c->known)
+		return;
+	char b1[96], b2[96];
+	fprintf(f, "  framework's own counters: %s on %s (the readings nearest: %s, ", c->api,
+		c->device_name, pc->known ? trace_fmt_time(b1, trace_rel(t, pc->time_ns)) : "-");
+	fprintf(f, "%s)\n", ec->known ? trace_fmt_time(b2, trace_rel(t, ec->time_ns)) : "-");
+	if (c->has_reserved)
+		fprintf(f, "  %-34s %22s %22s\n", "  cache (reserved from the driver)",
+			pc->known ? fmt_size(b1, pc->reserved) : "-",
+			ec->known ? fmt_size(b2, ec->reserved) : "-");
+	fprintf(f, "  %-34s %22s %22s\n", "    tensors (allocated)",
+		pc->known ? fmt_size(b1, pc->allocated) : "-",
+		ec->known ? fmt_size(b2, ec->allocated) : "-");
+	if (c->has_reserved)
+		fprintf(f, "  %-34s %22s %22s\n", "    free in the cache",
+			pc->known ? fmt_size(b1, acct_cache_free(pc)) : "-",
+			ec->known ? fmt_size(b2, acct_cache_free(ec)) : "-");
+	else
+		fprintf(f,
+			"  (%s does not say what its cache holds: free space in it "
+			"is not known)\n",
+			c->api);
+}
+
 /* Contexts, the unexplained rest, the notes on it and its likely routes. */
 static void print_dev_unexplained(FILE *f, const struct acct_dev *d)
 {
@@ -180,6 +209,7 @@ void acct_print(FILE *f, const struct acct *a, int64_t only)
 		any = true;
 		print_dev_nvml(f, a->t, d);
 		print_dev_traced(f, d);
+		print_dev_cache(f, a->t, d);
 		print_dev_unexplained(f, d);
 	}
 	if (!any)
@@ -255,7 +285,23 @@ static void json_moment(FILE *f, const struct acct_dev *d, const struct acct_mom
 			m->smi ? (double)m->unexplained / (double)m->smi : 0.0);
 	else
 		fputs("null, \"unexplained_share\": null", f);
-	fprintf(f, ", \"flagged\": %s}", m->flagged ? "true" : "false");
+	fprintf(f, ", \"flagged\": %s", m->flagged ? "true" : "false");
+	const struct acct_cache *c = &m->cache;
+	if (c->known) { /* only in traces with counters: older outputs stay as they were */
+		fprintf(f, ",\n     \"framework_cache\": {\"source\": ");
+		json_cstr(f, c->api);
+		fputs(", \"device\": ", f);
+		json_cstr(f, c->device_name);
+		fprintf(f, ", \"reading_time_ns\": %" PRId64 ", \"allocated_bytes\": %" PRIu64,
+			trace_rel(t, c->time_ns), c->allocated);
+		if (c->has_reserved)
+			fprintf(f,
+				", \"reserved_bytes\": %" PRIu64 ", \"free_bytes\": %" PRIu64 "}",
+				c->reserved, acct_cache_free(c));
+		else
+			fputs(", \"reserved_bytes\": null, \"free_bytes\": null}", f);
+	}
+	fputc('}', f);
 }
 
 void acct_print_json(FILE *f, const struct acct *a, int64_t only)

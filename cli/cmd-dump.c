@@ -319,6 +319,32 @@ static void dump_pyframe(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 	fprintf(f, " line %" PRIu64 "\n", rec->u.pyframe.line);
 }
 
+static void dump_counters(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	static const char *const why[] = {"periodic", "oom", "start", "end"};
+	char b1[32], b2[32];
+	uint64_t rs = rec->u.counters.reason;
+	fprintf(f, "COUNTERS %s tid %" PRIu64 " reason %s source ",
+		fmt_reltime(b1, (int64_t)(rec->u.counters.time_ns - mono0)), rec->u.counters.tid,
+		rs < sizeof why / sizeof *why ? why[rs] : "?");
+	str(f, rec->u.counters.source);
+	fputs(" device ", f);
+	str(f, rec->u.counters.device);
+	fprintf(f, " ordinal %" PRId64 " count %zu\n", rec->u.counters.ordinal,
+		rec->u.counters.count);
+	for (size_t i = 0; i < rec->u.counters.count; i++) {
+		fputs("          ", f);
+		const struct gmt_counter *c = &rec->u.counters.v[i];
+		str(f, c->name);
+		/* counts ("num_ooms") print bare; byte counters with their size */
+		if (strstr(c->name.s, "bytes") || strstr(c->name.s, "size") ||
+		    !strcmp(c->name.s, "current") || !strcmp(c->name.s, "peak"))
+			fprintf(f, " %" PRIu64 " (%s)\n", c->value, fmt_size(b2, c->value));
+		else
+			fprintf(f, " %" PRIu64 "\n", c->value);
+	}
+}
+
 static void dump_trailer(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 {
 	char b1[32];
@@ -341,6 +367,9 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 	switch (rec->type) {
 	case GMT_REC_CHUNK:
 		dump_chunk(f, rec, mono0);
+		return;
+	case GMT_REC_COUNTERS:
+		dump_counters(f, rec, mono0);
 		return;
 	case GMT_REC_PROCESS:
 		dump_process(f, rec, mono0);

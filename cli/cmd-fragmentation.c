@@ -33,8 +33,10 @@ static const char about[] =
     "    median age; at the device's peak, at the end and at its first\n"
     "    out-of-memory failure, with what the failing thread freed next;\n"
     "  - free space inside a framework's cache: not visible from driver calls\n"
-    "    (a tensor's free makes none); the framework's own counters show it and\n"
-    "    a later --framework-counters option will add them.\n"
+    "    (a tensor's free makes none); the framework's own counters show it:\n"
+    "    with a trace of 'run --framework-counters', reserved - allocated of\n"
+    "    the reading at the peak (PyTorch also: inactive split bytes), and the\n"
+    "    most over the readings.\n"
     "Per process:\n"
     "  - VMM: reserved address space (cuMemAddressReserve; never memory) against\n"
     "    mapped (cuMemMap) against physical memory (cuMemCreate), peak and end;\n"
@@ -130,6 +132,22 @@ static void grants_human(FILE *f, const struct frag_dev *d)
 			d->async.count, fmt_size(b1, d->async.requested));
 }
 
+static void cache_free_human(FILE *f, struct trace *t, const struct frag_counters *c)
+{
+	char b1[32], b2[32], b3[32], b4[32], tb[32];
+	fprintf(f,
+		"  free inside the cache: %s (%s on %s, the reading nearest the peak, at %s: "
+		"reserved %s - allocated %s)\n",
+		fmt_size(b1, c->reserved - c->allocated), c->source, c->device_name,
+		trace_fmt_time(tb, trace_rel(t, c->time_ns)), fmt_size(b2, c->reserved),
+		fmt_size(b3, c->allocated));
+	if (c->has_split)
+		fprintf(f, "    of which in split blocks (inactive_split_bytes): %s\n",
+			fmt_size(b4, c->inactive_split));
+	fprintf(f, "    the most over %zu reading%s: %s\n", c->readings,
+		c->readings == 1 ? "" : "s", fmt_size(b4, c->max_free));
+}
+
 static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d)
 {
 	char b1[64], b2[32], b3[32];
@@ -162,13 +180,11 @@ static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d)
 			   "MiB, 2 MiB "
 			   "multiples): a cache may hold free space inside them\n");
 	if (d->counters.known)
-		fprintf(f, "  free inside the cache: %s (%s: reserved %s - allocated)\n",
-			fmt_size(b1, d->counters.reserved - d->counters.allocated),
-			d->counters.source, fmt_size(b2, d->counters.reserved));
+		cache_free_human(f, t, &d->counters);
 	else
 		fprintf(f, "  free inside the cache: not visible from driver calls (freeing a "
-			   "tensor makes none); the framework's counters show it, which a later "
-			   "--framework-counters option will add\n");
+			   "tensor makes none); the framework's counters show it: trace with "
+			   "'gpumemtrace run --framework-counters'\n");
 }
 
 static void grant_json(FILE *f, const char *key, const struct frag_grant *g, bool granted)
@@ -218,12 +234,24 @@ static void dev_json(FILE *f, struct trace *t, const struct frag_dev *d, bool fi
 	segs_json(f, t, &d->at_oom);
 	fprintf(f, ", \"freed_after_first_oom\": {\"frees\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
 		d->oom_frees, d->oom_freed);
-	if (d->counters.known)
+	const struct frag_counters *c = &d->counters;
+	if (c->known) {
 		fprintf(f,
 			",\n    \"cache_free\": {\"known\": true, \"bytes\": %" PRIu64
-			", \"source\": \"%s\"}}",
-			d->counters.reserved - d->counters.allocated, d->counters.source);
-	else
+			", \"source\": \"%s\", \"device\": ",
+			c->reserved - c->allocated, c->source);
+		json_cstr(f, c->device_name);
+		fprintf(f,
+			", \"time_ns\": %" PRId64 ", \"reserved_bytes\": %" PRIu64
+			", \"allocated_bytes\": %" PRIu64 ", \"inactive_split_bytes\": ",
+			trace_rel(t, c->time_ns), c->reserved, c->allocated);
+		if (c->has_split)
+			fprintf(f, "%" PRIu64, c->inactive_split);
+		else
+			fputs("null", f);
+		fprintf(f, ", \"max_bytes\": %" PRIu64 ", \"readings\": %zu}}", c->max_free,
+			c->readings);
+	} else
 		fputs(
 		    ",\n    \"cache_free\": {\"known\": false, \"bytes\": null, \"source\": null}}",
 		    f);

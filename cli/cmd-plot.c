@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "analysis/counters.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
@@ -21,7 +22,9 @@ static const char about[] =
     "Draws live device memory over time as a static SVG: one panel per device,\n"
     "stacked by kind of memory (or by library), the peak marked and labelled,\n"
     "failed allocations (OOMs) marked, NVTX/marker phases shaded, and the NVML\n"
-    "process usage as a line when the trace has samples. Long traces are\n"
+    "process usage as a line when the trace has samples, and the framework's\n"
+    "own allocated and reserved bytes as lines when it has counters (run\n"
+    "--framework-counters). Long traces are\n"
     "downsampled to 600 columns, each keeping its highest point, so the peak\n"
     "is never lost.\n"
     "\n"
@@ -80,6 +83,7 @@ struct plot {
 	struct oom ooms[MAXOOM];
 	size_t nooms, ooms_dropped;
 	bool chosen; /* --from or --to */
+	struct counters_set counters; /* the frameworks' own (COUNTERS records) */
 };
 
 static struct panel *panel_for(struct plot *p, int64_t ordinal)
@@ -458,14 +462,20 @@ static int layer_order(const struct panel *pn, int ngroups, int *order)
 	return n;
 }
 
-/* The y axis's top: the peak, or NVML's process usage where it is higher. */
-static uint64_t panel_top(const struct plot *p, const struct panel *pn, bool *nvml)
+/* The y axis's top: the peak, or NVML's process usage or the framework's
+ * counters where higher. */
+static uint64_t panel_top(const struct plot *p, const struct panel *pn, bool *nvml,
+			  const struct counters_series *cs)
 {
 	const struct trace *t = p->t;
 	uint64_t top = 0;
 	for (int c = 0; c < NPTS; c++)
 		if (pn->cols[c].total > top)
 			top = pn->cols[c].total;
+	if (cs && cs->max_allocated > top)
+		top = cs->max_allocated;
+	if (cs && cs->max_reserved > top)
+		top = cs->max_reserved;
 	*nvml = false;
 	for (size_t i = 0; i < t->nsamples; i++)
 		if (t->samples[i].device == pn->ordinal && t->samples[i].process_known &&
@@ -542,6 +552,61 @@ static void draw_nvml(FILE *f, const struct frame *fr, const struct plot *p, int
 	fputs("\"/>\n", f);
 }
 
+/* The framework's own figures as steps: each reading holds until the next. */
+static void draw_counter_line(FILE *f, const struct frame *fr, const struct plot *p,
+			      const struct counters_series *cs, unsigned bit, const char *id,
+			      const char *style)
+{
+	fprintf(f, "<polyline id=\"%s\" fill=\"none\" %s points=\"", id, style);
+	double prev_y = -1;
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct counters_point *pt = &cs->pts[i];
+		if (!(pt->has & bit))
+			continue;
+		double x = fx(fr, (double)(pt->time_ns > p->t0 ? pt->time_ns - p->t0 : 0));
+		double y = fy(fr, (double)(bit == CNT_RESERVED ? pt->reserved : pt->allocated));
+		if (prev_y >= 0)
+			fprintf(f, "%.1f,%.1f ", x, prev_y);
+		fprintf(f, "%.1f,%.1f ", x, y);
+		prev_y = y;
+	}
+	fputs("\"/>\n", f);
+}
+
+static const char counter_alloc_style[] = "stroke=\"#2ca02c\" stroke-width=\"1.8\"";
+static const char counter_resv_style[] =
+    "stroke=\"#9467bd\" stroke-width=\"1.8\" stroke-dasharray=\"2 2\"";
+
+static void draw_counters(FILE *f, const struct frame *fr, const struct plot *p,
+			  const struct counters_series *cs)
+{
+	if (cs->has & CNT_RESERVED)
+		draw_counter_line(f, fr, p, cs, CNT_RESERVED, "framework-reserved",
+				  counter_resv_style);
+	if (cs->has & CNT_ALLOCATED)
+		draw_counter_line(f, fr, p, cs, CNT_ALLOCATED, "framework-allocated",
+				  counter_alloc_style);
+}
+
+/* Its legend entries; returns the next line's y. */
+static double legend_counters(FILE *f, const struct counters_series *cs, double lx, double ly)
+{
+	for (int k = 0; k < 2; k++) {
+		unsigned bit = k ? CNT_RESERVED : CNT_ALLOCATED;
+		if (!(cs->has & bit))
+			continue;
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" %s/><text "
+			"x=\"%.1f\" y=\"%.1f\">",
+			lx, ly - 4, lx + 12, ly - 4, k ? counter_resv_style : counter_alloc_style,
+			lx + 18, ly);
+		xml_text(f, cs->source);
+		fprintf(f, " %s (%s)</text>\n", k ? "reserved" : "allocated", cs->device_name);
+		ly += 18;
+	}
+	return ly;
+}
+
 static void draw_ooms(FILE *f, const struct frame *fr, const struct plot *p, int64_t ordinal)
 {
 	char sz[32], tbuf[32];
@@ -582,6 +647,7 @@ static void draw_peak(FILE *f, const struct frame *fr, const struct plot *p,
 static void draw_legend_marks(FILE *f, const struct plot *p, int64_t ordinal, double lx, double ly,
 			      bool nvml, size_t nph)
 {
+	const struct counters_series *cs = counters_for_device(&p->counters, ordinal);
 	fprintf(f,
 		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
 		"stroke-width=\"1.2\"/><text x=\"%.1f\" y=\"%.1f\">total</text>\n",
@@ -600,6 +666,8 @@ static void draw_legend_marks(FILE *f, const struct plot *p, int64_t ordinal, do
 			lx, ly - 4, lx + 12, ly - 4, lx + 18, ly);
 		ly += 18;
 	}
+	if (cs)
+		ly = legend_counters(f, cs, lx, ly);
 	size_t nd = 0;
 	for (size_t i = 0; i < p->nooms; i++)
 		nd += p->ooms[i].device == ordinal;
@@ -652,7 +720,8 @@ static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, con
 {
 	struct rp_dev *rd = replay_dev(&p->rp, pn->ordinal);
 	bool nvml;
-	uint64_t top = panel_top(p, pn, &nvml);
+	const struct counters_series *cs = counters_for_device(&p->counters, pn->ordinal);
+	uint64_t top = panel_top(p, pn, &nvml, cs);
 	struct frame fr = {LEFT,
 			   y0,
 			   W - LEFT - RIGHT,
@@ -670,6 +739,8 @@ static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, con
 	draw_layers(f, &fr, pn, order, nl);
 	if (nvml)
 		draw_nvml(f, &fr, p, pn->ordinal);
+	if (cs)
+		draw_counters(f, &fr, p, cs);
 	draw_ooms(f, &fr, p, pn->ordinal);
 	if (rd->lv.peak && in_window(p, rd->lv.peak_time_ns))
 		draw_peak(f, &fr, p, &rd->lv);
@@ -825,6 +896,7 @@ int cmd_plot(int argc, char **argv)
 		return rc;
 	}
 	p.t = &t;
+	counters_load(&t, &p.counters);
 	p.ngroups = p.by_library ? 0 : DK_COUNT;
 	rc = set_window(&p, from, to);
 	if (rc >= 0) {
@@ -874,6 +946,7 @@ int cmd_plot(int argc, char **argv)
 		free(sg);
 	}
 	replay_free(&p.rp);
+	counters_free(&p.counters);
 	trace_close(&t);
 	free(paths);
 	return rc;

@@ -27,6 +27,13 @@ static const char more[] =
     "overrides it. It is prepended to LD_PRELOAD, and NVTX_INJECTION64_PATH\n"
     "is set to it unless already set.\n"
     "\n"
+    "--framework-counters prepends the helper folder (../share/gpumemtrace/\n"
+    "counters when installed, python/counters in a source tree) to\n"
+    "PYTHONPATH: its sitecustomize.py writes PyTorch's, JAX's and TF's own\n"
+    "memory counters into the trace once the program has imported one, every\n"
+    "GPUMEMTRACE_SAMPLE_MS and at each PyTorch OOM, then runs the program's\n"
+    "own sitecustomize. Without the flag nothing is added.\n"
+    "\n"
     "Each traced process adds its trace's path to a private list that run\n"
     "makes in $TMPDIR (GPUMEMTRACE_TRACE_LIST): run reports exactly those\n"
     "traces, never one of another run in the same directory.\n"
@@ -56,7 +63,7 @@ static const struct opt_usage usage = {.name = "run",
 
 struct run_args {
 	const char *output, *stack_depth, *max_peak;
-	bool no_follow, quiet, allow_no_trace, per_tensor;
+	bool no_follow, quiet, allow_no_trace, per_tensor, framework_counters;
 	char **command; /* malloc'd, NULL-terminated */
 };
 
@@ -107,6 +114,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		       "also gate like 'gpumemtrace check --max-peak SIZE'"),
 	    OPT_BOOL("allow-no-trace", &a->allow_no_trace,
 		     "let the gate pass a run that wrote no trace (else exit 3)"),
+	    OPT_BOOL("framework-counters", &a->framework_counters,
+		     "also record PyTorch's, JAX's and TF's own memory\n"
+		     "counters (a Python helper on PYTHONPATH)"),
 	    OPT_BOOL("no-follow", &a->no_follow,
 		     "trace only COMMAND's own process, not its children"),
 	    OPT_BOOL("quiet", &a->quiet, "print only the trace paths, no summary",
@@ -183,6 +193,45 @@ static char *find_library(void)
 		  dir, dir);
 	free(dir);
 	return NULL;
+}
+
+/* The folder of the counters helper's sitecustomize.py, or NULL after the
+ * error line. */
+static char *find_counters_helper(void)
+{
+	char *dir = self_dir();
+	if (!dir) {
+		say_error(CMD, "--framework-counters: cannot find the CLI's own path");
+		return NULL;
+	}
+	static const char *const rel[] = {"/../share/gpumemtrace/counters", "/../python/counters"};
+	char path[PATH_MAX + 64];
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s%s/sitecustomize.py", dir, rel[i]);
+		if (access(path, R_OK) == 0) {
+			snprintf(path, sizeof(path), "%s%s", dir, rel[i]);
+			free(dir);
+			return realpath(path, NULL);
+		}
+	}
+	say_error(CMD,
+		  "--framework-counters: no sitecustomize.py in %s/../share/gpumemtrace/counters",
+		  dir);
+	free(dir);
+	return NULL;
+}
+
+static void prepend_env(const char *name, const char *value)
+{
+	const char *old = getenv(name);
+	if (old && *old) {
+		char *v = xrealloc(NULL, strlen(value) + strlen(old) + 2);
+		sprintf(v, "%s:%s", value, old);
+		setenv(name, v, 1);
+		free(v);
+	} else {
+		setenv(name, value, 1);
+	}
 }
 
 /* The template as an absolute path, so a command that changes directory
@@ -292,15 +341,7 @@ static void list_forward(const char *outer, char *const *paths, int n)
 
 static void set_preload(const char *lib)
 {
-	const char *old = getenv("LD_PRELOAD");
-	if (old && *old) {
-		char *v = xrealloc(NULL, strlen(lib) + strlen(old) + 2);
-		sprintf(v, "%s:%s", lib, old);
-		setenv("LD_PRELOAD", v, 1);
-		free(v);
-	} else {
-		setenv("LD_PRELOAD", lib, 1);
-	}
+	prepend_env("LD_PRELOAD", lib);
 	setenv("NVTX_INJECTION64_PATH", lib, 0);
 }
 
@@ -366,13 +407,16 @@ int cmd_run(int argc, char **argv)
 	struct run_args a = {0};
 	int rc = parse_args(argc, argv, &a);
 	char *lib = rc < 0 ? find_library() : NULL;
-	if (!lib) {
+	char *helper = lib && a.framework_counters ? find_counters_helper() : NULL;
+	if (!lib || (a.framework_counters && !helper)) {
+		free(lib);
 		free(a.command);
 		return rc >= 0 ? rc : EXIT_INPUT;
 	}
 	char *tmpl = absolute_template(a.output ? a.output : "gpumemtrace.%p.gmt");
 	struct trace_list list;
 	if (list_create(&list) != 0) {
+		free(helper);
 		free(tmpl);
 		free(lib);
 		free(a.command);
@@ -382,6 +426,8 @@ int cmd_run(int argc, char **argv)
 	char *outer = outer_env && *outer_env ? xstrdup(outer_env) : NULL;
 
 	set_preload(lib);
+	if (helper)
+		prepend_env("PYTHONPATH", helper);
 	setenv("GPUMEMTRACE_OUTPUT", tmpl, 1);
 	setenv("GPUMEMTRACE_TRACE_LIST", list.path, 1);
 	if (a.stack_depth)
@@ -428,6 +474,7 @@ int cmd_run(int argc, char **argv)
 	free(list.path);
 	free(outer);
 	free(tmpl);
+	free(helper);
 	free(lib);
 	free(a.command);
 	return status != 0 ? status : report_rc;

@@ -683,6 +683,34 @@ static void print_peak_sites(FILE *f, struct summary *s, struct dev_info *d)
 			d->libs[k].count, d->libs[k].library);
 }
 
+/* The frameworks' own counters (run --framework-counters), per framework
+ * and device. */
+static void print_counters(FILE *f, const struct counters_set *cs)
+{
+	if (!cs->n)
+		return;
+	char b1[32], b2[32], b3[32];
+	fprintf(f, "\nframework counters (the frameworks' own; fragmentation and accounting "
+		   "use them)\n");
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct counters_series *c = &cs->s[i];
+		fprintf(f, "  %s %s (%s, %zu reading%s", c->source, c->device_name, c->api, c->n,
+			c->n == 1 ? "" : "s");
+		if (c->oom_readings)
+			fprintf(f, ", %zu at an OOM", c->oom_readings);
+		fprintf(f, "): peak allocated %s", fmt_size(b1, c->peak_allocated));
+		if (c->has & CNT_RESERVED)
+			fprintf(f, ", peak reserved %s, most free in the cache %s",
+				fmt_size(b2, c->peak_reserved), fmt_size(b3, c->max_cache_free));
+		if (c->has & CNT_RETRIES)
+			fprintf(f, "; %" PRIu64 " allocation%s retried after freeing the cache",
+				c->alloc_retries, c->alloc_retries == 1 ? "" : "s");
+		if (c->has & CNT_OOMS)
+			fprintf(f, ", %" PRIu64 " OOM%s", c->ooms, c->ooms == 1 ? "" : "s");
+		fputc('\n', f);
+	}
+}
+
 static void print_human(struct summary *s, const struct gmt_read_info *in)
 {
 	FILE *f = stdout;
@@ -691,6 +719,7 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 	print_devices(f, s);
 	if (s->has_acct)
 		acct_print_brief(f, &s->acct);
+	print_counters(f, &s->counters);
 	print_other_memory(f, s);
 	if (s->has_phases)
 		print_phases(f, s);
@@ -740,6 +769,7 @@ static void summary_free(struct summary *s)
 		acct_free(&s->acct);
 	if (s->has_phases)
 		phase_free(&s->phases);
+	counters_free(&s->counters);
 	peakset_free(&s->ps);
 	replay_free(&s->rp);
 	trace_close(&s->t);
@@ -762,6 +792,7 @@ static int summarize(struct summary *s, const char *path, const struct site_opts
 	s->t.site_opts = sopts;
 	s->t.short_names = !json;
 	drv_fold(s);
+	counters_load(&s->t, &s->counters);
 	if (s->t.nsamples || s->t.nvml_missing)
 		acct_end(&s->acct, &s->ps);
 	else

@@ -198,9 +198,48 @@ static void json_unclosed(FILE *f, struct summary *s)
 }
 
 /* The trailer and the tracer's notes, each only when there is one. */
+/* Only in traces with counters: older outputs stay as they were. */
+static void json_counters(FILE *f, const struct summary *s)
+{
+	const struct counters_set *cs = &s->counters;
+	if (!cs->n)
+		return;
+	fputs(",\n \"framework_counters\": [", f);
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct counters_series *c = &cs->s[i];
+		fprintf(f, "%s\n  {\"source\": ", i ? "," : "");
+		json_cstr0(f, c->source);
+		fputs(", \"api\": ", f);
+		json_cstr0(f, c->api);
+		fputs(", \"device\": ", f);
+		json_cstr0(f, c->device_name);
+		fprintf(f,
+			", \"ordinal\": %" PRId64 ", \"readings\": %zu, \"oom_readings\": %zu"
+			", \"peak_allocated_bytes\": %" PRIu64,
+			c->device, c->n, c->oom_readings, c->peak_allocated);
+		if (c->has & CNT_RESERVED)
+			fprintf(f,
+				", \"peak_reserved_bytes\": %" PRIu64
+				", \"max_cache_free_bytes\": %" PRIu64,
+				c->peak_reserved, c->max_cache_free);
+		else
+			fputs(", \"peak_reserved_bytes\": null, \"max_cache_free_bytes\": null", f);
+		if (c->has & CNT_RETRIES)
+			fprintf(f, ", \"alloc_retries\": %" PRIu64, c->alloc_retries);
+		else
+			fputs(", \"alloc_retries\": null", f);
+		if (c->has & CNT_OOMS)
+			fprintf(f, ", \"ooms\": %" PRIu64 "}", c->ooms);
+		else
+			fputs(", \"ooms\": null}", f);
+	}
+	fputs("]", f);
+}
+
 static void json_tail(FILE *f, const struct summary *s)
 {
 	const struct trace *t = &s->t;
+	json_counters(f, s);
 	if (t->has_trailer)
 		fprintf(f,
 			",\n \"trailer\": {\"end_time_ns\": %" PRId64 ", \"events\": %" PRIu64

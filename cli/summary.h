@@ -10,6 +10,7 @@
 #include <uthash.h>
 
 #include "analysis/accounting.h"
+#include "analysis/counters.h"
 #include "analysis/peakset.h"
 #include "analysis/phase.h"
 #include "analysis/replay.h"
@@ -85,6 +86,8 @@ struct summary {
 	/* with ranges: the phases */
 	struct phase_tracker phases;
 	bool has_phases;
+	/* with COUNTERS records: the frameworks' own counters */
+	struct counters_set counters;
 	uint64_t last_live; /* device bytes before the event */
 };
 

@@ -1,6 +1,7 @@
 /* The marker API's entry points (include/gpumemtrace/gpumemtrace.h finds
  * them with dlsym, so a program that is not traced runs the same). */
 #include <stddef.h>
+#include <stdint.h>
 
 #include "preload/tracer.h"
 
@@ -19,4 +20,13 @@ GMT_EXPORT void gpumemtrace_range_push_v1(const char *text)
 GMT_EXPORT void gpumemtrace_range_pop_v1(void)
 {
 	gmt_record_range(GMT_RANGE_POP, 0, GMT_RANGE_SRC_API, NULL);
+}
+
+/* A framework's memory counters (GMT_TAG_COUNTERS): n names and values.
+ * The helper of `run --framework-counters` calls it through ctypes. */
+GMT_EXPORT void gpumemtrace_counters_v1(unsigned reason, const char *source, const char *device,
+					int64_t ordinal, size_t n, const char *const *names,
+					const uint64_t *values)
+{
+	gmt_record_counters(reason, source, device, ordinal, n, names, values);
 }

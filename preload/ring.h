@@ -13,11 +13,12 @@
 enum gmt_ring_rec_type {
 	GMT_RING_PAD = 0,
 	GMT_RING_EVENT = 1,
-	GMT_RING_THREAD = 2,  /* body: the thread's name; nframes holds its length */
-	GMT_RING_MEMINFO = 3, /* body: struct gmt_raw_meminfo */
-	GMT_RING_SAMPLE = 4,  /* body: struct gmt_raw_sample */
-	GMT_RING_RANGE = 5,   /* body: struct gmt_raw_range, then nframes bytes of text */
-	GMT_RING_PYFRAME = 6, /* body: struct gmt_raw_pyframe, then the two strings */
+	GMT_RING_THREAD = 2,   /* body: the thread's name; nframes holds its length */
+	GMT_RING_MEMINFO = 3,  /* body: struct gmt_raw_meminfo */
+	GMT_RING_SAMPLE = 4,   /* body: struct gmt_raw_sample */
+	GMT_RING_RANGE = 5,    /* body: struct gmt_raw_range, then nframes bytes of text */
+	GMT_RING_PYFRAME = 6,  /* body: struct gmt_raw_pyframe, then the two strings */
+	GMT_RING_COUNTERS = 7, /* body: a COUNTERS body after tid, encoded; nframes: its length */
 };
 
 struct gmt_ring_hdr {

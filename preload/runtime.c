@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/codec.h"
 #include "common/log.h"
 #include "preload/device.h"
 #include "preload/nocancel.h"
@@ -822,6 +823,48 @@ void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source s
 		rr->source = (uint16_t)source;
 		if (n) /* text may be NULL (POP, END) */
 			memcpy(rr + 1, text, n);
+		commit_other(len, 1);
+	}
+	gmt_leave();
+	errno = saved_errno;
+}
+
+static uint8_t *put_text(uint8_t *p, const char *text)
+{
+	size_t n = text ? strnlen(text, 128) : 0;
+	p = gmt_put_varint(p, n);
+	if (n)
+		memcpy(p, text, n);
+	return p + n;
+}
+
+/* The body is encoded here, on the caller's thread: the flush thread only
+ * copies it after the tag and tid. */
+void gmt_record_counters(unsigned reason, const char *source, const char *device, int64_t ordinal,
+			 size_t n, const char *const *names, const uint64_t *values)
+{
+	enum { TEXT_MAX = GMT_VARINT_MAX + 128 };
+	uint8_t body[4 * GMT_VARINT_MAX + 2 * TEXT_MAX +
+		     GMT_COUNTERS_MAX * (TEXT_MAX + GMT_VARINT_MAX)];
+	int saved_errno = errno;
+	if (n > GMT_COUNTERS_MAX)
+		n = GMT_COUNTERS_MAX;
+	uint8_t *p = gmt_put_varint(body, gmt_now_ns());
+	p = gmt_put_varint(p, reason);
+	p = put_text(p, source);
+	p = put_text(p, device);
+	p = gmt_put_varint(p, gmt_zigzag(ordinal));
+	p = gmt_put_varint(p, names && values ? n : 0);
+	for (size_t i = 0; names && values && i < n; i++) {
+		p = put_text(p, names[i]);
+		p = gmt_put_varint(p, values[i]);
+	}
+	size_t blen = (size_t)(p - body), len;
+	gmt_enter();
+	struct gmt_ring_hdr *h = reserve_other(GMT_RING_COUNTERS, blen, &len);
+	if (h) {
+		h->nframes = (uint16_t)blen;
+		memcpy(h + 1, body, blen);
 		commit_other(len, 1);
 	}
 	gmt_leave();

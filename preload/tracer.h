@@ -113,6 +113,13 @@ unsigned gmt_ctx_probe_after(const struct gmt_ctx_probe *p, enum gmt_api api, ui
 void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes,
 			uint64_t total_bytes);
 
+/* A framework's memory counters (GMT_TAG_COUNTERS) from the calling thread
+ * (the marker API). Texts are cut at 128 bytes, the list at
+ * GMT_COUNTERS_MAX entries. */
+#define GMT_COUNTERS_MAX 64
+void gmt_record_counters(unsigned reason, const char *source, const char *device, int64_t ordinal,
+			 size_t n, const char *const *names, const uint64_t *values);
+
 /* Phase markers (GMT_TAG_RANGE) from the calling thread: NVTX and the
  * marker API. text may be NULL (POP, END); it is cut at 1024 bytes. */
 void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source source,

@@ -920,6 +920,15 @@ void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const stru
 		p += pf->file_len;
 		p = gmt_put_varint(p, pf->line);
 		commit(w, p);
+	} else if (h->type == GMT_RING_COUNTERS) {
+		size_t n = h->nframes; /* the body, encoded by gmt_record_counters */
+		uint8_t *p = room(w, 2 * GMT_VARINT_MAX + n);
+		if (!p)
+			return;
+		p = gmt_put_varint(p, GMT_TAG_COUNTERS);
+		p = gmt_put_varint(p, (uint64_t)r->tid);
+		memcpy(p, body, n);
+		commit(w, p + n);
 	} else if (h->type == GMT_RING_THREAD) {
 		put_thread(w, r->tid, (const char *)body, strnlen((const char *)body, h->nframes));
 	}

@@ -4,6 +4,7 @@
     with gpumemtrace.range("epoch 3"):
         train_one_epoch()
     gpumemtrace.mark("checkpoint saved")
+    gpumemtrace.counters("cupy", "cuda:0", {"used_bytes": pool.used_bytes()}, ordinal=0)
 
 Every call is a no-op when libgpumemtrace.so is not loaded (LD_PRELOAD), so
 the same script runs traced or not. Ranges nest per thread.
@@ -11,7 +12,7 @@ the same script runs traced or not. Ranges nest per thread.
 import contextlib
 import ctypes
 
-__all__ = ["mark", "range_push", "range_pop", "range", "active"]
+__all__ = ["mark", "range_push", "range_pop", "range", "counters", "active"]
 
 
 def _entry(name, argtypes):
@@ -27,6 +28,10 @@ def _entry(name, argtypes):
 _mark = _entry("gpumemtrace_mark_v1", [ctypes.c_char_p])
 _push = _entry("gpumemtrace_range_push_v1", [ctypes.c_char_p])
 _pop = _entry("gpumemtrace_range_pop_v1", [])
+_counters = _entry("gpumemtrace_counters_v1",
+                   [ctypes.c_uint, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64,
+                    ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
+                    ctypes.POINTER(ctypes.c_uint64)])
 
 
 def _text(text):
@@ -57,6 +62,19 @@ def range_push(text):
 def range_pop():
     if _pop is not None:
         _pop()
+
+
+def counters(source, device, stats, ordinal=-1, reason=0):
+    """A framework's own memory counters (a COUNTERS record): `stats` maps
+    names to non-negative ints (others are left out; at most 64 kept).
+    `reason`: 0 periodic, 1 at an OOM, 2 first, 3 at exit."""
+    if _counters is None:
+        return
+    items = [(_text(k), v) for k, v in stats.items()
+             if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64][:64]
+    names = (ctypes.c_char_p * max(len(items), 1))(*[k for k, _ in items])
+    values = (ctypes.c_uint64 * max(len(items), 1))(*[v for _, v in items])
+    _counters(reason, _text(source), _text(device), ordinal, len(items), names, values)
 
 
 @contextlib.contextmanager

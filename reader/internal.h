@@ -48,6 +48,8 @@ struct chunk {
 	size_t argv_cap;
 	struct gmt_env *env;
 	size_t env_cap;
+	struct gmt_counter *counters;
+	size_t counters_cap;
 	struct gmt_stack_node *nodes;
 	size_t nodes_cap;
 	/* The chunk's first events as its validation decoded them, so the real

@@ -41,6 +41,8 @@ const char *gmt_rec_type_name(int type)
 		return "TRAILER";
 	case GMT_REC_MEMINFO:
 		return "MEMINFO";
+	case GMT_REC_COUNTERS:
+		return "COUNTERS";
 	case GMT_REC_SAMPLE:
 		return "SAMPLE";
 	case GMT_REC_RANGE:
@@ -235,6 +237,7 @@ void gmt_reader_close(struct gmt_reader *r)
 		free(k->arena);
 		free(k->argv);
 		free(k->env);
+		free(k->counters);
 		free(k->nodes);
 		free(k->cache);
 		free(k->cache_end);

@@ -120,6 +120,7 @@ enum gmt_rec_type {
 	GMT_REC_SAMPLE = GMT_TAG_SAMPLE,
 	GMT_REC_RANGE = GMT_TAG_RANGE,
 	GMT_REC_PYFRAME = GMT_TAG_PYFRAME,
+	GMT_REC_COUNTERS = GMT_TAG_COUNTERS,
 	GMT_REC_EVENT = 64, /* one event of an EVENTS batch */
 	GMT_REC_CHUNK = 65, /* a chunk begins: its records follow */
 };
@@ -138,6 +139,12 @@ struct gmt_blob {
 
 struct gmt_env {
 	struct gmt_str key, value;
+};
+
+/* One of a COUNTERS record's entries: the framework's name and value. */
+struct gmt_counter {
+	struct gmt_str name;
+	uint64_t value;
 };
 
 struct gmt_stack_node {
@@ -236,6 +243,13 @@ struct gmt_record {
 			struct gmt_str function, file;
 			uint64_t line;
 		} pyframe;
+		struct {
+			uint64_t tid, time_ns, reason;
+			struct gmt_str source, device;
+			int64_t ordinal;
+			size_t count;
+			const struct gmt_counter *v;
+		} counters;
 	} u;
 };
 

@@ -523,6 +523,30 @@ static int dec_pyframe(struct chunk *k, struct dec *d, struct gmt_record *rec)
 	return DEC_RECORD;
 }
 
+static int dec_counters(struct chunk *k, struct dec *d, struct gmt_record *rec)
+{
+	struct gmt_cursor *c = &d->c;
+	rec->type = GMT_REC_COUNTERS;
+	rec->u.counters.tid = gmt_get_varint(c);
+	rec->u.counters.time_ns = gmt_get_varint(c);
+	rec->u.counters.reason = gmt_get_varint(c);
+	rec->u.counters.source = get_str(k, c);
+	rec->u.counters.device = get_str(k, c);
+	rec->u.counters.ordinal = gmt_get_zigzag(c);
+	uint64_t n = gmt_get_varint(c);
+	if (c->bad || n > left_bytes(c) / 2) /* each entry takes >= 2 bytes */
+		return DEC_BAD;
+	if (grow((void **)&k->counters, &k->counters_cap, (size_t)n, sizeof(*k->counters)))
+		return DEC_NOMEM;
+	for (uint64_t i = 0; i < n; i++) {
+		k->counters[i].name = get_str(k, c);
+		k->counters[i].value = gmt_get_varint(c);
+	}
+	rec->u.counters.count = (size_t)n;
+	rec->u.counters.v = k->counters;
+	return DEC_RECORD;
+}
+
 /* The record of a known tag; no default, so -Wswitch names a new tag that
  * has no decoder yet. */
 static int dec_record(struct chunk *k, struct dec *d, struct gmt_record *rec, enum gmt_tag tag)
@@ -558,6 +582,8 @@ static int dec_record(struct chunk *k, struct dec *d, struct gmt_record *rec, en
 		return dec_range(k, d, rec);
 	case GMT_TAG_PYFRAME:
 		return dec_pyframe(k, d, rec);
+	case GMT_TAG_COUNTERS:
+		return dec_counters(k, d, rec);
 	}
 	return DEC_UNKNOWN; /* not reached: rd_dec_next checks the range */
 }

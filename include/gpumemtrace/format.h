@@ -1,4 +1,4 @@
-/* gpumemtrace trace format, version 3 (readers also take versions 1 and 2). Shared by the
+/* gpumemtrace trace format, version 4 (readers also take versions 1 to 3). Shared by the
  * library and the CLI.
  *
  * docs/trace-format.md is the prose; `gpumemtrace dump` is the spec you can
@@ -30,7 +30,7 @@
 
 #define GMT_MAGIC	       "\x89GMTRACE" /* 8 bytes; the high byte catches 7-bit mangling */
 #define GMT_MAGIC_LEN	       8
-#define GMT_FORMAT_VERSION     3
+#define GMT_FORMAT_VERSION     4
 #define GMT_FORMAT_VERSION_MIN 1 /* oldest version readers still take */
 #define GMT_HEADER_SIZE	       64
 #define GMT_ENDIAN_LITTLE      1
@@ -117,6 +117,12 @@ enum gmt_feature {
  *          repeats its allocation's 8 bytes, which zstd finds), not dptr.
  *          Each column holds exactly count values (the optional one: what
  *          the heads call for). Read as an EVENTS record.
+ * COUNTERS v tid, v time_ns, v reason (GMT_COUNTERS_WHY_*), s source
+ *          ("torch", "jax", "tensorflow"), s device (the framework's name
+ *          for it: "cuda:0", "gpu:0"), z ordinal (-1: unknown), v count,
+ *          count x (s name, v value): a framework's own memory counters, as
+ *          it names them, written through the marker API by the helper of
+ *          `run --framework-counters`. (version 4)
  * TRAILER  v end_time_ns, v events, v lost, v stack_nodes, v reason
  *          (GMT_END_*). Complete trace: the last record read is a TRAILER.
  *          A TRAILER followed by more chunks (a failed exec) is not final. */
@@ -136,7 +142,8 @@ enum gmt_tag {
 	GMT_TAG_RANGE = 13,	/* version 2 */
 	GMT_TAG_PYFRAME = 14,	/* version 2 */
 	GMT_TAG_EVENTCOLS = 15, /* version 3 */
-	GMT_TAG_MAX_ = 15,
+	GMT_TAG_COUNTERS = 16,	/* version 4 */
+	GMT_TAG_MAX_ = 16,
 };
 
 /* SAMPLE flags and reasons. */
@@ -149,6 +156,14 @@ enum gmt_sample_why {
 	GMT_SAMPLE_WHY_OOM = 2,	     /* an allocation failed */
 	GMT_SAMPLE_WHY_START = 3,    /* the sampler's first reading */
 	GMT_SAMPLE_WHY_END = 4,	     /* at the end of the trace */
+};
+
+/* COUNTERS reasons. */
+enum gmt_counters_why {
+	GMT_COUNTERS_WHY_PERIODIC = 0, /* every GPUMEMTRACE_SAMPLE_MS */
+	GMT_COUNTERS_WHY_OOM = 1,      /* the framework's out-of-memory observer */
+	GMT_COUNTERS_WHY_START = 2,    /* the framework was first seen */
+	GMT_COUNTERS_WHY_END = 3,      /* at interpreter exit */
 };
 
 /* RANGE ops and sources. */

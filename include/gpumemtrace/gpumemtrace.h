@@ -15,6 +15,8 @@
 #define GPUMEMTRACE_GPUMEMTRACE_H
 
 #include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,6 +80,27 @@ static inline void gpumemtrace_range_pop(void)
 	entry.object = gpumemtrace_entry_(&slot_, "gpumemtrace_range_pop_v1");
 	if (entry.object)
 		entry.function();
+}
+
+/* A framework's own memory counters (a COUNTERS record): n names and
+ * values as the framework names them, read on `device` ("cuda:0", CUDA
+ * ordinal `ordinal`, -1 unknown) by `source` ("torch"); `reason` 0
+ * periodic, 1 at an OOM, 2 first, 3 at exit. At most 64 counters, texts
+ * cut at 128 bytes. `gpumemtrace run --framework-counters` writes these
+ * for PyTorch, JAX and TF from Python. */
+static inline void gpumemtrace_counters(unsigned reason, const char *source, const char *device,
+					int64_t ordinal, size_t n, const char *const *names,
+					const uint64_t *values)
+{
+	static void *slot_;
+	union {
+		void *object;
+		void (*function)(unsigned, const char *, const char *, int64_t, size_t,
+				 const char *const *, const uint64_t *);
+	} entry;
+	entry.object = gpumemtrace_entry_(&slot_, "gpumemtrace_counters_v1");
+	if (entry.object)
+		entry.function(reason, source, device, ordinal, n, names, values);
 }
 
 #ifdef __cplusplus

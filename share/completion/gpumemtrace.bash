@@ -25,7 +25,7 @@ _gpumemtrace() {
 		--stack-depth) COMPREPLY=(); return ;;
 		--check-max-peak) COMPREPLY=(); return ;;
 		esac
-		opts="--output -o --stack-depth --check-max-peak --allow-no-trace --no-follow --quiet -q --per-tensor --help --" ;;
+		opts="--output -o --stack-depth --check-max-peak --allow-no-trace --framework-counters --no-follow --quiet -q --per-tensor --help --" ;;
 	dump)
 		opts="--help" ;;
 	summary)

@@ -26,7 +26,7 @@ T
 [ ! -s err ] || fail "stderr: $(cat err)"
 has() { grep -Fq -- "$1" d.txt || fail "dump lacks '$1':
 $(cat d.txt)"; }
-has 'HEADER version 3 header_size 64 endian 1 (little) features 0x1 (stacks) pid 42 start_wall 2023-11-14T22:13:20.000000000Z start_mono 1000000000'
+has 'HEADER version 4 header_size 64 endian 1 (little) features 0x1 (stacks) pid 42 start_wall 2023-11-14T22:13:20.000000000Z start_mono 1000000000'
 has 'CHUNK #0 seq 0'
 has 'PROCESS pid 42 ppid 1 start_wall 2023-11-14T22:13:20.000000000Z host "box" exe "/bin/app" argv[2] ["app", "a b"] env[1] {"CUDA_VISIBLE_DEVICES": "1"}'
 has 'MODULE id 1 [0x400000, 0x500000) load_bias 0x0 path "/bin/app" build_id 00ff10'

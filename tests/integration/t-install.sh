@@ -37,6 +37,11 @@ expect_eq "completion" "$(echo $out)" "flamegraph --format perfetto csv pprof"
 # the installed CLI finds the installed library by its own path
 LD_LIBRARY_PATH=$SIM_DIR inst/bin/gpumemtrace run -q -o run.gmt -- "$PROG_DIR/life" exit 2 2>run.err || fail "run: $(cat run.err)"
 [ -f run.gmt ] || fail "installed run wrote no trace"
+# and the counters helper it installed
+[ -f inst/share/gpumemtrace/counters/sitecustomize.py ] || fail "missing the counters helper"
+out=$(inst/bin/gpumemtrace run -q --framework-counters -o run2.gmt -- sh -c 'echo "$PYTHONPATH"' 2>run.err) ||
+	fail "run --framework-counters: $(cat run.err)"
+expect_eq "installed helper on PYTHONPATH" "${out%%:*}" "$PWD/inst/share/gpumemtrace/counters"
 
 # A program built with the marker API as pkg-config says starts without the
 # library on the loader path and does not load it (it would trace every run).

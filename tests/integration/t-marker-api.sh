@@ -27,6 +27,10 @@ worker push api text "worker"
 worker pop api text ""
 W
 diff want.txt got.txt || fail "C marker API: RANGE records differ (< expected, > got)"
+"$GMT_CLI" dump "$(the_trace)" | grep -A2 ' COUNTERS ' >c.txt
+grep -q 'reason periodic source "demo" device "cuda:0" ordinal 0 count 2' c.txt &&
+	grep -q '"allocated" 1048576' c.txt && grep -q '"num" 2$' c.txt ||
+	fail "C marker API: no COUNTERS record: $(cat c.txt)"
 rm -f gpumemtrace.*
 untraced "$PROG_DIR/marker" >plain.txt || fail "untraced: $(cat plain.txt)"
 diff plain.txt traced.txt || fail "output differs when traced"
@@ -45,6 +49,9 @@ main push api text "bytes text"
 main pop api text ""
 W
 diff want.txt got.txt || fail "python marker API: RANGE records differ (< expected, > got)"
+"$GMT_CLI" dump "$(the_trace)" | grep -A1 ' COUNTERS ' >c.txt
+grep -q 'source "cupy" device "cuda:0" ordinal 0 count 1' c.txt && grep -q '"used_bytes" 1048576' c.txt ||
+	fail "python marker API: no COUNTERS record: $(cat c.txt)"
 rm -f gpumemtrace.*
 untraced "$py" "$TESTS_DIR/python/phases.py" >plain.txt || fail "untraced python: $(cat plain.txt)"
 grep -q "active False" plain.txt || fail "python helper active without the tracer"

@@ -1,7 +1,8 @@
 /* The marker API (include/gpumemtrace/gpumemtrace.h), traced or not:
  *   push "epoch 1"; cudaMalloc 1 MiB; mark "checkpoint"; push "inner";
  *   pop; pop; push NULL; pop; and from a second thread push "worker",
- *   cudaMalloc 1 MiB, pop. The output is the same either way. */
+ *   cudaMalloc 1 MiB, pop; then counters "allocated" 1 MiB and "num" 2
+ *   from "demo" on "cuda:0". The output is the same either way. */
 #include <pthread.h>
 
 #include "gpumemtrace/gpumemtrace.h"
@@ -32,5 +33,8 @@ int main(void)
 	pthread_create(&t, NULL, worker, NULL);
 	pthread_join(t, NULL);
 	CHECK(cudaFree(p), cudaSuccess);
+	static const char *const names[] = {"allocated", "num"};
+	static const uint64_t values[] = {MiB, 2};
+	gpumemtrace_counters(0, "demo", "cuda:0", 0, 2, names, values);
 	return prog_failures != 0;
 }

@@ -17,4 +17,5 @@ with gpumemtrace.range("epoch 1"):
     gpumemtrace.mark("checkpoint \u2713")
 gpumemtrace.range_push(b"bytes text")
 gpumemtrace.range_pop()
+gpumemtrace.counters("cupy", "cuda:0", {"used_bytes": 1 << 20, "flag": True}, ordinal=0)
 print("active", gpumemtrace.active())

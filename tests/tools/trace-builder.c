@@ -392,6 +392,25 @@ void tb_range(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t op, uint64_
 	cstr(p, text);
 }
 
+void tb_counters(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t reason, const char *source,
+		 const char *device, int64_t ordinal, size_t n, const char *const *names,
+		 const uint64_t *values)
+{
+	struct buf *p = rec(b);
+	var(p, GMT_TAG_COUNTERS);
+	var(p, tid);
+	var(p, time_ns);
+	var(p, reason);
+	cstr(p, source);
+	cstr(p, device);
+	zz(p, ordinal);
+	var(p, n);
+	for (size_t i = 0; i < n; i++) {
+		cstr(p, names[i]);
+		var(p, values[i]);
+	}
+}
+
 void tb_pyframe(struct tb *b, uint64_t id, const char *function, const char *file, uint64_t line)
 {
 	struct buf *p = rec(b);

@@ -58,6 +58,10 @@ void tb_sample(struct tb *b, uint64_t time_ns, uint64_t nvml_index, const uint8_
 void tb_range(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t op, uint64_t id,
 	      uint64_t source, const char *text);
 void tb_pyframe(struct tb *b, uint64_t id, const char *function, const char *file, uint64_t line);
+/* COUNTERS: n names and values (version 4). */
+void tb_counters(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t reason, const char *source,
+		 const char *device, int64_t ordinal, size_t n, const char *const *names,
+		 const uint64_t *values);
 void tb_raw(struct tb *b, const void *bytes, size_t len); /* payload bytes as given */
 void tb_varint(struct tb *b, uint64_t v);		  /* one varint, raw */
 

@@ -140,6 +140,9 @@ static void build_full(struct tb *b)
 		  GMT_SAMPLE_PROCESS_KNOWN, 3ull << 30, GMT_SAMPLE_WHY_PEAK);
 	tb_range(b, 4242, 6700, GMT_RANGE_PUSH, 0, GMT_RANGE_SRC_NVTX, "forward");
 	tb_pyframe(b, 7, "train_step", "train.py", 42);
+	static const char *const names[] = {"allocated_bytes.all.current", "num_ooms"};
+	static const uint64_t values[] = {3ull << 30, 2};
+	tb_counters(b, 4242, 6800, GMT_COUNTERS_WHY_OOM, "torch", "cuda:1", 1, 2, names, values);
 	tb_chunk(b);
 	tb_trailer(b, 7000, NEV, 12, 3, GMT_END_EXIT);
 }
@@ -334,6 +337,20 @@ static void test_roundtrip(void)
 					  streq(rec.u.range.text, "forward"),
 				      "roundtrip[%d]: RANGE", pass);
 				break;
+			case GMT_REC_COUNTERS:
+				check(
+				    rec.u.counters.tid == 4242 && rec.u.counters.time_ns == 6800 &&
+					rec.u.counters.reason == GMT_COUNTERS_WHY_OOM &&
+					streq(rec.u.counters.source, "torch") &&
+					streq(rec.u.counters.device, "cuda:1") &&
+					rec.u.counters.ordinal == 1 && rec.u.counters.count == 2 &&
+					streq(rec.u.counters.v[0].name,
+					      "allocated_bytes.all.current") &&
+					rec.u.counters.v[0].value == 3ull << 30 &&
+					streq(rec.u.counters.v[1].name, "num_ooms") &&
+					rec.u.counters.v[1].value == 2,
+				    "roundtrip[%d]: COUNTERS", pass);
+				break;
 			case GMT_REC_PYFRAME:
 				check(rec.u.pyframe.id == 7 &&
 					  streq(rec.u.pyframe.function, "train_step") &&
@@ -358,6 +375,8 @@ static void test_roundtrip(void)
 		      pass, ev);
 		check(seen[GMT_REC_CHUNK] == 3, "roundtrip[%d]: 3 CHUNK records (got %d)", pass,
 		      seen[GMT_REC_CHUNK]);
+		check(seen[GMT_REC_COUNTERS] == 1, "roundtrip[%d]: 1 COUNTERS record (got %d)",
+		      pass, seen[GMT_REC_COUNTERS]);
 		const struct gmt_read_info *in = gmt_reader_info(r);
 		check(in->eof && in->complete && in->stop == GMT_STOP_NONE && in->unreadable == 0 &&
 			  in->chunks == 3 && in->events == NEV && in->readable_end == len &&
@@ -755,7 +774,7 @@ static void test_headers(void)
 	size_t len;
 	const uint8_t *p = tb_data(b, &len);
 	o = read_all(write_bytes("future.gmt", p, len));
-	check(o.open_code == GMT_READ_ERR_VERSION && strstr(o.msg, "unsupported future version 4"),
+	check(o.open_code == GMT_READ_ERR_VERSION && strstr(o.msg, "unsupported future version 5"),
 	      "future version: unsupported (%s)", o.msg);
 	tb_free(b);
 

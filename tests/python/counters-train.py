@@ -1,0 +1,52 @@
+"""A training-like program on a framework stand-in (tests/python/standins)
+for t-api-framework-counters: argv[1] is torch, jax, tensorflow or none.
+Its output is the same traced or not, with the counters helper or without."""
+import sys
+import time
+
+fw = sys.argv[1]
+MiB = 1 << 20
+if fw == "fork":  # torch set up, then a child that keeps using it
+    import os
+
+    import torch
+
+    keep = torch.cuda.empty(8 * MiB)
+    pid = os.fork()
+    if pid == 0:
+        child = torch.cuda.empty(2 * MiB)
+        time.sleep(0.3)
+        print("child done")
+        sys.stdout.flush()
+        os._exit(0)
+    os.waitpid(pid, 0)
+elif fw == "torch":
+    import torch
+
+    keep = [torch.cuda.empty(8 * MiB) for _ in range(3)]  # one 24 MiB segment
+    gone = torch.cuda.empty(6 * MiB)
+    torch.cuda.del_(gone)  # its bytes stay in the cache
+    time.sleep(0.3)
+    try:
+        torch.cuda.empty(4 << 30)  # more than the device
+    except torch.cuda.OutOfMemoryError as err:
+        print("oom:", err)
+    time.sleep(0.1)
+elif fw == "jax":
+    import jax
+
+    xs = [jax.zeros(10 * MiB) for _ in range(2)]
+    time.sleep(0.3)
+elif fw == "tensorflow":
+    import tensorflow as tf
+
+    xs = [tf.zeros(3 * MiB) for _ in range(2)]
+    time.sleep(0.3)
+else:
+    import _simcuda
+
+    p = _simcuda.malloc(MiB)
+    time.sleep(0.2)
+    _simcuda.free(p)
+# the program sees its own sitecustomize, as without the helper
+print("done", fw, getattr(sys.modules.get("sitecustomize"), "__file__", None))

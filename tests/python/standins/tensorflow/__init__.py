@@ -1,0 +1,20 @@
+"""A stand-in for TensorFlow in t-api-framework-counters: the shapes of the
+APIs the counters helper (python/counters/sitecustomize.py) calls.
+
+- tensorflow.python.eager.context.context_safe() -> the Context, or None;
+  Context._initialized turns True once the runtime has made its devices
+  (the first op, or tf.config.list_logical_devices); the helper waits for it.
+- tf.config.list_logical_devices("GPU") -> [LogicalDevice(name=
+  "/device:GPU:0", device_type="GPU")].
+- tf.config.experimental.get_memory_info("GPU:0") -> {"current": int,
+  "peak": int}, bytes in use by tensors on the device.
+  https://www.tensorflow.org/api_docs/python/tf/config/experimental/get_memory_info
+Here the runtime grows (TF_FORCE_GPU_ALLOW_GROWTH) in regions of at least
+2 MiB. Test-only: tf.zeros(nbytes) places a tensor.
+"""
+from tensorflow import config  # noqa: F401
+from tensorflow.python.eager import context
+
+
+def zeros(nbytes):
+    return context.context().ensure_initialized().alloc(nbytes)
