@@ -82,7 +82,7 @@ struct plot {
 	struct stack_group *cache;
 	struct oom ooms[MAXOOM];
 	size_t nooms, ooms_dropped;
-	bool chosen; /* --from or --to */
+	bool chosen;		      /* --from or --to */
 	struct counters_set counters; /* the frameworks' own (COUNTERS records) */
 };
 
