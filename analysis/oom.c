@@ -321,6 +321,15 @@ static void figures(const struct trace *t, struct oom_failure *o)
 	}
 	if (o->free_known) {
 		uint64_t used = o->total > o->free_bytes ? o->total - o->free_bytes : 0;
+		/* more than the device had in use: that source is wrong (a
+		 * simulated or stale NVML, contexts counted twice); keep the
+		 * consistent one, cuMemGetInfo's, and say which was dropped */
+		if (o->this_process > used && used >= o->held) {
+			o->dropped = o->this_process;
+			o->dropped_nvml = o->nvml_process;
+			o->this_process = used;
+			o->nvml_process = false;
+		}
 		o->others = used > o->this_process ? used - o->this_process : 0;
 	}
 }
