@@ -94,15 +94,20 @@ static bool judge_not_oom(struct oom_failure *o)
 /* "68.1 MiB allocated + 518 MiB contexts and module code", or NVML's. */
 static const char *this_text(char *buf, size_t size, const struct oom_failure *o)
 {
-	char b1[32], b2[32], b3[32];
-	if (o->dropped)
+	char b1[32], b2[32], b3[32], b[1][32];
+	if (o->dropped && o->from_meminfo)
 		snprintf(buf, size,
-			 "%s, all the device had in use (total - free): %s traced allocations, the "
-			 "rest contexts, module code and untraced (%s %s is more than that: "
-			 "inconsistent, not used)",
+			 "%s, what the device had in use (total - free; %s traced allocations); %s "
+			 "%s is more than the device's total: inconsistent, not used",
 			 fmt_size(b1, o->this_process), fmt_size(b2, o->held),
 			 o->dropped_nvml ? "NVML's per-process" : "traced + contexts",
 			 fmt_size(b3, o->dropped));
+	else if (o->dropped)
+		snprintf(buf, size,
+			 "%s: %s traced allocations + %s contexts and module code; NVML's "
+			 "per-process %s is more than the device's total: inconsistent, not used",
+			 fmt_size(b1, o->this_process), fmt_size(b2, o->held),
+			 fmt_size(b[0], o->contexts), fmt_size(b3, o->dropped));
 	else if (o->nvml_process)
 		snprintf(
 		    buf, size,

@@ -69,11 +69,12 @@ struct oom_failure {
 	uint64_t this_process;	 /* NVML's figure if known, else held + contexts */
 	uint64_t others;	 /* in use and not this process's (total - free - this) */
 	bool nvml_process;	 /* this_process is NVML's */
-	/* a figure for this process larger than the device had in use (total -
-	 * free), so not used: NVML's per-process one (dropped_nvml) or traced +
-	 * contexts; 0: none. this_process is then what was in use. */
+	/* a figure for this process larger than the device's total, so not
+	 * used: NVML's per-process one (dropped_nvml) or traced + contexts; 0:
+	 * none. this_process is then traced + contexts, or what was in use
+	 * (total - free: from_meminfo) */
 	uint64_t dropped;
-	bool dropped_nvml;
+	bool dropped_nvml, from_meminfo;
 	struct oom_next next;
 	struct oom_holder libs[OOM_TOP_LIBS], sites[OOM_TOP_SITES];
 	size_t nlibs, nsites, libs_total, sites_total;

@@ -93,7 +93,9 @@ static void figures_json(FILE *f, struct trace *t, const struct oom_failure *o)
 		", \"contexts_bytes\": %" PRIu64 ", \"this_process_bytes\": %" PRIu64
 		", \"this_process_source\": \"%s\"",
 		o->held, o->held_all, o->contexts, o->this_process,
-		o->dropped ? "meminfo" : o->nvml_process ? "nvml" : "trace");
+		o->from_meminfo	  ? "meminfo"
+		: o->nvml_process ? "nvml"
+				  : "trace");
 	if (o->dropped)
 		fprintf(f, ", \"inconsistent_bytes\": %" PRIu64 ", \"inconsistent_source\": \"%s\"",
 			o->dropped, o->dropped_nvml ? "nvml" : "trace");
@@ -211,14 +213,16 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 			fprintf(f, "  device memory then: free unknown (no MEMINFO record, no NVML "
 				   "sample)\n");
 		char line[400];
-		if (o->dropped) /* a source larger than the device's use: named, not used */
-			snprintf(line, sizeof(line),
-				 "this process held %s (%s traced allocations), all the device had "
-				 "in use; %s %s is more than that: inconsistent, not used",
-				 fmt_size(b1, o->this_process), fmt_size(b2, o->held),
-				 o->dropped_nvml ? "NVML's per-process"
-						 : "traced + contexts and module code,",
-				 fmt_size(b3, o->dropped));
+		if (o->dropped) /* a source larger than the device: named, not used */
+			snprintf(
+			    line, sizeof(line),
+			    "this process held %s (%s traced allocations%s); %s %s is more than "
+			    "the device's total: inconsistent, not used",
+			    fmt_size(b1, o->this_process), fmt_size(b2, o->held),
+			    o->from_meminfo ? ", the device's use: total - free"
+					    : " + contexts and module code",
+			    o->dropped_nvml ? "NVML's per-process" : "traced + contexts",
+			    fmt_size(b3, o->dropped));
 		else
 			snprintf(
 			    line, sizeof(line),

@@ -63,7 +63,7 @@ fi
 # 5. oom: a figure above the device's use is named, not used; what to do next
 "$G" oom "$V/torch.oom-fragmented.gmt" | tr '\n' ' ' | tr -s ' ' >o
 grep -q "held 1.20 GiB per NVML" o && fail "oom: an impossible figure used: $(cat o)"
-grep -q "NVML's per-process 1.20 GiB is more than that: inconsistent, not used" o || fail "oom: not named: $(cat o)"
+grep -q "NVML's per-process 1.20 GiB is more than the device's total: inconsistent, not used" o || fail "oom: not named: $(cat o)"
 grep -q "would not fit even without them" o && fail "oom: old wording"
 grep -q "next: PyTorch's cache .*\`gpumemtrace fragmentation\` .*expandable_segments:True.*max_split_size_mb" o ||
 	fail "oom: no next step: $(cat o)"
