@@ -384,3 +384,21 @@ void explain_facts_free(struct ex_facts *f)
 	free(f->devs);
 	memset(f, 0, sizeof(*f));
 }
+
+int explain_allocator(struct trace *t, bool has_device, int64_t device, struct ex_recog *r)
+{
+	struct ex_facts f;
+	memset(&f, 0, sizeof(f));
+	f.path = t->path;
+	f.command = t->command ? t->command : "";
+	f.env = t->env;
+	f.nenv = t->nenv;
+	modules(t, &f);
+	int x = from_accounting(t, has_device, device, &f);
+	struct xpass p;
+	x = worse(x, explain_pass(t, &f, &p));
+	xpass_free(&p);
+	explain_recognize(&f, r);
+	explain_facts_free(&f);
+	return x;
+}

@@ -308,6 +308,78 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 	r->mode_name = modes[r->mode];
 }
 
+const char *explain_held_by(const struct ex_recog *r, char *buf, size_t size)
+{
+	const char *fw = r->fw == FW_NONE ? "the allocator" : r->fw_name;
+	switch (r->mode) {
+	case MODE_PT_CACHING:
+	case MODE_PT_EXPANDABLE:
+		snprintf(buf, size, "%s's caching allocator's segments", fw);
+		break;
+	case MODE_PT_ASYNC:
+	case MODE_TF_ASYNC:
+	case MODE_ASYNC_POOL:
+		snprintf(buf, size, "%s's stream-ordered pool allocations", fw);
+		break;
+	case MODE_BFC_PREALLOC:
+		snprintf(buf, size, "%s's preallocated pool", fw);
+		break;
+	case MODE_BFC_GROWTH:
+		snprintf(buf, size, "%s's BFC regions", fw);
+		break;
+	case MODE_CUPY_POOL:
+		snprintf(buf, size, "%s's memory pool", fw);
+		break;
+	default:
+		return NULL;
+	}
+	return buf;
+}
+
+bool explain_frees_reach_driver(const struct ex_recog *r)
+{
+	switch (r->mode) {
+	case MODE_PT_CACHING:
+	case MODE_PT_EXPANDABLE:
+	case MODE_BFC_PREALLOC:
+	case MODE_BFC_GROWTH:
+	case MODE_CUPY_POOL:
+		return false;
+	default:
+		return true;
+	}
+}
+
+const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size)
+{
+	switch (r->mode) {
+	case MODE_PT_CACHING:
+		snprintf(buf, size,
+			 "next: PyTorch's cache may hold free space in pieces too small for this "
+			 "request: `gpumemtrace fragmentation` shows its segments; "
+			 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True grows segments in place "
+			 "instead, max_split_size_mb:N stops large cached blocks from being split; "
+			 "else lower the peak (a smaller batch)");
+		break;
+	case MODE_PT_EXPANDABLE:
+		snprintf(buf, size,
+			 "next: `gpumemtrace fragmentation` shows the cache's segments; "
+			 "max_split_size_mb:N in PYTORCH_CUDA_ALLOC_CONF stops large cached blocks "
+			 "from being split; else lower the peak (a smaller batch)");
+		break;
+	case MODE_CUPY_POOL:
+	case MODE_BFC_GROWTH:
+		snprintf(buf, size,
+			 "next: `gpumemtrace fragmentation` shows what %s's pool holds; lower the "
+			 "peak, or free the pool's unused blocks before the large request",
+			 r->fw_name);
+		break;
+	default:
+		return NULL;
+	}
+	return buf;
+}
+
 /* ---- building findings ---- */
 
 struct ex_finding *ex_add(struct ex_findings *out, const char *id, int64_t device, uint64_t bytes)

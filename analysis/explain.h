@@ -151,6 +151,21 @@ struct ex_recog {
 };
 
 void explain_recognize(const struct ex_facts *f, struct ex_recog *r);
+/* The framework and allocator mode of one trace without the findings'
+ * other figures (modules, environment, allocation pattern; two replays):
+ * for the reports that must say what the bytes they show are. Returns -1,
+ * or a read error's exit code. */
+int explain_allocator(struct trace *t, bool has_device, int64_t device, struct ex_recog *r);
+/* What holds the memory a driver-level trace sees live until exit, in the
+ * recognized mode: "PyTorch's caching allocator's segments", or NULL when
+ * each tensor is its own driver allocation (no cache, no pool). */
+const char *explain_held_by(const struct ex_recog *r, char *buf, size_t size);
+/* Whether a tensor's free reaches the driver: no under a cache that keeps
+ * its segments; yes (cudaFreeAsync, cudaFree) otherwise. */
+bool explain_frees_reach_driver(const struct ex_recog *r);
+/* What to do next about an OOM of this process's own memory under a cache
+ * or pool (fragmentation, the allocator's settings), or NULL. */
+const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size);
 /* The recorded value of an environment variable, or NULL. */
 const char *explain_env(const struct ex_facts *f, const char *key);
 /* What a library is, for the breakdown: "framework", "NCCL", "cuBLAS",

@@ -94,8 +94,21 @@ static bool judge_not_oom(struct oom_failure *o)
 /* "68.1 MiB allocated + 518 MiB contexts and module code", or NVML's. */
 static const char *this_text(char *buf, size_t size, const struct oom_failure *o)
 {
-	char b1[32], b2[32], b3[32];
-	if (o->nvml_process)
+	char b1[32], b2[32], b3[32], b[1][32];
+	if (o->dropped && o->from_meminfo)
+		snprintf(buf, size,
+			 "%s, what the device had in use (total - free; %s traced allocations); %s "
+			 "%s is more than the device's total: inconsistent, not used",
+			 fmt_size(b1, o->this_process), fmt_size(b2, o->held),
+			 o->dropped_nvml ? "NVML's per-process" : "traced + contexts",
+			 fmt_size(b3, o->dropped));
+	else if (o->dropped)
+		snprintf(buf, size,
+			 "%s: %s traced allocations + %s contexts and module code; NVML's "
+			 "per-process %s is more than the device's total: inconsistent, not used",
+			 fmt_size(b1, o->this_process), fmt_size(b2, o->held),
+			 fmt_size(b[0], o->contexts), fmt_size(b3, o->dropped));
+	else if (o->nvml_process)
 		snprintf(
 		    buf, size,
 		    "%s per NVML: %s traced allocations, %s contexts and module code, the rest "
@@ -111,7 +124,7 @@ static const char *this_text(char *buf, size_t size, const struct oom_failure *o
 
 void oom_judge(struct oom_failure *o)
 {
-	char b1[32], b2[32], b3[32], b4[32], who[200];
+	char b1[32], b2[32], b3[32], b4[32], who[320];
 	const struct gmt_event *e = &o->e;
 	uint64_t req = e->size;
 	o->kase = OOM_NOT_AN_OOM;
@@ -166,11 +179,19 @@ void oom_judge(struct oom_failure *o)
 		return;
 	}
 	o->kase = OOM_THIS_PROCESS;
-	snprintf(o->why, sizeof(o->why),
-		 "%s free of %s, %s asked; this process held %s; other processes %s%s",
-		 fmt_size(b1, fr), fmt_size(b2, o->total), fmt_size(b3, req), who,
-		 fmt_size(b4, o->others),
-		 o->others < short_by ? ": it would not fit even without them" : "");
+	if (!o->others)
+		snprintf(o->why, sizeof(o->why),
+			 "%s free of %s, %s asked; this process held %s; no other process held "
+			 "any: this process's own memory left too little",
+			 fmt_size(b1, fr), fmt_size(b2, o->total), fmt_size(b3, req), who);
+	else
+		snprintf(o->why, sizeof(o->why),
+			 "%s free of %s, %s asked; this process held %s; other processes %s%s",
+			 fmt_size(b1, fr), fmt_size(b2, o->total), fmt_size(b3, req), who,
+			 fmt_size(b4, o->others),
+			 o->others < short_by ? ", too little to matter: without them it would "
+						"still not fit"
+					      : "");
 }
 
 const char *oom_verdict(const struct oom_result *const *rs, size_t n)
@@ -190,6 +211,31 @@ const char *oom_verdict(const struct oom_result *const *rs, size_t n)
 	return recovered ? oom_case_name[OOM_RECOVERED]
 	       : failed	 ? oom_case_name[OOM_NOT_AN_OOM]
 			 : "none";
+}
+
+static bool unrecovered(enum oom_case c)
+{
+	return c != OOM_RECOVERED && c != OOM_NOT_AN_OOM;
+}
+
+uint64_t oom_unrecovered(const struct oom_result *r, bool has_device, int64_t device,
+			 const char **kase)
+{
+	uint64_t n = 0;
+	*kase = "none";
+	for (size_t i = 0; i < r->nfails; i++) {
+		const struct oom_failure *o = &r->fails[i];
+		if (!unrecovered(o->kase) || (has_device && o->e.device != device))
+			continue;
+		if (!n++)
+			*kase = oom_case_name[o->kase];
+	}
+	if (!has_device && r->fails_total > r->nfails) { /* past the kept ones: the totals */
+		n = 0;
+		for (int c = 0; c < OOM_NCASES; c++)
+			n += unrecovered((enum oom_case)c) ? r->cases[c] : 0;
+	}
+	return n;
 }
 
 static const char *env_of(const struct trace *t, const char *key)

@@ -320,10 +320,23 @@ static void figures(const struct trace *t, struct oom_failure *o)
 		o->this_process = s->process_used_bytes;
 		o->nvml_process = true;
 	}
-	if (o->free_known) {
-		uint64_t used = o->total > o->free_bytes ? o->total - o->free_bytes : 0;
-		o->others = used > o->this_process ? used - o->this_process : 0;
+	uint64_t used = o->total > o->free_bytes ? o->total - o->free_bytes : 0;
+	if (o->total_known && o->this_process > o->total) {
+		/* more than the device has: that source is wrong (a simulated or
+		 * stale NVML, contexts counted twice); say which, and keep a
+		 * consistent one: traced + contexts, else what was in use */
+		o->dropped = o->this_process;
+		o->dropped_nvml = o->nvml_process;
+		o->nvml_process = false;
+		if (o->dropped_nvml && o->held + o->contexts <= o->total) {
+			o->this_process = o->held + o->contexts;
+		} else {
+			o->this_process = o->free_known && used > o->held ? used : o->held;
+			o->from_meminfo = o->free_known;
+		}
 	}
+	if (o->free_known)
+		o->others = used > o->this_process ? used - o->this_process : 0;
 }
 
 int oom_compute(struct trace *t, struct oom_result *out)

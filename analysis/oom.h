@@ -69,11 +69,17 @@ struct oom_failure {
 	uint64_t this_process;	 /* NVML's figure if known, else held + contexts */
 	uint64_t others;	 /* in use and not this process's (total - free - this) */
 	bool nvml_process;	 /* this_process is NVML's */
+	/* a figure for this process larger than the device's total, so not
+	 * used: NVML's per-process one (dropped_nvml) or traced + contexts; 0:
+	 * none. this_process is then traced + contexts, or what was in use
+	 * (total - free: from_meminfo) */
+	uint64_t dropped;
+	bool dropped_nvml, from_meminfo;
 	struct oom_next next;
 	struct oom_holder libs[OOM_TOP_LIBS], sites[OOM_TOP_SITES];
 	size_t nlibs, nsites, libs_total, sites_total;
 	enum oom_case kase;
-	char why[480];
+	char why[640];
 	bool in_chain; /* oom.c: waiting for the thread's next device allocation */
 };
 
@@ -118,6 +124,11 @@ void oom_free(struct oom_result *r);
 void oom_judge(struct oom_failure *o);
 /* The verdict over several results, in the same way: "none"... */
 const char *oom_verdict(const struct oom_result *const *rs, size_t n);
+/* The out-of-memory failures the framework did not recover by retry (cases
+ * other than recovered-by-retry and not-an-oom), on `device` only when
+ * has_device; *kase: the first one's case name ("none" without any). */
+uint64_t oom_unrecovered(const struct oom_result *r, bool has_device, int64_t device,
+			 const char **kase);
 /* Fills r->blind: where this trace cannot show an out-of-memory error. */
 void oom_find_blind(const struct trace *t, struct oom_result *r);
 

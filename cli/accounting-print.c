@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/accounting-print.h"
+#include "cli/report-print.h"
 
 static const char *reason_name(int r)
 {
@@ -162,6 +163,16 @@ static void print_dev_cache(FILE *f, const struct trace *t, const struct acct_de
 }
 
 /* Contexts, the unexplained rest, the notes on it and its likely routes. */
+/* A route's evidence lists libraries: prose, wrapped to the width. */
+static void evidence(FILE *f, int width, const char *text)
+{
+	char *line = NULL;
+	if (asprintf(&line, "evidence: %s", text) < 0)
+		xalloc_failed();
+	rb_wrap(f, 6, width, line);
+	free(line);
+}
+
 static void print_dev_unexplained(FILE *f, const struct acct_dev *d)
 {
 	const struct acct_moment *pk = &d->peak, *en = &d->end;
@@ -189,12 +200,14 @@ static void print_dev_unexplained(FILE *f, const struct acct_dev *d)
 	if (!d->nroutes)
 		return;
 	const struct acct_moment *m = pk->flagged ? pk : en;
-	fprintf(f, "  %s unexplained %s: likely %s\n      evidence: %s\n",
-		fmt_size(b3, (uint64_t)m->unexplained), m == pk ? "at the peak" : "at the end",
-		d->routes[0].text, d->routes[0].evidence);
-	for (size_t k = 1; k < d->nroutes; k++)
-		fprintf(f, "    also possible: %s\n      evidence: %s\n", d->routes[k].text,
-			d->routes[k].evidence);
+	int width = rb_text_width(f);
+	fprintf(f, "  %s unexplained %s: likely %s\n", fmt_size(b3, (uint64_t)m->unexplained),
+		m == pk ? "at the peak" : "at the end", d->routes[0].text);
+	evidence(f, width, d->routes[0].evidence);
+	for (size_t k = 1; k < d->nroutes; k++) {
+		fprintf(f, "    also possible: %s\n", d->routes[k].text);
+		evidence(f, width, d->routes[k].evidence);
+	}
 }
 
 void acct_print(FILE *f, const struct acct *a, int64_t only)

@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "analysis/check-measure.h"
+#include "analysis/oom.h"
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/report-print.h"
 
 static const char about[] =
     "A CI gate on GPU memory. For each TRACE (one per rank or process) and each\n"
@@ -27,6 +29,12 @@ static const char more[] =
     "file (the other commands' codes 3 and 4 become 2 here). A trace with a torn\n"
     "tail is checked up to it, with a warning.\n"
     "\n"
+    "A note line follows the checks for a trace whose process ran out of memory\n"
+    "(an out-of-memory failure that no retry recovered: its peak is only what it\n"
+    "reached before failing; `gpumemtrace oom` says why) and for an incomplete\n"
+    "trace (no trailer: the process was killed or crashed). --fail-on-oom makes\n"
+    "the first a failed check (no-oom), exit 1.\n"
+    "\n"
     "examples:\n"
     "  gpumemtrace check --max-peak 8GiB gpumemtrace.*.gmt\n"
     "  gpumemtrace check --baseline main.gmt --max-increase 5 --junit mem.xml pr.gmt\n"
@@ -37,8 +45,8 @@ static const struct opt_usage usage = {
 
 #define CMD "check"
 
-enum check_kind { CK_PEAK, CK_LIVE_END, CK_INCREASE };
-static const char *const check_name[] = {"max-peak", "max-live-at-end", "max-increase"};
+enum check_kind { CK_PEAK, CK_LIVE_END, CK_INCREASE, CK_OOM };
+static const char *const check_name[] = {"max-peak", "max-live-at-end", "max-increase", "no-oom"};
 
 struct check_result {
 	const char *trace;
@@ -50,7 +58,7 @@ struct check_result {
 };
 
 struct check_args {
-	bool has_peak, has_live, has_increase, has_device, json;
+	bool has_peak, has_live, has_increase, has_device, json, fail_on_oom;
 	uint64_t max_peak, max_live;
 	double max_increase;
 	int64_t device;
@@ -67,6 +75,9 @@ struct check_state {
 		const char *path;
 		bool complete;
 		uint64_t ignored_allocs, ignored_bytes;
+		uint64_t ooms;	  /* out-of-memory failures no retry recovered */
+		const char *kase; /* the first one's case (oom_case_name) */
+		int64_t end_ns;	  /* where the trace ends (its last flush when incomplete) */
 	} * tinfo;
 	size_t ntinfo;
 };
@@ -121,6 +132,9 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			"leave out allocations charged to a library whose\n"
 			"file name matches GLOB (fnmatch; repeatable), in\n"
 			"the traces and the baseline alike"),
+	    OPT_BOOL("fail-on-oom", &a->fail_on_oom,
+		     "fail (exit 1) when an out-of-memory failure was\n"
+		     "not recovered by the framework's retry"),
 	    OPT_FILE("junit", &a->junit, "FILE", "also write the results as JUnit XML to FILE"),
 	    OPT_BOOL("json", &a->json, "one JSON object instead of lines (keys: docs/cli.md)"),
 	    OPT_END(),
@@ -132,10 +146,9 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	a->ntraces = (size_t)n;
 	if (a->junit && !*a->junit)
 		return say_usage_error(CMD, "--junit: empty file name");
-	if (!a->has_peak && !a->has_live && !a->has_increase && !a->baseline)
-		return say_usage_error(
-		    CMD, "no check given: use --max-peak, --max-live-at-end or --baseline with "
-			 "--max-increase");
+	if (!a->has_peak && !a->has_live && !a->has_increase && !a->baseline && !a->fail_on_oom)
+		return say_usage_error(CMD, "no check given: use --max-peak, --max-live-at-end, "
+					    "--fail-on-oom or --baseline with --max-increase");
 	if (a->baseline && !a->has_increase)
 		return say_usage_error(CMD, "--baseline needs --max-increase PCT");
 	if (a->has_increase && !a->baseline)
@@ -194,6 +207,50 @@ static void check_trace(struct check_state *s, const struct check_args *a, const
 	free(devs);
 }
 
+/* Whether the run ran out of memory for good (oom's cases), and where the
+ * trace ends: the notes, and the no-oom check under --fail-on-oom. */
+static void oom_trace(struct check_state *s, const struct check_args *a, const char *path,
+		      struct measure *m)
+{
+	struct oom_result r;
+	const char *kase;
+	oom_compute(&m->t, &r); /* a read error is trace_finish's to report */
+	uint64_t n = oom_unrecovered(&r, a->has_device, a->device, &kase);
+	oom_free(&r);
+	s->tinfo[s->ntinfo].ooms = n;
+	s->tinfo[s->ntinfo].kase = kase;
+	s->tinfo[s->ntinfo].end_ns = trace_duration_ns(&m->t);
+	if (a->fail_on_oom)
+		add_result(s, (struct check_result){path, CK_OOM, a->has_device ? a->device : -1, n,
+						    0, 0, 0, n == 0});
+}
+
+static void print_notes(FILE *f, const struct check_state *s)
+{
+	char line[1024], b[32];
+	int width = rb_text_width(f);
+	for (size_t i = 0; i < s->ntinfo; i++) {
+		if (s->tinfo[i].ooms) {
+			snprintf(
+			    line, sizeof(line),
+			    "note: %s: %" PRIu64 " out-of-memory failure%s not recovered by retry "
+			    "(%s): the run may have died of it, and its peak is only what it "
+			    "reached first; `gpumemtrace oom` says why (--fail-on-oom fails on it)",
+			    s->tinfo[i].path, s->tinfo[i].ooms, s->tinfo[i].ooms == 1 ? "" : "s",
+			    s->tinfo[i].kase);
+			rb_wrap(f, 0, width, line);
+		}
+		if (!s->tinfo[i].complete) {
+			snprintf(
+			    line, sizeof(line),
+			    "note: %s: incomplete trace (no trailer: the process was killed or "
+			    "crashed, or still runs): checked up to its last flush at %s",
+			    s->tinfo[i].path, trace_fmt_time(b, s->tinfo[i].end_ns));
+			rb_wrap(f, 0, width, line);
+		}
+	}
+}
+
 static const char *pct_text(char *buf, double v)
 {
 	if (isinf(v))
@@ -235,6 +292,10 @@ static void print_line(FILE *f, const struct check_result *r, const struct check
 			size_exact(b1, r->measured), size_exact(b2, r->baseline),
 			pct_text(b3, r->increase_pct), r->pass ? "<=" : ">", a->max_increase);
 		break;
+	case CK_OOM:
+		fprintf(f, "%" PRIu64 " out-of-memory failure%s not recovered by retry\n",
+			r->measured, r->measured == 1 ? "" : "s");
+		break;
 	}
 }
 
@@ -275,9 +336,11 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 		json_cstr(f, s->tinfo[i].path);
 		fprintf(f,
 			", \"complete\": %s, \"ignored_allocations\": %" PRIu64
-			", \"ignored_bytes\": %" PRIu64 "}",
+			", \"ignored_bytes\": %" PRIu64 ", \"unrecovered_ooms\": %" PRIu64
+			", \"oom_case\": \"%s\", \"end_time_ns\": %" PRId64 "}",
 			s->tinfo[i].complete ? "true" : "false", s->tinfo[i].ignored_allocs,
-			s->tinfo[i].ignored_bytes);
+			s->tinfo[i].ignored_bytes, s->tinfo[i].ooms, s->tinfo[i].kase,
+			s->tinfo[i].end_ns);
 	}
 	fputs("],\n \"checks\": [", f);
 	for (size_t i = 0; i < s->n; i++) {
@@ -291,7 +354,9 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 			fputs("null", f);
 		fprintf(f, ", \"pass\": %s, \"measured_bytes\": %" PRIu64,
 			r->pass ? "true" : "false", r->measured);
-		if (r->kind == CK_INCREASE) {
+		if (r->kind == CK_OOM) {
+			fputs(", \"limit\": 0", f);
+		} else if (r->kind == CK_INCREASE) {
 			fprintf(f, ", \"baseline_bytes\": %" PRIu64 ", \"increase_pct\": ",
 				r->baseline);
 			json_pct(f, r->increase_pct);
@@ -382,12 +447,20 @@ int cmd_check(int argc, char **argv)
 		struct measure m;
 		rc = check_measure(&m, CMD, a.traces[i], &opt);
 		if (rc < 0 && a.has_device && !check_measure_has_dev(&m, a.device)) {
-			say_error(CMD, "%s: no device %" PRId64 " in the trace", a.traces[i],
-				  a.device);
+			char devs[256] = "none";
+			int64_t *ds;
+			size_t nd = check_measure_devs(&m, &ds);
+			for (size_t k = 0, len = 0; k < nd && len + 24 < sizeof(devs); k++)
+				len += (size_t)snprintf(devs + len, sizeof(devs) - len,
+							"%s%" PRId64, k ? ", " : "", ds[k]);
+			free(ds);
+			say_error(CMD, "%s: no device %" PRId64 " in the trace (its devices: %s)",
+				  a.traces[i], a.device, devs);
 			rc = EXIT_USAGE;
 		}
 		if (rc < 0) {
 			check_trace(&s, &a, a.traces[i], &m, &base);
+			oom_trace(&s, &a, a.traces[i], &m);
 			s.tinfo[s.ntinfo].path = a.traces[i];
 			s.tinfo[s.ntinfo].complete = m.t.complete;
 			s.tinfo[s.ntinfo].ignored_allocs = m.ignored_allocs;
@@ -410,6 +483,7 @@ int cmd_check(int argc, char **argv)
 	} else {
 		for (size_t i = 0; i < s.n; i++)
 			print_line(stdout, &s.res[i], &a);
+		print_notes(stdout, &s);
 		printf("check: %zu passed, %zu failed\n", s.n - failed, failed);
 	}
 	fflush(stdout);

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "analysis/explain.h"
 #include "analysis/fragmentation.h"
 #include "analysis/report-base.h"
 #include "analysis/trace.h"
@@ -33,10 +34,12 @@ static const char about[] =
     "    median age; at the device's peak, at the end and at its first\n"
     "    out-of-memory failure, with what the failing thread freed next;\n"
     "  - free space inside a framework's cache: not visible from driver calls\n"
-    "    (a tensor's free makes none); the framework's own counters show it:\n"
-    "    with a trace of 'run --framework-counters', reserved - allocated of\n"
-    "    the reading at the peak (PyTorch also: inactive split bytes), and the\n"
-    "    most over the readings.\n"
+    "    (under a caching allocator a tensor's free makes none; under a\n"
+    "    stream-ordered pool each is a cudaFreeAsync, but the pool keeps the\n"
+    "    memory); the framework's own counters (gpumemtrace run\n"
+    "    --framework-counters) show it: reserved - allocated of the reading at\n"
+    "    the peak (PyTorch also: inactive split bytes), and the most over the\n"
+    "    readings.\n"
     "Per process:\n"
     "  - VMM: reserved address space (cuMemAddressReserve; never memory) against\n"
     "    mapped (cuMemMap) against physical memory (cuMemCreate), peak and end;\n"
@@ -73,7 +76,8 @@ static void segs_json(FILE *f, struct trace *t, const struct frag_segs *s)
 	fprintf(f, "}, \"pytorch_like\": %s}", frag_pytorch_like(s) ? "true" : "false");
 }
 
-static void segs_human(FILE *f, struct trace *t, const char *what, const struct frag_segs *s)
+/* at: the time shown (the trace's end for "at the end", as summary's). */
+static void segs_human(FILE *f, const char *what, int64_t at, const struct frag_segs *s)
 {
 	char b1[32], b2[32], b3[32], b4[32];
 	if (!s->count) {
@@ -81,9 +85,8 @@ static void segs_human(FILE *f, struct trace *t, const char *what, const struct 
 		return;
 	}
 	fprintf(f, "    %s (%s): %" PRIu64 " segment%s, %s; oldest %s, median age %s\n", what,
-		rb_time(b1, trace_rel(t, s->time_ns)), s->count, s->count == 1 ? "" : "s",
-		fmt_size(b2, s->bytes), rb_dur(b3, (int64_t)s->oldest_ns),
-		rb_dur(b4, (int64_t)s->median_age_ns));
+		rb_time(b1, at), s->count, s->count == 1 ? "" : "s", fmt_size(b2, s->bytes),
+		rb_dur(b3, (int64_t)s->oldest_ns), rb_dur(b4, (int64_t)s->median_age_ns));
 	fputs("      ", f);
 	for (int c = 0, n = 0; c < FRAG_NCLASSES; c++)
 		if (s->class_count[c])
@@ -132,7 +135,7 @@ static void grants_human(FILE *f, const struct frag_dev *d)
 			d->async.count, fmt_size(b1, d->async.requested));
 }
 
-static void cache_free_human(FILE *f, struct trace *t, const struct frag_counters *c)
+static void counters_free_human(FILE *f, struct trace *t, const struct frag_counters *c)
 {
 	char b1[32], b2[32], b3[32], b4[32], tb[32];
 	fprintf(f,
@@ -148,7 +151,52 @@ static void cache_free_human(FILE *f, struct trace *t, const struct frag_counter
 		c->readings == 1 ? "" : "s", fmt_size(b4, c->max_free));
 }
 
-static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d)
+/* Free space inside the cache, or why it cannot be seen: it depends on
+ * whether a tensor's free reaches the driver in the allocator's mode. */
+static void cache_free_human(FILE *f, struct trace *t, const struct frag_dev *d,
+			     const struct ex_recog *rec)
+{
+	char line[600];
+	if (d->counters.known) {
+		counters_free_human(f, t, &d->counters);
+		return;
+	}
+	const char *why;
+	switch (rec->mode) {
+	case MODE_PT_ASYNC:
+	case MODE_TF_ASYNC:
+	case MODE_ASYNC_POOL:
+		why = "every free is a cudaFreeAsync, but the pool keeps the memory up to its "
+		      "release threshold";
+		break;
+	case MODE_PT_NOCACHE:
+	case MODE_XLA_PLATFORM:
+		snprintf(line, sizeof(line),
+			 "free inside the cache: little or none: under %s's %s every tensor's free "
+			 "is a driver call",
+			 rec->fw_name, rec->mode_name);
+		rb_wrap(f, 2, rb_text_width(f), line);
+		return;
+	default:
+		/* no framework named: the pattern alone does not say whose cache */
+		why = rec->fw == FW_NONE ? "under a cache, freeing a tensor makes none" : NULL;
+	}
+	if (why)
+		snprintf(line, sizeof(line),
+			 "free inside the cache: not visible from driver calls (%s); the "
+			 "framework's own counters (gpumemtrace run --framework-counters) show it",
+			 why);
+	else
+		snprintf(line, sizeof(line),
+			 "free inside the cache: not visible from driver calls (under %s%s%s, a "
+			 "tensor's free makes none); the framework's own counters (gpumemtrace run "
+			 "--framework-counters) show it",
+			 rec->fw_name, "'s ", rec->mode_name);
+	rb_wrap(f, 2, rb_text_width(f), line);
+}
+
+static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d,
+		      const struct ex_recog *rec)
 {
 	char b1[64], b2[32], b3[32];
 	fprintf(f, "\ndevice %" PRId64 ": %" PRIu64 " allocations, peak %s\n", d->ordinal,
@@ -166,10 +214,10 @@ static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d)
 	grants_human(f, d);
 	fprintf(f, "  segments (device allocations not stream-ordered: under a caching "
 		   "allocator, what it holds from the driver)\n");
-	segs_human(f, t, "at the peak", &d->at_peak);
-	segs_human(f, t, "at the end", &d->at_end);
+	segs_human(f, "at the peak", trace_rel(t, d->at_peak.time_ns), &d->at_peak);
+	segs_human(f, "at the end", trace_duration_ns(t), &d->at_end);
 	if (d->at_oom.taken) {
-		segs_human(f, t, "at the first OOM", &d->at_oom);
+		segs_human(f, "at the first OOM", trace_rel(t, d->at_oom.time_ns), &d->at_oom);
 		fprintf(f,
 			"      then the failing thread freed %" PRIu64 " of them (%s) before its "
 			"next device allocation\n",
@@ -179,12 +227,7 @@ static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d)
 		fprintf(f, "    the sizes match PyTorch's caching allocator's segments (2 MiB, 20 "
 			   "MiB, 2 MiB "
 			   "multiples): a cache may hold free space inside them\n");
-	if (d->counters.known)
-		cache_free_human(f, t, &d->counters);
-	else
-		fprintf(f, "  free inside the cache: not visible from driver calls (freeing a "
-			   "tensor makes none); the framework's counters show it: trace with "
-			   "'gpumemtrace run --framework-counters'\n");
+	cache_free_human(f, t, d, rec);
 }
 
 static void grant_json(FILE *f, const char *key, const struct frag_grant *g, bool granted)
@@ -295,7 +338,8 @@ static void frag_human_vmm(FILE *f, const struct frag_vmm *v)
 			fmt_size(b1, v->reserved_peak - v->mapped_peak));
 }
 
-static void frag_human(FILE *f, struct trace *t, const struct frag_result *g, int first)
+static void frag_human(FILE *f, struct trace *t, const struct frag_result *g, int first,
+		       const struct ex_recog *rec)
 {
 	char b1[32], b2[32];
 	if (!first)
@@ -304,18 +348,22 @@ static void frag_human(FILE *f, struct trace *t, const struct frag_result *g, in
 	if (!g->ndevs)
 		fprintf(f, "  no device memory was allocated\n");
 	for (size_t k = 0; k < g->ndevs; k++)
-		dev_human(f, t, &g->devs[k]);
+		dev_human(f, t, &g->devs[k], rec);
 	if (g->vmm.used)
 		frag_human_vmm(f, &g->vmm);
-	if (g->async_peak || g->pools_created)
-		fprintf(f,
-			"\npools: stream-ordered allocations peaked at %s (%s at the "
-			"end); %" PRIu64 " pools created, %" PRIu64
-			" trims; the pools' reservations are not in the trace, so "
-			"memory a pool holds beyond its outstanding allocations is "
-			"not visible here (accounting compares nvidia-smi with the trace)\n",
-			fmt_size(b1, g->async_peak), fmt_size(b2, g->async_live), g->pools_created,
-			g->pool_trims);
+	if (g->async_peak || g->pools_created) {
+		char line[600];
+		snprintf(line, sizeof(line),
+			 "pools: stream-ordered allocations peaked at %s (%s at the "
+			 "end); %" PRIu64 " pools created, %" PRIu64
+			 " trims; the pools' reservations are not in the trace, so "
+			 "memory a pool holds beyond its outstanding allocations is "
+			 "not visible here (accounting compares nvidia-smi with the trace)",
+			 fmt_size(b1, g->async_peak), fmt_size(b2, g->async_live), g->pools_created,
+			 g->pool_trims);
+		fputc('\n', f);
+		rb_wrap(f, 0, rb_text_width(f), line);
+	}
 }
 
 static void totals_render(FILE *f, const struct rb_opts *o, const struct trace *ts,
@@ -370,8 +418,12 @@ int cmd_fragmentation(int argc, char **argv)
 		frag_totals(&g, &tot[i]);
 		if (o.json)
 			frag_json(f, &ts[i], &g, i == 0);
-		else
-			frag_human(f, &ts[i], &g, i == 0);
+		else {
+			struct ex_recog rec;
+			if (explain_allocator(&ts[i], o.has_device, o.device, &rec) >= 0)
+				memset(&rec, 0, sizeof(rec)); /* unread: no mode, as direct */
+			frag_human(f, &ts[i], &g, i == 0, &rec);
+		}
 		frag_free(&g);
 	}
 	totals_render(f, &o, ts, tot);

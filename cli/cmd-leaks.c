@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/explain.h"
 #include "analysis/trace.h"
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -18,6 +19,10 @@ static const char about[] =
     "arrays, IPC mappings), when the first and the last of them were allocated,\n"
     "the site with its callers and the library it is charged to. VA reservations\n"
     "and pool objects hold no memory and are left out.\n"
+    "\n"
+    "A framework's cache or pool (a caching allocator's segments, a stream-ordered\n"
+    "pool, a preallocation, recognized as explain does) is held until exit by\n"
+    "design: a note line says so; `gpumemtrace growth` gives the leak verdict.\n"
     "\n"
     "A trace without a trailer (the process was killed, or is still running) ends\n"
     "at its last flush: then \"live at the end\" means live at that flush, not at\n"
@@ -39,6 +44,7 @@ struct leak_trace {
 	struct trace t;
 	uint64_t bytes, allocs;
 	uint64_t bucket[BK_COUNT];
+	char held_by[300]; /* what holds them until exit (explain_held_by), or "" */
 };
 
 static bool counted(int bucket)
@@ -77,6 +83,10 @@ static int leaks_one(struct trace_rows *rows, struct leak_trace *lt)
 	}
 	trace_rows_fold(rows);
 	replay_free(&rp);
+	struct ex_recog rec;
+	if (rc < 0 && lt->bytes && explain_allocator(&lt->t, false, 0, &rec) < 0 &&
+	    explain_held_by(&rec, lt->held_by, sizeof(lt->held_by)) == NULL)
+		lt->held_by[0] = '\0';
 	return rc;
 }
 
@@ -100,6 +110,24 @@ static void kinds_text(FILE *f, const uint64_t *bucket)
 	}
 	if (first)
 		fputs("nothing", f);
+}
+
+/* A framework's cache or pool is live until exit by design: say so, once
+ * per trace, before the rows read as leaked tensors. */
+static void held_note(FILE *f, const struct leak_trace *ls, int n)
+{
+	char lb[64], line[1024];
+	for (int i = 0; i < n; i++) {
+		if (!ls[i].held_by[0])
+			continue;
+		snprintf(
+		    line, sizeof(line),
+		    "note: %s%s%sthese are %s, held until exit, not necessarily leaked tensors; "
+		    "see `gpumemtrace growth` (leak verdict) and `explain`",
+		    n > 1 ? "in " : "", n > 1 ? trace_label(&ls[i].t, lb, sizeof(lb)) : "",
+		    n > 1 ? ": " : "", ls[i].held_by);
+		rb_wrap(f, 0, rb_text_width(f), line);
+	}
 }
 
 static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uint64_t limit)
@@ -134,6 +162,7 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 		allocs == 1 ? "" : "s");
 	kinds_text(f, bucket);
 	fputs(")\n", f);
+	held_note(f, ls, n);
 	if (nrows) {
 		fprintf(f, "\n  %10s %7s  %-22s  %s%s\n", "bytes", "allocs", "allocated",
 			n > 1 ? "most in                    " : "",
@@ -145,14 +174,14 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 	int width = rb_text_width(f);
 	for (size_t i = 0; i < nrows && (!limit || shown < limit); i++, shown++) {
 		struct trace_row *r = rows[i];
-		char when[64];
-		if (r->first_ns == r->last_ns)
-			snprintf(when, sizeof(when), "%s",
-				 trace_fmt_time(b2, (int64_t)r->first_ns));
+		char when[80];
+		trace_fmt_time(b2, (int64_t)r->first_ns);
+		trace_fmt_time(b3, (int64_t)r->last_ns);
+		/* one time when both print the same ("+8.841 s..+8.841 s" read oddly) */
+		if (strcmp(b2, b3) == 0)
+			snprintf(when, sizeof(when), "%s", b2);
 		else
-			snprintf(when, sizeof(when), "%s..%s",
-				 trace_fmt_time(b2, (int64_t)r->first_ns),
-				 trace_fmt_time(b3, (int64_t)r->last_ns));
+			snprintf(when, sizeof(when), "%s..%s", b2, b3);
 		fprintf(f, "  %10s %7" PRIu64 "  %-22s  ", fmt_size(b1, r->v[TM_END]),
 			r->end_allocs, when);
 		if (n > 1) {
@@ -255,6 +284,11 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 			t->complete ? "true" : "false", t->complete ? "exit" : "last_flush",
 			trace_duration_ns(t), ls[i].bytes, ls[i].allocs);
 		json_kinds(f, ls[i].bucket);
+		fputs(", \"held_by\": ", f);
+		if (ls[i].held_by[0])
+			json_cstr0(f, ls[i].held_by);
+		else
+			fputs("null", f);
 		fputc('}', f);
 	}
 	fprintf(f,

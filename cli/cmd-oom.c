@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "analysis/explain.h"
 #include "analysis/oom.h"
 #include "analysis/report-base.h"
 #include "analysis/trace.h"
@@ -92,7 +93,12 @@ static void figures_json(FILE *f, struct trace *t, const struct oom_failure *o)
 		", \"contexts_bytes\": %" PRIu64 ", \"this_process_bytes\": %" PRIu64
 		", \"this_process_source\": \"%s\"",
 		o->held, o->held_all, o->contexts, o->this_process,
-		o->nvml_process ? "nvml" : "trace");
+		o->from_meminfo	  ? "meminfo"
+		: o->nvml_process ? "nvml"
+				  : "trace");
+	if (o->dropped)
+		fprintf(f, ", \"inconsistent_bytes\": %" PRIu64 ", \"inconsistent_source\": \"%s\"",
+			o->dropped, o->dropped_nvml ? "nvml" : "trace");
 	json_u(f, "other_processes_bytes", o->free_known, o->others);
 	fputc('}', f);
 	const struct oom_next *n = &o->next;
@@ -182,7 +188,7 @@ static void trace_json(FILE *f, struct trace *t, const struct oom_result *r, boo
 	fputs("]}", f);
 }
 
-static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
+static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, const char *next)
 {
 	char b1[32], b2[32], b3[32], site[512];
 	const struct gmt_event *e = &o->e;
@@ -206,13 +212,29 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
 		else
 			fprintf(f, "  device memory then: free unknown (no MEMINFO record, no NVML "
 				   "sample)\n");
-		fprintf(f,
-			"  this process %s %s (%s traced allocations, %s contexts and module code)",
-			o->nvml_process ? "used, per NVML," : "held", fmt_size(b1, o->this_process),
-			fmt_size(b2, o->held), fmt_size(b3, o->contexts));
+		char line[400];
+		if (o->dropped) /* a source larger than the device: named, not used */
+			snprintf(
+			    line, sizeof(line),
+			    "this process held %s (%s traced allocations%s); %s %s is more than "
+			    "the device's total: inconsistent, not used",
+			    fmt_size(b1, o->this_process), fmt_size(b2, o->held),
+			    o->from_meminfo ? ", the device's use: total - free"
+					    : " + contexts and module code",
+			    o->dropped_nvml ? "NVML's per-process" : "traced + contexts",
+			    fmt_size(b3, o->dropped));
+		else
+			snprintf(
+			    line, sizeof(line),
+			    "this process %s %s (%s traced allocations, %s contexts and module "
+			    "code)",
+			    o->nvml_process ? "used, per NVML," : "held",
+			    fmt_size(b1, o->this_process), fmt_size(b2, o->held),
+			    fmt_size(b3, o->contexts));
 		if (o->free_known)
-			fprintf(f, "; other processes %s", fmt_size(b1, o->others));
-		fputc('\n', f);
+			snprintf(line + strlen(line), sizeof(line) - strlen(line),
+				 "; other processes %s", fmt_size(b1, o->others));
+		rb_wrap(f, 2, width, line);
 	}
 	if (o->nlibs) {
 		fprintf(f, "  by library:");
@@ -229,7 +251,11 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o)
 				rb_fit(rb_site(t, o->sites[i].stack_id, site, sizeof(site)),
 				       width - 24, cut, sizeof(cut)));
 	}
-	fprintf(f, "  case: %s: %s\n", oom_case_name[o->kase], o->why);
+	char line[800];
+	snprintf(line, sizeof(line), "case: %s: %s", oom_case_name[o->kase], o->why);
+	rb_wrap(f, 2, width, line);
+	if (next && o->kase == OOM_THIS_PROCESS)
+		rb_wrap(f, 2, width, next);
 }
 
 static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bool first)
@@ -250,11 +276,25 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 		fputc('\n', f);
 	}
 	fprintf(f, "  verdict: %s\n", r->verdict);
-	for (size_t k = 0; k < r->nblind; k++)
-		fprintf(f, "  not visible here: %s\n", r->blind[k].text);
+	for (size_t k = 0; k < r->nblind; k++) {
+		char line[640];
+		snprintf(line, sizeof(line), "not visible here: %s", r->blind[k].text);
+		rb_wrap(f, 2, rb_text_width(f), line);
+	}
 	size_t show = r->nfails < HUMAN_OOMS ? r->nfails : HUMAN_OOMS;
+	/* this process's own memory under a cache: what to do, from its mode */
+	char nb[600];
+	const char *next = NULL;
+	for (size_t k = 0; k < show && !next; k++) {
+		struct ex_recog rec;
+		if (r->fails[k].kase != OOM_THIS_PROCESS)
+			continue;
+		if (explain_allocator(t, false, 0, &rec) < 0)
+			next = explain_oom_next(&rec, nb, sizeof(nb));
+		break;
+	}
 	for (size_t k = 0; k < show; k++)
-		oom_human(f, t, &r->fails[k]);
+		oom_human(f, t, &r->fails[k], next);
 	if (r->fails_total > show)
 		fprintf(f, "\n  ... %" PRIu64 " more (--json details up to %d)\n",
 			r->fails_total - show, OOM_MAX);

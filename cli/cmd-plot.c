@@ -849,10 +849,12 @@ static int set_window(struct plot *p, const char *from, const char *to)
 	if (to)
 		hi = origin + v;
 	if ((from || to) && hi <= lo) {
-		char a[32], b[32];
-		return say_usage_error(CMD, "empty window: from %s to %s",
+		char a[32], b[32], c[32];
+		/* with the trace's length: the window the user can ask for */
+		return say_usage_error(CMD, "empty window: from %s to %s (the trace lasts %s)",
 				       trace_fmt_time(a, (int64_t)(lo - origin)),
-				       trace_fmt_time(b, (int64_t)(hi - origin)));
+				       trace_fmt_time(b, (int64_t)(hi - origin)),
+				       rb_dur(c, trace_duration_ns(t)));
 	}
 	p->origin = origin;
 	p->t0 = lo;

@@ -89,9 +89,25 @@ static int no_trace(const struct run_args *a, int status)
  * tensor from the driver (docs/reports.md, "A per-tensor mode"). */
 static void per_tensor(void)
 {
-	setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
-	setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", 1);
-	setenv("TF_GPU_ALLOCATOR", "cuda_malloc_async", 1);
+	static const char *const sets[][2] = {{"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"},
+					      {"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"},
+					      {"TF_GPU_ALLOCATOR", "cuda_malloc_async"}};
+	char said[600] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+		const char *old = getenv(sets[i][0]);
+		/* the user's own setting is replaced: say which, never silently */
+		if (old && strcmp(old, sets[i][1]) != 0 && len + 200 < sizeof(said))
+			len += (size_t)snprintf(said + len, sizeof(said) - len, "%s%s=%.60s",
+						len ? ", " : "", sets[i][0], old);
+		setenv(sets[i][0], sets[i][1], 1);
+	}
+	if (len)
+		fprintf(stderr,
+			"gpumemtrace run: --per-tensor: overrides your %s (with "
+			"PYTORCH_NO_CUDA_MEMORY_CACHING=1, XLA_PYTHON_CLIENT_ALLOCATOR=platform, "
+			"TF_GPU_ALLOCATOR=cuda_malloc_async)\n",
+			said);
 	fputs("gpumemtrace run: --per-tensor: PyTorch, JAX and TensorFlow caches off: every "
 	      "tensor gets its own stack, but the program runs slower and its peak differs "
 	      "from a cached run's\n"
@@ -105,8 +121,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	const struct option opts[] = {
 	    OPT_FILE("output", &a->output, "TEMPLATE",
 		     "trace path template (GPUMEMTRACE_OUTPUT): %p pid,\n"
-		     "%h host, %r rank; default gpumemtrace.%p.gmt in the\n"
-		     "current directory (a relative path is made absolute)",
+		     "%h host, %r rank; default $GPUMEMTRACE_OUTPUT if\n"
+		     "exported, else gpumemtrace.%p.gmt in the current\n"
+		     "directory (a relative path is made absolute)",
 		     .short_name = 'o'),
 	    OPT_STRING("stack-depth", &a->stack_depth, "N",
 		       "native frames per event (GPUMEMTRACE_STACK_DEPTH)"),
@@ -413,7 +430,11 @@ int cmd_run(int argc, char **argv)
 		free(a.command);
 		return rc >= 0 ? rc : EXIT_INPUT;
 	}
-	char *tmpl = absolute_template(a.output ? a.output : "gpumemtrace.%p.gmt");
+	/* -o, else the template the user exported, else the default */
+	const char *env_out = getenv("GPUMEMTRACE_OUTPUT");
+	char *tmpl = absolute_template(a.output		     ? a.output
+				       : env_out && *env_out ? env_out
+							     : "gpumemtrace.%p.gmt");
 	struct trace_list list;
 	if (list_create(&list) != 0) {
 		free(helper);

@@ -15,6 +15,7 @@
 #include <uthash.h>
 
 #include "analysis/accounting.h"
+#include "analysis/oom.h"
 #include "cli/accounting-print.h"
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -624,9 +625,48 @@ const char *failure_result(const struct failure *x)
 	return result_name(x->recorded_api, x->result);
 }
 
-static void print_calls(FILE *f, const struct summary *s)
+/* A failed call's case, as oom names it (matched by time, size, device). */
+static const char *failure_case(const struct oom_result *r, const struct failure *x)
+{
+	for (size_t i = 0; i < r->nfails; i++) {
+		const struct gmt_event *e = &r->fails[i].e;
+		if (e->time_ns == x->time_ns && e->size == x->size && e->device == x->device)
+			return oom_case_name[r->fails[i].kase];
+	}
+	return NULL;
+}
+
+/* The failed calls, each with oom's case: two failed cudaMalloc that the
+ * framework's retry recovered are no failure of the program. */
+static void print_failures(FILE *f, struct summary *s)
 {
 	char b1[32], b2[32];
+	struct oom_result r;
+	oom_compute(&s->t, &r); /* a read error is the summary's own to report */
+	fprintf(f, "\nfailed calls (%" PRIu64 ")\n", s->nfailures);
+	size_t show = s->nfailures_kept < 20 ? s->nfailures_kept : 20;
+	for (size_t i = 0; i < show; i++) {
+		const struct failure *x = &s->failures[i];
+		const char *rn = failure_result(x), *kase = failure_case(&r, x);
+		fprintf(f, "  %16s  %-28s dev %-3" PRId64 " size %-10s %s (%" PRIu64 ")%s%s\n",
+			fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
+			x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result,
+			kase ? "  " : "", kase ? kase : "");
+	}
+	if (s->nfailures > show)
+		fprintf(f, "  ... %" PRIu64 " more (--json lists up to %d)\n", s->nfailures - show,
+			MAX_FAILURES);
+	if (r.nfails)
+		fprintf(f, "  the cases are oom's%s: `gpumemtrace oom` gives each one's figures\n",
+			r.cases[OOM_RECOVERED] ? " (recovered-by-retry: the framework freed "
+						 "memory and the same request then succeeded)"
+					       : "");
+	oom_free(&r);
+}
+
+static void print_calls(FILE *f, struct summary *s)
+{
+	char b1[32];
 	fprintf(f, "\ncalls\n  %-32s %10s %8s %12s\n", "api", "calls", "failed", "bytes");
 	struct call *c, *ct;
 	HASH_ITER(hh, s->calls, c, ct)
@@ -636,20 +676,8 @@ static void print_calls(FILE *f, const struct summary *s)
 	}
 	if (!s->calls)
 		fprintf(f, "  (none)\n");
-	if (!s->nfailures)
-		return;
-	fprintf(f, "\nfailed calls (%" PRIu64 ")\n", s->nfailures);
-	size_t show = s->nfailures_kept < 20 ? s->nfailures_kept : 20;
-	for (size_t i = 0; i < show; i++) {
-		const struct failure *x = &s->failures[i];
-		const char *rn = failure_result(x);
-		fprintf(f, "  %16s  %-28s dev %-3" PRId64 " size %-10s %s (%" PRIu64 ")\n",
-			fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
-			x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result);
-	}
-	if (s->nfailures > show)
-		fprintf(f, "  ... %" PRIu64 " more (--json lists up to %d)\n", s->nfailures - show,
-			MAX_FAILURES);
+	if (s->nfailures)
+		print_failures(f, s);
 }
 
 /* The top sites and the libraries at one device's peak. */

@@ -212,6 +212,53 @@ int rb_text_width(FILE *f)
 	return n >= 20 && n <= 10000 ? n : 160;
 }
 
+/* Columns of s[0..n): UTF-8 continuation bytes take none. */
+static int cols_of(const char *s, size_t n)
+{
+	int c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += (s[i] & 0xC0) != 0x80;
+	return c;
+}
+
+void rb_wrap(FILE *f, int indent, int width, const char *text)
+{
+	int col = 0, lead = indent;
+	bool fresh = true; /* nothing on this line yet */
+	const char *p = text;
+	if (width < indent + 20)
+		width = indent + 20;
+	while (*p) {
+		if (*p == '\n') { /* the text's own line breaks stay */
+			fputc('\n', f);
+			p++, col = 0, fresh = true, lead = indent;
+			continue;
+		}
+		size_t sp = strspn(p, " "), n = strcspn(p + sp, " \n");
+		if (!n) {
+			p += sp;
+			continue;
+		}
+		int w = cols_of(p + sp, n);
+		if (!fresh && col + 1 + w > width) {
+			fputc('\n', f);
+			col = 0, fresh = true, lead = indent + 2;
+		}
+		if (fresh) {
+			fprintf(f, "%*s", lead, "");
+			col = lead;
+		} else {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(p + sp, 1, n, f);
+		col += w, fresh = false;
+		p += sp + n;
+	}
+	if (!fresh || col)
+		fputc('\n', f);
+}
+
 const char *rb_fit(const char *s, int cols, char *buf, size_t size)
 {
 	int used = 0;

@@ -37,6 +37,10 @@ void rb_json_stack(FILE *f, struct trace *t, uint64_t stack_id);
 int rb_text_width(FILE *f);
 /* s cut to `cols` columns (UTF-8 aware) with "…" at the end, into buf. */
 const char *rb_fit(const char *s, int cols, char *buf, size_t size);
+/* Prose wrapped at `width` columns (UTF-8 aware) at spaces: the first line
+ * after `indent` spaces, the others after indent + 2, each ended by a
+ * newline. A word longer than a line is printed whole, never cut. */
+void rb_wrap(FILE *f, int indent, int width, const char *text);
 
 /* Parses a report's options into o (and the site options into sa, when
  * not NULL: its regexes stay compiled until site_opts_free), then opens

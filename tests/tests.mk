@@ -40,7 +40,8 @@ UNIT_SRCS_test-report-base := analysis/report-base.c cli/report-print.c cli/opti
 UNIT_SRCS_test-fragmentation := analysis/fragmentation.c $(UNIT_TRACE)
 UNIT_SRCS_test-oom := analysis/oom.c analysis/oom-judge.c analysis/accounting.c analysis/peakset.c \
 	analysis/report-base.c $(UNIT_TRACE)
-UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analysis/peakset.c $(UNIT_TRACE)
+UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analysis/peakset.c \
+	cli/report-print.c cli/options.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-growth := analysis/growth.c analysis/growth-verdict.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-counters := analysis/fragmentation.c $(UNIT_TRACE)
 UNIT_LIBS_TRACE := -ldw -lelf -lz -lm

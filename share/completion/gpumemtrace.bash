@@ -95,7 +95,7 @@ _gpumemtrace() {
 		--ignore-library) COMPREPLY=(); return ;;
 		--junit) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		esac
-		opts="--max-peak --max-live-at-end --baseline --max-increase --device --ignore-library --junit --json --help" ;;
+		opts="--max-peak --max-live-at-end --baseline --max-increase --device --ignore-library --fail-on-oom --junit --json --help" ;;
 	accounting)
 		case $prev in
 		--device) COMPREPLY=(); return ;;

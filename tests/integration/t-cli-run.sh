@@ -83,4 +83,27 @@ rc=0; "$GMT_CLI" run -o 'no-such-dir/%p.gmt' --check-max-peak 1GiB -- "$PROG_DIR
 expect_eq "gate, trace not created" "$rc" 3
 rc=0; "$GMT_CLI" run -- true 2>err.txt || rc=$?
 expect_eq "no gate, no trace" "$rc" 0
+
+# An exported GPUMEMTRACE_OUTPUT is honoured (run replaced it with its
+# default); -o still wins over it.
+rm -rf gpumemtrace.* envout; mkdir envout
+GPUMEMTRACE_OUTPUT=envout/mine.%p.gmt "$GMT_CLI" run -q -- "$PROG_DIR/life" _exit 4 \
+	>out.txt 2>err.txt || true
+expect_eq "exported template" "$(ls envout/mine.*.gmt 2>/dev/null | wc -l)" 1
+[ -z "$(ls gpumemtrace.* 2>/dev/null)" ] || fail "exported GPUMEMTRACE_OUTPUT ignored"
+GPUMEMTRACE_OUTPUT=envout/mine.%p.gmt "$GMT_CLI" run -q -o envout/o.%p.gmt -- \
+	"$PROG_DIR/life" _exit 4 >out.txt 2>err.txt || true
+expect_eq "-o over the environment" "$(ls envout/o.*.gmt 2>/dev/null | wc -l)" 1
+
+# --per-tensor says which of the user's own settings it overrides, in one line
+PYTORCH_NO_CUDA_MEMORY_CACHING=0 TF_GPU_ALLOCATOR=cuda_malloc_async \
+	"$GMT_CLI" run --per-tensor --allow-no-trace -- true >out.txt 2>err.txt ||
+	fail "per-tensor: $(cat err.txt)"
+expect_eq "override lines" "$(grep -c 'overrides your' err.txt)" 1
+grep -q 'overrides your PYTORCH_NO_CUDA_MEMORY_CACHING=0 (' err.txt ||
+	fail "no override line: $(cat err.txt)"
+! grep -q 'your[^(]*TF_GPU_ALLOCATOR' err.txt || fail "an equal value is no override: $(cat err.txt)"
+env -u PYTORCH_NO_CUDA_MEMORY_CACHING -u TF_GPU_ALLOCATOR -u XLA_PYTHON_CLIENT_ALLOCATOR \
+	"$GMT_CLI" run --per-tensor --allow-no-trace -- true >out.txt 2>err.txt
+! grep -q 'overrides' err.txt || fail "override line with nothing set: $(cat err.txt)"
 echo ok

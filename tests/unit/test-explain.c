@@ -509,8 +509,34 @@ static void test_adapter(void)
 	trace_close(&tr);
 }
 
+/* What the other reports say of a mode: leaks' note, fragmentation's
+ * sentence, oom's next step. */
+static void test_mode_texts(void)
+{
+	char b[600];
+	struct ex_recog r = {.fw = FW_PYTORCH, .fw_name = "PyTorch", .mode = MODE_PT_CACHING};
+	CHECK(explain_held_by(&r, b, sizeof(b)) &&
+		  strcmp(b, "PyTorch's caching allocator's segments") == 0,
+	      "held by: %s", b);
+	CHECK(!explain_frees_reach_driver(&r), "caching: frees stay in the cache");
+	CHECK(explain_oom_next(&r, b, sizeof(b)) && strstr(b, "expandable_segments:True") &&
+		  strstr(b, "max_split_size_mb") && strstr(b, "gpumemtrace fragmentation"),
+	      "oom next: %s", b);
+	r.mode = MODE_PT_ASYNC;
+	CHECK(explain_frees_reach_driver(&r), "async: every free is a cudaFreeAsync");
+	CHECK(!explain_oom_next(&r, b, sizeof(b)), "async: no cache advice");
+	r = (struct ex_recog){.fw = FW_JAX, .fw_name = "JAX", .mode = MODE_BFC_PREALLOC};
+	CHECK(explain_held_by(&r, b, sizeof(b)) && strcmp(b, "JAX's preallocated pool") == 0,
+	      "jax: %s", b);
+	r = (struct ex_recog){.fw = FW_PYTORCH, .fw_name = "PyTorch", .mode = MODE_PT_NOCACHE};
+	CHECK(!explain_held_by(&r, b, sizeof(b)), "no cache: nothing held");
+	r.mode = MODE_DIRECT;
+	CHECK(!explain_held_by(&r, b, sizeof(b)), "direct: nothing held");
+}
+
 int main(void)
 {
+	test_mode_texts();
 	test_recognize();
 	test_helpers();
 	test_smi_and_pool();

@@ -101,8 +101,29 @@ static void traces(void)
 	CHECK(rb_open_all("growth", &o, &ts) == EXIT_INPUT, "a missing trace: EXIT_INPUT");
 }
 
+/* rb_wrap: lines within the width at spaces, a hanging indent, UTF-8 counted
+ * as one column, a word longer than a line whole, the text's own newlines. */
+static void wrap(void)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	rb_wrap(f, 2, 24, "case: one two three four five six seven");
+	rb_wrap(f, 0, 20, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9 aaaaaaaaaa bbbb cc");
+	rb_wrap(f, 0, 20, "x averyveryverylongwordthatdoesnotfit y");
+	rb_wrap(f, 1, 30, "a\nb");
+	fclose(f);
+	expect_str("wrap", text,
+		   "  case: one two three\n    four five six seven\n"
+		   "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9 aaaaaaaaaa bbbb\n  cc\n"
+		   "x\n  averyveryverylongwordthatdoesnotfit\n  y\n"
+		   " a\n b\n");
+	free(text);
+}
+
 int main(void)
 {
+	wrap();
 	times();
 	traces();
 	char *text = NULL;
