@@ -130,15 +130,43 @@ static void test_rule_plateau(void)
 }
 
 /* A late warm-up: 1, 2, 3, then once more at 250 (a bigger batch), then
- * flat to 299. Two steps only, no staircase; 49 flat iterations >= 8: no
- * leak, however late the warm-up ended. */
+ * flat. Two steps, no staircase; the flat stretch between them is 247
+ * (3 to 250), so a steady state needs 2 x 247 = 494 flat. Ending at 299
+ * (49 flat): undetermined, the next step may just not have come yet;
+ * ending at 799 (549 flat >= 494): no leak, however late it ended. */
 static void test_rule_late_warmup(void)
 {
 	uint64_t xs[] = {1, 2, 3, 250};
 	struct growth_verdict v;
 	decide(xs, 4, 299, 50 * MiB, &v);
-	CHECK(v.kind == GV_NO_LEAK && v.steps == 2 && v.steady == 49 && v.last_rise == 250,
+	CHECK(v.kind == GV_UNDETERMINED && v.steps == 2 && v.steady == 49 && v.max_gap == 247 &&
+		  v.need == 494,
+	      "late warm-up, short: kind %d, %zu steps, steady %" PRIu64 " need %" PRIu64, v.kind,
+	      v.steps, v.steady, v.need);
+	decide(xs, 4, 799, 50 * MiB, &v);
+	CHECK(v.kind == GV_NO_LEAK && v.steps == 2 && v.steady == 549 && v.last_rise == 250,
 	      "late warm-up: kind %d, %zu steps, steady %" PRIu64, v.kind, v.steps, v.steady);
+}
+
+/* torch.leak-mid cut at 90%: warm-up 1..4, then 140 and 168 (a 20 MiB
+ * segment pair every 28 iterations), run ends at 181. The last three
+ * steps are not regular (136, 28) and two are too few for a staircase,
+ * so no leak is seen; 13 flat >= 8 used to read "no leak". The longest
+ * flat stretch between steps is 136 (4 to 140): a steady state needs
+ * 272. 13 < 272: undetermined. */
+static void test_rule_between_steps(void)
+{
+	/* the trace's levels, MiB: 18, then 160, 256, 384, 544, 584, 624 */
+	static const uint64_t xs[] = {1, 2, 3, 4, 140, 168}, ls[] = {160, 256, 384, 544, 584, 624};
+	struct growth_rise r[6];
+	for (size_t i = 0; i < 6; i++)
+		r[i] = (struct growth_rise){xs[i], ls[i] * MiB};
+	struct growth_series s = {r, 6, 0, 181, 181, 18 * MiB, 2, 8};
+	struct growth_verdict v;
+	growth_decide(&s, &v);
+	CHECK(v.kind == GV_UNDETERMINED && v.steady == 13 && v.max_gap == 136 && v.need == 272,
+	      "between steps: kind %d steady %" PRIu64 " gap %" PRIu64, v.kind, v.steady,
+	      v.max_gap);
 }
 
 /* Short runs: rises at 1, 2, 3 of 0..6 leave 3 flat iterations (< 8), no
@@ -467,6 +495,7 @@ int main(void)
 	test_rule_doubling();
 	test_rule_plateau();
 	test_rule_late_warmup();
+	test_rule_between_steps();
 	test_rule_short();
 	test_rule_stopped();
 	test_rule_ramp();
