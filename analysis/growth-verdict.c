@@ -286,13 +286,24 @@ double growth_rate_per_s(const struct growth_result *g, const struct growth_dev 
 	return t1 > t0 ? (double)(d->v.to_level - d->v.from_level) * 1e9 / (double)(t1 - t0) : 0;
 }
 
+/* " (peak within a step X)" when the peak is above the level between
+ * iterations (the level is the least live inside each), else "". */
+static const char *peak_within(const struct growth_dev *d, char *buf, size_t size)
+{
+	char b[32];
+	buf[0] = 0;
+	if (d->peak > d->v.level)
+		snprintf(buf, size, " (peak within a step %s)", fmt_size(b, d->peak));
+	return buf;
+}
+
 /* The reason with iterations: positions are iteration indices. */
 static void reason_iters(const struct growth_result *g, const struct growth_dev *d, char *buf,
 			 size_t size)
 {
 	const struct growth_verdict *v = &d->v;
 	uint64_t n = growth_iterations(g);
-	char b[32];
+	char b[32], pk[64];
 	if (v->kind == GV_LEAK && v->shape == GV_RAMP)
 		snprintf(buf, size,
 			 "grew in every iteration from %" PRIu64 " to %" PRIu64 " of %" PRIu64,
@@ -303,14 +314,16 @@ static void reason_iters(const struct growth_result *g, const struct growth_dev 
 			 " of %" PRIu64,
 			 v->period, v->to_x + 1, n);
 	else if (v->shape == GV_FLAT && v->kind == GV_NO_LEAK)
-		snprintf(buf, size, "flat at %s across all %" PRIu64 " iterations",
-			 fmt_size(b, v->level), n);
+		snprintf(buf, size,
+			 "flat between iterations at %s%s across all %" PRIu64 " iterations",
+			 fmt_size(b, v->level), peak_within(d, pk, sizeof(pk)), n);
 	else if (v->kind == GV_NO_LEAK)
 		snprintf(buf, size,
-			 "%ssteady at %s for the last %" PRIu64 " of %" PRIu64
+			 "%ssteady between iterations at %s%s for the last %" PRIu64 " of %" PRIu64
 			 " iterations (the last rise was in iteration %" PRIu64 ")",
 			 v->shape == GV_STOPPED ? "grew in regular steps, then stopped: " : "",
-			 fmt_size(b, v->level), v->steady, n, v->last_rise + 1);
+			 fmt_size(b, v->level), peak_within(d, pk, sizeof(pk)), v->steady, n,
+			 v->last_rise + 1);
 	else if (v->shape == GV_FLAT)
 		snprintf(buf, size,
 			 "only %" PRIu64 " iterations: %d without a rise are needed to call it "
@@ -349,28 +362,32 @@ static void reason_time(const struct growth_result *g, const struct growth_dev *
 	const struct growth_verdict *v = &d->v;
 	char b1[32], b2[32], b3[32], b4[32];
 	if (v->kind == GV_LEAK && v->shape == GV_RAMP)
-		snprintf(buf, size, "kept rising from %s to the end (%s), with no steady stretch",
-			 rb_time(b1, trace_rel(g->t, v->start_x)),
+		snprintf(buf, size, "kept rising from %s to %s (%s), with no steady stretch",
+			 rb_time(b1, trace_rel(g->t, v->start_x)), growth_end_name(g),
 			 rb_time(b2, trace_rel(g->t, growth_time_end(g))));
 	else if (v->kind == GV_LEAK)
-		snprintf(buf, size, "grew in steps every ~%s up to %s, %s before the end",
+		snprintf(buf, size, "grew in steps every ~%s up to %s, %s before %s (%s)",
 			 rb_dur(b1, (int64_t)v->period), rb_time(b2, trace_rel(g->t, v->to_x)),
-			 rb_dur(b3, (int64_t)v->steady));
+			 rb_dur(b3, (int64_t)v->steady), growth_end_name(g),
+			 rb_time(b4, trace_rel(g->t, growth_time_end(g))));
 	else if (v->shape == GV_FLAT && v->kind == GV_NO_LEAK)
 		snprintf(buf, size, "flat at %s over the whole run", fmt_size(b1, v->level));
 	else if (v->kind == GV_NO_LEAK)
 		snprintf(buf, size,
-			 "%sno new high-water mark for %s, from its last rise at %s (to %s) to the "
-			 "end of the trace",
+			 "%sno new high-water mark for %s, from its last rise at %s (to %s) to %s "
+			 "(%s)",
 			 v->shape == GV_STOPPED ? "grew in regular steps, then stopped: " : "",
 			 rb_dur(b1, (int64_t)v->steady), rb_time(b2, trace_rel(g->t, v->last_rise)),
-			 fmt_size(b3, v->level));
-	else if (v->shape == GV_CUT)
+			 fmt_size(b3, v->level), growth_end_name(g),
+			 rb_time(b4, trace_rel(g->t, growth_time_end(g))));
+	else if (v->shape == GV_CUT) /* the peak line's figures: every step, first to peak */
 		snprintf(buf, size,
-			 "grew in %zu steps over %s up to the last driver call (%s), then the "
-			 "process ran %s more without one: a leak cut short by the end of the run, "
-			 "or a cache that settled (mark the iterations with NVTX ranges to decide)",
-			 v->grew_steps, rb_dur(b1, (int64_t)v->grew_for),
+			 "grew in %" PRIu64 " steps over %s up to the last driver call (%s), then "
+			 "the process ran %s more without one: a leak cut short by the end of the "
+			 "run, or a cache that settled (mark the iterations with NVTX ranges to "
+			 "decide)",
+			 d->steps_total,
+			 rb_dur(b1, (int64_t)(d->nsteps ? d->peak_time - d->steps[0].time_ns : 0)),
 			 rb_time(b2, trace_rel(g->t, v->last_rise)),
 			 rb_dur(b3, (int64_t)v->steady));
 	else if (v->shape == GV_STOPPED)
@@ -494,6 +511,18 @@ static size_t iteration_rises(const struct growth_dev *d, size_t n, struct growt
 	return k;
 }
 
+const char *growth_end_name(const struct growth_result *g)
+{
+	for (size_t i = g->t->nsamples; i-- > 0;)
+		if (g->t->samples[i].reason == GMT_SAMPLE_WHY_END)
+			return growth_time_end(g) == g->t->samples[i].time_ns
+				   ? "the process's exit"
+				   : "the last driver call";
+	if (!g->t->has_trailer)
+		return growth_time_end(g) > g->t1 ? "the trace's cut" : "the last driver call";
+	return growth_time_end(g) > g->t1 ? "the end of the trace" : "the last driver call";
+}
+
 uint64_t growth_time_end(const struct growth_result *g)
 {
 	/* the sampler's last reading, at exit, before the tracer's own
@@ -535,18 +564,21 @@ static void series_time(const struct growth_result *g, const struct growth_dev *
 /* A verdict that the run's end makes doubtful: after an out-of-memory
  * failure without iterations (the growth before it is the working set as
  * much as what is kept; a flat end may be a program that gave up); a
- * leak's shape whose live bytes at the end fell below half the level (not
- * kept), that reaches a trace's cut, or that a pool doubling its regions
- * makes (its steps come ever further apart: ending between two is normal). */
+ * leak's shape without iterations whose live bytes at the end fell below
+ * half the high-water mark (not kept; with iterations, the floors saw it
+ * kept, and the end may be a teardown freeing the model), that reaches a
+ * trace's cut, or that a pool doubling its regions makes (its steps come
+ * ever further apart: a run ending between two is normal). */
 static void doubt(const struct growth_result *g, struct growth_dev *d, bool doubling, size_t n)
 {
 	struct growth_verdict *v = &d->v;
-	v->rate_hidden = doubling;
+	/* a ramp's rises are the bytes kept; a doubling pool's steps are not */
+	v->rate_hidden = doubling && v->shape != GV_RAMP;
 	if (g->ooms && !n && v->kind != GV_UNDETERMINED)
 		v->shape = GV_OOM; /* flat after an OOM is a program that stopped, too */
 	else if (v->kind != GV_LEAK)
 		return;
-	else if (2 * d->last_bytes < v->level)
+	else if (2 * d->last_bytes < v->level && !n) /* iterations: a teardown's frees */
 		v->shape = GV_FELL;
 	else if (!g->t->has_trailer && !n)
 		v->shape = GV_CUTOFF;

@@ -524,6 +524,10 @@ int growth_compute(struct trace *t, const struct growth_params *p, struct growth
 	g->p = *p;
 	g->ncols = p->ncols;
 	g->t0 = t->events ? t->first_time_ns : 0;
+	/* an event stamped before the trace's start (a context made before the
+	 * tracer's clock) must not give the chart a negative time */
+	if (g->t0 < t->hdr.start_mono_ns && t->last_time_ns >= t->hdr.start_mono_ns)
+		g->t0 = t->hdr.start_mono_ns;
 	g->t1 = t->events ? t->last_time_ns : 0;
 	plan_markers(t, &g->mk);
 	if (p->has_device)

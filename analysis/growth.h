@@ -190,6 +190,9 @@ double growth_rate_per_s(const struct growth_result *r, const struct growth_dev 
  * sampler's reading at exit, else the trailer's time), else the last
  * event. */
 uint64_t growth_time_end(const struct growth_result *r);
+/* What that end is: "the process's exit", "the end of the trace", "the
+ * trace's cut" or "the last driver call". */
+const char *growth_end_name(const struct growth_result *r);
 /* The time of a verdict position (an iteration's start, or ns as is). */
 uint64_t growth_x_time(const struct growth_result *r, uint64_t x);
 

@@ -90,7 +90,7 @@ static void print_chart(FILE *f, struct growth_result *g, struct growth_dev *d)
 	static const char *blocks[9] = {" ",	  "\u2581", "\u2582", "\u2583", "\u2584",
 					"\u2585", "\u2586", "\u2587", "\u2588"};
 	char b[32];
-	fprintf(f, "  live bytes over time\n");
+	fprintf(f, "  live bytes over time (max per column)\n");
 	for (int r = CHART_HEIGHT - 1; r >= 0; r--) {
 		if (r == CHART_HEIGHT - 1)
 			fprintf(f, "  %*s |", CHART_LABEL_W - 2, fmt_size(b, d->peak));
@@ -110,9 +110,13 @@ static void print_chart(FILE *f, struct growth_result *g, struct growth_dev *d)
 		}
 		fputc('\n', f);
 	}
+	/* the start under the first column, the end ending under the last */
 	char b2[32];
-	fprintf(f, "  %*s  %-*s%s\n", CHART_LABEL_W - 2, "", g->ncols / 2,
-		rb_time(b, trace_rel(g->t, g->t0)), rb_time(b2, trace_rel(g->t, g->t1)));
+	const char *l0 = rb_time(b, trace_rel(g->t, g->t0)),
+		   *l1 = rb_time(b2, trace_rel(g->t, g->t1));
+	int pad = g->ncols - (int)strlen(l1);
+	fprintf(f, "  %*s  %-*s%s\n", CHART_LABEL_W - 2, "",
+		pad > (int)strlen(l0) ? pad : (int)strlen(l0) + 1, l0, l1);
 }
 
 static const char *verdict_label(enum growth_kind k)
@@ -130,7 +134,11 @@ static void print_verdict(FILE *f, struct growth_result *g, struct growth_dev *d
 		fprintf(f, " (%s)", fmt_size(b1, total));
 	fprintf(f, ": %s: ", verdict_label(d->v.kind));
 	double step;
-	if (d->v.kind == GV_LEAK) {
+	if (d->v.kind == GV_LEAK && d->v.rate_hidden) {
+		fputs("rate unknown (the allocator doubles its regions: the bytes kept per step "
+		      "are not in its driver calls): ",
+		      f);
+	} else if (d->v.kind == GV_LEAK) {
 		if (growth_rate_per_step(g, d, &step))
 			fprintf(f, "+%s per iteration, ", fmt_size(b1, (uint64_t)(step + 0.5)));
 		fprintf(f, "+%s/s: ", fmt_size(b2, (uint64_t)(growth_rate_per_s(g, d) + 0.5)));
