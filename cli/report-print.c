@@ -212,6 +212,45 @@ int rb_text_width(FILE *f)
 	return n >= 20 && n <= 10000 ? n : 160;
 }
 
+/* Display columns of s[0..n): UTF-8 continuation bytes take none. */
+static int wrap_cols(const char *s, size_t n)
+{
+	int c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return c;
+}
+
+void rb_wrap(FILE *f, int indent, int width, const char *text)
+{
+	int col = 0;
+	const char *p = text;
+	/* the first line's own leading spaces stay */
+	while (*p == ' ') {
+		fputc(' ', f);
+		col++;
+		p++;
+	}
+	int start = col;
+	while (*p) {
+		size_t n = strcspn(p, " ");
+		int w = wrap_cols(p, n);
+		if (col > start && col + 1 + w > width) {
+			fprintf(f, "\n%*s", indent, "");
+			col = start = indent;
+		} else if (col > start) {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(p, 1, n, f);
+		col += w;
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', f);
+}
+
 const char *rb_fit(const char *s, int cols, char *buf, size_t size)
 {
 	int used = 0;
