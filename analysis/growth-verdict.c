@@ -384,8 +384,7 @@ static void reason_time(const struct growth_result *g, const struct growth_dev *
 		snprintf(buf, size,
 			 "grew in %" PRIu64 " steps over %s up to the last driver call (%s), then "
 			 "the process ran %s more without one: a leak cut short by the end of the "
-			 "run, or a cache that settled (mark the iterations with NVTX ranges to "
-			 "decide)",
+			 "run, or a cache that settled (NVTX ranges would decide)",
 			 d->steps_total,
 			 rb_dur(b1, (int64_t)(d->nsteps ? d->peak_time - d->steps[0].time_ns : 0)),
 			 rb_time(b2, trace_rel(g->t, v->last_rise)),
@@ -418,16 +417,15 @@ static void reason_time(const struct growth_result *g, const struct growth_dev *
 static void reason_doubt(const struct growth_result *g, const struct growth_dev *d, char *buf,
 			 size_t size)
 {
+	/* under 200 characters: explain keeps the reason in 200 */
 	const struct growth_verdict *v = &d->v;
 	char b1[32], b2[32], b3[32];
 	if (v->shape == GV_OOM)
-		snprintf(
-		    buf, size,
-		    "memory grew up to %s, and the run ended after an out-of-memory failure "
-		    "(at %s): growth before an OOM is the working set as much as memory kept "
-		    "(gpumemtrace oom says why it failed; mark the iterations with NVTX ranges "
-		    "to tell a leak)",
-		    fmt_size(b1, v->level), rb_time(b2, trace_rel(g->t, g->last_oom)));
+		snprintf(buf, size,
+			 "memory grew to %s, then an out-of-memory failure at %s: growth before "
+			 "an OOM is the working set as much as memory kept (gpumemtrace oom says "
+			 "why it failed)",
+			 fmt_size(b1, v->level), rb_time(b2, trace_rel(g->t, g->last_oom)));
 	else if (v->shape == GV_FELL)
 		snprintf(buf, size,
 			 "memory grew to %s, but only %s was live at the end: it was given back, "
@@ -441,10 +439,9 @@ static void reason_doubt(const struct growth_result *g, const struct growth_dev 
 	else
 		snprintf(
 		    buf, size,
-		    "the allocator doubles its regions (each lasts longer than the one before), "
-		    "and the run ended %s after the last, under the %s a steady state needs "
-		    "(twice the longest gap between rises, %s): a leak and a warm-up look the "
-		    "same here (mark the iterations with NVTX ranges to decide)",
+		    "the pool doubles its regions: the run ended %s after the last, under the "
+		    "%s a steady state needs (twice the longest gap between rises, %s): a leak "
+		    "and a warm-up look alike",
 		    rb_dur(b1, (int64_t)v->steady), rb_dur(b2, (int64_t)v->need),
 		    rb_dur(b3, (int64_t)v->max_gap));
 }

@@ -172,6 +172,9 @@ static void print_evidence(FILE *f, struct growth_result *g, struct growth_dev *
 		    fmt_size(b1, d->site_bytes), d->site_count,
 		    rb_time(b2, trace_rel(t, growth_x_time(g, d->v.start_x && n ? d->v.start_x - 1
 										: d->v.start_x))));
+	if (d->v.kind == GV_LEAK && d->v.shape == GV_STAIRS)
+		fprintf(f, "  rate: what the driver-level memory grows by; a cache's segments also "
+			   "hold the holes kept tensors leave, so the program may keep less\n");
 	if (n && !strcmp(g->mk.source, "pattern"))
 		fprintf(f, "  iterations: %zu, between repeats of a %s at %s\n", n, g->mk.name,
 			rb_site(t, g->mk.pattern_stack, site, sizeof(site)));
