@@ -222,6 +222,11 @@ expect_eq golden-leak.rate "$(json v.json "$d['rate_bytes_per_step']")" $MiB
 sed -n 4,5p ta.txt | sed 's/^  //' | paste -sd' ' | grep -q '^device 0 (79.2 GiB): NO LEAK: steady between iterations at 451 MiB (peak within a step 982 MiB) for the last 298 of 310 iterations (the last rise was in iteration 12)$' ||
 	fail "torch-async verdict line: $(cat ta.txt)"
 ! grep -Eq 'LEAK.*NO LEAK|after -|to 0 B' ta.txt || fail "contradiction: $(cat ta.txt)"
+# the end named, with its time: NCCL's sampler read at exit at +6.419 s
+# (the trace closes later, at 7.2 s): not "the end of the trace"
+"$GMT_CLI" growth --json "$VAL/2026-11-23-h100/traces/nccl.1021.gmt" >n.json || fail "growth nccl"
+json n.json "$d['verdict_reason']" | grep -q "to the process's exit (+6.419 s)$" ||
+	fail "nccl's end: $(json n.json "$d['verdict_reason']")"
 # the chart's axis: no negative time (an event stamped before the trace's
 # start), the end label ending under the last column (--width 60: 46)
 LC_ALL=C "$GMT_CLI" growth --width 60 "$VAL/2026-11-22-h100/traces/before-fixes-plain-shared.gmt" >bf.txt ||
