@@ -74,7 +74,7 @@ struct ex_dev {
 	uint64_t seg_bytes;
 	/* growth (the verdicts issue's fields) */
 	const char *verdict; /* "leak", "no-leak", "undetermined" */
-	char verdict_reason[200];
+	char verdict_reason[512];
 	bool has_rate_step;
 	double rate_step, rate_s; /* bytes per iteration, per second */
 	uint64_t iterations, warmup_end_ns;

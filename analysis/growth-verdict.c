@@ -38,6 +38,7 @@
 #define MERGE_RUN_PERCENT  2  /* without iterations: 2% of the active run */
 #define STEADY_RUN_PERCENT 10 /* and 10% of it */
 #define CUT_STEPS	   5  /* steps to the last call, then none: a leak cut short? */
+#define GAP_FACTOR	   2  /* steady: flat for twice the longest gap between steps */
 
 struct cluster {
 	uint64_t start, end;
@@ -216,14 +217,22 @@ void growth_decide(const struct growth_series *s, struct growth_verdict *v)
 		}
 	}
 	v->steps = k;
+	/* the longest quiet stretch between steps: a steady state must be
+	 * clearly longer, or the next step may just not have come yet */
+	for (size_t i = 1; i < k; i++)
+		if (c[i].start - c[i - 1].end > v->max_gap)
+			v->max_gap = c[i].start - c[i - 1].end;
 	v->last_rise = c[k - 1].end;
 	v->steady = s->xend - c[k - 1].end;
 	uint64_t act = s->xlast > c[k - 1].end ? s->xlast - c[k - 1].end : 0;
 	bool growing = ramp(s, &c[k - 1], act, v) || stairs(s, c, k, act, v) || dense(s, act, v);
 	/* Flat for min_steady, two intervals of a staircase, and as long as
 	 * it grew: it stopped. */
-	bool steady =
-	    v->steady >= s->min_steady && v->steady > 2 * v->period && v->steady >= v->grew_for;
+	v->need = s->min_steady;
+	if (GAP_FACTOR * v->max_gap > v->need)
+		v->need = GAP_FACTOR * v->max_gap;
+	bool steady = v->steady >= s->min_steady && v->steady > 2 * v->period &&
+		      v->steady >= v->grew_for && v->steady >= GAP_FACTOR * v->max_gap;
 	/* It grew up to the last call, then ran on without one for longer:
 	 * a warm-up's few steps (a batch shape each) settled; many could as
 	 * well be a leak cut short by the end of the run. */
@@ -265,16 +274,27 @@ uint64_t growth_x_time(const struct growth_result *g, uint64_t x)
 
 bool growth_rate_per_step(const struct growth_result *g, const struct growth_dev *d, double *rate)
 {
-	*rate = d->v.kind == GV_LEAK ? d->v.rate : 0;
-	return growth_iterations(g) > 0;
+	*rate = d->v.kind == GV_LEAK && !d->v.rate_hidden ? d->v.rate : 0;
+	return growth_iterations(g) > 0 && !d->v.rate_hidden;
 }
 
 double growth_rate_per_s(const struct growth_result *g, const struct growth_dev *d)
 {
-	if (d->v.kind != GV_LEAK)
+	if (d->v.kind != GV_LEAK || d->v.rate_hidden)
 		return 0;
 	uint64_t t0 = growth_x_time(g, d->v.from_x), t1 = growth_x_time(g, d->v.to_x);
 	return t1 > t0 ? (double)(d->v.to_level - d->v.from_level) * 1e9 / (double)(t1 - t0) : 0;
+}
+
+/* " (peak within a step X)" when the peak is above the level between
+ * iterations (the level is the least live inside each), else "". */
+static const char *peak_within(const struct growth_dev *d, char *buf, size_t size)
+{
+	char b[32];
+	buf[0] = 0;
+	if (d->peak > d->v.level)
+		snprintf(buf, size, " (peak within a step %s)", fmt_size(b, d->peak));
+	return buf;
 }
 
 /* The reason with iterations: positions are iteration indices. */
@@ -283,7 +303,7 @@ static void reason_iters(const struct growth_result *g, const struct growth_dev 
 {
 	const struct growth_verdict *v = &d->v;
 	uint64_t n = growth_iterations(g);
-	char b[32];
+	char b[32], pk[64];
 	if (v->kind == GV_LEAK && v->shape == GV_RAMP)
 		snprintf(buf, size,
 			 "grew in every iteration from %" PRIu64 " to %" PRIu64 " of %" PRIu64,
@@ -294,14 +314,16 @@ static void reason_iters(const struct growth_result *g, const struct growth_dev 
 			 " of %" PRIu64,
 			 v->period, v->to_x + 1, n);
 	else if (v->shape == GV_FLAT && v->kind == GV_NO_LEAK)
-		snprintf(buf, size, "flat at %s across all %" PRIu64 " iterations",
-			 fmt_size(b, v->level), n);
+		snprintf(buf, size,
+			 "flat between iterations at %s%s across all %" PRIu64 " iterations",
+			 fmt_size(b, v->level), peak_within(d, pk, sizeof(pk)), n);
 	else if (v->kind == GV_NO_LEAK)
 		snprintf(buf, size,
-			 "%ssteady at %s for the last %" PRIu64 " of %" PRIu64
+			 "%ssteady between iterations at %s%s for the last %" PRIu64 " of %" PRIu64
 			 " iterations (the last rise was in iteration %" PRIu64 ")",
 			 v->shape == GV_STOPPED ? "grew in regular steps, then stopped: " : "",
-			 fmt_size(b, v->level), v->steady, n, v->last_rise + 1);
+			 fmt_size(b, v->level), peak_within(d, pk, sizeof(pk)), v->steady, n,
+			 v->last_rise + 1);
 	else if (v->shape == GV_FLAT)
 		snprintf(buf, size,
 			 "only %" PRIu64 " iterations: %d without a rise are needed to call it "
@@ -318,6 +340,13 @@ static void reason_iters(const struct growth_result *g, const struct growth_dev 
 			 "memory still rose in the last iteration (%" PRIu64 " of %" PRIu64
 			 "): too soon to tell a leak from a warm-up",
 			 v->last_rise + 1, n);
+	else if (v->max_gap * GAP_FACTOR > STEADY_ITERS)
+		snprintf(buf, size,
+			 "the run ended %" PRIu64
+			 " iterations after memory last rose (iteration %" PRIu64 " of %" PRIu64
+			 "): too soon to tell a leak from a warm-up (it went %" PRIu64
+			 " iterations between rises before, so %" PRIu64 " without one are needed)",
+			 v->steady, v->last_rise + 1, n, v->max_gap, v->need);
 	else
 		snprintf(buf, size,
 			 "the run ended %" PRIu64
@@ -331,30 +360,33 @@ static void reason_time(const struct growth_result *g, const struct growth_dev *
 			size_t size)
 {
 	const struct growth_verdict *v = &d->v;
-	char b1[32], b2[32], b3[32];
+	char b1[32], b2[32], b3[32], b4[32];
 	if (v->kind == GV_LEAK && v->shape == GV_RAMP)
-		snprintf(buf, size, "kept rising from %s to the end (%s), with no steady stretch",
-			 rb_time(b1, trace_rel(g->t, v->start_x)),
+		snprintf(buf, size, "kept rising from %s to %s (%s), with no steady stretch",
+			 rb_time(b1, trace_rel(g->t, v->start_x)), growth_end_name(g),
 			 rb_time(b2, trace_rel(g->t, growth_time_end(g))));
 	else if (v->kind == GV_LEAK)
-		snprintf(buf, size, "grew in steps every ~%s up to %s, %s before the end",
+		snprintf(buf, size, "grew in steps every ~%s up to %s, %s before %s (%s)",
 			 rb_dur(b1, (int64_t)v->period), rb_time(b2, trace_rel(g->t, v->to_x)),
-			 rb_dur(b3, (int64_t)v->steady));
+			 rb_dur(b3, (int64_t)v->steady), growth_end_name(g),
+			 rb_time(b4, trace_rel(g->t, growth_time_end(g))));
 	else if (v->shape == GV_FLAT && v->kind == GV_NO_LEAK)
 		snprintf(buf, size, "flat at %s over the whole run", fmt_size(b1, v->level));
 	else if (v->kind == GV_NO_LEAK)
 		snprintf(buf, size,
-			 "%sno new high-water mark for %s, from its last rise at %s (to %s) to the "
-			 "end of the trace",
+			 "%sno new high-water mark for %s, from its last rise at %s (to %s) to %s "
+			 "(%s)",
 			 v->shape == GV_STOPPED ? "grew in regular steps, then stopped: " : "",
 			 rb_dur(b1, (int64_t)v->steady), rb_time(b2, trace_rel(g->t, v->last_rise)),
-			 fmt_size(b3, v->level));
-	else if (v->shape == GV_CUT)
+			 fmt_size(b3, v->level), growth_end_name(g),
+			 rb_time(b4, trace_rel(g->t, growth_time_end(g))));
+	else if (v->shape == GV_CUT) /* the peak line's figures: every step, first to peak */
 		snprintf(buf, size,
-			 "grew in %zu steps over %s up to the last driver call (%s), then the "
-			 "process ran %s more without one: a leak cut short by the end of the run, "
-			 "or a cache that settled (mark the iterations with NVTX ranges to decide)",
-			 v->grew_steps, rb_dur(b1, (int64_t)v->grew_for),
+			 "grew in %" PRIu64 " steps over %s up to the last driver call (%s), then "
+			 "the process ran %s more without one: a leak cut short by the end of the "
+			 "run, or a cache that settled (NVTX ranges would decide)",
+			 d->steps_total,
+			 rb_dur(b1, (int64_t)(d->nsteps ? d->peak_time - d->steps[0].time_ns : 0)),
 			 rb_time(b2, trace_rel(g->t, v->last_rise)),
 			 rb_dur(b3, (int64_t)v->steady));
 	else if (v->shape == GV_STOPPED)
@@ -364,7 +396,7 @@ static void reason_time(const struct growth_result *g, const struct growth_dev *
 			 "with NVTX ranges to decide)",
 			 rb_dur(b1, (int64_t)v->period), rb_dur(b2, (int64_t)v->grew_for),
 			 rb_dur(b3, (int64_t)v->steady));
-	else
+	else if (v->need > v->max_gap * GAP_FACTOR)
 		snprintf(
 		    buf, size,
 		    "the run ended %s after memory last rose (at %s): with no iterations to "
@@ -372,6 +404,46 @@ static void reason_time(const struct growth_result *g, const struct growth_dev *
 		    "last driver call without a rise",
 		    rb_dur(b1, (int64_t)v->steady), rb_time(b2, trace_rel(g->t, v->last_rise)),
 		    STEADY_RUN_PERCENT);
+	else
+		snprintf(buf, size,
+			 "%s without a new high-water mark after the last rise (at %s), but it "
+			 "went %s between rises before: too soon to tell a leak from a warm-up "
+			 "(%s without one are needed)",
+			 rb_dur(b1, (int64_t)v->steady), rb_time(b2, trace_rel(g->t, v->last_rise)),
+			 rb_dur(b3, (int64_t)v->max_gap), rb_dur(b4, (int64_t)v->need));
+}
+
+/* The reason a leak's shape was not called a leak (doubt()). */
+static void reason_doubt(const struct growth_result *g, const struct growth_dev *d, char *buf,
+			 size_t size)
+{
+	/* under 200 characters: explain keeps the reason in 200 */
+	const struct growth_verdict *v = &d->v;
+	char b1[32], b2[32], b3[32];
+	if (v->shape == GV_OOM)
+		snprintf(buf, size,
+			 "memory grew to %s, then an out-of-memory failure at %s: growth before "
+			 "an OOM is the working set as much as memory kept (gpumemtrace oom says "
+			 "why it failed)",
+			 fmt_size(b1, v->level), rb_time(b2, trace_rel(g->t, g->last_oom)));
+	else if (v->shape == GV_FELL)
+		snprintf(buf, size,
+			 "memory grew to %s, but only %s was live at the end: it was given back, "
+			 "so the growth was not kept",
+			 fmt_size(b1, v->level), fmt_size(b2, d->last_bytes));
+	else if (v->shape == GV_CUTOFF)
+		snprintf(buf, size,
+			 "memory rose up to where the trace was cut (%s, no trailer): too soon to "
+			 "tell a leak from a warm-up",
+			 rb_time(b1, trace_rel(g->t, growth_time_end(g))));
+	else
+		snprintf(
+		    buf, size,
+		    "the pool doubles its regions: the run ended %s after the last, under the "
+		    "%s a steady state needs (twice the longest gap between rises, %s): a leak "
+		    "and a warm-up look alike",
+		    rb_dur(b1, (int64_t)v->steady), rb_dur(b2, (int64_t)v->need),
+		    rb_dur(b3, (int64_t)v->max_gap));
 }
 
 const char *growth_reason(const struct growth_result *g, const struct growth_dev *d, char *buf,
@@ -386,6 +458,8 @@ const char *growth_reason(const struct growth_result *g, const struct growth_dev
 			 "and JAX make): what happens inside it makes no driver call, so a leak "
 			 "in it cannot be seen",
 			 total ? 100.0 * (double)d->prealloc / (double)total : 0.0);
+	else if (d->v.shape >= GV_OOM)
+		reason_doubt(g, d, buf, size);
 	else if (growth_iterations(g))
 		reason_iters(g, d, buf, size);
 	else
@@ -434,6 +508,18 @@ static size_t iteration_rises(const struct growth_dev *d, size_t n, struct growt
 	return k;
 }
 
+const char *growth_end_name(const struct growth_result *g)
+{
+	for (size_t i = g->t->nsamples; i-- > 0;)
+		if (g->t->samples[i].reason == GMT_SAMPLE_WHY_END)
+			return growth_time_end(g) == g->t->samples[i].time_ns
+				   ? "the process's exit"
+				   : "the last driver call";
+	if (!g->t->has_trailer)
+		return growth_time_end(g) > g->t1 ? "the trace's cut" : "the last driver call";
+	return growth_time_end(g) > g->t1 ? "the end of the trace" : "the last driver call";
+}
+
 uint64_t growth_time_end(const struct growth_result *g)
 {
 	/* the sampler's last reading, at exit, before the tracer's own
@@ -472,6 +558,35 @@ static void series_time(const struct growth_result *g, const struct growth_dev *
 				    run * STEADY_RUN_PERCENT / 100 + 1};
 }
 
+/* A verdict that the run's end makes doubtful: after an out-of-memory
+ * failure without iterations (the growth before it is the working set as
+ * much as what is kept; a flat end may be a program that gave up); a
+ * leak's shape without iterations whose live bytes at the end fell below
+ * half the high-water mark (not kept; with iterations, the floors saw it
+ * kept, and the end may be a teardown freeing the model), that reaches a
+ * trace's cut, or that a pool doubling its regions makes (its steps come
+ * ever further apart: a run ending between two is normal). */
+static void doubt(const struct growth_result *g, struct growth_dev *d, bool doubling, size_t n)
+{
+	struct growth_verdict *v = &d->v;
+	/* a ramp's rises are the bytes kept; a doubling pool's steps are not */
+	v->rate_hidden = doubling && v->shape != GV_RAMP;
+	if (g->ooms && !n && v->kind != GV_UNDETERMINED)
+		v->shape = GV_OOM; /* flat after an OOM is a program that stopped, too */
+	else if (v->kind != GV_LEAK)
+		return;
+	else if (2 * d->last_bytes < v->level && !n) /* iterations: a teardown's frees */
+		v->shape = GV_FELL;
+	else if (!g->t->has_trailer && !n)
+		v->shape = GV_CUTOFF;
+	else if (doubling && !n)
+		v->shape = GV_DOUBLING;
+	else
+		return;
+	v->kind = GV_UNDETERMINED;
+	v->rate = 0;
+}
+
 void growth_verdicts(struct growth_result *g)
 {
 	size_t n = growth_iterations(g);
@@ -498,6 +613,7 @@ void growth_verdicts(struct growth_result *g)
 			d->v.shape = GV_BLIND;
 			d->prealloc = block;
 		}
+		doubt(g, d, !strcmp(pat, "doubling"), n);
 		if (d->v.kind == GV_LEAK) {
 			uint64_t from =
 			    growth_x_time(g, n && d->v.start_x ? d->v.start_x - 1 : d->v.start_x);

@@ -4,8 +4,12 @@
 #include <string.h>
 
 #include "analysis/growth.h"
+#include "common/api.h"
+#include "common/events.h"
 #include "common/text.h"
 #include "reader/xalloc.h"
+
+#define RESULT_OOM 2 /* CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation */
 
 /* A repeating allocation: (site, size, device), how often it was
  * allocated while none of it was live (a cycle), and when. */
@@ -216,6 +220,12 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 		snapshots_before(g, e->time_ns);
 	}
 	replay_apply(&g->rp, e);
+	const struct api_info *a = api_lookup(e->api);
+	if (g->pass == 1 && a && a->op == GMT_OP_ALLOC && gmt_failed(e->result, e->flags) &&
+	    e->result == RESULT_OOM) {
+		g->ooms++;
+		g->last_oom = e->time_ns;
+	}
 	uint64_t total = 0;
 	for (size_t i = 0; i < g->rp.ndevs; i++) {
 		const struct rp_dev *rd = &g->rp.devs[i];
@@ -514,6 +524,10 @@ int growth_compute(struct trace *t, const struct growth_params *p, struct growth
 	g->p = *p;
 	g->ncols = p->ncols;
 	g->t0 = t->events ? t->first_time_ns : 0;
+	/* an event stamped before the trace's start (a context made before the
+	 * tracer's clock) must not give the chart a negative time */
+	if (g->t0 < t->hdr.start_mono_ns && t->last_time_ns >= t->hdr.start_mono_ns)
+		g->t0 = t->hdr.start_mono_ns;
 	g->t1 = t->events ? t->last_time_ns : 0;
 	plan_markers(t, &g->mk);
 	if (p->has_device)

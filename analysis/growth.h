@@ -71,7 +71,11 @@ enum growth_shape {
 	GV_STOPPED,
 	GV_CUT,
 	GV_SHORT,
-	GV_BLIND
+	GV_BLIND,
+	GV_OOM,	    /* a leak's shape, but the run ended in an out-of-memory error */
+	GV_FELL,    /* a leak's shape, but live bytes fell well below the level */
+	GV_CUTOFF,  /* a leak's shape up to where the trace was cut (no trailer) */
+	GV_DOUBLING /* a pool that doubles, not flat for the next doubling's time */
 };
 
 struct growth_verdict {
@@ -80,13 +84,16 @@ struct growth_verdict {
 	size_t steps;	       /* clusters of rises */
 	uint64_t last_rise;    /* position of the last rise (x0 without one) */
 	uint64_t steady;       /* xend - the last step's end */
+	uint64_t max_gap;      /* the longest flat stretch between two steps */
+	uint64_t need;	       /* the flat stretch a steady state needs at least */
 	uint64_t period;       /* a staircase's mean step interval */
 	uint64_t grew_for;     /* how long a ramp or staircase grew */
 	size_t grew_steps;     /* in how many steps */
 	uint64_t start_x;      /* a leak's first step */
 	uint64_t from_x, to_x; /* a leak's measured stretch */
 	uint64_t from_level, to_level, level;
-	double rate; /* level per position over that stretch */
+	double rate;	  /* level per position over that stretch */
+	bool rate_hidden; /* a doubling pool: the growth per step is not in its calls */
 };
 
 /* The verdict on a series: see growth-verdict.c for the rules. */
@@ -153,6 +160,7 @@ struct growth_result {
 	uint64_t process_peak; /* all selected devices together */
 	uint64_t process_live;
 	struct growth_markers mk;
+	uint64_t ooms, last_oom; /* failed allocations: out of memory */
 	/* working state of growth_compute */
 	int pass;
 	struct replay rp;
@@ -182,6 +190,9 @@ double growth_rate_per_s(const struct growth_result *r, const struct growth_dev 
  * sampler's reading at exit, else the trailer's time), else the last
  * event. */
 uint64_t growth_time_end(const struct growth_result *r);
+/* What that end is: "the process's exit", "the end of the trace", "the
+ * trace's cut" or "the last driver call". */
+const char *growth_end_name(const struct growth_result *r);
 /* The time of a verdict position (an iteration's start, or ns as is). */
 uint64_t growth_x_time(const struct growth_result *r, uint64_t x);
 

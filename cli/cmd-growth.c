@@ -19,6 +19,7 @@
 
 #define CHART_HEIGHT  8
 #define CHART_LABEL_W 11
+#define SITE_CALLERS  3 /* as leaks' default --depth */
 
 static const char about[] =
     "Does device memory (cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate) leak?\n"
@@ -34,8 +35,11 @@ static const char about[] =
     "    iteration and per second and the site holding the bytes.\n"
     "  - no leak: the level stopped rising and stayed flat for 8 iterations or more\n"
     "    (without iterations: 10% of the time since the first allocation), and\n"
-    "    for twice a staircase's interval, however late the warm-up ended.\n"
-    "  - undetermined: the run ended too soon after the last rise to tell.\n"
+    "    for twice the longest flat stretch between earlier rises, however late\n"
+    "    the warm-up ended.\n"
+    "  - undetermined: the run ended too soon after the last rise to tell; or,\n"
+    "    without iterations, it had an out-of-memory failure, gave back most of\n"
+    "    its memory, was cut (no trailer), or grew by doubling regions.\n"
     "Then the evidence (site, iterations, peak, the allocator's growth pattern:\n"
     "doubling, fixed blocks, one preallocation), a chart of live bytes over time,\n"
     "and the command to see more. --json adds every step of the high-water mark\n"
@@ -90,7 +94,7 @@ static void print_chart(FILE *f, struct growth_result *g, struct growth_dev *d)
 	static const char *blocks[9] = {" ",	  "\u2581", "\u2582", "\u2583", "\u2584",
 					"\u2585", "\u2586", "\u2587", "\u2588"};
 	char b[32];
-	fprintf(f, "  live bytes over time\n");
+	fprintf(f, "  live bytes over time (max per column)\n");
 	for (int r = CHART_HEIGHT - 1; r >= 0; r--) {
 		if (r == CHART_HEIGHT - 1)
 			fprintf(f, "  %*s |", CHART_LABEL_W - 2, fmt_size(b, d->peak));
@@ -110,9 +114,13 @@ static void print_chart(FILE *f, struct growth_result *g, struct growth_dev *d)
 		}
 		fputc('\n', f);
 	}
+	/* the start under the first column, the end ending under the last */
 	char b2[32];
-	fprintf(f, "  %*s  %-*s%s\n", CHART_LABEL_W - 2, "", g->ncols / 2,
-		rb_time(b, trace_rel(g->t, g->t0)), rb_time(b2, trace_rel(g->t, g->t1)));
+	const char *l0 = rb_time(b, trace_rel(g->t, g->t0)),
+		   *l1 = rb_time(b2, trace_rel(g->t, g->t1));
+	int pad = g->ncols - (int)strlen(l1);
+	fprintf(f, "  %*s  %-*s%s\n", CHART_LABEL_W - 2, "",
+		pad > (int)strlen(l0) ? pad : (int)strlen(l0) + 1, l0, l1);
 }
 
 static const char *verdict_label(enum growth_kind k)
@@ -130,7 +138,11 @@ static void print_verdict(FILE *f, struct growth_result *g, struct growth_dev *d
 		fprintf(f, " (%s)", fmt_size(b1, total));
 	fprintf(f, ": %s: ", verdict_label(d->v.kind));
 	double step;
-	if (d->v.kind == GV_LEAK) {
+	if (d->v.kind == GV_LEAK && d->v.rate_hidden) {
+		fputs("rate unknown (the allocator doubles its regions: the bytes kept per step "
+		      "are not in its driver calls): ",
+		      f);
+	} else if (d->v.kind == GV_LEAK) {
 		if (growth_rate_per_step(g, d, &step))
 			fprintf(f, "+%s per iteration, ", fmt_size(b1, (uint64_t)(step + 0.5)));
 		fprintf(f, "+%s/s: ", fmt_size(b2, (uint64_t)(growth_rate_per_s(g, d) + 0.5)));
@@ -138,8 +150,15 @@ static void print_verdict(FILE *f, struct growth_result *g, struct growth_dev *d
 	fprintf(f, "%s\n", growth_reason(g, d, reason, sizeof(reason)));
 }
 
+/* A leak's site as `leaks` keys it: the site and its callers (a helper
+ * shared with frees that do not leak is told apart by who called it). */
+static const char *site_key(struct trace *t, uint64_t stack_id, char *buf, size_t size)
+{
+	return trace_group_key(t, GROUP_STACK, SITE_CALLERS, stack_id, 0, buf, size);
+}
+
 /* The evidence: a leak's site, where the iterations come from, the peak. */
-static void print_evidence(FILE *f, struct growth_result *g, struct growth_dev *d)
+static void print_evidence(FILE *f, struct growth_result *g, struct growth_dev *d, int width)
 {
 	struct trace *t = g->t;
 	char b1[32], b2[32], b3[32], site[512], cut[512];
@@ -147,12 +166,15 @@ static void print_evidence(FILE *f, struct growth_result *g, struct growth_dev *
 	if (d->v.kind == GV_LEAK && d->site_bytes)
 		fprintf(
 		    f, "  held by %s: %s in %" PRIu64 " allocations made since %s, still live\n",
-		    /* the figures after the site take about 60 columns */
-		    rb_fit(rb_site(t, d->site_stack, site, sizeof(site)), rb_text_width(f) - 60,
-			   cut, sizeof(cut)),
+		    /* the key on one line (cut to it), the figures wrapped after */
+		    rb_fit(site_key(t, d->site_stack, site, sizeof(site)), width - 12, cut,
+			   sizeof(cut)),
 		    fmt_size(b1, d->site_bytes), d->site_count,
 		    rb_time(b2, trace_rel(t, growth_x_time(g, d->v.start_x && n ? d->v.start_x - 1
 										: d->v.start_x))));
+	if (d->v.kind == GV_LEAK && d->v.shape == GV_STAIRS)
+		fprintf(f, "  rate: what the driver-level memory grows by; a cache's segments also "
+			   "hold the holes kept tensors leave, so the program may keep less\n");
 	if (n && !strcmp(g->mk.source, "pattern"))
 		fprintf(f, "  iterations: %zu, between repeats of a %s at %s\n", n, g->mk.name,
 			rb_site(t, g->mk.pattern_stack, site, sizeof(site)));
@@ -175,19 +197,52 @@ static void print_evidence(FILE *f, struct growth_result *g, struct growth_dev *
 	fprintf(f, "); live at the end %s\n", fmt_size(b1, d->last_bytes));
 }
 
+/* Prints buf's lines wrapped to width: a line that starts with two spaces
+ * goes on indented by four, others by two. */
+static void print_wrapped(FILE *f, int width, char *buf)
+{
+	for (char *line = buf, *nl; *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (!nl)
+			nl = line + strlen(line) - 1;
+		else
+			*nl = 0;
+		if (!*line)
+			fputc('\n', f);
+		else
+			rb_wrap_hang(f, strncmp(line, "  ", 2) ? 2 : 4, width, line);
+	}
+}
+
+/* The verdict, the evidence, the chart and what to run next; prose wrapped
+ * to the text width (a pipe's too). */
 static void print_dev_human(FILE *f, struct growth_result *g, struct growth_dev *d)
 {
-	print_verdict(f, g, d);
-	if (!d->steps_total) {
-		fprintf(f, "  no device memory was allocated on it\n");
+	int width = rb_text_width(f);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	if (!m)
+		xalloc_failed();
+	print_verdict(m, g, d);
+	if (!d->steps_total)
+		fprintf(m, "  no device memory was allocated on it\n");
+	else
+		print_evidence(m, g, d, width);
+	if (fclose(m) || !buf)
+		xalloc_failed();
+	print_wrapped(f, width, buf);
+	free(buf);
+	if (!d->steps_total)
 		return;
-	}
-	print_evidence(f, g, d);
 	print_chart(f, g, d);
-	fprintf(f, "  more: gpumemtrace growth --json %s (every step and its site%s)%s%s\n",
-		g->t->path, growth_iterations(g) ? ", each iteration's level" : "",
-		d->v.kind == GV_LEAK ? "; gpumemtrace leaks " : "",
-		d->v.kind == GV_LEAK ? g->t->path : "");
+	char next[2048];
+	snprintf(next, sizeof(next),
+		 "  more: gpumemtrace growth --json %s (every step and its site%s)%s%s", g->t->path,
+		 growth_iterations(g) ? ", each iteration's level" : "",
+		 d->v.kind == GV_LEAK ? "; gpumemtrace leaks " : "",
+		 d->v.kind == GV_LEAK ? g->t->path : "");
+	rb_wrap_hang(f, 4, width, next);
 }
 
 static int64_t iround(double v)
@@ -232,6 +287,8 @@ static void print_verdict_json(FILE *f, struct growth_result *g, struct growth_d
 			", \"site\": ",
 			d->site_stack, d->site_bytes, d->site_count);
 		rb_json_s(f, rb_site(t, d->site_stack, site, sizeof(site)));
+		fputs(", \"key\": ", f);
+		rb_json_s(f, site_key(t, d->site_stack, site, sizeof(site)));
 		fputc('}', f);
 	} else {
 		fputs("null", f);

@@ -259,6 +259,36 @@ void rb_wrap(FILE *f, int indent, int width, const char *text)
 		fputc('\n', f);
 }
 
+void rb_wrap_hang(FILE *f, int indent, int width, const char *text)
+{
+	int col = 0;
+	const char *p = text;
+	/* the first line's own leading spaces stay */
+	while (*p == ' ') {
+		fputc(' ', f);
+		col++;
+		p++;
+	}
+	int start = col;
+	while (*p) {
+		size_t n = strcspn(p, " ");
+		int w = cols_of(p, n);
+		if (col > start && col + 1 + w > width) {
+			fprintf(f, "\n%*s", indent, "");
+			col = start = indent;
+		} else if (col > start) {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(p, 1, n, f);
+		col += w;
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', f);
+}
+
 const char *rb_fit(const char *s, int cols, char *buf, size_t size)
 {
 	int used = 0;

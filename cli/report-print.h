@@ -41,6 +41,11 @@ const char *rb_fit(const char *s, int cols, char *buf, size_t size);
  * after `indent` spaces, the others after indent + 2, each ended by a
  * newline. A word longer than a line is printed whole, never cut. */
 void rb_wrap(FILE *f, int indent, int width, const char *text);
+/* text wrapped at spaces to `width` columns (UTF-8 aware), then a newline.
+ * The first line is text as it starts (its own leading spaces or label);
+ * each further line starts with `indent` spaces. A word longer than a line
+ * (a path) gets a line of its own, uncut. */
+void rb_wrap_hang(FILE *f, int indent, int width, const char *text);
 
 /* Parses a report's options into o (and the site options into sa, when
  * not NULL: its regexes stay compiled until site_opts_free), then opens

@@ -49,7 +49,8 @@ expect_eq ladder.verdict "$(json l.json "($d['verdict'], $d['level_bytes'], $d['
 expect_eq ladder.leak "$(json l.json "$d[\"likely_leak\"]")" False
 expect_eq ladder.complete "$(json l.json 'd["traces"][0]["complete"]')" True
 LC_ALL=C "$GMT_CLI" growth --width 60 ladder.gmt >l.txt 2>err || fail "growth text exit $?"
-sed -n 4p l.txt | grep -q '^device 0 (1.00 GiB): NO LEAK: steady at 30.0 MiB for the last 8 of 10 iterations (the last rise was in iteration 2)$' ||
+# the level between iterations, beside the peak inside one; prose wrapped
+sed -n 4,5p l.txt | sed 's/^  //' | paste -sd' ' | grep -q '^device 0 (1.00 GiB): NO LEAK: steady between iterations at 30.0 MiB (peak within a step 31.0 MiB) for the last 8 of 10 iterations (the last rise was in iteration 2)$' ||
 	fail "no verdict line first: $(cat l.txt)"
 grep -q 'peak 31.0 MiB at +5.000 s in 5 steps (doubling)' l.txt || fail "no peak line: $(cat l.txt)"
 grep -q 'live bytes over time' l.txt || fail "no chart: $(cat l.txt)"
@@ -199,7 +200,9 @@ expect_eq sawleak.floors "$(json sawleak.json "$d['markers']['floor_bytes'][:3]"
 # "train_step" range; the warm-up ends in iteration 12 (10 warm-up steps).
 # JAX preallocates 75% of the device, and tests/gpu/jax_run.py keeps 4 MiB
 # every 10 steps inside it, which no driver call shows: undetermined.
-# NCCL and the plain program: a few allocations, then a steady state. The golden leak.gmt keeps 1 MiB per step: a leak,
+# NCCL: a few allocations, then a steady state. The plain program: a few
+# allocations, then its 1 PiB request fails and it ends 3.3 ms after its
+# last rise: a run that ended in an OOM, undetermined. The golden leak.gmt keeps 1 MiB per step: a leak,
 # found from the repeating 32 MiB temporary (no ranges).
 VAL=$TESTS_DIR/../docs/validation
 verdict() { # name trace expected-verdict expected-iterations expected-source
@@ -211,12 +214,34 @@ verdict torch-nocache "$VAL/2026-11-23-h100/traces/torch-nocache.941.gmt" no-lea
 verdict verify-nocache "$VAL/2026-11-23-h100/traces/verify-torch-nocache.1167.gmt" no-leak 60 ranges
 verdict jax "$VAL/2026-11-22-h100/traces/jax-default.1043.gmt" undetermined 182 ranges
 verdict nccl "$VAL/2026-11-22-h100/traces/nccl.969.gmt" no-leak 0 none
-verdict plain "$VAL/2026-11-23-h100/traces/plain-shared.643.gmt" no-leak 0 none
+verdict plain "$VAL/2026-11-23-h100/traces/plain-shared.643.gmt" undetermined 0 none
 verdict golden-leak "$TESTS_DIR/golden/leak.gmt" leak 15 pattern
 expect_eq golden-leak.rate "$(json v.json "$d['rate_bytes_per_step']")" $MiB
 # never a level above the peak, a negative time, or a rise "to 0 B"
 "$GMT_CLI" growth "$VAL/2026-11-22-h100/traces/torch-async.837.gmt" >ta.txt || fail "growth torch-async text"
-grep -q '^device 0 (79.2 GiB): NO LEAK: steady at 451 MiB for the last 298 of 310 iterations (the last rise was in iteration 12)$' ta.txt ||
+sed -n 4,5p ta.txt | sed 's/^  //' | paste -sd' ' | grep -q '^device 0 (79.2 GiB): NO LEAK: steady between iterations at 451 MiB (peak within a step 982 MiB) for the last 298 of 310 iterations (the last rise was in iteration 12)$' ||
 	fail "torch-async verdict line: $(cat ta.txt)"
 ! grep -Eq 'LEAK.*NO LEAK|after -|to 0 B' ta.txt || fail "contradiction: $(cat ta.txt)"
+# the end named, with its time: NCCL's sampler read at exit at +6.419 s
+# (the trace closes later, at 7.2 s): not "the end of the trace"
+"$GMT_CLI" growth --json "$VAL/2026-11-23-h100/traces/nccl.1021.gmt" >n.json || fail "growth nccl"
+json n.json "$d['verdict_reason']" | grep -q "to the process's exit (+6.419 s)$" ||
+	fail "nccl's end: $(json n.json "$d['verdict_reason']")"
+# the chart's axis: no negative time (an event stamped before the trace's
+# start), the end label ending under the last column (--width 60: 46)
+LC_ALL=C "$GMT_CLI" growth --width 60 "$VAL/2026-11-22-h100/traces/before-fixes-plain-shared.gmt" >bf.txt ||
+	fail "growth before-fixes"
+axis=$(grep -A1 '^        0 B |' bf.txt | tail -1)
+expect_eq axis.start "$(echo "$axis" | awk '{print $1}')" "+0"
+expect_eq axis.end "${#axis}" $((13 + 46))
+# prose wrapped to the text width when piped: no line over 160 columns
+# (issue: reasons up to 226), nor over 80 with COLUMNS=80
+for w in 160 80; do
+	for tr in "$VAL/2026-11-22-h100/traces/torch-async.837.gmt" "$TESTS_DIR/golden/leak.gmt" "$TESTS_DIR/verdicts/traces/torch.oom-exceeds.gmt"; do
+		COLUMNS=$w LC_ALL=C "$GMT_CLI" growth --width 60 "$tr" >w.txt || fail "growth $tr"
+		# (the trace's header is the shared head's; a path alone may be longer)
+		sed 's/\xe2\x80\xa6/./g' w.txt | awk -v w=$w 'NR > 2 && length($0) > w && NF > 1 { exit 1 }' ||
+			fail "a line over $w columns: $(cat w.txt)"
+	done
+done
 echo ok

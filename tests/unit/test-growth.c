@@ -130,15 +130,43 @@ static void test_rule_plateau(void)
 }
 
 /* A late warm-up: 1, 2, 3, then once more at 250 (a bigger batch), then
- * flat to 299. Two steps only, no staircase; 49 flat iterations >= 8: no
- * leak, however late the warm-up ended. */
+ * flat. Two steps, no staircase; the flat stretch between them is 247
+ * (3 to 250), so a steady state needs 2 x 247 = 494 flat. Ending at 299
+ * (49 flat): undetermined, the next step may just not have come yet;
+ * ending at 799 (549 flat >= 494): no leak, however late it ended. */
 static void test_rule_late_warmup(void)
 {
 	uint64_t xs[] = {1, 2, 3, 250};
 	struct growth_verdict v;
 	decide(xs, 4, 299, 50 * MiB, &v);
-	CHECK(v.kind == GV_NO_LEAK && v.steps == 2 && v.steady == 49 && v.last_rise == 250,
+	CHECK(v.kind == GV_UNDETERMINED && v.steps == 2 && v.steady == 49 && v.max_gap == 247 &&
+		  v.need == 494,
+	      "late warm-up, short: kind %d, %zu steps, steady %" PRIu64 " need %" PRIu64, v.kind,
+	      v.steps, v.steady, v.need);
+	decide(xs, 4, 799, 50 * MiB, &v);
+	CHECK(v.kind == GV_NO_LEAK && v.steps == 2 && v.steady == 549 && v.last_rise == 250,
 	      "late warm-up: kind %d, %zu steps, steady %" PRIu64, v.kind, v.steps, v.steady);
+}
+
+/* torch.leak-mid cut at 90%: warm-up 1..4, then 140 and 168 (a 20 MiB
+ * segment pair every 28 iterations), run ends at 181. The last three
+ * steps are not regular (136, 28) and two are too few for a staircase,
+ * so no leak is seen; 13 flat >= 8 used to read "no leak". The longest
+ * flat stretch between steps is 136 (4 to 140): a steady state needs
+ * 272. 13 < 272: undetermined. */
+static void test_rule_between_steps(void)
+{
+	/* the trace's levels, MiB: 18, then 160, 256, 384, 544, 584, 624 */
+	static const uint64_t xs[] = {1, 2, 3, 4, 140, 168}, ls[] = {160, 256, 384, 544, 584, 624};
+	struct growth_rise r[6];
+	for (size_t i = 0; i < 6; i++)
+		r[i] = (struct growth_rise){xs[i], ls[i] * MiB};
+	struct growth_series s = {r, 6, 0, 181, 181, 18 * MiB, 2, 8};
+	struct growth_verdict v;
+	growth_decide(&s, &v);
+	CHECK(v.kind == GV_UNDETERMINED && v.steady == 13 && v.max_gap == 136 && v.need == 272,
+	      "between steps: kind %d steady %" PRIu64 " gap %" PRIu64, v.kind, v.steady,
+	      v.max_gap);
 }
 
 /* Short runs: rises at 1, 2, 3 of 0..6 leave 3 flat iterations (< 8), no
@@ -240,7 +268,47 @@ static void segments(struct tb *b, uint64_t base, uint64_t n)
 		   20 * MiB, KEPT);
 }
 
-enum shape { RANGES_LEAK, RANGES_SHORT, SEGMENTS, WARM, PLATEAU, BOTH };
+/* The segments' staircase (14), then how the run ends: an allocation
+ * that fails out of memory at 285 s; or a free at 285 s of the warm-up's
+ * 200 MiB and 4 segments; or regions that double (2 MiB at 21 s, 4 at 41,
+ * ... 256 at 161: TF's allow_growth keeping memory). */
+static void ending(struct tb *b, uint64_t base, int how)
+{
+	if (how == 1) {
+		struct tb_event e = {.time_ns = 285 * S,
+				     .api = GMT_API_cudaMalloc,
+				     .size = 8ull << 30,
+				     .stack_id = KEPT,
+				     .result = 2 /* cudaErrorMemoryAllocation */};
+		tb_event(b, &e);
+		nevents++;
+	} else if (how == 2) {
+		ev(b, 285 * S, GMT_API_cudaFree, 0, base, 0, 0);
+		for (uint64_t i = 0; i < 4; i++)
+			ev(b, 285 * S + 1 + i, GMT_API_cudaFree, 0, base + (1 + i) * 0x10000000, 0,
+			   0);
+	}
+}
+
+static void doubling(struct tb *b, uint64_t base)
+{
+	for (uint64_t i = 0; i < 8; i++)
+		ev(b, (21 + 20 * i) * S, GMT_API_cuMemAlloc_v2, 0, base + i * 0x100000000,
+		   (2 * MiB) << i, KEPT);
+}
+
+enum shape {
+	RANGES_LEAK,
+	RANGES_SHORT,
+	SEGMENTS,
+	WARM,
+	PLATEAU,
+	BOTH,
+	SEG_OOM,
+	SEG_FELL,
+	SEG_CUT,
+	DOUBLING
+};
 
 /* The trace of shape s, ending (its trailer) at end. */
 static const char *write(enum shape s, const char *name, uint64_t end)
@@ -255,6 +323,11 @@ static const char *write(enum shape s, const char *name, uint64_t end)
 		steps(b, 0, 0x10000000000, n, 1);
 	else if (s == SEGMENTS || s == WARM)
 		segments(b, 0x10000000000, s == WARM ? 3 : 14);
+	else if (s == SEG_OOM || s == SEG_FELL || s == SEG_CUT) {
+		segments(b, 0x10000000000, 14);
+		ending(b, 0x10000000000, s == SEG_OOM ? 1 : s == SEG_FELL ? 2 : 0);
+	} else if (s == DOUBLING)
+		doubling(b, 0x10000000000);
 	else if (s == PLATEAU)
 		steps(b, 0, 0x10000000000, 100, 0);
 	else
@@ -271,7 +344,8 @@ static const char *write(enum shape s, const char *name, uint64_t end)
 			tb_range(b, 1, (2 + i) * S + S * 3 / 4, GMT_RANGE_POP, 0,
 				 GMT_RANGE_SRC_NVTX, "");
 		}
-	tb_trailer(b, end, nevents, 0, 0, GMT_END_EXIT);
+	if (s != SEG_CUT) /* a killed run's trace has no trailer */
+		tb_trailer(b, end, nevents, 0, 0, GMT_END_EXIT);
 	const char *path = trace_file(b, name);
 	tb_free(b);
 	return path;
@@ -407,6 +481,46 @@ static void test_segments(void)
 	done(&t, &r);
 }
 
+/* The segments' staircase (a leak, above, to 290 s) and how the run
+ * ends; each is still a leak's shape, but the end makes it doubtful:
+ *  - an allocation fails out of memory at 285 s: growth before an OOM is
+ *    the working set as much as what is kept: undetermined (GV_OOM);
+ *  - at 285 s the 200 MiB of warm-up and 4 segments (80 MiB) are freed:
+ *    200 MiB live at the end of a 480 MiB level, under half: not kept,
+ *    undetermined (GV_FELL);
+ *  - no trailer (a killed run): the staircase reaches the trace's cut,
+ *    its last event at 281 s: undetermined (GV_CUTOFF).
+ * Regions that double, 2 MiB at 21 s to 256 MiB at 161 s, then nothing
+ * to 170 s: steps every 20 s, regular, 9 s after the last: a staircase to
+ * the end; but a doubling pool's next region comes ever later (here at
+ * 181 s at the same pace, 2 x 256 MiB at one rate: later still), so
+ * undetermined (GV_DOUBLING), and its rate unknown. */
+static void test_endings(void)
+{
+	struct trace t;
+	struct growth_result r;
+	struct growth_params p = {.ncols = 10};
+	static const struct {
+		enum shape s;
+		const char *name;
+		enum growth_shape want;
+		uint64_t end;
+	} cases[] = {{SEG_OOM, "seg-oom.gmt", GV_OOM, 290 * S},
+		     {SEG_FELL, "seg-fell.gmt", GV_FELL, 290 * S},
+		     {SEG_CUT, "seg-cut.gmt", GV_CUTOFF, 290 * S},
+		     {DOUBLING, "doubling.gmt", GV_DOUBLING, 170 * S}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		compute(write(cases[i].s, cases[i].name, cases[i].end), &t, &p, &r);
+		const struct growth_dev *d = &r.devs[0];
+		CHECK(d->v.kind == GV_UNDETERMINED && d->v.shape == cases[i].want &&
+			  growth_rate_per_s(&r, d) == 0,
+		      "%s: kind %d shape %d", cases[i].name, d->v.kind, d->v.shape);
+		if (cases[i].s == DOUBLING)
+			CHECK(d->v.rate_hidden, "doubling: rate shown");
+		done(&t, &r);
+	}
+}
+
 /* A plateau without ranges: the 10 MiB temporary is freed before it comes
  * again, 100 times (>= 8): iterations from that pattern, 99 of them
  * (boundaries at 2..101 s). Every floor is the 100 MiB of weights: flat,
@@ -467,6 +581,8 @@ int main(void)
 	test_rule_doubling();
 	test_rule_plateau();
 	test_rule_late_warmup();
+	test_rule_between_steps();
+	test_endings();
 	test_rule_short();
 	test_rule_stopped();
 	test_rule_ramp();

@@ -14,6 +14,8 @@ the table docs/reports.md shows of them.
 
 Row format (TAB-separated, contract of issue 19):
   trace  command  key-path  expected  why  [xfail]
+An expected value N~P% (a number and a tolerance in percent) holds for any
+number within P% of N (a rate measured on timed traces).
 The key path is dotted: names, array indexes, and [key=value] to pick the
 element of an array whose key has that value. It is looked up from the top
 of the JSON, then, if absent there, in the only trace of {"traces": [...]}.
@@ -24,6 +26,7 @@ malformed table or a command that failed.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -46,6 +49,19 @@ def rows():
             out.append({"line": n, "trace": cols[0], "command": cols[1], "key": cols[2],
                         "expected": cols[3], "why": cols[4], "xfail": len(cols) == 6})
     return out
+
+
+def matches(got, expected):
+    """got == expected, or within the tolerance of an N~P% expectation."""
+    m = re.fullmatch(r"(-?[0-9.]+)~([0-9.]+)%", expected)
+    if not m:
+        return got == expected
+    try:
+        value = float(got)
+    except ValueError:
+        return False
+    want, tol = float(m.group(1)), float(m.group(2))
+    return abs(value - want) <= abs(want) * tol / 100
 
 
 def step(node, part):
@@ -120,7 +136,7 @@ def check(cli, fresh):
             continue
         argv, got = actual(cli, r, fresh)
         checked += 1
-        ok = got == r["expected"]
+        ok = matches(got, r["expected"])
         where = "verdicts.tsv:%d" % r["line"]
         if ok and r["xfail"]:
             print("XPASS: remove xfail: %s: %s | %s | %s = %s"
@@ -169,7 +185,7 @@ def what_ran(trace, sc):
 def verdict_cell(r, got):
     if r is None:
         return "", ""
-    if got == r["expected"]:
+    if matches(got, r["expected"]):
         return r["expected"], "yes"
     return r["expected"], "no: %s%s" % (got, " (xfail)" if r["xfail"] else "")
 
@@ -195,7 +211,7 @@ def table(cli):
             elif r["command"] == "oom" and r["key"] == "verdict":
                 oom = (r, got)
             else:
-                mark = "yes" if got == r["expected"] else "no: %s%s" % (
+                mark = "yes" if matches(got, r["expected"]) else "no: %s%s" % (
                     got, " (xfail)" if r["xfail"] else "")
                 others.append("%s `%s` = %s (%s)" % (r["command"], r["key"], r["expected"], mark))
         g = verdict_cell(*growth) if growth else ("", "")
