@@ -235,9 +235,13 @@ void growth_decide(const struct growth_series *s, struct growth_verdict *v)
 		      v->steady >= v->grew_for && v->steady >= GAP_FACTOR * v->max_gap;
 	/* It grew up to the last call, then ran on without one for longer:
 	 * a warm-up's few steps (a batch shape each) settled; many could as
-	 * well be a leak cut short by the end of the run. */
+	 * well be a leak cut short by the end of the run, unless the process
+	 * ran on twice as long as it grew without a call: a leak's loop would
+	 * have had to end right at its last rise (a settled cache makes no
+	 * call, and this keeps the verdict off the run's timing). */
 	if (growing && steady) {
-		v->shape = v->grew_steps >= CUT_STEPS ? GV_CUT : GV_STOPPED;
+		v->shape =
+		    v->grew_steps >= CUT_STEPS && v->steady < 2 * v->grew_for ? GV_CUT : GV_STOPPED;
 		steady = v->shape == GV_STOPPED;
 		growing = false;
 	}

@@ -472,6 +472,16 @@ static void test_segments(void)
 	      "segments, cut: kind %d shape %d", d->v.kind, d->v.shape);
 	done(&t, &r);
 
+	/* The same staircase, the exit at 900 s: 619 s without a call is more
+	 * than twice the 280 s it grew for, so its loop had settled. */
+	compute(write(SEGMENTS, "segments-long.gmt", 900 * S), &t, &p, &r);
+	d = &r.devs[0];
+	CHECK(d->v.kind == GV_NO_LEAK && d->v.shape == GV_STOPPED && d->v.steady == 619 * S &&
+		  d->v.grew_for == 280 * S,
+	      "segments, long silence: kind %d shape %d, steady %" PRIu64, d->v.kind, d->v.shape,
+	      d->v.steady);
+	done(&t, &r);
+
 	compute(write(WARM, "warm.gmt", 400 * S), &t, &p, &r);
 	d = &r.devs[0];
 	CHECK(d->v.kind == GV_NO_LEAK && d->v.shape == GV_STOPPED && d->v.steady == 339 * S &&
