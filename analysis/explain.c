@@ -363,19 +363,12 @@ const char *ex_cmd(char *buf, size_t size, const char *name, const struct ex_fac
 	return buf;
 }
 
-const char *ex_counters_note(const struct ex_dev *d, char *buf, size_t size)
+const char *ex_counters_note(const char *what, char *buf, size_t size)
 {
-	char b1[32], b2[32], b3[32];
-	if (d->counters.present)
-		snprintf(buf, size,
-			 "the framework's counters: %s allocated to tensors of %s reserved; %s "
-			 "free inside split segments",
-			 fmt_size(b1, d->counters.allocated), fmt_size(b2, d->counters.reserved),
-			 fmt_size(b3, d->counters.inactive_split));
-	else
-		snprintf(buf, size,
-			 "how much of it tensors use is invisible to driver calls (a tensor's "
-			 "free makes none); the framework's own counters would tell");
+	snprintf(buf, size,
+		 "run with `gpumemtrace run --framework-counters` to see %s: a driver-level "
+		 "trace cannot (a tensor's free makes no driver call)",
+		 what);
 	return buf;
 }
 
