@@ -60,6 +60,9 @@ static int from_accounting(struct trace *t, bool has_device, int64_t device, str
 		d->driver_version = td ? td->driver_version : 0;
 		d->peak = ad->peak.traced;
 		d->peak_ns = ad->peak.have ? (uint64_t)trace_rel(t, ad->peak.time_ns) : 0;
+		d->peak_until_ns = ad->peak.have && ad->peak.until_ns
+				       ? (uint64_t)trace_rel(t, ad->peak.until_ns)
+				       : 0;
 		d->end = ad->end.traced;
 		d->async_peak = ad->peak.async;
 		d->async_end = ad->end.async;
@@ -325,7 +328,18 @@ static void from_series(struct trace *t, const struct counters_series *s, struct
 {
 	struct ex_counters *c = &d->counters;
 	uint64_t start = t->hdr.start_mono_ns;
-	const struct counters_point *p = counters_at(s, start + d->peak_ns);
+	const struct counters_point *p = NULL;
+	for (size_t i = 0; i < s->n; i++) { /* a reading in the peak's plateau */
+		const struct counters_point *q = &s->pts[i];
+		uint64_t rel = (uint64_t)trace_rel(t, q->time_ns);
+		if (rel < d->peak_ns || (d->peak_until_ns && rel > d->peak_until_ns))
+			continue;
+		if (!p || q->reserved > p->reserved ||
+		    (q->reserved == p->reserved && q->allocated > p->allocated))
+			p = q;
+	}
+	if (!p)
+		p = counters_at(s, start + d->peak_ns);
 	const struct counters_point *e = &s->pts[s->n - 1];
 	*c = (struct ex_counters){.present = true,
 				  .source = s->source,
@@ -376,7 +390,10 @@ static void from_counters(struct trace *t, struct ex_facts *f)
 		if (!s || !s->n)
 			continue;
 		from_series(t, s, &f->devs[i]);
-		f->counter_retries += s->alloc_retries;
+		/* PyTorch counts the retry before each OOM it raises too: the
+		 * recovered ones are the rest */
+		if (s->alloc_retries > s->ooms)
+			f->counter_retries += s->alloc_retries - s->ooms;
 		for (size_t k = 0; k < s->n; k++)
 			if (s->pts[k].reason == GMT_COUNTERS_WHY_OOM &&
 			    !near_failure(f, s->device, (uint64_t)trace_rel(t, s->pts[k].time_ns)))

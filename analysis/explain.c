@@ -249,6 +249,17 @@ static void recog_pattern(const struct ex_facts *f, struct ex_recog *r)
 	}
 }
 
+static enum ex_fw counters_fw(const char *source)
+{
+	if (!source)
+		return FW_NONE;
+	if (!strcmp(source, "torch"))
+		return FW_PYTORCH;
+	if (!strcmp(source, "jax"))
+		return FW_JAX;
+	return strcmp(source, "tensorflow") ? FW_NONE : FW_TF;
+}
+
 void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 {
 	static const char *const names[] = {"no framework", "PyTorch", "JAX", "TensorFlow", "CuPy"};
@@ -263,6 +274,9 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 			r->fw_module = f->mods[i].library; /* the telling one */
 		r->fw = w;
 	}
+	if (r->fw == FW_NONE) /* no library names it: the framework's own counters do */
+		for (size_t i = 0; i < f->ndevs && r->fw == FW_NONE; i++)
+			r->fw = counters_fw(f->devs[i].counters.source);
 	const char *from_env = "";
 	if (r->fw == FW_NONE && (r->fw = env_fw(f)) != FW_NONE)
 		from_env = " (from the environment)";

@@ -33,7 +33,8 @@ struct ex_counters {
 	bool present;
 	const char *source, *api; /* "torch", "torch.cuda.memory_stats()" */
 	unsigned has;		  /* CNT_* of the readings */
-	/* the reading at or before the device's traced peak, and the last one */
+	/* the reading at the device's traced peak (in its plateau, the most
+	 * reserved; else the one at or before it), and the last one */
 	uint64_t peak_ns, end_ns; /* when read, since the trace start */
 	uint64_t allocated, reserved, inactive_split;
 	uint64_t end_allocated, end_reserved, end_inactive_split;
@@ -55,6 +56,7 @@ struct ex_dev {
 	int driver_version;
 	/* traced device bytes */
 	uint64_t peak, peak_ns, end; /* peak_ns: since the trace start */
+	uint64_t peak_until_ns;	     /* the end of the peak's plateau (0: the trace's end) */
 	uint64_t async_peak, async_end, vmm_peak;
 	struct ex_lib libs[EX_MAX_LIBS]; /* at the peak */
 	size_t nlibs;
@@ -123,7 +125,8 @@ struct ex_facts {
 	size_t nooms;
 	uint64_t ooms_total, retried, retry_ns; /* OOMs the framework recovered, their time */
 	/* the framework's counters: OOM-observer readings near no failing
-	 * driver call (an OOM the driver never saw), and its retries */
+	 * driver call (an OOM the driver never saw), and the retries that
+	 * recovered (num_alloc_retries less num_ooms) */
 	uint64_t ooms_unseen, counter_retries;
 	/* ways this trace cannot show an OOM (no failing call): oom's notes */
 	char blind[4][400];
