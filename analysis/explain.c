@@ -380,8 +380,8 @@ const char *ex_cmd(char *buf, size_t size, const char *name, const struct ex_fac
 const char *ex_counters_note(const char *what, char *buf, size_t size)
 {
 	snprintf(buf, size,
-		 "run with `gpumemtrace run --framework-counters` to see %s: a driver-level "
-		 "trace cannot (a tensor's free makes no driver call)",
+		 "run with `gpumemtrace run --framework-counters` to see %s (the "
+		 "framework's own counters: driver calls do not show it)",
 		 what);
 	return buf;
 }

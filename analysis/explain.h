@@ -207,7 +207,7 @@ void explain_compare(const struct ex_facts *a, const struct ex_recog *ra, const 
 		     const struct ex_recog *rb, struct ex_findings *out);
 void explain_findings_free(struct ex_findings *out);
 /* Without counters: "run with `gpumemtrace run --framework-counters` to
- * see WHAT", and why the driver-level trace cannot. */
+ * see WHAT", which driver calls do not show. */
 const char *ex_counters_note(const char *what, char *buf, size_t size);
 
 #endif
