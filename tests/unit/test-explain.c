@@ -715,6 +715,24 @@ static void test_counters_bfc(void)
 	      "preallocation with counters: %s", p ? p->change : "");
 	explain_findings_free(&out);
 
+	/* TF preallocated 60 GiB, its peak 1 GiB: with a fifth to spare
+	 * 1228.8 MiB, rounded up to memory_limit=1229 */
+	static const char *const tfp[] = {"libtensorflow_framework.so.2", NULL};
+	facts(&f, &d, tfp, NULL);
+	d.biggest = d.peak = 60 * GiB;
+	d.verdict = "no-leak";
+	d.counters = (struct ex_counters){.present = true,
+					  .source = "tensorflow",
+					  .api = "tf.config.experimental.get_memory_info()",
+					  .has = CNT_ALLOCATED | CNT_PEAK_ALLOCATED,
+					  .peak_allocated = 1 * GiB};
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	p = find(&out, "preallocation");
+	CHECK(p && has(p->change, "The program used at most 1.00 GiB: memory_limit=1229 (MiB)"),
+	      "TF preallocation with counters: %s", p ? p->change : "");
+	explain_findings_free(&out);
+
 	/* TF growth: 2+4+8+16+32 = 62 MiB, the last 32; before it 30 MiB.
 	 * Peak 40 MiB: at least 10 MiB of the last region in use. Peak 20
 	 * MiB: it fitted before, the last region was fragmentation's. */
