@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/accounting.h"
+#include "analysis/counters.h"
 #include "analysis/explain.h"
 #include "analysis/growth.h"
 #include "analysis/oom.h"
@@ -59,6 +60,9 @@ static int from_accounting(struct trace *t, bool has_device, int64_t device, str
 		d->driver_version = td ? td->driver_version : 0;
 		d->peak = ad->peak.traced;
 		d->peak_ns = ad->peak.have ? (uint64_t)trace_rel(t, ad->peak.time_ns) : 0;
+		d->peak_until_ns = ad->peak.have && ad->peak.until_ns
+				       ? (uint64_t)trace_rel(t, ad->peak.until_ns)
+				       : 0;
 		d->end = ad->end.traced;
 		d->async_peak = ad->peak.async;
 		d->async_end = ad->end.async;
@@ -318,6 +322,100 @@ static int from_oom(struct trace *t, struct ex_facts *f, const struct xpass *p)
 	return x;
 }
 
+/* ---- the framework's counters ---- */
+
+static void from_series(struct trace *t, const struct counters_series *s, struct ex_dev *d)
+{
+	struct ex_counters *c = &d->counters;
+	uint64_t start = t->hdr.start_mono_ns;
+	const struct counters_point *p = NULL;
+	for (size_t i = 0; i < s->n; i++) { /* a reading in the peak's plateau */
+		const struct counters_point *q = &s->pts[i];
+		uint64_t rel = (uint64_t)trace_rel(t, q->time_ns);
+		if (rel < d->peak_ns || (d->peak_until_ns && rel > d->peak_until_ns))
+			continue;
+		if (!p || q->reserved > p->reserved ||
+		    (q->reserved == p->reserved && q->allocated > p->allocated))
+			p = q;
+	}
+	if (!p)
+		p = counters_at(s, start + d->peak_ns);
+	const struct counters_point *e = &s->pts[s->n - 1];
+	*c = (struct ex_counters){.present = true,
+				  .source = s->source,
+				  .api = s->api,
+				  .has = s->has,
+				  .peak_ns = (uint64_t)trace_rel(t, p->time_ns),
+				  .end_ns = (uint64_t)trace_rel(t, e->time_ns),
+				  .allocated = p->allocated,
+				  .reserved = p->reserved,
+				  .inactive_split = p->inactive_split,
+				  .end_allocated = e->allocated,
+				  .end_reserved = e->reserved,
+				  .end_inactive_split = e->inactive_split,
+				  .peak_allocated = s->peak_allocated,
+				  .peak_reserved = s->peak_reserved,
+				  .limit = e->limit,
+				  .alloc_retries = s->alloc_retries,
+				  .ooms = s->ooms,
+				  .readings = s->n};
+}
+
+/* The OOM observer's reading at a failure: the first within RETRY_WINDOW
+ * after it (the framework raises once its own retry failed too). */
+static const struct counters_point *oom_reading(const struct counters_series *s, uint64_t at)
+{
+	for (size_t i = 0; s && i < s->n; i++)
+		if (s->pts[i].reason == GMT_COUNTERS_WHY_OOM && s->pts[i].time_ns >= at &&
+		    s->pts[i].time_ns - at <= RETRY_WINDOW)
+			return &s->pts[i];
+	return NULL;
+}
+
+static bool near_failure(const struct ex_facts *f, int64_t device, uint64_t rel)
+{
+	for (size_t i = 0; i < f->nooms; i++)
+		if (f->ooms[i].device == device && strcmp(f->ooms[i].kase, "recovered-by-retry") &&
+		    f->ooms[i].time_ns <= rel && rel - f->ooms[i].time_ns <= RETRY_WINDOW)
+			return true;
+	return false;
+}
+
+static void from_counters(struct trace *t, struct ex_facts *f)
+{
+	struct counters_set set;
+	counters_load(t, &set);
+	for (size_t i = 0; i < f->ndevs; i++) {
+		const struct counters_series *s = counters_for_device(&set, f->devs[i].ordinal);
+		if (!s || !s->n)
+			continue;
+		from_series(t, s, &f->devs[i]);
+		/* PyTorch counts the retry before each OOM it raises too: the
+		 * recovered ones are the rest */
+		if (s->alloc_retries > s->ooms)
+			f->counter_retries += s->alloc_retries - s->ooms;
+		for (size_t k = 0; k < s->n; k++)
+			if (s->pts[k].reason == GMT_COUNTERS_WHY_OOM &&
+			    !near_failure(f, s->device, (uint64_t)trace_rel(t, s->pts[k].time_ns)))
+				f->ooms_unseen++;
+	}
+	for (size_t i = 0; i < f->nooms; i++) {
+		struct ex_oom *o = &f->ooms[i];
+		const struct counters_point *p =
+		    strcmp(o->kase, "recovered-by-retry")
+			? oom_reading(counters_for_device(&set, o->device),
+				      t->hdr.start_mono_ns + o->time_ns)
+			: NULL;
+		if (!p || !(p->has & CNT_ALLOCATED))
+			continue;
+		o->counters = true;
+		o->c_allocated = p->allocated;
+		o->c_reserved = p->reserved;
+		o->c_inactive_split = p->inactive_split;
+	}
+	counters_free(&set);
+}
+
 static int explain_pass(struct trace *t, struct ex_facts *f, struct xpass *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -375,6 +473,7 @@ int explain_facts(struct trace *t, bool has_device, int64_t device, struct ex_fa
 	x = worse(x, explain_pass(t, f, &p));
 	x = worse(x, from_oom(t, f, &p));
 	xpass_free(&p);
+	from_counters(t, f);
 	return x;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/counters.h"
 #include "analysis/explain-int.h"
 #include "analysis/report-base.h"
 
@@ -114,7 +115,7 @@ void ex_smi(const struct ex_facts *f, const struct ex_recog *r, const struct ex_
 {
 	if (!d->smi)
 		return;
-	char b[6][32], c[80], note[300];
+	char b[6][32], c[80];
 	uint64_t cls[5] = {0}; /* framework, NCCL, cuBLAS, cuDNN, other */
 	static const char *const cname[] = {"framework", "NCCL", "cuBLAS", "cuDNN", "other"};
 	for (size_t i = 0; i < d->nlibs; i++) {
@@ -132,10 +133,16 @@ void ex_smi(const struct ex_facts *f, const struct ex_recog *r, const struct ex_
 	struct ex_finding *x = ex_add(out, "smi-breakdown", d->ordinal, d->smi_bytes);
 	const char *when = d->smi_at_peak ? "at the peak" : "at the end";
 	int64_t u = d->unexplained;
+	uint64_t tensors, cfree;
+	char split[100] = "";
+	bool counted = r->mode != MODE_DIRECT && ex_cnt_split(d, cls[0], &tensors, &cfree);
+	if (counted) /* the framework's part, split by its own counters */
+		snprintf(split, sizeof(split), " (tensors %s, free in its cache %s)",
+			 fmt_size(b[0], tensors), fmt_size(b[1], cfree));
 	ex_answer(x,
-		  "nvidia-smi showed %s %s: %s held %s, other libraries %s, CUDA contexts %s, "
+		  "nvidia-smi showed %s %s: %s held %s%s, other libraries %s, CUDA contexts %s, "
 		  "and %s%s is unexplained",
-		  fmt_size(b[0], d->smi_bytes), when, fw_part(r), fmt_size(b[1], cls[0]),
+		  fmt_size(b[0], d->smi_bytes), when, fw_part(r), fmt_size(b[1], cls[0]), split,
 		  fmt_size(b[2], others), fmt_size(b[3], d->contexts), u < 0 ? "-" : "",
 		  fmt_size(b[4], (uint64_t)(u < 0 ? -u : u)));
 	ex_cmd(c, sizeof(c), "accounting", f, d);
@@ -152,10 +159,13 @@ void ex_smi(const struct ex_facts *f, const struct ex_recog *r, const struct ex_
 	if (u > 0)
 		ex_ev(x, c, "unexplained: %s, likely %s", fmt_size(b[0], (uint64_t)u),
 		      d->route_text ? d->route_text : "memory allocated where no hook sees it");
-	if (r->mode == MODE_PT_CACHING || r->mode == MODE_PT_EXPANDABLE) {
-		ex_ev(x, "", "of the cache, %s", ex_counters_note(d, note, sizeof(note)));
-		x->needs_counters = !d->counters.present;
-	}
+	if (counted)
+		ex_ev(x, "summary", "of %s, tensors %s and free in the cache %s (%s %s)",
+		      fw_part(r), fmt_size(b[0], tensors), fmt_size(b[1], cfree), d->counters.api,
+		      when);
+	else if (r->mode == MODE_PT_CACHING || r->mode == MODE_PT_EXPANDABLE ||
+		 r->mode == MODE_BFC_PREALLOC || r->mode == MODE_BFC_GROWTH)
+		ex_cnt_or_note(x, d, "how much of the framework's part its tensors use");
 	smi_change(x, r, d, cls);
 }
 
@@ -164,7 +174,7 @@ void ex_prealloc(const struct ex_facts *f, const struct ex_recog *r, const struc
 {
 	if (r->mode != MODE_BFC_PREALLOC || !d->total || 2 * d->biggest < d->total)
 		return;
-	char b[4][32], t1[32], c[80], note[300];
+	char b[4][32], t1[32], c[80];
 	double share = 100.0 * (double)d->biggest / (double)d->total;
 	struct ex_finding *x = ex_add(out, "preallocation", d->ordinal, d->biggest);
 	if (r->fw == FW_JAX)
@@ -190,26 +200,28 @@ void ex_prealloc(const struct ex_facts *f, const struct ex_recog *r, const struc
 	if (d->peak > d->biggest)
 		ex_ev(x, c, "traced besides it at the peak: %s (other libraries)",
 		      fmt_size(b[0], d->peak - d->biggest));
-	ex_ev(x, "", "what the program used inside it: %s",
-	      ex_counters_note(d, note, sizeof(note)));
+	char used[200];
+	ex_cnt_used(x, r, d, used, sizeof(used));
 	ex_ev(x, "oom",
 	      "an OOM inside the region makes no driver call: this trace cannot show it; the "
 	      "framework's error (RESOURCE_EXHAUSTED) is its record");
-	x->needs_counters = !d->counters.present;
 	if (r->fw == FW_TF)
 		ex_change(x,
-			  "TF_FORCE_GPU_ALLOW_GROWTH=true, or "
+			  "%s%sTF_FORCE_GPU_ALLOW_GROWTH=true, or "
 			  "tf.config.experimental.set_memory_growth(gpu, True) before the first "
 			  "op, grows the memory as needed (regions that double, never returned); "
 			  "tf.config.set_logical_device_configuration(gpu, "
-			  "[tf.config.LogicalDeviceConfiguration(memory_limit=MiB)]) caps it.");
+			  "[tf.config.LogicalDeviceConfiguration(memory_limit=MiB)]) caps it.",
+			  used, *used ? " " : "");
 	else
-		ex_change(x,
-			  "XLA_PYTHON_CLIENT_PREALLOCATE=false grows the memory as needed (regions "
-			  "that double, never returned); XLA_PYTHON_CLIENT_MEM_FRACTION=.5 "
-			  "(XLA_CLIENT_MEM_FRACTION in new versions) preallocates a smaller "
-			  "share; XLA_PYTHON_CLIENT_ALLOCATOR=platform allocates exactly what is "
-			  "used and frees it (slow: for debugging).");
+		ex_change(
+		    x,
+		    "%s%sXLA_PYTHON_CLIENT_PREALLOCATE=false grows the memory as needed (regions "
+		    "that double, never returned); XLA_PYTHON_CLIENT_MEM_FRACTION=.5 "
+		    "(XLA_CLIENT_MEM_FRACTION in new versions) preallocates a smaller "
+		    "share; XLA_PYTHON_CLIENT_ALLOCATOR=platform allocates exactly what is "
+		    "used and frees it (slow: for debugging).",
+		    used, *used ? " " : "");
 }
 
 static void regions_text(const struct ex_dev *d, char *buf, size_t size)
@@ -232,7 +244,7 @@ void ex_bfc_growth(const struct ex_facts *f, const struct ex_recog *r, const str
 	if (!(r->mode == MODE_BFC_GROWTH || (bfc && explain_doubling(d->regions, d->nregions))) ||
 	    !d->nregions)
 		return;
-	char b[4][32], c[80], list[400], note[300];
+	char b[4][32], c[80], list[400];
 	uint64_t sum = 0;
 	for (size_t i = 0; i < d->nregions; i++)
 		sum += d->regions[i];
@@ -247,9 +259,7 @@ void ex_bfc_growth(const struct ex_facts *f, const struct ex_recog *r, const str
 	ex_ev(x, c, "regions in order: %s", list);
 	ex_ev(x, c, "regions returned to the driver: %" PRIu64 "; traced live at the end: %s",
 	      d->fw_frees, fmt_size(b[0], d->end));
-	ex_ev(x, "", "how much of the last region was in use at the peak: %s",
-	      ex_counters_note(d, note, sizeof(note)));
-	x->needs_counters = !d->counters.present;
+	ex_cnt_regions(x, d, sum, d->regions[d->nregions - 1]);
 	if (r->fw == FW_TF)
 		ex_change(x, "allow_growth never gives a region back while it holds a live "
 			     "tensor; TF frees wholly unused regions only when an allocation would "
@@ -271,13 +281,17 @@ void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const st
 	bool exp = r->mode == MODE_PT_EXPANDABLE;
 	uint64_t nseg = d->seg_small + d->seg_mid + d->seg_large;
 	struct ex_finding *x = ex_add(out, "torch-cache", d->ordinal, d->seg_bytes);
+	char use[100] = "tensors use part of it";
+	if (d->counters.present && (d->counters.has & CNT_ALLOCATED))
+		snprintf(use, sizeof(use), "tensors used %s of it (%s)",
+			 fmt_size(b[1], d->counters.allocated), d->counters.api);
 	ex_answer(x,
 		  "PyTorch's cache held %s in %" PRIu64 " %s at the peak: nvidia-smi counts all "
-		  "of it, tensors use part of it, and a tensor's free returns nothing to the "
-		  "driver",
+		  "of it, %s, and a tensor's free returns nothing to the driver",
 		  fmt_size(b[0], d->seg_bytes), nseg,
 		  exp ? (nseg == 1 ? "mapped page" : "mapped pages")
-		      : (nseg == 1 ? "segment" : "segments"));
+		      : (nseg == 1 ? "segment" : "segments"),
+		  use);
 	ex_cmd(c, sizeof(c), "fragmentation", f, d);
 	if (exp)
 		ex_ev(x, c,
@@ -292,8 +306,7 @@ void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const st
 	ex_cmd(c, sizeof(c), "summary", f, d);
 	ex_ev(x, c, "%" PRIu64 " allocated from the driver over the run, %" PRIu64 " returned",
 	      d->fw_allocs, d->fw_frees);
-	ex_ev(x, "", "%s", ex_counters_note(d, note, sizeof(note)));
-	x->needs_counters = !d->counters.present;
+	ex_cnt_cache(x, d);
 	ex_ev(x, "oom",
 	      "an OOM refused by torch.cuda.set_per_process_memory_fraction makes no driver "
 	      "call: this trace cannot show it");
@@ -303,12 +316,13 @@ void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const st
 		      " retried OOM%s (the oom-retried finding)",
 		      f->retried, f->retried == 1 ? "" : "s");
 	ex_change(x,
-		  "torch.cuda.empty_cache() returns unused segments to the driver: it helps "
+		  "%s%storch.cuda.empty_cache() returns unused segments to the driver: it helps "
 		  "other processes and libraries (NCCL, cuDNN), not this program's own peak, "
 		  "and later allocations pay to get them back. %s "
 		  "max_split_size_mb:N (in PYTORCH_CUDA_ALLOC_CONF) helps when an OOM reports "
 		  "much memory \"reserved by PyTorch but unallocated\": blocks above N MiB are "
 		  "no longer split.",
+		  ex_cnt_cache_advice(d, note, sizeof(note)), *note ? " " : "",
 		  exp ? "expandable_segments is on: segments grow in place, so odd sizes no "
 			"longer strand memory."
 		      : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True helps when shapes "

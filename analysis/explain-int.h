@@ -32,4 +32,15 @@ void ex_growth(const struct ex_facts *f, const struct ex_recog *r, const struct 
 	       struct ex_findings *out);
 void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out);
 
+/* explain-counters.c: the framework's counters in the findings; each says
+ * how to get them when the trace has none (and sets needs_counters). */
+bool ex_cnt_or_note(struct ex_finding *x, const struct ex_dev *d, const char *what);
+bool ex_cnt_split(const struct ex_dev *d, uint64_t held, uint64_t *tensors, uint64_t *free_b);
+void ex_cnt_cache(struct ex_finding *x, const struct ex_dev *d);
+const char *ex_cnt_cache_advice(const struct ex_dev *d, char *buf, size_t size);
+void ex_cnt_regions(struct ex_finding *x, const struct ex_dev *d, uint64_t sum, uint64_t last);
+void ex_cnt_used(struct ex_finding *x, const struct ex_recog *r, const struct ex_dev *d,
+		 char *advice, size_t size);
+void ex_cnt_oom(struct ex_finding *x, const struct ex_oom *o);
+
 #endif

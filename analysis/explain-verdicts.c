@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/counters.h"
 #include "analysis/explain-int.h"
 #include "analysis/report-base.h"
 
@@ -90,6 +91,23 @@ static const char *oom_advice(const struct ex_recog *r, const char *kase)
 	       "smaller.";
 }
 
+/* The framework's counters of its retries and OOMs (the first device's
+ * that has them), or the note saying how to get them. */
+static void retry_counters(struct ex_finding *x, const struct ex_facts *f, const struct ex_recog *r)
+{
+	for (size_t i = 0; i < f->ndevs; i++) {
+		const struct ex_counters *c = &f->devs[i].counters;
+		if (c->present && (c->has & CNT_RETRIES)) {
+			ex_ev(x, "summary", "%s: num_alloc_retries %" PRIu64 ", num_ooms %" PRIu64,
+			      c->api, c->alloc_retries, c->ooms);
+			return;
+		}
+	}
+	if (r->fw == FW_PYTORCH && f->ndevs)
+		ex_cnt_or_note(x, &f->devs[0],
+			       "every retry (num_alloc_retries), those no driver call shows too");
+}
+
 static void oom_retried(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out)
 {
 	char b[3][32];
@@ -97,16 +115,29 @@ static void oom_retried(const struct ex_facts *f, const struct ex_recog *r, stru
 	for (size_t i = 0; i < f->nooms; i++)
 		if (strcmp(f->ooms[i].kase, "recovered-by-retry") == 0)
 			freed += f->ooms[i].freed;
+	/* the counters count retries a memory-fraction limit causes too, with
+	 * no failing driver call */
+	uint64_t n = f->counter_retries > f->retried ? f->counter_retries : f->retried;
 	struct ex_finding *x = ex_add(out, "oom-retried", -1, freed);
-	ex_answer(x,
-		  "%" PRIu64 " OOM%s recovered by the framework's retry: it freed its cache "
-		  "and tried again. Not a failure of the program, but each retry costs %s",
-		  f->retried, f->retried == 1 ? " was" : "s were",
-		  rb_dur(b[0], (int64_t)(f->retry_ns / (f->retried ? f->retried : 1))));
-	ex_ev(x, "oom",
-	      "%" PRIu64 " failed allocation%s followed by frees (%s in those "
-	      "listed) and a successful retry of the same size",
-	      f->retried, f->retried == 1 ? "" : "s", fmt_size(b[1], freed));
+	if (f->retried)
+		ex_answer(x,
+			  "%" PRIu64 " OOM%s recovered by the framework's retry: it freed its "
+			  "cache and tried again. Not a failure of the program, but each retry "
+			  "costs %s",
+			  n, n == 1 ? " was" : "s were",
+			  rb_dur(b[0], (int64_t)(f->retry_ns / f->retried)));
+	else
+		ex_answer(x,
+			  "%" PRIu64 " allocation%s retried after the framework freed its cache "
+			  "(its counters say; no driver call failed, so a memory-fraction limit "
+			  "refused them). Not a failure of the program, but each retry costs time",
+			  n, n == 1 ? " was" : "s were");
+	if (f->retried)
+		ex_ev(x, "oom",
+		      "%" PRIu64 " failed allocation%s followed by frees (%s in those "
+		      "listed) and a successful retry of the same size",
+		      f->retried, f->retried == 1 ? "" : "s", fmt_size(b[1], freed));
+	retry_counters(x, f, r);
 	ex_change(x, "%s",
 		  r->fw == FW_PYTORCH
 		      ? "The cache is emptied and refilled each time: lower the peak so no "
@@ -123,21 +154,35 @@ static void oom_blind(const struct ex_facts *f, struct ex_findings *out)
 {
 	struct ex_finding *x = ex_add(out, "oom-invisible", -1, 0);
 	ex_answer(x, "an OOM here may make no driver call, and this trace would not show it");
+	if (f->ooms_unseen) /* the framework's OOM observer saw what the driver did not */
+		ex_answer(x,
+			  "%" PRIu64 " OOM%s raised by the framework made no failing driver call: "
+			  "its counters recorded %s, this trace's driver calls cannot",
+			  f->ooms_unseen, f->ooms_unseen == 1 ? "" : "s",
+			  f->ooms_unseen == 1 ? "it" : "them");
 	for (size_t i = 0; i < f->nblind; i++)
 		ex_ev(x, "oom", "%s", f->blind[i]);
 	ex_change(x, "The framework's own error message is the record of such an OOM; the "
 		     "settings named above decide when it happens.");
 }
 
+static const struct ex_dev *fdev_of(const struct ex_facts *f, int64_t device)
+{
+	for (size_t i = 0; i < f->ndevs; i++)
+		if (f->devs[i].ordinal == device)
+			return &f->devs[i];
+	return f->devs;
+}
+
 void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out)
 {
-	if (f->nblind)
+	if (f->nblind || f->ooms_unseen)
 		oom_blind(f, out);
 	static const char *const cases[] = {"exceeds-device-total", "other-processes",
 					    "this-process", "unknown"};
 	static const char *const ids[] = {"oom-exceeds-device-total", "oom-other-processes",
 					  "oom-this-process", "oom-unknown"};
-	if (f->retried)
+	if (f->retried || f->counter_retries)
 		oom_retried(f, r, out);
 	for (size_t k = 0; k < 4; k++) {
 		const struct ex_oom *o = NULL;
@@ -168,6 +213,11 @@ void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findi
 			      "this process held %s (no free-memory reading at the failure)",
 			      fmt_size(b[0], o->held));
 		ex_ev(x, "oom", "site: %s", o->site);
+		if (o->counters)
+			ex_cnt_oom(x, o);
+		else if (r->fw == FW_PYTORCH && k == 2)
+			ex_cnt_or_note(x, fdev_of(f, o->device),
+				       "reserved and allocated at the OOM (its fragmentation)");
 		ex_change(x, "%s", oom_advice(r, cases[k]));
 	}
 }

@@ -249,6 +249,17 @@ static void recog_pattern(const struct ex_facts *f, struct ex_recog *r)
 	}
 }
 
+static enum ex_fw counters_fw(const char *source)
+{
+	if (!source)
+		return FW_NONE;
+	if (!strcmp(source, "torch"))
+		return FW_PYTORCH;
+	if (!strcmp(source, "jax"))
+		return FW_JAX;
+	return strcmp(source, "tensorflow") ? FW_NONE : FW_TF;
+}
+
 void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 {
 	static const char *const names[] = {"no framework", "PyTorch", "JAX", "TensorFlow", "CuPy"};
@@ -263,6 +274,9 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 			r->fw_module = f->mods[i].library; /* the telling one */
 		r->fw = w;
 	}
+	if (r->fw == FW_NONE) /* no library names it: the framework's own counters do */
+		for (size_t i = 0; i < f->ndevs && r->fw == FW_NONE; i++)
+			r->fw = counters_fw(f->devs[i].counters.source);
 	const char *from_env = "";
 	if (r->fw == FW_NONE && (r->fw = env_fw(f)) != FW_NONE)
 		from_env = " (from the environment)";
@@ -435,19 +449,12 @@ const char *ex_cmd(char *buf, size_t size, const char *name, const struct ex_fac
 	return buf;
 }
 
-const char *ex_counters_note(const struct ex_dev *d, char *buf, size_t size)
+const char *ex_counters_note(const char *what, char *buf, size_t size)
 {
-	char b1[32], b2[32], b3[32];
-	if (d->counters.present)
-		snprintf(buf, size,
-			 "the framework's counters: %s allocated to tensors of %s reserved; %s "
-			 "free inside split segments",
-			 fmt_size(b1, d->counters.allocated), fmt_size(b2, d->counters.reserved),
-			 fmt_size(b3, d->counters.inactive_split));
-	else
-		snprintf(buf, size,
-			 "how much of it tensors use is invisible to driver calls (a tensor's "
-			 "free makes none); the framework's own counters would tell");
+	snprintf(buf, size,
+		 "run with `gpumemtrace run --framework-counters` to see %s (the "
+		 "framework's own counters: driver calls do not show it)",
+		 what);
 	return buf;
 }
 

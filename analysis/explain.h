@@ -25,14 +25,23 @@
 #define EX_MAX_EVIDENCE 8
 
 /* The framework's own counters (torch.cuda.memory_stats() and the like),
- * written into the trace by `run --framework-counters` (issue 21, part 2).
- * Nothing fills them yet: present stays false, and every finding that needs
- * them says what the driver-level trace cannot see (ex_counters_note). */
+ * written into the trace by `run --framework-counters` (analysis/counters.h
+ * names the figures per framework). present is false without them, and
+ * every finding that needs them says how to get them (ex_counters_note). A
+ * figure is known when its CNT_* bit is in `has`. */
 struct ex_counters {
 	bool present;
-	uint64_t allocated;	 /* tensors live at the device's peak */
-	uint64_t reserved;	 /* the cache's segments then */
-	uint64_t inactive_split; /* free space inside split segments */
+	const char *source, *api; /* "torch", "torch.cuda.memory_stats()" */
+	unsigned has;		  /* CNT_* of the readings */
+	/* the reading at the device's traced peak (in its plateau, the most
+	 * reserved; else the one at or before it), and the last one */
+	uint64_t peak_ns, end_ns; /* when read, since the trace start */
+	uint64_t allocated, reserved, inactive_split;
+	uint64_t end_allocated, end_reserved, end_inactive_split;
+	/* the framework's own peaks (peak_* counters, else the most read) */
+	uint64_t peak_allocated, peak_reserved, limit;
+	uint64_t alloc_retries, ooms; /* the last reading's */
+	size_t readings;
 };
 
 struct ex_lib {
@@ -47,6 +56,7 @@ struct ex_dev {
 	int driver_version;
 	/* traced device bytes */
 	uint64_t peak, peak_ns, end; /* peak_ns: since the trace start */
+	uint64_t peak_until_ns;	     /* the end of the peak's plateau (0: the trace's end) */
 	uint64_t async_peak, async_end, vmm_peak;
 	struct ex_lib libs[EX_MAX_LIBS]; /* at the peak */
 	size_t nlibs;
@@ -93,6 +103,9 @@ struct ex_oom {
 	char site[300];
 	/* recovered-by-retry: what was freed before the retry, and how long */
 	uint64_t freed, retry_ns;
+	/* the framework's counters read by its OOM observer at this failure */
+	bool counters;
+	uint64_t c_allocated, c_reserved, c_inactive_split;
 };
 
 struct ex_module {
@@ -111,6 +124,10 @@ struct ex_facts {
 	struct ex_oom ooms[EX_MAX_OOMS];
 	size_t nooms;
 	uint64_t ooms_total, retried, retry_ns; /* OOMs the framework recovered, their time */
+	/* the framework's counters: OOM-observer readings near no failing
+	 * driver call (an OOM the driver never saw), and the retries that
+	 * recovered (num_alloc_retries less num_ooms) */
+	uint64_t ooms_unseen, counter_retries;
 	/* ways this trace cannot show an OOM (no failing call): oom's notes */
 	char blind[4][400];
 	size_t nblind;
@@ -204,8 +221,8 @@ void explain_findings(const struct ex_facts *f, const struct ex_recog *r, struct
 void explain_compare(const struct ex_facts *a, const struct ex_recog *ra, const struct ex_facts *b,
 		     const struct ex_recog *rb, struct ex_findings *out);
 void explain_findings_free(struct ex_findings *out);
-/* What the driver-level trace cannot see of the cache, and what would tell
- * (the one place that knows whether the framework's counters exist). */
-const char *ex_counters_note(const struct ex_dev *d, char *buf, size_t size);
+/* Without counters: "run with `gpumemtrace run --framework-counters` to
+ * see WHAT", which driver calls do not show. */
+const char *ex_counters_note(const char *what, char *buf, size_t size);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/counters.h"
 #include "analysis/explain.h"
 #include "check.h"
 #include "trace-file.h"
@@ -273,7 +274,8 @@ static void test_prealloc_and_growth(void)
 	CHECK(p && p->bytes == 60809 * MiB && has(p->answer, "JAX took 59.4 GiB, 75% of") &&
 		  has(p->change, "XLA_PYTHON_CLIENT_PREALLOCATE=false") &&
 		  has(p->change, "XLA_PYTHON_CLIENT_MEM_FRACTION") && p->needs_counters &&
-		  ev_has(p, "invisible to driver calls"),
+		  ev_has(p, "run with `gpumemtrace run --framework-counters` to see what the "
+			    "program really used"),
 	      "preallocation: %s", p ? p->answer : "");
 	CHECK(!find(&out, "bfc-growth"), "one region is no growth");
 	explain_findings_free(&out);
@@ -478,6 +480,22 @@ static void test_adapter(void)
 	e.stack_id = 2;
 	EV(GMT_API_cudaMalloc, 0, 1ull << 50, 2); /* 1 PiB on a 1 GiB device */
 	tb_events_end(b);
+	/* torch.cuda.memory_stats() readings: an OOM observer's at 3000 with no
+	 * failing driver call before it (unseen), one before the peak (5000)
+	 * and one in its plateau (5000 to the free at 7000: 122 < 95% of 142),
+	 * the observer's after the 1 PiB failure, and the last at exit */
+	static const char *const cn[] = {
+	    "allocated_bytes.all.current", "reserved_bytes.all.current",
+	    "inactive_split_bytes.all.current", "num_alloc_retries", "num_ooms"};
+	const struct {
+		uint64_t t, why, v[5];
+	} rd[] = {{3000, GMT_COUNTERS_WHY_OOM, {10 * MiB, 22 * MiB, 0, 0, 1}},
+		  {4500, GMT_COUNTERS_WHY_PERIODIC, {100 * MiB, 142 * MiB, 12 * MiB, 0, 1}},
+		  {5500, GMT_COUNTERS_WHY_PERIODIC, {130 * MiB, 142 * MiB, 12 * MiB, 0, 1}},
+		  {10500, GMT_COUNTERS_WHY_OOM, {50 * MiB, 120 * MiB, 10 * MiB, 3, 2}},
+		  {11000, GMT_COUNTERS_WHY_END, {20 * MiB, 120 * MiB, 0, 3, 2}}};
+	for (size_t i = 0; i < 5; i++)
+		tb_counters(b, 1, rd[i].t, rd[i].why, "torch", "cuda:0", 0, 5, cn, rd[i].v);
 	tb_trailer(b, t + 1000, 9, 0, 2, GMT_END_EXIT);
 	const char *path = trace_file(b, "explain.gmt");
 	tb_free(b);
@@ -501,6 +519,22 @@ static void test_adapter(void)
 		  f.ooms[0].freed == 120 * MiB &&
 		  strcmp(f.ooms[1].kase, "exceeds-device-total") == 0,
 	      "cases: %s, %s", f.nooms ? f.ooms[0].kase : "", f.nooms > 1 ? f.ooms[1].kase : "");
+	/* the counters: the reading at 5500 (in the plateau) speaks for the peak, 11000 for the
+	 * end; the 10500 one for the 1 PiB failure (not for the retried one);
+	 * 3 retries less 2 OOMs raised: 1 recovered */
+	const struct ex_counters *c = &d->counters;
+	CHECK(c->present && c->allocated == 130 * MiB && c->reserved == 142 * MiB &&
+		  c->inactive_split == 12 * MiB && c->end_allocated == 20 * MiB &&
+		  c->end_reserved == 120 * MiB && c->alloc_retries == 3 && c->ooms == 2 &&
+		  c->readings == 5,
+	      "counters at the peak %" PRIu64 "/%" PRIu64 ", end %" PRIu64 "/%" PRIu64,
+	      c->allocated, c->reserved, c->end_allocated, c->end_reserved);
+	CHECK(f.counter_retries == 1 && f.ooms_unseen == 1, "retries %" PRIu64 ", unseen %" PRIu64,
+	      f.counter_retries, f.ooms_unseen);
+	CHECK(f.nooms == 2 && !f.ooms[0].counters && f.ooms[1].counters &&
+		  f.ooms[1].c_allocated == 50 * MiB && f.ooms[1].c_reserved == 120 * MiB &&
+		  f.ooms[1].c_inactive_split == 10 * MiB,
+	      "the OOM's reading");
 	struct ex_recog r;
 	explain_recognize(&f, &r);
 	CHECK(r.fw == FW_PYTORCH && r.mode == MODE_PT_CACHING, "recognized %s", r.fw_name);
@@ -534,6 +568,227 @@ static void test_mode_texts(void)
 	CHECK(!explain_held_by(&r, b, sizeof(b)), "direct: nothing held");
 }
 
+/* A PyTorch reading: allocated and reserved at the peak and at the end. */
+static void torch_counters(struct ex_dev *d, uint64_t alloc, uint64_t reserved, uint64_t split,
+			   uint64_t end_alloc, uint64_t end_reserved)
+{
+	d->counters = (struct ex_counters){.present = true,
+					   .source = "torch",
+					   .api = "torch.cuda.memory_stats()",
+					   .has = CNT_ALLOCATED | CNT_RESERVED |
+						  CNT_INACTIVE_SPLIT | CNT_PEAK_ALLOCATED |
+						  CNT_PEAK_RESERVED | CNT_RETRIES | CNT_OOMS,
+					   .allocated = alloc,
+					   .reserved = reserved,
+					   .inactive_split = split,
+					   .end_allocated = end_alloc,
+					   .end_reserved = end_reserved,
+					   .peak_allocated = alloc,
+					   .peak_reserved = reserved,
+					   .readings = 2};
+}
+
+static void test_counters_torch(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	struct ex_findings out;
+	static const char *const torch[] = {"libc10_cuda.so", NULL};
+	/* 1 GiB of segments at the peak, nvidia-smi 1.5 GiB then; tensors 600
+	 * MiB: 424 MiB free in the cache, 300 MiB of it in split segments.
+	 * 4 x 300 >= 1024: fragmentation, the advice says so first. */
+	facts(&f, &d, torch, NULL);
+	d.seg_mid = 1;
+	d.seg_large = 1;
+	d.seg_bytes = d.peak = 1 * GiB;
+	d.smi = d.smi_at_peak = true;
+	d.smi_bytes = 1536 * MiB;
+	d.smi_traced = 1 * GiB;
+	d.contexts = 512 * MiB;
+	d.libs[d.nlibs++] = (struct ex_lib){"libc10_cuda.so", 1 * GiB};
+	d.verdict = "no-leak";
+	torch_counters(&d, 600 * MiB, 1 * GiB, 300 * MiB, 100 * MiB, 1 * GiB);
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *c = find(&out, "torch-cache"), *s = find(&out, "smi-breakdown");
+	CHECK(c && !c->needs_counters && has(c->answer, "tensors used 600 MiB of it") &&
+		  ev_has(c, "424 MiB free in the cache, 300 MiB of it inactive in split") &&
+		  ev_has(c, "): tensors 100 MiB of 1.00 GiB reserved, 924 MiB free") &&
+		  has(c->change, "Here 300 MiB of the 1.00 GiB cache sat in split segments at the "
+				 "peak (29%)"),
+	      "torch-cache with counters: %s | %s", c ? c->answer : "", c ? c->change : "");
+	CHECK(s && !s->needs_counters &&
+		  has(s->answer, "PyTorch's cache held 1.00 GiB (tensors 600 MiB, free in its "
+				 "cache 424 MiB)"),
+	      "smi-breakdown with counters: %s", s ? s->answer : "");
+	explain_findings_free(&out);
+
+	/* little split (100 MiB), but at the end 924 of 1024 MiB hold no
+	 * tensor (>= half): empty_cache() is the advice */
+	torch_counters(&d, 600 * MiB, 1 * GiB, 100 * MiB, 100 * MiB, 1 * GiB);
+	explain_findings(&f, &r, &out);
+	c = find(&out, "torch-cache");
+	CHECK(c && has(c->change, "Here 924 MiB of the 1.00 GiB cache held no tensor at the end"),
+	      "torch-cache, free at the end: %s", c ? c->change : "");
+	explain_findings_free(&out);
+
+	/* without counters: each finding says how to get them */
+	d.counters = (struct ex_counters){0};
+	explain_findings(&f, &r, &out);
+	c = find(&out, "torch-cache");
+	s = find(&out, "smi-breakdown");
+	CHECK(c && c->needs_counters && s && s->needs_counters &&
+		  ev_has(c, "run with `gpumemtrace run --framework-counters` to see how much of "
+			    "the cache tensors use") &&
+		  has(c->answer, "tensors use part of it") && !has(s->answer, "tensors 600"),
+	      "without counters: the note");
+	explain_findings_free(&out);
+
+	/* no framework library loaded (a stand-in, a static build): the
+	 * counters' source names the framework */
+	facts(&f, &d, NULL, NULL);
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_NONE, "nothing names a framework");
+	torch_counters(&d, MiB, MiB, 0, MiB, MiB);
+	explain_recognize(&f, &r);
+	CHECK(r.fw == FW_PYTORCH && r.mode == MODE_PT_CACHING, "from the counters: %s", r.fw_name);
+}
+
+static void test_counters_oom(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	struct ex_findings out;
+	static const char *const torch[] = {"libc10_cuda.so", NULL};
+	/* the OOM observer's reading: 9 GiB of tensors in 10 GiB reserved, so
+	 * 1 GiB reserved but unallocated >= the 100 MiB asked: fragmentation */
+	facts(&f, &d, torch, NULL);
+	d.verdict = "no-leak";
+	torch_counters(&d, 1 * GiB, 2 * GiB, 0, 1 * GiB, 2 * GiB);
+	d.counters.alloc_retries = 3;
+	d.counters.ooms = 1;
+	f.counter_retries = 2; /* 3 retries less the 1 OOM; no driver call failed for them */
+	f.ooms[f.nooms++] = (struct ex_oom){.device = 0,
+					    .size = 100 * MiB,
+					    .api = "cudaMalloc",
+					    .kase = "this-process",
+					    .counters = true,
+					    .c_allocated = 9 * GiB,
+					    .c_reserved = 10 * GiB,
+					    .c_inactive_split = 700 * MiB};
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *o = find(&out, "oom-this-process"), *t = find(&out, "oom-retried");
+	CHECK(o && ev_has(o, "tensors 9.00 GiB of 10.0 GiB reserved; 1.00 GiB reserved but "
+			     "unallocated (700 MiB in split segments): more than the request"),
+	      "oom with counters");
+	CHECK(t && has(t->answer, "2 allocations were retried") &&
+		  ev_has(t, "num_alloc_retries 3, num_ooms 1"),
+	      "retries from the counters: %s", t ? t->answer : "");
+	explain_findings_free(&out);
+	/* without the reading: the note, and no retries finding */
+	f.ooms[0].counters = false;
+	f.counter_retries = 0;
+	d.counters = (struct ex_counters){0};
+	explain_findings(&f, &r, &out);
+	o = find(&out, "oom-this-process");
+	CHECK(o && ev_has(o, "to see reserved and allocated at the OOM") &&
+		  !find(&out, "oom-retried"),
+	      "oom without counters");
+	explain_findings_free(&out);
+	/* an OOM the observer saw and no driver call did */
+	f.nooms = 0;
+	f.ooms_unseen = 2;
+	explain_findings(&f, &r, &out);
+	o = find(&out, "oom-invisible");
+	CHECK(o && has(o->answer, "2 OOMs were raised by the framework") == false &&
+		  has(o->answer, "2 OOMs raised by the framework made no failing driver call"),
+	      "oom-invisible from the counters: %s", o ? o->answer : "");
+	explain_findings_free(&out);
+}
+
+static void test_counters_bfc(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	struct ex_findings out;
+	static const char *const jax[] = {"xla_cuda_plugin.so", NULL};
+	/* JAX took 60 GiB of 80; peak_bytes_in_use 10 GiB = 17% of it. With a
+	 * fifth to spare: 12 GiB / 80 GiB = .15 */
+	facts(&f, &d, jax, NULL);
+	d.biggest = d.peak = 60 * GiB;
+	d.biggest_lib = "xla_cuda_plugin.so";
+	d.verdict = "no-leak";
+	d.counters = (struct ex_counters){.present = true,
+					  .source = "jax",
+					  .api = "jax Device.memory_stats()",
+					  .has = CNT_ALLOCATED | CNT_RESERVED | CNT_PEAK_ALLOCATED |
+						 CNT_LIMIT,
+					  .allocated = 8 * GiB,
+					  .reserved = 60 * GiB,
+					  .peak_allocated = 10 * GiB,
+					  .limit = 60 * GiB};
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *p = find(&out, "preallocation");
+	CHECK(p && !p->needs_counters &&
+		  ev_has(p, "the program's peak in use was 10.0 GiB, 17% of the 60.0 GiB taken") &&
+		  has(p->change, "XLA_PYTHON_CLIENT_MEM_FRACTION=.15 holds it"),
+	      "preallocation with counters: %s", p ? p->change : "");
+	explain_findings_free(&out);
+
+	/* TF preallocated 60 GiB, its peak 1 GiB: with a fifth to spare
+	 * 1228.8 MiB, rounded up to memory_limit=1229 */
+	static const char *const tfp[] = {"libtensorflow_framework.so.2", NULL};
+	facts(&f, &d, tfp, NULL);
+	d.biggest = d.peak = 60 * GiB;
+	d.verdict = "no-leak";
+	d.counters = (struct ex_counters){.present = true,
+					  .source = "tensorflow",
+					  .api = "tf.config.experimental.get_memory_info()",
+					  .has = CNT_ALLOCATED | CNT_PEAK_ALLOCATED,
+					  .peak_allocated = 1 * GiB};
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	p = find(&out, "preallocation");
+	CHECK(p && has(p->change, "The program used at most 1.00 GiB: memory_limit=1229 (MiB)"),
+	      "TF preallocation with counters: %s", p ? p->change : "");
+	explain_findings_free(&out);
+
+	/* TF growth: 2+4+8+16+32 = 62 MiB, the last 32; before it 30 MiB.
+	 * Peak 40 MiB: at least 10 MiB of the last region in use. Peak 20
+	 * MiB: it fitted before, the last region was fragmentation's. */
+	static const char *const tf[] = {"libtensorflow_framework.so.2", NULL};
+	facts(&f, &d, tf, (const char *const[]){"TF_FORCE_GPU_ALLOW_GROWTH", "true", NULL});
+	for (int i = 0; i < 5; i++)
+		d.regions[d.nregions++] = (2 * MiB) << i;
+	d.peak = d.end = 62 * MiB;
+	d.biggest = 32 * MiB;
+	d.verdict = "no-leak";
+	d.counters = (struct ex_counters){.present = true,
+					  .source = "tensorflow",
+					  .api = "tf.config.experimental.get_memory_info()",
+					  .has = CNT_ALLOCATED | CNT_PEAK_ALLOCATED,
+					  .peak_allocated = 40 * MiB};
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *g = find(&out, "bfc-growth");
+	CHECK(g && !g->needs_counters &&
+		  ev_has(g, "the peak in use was 40.0 MiB of the 62.0 MiB") &&
+		  ev_has(g, "at least 10.0 MiB of the last region (32.0 MiB)"),
+	      "bfc-growth, the last region needed");
+	explain_findings_free(&out);
+	d.counters.peak_allocated = 20 * MiB;
+	explain_findings(&f, &r, &out);
+	g = find(&out, "bfc-growth");
+	CHECK(g && ev_has(g, "the peak fitted in the regions before the last (30.0 MiB)"),
+	      "bfc-growth, the last region from fragmentation");
+	explain_findings_free(&out);
+}
+
 int main(void)
 {
 	test_mode_texts();
@@ -545,5 +800,8 @@ int main(void)
 	test_oom_unknown_and_blind();
 	test_compare();
 	test_adapter();
+	test_counters_torch();
+	test_counters_oom();
+	test_counters_bfc();
 	return failures ? 1 : 0;
 }
