@@ -717,25 +717,29 @@ static void print_counters(FILE *f, const struct counters_set *cs)
 {
 	if (!cs->n)
 		return;
-	char b1[32], b2[32], b3[32];
+	char b1[32], b2[32], b3[32], line[512];
 	fprintf(f, "\nframework counters (the frameworks' own; fragmentation and accounting "
 		   "use them)\n");
 	for (size_t i = 0; i < cs->n; i++) {
 		const struct counters_series *c = &cs->s[i];
-		fprintf(f, "  %s %s (%s, %zu reading%s", c->source, c->device_name, c->api, c->n,
-			c->n == 1 ? "" : "s");
+		size_t n = 0;
+#define ADD(...)                                                                                   \
+	n += (size_t)snprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, __VA_ARGS__)
+		ADD("%s %s (%s, %zu reading%s", c->source, c->device_name, c->api, c->n,
+		    c->n == 1 ? "" : "s");
 		if (c->oom_readings)
-			fprintf(f, ", %zu at an OOM", c->oom_readings);
-		fprintf(f, "): peak allocated %s", fmt_size(b1, c->peak_allocated));
+			ADD(", %zu at an OOM", c->oom_readings);
+		ADD("): peak allocated %s", fmt_size(b1, c->peak_allocated));
 		if (c->has & CNT_RESERVED)
-			fprintf(f, ", peak reserved %s, most free in the cache %s",
-				fmt_size(b2, c->peak_reserved), fmt_size(b3, c->max_cache_free));
+			ADD(", peak reserved %s, most free in the cache %s",
+			    fmt_size(b2, c->peak_reserved), fmt_size(b3, c->max_cache_free));
 		if (c->has & CNT_RETRIES)
-			fprintf(f, "; %" PRIu64 " allocation%s retried after freeing the cache",
-				c->alloc_retries, c->alloc_retries == 1 ? "" : "s");
+			ADD("; %" PRIu64 " allocation%s retried after freeing the cache",
+			    c->alloc_retries, c->alloc_retries == 1 ? "" : "s");
 		if (c->has & CNT_OOMS)
-			fprintf(f, ", %" PRIu64 " OOM%s", c->ooms, c->ooms == 1 ? "" : "s");
-		fputc('\n', f);
+			ADD(", %" PRIu64 " OOM%s", c->ooms, c->ooms == 1 ? "" : "s");
+#undef ADD
+		rb_wrap(f, 2, rb_text_width(f), line);
 	}
 }
 

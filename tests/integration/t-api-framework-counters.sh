@@ -38,7 +38,7 @@ grep -q '"num_ooms" 1$' oom.txt || fail "torch: the OOM reading lacks num_ooms 1
 grep -q '"num_alloc_retries" 1$' oom.txt || fail "torch: the OOM reading lacks the retry"
 # three 8 MiB tensors and a freed 6 MiB one in two 20 MiB segments:
 # reserved 40 MiB, allocated 24 MiB, 16 MiB free in the cache
-"$GMT_CLI" summary torch.gmt >s.txt 2>&1 || fail "summary: $(cat s.txt)"
+COLUMNS=10000 "$GMT_CLI" summary torch.gmt >s.txt 2>&1 || fail "summary: $(cat s.txt)" # one line, unwrapped
 grep -q 'torch cuda:0 (torch.cuda.memory_stats(), .*peak reserved 40.0 MiB, most free in the cache 16.0 MiB; 1 allocation retried after freeing the cache, 1 OOM' s.txt ||
 	fail "summary: no torch counters line: $(grep -A2 'framework counters' s.txt)"
 "$GMT_CLI" summary --json torch.gmt >s.json || fail "summary --json"
