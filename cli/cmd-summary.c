@@ -409,8 +409,8 @@ struct phase **summary_phases(struct summary *s, size_t *n)
 }
 
 /* Nested phases share their parents' prefix ("NCCL: ncclCommInitRankConfig/
- * ..."): a name too long for the column keeps its head and its tail, which
- * tells the children apart (cut at 32 columns, NCCL's three read alike). */
+ * ...", "XlaCompile:#module=...#/pass"): a name too long for the column
+ * keeps its tail, the most specific part, which tells the children apart. */
 #define PHASE_COL_MIN 32
 #define PHASE_COL_MAX 72
 #define PHASES_SHOWN  24
@@ -419,13 +419,11 @@ static const char *fit_name(char *out, size_t outsz, const char *name, int width
 	size_t len = strlen(name);
 	if (len <= (size_t)width || width < 16)
 		return name;
-	size_t head = (size_t)width / 3, tail = (size_t)width - head - 3;
+	size_t tail = (size_t)width - 3;
 	/* cut between UTF-8 characters, never inside one (NVTX names may be wide) */
-	while (head && ((unsigned char)name[head] & 0xc0) == 0x80)
-		head--;
 	while (tail && ((unsigned char)name[len - tail] & 0xc0) == 0x80)
 		tail--;
-	snprintf(out, outsz, "%.*s...%s", (int)head, name, name + len - tail);
+	snprintf(out, outsz, "...%s", name + len - tail);
 	return out;
 }
 
@@ -439,9 +437,9 @@ static void print_phase_notes(FILE *f, struct summary *s, struct phase **ps, siz
 		ia += ps[i]->inherited_allocs, ib += ps[i]->inherited_bytes;
 	if (ia)
 		fprintf(f,
-			"  (%" PRIu64 " allocation%s, %s, made on threads with no range open "
-			"(PyTorch's autograd thread...)\n   took the innermost range open in the "
-			"process; `--json` counts them as \"inherited\")\n",
+			"  (%" PRIu64 " allocation%s, %s, came from threads with no range open, "
+			"such as PyTorch's autograd thread:\n   each took the innermost range open "
+			"in the process; `--json` counts them as \"inherited\")\n",
 			ia, ia == 1 ? "" : "s", fmt_size(b1, ib));
 	const struct phase_tracker *pt = &s->phases;
 	if (!pt->nunclosed)
@@ -474,7 +472,7 @@ static void print_phases(FILE *f, struct summary *s)
 	 * then the phases that moved the most memory, then the first others;
 	 * each in its place. */
 	bool *keep = xcalloc(n ? n : 1, sizeof(*keep));
-	size_t kept = 0, moved_hidden = 0;
+	size_t kept = 0, moved_hidden = 0, idle = 0;
 	for (size_t i = 0; i < n; i++)
 		if (ps[i] == s->phases.none && kept < PHASES_SHOWN)
 			keep[i] = true, kept++;
@@ -490,11 +488,11 @@ static void print_phases(FILE *f, struct summary *s)
 		keep[best] = true;
 		kept++;
 	}
-	for (size_t i = 0; i < n && kept < PHASES_SHOWN; i++)
-		if (!keep[i])
-			keep[i] = true, kept++;
-	for (size_t i = 0; i < n; i++)
+	/* a phase that neither allocated nor freed is not shown: only counted */
+	for (size_t i = 0; i < n; i++) {
 		moved_hidden += !keep[i] && (ps[i]->allocs || ps[i]->frees);
+		idle += !keep[i] && !ps[i]->allocs && !ps[i]->frees;
+	}
 	width = PHASE_COL_MIN;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(ps[i]->name);
@@ -517,16 +515,14 @@ static void print_phases(FILE *f, struct summary *s)
 			fmt_size(b3, ph->bytes_allocated - ph->bytes_freed),
 			fmt_size(b4, ph->peak));
 	}
-	if (kept < n && moved_hidden)
+	if (moved_hidden)
 		fprintf(f,
-			"  (%zu more phases, %zu of them with allocations or frees: `summary "
-			"--json` lists every phase, `top --by range` ranks them)\n",
-			n - kept, moved_hidden);
-	else if (kept < n)
-		fprintf(f,
-			"  (%zu more phases without allocations or frees: `summary --json` lists "
-			"every phase, `top --by range` ranks them)\n",
-			n - kept);
+			"  (%zu more phases with allocations or frees, %zu without: ", moved_hidden,
+			idle);
+	else if (idle)
+		fprintf(f, "  (%zu more phases without allocations or frees: ", idle);
+	if (moved_hidden || idle)
+		fputs("`summary --json` lists every phase, `top --by range` ranks them)\n", f);
 	free(keep);
 	print_phase_notes(f, s, ps, n);
 	if (s->phases.unmatched_pops || s->phases.unmatched_ends)
