@@ -228,12 +228,23 @@ static void choose_raw(const struct trace_frame *fr, int n, struct site_choice *
 	c->in_cuda = true;
 }
 
+/* The interpreter and the C library: never a site, even as a fallback. */
+static bool interpreter_rule(int rule)
+{
+	const char *n = site_rule_name(rule);
+	return n && (strcmp(n, "python") == 0 || strcmp(n, "libpython") == 0 ||
+		     strcmp(n, "system") == 0);
+}
+
 /* No frame of the user's code (a thread that never ran Python, or a trace
  * without Python frames): the outermost frame of the innermost run of
  * framework frames, the framework's entry point (THPVariable_ones,
- * ReluBackward0::apply), else the first frame outside the CUDA libraries. */
-static void choose_fallback(const struct trace_frame *fr, const enum site_class *cls, int n,
-			    struct site_choice *c)
+ * ReluBackward0::apply); else a Python frame (an installed package's, the
+ * "no Python frames" marker); else the way in from the interpreter (ctypes'
+ * PyCFuncPtr_call past libffi); else the first frame outside the CUDA
+ * libraries. */
+static void choose_fallback(const struct trace_frame *fr, const enum site_class *cls,
+			    const int *rule, int n, struct site_choice *c)
 {
 	c->fallback = true;
 	int i = 0;
@@ -241,6 +252,19 @@ static void choose_fallback(const struct trace_frame *fr, const enum site_class 
 		i++;
 	if (i < n) {
 		while (i + 1 < n && cls[i + 1] == SITE_FRAMEWORK)
+			i++;
+		c->depth = i;
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (fr[i].python) {
+			c->depth = i;
+			return;
+		}
+	for (i = 0; i < n && cls[i] == SITE_CUDA; i++)
+		;
+	if (i < n && cls[i] == SITE_GLUE && !interpreter_rule(rule[i])) {
+		while (i + 1 < n && cls[i + 1] == SITE_GLUE && !interpreter_rule(rule[i + 1]))
 			i++;
 		c->depth = i;
 		return;
@@ -258,9 +282,10 @@ static void choose(struct trace *t, const struct trace_frame *fr, int n, struct 
 		return;
 	}
 	enum site_class *cls = xrealloc(NULL, (size_t)(n ? n : 1) * sizeof(*cls));
+	int *rules = xrealloc(NULL, (size_t)(n ? n : 1) * sizeof(*rules));
 	int user = -1, user_py = -1, focus = -1;
 	for (int i = 0; i < n; i++) {
-		int rule = site_rule_of(o, &fr[i], &cls[i]);
+		int rule = rules[i] = site_rule_of(o, &fr[i], &cls[i]);
 		if (rule == SITE_RULE_FOCUS && focus < 0)
 			focus = i;
 		if (cls[i] == SITE_USER && user < 0)
@@ -275,8 +300,9 @@ static void choose(struct trace *t, const struct trace_frame *fr, int n, struct 
 	else if (user >= 0)
 		c->depth = user;
 	else
-		choose_fallback(fr, cls, n, c);
+		choose_fallback(fr, cls, rules, n, c);
 	free(cls);
+	free(rules);
 }
 
 void site_choose(struct trace *t, uint64_t id, struct site_choice *out)

@@ -38,6 +38,23 @@ int rb_text_width(FILE *f);
 /* s cut to `cols` columns (UTF-8 aware) with "…" at the end, into buf. */
 const char *rb_fit(const char *s, int cols, char *buf, size_t size);
 
+/* The columns a site keeps before the notes after it ([library], kinds)
+ * are shortened or dropped, however narrow the width. */
+#define RB_SITE_MIN 40
+/* s fit to cols like rb_fit, but paths in parentheses shortened first
+ * ("(…/pkg/train.py:7)", then "(train.py:7)"): the function and its
+ * file:line stay. */
+const char *rb_fit_site(const char *s, int cols, char *buf, size_t size);
+/* One table's site cell and what follows it, in room columns: the first of
+ * tails[0..n) (longest first, the last usually "") that leaves the site
+ * RB_SITE_MIN columns (or all it needs); the site never below that. */
+void rb_site_line(FILE *f, const char *site, int room, const char *const *tails, int n);
+
+/* A row's ", \"library\": L, \"libraries\": [{\"library\": L, \"bytes\": N}...]":
+ * L the library with the most bytes by metric (total bytes for calls),
+ * each library that made the group's calls with its bytes. */
+void rb_json_libraries(FILE *f, struct trace *t, const struct trace_row *r, int metric);
+
 /* Parses a report's options into o (and the site options into sa, when
  * not NULL: its regexes stay compiled until site_opts_free), then opens
  * every trace. Returns -1 with *ts open, or the exit code (nothing left

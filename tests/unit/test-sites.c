@@ -75,7 +75,7 @@ static uint64_t stack(struct tb *b, const struct fr *frames, size_t n)
 	stack(b, (const struct fr[]){__VA_ARGS__},                                                 \
 	      sizeof((const struct fr[]){__VA_ARGS__}) / sizeof(struct fr))
 
-static uint64_t s_torch_py, s_torch_nopy, s_autograd, s_pydll, s_static, s_jax, s_cuda;
+static uint64_t s_torch_py, s_torch_nopy, s_autograd, s_pydll, s_static, s_jax, s_cuda, s_cdll;
 
 static const char *write_trace(void)
 {
@@ -125,6 +125,12 @@ static const char *write_trace(void)
 	s_pydll =
 	    STACK(b, {0, NULL, 4}, {PY, "_PyEval_EvalFrameDefault"}, {CTYPES, "_ctypes_callproc"},
 		  {FFI, "ffi_call"}, {FFI, NULL}, {CUDART, "cudaMalloc"});
+	/* ctypes.CDLL without Python frames (GPUMEMTRACE_PYTHON=0, an old
+	 * trace): libffi, _ctypes and libpython only */
+	s_cdll = STACK(b, {LIBC, "__libc_start_main"}, {PY, "Py_RunMain"},
+		       {PY, "_PyEval_EvalFrameDefault"}, {PY, "_PyObject_MakeTpCall"},
+		       {CTYPES, "PyCFuncPtr_call"}, {CTYPES, "_ctypes_callproc"}, {FFI, "ffi_call"},
+		       {FFI, NULL}, {FFI, NULL}, {CUDA, "cuMemAlloc_v2"});
 	/* the static runtime linked into a C program */
 	s_static = STACK(b, {LIBC, "__libc_start_main"}, {APP, "main"}, {APP, "cudaMalloc"},
 			 {APP, "libcudart_static_f74e2f2bcf2cf49bd1a61332e1d15bd1e748f9cf"},
@@ -194,6 +200,10 @@ static void test_sites(const char *path)
 		  "cuda-driver/cuda-runtime-static/cuda-runtime-static/cuda-runtime-static");
 	CHECK_STR(site(&t, s_jax), "<module> (/home/u/jax_train.py:9)");
 	CHECK_STR(skipped(&t, s_jax), "cuda-driver/xla-allocator/xla-allocator/jax/python");
+	/* no Python frames: the way in from Python, not libffi */
+	CHECK_STR(site(&t, s_cdll),
+		  "PyCFuncPtr_call (_ctypes.cpython-312-x86_64-linux-gnu.so+0x9000110)");
+	CHECK_STR(skipped(&t, s_cdll), "cuda-driver/libffi/libffi/libffi/ctypes");
 	struct trace_frame f;
 	CHECK(trace_site(&t, s_cuda, &f) && f.depth == 0 && f.in_cuda, "all in CUDA");
 	struct site_choice c;

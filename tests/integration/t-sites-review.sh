@@ -1,0 +1,51 @@
+# The sites' review (issue 20's follow-up), on the real H100 traces and on
+# Python programs calling the simulated driver through ctypes.CDLL:
+#  - a group that mixes two libraries says so, and top and leaks name the
+#    same libraries with the same bytes (--json lists each one's bytes);
+#  - at COLUMNS=80 the site keeps its function and file:line (40 columns at
+#    least), the [library] and the notes go first, paths are shortened;
+#  - ctypes.CDLL without Python frames: the site is not libffi+0x...
+. "$TESTS_DIR/integration/lib.sh"
+V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
+T=$V/torch-async.837.gmt
+
+# 1. THPVariable_linear's group: cuBLAS's workspace and c10's blocks
+"$GMT_CLI" top --json "$T" >t.json || fail "top --json"
+"$GMT_CLI" leaks --json "$T" >l.json || fail "leaks --json"
+expect_eq top-libs "$(json t.json '[(r["library"], r["libraries"]) for r in d["devices"][0]["rows"] if "THPVariable_linear(" in r["key"].split(" <- ")[0]]')" \
+	"[('libcublas.so.13', [{'library': 'libcublas.so.13', 'bytes': 67240960}, {'library': 'libc10_cuda.so', 'bytes': 34603008}])]"
+expect_eq leaks-libs "$(json l.json '[(r["library"], r["libraries"]) for r in d["groups"] if "THPVariable_linear(" in r["key"].split(" <- ")[0]]')" \
+	"[('libcublas.so.13', [{'library': 'libcublas.so.13', 'bytes': 67240960}, {'library': 'libc10_cuda.so', 'bytes': 34603008}])]"
+"$GMT_CLI" top "$T" >t.txt || fail "top"
+"$GMT_CLI" leaks "$T" >l.txt || fail "leaks"
+grep -q 'THPVariable_linear (libtorch_python.so+0x632269)  \[libcublas.so.13 +1\]$' t.txt ||
+	fail "top's linear row: $(grep THPVariable_linear t.txt)"
+grep -q 'THPVariable_linear (libtorch_python.so+0x632269)  \[libcublas.so.13 +1\]$' l.txt ||
+	fail "leaks' linear row: $(grep THPVariable_linear l.txt)"
+# wide enough, the whole split
+COLUMNS=300 "$GMT_CLI" leaks "$T" >lw.txt || fail "leaks wide"
+grep -q 'THPVariable_linear .*  \[mixed: libcublas.so.13 64.1 MiB, libc10_cuda.so 33.0 MiB\]$' lw.txt ||
+	fail "leaks' mixed row: $(grep THPVariable_linear lw.txt)"
+
+# 2. COLUMNS=80: the site first
+COLUMNS=80 "$GMT_CLI" top "$T" >t80.txt || fail "top 80"
+grep -q '  torch::autograd::THPVariable_relu (libt…$' t80.txt || fail "top at 80: $(sed -n 4,8p t80.txt)"
+! grep -qE '  [^ ]{1,20}…  \[' t80.txt || fail "a site cut for its library at 80: $(sed -n 4,8p t80.txt)"
+COLUMNS=80 "$GMT_CLI" leaks "$T" >l80.txt || fail "leaks 80"
+grep -q '  torch::autograd::THPVariable_conv2d (li…$' l80.txt || fail "leaks at 80: $(cat l80.txt)"
+
+# 3. ctypes.CDLL (the GIL released), with and without Python frames
+command -v python3 >/dev/null || skip "python3 not installed"
+mkdir -p py nopy
+(cd py && traced python3 "$TESTS_DIR/python/pyalloc.py" cdll >out.txt 2>&1) || fail "cdll run: $(cat py/out.txt)"
+(cd nopy && GPUMEMTRACE_PYTHON=0 traced python3 "$TESTS_DIR/python/pyalloc.py" cdll >out.txt 2>&1) ||
+	fail "cdll run without Python frames: $(cat nopy/out.txt)"
+"$GMT_CLI" top --json py/gpumemtrace.*.gmt >py.json || fail "top py"
+expect_eq cdll-site "$(json py.json '[(r["function"], r["site_rule"], [f["skipped_by"] for f in r["stack"][:r["site_index"]]]) for r in d["devices"][0]["rows"]]')" \
+	"[('allocate', 'user', ['libffi', 'libffi', 'libffi', 'ctypes', 'ctypes'])]"
+COLUMNS=80 "$GMT_CLI" top py/gpumemtrace.*.gmt >py80.txt || fail "top py 80"
+grep -q '  allocate (pyalloc.py:23) <- build_layer…$' py80.txt || fail "python site at 80: $(tail -2 py80.txt)"
+"$GMT_CLI" top --json nopy/gpumemtrace.*.gmt >nopy.json || fail "top nopy"
+expect_eq cdll-nopy-site "$(json nopy.json '[(r["function"], r["site_rule"], [f["skipped_by"] for f in r["stack"][:r["site_index"]]]) for r in d["devices"][0]["rows"]]')" \
+	"[('PyCFuncPtr_call', 'fallback', ['libffi', 'libffi', 'libffi', 'ctypes'])]"
+echo ok
