@@ -367,8 +367,9 @@ static uint32_t find_runtime_api(struct trace *t, uint64_t id, const struct api_
 uint32_t site_api(struct trace *t, uint64_t id, uint32_t api)
 {
 	const struct api_info *drv = api_lookup(api);
+	/* every operation the runtime has an API for (alloc, free, pool trim):
+	 * the same op named among the first frames past the driver */
 	if (!id || !drv || strncmp(drv->name, "cuda", 4) == 0 ||
-	    (drv->op != GMT_OP_ALLOC && drv->op != GMT_OP_FREE) ||
 	    (t->site_opts && t->site_opts->raw))
 		return api;
 	uint64_t key[2] = {id, api};

@@ -80,8 +80,8 @@ struct site_choice {
 /* Chooses the site of stack `id` under t->site_opts (cached per stack). */
 void site_choose(struct trace *t, uint64_t id, struct site_choice *out);
 
-/* The API a call stands for: a driver allocation or free made from inside
- * the static CUDA runtime (a frame named as the runtime API of the same
+/* The API a call stands for: a driver call (allocation, free, pool trim...)
+ * made from inside the static CUDA runtime (a frame named as the runtime API of the same
  * operation among the first frames outside the driver) counts as that
  * runtime API, as the shared runtime records it. Else `api`. */
 uint32_t site_api(struct trace *t, uint64_t id, uint32_t api);

@@ -131,13 +131,22 @@ static __attribute__((noinline)) void drv_event(struct summary *s, const struct 
 	acct_event(&s->acct, e);
 }
 
-/* The APIs drv_event takes: the driver's allocations and frees. */
+/* The APIs drv_event takes: the driver's calls of an operation the runtime
+ * has an API for (allocations, frees, pool trims), which the static runtime
+ * makes for that API (site_api). */
 static void drv_init(struct summary *s)
 {
+	bool rt_op[GMT_OP_CTX_DESTROY + 1] = {false};
 	for (uint32_t a = 0; a <= GMT_API_MAX_; a++) {
 		const struct api_info *i = api_lookup(a);
-		s->drv_api[a] = i && strncmp(i->name, "cuda", 4) != 0 &&
-				(i->op == GMT_OP_ALLOC || i->op == GMT_OP_FREE);
+		if (i && strncmp(i->name, "cuda", 4) == 0 && i->op >= 0 &&
+		    i->op <= GMT_OP_CTX_DESTROY)
+			rt_op[i->op] = true;
+	}
+	for (uint32_t a = 0; a <= GMT_API_MAX_; a++) {
+		const struct api_info *i = api_lookup(a);
+		s->drv_api[a] = i && strncmp(i->name, "cuda", 4) != 0 && i->op >= 0 &&
+				i->op <= GMT_OP_CTX_DESTROY && rt_op[i->op];
 	}
 }
 
@@ -661,13 +670,14 @@ static void print_peak_sites(FILE *f, struct summary *s, struct dev_info *d)
 	int width = rb_text_width(f);
 	for (size_t k = 0; k < d->nrows; k++) {
 		const struct site_row *r = &d->rows[k];
-		char extra[48] = "", cut[4096];
+		char extra[48] = "";
+		const char *tails[2] = {extra, ""};
 		if (r->stacks > 1)
 			snprintf(extra, sizeof(extra), "  (%zu stacks)", r->stacks);
-		/* the figures are 32 columns: the site gets the rest */
-		int room = width - 32 - (int)strlen(extra);
-		fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  %s%s\n", fmt_size(b1, r->bytes),
-			r->count, r->stack_id, rb_fit(r->text, room, cut, sizeof(cut)), extra);
+		/* the figures are 32 columns: the site gets the rest, 40 at least */
+		fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  ", fmt_size(b1, r->bytes), r->count,
+			r->stack_id);
+		rb_site_line(f, r->text, width - 32, tails, 2);
 	}
 	if (d->distinct_rows > d->nrows)
 		fprintf(f, "  ... %zu more sites\n", d->distinct_rows - d->nrows);

@@ -70,10 +70,12 @@ assert any(f["skipped_by"] == "pytorch-allocator" or f["skipped_by"] == "pytorch
            for f in top["stack"]), top
 PY
 
-# the shared and static runtimes: the same calls and sites
+# the shared and static runtimes: the same calls and sites, every family
+# (the pool trim too: each driver call the static runtime makes for a
+# runtime API is named as that API)
 for p in runtime-basic runtime-basic-static; do
 	mkdir -p $p
-	(cd $p && traced "$PROG_DIR/$p" malloc pitch 3d managed host async >out.txt 2>&1) ||
+	(cd $p && traced "$PROG_DIR/$p" malloc pitch 3d managed host register async pool array ipc errors >out.txt 2>&1) ||
 		fail "$p failed"
 	"$GMT_CLI" summary --json $p/gpumemtrace.*.gmt >$p.json
 done
@@ -90,7 +92,7 @@ PY
 grep -q '^calls: the same counts for every API' diff.txt || { cat diff.txt; fail "diff of calls"; }
 "$GMT_CLI" top --json --by api -n 0 runtime-basic-static/gpumemtrace.*.gmt >api.json
 expect_eq "top --by api" "$(json api.json "sorted((r['key'], r['api']) for r in d['devices'][0]['rows'])")" \
-	"[('cudaMalloc', 'cudaMalloc'), ('cudaMalloc3D', 'cudaMalloc3D'), ('cudaMallocAsync', 'cudaMallocAsync'), ('cudaMallocAsync_ptsz', 'cudaMallocAsync_ptsz'), ('cudaMallocPitch', 'cudaMallocPitch')]"
+	"[('cudaMalloc', 'cudaMalloc'), ('cudaMalloc3D', 'cudaMalloc3D'), ('cudaMallocAsync', 'cudaMallocAsync'), ('cudaMallocAsync_ptsz', 'cudaMallocAsync_ptsz'), ('cudaMallocFromPoolAsync', 'cudaMallocFromPoolAsync'), ('cudaMallocFromPoolAsync_ptsz', 'cudaMallocFromPoolAsync_ptsz'), ('cudaMallocPitch', 'cudaMallocPitch')]"
 # --raw-sites keeps the recorded driver names
 "$GMT_CLI" summary --raw-sites runtime-basic-static/gpumemtrace.*.gmt | grep -q cuMemAlloc_v2 ||
 	fail "--raw-sites renamed the driver calls"

@@ -33,6 +33,8 @@ grep -q '  torch::autograd::THPVariable_relu (libt…$' t80.txt || fail "top at 
 ! grep -qE '  [^ ]{1,20}…  \[' t80.txt || fail "a site cut for its library at 80: $(sed -n 4,8p t80.txt)"
 COLUMNS=80 "$GMT_CLI" leaks "$T" >l80.txt || fail "leaks 80"
 grep -q '  torch::autograd::THPVariable_conv2d (li…$' l80.txt || fail "leaks at 80: $(cat l80.txt)"
+COLUMNS=80 "$GMT_CLI" summary "$T" >s80.txt || fail "summary 80"
+grep -q '  torch::autograd::THPVariable_relu (libtorch_pyt…$' s80.txt || fail "summary at 80: $(sed -n '/^top allocation/,/^$/p' s80.txt)"
 
 # 3. ctypes.CDLL (the GIL released), with and without Python frames
 command -v python3 >/dev/null || skip "python3 not installed"
@@ -45,6 +47,8 @@ expect_eq cdll-site "$(json py.json '[(r["function"], r["site_rule"], [f["skippe
 	"[('allocate', 'user', ['libffi', 'libffi', 'libffi', 'ctypes', 'ctypes'])]"
 COLUMNS=80 "$GMT_CLI" top py/gpumemtrace.*.gmt >py80.txt || fail "top py 80"
 grep -q '  allocate (pyalloc.py:23) <- build_layer…$' py80.txt || fail "python site at 80: $(tail -2 py80.txt)"
+COLUMNS=80 "$GMT_CLI" summary py/gpumemtrace.*.gmt >pys80.txt || fail "summary py 80"
+grep -q '  allocate (pyalloc.py:23) <- build_layer (pyallo…$' pys80.txt || fail "python site in summary at 80: $(cat pys80.txt)"
 "$GMT_CLI" top --json nopy/gpumemtrace.*.gmt >nopy.json || fail "top nopy"
 expect_eq cdll-nopy-site "$(json nopy.json '[(r["function"], r["site_rule"], [f["skipped_by"] for f in r["stack"][:r["site_index"]]]) for r in d["devices"][0]["rows"]]')" \
 	"[('PyCFuncPtr_call', 'fallback', ['libffi', 'libffi', 'libffi', 'ctypes'])]"

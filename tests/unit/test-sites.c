@@ -75,7 +75,8 @@ static uint64_t stack(struct tb *b, const struct fr *frames, size_t n)
 	stack(b, (const struct fr[]){__VA_ARGS__},                                                 \
 	      sizeof((const struct fr[]){__VA_ARGS__}) / sizeof(struct fr))
 
-static uint64_t s_torch_py, s_torch_nopy, s_autograd, s_pydll, s_static, s_jax, s_cuda, s_cdll;
+static uint64_t s_torch_py, s_torch_nopy, s_autograd, s_pydll, s_static, s_jax, s_cuda, s_cdll,
+    s_trim;
 
 static const char *write_trace(void)
 {
@@ -136,6 +137,9 @@ static const char *write_trace(void)
 			 {APP, "libcudart_static_f74e2f2bcf2cf49bd1a61332e1d15bd1e748f9cf"},
 			 {APP, "libcudart_static_5382377d5c772c9d197c0cda9fd9742ee6ad893c"},
 			 {CUDA, "cuMemAlloc_v2"});
+	s_trim = STACK(b, {LIBC, "__libc_start_main"}, {APP, "main"}, {APP, "cudaMemPoolTrimTo"},
+		       {APP, "libcudart_static_f74e2f2bcf2cf49bd1a61332e1d15bd1e748f9cf"},
+		       {CUDA, "cuMemPoolTrimTo"});
 	/* JAX: BFC and the stream executor inside the plugin, called from jaxlib */
 	s_jax =
 	    STACK(b, {0, NULL, 5}, {PY, "_PyEval_EvalFrameDefault"},
@@ -218,6 +222,7 @@ static void test_sites(const char *path)
 	/* the static runtime's driver calls are the runtime API; the shared
 	 * runtime's driver calls and the JAX plugin's stay what they are */
 	CHECK(site_api(&t, s_static, GMT_API_cuMemAlloc_v2) == GMT_API_cudaMalloc, "static api");
+	CHECK(site_api(&t, s_trim, GMT_API_cuMemPoolTrimTo) == GMT_API_cudaMemPoolTrimTo, "trim");
 	CHECK(site_api(&t, s_torch_py, GMT_API_cuMemAlloc_v2) == GMT_API_cuMemAlloc_v2, "shared");
 	CHECK(site_api(&t, s_jax, GMT_API_cuMemCreate) == GMT_API_cuMemCreate, "jax");
 	trace_close(&t);
