@@ -98,6 +98,10 @@ const char *site_opts_init(struct site_opts *o, const char *const *hide, size_t 
 {
 	o->hide = nhide ? calloc(nhide, sizeof(regex_t)) : NULL;
 	o->focus = nfocus ? calloc(nfocus, sizeof(regex_t)) : NULL;
+	o->src = nhide + nfocus ? xcalloc(nhide + nfocus, sizeof(*o->src)) : NULL;
+	o->hits = nhide + nfocus ? xcalloc(nhide + nfocus, sizeof(*o->hits)) : NULL;
+	for (size_t i = 0; i < nhide + nfocus; i++)
+		o->src[i] = i < nhide ? hide[i] : focus[i - nhide];
 	for (int k = 0; k < 2; k++) {
 		const char *const *v = k ? focus : hide;
 		size_t n = k ? nfocus : nhide;
@@ -126,18 +130,38 @@ void site_opts_free(struct site_opts *o)
 		regfree(&o->focus[i]);
 	free(o->hide);
 	free(o->focus);
+	free(o->src);
+	free(o->hits);
+	o->src = NULL;
+	o->hits = NULL;
 	o->hide = o->focus = NULL;
 	o->nhide = o->nfocus = 0;
 }
 
-static bool any_match(const regex_t *re, size_t n, const struct trace_frame *f)
+/* Whether any of the n expressions matches f; each that does counts a hit
+ * (all are tried: an expression that never matches is warned of). */
+static bool any_match(const regex_t *re, size_t n, size_t *hits, const struct trace_frame *f)
 {
 	const char *what[3] = {f->function, f->file, f->module ? f->module->path : NULL};
+	bool any = false;
 	for (size_t i = 0; i < n; i++)
 		for (int k = 0; k < 3; k++)
-			if (what[k] && regexec(&re[i], what[k], 0, NULL, 0) == 0)
-				return true;
-	return false;
+			if (what[k] && regexec(&re[i], what[k], 0, NULL, 0) == 0) {
+				hits[i]++;
+				any = true;
+				break;
+			}
+	return any;
+}
+
+const char *site_opts_unmatched(const struct site_opts *o, size_t *i, bool *focus)
+{
+	for (; o && *i < o->nhide + o->nfocus; (*i)++)
+		if (!o->hits[*i]) {
+			*focus = *i >= o->nhide;
+			return o->src[(*i)++];
+		}
+	return NULL;
 }
 
 static bool runtime_api_name(const char *fn)
@@ -174,11 +198,12 @@ static bool rule_matches(const struct site_rule *r, const struct trace_frame *f)
 
 int site_rule_of(const struct site_opts *o, const struct trace_frame *f, enum site_class *cls)
 {
-	if (o && o->nfocus && any_match(o->focus, o->nfocus, f)) {
+	bool hidden = o && o->nhide && any_match(o->hide, o->nhide, o->hits, f);
+	if (o && o->nfocus && any_match(o->focus, o->nfocus, o->hits + o->nhide, f)) {
 		*cls = SITE_USER;
 		return SITE_RULE_FOCUS;
 	}
-	if (o && o->nhide && any_match(o->hide, o->nhide, f)) {
+	if (hidden) {
 		*cls = SITE_GLUE;
 		return SITE_RULE_HIDE;
 	}

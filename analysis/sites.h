@@ -57,6 +57,8 @@ struct site_opts {
 	bool raw, full_names;
 	regex_t *hide, *focus;
 	size_t nhide, nfocus;
+	const char **src; /* the expressions, hide's then focus' */
+	size_t *hits;	  /* the frames each matched (site_rule_of counts) */
 };
 
 /* Compiles the --hide and --focus expressions (POSIX extended, matched
@@ -65,6 +67,9 @@ struct site_opts {
 const char *site_opts_init(struct site_opts *o, const char *const *hide, size_t nhide,
 			   const char *const *focus, size_t nfocus, char *err, size_t errsize);
 void site_opts_free(struct site_opts *o);
+/* The i-th --hide or --focus expression that matched no frame, from i on
+ * (*focus says which); NULL past the last. */
+const char *site_opts_unmatched(const struct site_opts *o, size_t *i, bool *focus);
 
 /* The rule a resolved frame falls under (SITE_RULE_*), and its class. */
 int site_rule_of(const struct site_opts *o, const struct trace_frame *f, enum site_class *cls);

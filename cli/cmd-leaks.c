@@ -386,6 +386,6 @@ int cmd_leaks(int argc, char **argv)
 	trace_rows_free(&rows);
 	free(ls);
 	free(paths);
-	site_opts_free(&sa.opts);
+	site_args_done(usage.name, &sa);
 	return rc;
 }

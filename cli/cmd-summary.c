@@ -946,7 +946,7 @@ int cmd_summary(int argc, char **argv)
 	if (npaths > 1) {
 		rc = summary_many(paths, npaths, json, &sa.opts);
 		free(paths);
-		site_opts_free(&sa.opts);
+		site_args_done(usage.name, &sa);
 		return rc;
 	}
 	struct summary s;
@@ -965,6 +965,6 @@ int cmd_summary(int argc, char **argv)
 	fflush(stdout);
 	rc = trace_finish(&s.t);
 	summary_free(&s);
-	site_opts_free(&sa.opts);
+	site_args_done(usage.name, &sa);
 	return rc;
 }

@@ -525,6 +525,6 @@ int cmd_top(int argc, char **argv)
 	trace_rows_free(&tp.rows);
 	free(ts);
 	free(paths);
-	site_opts_free(&sa.opts);
+	site_args_done(usage.name, &sa);
 	return rc;
 }

@@ -4,7 +4,8 @@
 #    same libraries with the same bytes (--json lists each one's bytes);
 #  - at COLUMNS=80 the site keeps its function and file:line (40 columns at
 #    least), the [library] and the notes go first, paths are shortened;
-#  - ctypes.CDLL without Python frames: the site is not libffi+0x...
+#  - ctypes.CDLL without Python frames: the site is not libffi+0x...;
+#  - a --focus or --hide that matches nothing is warned of.
 . "$TESTS_DIR/integration/lib.sh"
 V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
 T=$V/torch-async.837.gmt
@@ -35,6 +36,18 @@ COLUMNS=80 "$GMT_CLI" leaks "$T" >l80.txt || fail "leaks 80"
 grep -q '  torch::autograd::THPVariable_conv2d (li…$' l80.txt || fail "leaks at 80: $(cat l80.txt)"
 COLUMNS=80 "$GMT_CLI" summary "$T" >s80.txt || fail "summary 80"
 grep -q '  torch::autograd::THPVariable_relu (libtorch_pyt…$' s80.txt || fail "summary at 80: $(sed -n '/^top allocation/,/^$/p' s80.txt)"
+
+# 5. a --focus or --hide that matches no frame: one warning each, exit 0,
+# the report as without it
+"$GMT_CLI" top --focus 'no_such_frame' --hide 'zzz' --hide 'THPVariable_relu' "$T" >tf.txt 2>tf.err ||
+	fail "top --focus unmatched: exit $?"
+expect_eq unmatched-warnings "$(cat tf.err)" "gpumemtrace top: warning: --hide 'zzz' matched no frame; sites unchanged
+gpumemtrace top: warning: --focus 'no_such_frame' matched no frame; sites unchanged"
+"$GMT_CLI" leaks --hide 'zzz' "$T" >lz.txt 2>lz.err || fail "leaks --hide unmatched: exit $?"
+cmp -s lz.txt l.txt || fail "an unmatched --hide changed leaks"
+expect_eq leaks-warning "$(wc -l <lz.err)" 1
+"$GMT_CLI" summary --focus 'THPVariable_relu' "$T" >/dev/null 2>sf.err || fail "summary --focus"
+[ ! -s sf.err ] || fail "a warning for a --focus that matched: $(cat sf.err)"
 
 # 3. ctypes.CDLL (the GIL released), with and without Python frames
 command -v python3 >/dev/null || skip "python3 not installed"

@@ -257,6 +257,21 @@ static void test_options(const char *path)
 	site_cache_free(&t);
 	CHECK(!site_opts_init(&o, hide2, 1, NULL, 0, err, sizeof(err)), "hide forward");
 	CHECK_STR(site(&t, s_torch_py), "<module> (/home/u/train.py:50)");
+	size_t i = 0;
+	bool is_focus;
+	CHECK(!site_opts_unmatched(&o, &i, &is_focus), "--hide ^forward$ matched");
+	site_opts_free(&o);
+	site_cache_free(&t);
+	/* an expression that matches no frame is named, the sites unchanged */
+	const char *none[] = {"^no_such_frame$"}, *hide3[] = {"^forward$", "zzz"};
+	CHECK(!site_opts_init(&o, hide3, 2, none, 1, err, sizeof(err)), "unmatched");
+	CHECK_STR(site(&t, s_torch_py), "<module> (/home/u/train.py:50)");
+	i = 0;
+	CHECK_STR(site_opts_unmatched(&o, &i, &is_focus), "zzz");
+	CHECK(!is_focus, "zzz is a --hide");
+	CHECK_STR(site_opts_unmatched(&o, &i, &is_focus), "^no_such_frame$");
+	CHECK(is_focus, "a --focus");
+	CHECK(!site_opts_unmatched(&o, &i, &is_focus), "two unmatched");
 	site_opts_free(&o);
 	const char *bad[] = {"("};
 	CHECK(site_opts_init(&o, bad, 1, NULL, 0, err, sizeof(err)) != NULL, "bad regex");
