@@ -253,12 +253,23 @@ static void choose_raw(const struct trace_frame *fr, int n, struct site_choice *
 	c->in_cuda = true;
 }
 
+static bool python_rule(int rule)
+{
+	const char *n = site_rule_name(rule);
+	return n && (strcmp(n, "python") == 0 || strcmp(n, "libpython") == 0);
+}
+
+bool site_is_interpreter(const struct trace_frame *f)
+{
+	enum site_class cls;
+	return !f->python && python_rule(site_rule_of(NULL, f, &cls));
+}
+
 /* The interpreter and the C library: never a site, even as a fallback. */
 static bool interpreter_rule(int rule)
 {
 	const char *n = site_rule_name(rule);
-	return n && (strcmp(n, "python") == 0 || strcmp(n, "libpython") == 0 ||
-		     strcmp(n, "system") == 0);
+	return python_rule(rule) || (n && strcmp(n, "system") == 0);
 }
 
 /* No frame of the user's code (a thread that never ran Python, or a trace

@@ -76,6 +76,11 @@ int site_rule_of(const struct site_opts *o, const struct trace_frame *f, enum si
 /* The rule's name ("--hide", "--focus" for the user's). */
 const char *site_rule_name(int rule);
 
+/* Whether f is one of the interpreter's own native frames (the rules
+ * "python" and "libpython": _PyEval_*, python3.12+0x...), which stacks
+ * shown whole (flamegraph, pprof) leave out. Python frames never are. */
+bool site_is_interpreter(const struct trace_frame *f);
+
 /* The choice for one stack. */
 struct site_choice {
 	int depth;     /* of the site frame; -1: no frame */

@@ -5,7 +5,8 @@
 #  - at COLUMNS=80 the site keeps its function and file:line (40 columns at
 #    least), the [library] and the notes go first, paths are shortened;
 #  - ctypes.CDLL without Python frames: the site is not libffi+0x...;
-#  - a --focus or --hide that matches nothing is warned of.
+#  - a --focus or --hide that matches nothing is warned of;
+#  - flamegraph and pprof leave the interpreter's frames out.
 . "$TESTS_DIR/integration/lib.sh"
 V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
 T=$V/torch-async.837.gmt
@@ -49,6 +50,17 @@ expect_eq leaks-warning "$(wc -l <lz.err)" 1
 "$GMT_CLI" summary --focus 'THPVariable_relu' "$T" >/dev/null 2>sf.err || fail "summary --focus"
 [ ! -s sf.err ] || fail "a warning for a --focus that matched: $(cat sf.err)"
 
+# 4. flamegraph and pprof leave the interpreter's own frames out (--raw-sites
+# keeps them); an old trace's "Python frames unavailable" frame stays
+"$GMT_CLI" flamegraph --folded "$T" >fg.txt || fail "flamegraph"
+! grep -qE 'python3\.[0-9]+\+0x|_PyEval_|;_PyObject_' fg.txt || fail "interpreter frames in the flame graph: $(head -c 300 fg.txt)"
+expect_eq fg-marker "$(grep -vc '^\[Python frames unavailable: the GIL was not held\];' fg.txt)" 0
+"$GMT_CLI" flamegraph --folded --raw-sites "$T" >fgr.txt || fail "flamegraph --raw-sites"
+grep -qE 'python3\.12\+0x' fgr.txt || fail "--raw-sites dropped the interpreter's frames"
+"$GMT_CLI" export --format pprof -o p.pb.gz "$T" || fail "export pprof"
+"$GMT_CLI" export --format pprof --raw-sites -o pr.pb.gz "$T" || fail "export pprof --raw-sites"
+expect_eq pprof-interp "$(zcat p.pb.gz | grep -ac '_PyEval_EvalFrameDefault') $(zcat pr.pb.gz | grep -ac '_PyEval_EvalFrameDefault')" "0 1"
+
 # 3. ctypes.CDLL (the GIL released), with and without Python frames
 command -v python3 >/dev/null || skip "python3 not installed"
 mkdir -p py nopy
@@ -65,4 +77,8 @@ grep -q '  allocate (pyalloc.py:23) <- build_layer (pyallo…$' pys80.txt || fai
 "$GMT_CLI" top --json nopy/gpumemtrace.*.gmt >nopy.json || fail "top nopy"
 expect_eq cdll-nopy-site "$(json nopy.json '[(r["function"], r["site_rule"], [f["skipped_by"] for f in r["stack"][:r["site_index"]]]) for r in d["devices"][0]["rows"]]')" \
 	"[('PyCFuncPtr_call', 'fallback', ['libffi', 'libffi', 'libffi', 'ctypes'])]"
+# without Python frames the flame graph has no interpreter frames either
+"$GMT_CLI" flamegraph --folded nopy/gpumemtrace.*.gmt >nfg.txt || fail "flamegraph nopy"
+grep -q ';PyCFuncPtr_call;_ctypes_callproc;ffi_call;' nfg.txt && ! grep -qE '_PyEval_|_PyObject_|Py_RunMain' nfg.txt ||
+	fail "nopy flame graph: $(cat nfg.txt)"
 echo ok
