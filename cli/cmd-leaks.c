@@ -154,12 +154,16 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 		const struct trace *t = &ls[i].t;
 		if (t->complete)
 			continue;
-		fprintf(f,
-			"INCOMPLETE TRACE: %s (%s): the process did not exit cleanly; \"live at "
-			"the end\" means live at its last flush (%s), not at exit\n",
-			t->path, incomplete_why(t),
-			t->events || t->has_trailer ? trace_fmt_time(b1, trace_duration_ns(t))
-						    : "no event was written");
+		char *text = NULL;
+		if (asprintf(&text,
+			     "INCOMPLETE TRACE: %s (%s): the process did not exit cleanly; \"live "
+			     "at the end\" means live at its last flush (%s), not at exit",
+			     t->path, incomplete_why(t),
+			     t->events || t->has_trailer ? trace_fmt_time(b1, trace_duration_ns(t))
+							 : "no event was written") < 0)
+			xalloc_failed();
+		rb_wrap(f, 2, rb_text_width(f), text); /* the path may be long */
+		free(text);
 	}
 	fprintf(f, "total: %s in %" PRIu64 " allocation%s (", fmt_size(b1, bytes), allocs,
 		allocs == 1 ? "" : "s");

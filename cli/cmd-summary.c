@@ -544,19 +544,28 @@ static void print_head(FILE *f, const struct summary *s, const struct gmt_read_i
 {
 	const struct trace *t = &s->t;
 	char b1[32];
-	fprintf(f, "%strace%s     %s (format %u, %s%s%s)\n", cli_paint(f, C_BOLD),
-		cli_paint(f, C_RESET), s->path, (unsigned)s->hdr->version,
-		cli_paint(f, in->complete ? C_RESET : C_WARN),
-		in->complete		       ? "complete"
-		: in->damage		       ? "INCOMPLETE: damaged"
-		: in->stop == GMT_STOP_TORN    ? "INCOMPLETE: torn tail"
-		: in->stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
-					       : "INCOMPLETE: no trailer",
-		cli_paint(f, C_RESET));
-	fprintf(f, "process   pid %" PRIu64, t->has_process ? t->pid : (uint64_t)s->hdr->pid);
-	if (t->has_process)
-		fprintf(f, " (ppid %" PRIu64 "): %s", t->ppid, t->command);
-	fputc('\n', f);
+	char *head = NULL;
+	if (asprintf(&head, "%strace%s     %s (format %u, %s%s%s)", cli_paint(f, C_BOLD),
+		     cli_paint(f, C_RESET), s->path, (unsigned)s->hdr->version,
+		     cli_paint(f, in->complete ? C_RESET : C_WARN),
+		     in->complete		    ? "complete"
+		     : in->damage		    ? "INCOMPLETE: damaged"
+		     : in->stop == GMT_STOP_TORN    ? "INCOMPLETE: torn tail"
+		     : in->stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
+						    : "INCOMPLETE: no trailer",
+		     cli_paint(f, C_RESET)) < 0)
+		xalloc_failed();
+	rb_wrap(f, 10, rb_text_width(f), head); /* the path may be long */
+	free(head);
+	char *proc = NULL;
+	int pn = t->has_process
+		     ? asprintf(&proc, "process   pid %" PRIu64 " (ppid %" PRIu64 "): %s", t->pid,
+				t->ppid, t->command ? t->command : "")
+		     : asprintf(&proc, "process   pid %" PRIu64, (uint64_t)s->hdr->pid);
+	if (pn < 0)
+		xalloc_failed();
+	rb_wrap(f, 10, rb_text_width(f), proc); /* a command line may be long */
+	free(proc);
 	fprintf(f, "duration  %s s%s, %" PRIu64 " events, %" PRIu64 " lost\n",
 		fmt_reltime(b1, trace_duration_ns(t)) + 1,
 		t->events || t->has_trailer ? "" : " (no event was written)", t->events, t->lost);

@@ -284,11 +284,17 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	if (n > 1)
 		fprintf(f, "%d traces: the figures add up over the processes\n", n);
 	for (int i = 0; i < n; i++)
-		if (!ts[i].t.complete)
-			fprintf(f,
+		if (!ts[i].t.complete) {
+			char *text = NULL;
+			if (asprintf(
+				&text,
 				"note: %s is incomplete: \"end\" means the last flush, not the "
-				"exit\n",
-				ts[i].t.path);
+				"exit",
+				ts[i].t.path) < 0)
+				xalloc_failed();
+			rb_wrap(f, 2, rb_text_width(f), text); /* the path may be long */
+			free(text);
+		}
 	if (!ndev)
 		fprintf(f, "\n(no device memory allocated)\n");
 	for (size_t d = 0; d < ndev; d++) {

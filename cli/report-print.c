@@ -327,3 +327,32 @@ void rb_json_libraries(FILE *f, struct trace *t, const struct trace_row *r, int 
 	fputc(']', f);
 	free(v);
 }
+
+void rb_wrap(FILE *f, int indent, int width, const char *text)
+{
+	int col = 0;
+	const char *p = text;
+	while (*p) {
+		if (*p == '\n') {
+			fputc('\n', f);
+			col = 0;
+			p++;
+			continue;
+		}
+		size_t sp = strspn(p, " "), wl = strcspn(p + sp, " \n");
+		char word[4096];
+		snprintf(word, sizeof(word), "%.*s", (int)wl, p + sp);
+		int wc = cols_of(word);
+		if (col > indent && col + (int)sp + wc > width) {
+			fprintf(f, "\n%*s", indent, ""); /* the spaces before the word go */
+			col = indent;
+		} else {
+			fprintf(f, "%*s", (int)sp, "");
+			col += (int)sp;
+		}
+		fwrite(p + sp, 1, wl, f);
+		col += wc;
+		p += sp + wl;
+	}
+	fputc('\n', f);
+}

@@ -38,6 +38,11 @@ int rb_text_width(FILE *f);
 /* s cut to `cols` columns (UTF-8 aware) with "…" at the end, into buf. */
 const char *rb_fit(const char *s, int cols, char *buf, size_t size);
 
+/* text wrapped at width columns between words (a word longer than a line
+ * stays whole), each line after the first indented by indent spaces, and a
+ * newline at the end; a '\n' in text starts a new line. */
+void rb_wrap(FILE *f, int indent, int width, const char *text);
+
 /* The columns a site keeps before the notes after it ([library], kinds)
  * are shortened or dropped, however narrow the width. */
 #define RB_SITE_MIN 40

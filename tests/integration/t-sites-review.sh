@@ -6,7 +6,8 @@
 #    least), the [library] and the notes go first, paths are shortened;
 #  - ctypes.CDLL without Python frames: the site is not libffi+0x...;
 #  - a --focus or --hide that matches nothing is warned of;
-#  - flamegraph and pprof leave the interpreter's frames out.
+#  - flamegraph and pprof leave the interpreter's frames out;
+#  - prose wraps at 160 columns when piped.
 . "$TESTS_DIR/integration/lib.sh"
 V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
 T=$V/torch-async.837.gmt
@@ -60,6 +61,28 @@ grep -qE 'python3\.12\+0x' fgr.txt || fail "--raw-sites dropped the interpreter'
 "$GMT_CLI" export --format pprof -o p.pb.gz "$T" || fail "export pprof"
 "$GMT_CLI" export --format pprof --raw-sites -o pr.pb.gz "$T" || fail "export pprof --raw-sites"
 expect_eq pprof-interp "$(zcat p.pb.gz | grep -ac '_PyEval_EvalFrameDefault') $(zcat pr.pb.gz | grep -ac '_PyEval_EvalFrameDefault')" "0 1"
+
+# 8. piped, no line of summary, top or leaks passes 160 columns, on every
+# trace we keep, and on an incomplete one under a long path
+long=a-rather-long-directory-name-for-the-traces-of-the-nightly-training-runs/of-the-team-working-on-memory
+mkdir -p "$long"
+printf '%s\n' "header start_mono=0 pid=47" "events tid=1" "ev api=cudaMalloc t=150 ptr=0x100000 size=4096 dev=0" |
+	"$BUILD/tests/unit-tools/mktrace" "$long/torn.gmt"
+for t in "$V"/*.gmt "$V"/../../2026-11-23-h100/traces/*.gmt "$TESTS_DIR"/verdicts/traces/*.gmt \
+	"$TESTS_DIR"/golden/*.gmt "$PWD/$long/torn.gmt"; do
+	cmds="summary top leaks"
+	case $t in *jax-default*) cmds=summary ;; esac # 26 755 phases: slow to read thrice
+	for c in $cmds; do
+		"$GMT_CLI" $c "$t" 2>/dev/null | python3 -c '
+import sys
+for l in sys.stdin.read().splitlines():
+    if len(l) > 160:
+        print(len(l), l[:120])' >wide.txt
+		[ ! -s wide.txt ] || fail "$c $t: a line past 160 columns: $(head -2 wide.txt)"
+	done
+done
+"$GMT_CLI" leaks "$PWD/$long/torn.gmt" 2>/dev/null | grep -A1 '^INCOMPLETE TRACE: ' | tail -1 | grep -q '^  .* not at exit$' ||
+	fail "the INCOMPLETE line not wrapped: $("$GMT_CLI" leaks "$PWD/$long/torn.gmt" 2>/dev/null)"
 
 # 3. ctypes.CDLL (the GIL released), with and without Python frames
 command -v python3 >/dev/null || skip "python3 not installed"
