@@ -281,6 +281,22 @@ static int first_cols(const char *s)
 	return n;
 }
 
+/* The site's function without its leading namespaces while its frame is
+ * too long, "…" in their place; Class::method stays:
+ * "…ConvolutionBackward0::apply". */
+static void short_scope(char *s, int cols)
+{
+	while (first_cols(s) > cols) {
+		size_t start = strncmp(s, "\xe2\x80\xa6", 3) == 0 ? 3 : 0;
+		size_t fn = strcspn(s, " ");
+		char *a = memmem(s + start, fn - start, "::", 2);
+		if (!a || !memmem(a + 2, fn - (size_t)(a + 2 - s), "::", 2))
+			return;
+		memmove(s + 3, a + 2, strlen(a + 2) + 1);
+		memcpy(s, "\xe2\x80\xa6", 3);
+	}
+}
+
 const char *rb_fit_site(const char *s, int cols, char *buf, size_t size)
 {
 	if (first_cols(s) <= cols) /* the callers are cut first */
@@ -288,9 +304,10 @@ const char *rb_fit_site(const char *s, int cols, char *buf, size_t size)
 	char *tmp = xrealloc(NULL, strlen(s) * 2 + 8);
 	for (int keep = 2; keep >= 1; keep--) {
 		short_paths(s, keep, tmp, strlen(s) * 2 + 8);
-		if (cols_of(tmp) <= cols || keep == 1)
+		if (first_cols(tmp) <= cols || keep == 1)
 			break;
 	}
+	short_scope(tmp, cols);
 	rb_fit(tmp, cols, buf, size);
 	free(tmp);
 	return buf;

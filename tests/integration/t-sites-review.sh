@@ -3,7 +3,8 @@
 #  - a group that mixes two libraries says so, and top and leaks name the
 #    same libraries with the same bytes (--json lists each one's bytes);
 #  - at COLUMNS=80 the site keeps its function and file:line (40 columns at
-#    least), the [library] and the notes go first, paths are shortened;
+#    least), the [library] and the notes go first, paths are shortened, and
+#    C++ namespaces (…ConvolutionBackward0::apply);
 #  - ctypes.CDLL without Python frames: the site is not libffi+0x...;
 #  - a --focus or --hide that matches nothing is warned of;
 #  - flamegraph and pprof leave the interpreter's frames out;
@@ -32,12 +33,13 @@ grep -q 'THPVariable_linear .*  \[mixed: libcublas.so.13 64.1 MiB, libc10_cuda.s
 
 # 2. COLUMNS=80: the site first
 COLUMNS=80 "$GMT_CLI" top "$T" >t80.txt || fail "top 80"
-grep -q '  torch::autograd::THPVariable_relu (libt…$' t80.txt || fail "top at 80: $(sed -n 4,8p t80.txt)"
+grep -q '  …autograd::THPVariable_relu (libtorch_p…$' t80.txt &&
+	grep -q '  …ConvolutionBackward0::apply (libtorch_…$' t80.txt || fail "top at 80: $(sed -n 4,8p t80.txt)"
 ! grep -qE '  [^ ]{1,20}…  \[' t80.txt || fail "a site cut for its library at 80: $(sed -n 4,8p t80.txt)"
 COLUMNS=80 "$GMT_CLI" leaks "$T" >l80.txt || fail "leaks 80"
-grep -q '  torch::autograd::THPVariable_conv2d (li…$' l80.txt || fail "leaks at 80: $(cat l80.txt)"
+grep -q '  …autograd::THPVariable_conv2d (libtorch…$' l80.txt || fail "leaks at 80: $(cat l80.txt)"
 COLUMNS=80 "$GMT_CLI" summary "$T" >s80.txt || fail "summary 80"
-grep -q '  torch::autograd::THPVariable_relu (libtorch_pyt…$' s80.txt || fail "summary at 80: $(sed -n '/^top allocation/,/^$/p' s80.txt)"
+grep -q '  …autograd::THPVariable_relu (libtorch_python.so…$' s80.txt || fail "summary at 80: $(sed -n '/^top allocation/,/^$/p' s80.txt)"
 
 # 5. a --focus or --hide that matches no frame: one warning each, exit 0,
 # the report as without it
@@ -94,9 +96,9 @@ mkdir -p py nopy
 expect_eq cdll-site "$(json py.json '[(r["function"], r["site_rule"], [f["skipped_by"] for f in r["stack"][:r["site_index"]]]) for r in d["devices"][0]["rows"]]')" \
 	"[('allocate', 'user', ['libffi', 'libffi', 'libffi', 'ctypes', 'ctypes'])]"
 COLUMNS=80 "$GMT_CLI" top py/gpumemtrace.*.gmt >py80.txt || fail "top py 80"
-grep -q '  allocate (pyalloc.py:23) <- build_layer…$' py80.txt || fail "python site at 80: $(tail -2 py80.txt)"
+grep -q '  allocate (…/python/pyalloc.py:23) <- bu…$' py80.txt || fail "python site at 80: $(tail -2 py80.txt)"
 COLUMNS=80 "$GMT_CLI" summary py/gpumemtrace.*.gmt >pys80.txt || fail "summary py 80"
-grep -q '  allocate (pyalloc.py:23) <- build_layer (pyallo…$' pys80.txt || fail "python site in summary at 80: $(cat pys80.txt)"
+grep -q '  allocate (…/python/pyalloc.py:23) <- build_laye…$' pys80.txt || fail "python site in summary at 80: $(cat pys80.txt)"
 "$GMT_CLI" top --json nopy/gpumemtrace.*.gmt >nopy.json || fail "top nopy"
 expect_eq cdll-nopy-site "$(json nopy.json '[(r["function"], r["site_rule"], [f["skipped_by"] for f in r["stack"][:r["site_index"]]]) for r in d["devices"][0]["rows"]]')" \
 	"[('PyCFuncPtr_call', 'fallback', ['libffi', 'libffi', 'libffi', 'ctypes'])]"
