@@ -98,6 +98,10 @@ const char *site_opts_init(struct site_opts *o, const char *const *hide, size_t 
 {
 	o->hide = nhide ? calloc(nhide, sizeof(regex_t)) : NULL;
 	o->focus = nfocus ? calloc(nfocus, sizeof(regex_t)) : NULL;
+	o->src = nhide + nfocus ? xcalloc(nhide + nfocus, sizeof(*o->src)) : NULL;
+	o->hits = nhide + nfocus ? xcalloc(nhide + nfocus, sizeof(*o->hits)) : NULL;
+	for (size_t i = 0; i < nhide + nfocus; i++)
+		o->src[i] = i < nhide ? hide[i] : focus[i - nhide];
 	for (int k = 0; k < 2; k++) {
 		const char *const *v = k ? focus : hide;
 		size_t n = k ? nfocus : nhide;
@@ -126,18 +130,38 @@ void site_opts_free(struct site_opts *o)
 		regfree(&o->focus[i]);
 	free(o->hide);
 	free(o->focus);
+	free(o->src);
+	free(o->hits);
+	o->src = NULL;
+	o->hits = NULL;
 	o->hide = o->focus = NULL;
 	o->nhide = o->nfocus = 0;
 }
 
-static bool any_match(const regex_t *re, size_t n, const struct trace_frame *f)
+/* Whether any of the n expressions matches f; each that does counts a hit
+ * (all are tried: an expression that never matches is warned of). */
+static bool any_match(const regex_t *re, size_t n, size_t *hits, const struct trace_frame *f)
 {
 	const char *what[3] = {f->function, f->file, f->module ? f->module->path : NULL};
+	bool any = false;
 	for (size_t i = 0; i < n; i++)
 		for (int k = 0; k < 3; k++)
-			if (what[k] && regexec(&re[i], what[k], 0, NULL, 0) == 0)
-				return true;
-	return false;
+			if (what[k] && regexec(&re[i], what[k], 0, NULL, 0) == 0) {
+				hits[i]++;
+				any = true;
+				break;
+			}
+	return any;
+}
+
+const char *site_opts_unmatched(const struct site_opts *o, size_t *i, bool *focus)
+{
+	for (; o && *i < o->nhide + o->nfocus; (*i)++)
+		if (!o->hits[*i]) {
+			*focus = *i >= o->nhide;
+			return o->src[(*i)++];
+		}
+	return NULL;
 }
 
 static bool runtime_api_name(const char *fn)
@@ -174,11 +198,12 @@ static bool rule_matches(const struct site_rule *r, const struct trace_frame *f)
 
 int site_rule_of(const struct site_opts *o, const struct trace_frame *f, enum site_class *cls)
 {
-	if (o && o->nfocus && any_match(o->focus, o->nfocus, f)) {
+	bool hidden = o && o->nhide && any_match(o->hide, o->nhide, o->hits, f);
+	if (o && o->nfocus && any_match(o->focus, o->nfocus, o->hits + o->nhide, f)) {
 		*cls = SITE_USER;
 		return SITE_RULE_FOCUS;
 	}
-	if (o && o->nhide && any_match(o->hide, o->nhide, f)) {
+	if (hidden) {
 		*cls = SITE_GLUE;
 		return SITE_RULE_HIDE;
 	}
@@ -228,12 +253,34 @@ static void choose_raw(const struct trace_frame *fr, int n, struct site_choice *
 	c->in_cuda = true;
 }
 
+static bool python_rule(int rule)
+{
+	const char *n = site_rule_name(rule);
+	return n && (strcmp(n, "python") == 0 || strcmp(n, "libpython") == 0);
+}
+
+bool site_is_interpreter(const struct trace_frame *f)
+{
+	enum site_class cls;
+	return !f->python && python_rule(site_rule_of(NULL, f, &cls));
+}
+
+/* The interpreter and the C library: never a site, even as a fallback. */
+static bool interpreter_rule(int rule)
+{
+	const char *n = site_rule_name(rule);
+	return python_rule(rule) || (n && strcmp(n, "system") == 0);
+}
+
 /* No frame of the user's code (a thread that never ran Python, or a trace
  * without Python frames): the outermost frame of the innermost run of
  * framework frames, the framework's entry point (THPVariable_ones,
- * ReluBackward0::apply), else the first frame outside the CUDA libraries. */
-static void choose_fallback(const struct trace_frame *fr, const enum site_class *cls, int n,
-			    struct site_choice *c)
+ * ReluBackward0::apply); else a Python frame (an installed package's, the
+ * "no Python frames" marker); else the way in from the interpreter (ctypes'
+ * PyCFuncPtr_call past libffi); else the first frame outside the CUDA
+ * libraries. */
+static void choose_fallback(const struct trace_frame *fr, const enum site_class *cls,
+			    const int *rule, int n, struct site_choice *c)
 {
 	c->fallback = true;
 	int i = 0;
@@ -241,6 +288,19 @@ static void choose_fallback(const struct trace_frame *fr, const enum site_class 
 		i++;
 	if (i < n) {
 		while (i + 1 < n && cls[i + 1] == SITE_FRAMEWORK)
+			i++;
+		c->depth = i;
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (fr[i].python) {
+			c->depth = i;
+			return;
+		}
+	for (i = 0; i < n && cls[i] == SITE_CUDA; i++)
+		;
+	if (i < n && cls[i] == SITE_GLUE && !interpreter_rule(rule[i])) {
+		while (i + 1 < n && cls[i + 1] == SITE_GLUE && !interpreter_rule(rule[i + 1]))
 			i++;
 		c->depth = i;
 		return;
@@ -258,9 +318,10 @@ static void choose(struct trace *t, const struct trace_frame *fr, int n, struct 
 		return;
 	}
 	enum site_class *cls = xrealloc(NULL, (size_t)(n ? n : 1) * sizeof(*cls));
+	int *rules = xrealloc(NULL, (size_t)(n ? n : 1) * sizeof(*rules));
 	int user = -1, user_py = -1, focus = -1;
 	for (int i = 0; i < n; i++) {
-		int rule = site_rule_of(o, &fr[i], &cls[i]);
+		int rule = rules[i] = site_rule_of(o, &fr[i], &cls[i]);
 		if (rule == SITE_RULE_FOCUS && focus < 0)
 			focus = i;
 		if (cls[i] == SITE_USER && user < 0)
@@ -275,8 +336,9 @@ static void choose(struct trace *t, const struct trace_frame *fr, int n, struct 
 	else if (user >= 0)
 		c->depth = user;
 	else
-		choose_fallback(fr, cls, n, c);
+		choose_fallback(fr, cls, rules, n, c);
 	free(cls);
+	free(rules);
 }
 
 void site_choose(struct trace *t, uint64_t id, struct site_choice *out)
@@ -341,8 +403,9 @@ static uint32_t find_runtime_api(struct trace *t, uint64_t id, const struct api_
 uint32_t site_api(struct trace *t, uint64_t id, uint32_t api)
 {
 	const struct api_info *drv = api_lookup(api);
+	/* every operation the runtime has an API for (alloc, free, pool trim):
+	 * the same op named among the first frames past the driver */
 	if (!id || !drv || strncmp(drv->name, "cuda", 4) == 0 ||
-	    (drv->op != GMT_OP_ALLOC && drv->op != GMT_OP_FREE) ||
 	    (t->site_opts && t->site_opts->raw))
 		return api;
 	uint64_t key[2] = {id, api};

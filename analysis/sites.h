@@ -57,6 +57,8 @@ struct site_opts {
 	bool raw, full_names;
 	regex_t *hide, *focus;
 	size_t nhide, nfocus;
+	const char **src; /* the expressions, hide's then focus' */
+	size_t *hits;	  /* the frames each matched (site_rule_of counts) */
 };
 
 /* Compiles the --hide and --focus expressions (POSIX extended, matched
@@ -65,11 +67,19 @@ struct site_opts {
 const char *site_opts_init(struct site_opts *o, const char *const *hide, size_t nhide,
 			   const char *const *focus, size_t nfocus, char *err, size_t errsize);
 void site_opts_free(struct site_opts *o);
+/* The i-th --hide or --focus expression that matched no frame, from i on
+ * (*focus says which); NULL past the last. */
+const char *site_opts_unmatched(const struct site_opts *o, size_t *i, bool *focus);
 
 /* The rule a resolved frame falls under (SITE_RULE_*), and its class. */
 int site_rule_of(const struct site_opts *o, const struct trace_frame *f, enum site_class *cls);
 /* The rule's name ("--hide", "--focus" for the user's). */
 const char *site_rule_name(int rule);
+
+/* Whether f is one of the interpreter's own native frames (the rules
+ * "python" and "libpython": _PyEval_*, python3.12+0x...), which stacks
+ * shown whole (flamegraph, pprof) leave out. Python frames never are. */
+bool site_is_interpreter(const struct trace_frame *f);
 
 /* The choice for one stack. */
 struct site_choice {
@@ -80,8 +90,8 @@ struct site_choice {
 /* Chooses the site of stack `id` under t->site_opts (cached per stack). */
 void site_choose(struct trace *t, uint64_t id, struct site_choice *out);
 
-/* The API a call stands for: a driver allocation or free made from inside
- * the static CUDA runtime (a frame named as the runtime API of the same
+/* The API a call stands for: a driver call (allocation, free, pool trim...)
+ * made from inside the static CUDA runtime (a frame named as the runtime API of the same
  * operation among the first frames outside the driver) counts as that
  * runtime API, as the shared runtime records it. Else `api`. */
 uint32_t site_api(struct trace *t, uint64_t id, uint32_t api);

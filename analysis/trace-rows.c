@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "analysis/trace.h"
 
 /* ---- report rows ------------------------------------------------------ */
@@ -72,6 +73,81 @@ struct trace_row *trace_rows_get_key(struct trace_rows *rs, int64_t device, cons
 	return row;
 }
 
+void trace_row_add(struct trace_row *r, struct trace *t, uint64_t stack_id, int metric, uint64_t v)
+{
+	r->cur[metric] += v;
+	if (!r->nlibs || r->lib_stack != stack_id) {
+		const char *name = trace_library(t, stack_id);
+		size_t i = 0;
+		while (i < r->nlibs && strcmp(r->libs[i].name, name) != 0)
+			i++;
+		if (i == r->nlibs) {
+			r->libs = xrealloc(r->libs, (r->nlibs + 1) * sizeof(*r->libs));
+			memset(&r->libs[i], 0, sizeof(r->libs[i]));
+			r->libs[i].name = xstrdup(name);
+			r->nlibs++;
+		}
+		r->lib_last = i;
+		r->lib_stack = stack_id;
+	}
+	r->libs[r->lib_last].v[metric] += v;
+}
+
+static int lib_cmp(const void *a, const void *b, void *metric_p)
+{
+	const struct trace_row_lib *x = *(const struct trace_row_lib *const *)a,
+				   *y = *(const struct trace_row_lib *const *)b;
+	int metric = *(const int *)metric_p;
+	if (x->v[metric] != y->v[metric])
+		return x->v[metric] < y->v[metric] ? 1 : -1;
+	for (int m = 0; m < TM_COUNT; m++)
+		if (x->v[m] != y->v[m])
+			return x->v[m] < y->v[m] ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+size_t trace_row_libs(const struct trace_row *r, int metric, const struct trace_row_lib ***out)
+{
+	const struct trace_row_lib **v = xrealloc(NULL, (r->nlibs ? r->nlibs : 1) * sizeof(*v));
+	for (size_t i = 0; i < r->nlibs; i++)
+		v[i] = &r->libs[i];
+	if (r->nlibs > 1)
+		qsort_r(v, r->nlibs, sizeof(*v), lib_cmp, &metric);
+	*out = v;
+	return r->nlibs;
+}
+
+const char *trace_row_library(const struct trace_row *r, int metric, bool brief, char *buf,
+			      size_t size)
+{
+	const struct trace_row_lib **v;
+	size_t n = trace_row_libs(r, metric, &v), shared = 0;
+	for (size_t i = 0; i < n; i++)
+		shared += v[i]->v[metric] != 0;
+	if (shared < 2)
+		shared = n; /* no share of this figure: every library that called */
+	if (!n)
+		buf = NULL;
+	else if (shared == 1)
+		snprintf(buf, size, "%s", v[0]->name);
+	else if (brief)
+		snprintf(buf, size, "%s +%zu", v[0]->name, shared - 1);
+	else {
+		size_t o = (size_t)snprintf(buf, size, "mixed:");
+		for (size_t i = 0; i < shared && o < size; i++) {
+			char b[32];
+			if (metric == TM_CALLS)
+				snprintf(b, sizeof(b), "%" PRIu64 " calls", v[i]->v[metric]);
+			else
+				fmt_size(b, v[i]->v[metric]);
+			o += (size_t)snprintf(buf + o, size - o, "%s %s %s", i ? "," : "",
+					      v[i]->name, b);
+		}
+	}
+	free(v);
+	return buf;
+}
+
 void trace_rows_fold(struct trace_rows *rs)
 {
 	struct trace_row *r, *rt;
@@ -130,6 +206,9 @@ void trace_rows_free(struct trace_rows *rs)
 	HASH_ITER(hh, rs->rows, r, rt)
 	{
 		HASH_DEL(rs->rows, r);
+		for (size_t i = 0; i < r->nlibs; i++)
+			free(r->libs[i].name);
+		free(r->libs);
 		free(r->id);
 		free(r);
 	}

@@ -278,6 +278,15 @@ struct trace_row {
 	uint64_t cur[TM_COUNT]; /* this trace's values, until trace_rows_fold */
 	uint64_t max[TM_COUNT];
 	int max_trace[TM_COUNT], ntraces;
+	/* the libraries that made its calls (trace_library of each stack): a
+	 * group of stacks may mix two (cuBLAS's workspace and c10's blocks) */
+	struct trace_row_lib *libs;
+	size_t nlibs, lib_last;
+	uint64_t lib_stack; /* the stack lib_last was found for */
+};
+struct trace_row_lib {
+	char *name;
+	uint64_t v[TM_COUNT]; /* summed over the traces */
 };
 struct trace_row_ref;
 struct trace_rows {
@@ -293,6 +302,17 @@ struct trace_row *trace_rows_get_key(struct trace_rows *rs, int64_t device, cons
 				     uint64_t stack_id, uint32_t api);
 struct trace_row *trace_rows_get(struct trace_rows *rs, struct trace *t, int64_t device,
 				 uint64_t stack_id, uint32_t api);
+/* Adds v to the row's metric (cur[metric]) and to the library that made
+ * stack_id's call. */
+void trace_row_add(struct trace_row *r, struct trace *t, uint64_t stack_id, int metric, uint64_t v);
+/* The row's libraries, largest by v[metric] first (then by the other
+ * figures, then by name), into a malloc'd array; the count. */
+size_t trace_row_libs(const struct trace_row *r, int metric, const struct trace_row_lib ***out);
+/* The library column: the one library, or with brief "libcublas.so.13 +1",
+ * else "mixed: libcublas.so.13 64.1 MiB, libc10_cuda.so 33.0 MiB" (the
+ * libraries with a share of v[metric]). NULL when the row has none. */
+const char *trace_row_library(const struct trace_row *r, int metric, bool brief, char *buf,
+			      size_t size);
 /* Ends the current trace: folds each row's cur[] into max[]/max_trace[]. */
 void trace_rows_fold(struct trace_rows *rs);
 /* The rows sorted by v[metric] (then the key), malloc'd; *n set. */

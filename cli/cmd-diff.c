@@ -810,6 +810,6 @@ int cmd_diff(int argc, char **argv)
 	free(d.devs);
 	check_measure_free(&ma);
 	check_measure_free(&mb);
-	site_opts_free(&sa.opts);
+	site_args_done(CMD, &sa);
 	return rc;
 }

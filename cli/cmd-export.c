@@ -395,6 +395,7 @@ struct pp_out {
 	struct buf prof, locs, funcs, maps;
 	struct pp_id *loc_ids, *fn_ids, *map_ids;
 	uint64_t nloc, nfn, nmap;
+	bool raw; /* the interpreter's own frames kept */
 };
 
 /* The mapping id of a frame's module, written on first sight. */
@@ -475,7 +476,7 @@ static void pp_sample(struct pp_out *o, struct trace *t, const struct pp_stack *
 	int depth = trace_stack_depth(t, s->stack_id);
 	for (int d = 0; d < depth; d++) {
 		struct trace_frame fr;
-		if (trace_frame(t, s->stack_id, d, &fr))
+		if (trace_frame(t, s->stack_id, d, &fr) && (o->raw || !site_is_interpreter(&fr)))
 			varint(&ids, pp_location(o, &fr));
 	}
 	for (int k = 0; k < 4; k++)
@@ -563,7 +564,7 @@ static void pp_out_free(struct pp_out *o)
 	pp_free_ids(&o->map_ids);
 }
 
-static int export_pprof(FILE *f, struct trace *t, bool at_end)
+static int export_pprof(FILE *f, struct trace *t, bool at_end, bool raw)
 {
 	struct pp p = {.t = t};
 	int rc = trace_replay(t, NULL, pp_event, &p);
@@ -571,7 +572,7 @@ static int export_pprof(FILE *f, struct trace *t, bool at_end)
 	if (rc < 0)
 		rc = snapshot_live(t, at_end, pp_live, &p, &when);
 	if (rc < 0) {
-		struct pp_out o = {0};
+		struct pp_out o = {.raw = raw};
 		pp_build(&o, t, p.stacks);
 		rc = pp_write_gzip(f, &o.prof);
 		pp_out_free(&o);
@@ -590,7 +591,7 @@ int cmd_export(int argc, char **argv)
 	enum { F_PERFETTO, F_CSV, F_PPROF };
 	const char *out = NULL;
 	int fmt = F_PERFETTO, at = 1; /* peak, end */
-	bool has_fmt = false;
+	bool has_fmt = false, raw = false;
 	const struct option opts[] = {
 	    OPT_CHOICE("format", &fmt, "perfetto|csv|pprof", "format",
 		       "perfetto, csv or pprof (required)", .short_name = 'f', .argh = "FORMAT",
@@ -601,6 +602,9 @@ int cmd_export(int argc, char **argv)
 		     .short_name = 'o'),
 	    OPT_CHOICE("at", &at, "peak|end", "moment",
 		       "pprof: the moment of the inuse samples (default end)"),
+	    OPT_BOOL("raw-sites", &raw,
+		     "pprof: keep the interpreter's own frames (_PyEval_*,\n"
+		     "python3.12+0x...), left out by default"),
 	    OPT_END(),
 	};
 	const char **paths = NULL;
@@ -634,7 +638,7 @@ int cmd_export(int argc, char **argv)
 		else if (fmt == F_CSV)
 			rc = export_csv(f, &t);
 		else
-			rc = export_pprof(f, &t, at_end);
+			rc = export_pprof(f, &t, at_end, raw);
 		if (f != stdout && fclose(f) != 0 && rc < 0) {
 			say_error(CMD, "cannot write %s: %m", out);
 			rc = EXIT_INPUT;

@@ -35,7 +35,7 @@ struct node {
 struct fg {
 	struct trace *t;
 	struct node root;
-	bool multi_dev;
+	bool multi_dev, raw; /* raw: the interpreter's frames kept */
 	size_t nframes;
 };
 
@@ -54,8 +54,8 @@ static struct node *child_named(struct node *n, const char *name)
 /* A frame's name: the function (Python: with its file), else module+offset. */
 static const char *frame_name(const struct trace_frame *f, char *buf, size_t size)
 {
-	if (f->python && f->function) {
-		snprintf(buf, size, "%s (%s)", f->function, f->file ? path_basename(f->file) : "?");
+	if (f->python && f->function && f->file) { /* else a marker: "[thread runs no Python]" */
+		snprintf(buf, size, "%s (%s)", f->function, path_basename(f->file));
 		return buf;
 	}
 	if (f->function)
@@ -86,8 +86,8 @@ static void add_live(void *ctx, const struct rp_live *l)
 	for (int d = depth - 1; d >= 0; d--) {
 		struct trace_frame f;
 		char buf[256];
-		if (!trace_frame(g->t, l->stack_id, d, &f))
-			continue;
+		if (!trace_frame(g->t, l->stack_id, d, &f) || (!g->raw && site_is_interpreter(&f)))
+			continue; /* the interpreter's own frames, as the README says */
 		n = child_named(n, frame_name(&f, buf, sizeof(buf)));
 		n->bytes += l->size;
 	}
@@ -312,7 +312,7 @@ int cmd_flamegraph(int argc, char **argv)
 {
 	const char *out = NULL;
 	int at = 0; /* peak, end */
-	bool fold = false;
+	bool fold = false, raw = false;
 	const struct option opts[] = {
 	    OPT_FILE("output", &out, "FILE",
 		     "write to FILE; .html gives an HTML page, anything else\n"
@@ -322,6 +322,9 @@ int cmd_flamegraph(int argc, char **argv)
 	    OPT_BOOL("folded", &fold,
 		     "print folded stacks instead: 'outer;...;inner BYTES',\n"
 		     "for flamegraph.pl, inferno and speedscope"),
+	    OPT_BOOL("raw-sites", &raw,
+		     "keep the interpreter's own frames (_PyEval_*,\n"
+		     "python3.12+0x...), left out by default"),
 	    OPT_END(),
 	};
 	const char **paths = NULL;
@@ -342,6 +345,7 @@ int cmd_flamegraph(int argc, char **argv)
 	}
 	struct fg g = {.t = &t, .root = {.name = "all"}};
 	g.multi_dev = t.ndevs > 1;
+	g.raw = raw;
 	uint64_t when = 0;
 	rc = snapshot_live(&t, at_end, add_live, &g, &when);
 	if (rc < 0) {

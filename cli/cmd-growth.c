@@ -443,6 +443,6 @@ int cmd_growth(int argc, char **argv)
 	free(procs);
 	free(o.paths);
 	rc = rb_finish_all(ts, o.npaths, worst);
-	site_opts_free(&sa.opts);
+	site_args_done(usage.name, &sa);
 	return rc;
 }

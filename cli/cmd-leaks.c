@@ -67,7 +67,7 @@ static int leaks_one(struct trace_rows *rows, struct leak_trace *lt)
 					continue;
 				struct trace_row *r =
 				    trace_rows_get(rows, &lt->t, -1, l->stack_id, l->api);
-				r->cur[TM_END] += l->size;
+				trace_row_add(r, &lt->t, l->stack_id, TM_END, l->size);
 				r->end_allocs++;
 				r->bucket_end[l->bucket] += l->size;
 				uint64_t rel = (uint64_t)trace_rel(&lt->t, l->time_ns);
@@ -130,6 +130,37 @@ static void held_note(FILE *f, const struct leak_trace *ls, int n)
 	}
 }
 
+/* The key, its [library] and the kinds when not plain device memory:
+ * shortened, then dropped, before the site is cut below RB_SITE_MIN. */
+static void print_site(FILE *f, struct trace_rows *rs, struct leak_trace *ls,
+		       const struct trace_row *r, int room)
+{
+	char lib[512], brief[512], kinds[256] = "", tails[3][1100];
+	const char *t[3] = {tails[0], tails[1], ""};
+	if (r->bucket_end[BK_DEVICE] != r->v[TM_END]) {
+		FILE *m = fmemopen(kinds, sizeof(kinds) - 1, "w");
+		if (!m)
+			xalloc_failed();
+		fputs("  (", m);
+		kinds_text(m, r->bucket_end);
+		fputc(')', m);
+		fclose(m);
+	}
+	if (rs->by == GROUP_STACK || rs->by == GROUP_FUNCTION) {
+		if (!trace_row_library(r, TM_END, false, lib, sizeof(lib)))
+			snprintf(lib, sizeof(lib), "%s",
+				 trace_library(&ls[r->trace].t, r->stack_id));
+		if (!trace_row_library(r, TM_END, true, brief, sizeof(brief)))
+			snprintf(brief, sizeof(brief), "%s", lib);
+		snprintf(tails[0], sizeof(tails[0]), "  [%s]%s", lib, kinds);
+		snprintf(tails[1], sizeof(tails[1]), "  [%s]", brief);
+	} else {
+		snprintf(tails[0], sizeof(tails[0]), "%s", kinds);
+		tails[1][0] = 0;
+	}
+	rb_site_line(f, r->key, room, t, 3);
+}
+
 static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uint64_t limit)
 {
 	FILE *f = stdout;
@@ -151,12 +182,16 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 		const struct trace *t = &ls[i].t;
 		if (t->complete)
 			continue;
-		fprintf(f,
-			"INCOMPLETE TRACE: %s (%s): the process did not exit cleanly; \"live at "
-			"the end\" means live at its last flush (%s), not at exit\n",
-			t->path, incomplete_why(t),
-			t->events || t->has_trailer ? trace_fmt_time(b1, trace_duration_ns(t))
-						    : "no event was written");
+		char *text = NULL;
+		if (asprintf(&text,
+			     "INCOMPLETE TRACE: %s (%s): the process did not exit cleanly; \"live "
+			     "at the end\" means live at its last flush (%s), not at exit",
+			     t->path, incomplete_why(t),
+			     t->events || t->has_trailer ? trace_fmt_time(b1, trace_duration_ns(t))
+							 : "no event was written") < 0)
+			xalloc_failed();
+		rb_wrap_hang(f, 2, rb_text_width(f), text); /* the path may be long */
+		free(text);
 	}
 	fprintf(f, "total: %s in %" PRIu64 " allocation%s (", fmt_size(b1, bytes), allocs,
 		allocs == 1 ? "" : "s");
@@ -192,25 +227,8 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 				 fmt_size(b1, r->max[TM_END]));
 			fprintf(f, "%-26.26s ", mb);
 		}
-		char *tail = NULL, cut[4096];
-		size_t tlen = 0;
-		FILE *m = open_memstream(&tail, &tlen);
-		if (!m)
-			xalloc_failed();
-		if (rs->by == GROUP_STACK || rs->by == GROUP_FUNCTION)
-			fprintf(m, "  [%s]", trace_library(&ls[r->trace].t, r->stack_id));
-		/* the kinds, when not plain device memory */
-		if (r->bucket_end[BK_DEVICE] != r->v[TM_END]) {
-			fputs("  (", m);
-			kinds_text(m, r->bucket_end);
-			fputc(')', m);
-		}
-		if (fclose(m) || !tail)
-			xalloc_failed();
-		/* the key is cut to the width, never the figures (46 columns) */
-		int room = width - 46 - (n > 1 ? 27 : 0) - (int)tlen;
-		fprintf(f, "%s%s\n", rb_fit(r->key, room, cut, sizeof(cut)), tail);
-		free(tail);
+		/* the key keeps RB_SITE_MIN columns, never the figures (46) */
+		print_site(f, rs, ls, r, width - 46 - (n > 1 ? 27 : 0));
 	}
 	if (nrows > shown)
 		fprintf(f, "  ... %zu more (-n 0 shows all)\n", nrows - shown);
@@ -312,8 +330,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 			struct trace_frame fr;
 			bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
 			char callers[2048] = "";
-			fputs(", \"library\": ", f);
-			json_cstr0(f, trace_library(t, r->stack_id));
+			rb_json_libraries(f, t, r, TM_END);
 			fputs(", \"function\": ", f);
 			json_cstr0(f, has && fr.function ? fr.function : "");
 			fputs(", \"site\": ", f);
@@ -407,6 +424,6 @@ int cmd_leaks(int argc, char **argv)
 	trace_rows_free(&rows);
 	free(ls);
 	free(paths);
-	site_opts_free(&sa.opts);
+	site_args_done(usage.name, &sa);
 	return rc;
 }

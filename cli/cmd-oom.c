@@ -370,6 +370,6 @@ int cmd_oom(int argc, char **argv)
 	free(counts);
 	free(opt.paths);
 	rc = rb_finish_all(ts, opt.npaths, worst);
-	site_opts_free(&sa.opts);
+	site_args_done(usage.name, &sa);
 	return rc;
 }

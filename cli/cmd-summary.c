@@ -132,13 +132,22 @@ static __attribute__((noinline)) void drv_event(struct summary *s, const struct 
 	acct_event(&s->acct, e);
 }
 
-/* The APIs drv_event takes: the driver's allocations and frees. */
+/* The APIs drv_event takes: the driver's calls of an operation the runtime
+ * has an API for (allocations, frees, pool trims), which the static runtime
+ * makes for that API (site_api). */
 static void drv_init(struct summary *s)
 {
+	bool rt_op[GMT_OP_CTX_DESTROY + 1] = {false};
 	for (uint32_t a = 0; a <= GMT_API_MAX_; a++) {
 		const struct api_info *i = api_lookup(a);
-		s->drv_api[a] = i && strncmp(i->name, "cuda", 4) != 0 &&
-				(i->op == GMT_OP_ALLOC || i->op == GMT_OP_FREE);
+		if (i && strncmp(i->name, "cuda", 4) == 0 && i->op >= 0 &&
+		    i->op <= GMT_OP_CTX_DESTROY)
+			rt_op[i->op] = true;
+	}
+	for (uint32_t a = 0; a <= GMT_API_MAX_; a++) {
+		const struct api_info *i = api_lookup(a);
+		s->drv_api[a] = i && strncmp(i->name, "cuda", 4) != 0 && i->op >= 0 &&
+				i->op <= GMT_OP_CTX_DESTROY && rt_op[i->op];
 	}
 }
 
@@ -410,8 +419,8 @@ struct phase **summary_phases(struct summary *s, size_t *n)
 }
 
 /* Nested phases share their parents' prefix ("NCCL: ncclCommInitRankConfig/
- * ..."): a name too long for the column keeps its head and its tail, which
- * tells the children apart (cut at 32 columns, NCCL's three read alike). */
+ * ...", "XlaCompile:#module=...#/pass"): a name too long for the column
+ * keeps its tail, the most specific part, which tells the children apart. */
 #define PHASE_COL_MIN 32
 #define PHASE_COL_MAX 72
 #define PHASES_SHOWN  24
@@ -420,13 +429,11 @@ static const char *fit_name(char *out, size_t outsz, const char *name, int width
 	size_t len = strlen(name);
 	if (len <= (size_t)width || width < 16)
 		return name;
-	size_t head = (size_t)width / 3, tail = (size_t)width - head - 3;
+	size_t tail = (size_t)width - 3;
 	/* cut between UTF-8 characters, never inside one (NVTX names may be wide) */
-	while (head && ((unsigned char)name[head] & 0xc0) == 0x80)
-		head--;
 	while (tail && ((unsigned char)name[len - tail] & 0xc0) == 0x80)
 		tail--;
-	snprintf(out, outsz, "%.*s...%s", (int)head, name, name + len - tail);
+	snprintf(out, outsz, "...%s", name + len - tail);
 	return out;
 }
 
@@ -440,9 +447,9 @@ static void print_phase_notes(FILE *f, struct summary *s, struct phase **ps, siz
 		ia += ps[i]->inherited_allocs, ib += ps[i]->inherited_bytes;
 	if (ia)
 		fprintf(f,
-			"  (%" PRIu64 " allocation%s, %s, made on threads with no range open "
-			"(PyTorch's autograd thread...)\n   took the innermost range open in the "
-			"process; `--json` counts them as \"inherited\")\n",
+			"  (%" PRIu64 " allocation%s, %s, came from threads with no range open, "
+			"such as PyTorch's autograd thread:\n   each took the innermost range open "
+			"in the process; `--json` counts them as \"inherited\")\n",
 			ia, ia == 1 ? "" : "s", fmt_size(b1, ib));
 	const struct phase_tracker *pt = &s->phases;
 	if (!pt->nunclosed)
@@ -475,7 +482,7 @@ static void print_phases(FILE *f, struct summary *s)
 	 * then the phases that moved the most memory, then the first others;
 	 * each in its place. */
 	bool *keep = xcalloc(n ? n : 1, sizeof(*keep));
-	size_t kept = 0, moved_hidden = 0;
+	size_t kept = 0, moved_hidden = 0, idle = 0;
 	for (size_t i = 0; i < n; i++)
 		if (ps[i] == s->phases.none && kept < PHASES_SHOWN)
 			keep[i] = true, kept++;
@@ -491,11 +498,11 @@ static void print_phases(FILE *f, struct summary *s)
 		keep[best] = true;
 		kept++;
 	}
-	for (size_t i = 0; i < n && kept < PHASES_SHOWN; i++)
-		if (!keep[i])
-			keep[i] = true, kept++;
-	for (size_t i = 0; i < n; i++)
+	/* a phase that neither allocated nor freed is not shown: only counted */
+	for (size_t i = 0; i < n; i++) {
 		moved_hidden += !keep[i] && (ps[i]->allocs || ps[i]->frees);
+		idle += !keep[i] && !ps[i]->allocs && !ps[i]->frees;
+	}
 	width = PHASE_COL_MIN;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(ps[i]->name);
@@ -518,16 +525,14 @@ static void print_phases(FILE *f, struct summary *s)
 			fmt_size(b3, ph->bytes_allocated - ph->bytes_freed),
 			fmt_size(b4, ph->peak));
 	}
-	if (kept < n && moved_hidden)
+	if (moved_hidden)
 		fprintf(f,
-			"  (%zu more phases, %zu of them with allocations or frees: `summary "
-			"--json` lists every phase, `top --by range` ranks them)\n",
-			n - kept, moved_hidden);
-	else if (kept < n)
-		fprintf(f,
-			"  (%zu more phases without allocations or frees: `summary --json` lists "
-			"every phase, `top --by range` ranks them)\n",
-			n - kept);
+			"  (%zu more phases with allocations or frees, %zu without: ", moved_hidden,
+			idle);
+	else if (idle)
+		fprintf(f, "  (%zu more phases without allocations or frees: ", idle);
+	if (moved_hidden || idle)
+		fputs("`summary --json` lists every phase, `top --by range` ranks them)\n", f);
 	free(keep);
 	print_phase_notes(f, s, ps, n);
 	if (s->phases.unmatched_pops || s->phases.unmatched_ends)
@@ -540,19 +545,28 @@ static void print_head(FILE *f, const struct summary *s, const struct gmt_read_i
 {
 	const struct trace *t = &s->t;
 	char b1[32];
-	fprintf(f, "%strace%s     %s (format %u, %s%s%s)\n", cli_paint(f, C_BOLD),
-		cli_paint(f, C_RESET), s->path, (unsigned)s->hdr->version,
-		cli_paint(f, in->complete ? C_RESET : C_WARN),
-		in->complete		       ? "complete"
-		: in->damage		       ? "INCOMPLETE: damaged"
-		: in->stop == GMT_STOP_TORN    ? "INCOMPLETE: torn tail"
-		: in->stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
-					       : "INCOMPLETE: no trailer",
-		cli_paint(f, C_RESET));
-	fprintf(f, "process   pid %" PRIu64, t->has_process ? t->pid : (uint64_t)s->hdr->pid);
-	if (t->has_process)
-		fprintf(f, " (ppid %" PRIu64 "): %s", t->ppid, t->command);
-	fputc('\n', f);
+	char *head = NULL;
+	if (asprintf(&head, "%strace%s     %s (format %u, %s%s%s)", cli_paint(f, C_BOLD),
+		     cli_paint(f, C_RESET), s->path, (unsigned)s->hdr->version,
+		     cli_paint(f, in->complete ? C_RESET : C_WARN),
+		     in->complete		    ? "complete"
+		     : in->damage		    ? "INCOMPLETE: damaged"
+		     : in->stop == GMT_STOP_TORN    ? "INCOMPLETE: torn tail"
+		     : in->stop == GMT_STOP_CORRUPT ? "INCOMPLETE: corrupt"
+						    : "INCOMPLETE: no trailer",
+		     cli_paint(f, C_RESET)) < 0)
+		xalloc_failed();
+	rb_wrap_hang(f, 10, rb_text_width(f), head); /* the path may be long */
+	free(head);
+	char *proc = NULL;
+	int pn = t->has_process
+		     ? asprintf(&proc, "process   pid %" PRIu64 " (ppid %" PRIu64 "): %s", t->pid,
+				t->ppid, t->command ? t->command : "")
+		     : asprintf(&proc, "process   pid %" PRIu64, (uint64_t)s->hdr->pid);
+	if (pn < 0)
+		xalloc_failed();
+	rb_wrap_hang(f, 10, rb_text_width(f), proc); /* a command line may be long */
+	free(proc);
 	fprintf(f, "duration  %s s%s, %" PRIu64 " events, %" PRIu64 " lost\n",
 		fmt_reltime(b1, trace_duration_ns(t)) + 1,
 		t->events || t->has_trailer ? "" : " (no event was written)", t->events, t->lost);
@@ -693,13 +707,14 @@ static void print_peak_sites(FILE *f, struct summary *s, struct dev_info *d)
 	int width = rb_text_width(f);
 	for (size_t k = 0; k < d->nrows; k++) {
 		const struct site_row *r = &d->rows[k];
-		char extra[48] = "", cut[4096];
+		char extra[48] = "";
+		const char *tails[2] = {extra, ""};
 		if (r->stacks > 1)
 			snprintf(extra, sizeof(extra), "  (%zu stacks)", r->stacks);
-		/* the figures are 32 columns: the site gets the rest */
-		int room = width - 32 - (int)strlen(extra);
-		fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  %s%s\n", fmt_size(b1, r->bytes),
-			r->count, r->stack_id, rb_fit(r->text, room, cut, sizeof(cut)), extra);
+		/* the figures are 32 columns: the site gets the rest, 40 at least */
+		fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  ", fmt_size(b1, r->bytes), r->count,
+			r->stack_id);
+		rb_site_line(f, r->text, width - 32, tails, 2);
 	}
 	if (d->distinct_rows > d->nrows)
 		fprintf(f, "  ... %zu more sites\n", d->distinct_rows - d->nrows);
@@ -972,7 +987,7 @@ int cmd_summary(int argc, char **argv)
 	if (npaths > 1) {
 		rc = summary_many(paths, npaths, json, &sa.opts);
 		free(paths);
-		site_opts_free(&sa.opts);
+		site_args_done(usage.name, &sa);
 		return rc;
 	}
 	struct summary s;
@@ -991,6 +1006,6 @@ int cmd_summary(int argc, char **argv)
 	fflush(stdout);
 	rc = trace_finish(&s.t);
 	summary_free(&s);
-	site_opts_free(&sa.opts);
+	site_args_done(usage.name, &sa);
 	return rc;
 }

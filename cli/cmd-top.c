@@ -101,8 +101,8 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 	if (trace_alloc_bucket(e) != BK_DEVICE)
 		return;
 	struct trace_row *r = event_row(tp, e);
-	r->cur[TM_TOTAL] += e->size;
-	r->cur[TM_CALLS]++;
+	trace_row_add(r, &tp->cur->t, e->stack_id, TM_TOTAL, e->size);
+	trace_row_add(r, &tp->cur->t, e->stack_id, TM_CALLS, 1);
 }
 
 static void charge_live(struct top *tp, struct replay *rp, int64_t device, int metric)
@@ -122,7 +122,7 @@ static void charge_live(struct top *tp, struct replay *rp, int64_t device, int m
 				      l->stack_id, l->api)
 				: trace_rows_get(&tp->rows, &tp->cur->t, l->device, l->stack_id,
 						 l->api);
-			r->cur[metric] += l->size;
+			trace_row_add(r, &tp->cur->t, l->stack_id, metric, l->size);
 			if (metric == TM_PEAK)
 				r->peak_allocs++;
 			else
@@ -242,6 +242,30 @@ static const char *metric_text(int m, uint64_t v, char *buf)
 	return fmt_size(buf, v);
 }
 
+/* The key and, for sites, its [library] and failures: the site keeps
+ * RB_SITE_MIN columns, the notes are shortened, then dropped. */
+static void print_site(FILE *f, struct top *tp, struct top_trace *ts, const struct trace_row *r,
+		       int metric, int room)
+{
+	char lib[512], brief[512], failed[48] = "", tails[3][1100];
+	const char *t[3] = {tails[0], tails[1], ""};
+	if (r->failed)
+		snprintf(failed, sizeof(failed), " [%" PRIu64 " failed]", r->failed);
+	if (tp->rows.by == GROUP_STACK || tp->rows.by == GROUP_FUNCTION) {
+		if (!trace_row_library(r, metric, false, lib, sizeof(lib)))
+			snprintf(lib, sizeof(lib), "%s",
+				 trace_library(&ts[r->trace].t, r->stack_id));
+		if (!trace_row_library(r, metric, true, brief, sizeof(brief)))
+			snprintf(brief, sizeof(brief), "%s", lib);
+		snprintf(tails[0], sizeof(tails[0]), "  [%s]%s", lib, failed);
+		snprintf(tails[1], sizeof(tails[1]), "  [%s]%s", brief, failed);
+	} else {
+		snprintf(tails[0], sizeof(tails[0]), "%s", failed);
+		snprintf(tails[1], sizeof(tails[1]), "%s", failed);
+	}
+	rb_site_line(f, r->key, room, t, 3);
+}
+
 static void print_human(struct top *tp, struct top_trace *ts, int n, int metric, uint64_t limit)
 {
 	FILE *f = stdout;
@@ -260,11 +284,17 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	if (n > 1)
 		fprintf(f, "%d traces: the figures add up over the processes\n", n);
 	for (int i = 0; i < n; i++)
-		if (!ts[i].t.complete)
-			fprintf(f,
+		if (!ts[i].t.complete) {
+			char *text = NULL;
+			if (asprintf(
+				&text,
 				"note: %s is incomplete: \"end\" means the last flush, not the "
-				"exit\n",
-				ts[i].t.path);
+				"exit",
+				ts[i].t.path) < 0)
+				xalloc_failed();
+			rb_wrap_hang(f, 2, rb_text_width(f), text); /* the path may be long */
+			free(text);
+		}
 	if (!ndev)
 		fprintf(f, "\n(no device memory allocated)\n");
 	for (size_t d = 0; d < ndev; d++) {
@@ -303,18 +333,7 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 					 metric_text(metric, r->max[metric], b[3]));
 				fprintf(f, "%-26.26s ", mb);
 			}
-			char tail[160] = "", cut[4096];
-			int used = 53 + (n > 1 ? 27 : 0);
-			if (tp->rows.by == GROUP_STACK || tp->rows.by == GROUP_FUNCTION)
-				snprintf(tail, sizeof(tail), "  [%s]",
-					 trace_library(&ts[r->trace].t, r->stack_id));
-			if (r->failed)
-				snprintf(tail + strlen(tail), sizeof(tail) - strlen(tail),
-					 " [%" PRIu64 " failed]", r->failed);
-			/* the key is cut to the width, never the figures */
-			fprintf(f, "%s%s\n",
-				rb_fit(r->key, width - used - (int)strlen(tail), cut, sizeof(cut)),
-				tail);
+			print_site(f, tp, ts, r, metric, width - 53 - (n > 1 ? 27 : 0));
 		}
 		if (total > shown)
 			fprintf(f, "  ... %zu more (-n 0 shows all)\n", total - shown);
@@ -384,8 +403,7 @@ static void json_row(FILE *f, enum trace_group by, struct trace *t, const struct
 	} else if (by != GROUP_API) {
 		struct trace_frame fr;
 		bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
-		fputs(", \"library\": ", f);
-		json_cstr0(f, trace_library(t, r->stack_id));
+		rb_json_libraries(f, t, r, metric);
 		fputs(", \"function\": ", f);
 		json_cstr0(f, has && fr.function ? fr.function : "");
 		fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
@@ -513,6 +531,6 @@ int cmd_top(int argc, char **argv)
 	trace_rows_free(&tp.rows);
 	free(ts);
 	free(paths);
-	site_opts_free(&sa.opts);
+	site_args_done(usage.name, &sa);
 	return rc;
 }

@@ -83,6 +83,18 @@ int site_args_finish(const char *cmd, struct site_args *a)
 	return -1;
 }
 
+void site_args_done(const char *cmd, struct site_args *a)
+{
+	size_t i = 0;
+	bool focus;
+	const char *re;
+	while ((re = site_opts_unmatched(&a->opts, &i, &focus)))
+		fprintf(stderr,
+			"gpumemtrace %s: warning: --%s '%s' matched no frame; sites unchanged\n",
+			cmd, focus ? "focus" : "hide", re);
+	site_opts_free(&a->opts);
+}
+
 int opt_parse_uint(const char *cmd, const char *name, const char *arg, uint64_t *out)
 {
 	char *end;

@@ -136,6 +136,10 @@ struct site_args {
 		     "C++ names whole in tables (--json always is)")
 /* -1, or the usage error's exit code (a bad REGEX). */
 int site_args_finish(const char *cmd, struct site_args *a);
+/* After the report: one warning on stderr for each --hide or --focus that
+ * matched no frame (the sites are then what they were without it), and the
+ * expressions freed. */
+void site_args_done(const char *cmd, struct site_args *a);
 
 /* A command as its --help and the generated documents show it. */
 struct opt_usage {

@@ -221,6 +221,11 @@ static int cols_of(const char *s, size_t n)
 	return c;
 }
 
+static int str_cols(const char *s)
+{
+	return cols_of(s, strlen(s));
+}
+
 void rb_wrap(FILE *f, int indent, int width, const char *text)
 {
 	int col = 0, lead = indent;
@@ -263,28 +268,27 @@ void rb_wrap_hang(FILE *f, int indent, int width, const char *text)
 {
 	int col = 0;
 	const char *p = text;
-	/* the first line's own leading spaces stay */
-	while (*p == ' ') {
-		fputc(' ', f);
-		col++;
-		p++;
-	}
-	int start = col;
 	while (*p) {
-		size_t n = strcspn(p, " ");
-		int w = cols_of(p, n);
-		if (col > start && col + 1 + w > width) {
-			fprintf(f, "\n%*s", indent, "");
-			col = start = indent;
-		} else if (col > start) {
-			fputc(' ', f);
-			col++;
-		}
-		fwrite(p, 1, n, f);
-		col += w;
-		p += n;
-		while (*p == ' ')
+		if (*p == '\n') {
+			fputc('\n', f);
+			col = 0;
 			p++;
+			continue;
+		}
+		size_t sp = strspn(p, " "), wl = strcspn(p + sp, " \n");
+		char word[4096];
+		snprintf(word, sizeof(word), "%.*s", (int)wl, p + sp);
+		int wc = cols_of(word, strlen(word));
+		if (col > indent && col + (int)sp + wc > width) {
+			fprintf(f, "\n%*s", indent, ""); /* the spaces before the word go */
+			col = indent;
+		} else {
+			fprintf(f, "%*s", (int)sp, "");
+			col += (int)sp;
+		}
+		fwrite(p + sp, 1, wl, f);
+		col += wc;
+		p += sp + wl;
 	}
 	fputc('\n', f);
 }
@@ -315,4 +319,101 @@ const char *rb_fit(const char *s, int cols, char *buf, size_t size)
 	}
 	buf[o] = 0;
 	return buf;
+}
+
+/* The paths inside "(...)" cut to their last `keep` components. */
+static void short_paths(const char *s, int keep, char *out, size_t size)
+{
+	size_t o = 0, i = 0;
+	while (s[i] && o + 4 < size) {
+		out[o++] = s[i];
+		if (s[i++] != '(')
+			continue;
+		size_t e = i + strcspn(s + i, ") "), from = e;
+		int slashes = 0;
+		while (from > i && !(s[from - 1] == '/' && ++slashes == keep))
+			from--;
+		if (slashes < keep || (keep > 1 && from <= i + 1))
+			continue; /* nothing to cut */
+		if (keep > 1) {
+			memcpy(out + o, "\xe2\x80\xa6/", 4);
+			o += 4;
+		}
+		i = from;
+	}
+	out[o] = 0;
+}
+
+/* The columns of a site's own frame, before its callers (" <- "). */
+static int first_cols(const char *s)
+{
+	const char *e = strstr(s, " <- ");
+	int n = 0;
+	for (; *s && s != e; s++)
+		n += (*s & 0xC0) != 0x80;
+	return n;
+}
+
+/* The site's function without its leading namespaces while its frame is
+ * too long, "…" in their place; Class::method stays:
+ * "…ConvolutionBackward0::apply". */
+static void short_scope(char *s, int cols)
+{
+	while (first_cols(s) > cols) {
+		size_t start = strncmp(s, "\xe2\x80\xa6", 3) == 0 ? 3 : 0;
+		size_t fn = strcspn(s, " ");
+		char *a = memmem(s + start, fn - start, "::", 2);
+		if (!a || !memmem(a + 2, fn - (size_t)(a + 2 - s), "::", 2))
+			return;
+		memmove(s + 3, a + 2, strlen(a + 2) + 1);
+		memcpy(s, "\xe2\x80\xa6", 3);
+	}
+}
+
+const char *rb_fit_site(const char *s, int cols, char *buf, size_t size)
+{
+	if (first_cols(s) <= cols) /* the callers are cut first */
+		return rb_fit(s, cols, buf, size);
+	char *tmp = xrealloc(NULL, strlen(s) * 2 + 8);
+	for (int keep = 2; keep >= 1; keep--) {
+		short_paths(s, keep, tmp, strlen(s) * 2 + 8);
+		if (first_cols(tmp) <= cols || keep == 1)
+			break;
+	}
+	short_scope(tmp, cols);
+	rb_fit(tmp, cols, buf, size);
+	free(tmp);
+	return buf;
+}
+
+void rb_site_line(FILE *f, const char *site, int room, const char *const *tails, int n)
+{
+	/* a note stays while the site's own frame fits (up to 80 columns) */
+	int need = str_cols(site) < RB_SITE_MIN ? str_cols(site) : RB_SITE_MIN, k = 0;
+	int want = first_cols(site) < 80 ? first_cols(site) : 80;
+	if (want < need)
+		want = need;
+	while (k + 1 < n && room - str_cols(tails[k]) < want)
+		k++;
+	int cols = room - str_cols(tails[k]);
+	char cut[4096];
+	fprintf(f, "%s%s\n", rb_fit_site(site, cols < need ? need : cols, cut, sizeof(cut)),
+		tails[k]);
+}
+
+void rb_json_libraries(FILE *f, struct trace *t, const struct trace_row *r, int metric)
+{
+	const struct trace_row_lib **v;
+	int m = metric == TM_CALLS ? TM_TOTAL : metric;
+	size_t n = trace_row_libs(r, m, &v);
+	fputs(", \"library\": ", f);
+	json_cstr0(f, n ? v[0]->name : trace_library(t, r->stack_id));
+	fputs(", \"libraries\": [", f);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? ", {\"library\": " : "{\"library\": ", f);
+		json_cstr0(f, v[i]->name);
+		fprintf(f, ", \"bytes\": %" PRIu64 "}", v[i]->v[m]);
+	}
+	fputc(']', f);
+	free(v);
 }

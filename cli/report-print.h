@@ -42,10 +42,27 @@ const char *rb_fit(const char *s, int cols, char *buf, size_t size);
  * newline. A word longer than a line is printed whole, never cut. */
 void rb_wrap(FILE *f, int indent, int width, const char *text);
 /* text wrapped at spaces to `width` columns (UTF-8 aware), then a newline.
- * The first line is text as it starts (its own leading spaces or label);
- * each further line starts with `indent` spaces. A word longer than a line
- * (a path) gets a line of its own, uncut. */
+ * The first line is text as it starts (its own leading spaces or label,
+ * its spacing kept); each further line starts with `indent` spaces. A word
+ * longer than a line (a path) stays whole; a '\n' in text starts a line. */
 void rb_wrap_hang(FILE *f, int indent, int width, const char *text);
+
+/* The columns a site keeps before the notes after it ([library], kinds)
+ * are shortened or dropped, however narrow the width. */
+#define RB_SITE_MIN 40
+/* s fit to cols like rb_fit, but paths in parentheses shortened first
+ * ("(…/pkg/train.py:7)", then "(train.py:7)"): the function and its
+ * file:line stay. */
+const char *rb_fit_site(const char *s, int cols, char *buf, size_t size);
+/* One table's site cell and what follows it, in room columns: the first of
+ * tails[0..n) (longest first, the last usually "") that leaves the site
+ * RB_SITE_MIN columns (or all it needs); the site never below that. */
+void rb_site_line(FILE *f, const char *site, int room, const char *const *tails, int n);
+
+/* A row's ", \"library\": L, \"libraries\": [{\"library\": L, \"bytes\": N}...]":
+ * L the library with the most bytes by metric (total bytes for calls),
+ * each library that made the group's calls with its bytes. */
+void rb_json_libraries(FILE *f, struct trace *t, const struct trace_row *r, int metric);
 
 /* Parses a report's options into o (and the site options into sa, when
  * not NULL: its regexes stay compiled until site_opts_free), then opens

@@ -115,14 +115,14 @@ _gpumemtrace() {
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--at) COMPREPLY=($(compgen -W "peak end" -- "$cur")); return ;;
 		esac
-		opts="--output -o --at --folded --help" ;;
+		opts="--output -o --at --folded --raw-sites --help" ;;
 	export)
 		case $prev in
 		-f | --format) COMPREPLY=($(compgen -W "perfetto csv pprof" -- "$cur")); return ;;
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--at) COMPREPLY=($(compgen -W "peak end" -- "$cur")); return ;;
 		esac
-		opts="--format -f --output -o --at --help" ;;
+		opts="--format -f --output -o --at --raw-sites --help" ;;
 	help) COMPREPLY=($(compgen -W "$cmds" -- "$cur")); return ;;
 	esac
 	if [[ $cur == -* ]]; then

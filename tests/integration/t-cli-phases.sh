@@ -91,7 +91,7 @@ expect_eq inherited "$(json i.json "[(p['name'], p['allocations'], p['inherited_
 expect_eq open-at-end "$(json i.json "[(r['name'], r['time_ns'], r['tid']) for r in d['phases_open_at_end']]")" "[('init', 60, 1)]"
 "$GMT_CLI" summary inh.gmt >i.txt 2>err || fail "summary inh text exit $?"
 grep -q '^    init  opened at +0.000000060 s on thread 1$' i.txt || fail "no open range: $(cat i.txt)"
-grep -q '^  (1 allocation, 64 B, made on threads with no range open' i.txt || fail "no inherited note: $(cat i.txt)"
+grep -q '^  (1 allocation, 64 B, came from threads with no range open, such as PyTorch.s autograd thread:$' i.txt || fail "no inherited note: $(cat i.txt)"
 
 # top --by range: bytes by phase at the peak (+3150 ns), at the end, in total
 "$GMT_CLI" top --json --by range p.gmt >t.json 2>err || fail "top exit $?: $(cat err)"
@@ -151,7 +151,7 @@ expect_eq no-phases "$(json sp.json "d['phases']")" "None"
 sed -n '/^phases/,/^$/p' many.txt >rows.txt
 expect_eq rows "$(grep -c '^  step[0-9]' rows.txt) $(grep -c '^  (no phase)' rows.txt)" "23 1"
 grep -q '^  step30 ' rows.txt && ! grep -q '^  step7 ' rows.txt || fail "not the largest movers: $(cat rows.txt)"
-grep -q '^  (7 more phases, 7 of them with allocations or frees' rows.txt || fail "no count of the rest: $(cat rows.txt)"
+grep -q '^  (7 more phases with allocations or frees, 0 without' rows.txt || fail "no count of the rest: $(cat rows.txt)"
 
 # A range per training step: growth finds the most frequent top-level range
 # by sorting, not pairwise (200,000 steps took minutes pairwise; the
@@ -164,7 +164,7 @@ print("trailer t=3000000")' | "$MKTRACE" steps.gmt
 timeout 60 "$GMT_CLI" growth steps.gmt >steps.txt 2>err || fail "growth on 200,000 steps: exit $? $(cat err)"
 grep -q 'iterations: 200000, from the range "train_step"' steps.txt || fail "no iterations: $(cat steps.txt)"
 
-# A long name is cut between UTF-8 characters, keeping its head and tail.
+# A long name is cut between UTF-8 characters, keeping its tail.
 long=$(python3 -c 'print("\u00e9" * 50 + "/" + "\u00fc" * 30)')
 printf '%s\n' "header start_mono=0 pid=47" "events tid=1" \
 	"ev api=cudaMalloc t=150 ptr=0x100000 size=4096 dev=0" \
@@ -172,5 +172,5 @@ printf '%s\n' "header start_mono=0 pid=47" "events tid=1" \
 	"$MKTRACE" u8.gmt
 "$GMT_CLI" summary u8.gmt >u8.txt 2>err || fail "summary u8 exit $?"
 python3 -c 'import sys; open(sys.argv[1], encoding="utf-8").read()' u8.txt || fail "a name cut inside a character"
-grep -q '^  \(\xc3\xa9\)*\.\.\.\(\xc3\xbc\)* ' u8.txt || grep -q '^  é*\.\.\.ü* ' u8.txt || fail "no head...tail: $(cat u8.txt)"
+grep -q '^  \.\.\.é*/ü* ' u8.txt || fail "no ...tail: $(cat u8.txt)"
 echo ok

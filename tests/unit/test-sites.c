@@ -75,7 +75,8 @@ static uint64_t stack(struct tb *b, const struct fr *frames, size_t n)
 	stack(b, (const struct fr[]){__VA_ARGS__},                                                 \
 	      sizeof((const struct fr[]){__VA_ARGS__}) / sizeof(struct fr))
 
-static uint64_t s_torch_py, s_torch_nopy, s_autograd, s_pydll, s_static, s_jax, s_cuda;
+static uint64_t s_torch_py, s_torch_nopy, s_autograd, s_pydll, s_static, s_jax, s_cuda, s_cdll,
+    s_trim;
 
 static const char *write_trace(void)
 {
@@ -125,11 +126,20 @@ static const char *write_trace(void)
 	s_pydll =
 	    STACK(b, {0, NULL, 4}, {PY, "_PyEval_EvalFrameDefault"}, {CTYPES, "_ctypes_callproc"},
 		  {FFI, "ffi_call"}, {FFI, NULL}, {CUDART, "cudaMalloc"});
+	/* ctypes.CDLL without Python frames (GPUMEMTRACE_PYTHON=0, an old
+	 * trace): libffi, _ctypes and libpython only */
+	s_cdll = STACK(b, {LIBC, "__libc_start_main"}, {PY, "Py_RunMain"},
+		       {PY, "_PyEval_EvalFrameDefault"}, {PY, "_PyObject_MakeTpCall"},
+		       {CTYPES, "PyCFuncPtr_call"}, {CTYPES, "_ctypes_callproc"}, {FFI, "ffi_call"},
+		       {FFI, NULL}, {FFI, NULL}, {CUDA, "cuMemAlloc_v2"});
 	/* the static runtime linked into a C program */
 	s_static = STACK(b, {LIBC, "__libc_start_main"}, {APP, "main"}, {APP, "cudaMalloc"},
 			 {APP, "libcudart_static_f74e2f2bcf2cf49bd1a61332e1d15bd1e748f9cf"},
 			 {APP, "libcudart_static_5382377d5c772c9d197c0cda9fd9742ee6ad893c"},
 			 {CUDA, "cuMemAlloc_v2"});
+	s_trim = STACK(b, {LIBC, "__libc_start_main"}, {APP, "main"}, {APP, "cudaMemPoolTrimTo"},
+		       {APP, "libcudart_static_f74e2f2bcf2cf49bd1a61332e1d15bd1e748f9cf"},
+		       {CUDA, "cuMemPoolTrimTo"});
 	/* JAX: BFC and the stream executor inside the plugin, called from jaxlib */
 	s_jax =
 	    STACK(b, {0, NULL, 5}, {PY, "_PyEval_EvalFrameDefault"},
@@ -194,6 +204,10 @@ static void test_sites(const char *path)
 		  "cuda-driver/cuda-runtime-static/cuda-runtime-static/cuda-runtime-static");
 	CHECK_STR(site(&t, s_jax), "<module> (/home/u/jax_train.py:9)");
 	CHECK_STR(skipped(&t, s_jax), "cuda-driver/xla-allocator/xla-allocator/jax/python");
+	/* no Python frames: the way in from Python, not libffi */
+	CHECK_STR(site(&t, s_cdll),
+		  "PyCFuncPtr_call (_ctypes.cpython-312-x86_64-linux-gnu.so+0x9000110)");
+	CHECK_STR(skipped(&t, s_cdll), "cuda-driver/libffi/libffi/libffi/ctypes");
 	struct trace_frame f;
 	CHECK(trace_site(&t, s_cuda, &f) && f.depth == 0 && f.in_cuda, "all in CUDA");
 	struct site_choice c;
@@ -208,6 +222,7 @@ static void test_sites(const char *path)
 	/* the static runtime's driver calls are the runtime API; the shared
 	 * runtime's driver calls and the JAX plugin's stay what they are */
 	CHECK(site_api(&t, s_static, GMT_API_cuMemAlloc_v2) == GMT_API_cudaMalloc, "static api");
+	CHECK(site_api(&t, s_trim, GMT_API_cuMemPoolTrimTo) == GMT_API_cudaMemPoolTrimTo, "trim");
 	CHECK(site_api(&t, s_torch_py, GMT_API_cuMemAlloc_v2) == GMT_API_cuMemAlloc_v2, "shared");
 	CHECK(site_api(&t, s_jax, GMT_API_cuMemCreate) == GMT_API_cuMemCreate, "jax");
 	trace_close(&t);
@@ -242,6 +257,21 @@ static void test_options(const char *path)
 	site_cache_free(&t);
 	CHECK(!site_opts_init(&o, hide2, 1, NULL, 0, err, sizeof(err)), "hide forward");
 	CHECK_STR(site(&t, s_torch_py), "<module> (/home/u/train.py:50)");
+	size_t i = 0;
+	bool is_focus;
+	CHECK(!site_opts_unmatched(&o, &i, &is_focus), "--hide ^forward$ matched");
+	site_opts_free(&o);
+	site_cache_free(&t);
+	/* an expression that matches no frame is named, the sites unchanged */
+	const char *none[] = {"^no_such_frame$"}, *hide3[] = {"^forward$", "zzz"};
+	CHECK(!site_opts_init(&o, hide3, 2, none, 1, err, sizeof(err)), "unmatched");
+	CHECK_STR(site(&t, s_torch_py), "<module> (/home/u/train.py:50)");
+	i = 0;
+	CHECK_STR(site_opts_unmatched(&o, &i, &is_focus), "zzz");
+	CHECK(!is_focus, "zzz is a --hide");
+	CHECK_STR(site_opts_unmatched(&o, &i, &is_focus), "^no_such_frame$");
+	CHECK(is_focus, "a --focus");
+	CHECK(!site_opts_unmatched(&o, &i, &is_focus), "two unmatched");
 	site_opts_free(&o);
 	const char *bad[] = {"("};
 	CHECK(site_opts_init(&o, bad, 1, NULL, 0, err, sizeof(err)) != NULL, "bad regex");
