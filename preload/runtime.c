@@ -15,11 +15,15 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,6 +131,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 static void thread_gone(void *ring);
+static void flush_with_trailer_at(unsigned reason, uint64_t end_ns);
 
 static void configure_locked(void)
 {
@@ -236,7 +241,7 @@ static void drain_rings(void)
 	pthread_mutex_unlock(&rt_early.lock);
 	if (f) {
 		gmt_device_facts_merge(&w->devices, f);
-		free(f);
+		gmt_early_facts_free(f);
 	}
 	gmt_writer_devices(w);
 	write_notes(w);
@@ -409,6 +414,73 @@ static unsigned go_idle(void)
 	return 0;
 }
 
+/* libdw does not survive every failed allocation (seen: SIGSEGV in
+ * dwarf_getsrclines under a tight RLIMIT_AS), and a crash on any thread
+ * ends the program, its buffered output lost. Symbolize only with room
+ * under the limits: the module files' size (libdw maps them) and 256 MiB.
+ * Otherwise a NOTE says so and the CLI names the frames. */
+static int symbolize_safe(void)
+{
+	enum { SYMBOLIZE_ROOM_MIB = 256 };
+	struct rlimit as, data;
+	if (getrlimit(RLIMIT_AS, &as) != 0 || getrlimit(RLIMIT_DATA, &data) != 0)
+		return 0;
+	if (as.rlim_cur == RLIM_INFINITY && data.rlim_cur == RLIM_INFINITY)
+		return 1;
+	unsigned long long size = 0, data_pages = 0, x;
+	FILE *f = fopen("/proc/self/statm", "re");
+	int got = f && fscanf(f, "%llu %llu %llu %llu %llu %llu", &size, &x, &x, &x, &x,
+			      &data_pages) == 6;
+	if (f)
+		fclose(f);
+	if (!got)
+		return 0;
+	unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
+	unsigned long long need = (unsigned long long)SYMBOLIZE_ROOM_MIB << 20;
+	for (size_t i = 0; i < rt.w.modules.n; i++) {
+		struct stat st;
+		if (rt.w.modules.v[i].path && stat(rt.w.modules.v[i].path, &st) == 0)
+			need += (unsigned long long)st.st_size;
+	}
+	int ok = (as.rlim_cur == RLIM_INFINITY || size * page + need <= as.rlim_cur) &&
+		 (data.rlim_cur == RLIM_INFINITY || data_pages * page + need <= data.rlim_cur);
+	if (!ok)
+		gmt_writer_note(&rt.w, 1,
+				"frames not named at exit: the address-space or data limit "
+				"leaves too little room for the symbolizer; reports name them "
+				"from the module files");
+	return ok;
+}
+
+/* The process's end, on the flush thread (the exiting thread only waits,
+ * bounded: it may be a signal handler that interrupted malloc, holding the
+ * lock that symbolizing needs). Two writes: first every record and a
+ * trailer, so the trace is complete whatever happens next; then the names
+ * of its frames and a fresh trailer, unless the exiting thread stopped
+ * waiting (GATE_CLOSED: the process may end in the middle of our write).
+ * Frames left unnamed are named by the CLI from the MODULE records.
+ * Caller holds flush_lock. */
+static void final_flush(unsigned reason)
+{
+	if (reason != GMT_END_EXEC) {
+		set_state(ST_FINISHED);
+		fence_finished(); /* pairs with flush_if_finished */
+	}
+	uint64_t end_ns = gmt_now_ns(); /* both trailers: naming is not the program's time */
+	flush_with_trailer_at(reason, end_ns);
+	if (!rt.set.symbolize || load_state() == ST_OFF || !symbolize_safe() ||
+	    gmt_writer_symbols(&rt.w) == 0)
+		return;
+	gmt_writer_trailer(&rt.w, reason, end_ns);
+	uint32_t open = GATE_OPEN;
+	if (!__atomic_compare_exchange_n(&rt.symbols_gate, &open, GATE_WRITING, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return; /* left in the chunk: a late writer may still write it */
+	if (gmt_writer_flush(&rt.w) < 0)
+		set_state(ST_OFF);
+	gmt_futex_set(&rt.symbols_gate, GATE_OPEN);
+}
+
 static void *flusher_main(void *arg)
 {
 	struct hold_watch hold = {0, 0};
@@ -436,32 +508,31 @@ static void *flusher_main(void *arg)
 			set_rings_idle(0);
 			idle_end = gmt_now_ns();
 		}
-		/* Pairs with the release store in gmt_finish_async. */
+		/* Pairs with the release store in ask_final_flush (life.c). */
 		uint32_t req = __atomic_exchange_n(&rt.final_req, 0, __ATOMIC_ACQUIRE);
+		if (req)
+			__atomic_store_n(&rt.symbols_gate, GATE_OPEN, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&rt.flush_lock);
 		gmt_clock_tick(); /* under the lock: fork never copies half a line */
 		if (load_state() == ST_ACTIVE) {
-			/* dlopen: here, never on the hook path, nor for an _exit or
+			/* dlopen: here, never on the hook path, nor for an exit or
 			 * exec waiting on us: a dlopen under way elsewhere may hold
 			 * the loader's lock for good (its chunks stay uncompressed). */
 			if (!req)
 				gmt_writer_compress_init(&rt.w);
-			if (req) {
-				if (req - 1 != GMT_END_EXEC) {
-					set_state(ST_FINISHED);
-					fence_finished(); /* pairs with flush_if_finished */
-				}
-				flush_now_with_trailer(req - 1);
-			} else if (!exec_holds_writes(&hold)) {
+			if (req)
+				final_flush(req - 1);
+			else if (!exec_holds_writes(&hold))
 				flush_cycle();
-			}
 		}
 		pthread_mutex_unlock(&rt.flush_lock);
 		if (req) {
-			/* Pairs with the acquire loads in gmt_finish_async. */
+			/* Pairs with the acquire loads in ask_final_flush. */
 			__atomic_add_fetch(&rt.final_done, 1, __ATOMIC_RELEASE);
 			syscall(SYS_futex, &rt.final_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL,
 				NULL, 0);
+			if (req - 1 != GMT_END_EXEC)
+				break; /* the process is ending; late records write themselves */
 		}
 	}
 	return NULL;
@@ -499,14 +570,24 @@ static void push_thread_name(struct gmt_ring *r)
 	gmt_ring_commit(r, len);
 }
 
+/* mmap, not malloc: the flush thread frees them, and a free of another
+ * thread's memory takes that thread's arena lock, which at exit the
+ * interrupted thread may hold (t-life-sigterm-exit). */
+void gmt_early_facts_free(struct gmt_device_facts *f)
+{
+	if (f)
+		munmap(f, sizeof *f);
+}
+
 static void learn_devices_early(void)
 {
-	struct gmt_device_facts *f = calloc(1, sizeof *f);
-	if (!f)
+	struct gmt_device_facts *f =
+	    mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (f == MAP_FAILED)
 		return;
 	gmt_device_facts_query(f, NULL);
 	pthread_mutex_lock(&rt_early.lock);
-	free(rt_early.facts);
+	gmt_early_facts_free(rt_early.facts);
 	rt_early.facts = f;
 	pthread_mutex_unlock(&rt_early.lock);
 }
@@ -581,6 +662,8 @@ static void thread_gone(void *ring)
 
 /* With the flush thread gone (after the final trailer), whoever records
  * writes: the trace stays complete even for frees in late destructors.
+ * Never names frames: only the flush thread symbolizes (final_flush); a
+ * late record's new frames are named by the CLI.
  * The records and their trailer go out in one chunk, one write: a late
  * writer (a thread recording after the final trailer, the NVML sampler)
  * may be cut off at any moment by another thread's _exit, and a write of
@@ -588,12 +671,15 @@ static void thread_gone(void *ring)
  * read as incomplete (t-life-exit-late-writer). */
 void flush_now_with_trailer(unsigned reason)
 {
+	flush_with_trailer_at(reason, gmt_now_ns());
+}
+
+static void flush_with_trailer_at(unsigned reason, uint64_t end_ns)
+{
 	if (reason != GMT_END_EXEC) /* an exec may fail, and the trace go on */
 		rt.w.devices_settle = 1;
 	drain_rings();
-	if (rt.set.symbolize)
-		gmt_writer_symbols(&rt.w);
-	gmt_writer_trailer(&rt.w, reason, gmt_now_ns());
+	gmt_writer_trailer(&rt.w, reason, end_ns);
 	if (gmt_writer_flush(&rt.w) < 0)
 		set_state(ST_OFF);
 }
