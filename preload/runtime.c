@@ -10,6 +10,7 @@
  * trailer, the finish), it runs with cancellation disabled
  * (preload/nocancel.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <link.h>
@@ -427,14 +428,16 @@ static int symbolize_safe(void)
 		return 0;
 	if (as.rlim_cur == RLIM_INFINITY && data.rlim_cur == RLIM_INFINITY)
 		return 1;
+	/* read(2), not stdio: no allocation where memory is short. */
 	unsigned long long size = 0, data_pages = 0, x;
-	FILE *f = fopen("/proc/self/statm", "re");
-	int got = f && fscanf(f, "%llu %llu %llu %llu %llu %llu", &size, &x, &x, &x, &x,
-			      &data_pages) == 6;
-	if (f)
-		fclose(f);
-	if (!got)
-		return 0;
+	char text[128];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	text[n > 0 ? n : 0] = 0;
+	if (sscanf(text, "%llu %llu %llu %llu %llu %llu", &size, &x, &x, &x, &x, &data_pages) != 6)
+		size = ~0ull >> 16; /* unknown: as if there were no room */
 	unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
 	unsigned long long need = (unsigned long long)SYMBOLIZE_ROOM_MIB << 20;
 	for (size_t i = 0; i < rt.w.modules.n; i++) {
@@ -467,9 +470,9 @@ static void final_flush(unsigned reason)
 		fence_finished(); /* pairs with flush_if_finished */
 	}
 	uint64_t end_ns = gmt_now_ns(); /* both trailers: naming is not the program's time */
+	int name = rt.set.symbolize && symbolize_safe(); /* its NOTE goes with the records */
 	flush_with_trailer_at(reason, end_ns);
-	if (!rt.set.symbolize || load_state() == ST_OFF || !symbolize_safe() ||
-	    gmt_writer_symbols(&rt.w) == 0)
+	if (!name || load_state() == ST_OFF || gmt_writer_symbols(&rt.w) == 0)
 		return;
 	gmt_writer_trailer(&rt.w, reason, end_ns);
 	uint32_t open = GATE_OPEN;
@@ -488,6 +491,9 @@ static void *flusher_main(void *arg)
 	gmt_enter();			  /* nothing this thread does is the program's */
 	gmt_futex_set(&rt.flusher_up, 1); /* fork waits for this */
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
+	pthread_mutex_lock(&rt.flush_lock);
+	gmt_writer_reserve(&rt.w);
+	pthread_mutex_unlock(&rt.flush_lock);
 	/* Pairs with the release store of rt.stop in gmt_finish. */
 	while (!__atomic_load_n(&rt.stop, __ATOMIC_ACQUIRE)) {
 		uint32_t seen = __atomic_load_n(&rt.wake, __ATOMIC_ACQUIRE);

@@ -716,6 +716,17 @@ static int have_columns(struct gmt_writer *w)
 	return 1;
 }
 
+/* The event buffers, made on the flush thread as it starts: a process
+ * that exhausts its memory later (a tight RLIMIT_AS) still has them for
+ * the records its rings hold at exit. Failing here is harmless: they are
+ * asked for again when needed. */
+void gmt_writer_reserve(struct gmt_writer *w)
+{
+	have_columns(w);
+	if (!w->ev_cap && (w->ev = malloc(BATCH_TARGET + 1024)))
+		w->ev_cap = BATCH_TARGET + 1024;
+}
+
 /* One event, appended to the open batch (layout in format.h). By row
  * (EVENTS), each event's fields together:
  *
