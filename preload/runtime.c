@@ -598,30 +598,68 @@ static void learn_devices_early(void)
 	pthread_mutex_unlock(&rt_early.lock);
 }
 
+/* Creates the trace file (its header, the module scan, /proc reads: some
+ * 20 KB of stack) and lists it for `run`. Returns 0, or -1 with the
+ * reason logged. Caller holds setup_lock. */
+static int create_trace(void)
+{
+	int opened = gmt_writer_open(&rt.w, rt.set.output_template, rt.set.stack_depth,
+				     rt.set.compress, rt.start_mono);
+	int err = errno;
+	/* Listed once the file exists, even if writing it failed: `run`
+	 * reports exactly the traces its command made, no other. */
+	if (rt.w.fd >= 0 && rt.set.trace_list && gmt_writer_list(&rt.w, rt.set.trace_list) != 0)
+		gmt_log("cannot add %s to GPUMEMTRACE_TRACE_LIST=%s: %s; "
+			"gpumemtrace run will not report it",
+			rt.w.path, rt.set.trace_list, strerror(errno));
+	if (opened != 0)
+		gmt_log("cannot create trace file from '%s': %s; tracing is off, the program "
+			"runs on",
+			rt.set.output_template, strerror(err));
+	return opened != 0 ? -1 : 0;
+}
+
+static void *create_trace_thread(void *result)
+{
+	gmt_enter(); /* nothing this thread does is the program's */
+	*(int *)result = create_trace();
+	return NULL;
+}
+
+/* create_trace on a short-lived thread of our own, its stack ours: the
+ * calling thread's stack may be a small one of the program's (16-24 KiB
+ * threads overflowed here). Where no thread can be made, on this one. */
+static int create_trace_off_stack(void)
+{
+	enum { CREATE_STACK = 256 << 10 };
+	int result = -1;
+	pthread_attr_t a;
+	pthread_t t;
+	sigset_t all, old;
+	if (pthread_attr_init(&a) != 0)
+		return create_trace();
+	pthread_attr_setstacksize(&a, CREATE_STACK);
+	sigfillset(&all); /* no signal of the program's is handled there */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&t, &a, create_trace_thread, &result);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	if (rc != 0)
+		return create_trace();
+	pthread_join(t, NULL);
+	return result;
+}
+
 /* A thread's first event: the only one that locks and allocates. */
 static struct gmt_ring *ring_for_this_thread(void)
 {
 	int made_file = 0, cancel = gmt_nocancel_begin();
 	pthread_mutex_lock(&rt.setup_lock);
 	if (rt.state == ST_IDLE) {
-		/* The process's first event creates the file. */
-		int opened = gmt_writer_open(&rt.w, rt.set.output_template, rt.set.stack_depth,
-					     rt.set.compress, rt.start_mono);
-		/* Listed once the file exists, even if writing it failed: `run`
-		 * reports exactly the traces its command made, no other. */
-		if (rt.w.fd >= 0 && rt.set.trace_list) {
-			int err = errno;
-			if (gmt_writer_list(&rt.w, rt.set.trace_list) != 0)
-				gmt_log("cannot add %s to GPUMEMTRACE_TRACE_LIST=%s: %s; "
-					"gpumemtrace run will not report it",
-					rt.w.path, rt.set.trace_list, strerror(errno));
-			errno = err;
-		}
+		/* The process's first event creates the file, off this
+		 * thread's stack, which may be small (t-life-small-stack). */
+		int opened = create_trace_off_stack();
 		if (opened != 0) {
-			gmt_log(
-			    "cannot create trace file from '%s': %s; tracing is off, the program "
-			    "runs on",
-			    rt.set.output_template, strerror(errno));
 			gmt_writer_abandon(&rt.w);
 			set_state(ST_OFF);
 		} else if (start_flusher() != 0) {
