@@ -493,6 +493,10 @@ static void *flusher_main(void *arg)
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
 	pthread_mutex_lock(&rt.flush_lock);
 	gmt_writer_reserve(&rt.w);
+	/* libzstd's dlopen as early as can be: while it waits for the
+	 * loader's lock (a dlopen stuck in a constructor), an exit or exec
+	 * asking for the final flush waits its whole bound. */
+	gmt_writer_compress_init(&rt.w);
 	pthread_mutex_unlock(&rt.flush_lock);
 	/* Pairs with the release store of rt.stop in gmt_finish. */
 	while (!__atomic_load_n(&rt.stop, __ATOMIC_ACQUIRE)) {
