@@ -54,6 +54,7 @@ int main(int argc, char **argv)
 	if (waitpid(pid, &status, 0) != pid)
 		return 2;
 	pair();
-	printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	printf("child exited %d\nparent %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+	       (int)getpid());
 	return 0;
 }
