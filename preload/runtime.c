@@ -642,11 +642,18 @@ static int create_trace(void)
 		gmt_log("cannot add %s to GPUMEMTRACE_TRACE_LIST=%s: %s; "
 			"gpumemtrace run will not report it",
 			rt.w.path, rt.set.trace_list, strerror(errno));
-	if (opened != 0)
+	if (opened != 0) {
 		gmt_log("cannot create trace file from '%s': %s; tracing is off, the program "
 			"runs on",
 			rt.set.output_template, strerror(err));
-	return opened != 0 ? -1 : 0;
+		return -1;
+	}
+	/* libzstd's dlopen here, inside the first event (which asks the
+	 * driver, through the loader, anyway), never later on the flush
+	 * thread: there it could wait for a dlopen stuck in a constructor
+	 * while an exit or exec waits for the final flush (t-life-stuck-loader). */
+	gmt_writer_compress_init(&rt.w);
+	return 0;
 }
 
 static void *create_trace_thread(void *result)
