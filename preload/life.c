@@ -209,7 +209,6 @@ void fork_child(void)
 	tls_exec_holds = 0;
 	rt.notes_written = 0; /* the child's trace repeats what its parent learnt */
 	rt.pid = getpid();
-	__atomic_store_n(rt.alive, 1, __ATOMIC_RELAXED); /* wiped by the fork */
 	rt.start_mono = gmt_now_ns();
 	asym_fence_setup(); /* one thread now: safe to change modes */
 	gmt_sampler_fork_child();

@@ -48,13 +48,7 @@ __thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
 /* This thread's execs that raised rt.exec_hold and have not come back. */
 __thread unsigned tls_exec_holds __attribute__((tls_model("initial-exec")));
 
-/* What rt.alive points at where the kernel has no MADV_WIPEONFORK: it stays
- * 1, and a child made without fork's handlers goes untraced (the slow
- * paths' getpid check keeps it from waiting). */
-static uint32_t alive_fallback = 1;
-
 struct gmt_runtime rt = {
-    .alive = &alive_fallback,
     .setup_lock = PTHREAD_MUTEX_INITIALIZER,
     .flush_lock = PTHREAD_MUTEX_INITIALIZER,
     .notes_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -138,25 +132,6 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 static void thread_gone(void *ring);
-
-/* One word on a page the kernel zeroes in any child that does not share
- * our memory (MADV_WIPEONFORK): a child made by _Fork() or a raw
- * clone(SIGCHLD), which runs no fork handler, sees 0 at its first event,
- * for the cost of one load per event (adopt_new_process). */
-static void alive_setup(void)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	uint32_t *p =
-	    mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return;
-	if (madvise(p, (size_t)page, MADV_WIPEONFORK) != 0) {
-		munmap(p, (size_t)page);
-		return;
-	}
-	*p = 1;
-	rt.alive = p;
-}
 static void flush_with_trailer_at(unsigned reason, uint64_t end_ns);
 
 static void configure_locked(void)
@@ -183,7 +158,6 @@ static void configure_locked(void)
 	rt.start_mono = gmt_now_ns();
 	rt.w.fd = -1;
 	asym_fence_setup();
-	alive_setup();
 	dl_iterate_phdr(find_self, NULL);
 	if (pthread_key_create(&rt.key, thread_gone) != 0 ||
 	    pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
@@ -846,24 +820,6 @@ static inline void flush_if_finished(void)
 		flush_finished();
 }
 
-/* The first event of a child made by _Fork() or a raw clone(SIGCHLD): no
- * fork handler ran, so do what fork_child does, with our locks made anew
- * (the parent's other threads, ours among them, may have held them; only
- * this thread was copied). What the inherited rings hold is the parent's.
- * The child then traces into a file of its own, made by this event. */
-static __attribute__((noinline, cold)) void adopt_new_process(void)
-{
-	if (getpid() == rt.pid) /* a fork child before our handler ran */
-		return;
-	pthread_mutex_init(&rt.flush_lock, NULL);
-	pthread_mutex_init(&rt.setup_lock, NULL);
-	pthread_mutex_init(&rt.notes_lock, NULL);
-	pthread_mutex_lock(&rt.flush_lock); /* fork_child unlocks them */
-	pthread_mutex_lock(&rt.setup_lock);
-	pthread_mutex_lock(&rt.notes_lock);
-	fork_child();
-}
-
 static unsigned capture_stack(uint64_t *ips, unsigned depth, uintptr_t hook_frame)
 {
 	/* Our own frames are trimmed: ips[0] is the program's call. */
@@ -880,8 +836,6 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 	uintptr_t hook_frame = gmt_tls_hook_frame;
 	gmt_tls_hook_frame = 0;
 	gmt_enter();
-	if (__builtin_expect(!__atomic_load_n(rt.alive, __ATOMIC_RELAXED), 0))
-		adopt_new_process();
 	struct gmt_ring *r = tls_ring;
 	if (load_state() == ST_OFF)
 		goto out;
@@ -962,8 +916,6 @@ out:
  * ring stayed full (then counted as lost). Caller has called gmt_enter. */
 static struct gmt_ring_hdr *reserve_other(int type, size_t body, size_t *len_out)
 {
-	if (!__atomic_load_n(rt.alive, __ATOMIC_RELAXED))
-		adopt_new_process();
 	struct gmt_ring *r = tls_ring;
 	if (load_state() == ST_OFF)
 		return NULL;

@@ -63,9 +63,6 @@ struct gmt_runtime {
 	uint32_t exit_tid;
 	uint32_t finishing;
 	pid_t pid;
-	/* 1 in this process; 0 in a child that ran no fork handler (its page
-	 * is MADV_WIPEONFORK). Read on every event. */
-	uint32_t *alive;
 	pthread_key_t key;
 	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
 	pthread_mutex_t notes_lock; /* notes come from lookups: rare, never per event */
