@@ -25,43 +25,66 @@ static void note_stack_cache_verify(void)
 	gmt_note(bad ? 1 : 0, text);
 }
 
-enum { FINAL_WAIT_MS = 10000 }; /* symbolizing a large program takes seconds */
+/* Symbolizing a large program takes seconds. Past this, the exiting thread
+ * goes on: the trace is complete (the first of the final writes), its
+ * unnamed frames are named by the CLI. */
+enum { FINAL_WAIT_MS = 10000, SYMBOLS_WRITE_WAIT_MS = 2000 };
+
+/* Asks the flush thread for the final flush and waits, bounded. Only
+ * syscalls here: the caller may be a signal handler that interrupted
+ * malloc, and anything that locks (malloc, libdw, the loader) would wait
+ * for itself. The flush thread may need that very lock too; then the
+ * trace ends at its last write, readable, and the program still ends. */
+static void ask_final_flush(enum gmt_end_reason reason)
+{
+	uint32_t done = __atomic_load_n(&rt.final_done, __ATOMIC_ACQUIRE);
+	/* Pairs with the acquire exchange in flusher_main; also publishes an
+	 * exec's hold to the flush thread before it writes the trailer. */
+	__atomic_store_n(&rt.final_req, (uint32_t)reason + 1, __ATOMIC_RELEASE);
+	wake_flusher();
+	if (gmt_futex_wait_while(&rt.final_done, done, FINAL_WAIT_MS) != done)
+		return;
+	/* Not in time: forbid the names' write, or let one under way end (a
+	 * chunk cut short by our exit would read as damaged). */
+	uint32_t open = GATE_OPEN;
+	if (!__atomic_compare_exchange_n(&rt.symbols_gate, &open, GATE_CLOSED, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE) &&
+	    open == GATE_WRITING)
+		gmt_futex_wait_while(&rt.symbols_gate, GATE_WRITING, SYMBOLS_WRITE_WAIT_MS);
+}
 
 void gmt_finish(enum gmt_end_reason reason)
 {
-	int saved_errno = errno, cancel = gmt_nocancel_begin(); /* joins, writes */
+	int saved_errno = errno, cancel = gmt_nocancel_begin(); /* waits, writes */
 	gmt_enter();
 	/* A vfork child shares our memory but is not us: leave the trace be. */
 	int st = load_state();
 	if ((st != ST_ACTIVE && st != ST_FINISHED) || getpid() != rt.pid)
 		goto out;
-	/* Once: the flush thread is joined once. Another thread finishing
-	 * waits for the trailer (bounded), which its exit must not cut short. */
+	/* Once. Another thread finishing waits for the trailer (bounded),
+	 * which its exit must not cut short. */
 	uint32_t idle = 0;
 	if (!__atomic_compare_exchange_n(&rt.finishing, &idle, 1, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
-		gmt_futex_wait_while(&rt.finishing, 1, FINAL_WAIT_MS);
+		gmt_futex_wait_while(&rt.finishing, 1, FINAL_WAIT_MS + SYMBOLS_WRITE_WAIT_MS);
 		goto out;
 	}
 	if (load_state() != ST_ACTIVE)
 		goto done;
-	if (reason != GMT_END_EXEC)
-		gmt_sampler_stop(0); /* normally done by its atexit handler, with END */
+	gmt_sampler_stop(0); /* normally done by its atexit handler, with END */
 	if (rt.set.stack_cache == GMT_STACK_CACHE_VERIFY)
 		note_stack_cache_verify();
-	if (reason != GMT_END_EXEC && rt.flusher_running &&
-	    !pthread_equal(pthread_self(), rt.flusher)) {
-		__atomic_store_n(&rt.stop, 1, __ATOMIC_RELEASE);
-		wake_flusher();
-		pthread_join(rt.flusher, NULL);
-		rt.flusher_running = 0;
+	/* The work (draining, symbolizing, writing) runs on the flush thread,
+	 * never here: this thread may have been interrupted holding a lock
+	 * (a SIGTERM handler calling exit() inside malloc). */
+	if (rt.flusher_running && !pthread_equal(pthread_self(), rt.flusher)) {
+		ask_final_flush(reason);
+		goto done;
 	}
-	pthread_mutex_lock(&rt.flush_lock);
+	pthread_mutex_lock(&rt.flush_lock); /* no flush thread: records, trailer, no names */
 	if (load_state() == ST_ACTIVE) {
-		if (reason != GMT_END_EXEC) {
-			set_state(ST_FINISHED);
-			fence_finished(); /* pairs with flush_if_finished */
-		}
+		set_state(ST_FINISHED);
+		fence_finished(); /* pairs with flush_if_finished */
 		flush_now_with_trailer(reason);
 	}
 	pthread_mutex_unlock(&rt.flush_lock);
@@ -108,21 +131,12 @@ void gmt_finish_async(enum gmt_end_reason reason)
 	gmt_enter();
 	if (load_state() != ST_ACTIVE || getpid() != rt.pid || !rt.flusher_running)
 		goto out;
-	uint32_t done = __atomic_load_n(&rt.final_done, __ATOMIC_ACQUIRE);
 	if (reason == GMT_END_EXEC) { /* raised before the trailer is asked for */
 		__atomic_add_fetch(&rt.exec_hold, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&rt.exec_raises, 1, __ATOMIC_RELAXED);
 		tls_exec_holds++;
 	}
-	/* Pairs with the acquire exchange in flusher_main; also publishes the
-	 * hold above to the flush thread before it writes the trailer. */
-	__atomic_store_n(&rt.final_req, (uint32_t)reason + 1, __ATOMIC_RELEASE);
-	wake_flusher();
-	/* Only syscalls from here: the caller may be a signal handler that
-	 * interrupted malloc. If the flush thread cannot finish (it may need
-	 * that very lock), give up in time: the trace then ends at its last
-	 * flush, readable and marked incomplete, and the program still ends. */
-	gmt_futex_wait_while(&rt.final_done, done, FINAL_WAIT_MS);
+	ask_final_flush(reason);
 out:
 	gmt_leave();
 	errno = saved_errno;
@@ -182,7 +196,8 @@ void fork_child(void)
 	tls_ring = NULL;
 	pthread_setspecific(rt.key, NULL);
 	gmt_writer_abandon(&rt.w);
-	free(rt_early.facts); /* the parent's; the child asks at its own first event */
+	gmt_early_facts_free(
+	    rt_early.facts); /* the parent's; the child asks at its own first event */
 	rt_early.facts = NULL;
 	pthread_mutex_init(&rt_early.lock, NULL);
 	rt.flusher_running = 0;

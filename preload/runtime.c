@@ -10,16 +10,21 @@
  * trailer, the finish), it runs with cancellation disabled
  * (preload/nocancel.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -128,6 +133,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 static void thread_gone(void *ring);
+static void flush_with_trailer_at(unsigned reason, uint64_t end_ns);
 
 static void configure_locked(void)
 {
@@ -237,7 +243,7 @@ static void drain_rings(void)
 	pthread_mutex_unlock(&rt_early.lock);
 	if (f) {
 		gmt_device_facts_merge(&w->devices, f);
-		free(f);
+		gmt_early_facts_free(f);
 	}
 	gmt_writer_devices(w);
 	write_notes(w);
@@ -410,6 +416,75 @@ static unsigned go_idle(void)
 	return 0;
 }
 
+/* libdw does not survive every failed allocation (seen: SIGSEGV in
+ * dwarf_getsrclines under a tight RLIMIT_AS), and a crash on any thread
+ * ends the program, its buffered output lost. Symbolize only with room
+ * under the limits: the module files' size (libdw maps them) and 256 MiB.
+ * Otherwise a NOTE says so and the CLI names the frames. */
+static int symbolize_safe(void)
+{
+	enum { SYMBOLIZE_ROOM_MIB = 256 };
+	struct rlimit as, data;
+	if (getrlimit(RLIMIT_AS, &as) != 0 || getrlimit(RLIMIT_DATA, &data) != 0)
+		return 0;
+	if (as.rlim_cur == RLIM_INFINITY && data.rlim_cur == RLIM_INFINITY)
+		return 1;
+	/* read(2), not stdio: no allocation where memory is short. */
+	unsigned long long size = 0, data_pages = 0, x;
+	char text[128];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	text[n > 0 ? n : 0] = 0;
+	if (sscanf(text, "%llu %llu %llu %llu %llu %llu", &size, &x, &x, &x, &x, &data_pages) != 6)
+		size = ~0ull >> 16; /* unknown: as if there were no room */
+	unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
+	unsigned long long need = (unsigned long long)SYMBOLIZE_ROOM_MIB << 20;
+	for (size_t i = 0; i < rt.w.modules.n; i++) {
+		struct stat st;
+		if (rt.w.modules.v[i].path && stat(rt.w.modules.v[i].path, &st) == 0)
+			need += (unsigned long long)st.st_size;
+	}
+	int ok = (as.rlim_cur == RLIM_INFINITY || size * page + need <= as.rlim_cur) &&
+		 (data.rlim_cur == RLIM_INFINITY || data_pages * page + need <= data.rlim_cur);
+	if (!ok)
+		gmt_writer_note(&rt.w, 1,
+				"frames not named at exit: the address-space or data limit "
+				"leaves too little room for the symbolizer; reports name them "
+				"from the module files");
+	return ok;
+}
+
+/* The process's end, on the flush thread (the exiting thread only waits,
+ * bounded: it may be a signal handler that interrupted malloc, holding the
+ * lock that symbolizing needs). Two writes: first every record and a
+ * trailer, so the trace is complete whatever happens next; then the names
+ * of its frames and a fresh trailer, unless the exiting thread stopped
+ * waiting (GATE_CLOSED: the process may end in the middle of our write).
+ * Frames left unnamed are named by the CLI from the MODULE records.
+ * Caller holds flush_lock. */
+static void final_flush(unsigned reason)
+{
+	if (reason != GMT_END_EXEC) {
+		set_state(ST_FINISHED);
+		fence_finished(); /* pairs with flush_if_finished */
+	}
+	uint64_t end_ns = gmt_now_ns(); /* both trailers: naming is not the program's time */
+	int name = rt.set.symbolize && symbolize_safe(); /* its NOTE goes with the records */
+	flush_with_trailer_at(reason, end_ns);
+	if (!name || load_state() == ST_OFF || gmt_writer_symbols(&rt.w) == 0)
+		return;
+	gmt_writer_trailer(&rt.w, reason, end_ns);
+	uint32_t open = GATE_OPEN;
+	if (!__atomic_compare_exchange_n(&rt.symbols_gate, &open, GATE_WRITING, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return; /* left in the chunk: a late writer may still write it */
+	if (gmt_writer_flush(&rt.w) < 0)
+		set_state(ST_OFF);
+	gmt_futex_set(&rt.symbols_gate, GATE_OPEN);
+}
+
 static void *flusher_main(void *arg)
 {
 	struct hold_watch hold = {0, 0};
@@ -417,6 +492,13 @@ static void *flusher_main(void *arg)
 	gmt_enter();			  /* nothing this thread does is the program's */
 	gmt_futex_set(&rt.flusher_up, 1); /* fork waits for this */
 	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
+	pthread_mutex_lock(&rt.flush_lock);
+	gmt_writer_reserve(&rt.w);
+	/* libzstd's dlopen as early as can be: while it waits for the
+	 * loader's lock (a dlopen stuck in a constructor), an exit or exec
+	 * asking for the final flush waits its whole bound. */
+	gmt_writer_compress_init(&rt.w);
+	pthread_mutex_unlock(&rt.flush_lock);
 	/* Pairs with the release store of rt.stop in gmt_finish. */
 	while (!__atomic_load_n(&rt.stop, __ATOMIC_ACQUIRE)) {
 		uint32_t seen = __atomic_load_n(&rt.wake, __ATOMIC_ACQUIRE);
@@ -437,32 +519,31 @@ static void *flusher_main(void *arg)
 			set_rings_idle(0);
 			idle_end = gmt_now_ns();
 		}
-		/* Pairs with the release store in gmt_finish_async. */
+		/* Pairs with the release store in ask_final_flush (life.c). */
 		uint32_t req = __atomic_exchange_n(&rt.final_req, 0, __ATOMIC_ACQUIRE);
+		if (req)
+			__atomic_store_n(&rt.symbols_gate, GATE_OPEN, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&rt.flush_lock);
 		gmt_clock_tick(); /* under the lock: fork never copies half a line */
 		if (load_state() == ST_ACTIVE) {
-			/* dlopen: here, never on the hook path, nor for an _exit or
+			/* dlopen: here, never on the hook path, nor for an exit or
 			 * exec waiting on us: a dlopen under way elsewhere may hold
 			 * the loader's lock for good (its chunks stay uncompressed). */
 			if (!req)
 				gmt_writer_compress_init(&rt.w);
-			if (req) {
-				if (req - 1 != GMT_END_EXEC) {
-					set_state(ST_FINISHED);
-					fence_finished(); /* pairs with flush_if_finished */
-				}
-				flush_now_with_trailer(req - 1);
-			} else if (!exec_holds_writes(&hold)) {
+			if (req)
+				final_flush(req - 1);
+			else if (!exec_holds_writes(&hold))
 				flush_cycle();
-			}
 		}
 		pthread_mutex_unlock(&rt.flush_lock);
 		if (req) {
-			/* Pairs with the acquire loads in gmt_finish_async. */
+			/* Pairs with the acquire loads in ask_final_flush. */
 			__atomic_add_fetch(&rt.final_done, 1, __ATOMIC_RELEASE);
 			syscall(SYS_futex, &rt.final_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL,
 				NULL, 0);
+			if (req - 1 != GMT_END_EXEC)
+				break; /* the process is ending; late records write themselves */
 		}
 	}
 	return NULL;
@@ -500,16 +581,85 @@ static void push_thread_name(struct gmt_ring *r)
 	gmt_ring_commit(r, len);
 }
 
+/* mmap, not malloc: the flush thread frees them, and a free of another
+ * thread's memory takes that thread's arena lock, which at exit the
+ * interrupted thread may hold (t-life-sigterm-exit). */
+void gmt_early_facts_free(struct gmt_device_facts *f)
+{
+	if (f)
+		munmap(f, sizeof *f);
+}
+
 static void learn_devices_early(void)
 {
-	struct gmt_device_facts *f = calloc(1, sizeof *f);
-	if (!f)
+	struct gmt_device_facts *f =
+	    mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (f == MAP_FAILED)
 		return;
 	gmt_device_facts_query(f, NULL);
 	pthread_mutex_lock(&rt_early.lock);
-	free(rt_early.facts);
+	gmt_early_facts_free(rt_early.facts);
 	rt_early.facts = f;
 	pthread_mutex_unlock(&rt_early.lock);
+}
+
+/* Creates the trace file (its header, the module scan, /proc reads: some
+ * 20 KB of stack) and lists it for `run`. Returns 0, or -1 with the
+ * reason logged. Caller holds setup_lock. */
+static int create_trace(void)
+{
+	int opened = gmt_writer_open(&rt.w, rt.set.output_template, rt.set.stack_depth,
+				     rt.set.compress, rt.start_mono);
+	int err = errno;
+	/* Listed once the file exists, even if writing it failed: `run`
+	 * reports exactly the traces its command made, no other. */
+	if (rt.w.fd >= 0 && rt.set.trace_list && gmt_writer_list(&rt.w, rt.set.trace_list) != 0)
+		gmt_log("cannot add %s to GPUMEMTRACE_TRACE_LIST=%s: %s; "
+			"gpumemtrace run will not report it",
+			rt.w.path, rt.set.trace_list, strerror(errno));
+	if (opened != 0) {
+		gmt_log("cannot create trace file from '%s': %s; tracing is off, the program "
+			"runs on",
+			rt.set.output_template, strerror(err));
+		return -1;
+	}
+	/* libzstd's dlopen here, inside the first event (which asks the
+	 * driver, through the loader, anyway), never later on the flush
+	 * thread: there it could wait for a dlopen stuck in a constructor
+	 * while an exit or exec waits for the final flush (t-life-stuck-loader). */
+	gmt_writer_compress_init(&rt.w);
+	return 0;
+}
+
+static void *create_trace_thread(void *result)
+{
+	gmt_enter(); /* nothing this thread does is the program's */
+	*(int *)result = create_trace();
+	return NULL;
+}
+
+/* create_trace on a short-lived thread of our own, its stack ours: the
+ * calling thread's stack may be a small one of the program's (16-24 KiB
+ * threads overflowed here). Where no thread can be made, on this one. */
+static int create_trace_off_stack(void)
+{
+	enum { CREATE_STACK = 256 << 10 };
+	int result = -1;
+	pthread_attr_t a;
+	pthread_t t;
+	sigset_t all, old;
+	if (pthread_attr_init(&a) != 0)
+		return create_trace();
+	pthread_attr_setstacksize(&a, CREATE_STACK);
+	sigfillset(&all); /* no signal of the program's is handled there */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&t, &a, create_trace_thread, &result);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	if (rc != 0)
+		return create_trace();
+	pthread_join(t, NULL);
+	return result;
 }
 
 /* A thread's first event: the only one that locks and allocates. */
@@ -518,24 +668,10 @@ static struct gmt_ring *ring_for_this_thread(void)
 	int made_file = 0, cancel = gmt_nocancel_begin();
 	pthread_mutex_lock(&rt.setup_lock);
 	if (rt.state == ST_IDLE) {
-		/* The process's first event creates the file. */
-		int opened = gmt_writer_open(&rt.w, rt.set.output_template, rt.set.stack_depth,
-					     rt.set.compress, rt.start_mono);
-		/* Listed once the file exists, even if writing it failed: `run`
-		 * reports exactly the traces its command made, no other. */
-		if (rt.w.fd >= 0 && rt.set.trace_list) {
-			int err = errno;
-			if (gmt_writer_list(&rt.w, rt.set.trace_list) != 0)
-				gmt_log("cannot add %s to GPUMEMTRACE_TRACE_LIST=%s: %s; "
-					"gpumemtrace run will not report it",
-					rt.w.path, rt.set.trace_list, strerror(errno));
-			errno = err;
-		}
+		/* The process's first event creates the file, off this
+		 * thread's stack, which may be small (t-life-small-stack). */
+		int opened = create_trace_off_stack();
 		if (opened != 0) {
-			gmt_log(
-			    "cannot create trace file from '%s': %s; tracing is off, the program "
-			    "runs on",
-			    rt.set.output_template, strerror(errno));
 			gmt_writer_abandon(&rt.w);
 			set_state(ST_OFF);
 		} else if (start_flusher() != 0) {
@@ -582,6 +718,8 @@ static void thread_gone(void *ring)
 
 /* With the flush thread gone (after the final trailer), whoever records
  * writes: the trace stays complete even for frees in late destructors.
+ * Never names frames: only the flush thread symbolizes (final_flush); a
+ * late record's new frames are named by the CLI.
  * The records and their trailer go out in one chunk, one write: a late
  * writer (a thread recording after the final trailer, the NVML sampler)
  * may be cut off at any moment by another thread's _exit, and a write of
@@ -589,12 +727,15 @@ static void thread_gone(void *ring)
  * read as incomplete (t-life-exit-late-writer). */
 void flush_now_with_trailer(unsigned reason)
 {
+	flush_with_trailer_at(reason, gmt_now_ns());
+}
+
+static void flush_with_trailer_at(unsigned reason, uint64_t end_ns)
+{
 	if (reason != GMT_END_EXEC) /* an exec may fail, and the trace go on */
 		rt.w.devices_settle = 1;
 	drain_rings();
-	if (rt.set.symbolize)
-		gmt_writer_symbols(&rt.w);
-	gmt_writer_trailer(&rt.w, reason, gmt_now_ns());
+	gmt_writer_trailer(&rt.w, reason, end_ns);
 	if (gmt_writer_flush(&rt.w) < 0)
 		set_state(ST_OFF);
 }

@@ -14,6 +14,8 @@
 #include "preload/tracer.h"
 #include "preload/writer.h"
 
+enum { GATE_OPEN, GATE_CLOSED, GATE_WRITING }; /* rt.symbols_gate */
+
 enum state {
 	ST_UNCONFIGURED = 0,
 	ST_IDLE,     /* configured; the file is created at the first event */
@@ -41,6 +43,10 @@ struct gmt_runtime {
 	 * mallocs or locks may run: they ask the flush thread for the final
 	 * flush (final_req = reason + 1) and wait for final_done to move. */
 	uint32_t final_req, final_done;
+	/* The final flush's second write, the names of the frames: the
+	 * exiting thread closes the gate when it stops waiting, and then
+	 * waits (briefly) for a write already under way. */
+	uint32_t symbols_gate;
 	/* Execs under way: raised by each exec's caller before it asks for
 	 * the trailer, lowered when its exec returns (it failed). While
 	 * raised the flush thread writes nothing: a cycle before the new
@@ -85,6 +91,7 @@ struct gmt_early_facts {
 	struct gmt_device_facts *facts;
 };
 extern struct gmt_early_facts rt_early;
+void gmt_early_facts_free(struct gmt_device_facts *f);
 
 extern __thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
 /* This thread's execs that raised rt.exec_hold and have not come back. */

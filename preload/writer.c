@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -106,8 +107,14 @@ static uint8_t *room(struct gmt_writer *w, size_t n)
 		size_t cap = w->cap ? w->cap : CHUNK_TARGET + 4096;
 		while (cap < w->len + n)
 			cap *= 2;
-		uint8_t *c = realloc(w->chunk, cap);
-		if (!c)
+		/* mmap, not malloc: made on the program's thread with the
+		 * file, grown on the flush thread, whose realloc would take
+		 * that thread's arena lock (held, at exit, by a thread a
+		 * signal interrupted inside malloc). */
+		uint8_t *c = w->chunk ? mremap(w->chunk, w->cap, cap, MREMAP_MAYMOVE)
+				      : mmap(NULL, cap, PROT_READ | PROT_WRITE,
+					     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (c == MAP_FAILED)
 			return NULL;
 		w->chunk = c;
 		w->cap = cap;
@@ -509,7 +516,8 @@ static void free_state(struct gmt_writer *w)
 	if (w->cctx)
 		gmt_zstd_get(&libc_dl, NULL)->ZSTD_freeCCtx(w->cctx);
 	free(w->zbuf);
-	free(w->chunk);
+	if (w->chunk)
+		munmap(w->chunk, w->cap);
 	free(w->ev);
 	for (int i = 0; i < GMT_EV_COLUMNS; i++)
 		free(w->col[i]);
@@ -743,6 +751,17 @@ static int have_columns(struct gmt_writer *w)
 	return 1;
 }
 
+/* The event buffers, made on the flush thread as it starts: a process
+ * that exhausts its memory later (a tight RLIMIT_AS) still has them for
+ * the records its rings hold at exit. Failing here is harmless: they are
+ * asked for again when needed. */
+void gmt_writer_reserve(struct gmt_writer *w)
+{
+	have_columns(w);
+	if (!w->ev_cap && (w->ev = malloc(BATCH_TARGET + 1024)))
+		w->ev_cap = BATCH_TARGET + 1024;
+}
+
 /* One event, appended to the open batch (layout in format.h). By row
  * (EVENTS), each event's fields together:
  *
@@ -962,15 +981,17 @@ void gmt_writer_note(struct gmt_writer *w, int level, const char *text)
 }
 
 /* Names every frame the trace holds that has not been named yet, so the
- * trace reads on a machine without these binaries. */
-void gmt_writer_symbols(struct gmt_writer *w)
+ * trace reads on a machine without these binaries. Returns how many
+ * SYMBOL records it added. */
+int gmt_writer_symbols(struct gmt_writer *w)
 {
+	int added = 0;
 	gmt_writer_end_batch(w);
 	if (w->nodes_symbolized >= w->stacks.n)
-		return;
+		return 0;
 	gmt_writer_scan_modules(w);
 	if (!w->sym && !(w->sym = gmt_symbolizer_new()))
-		return;
+		return 0;
 	struct gmt_symbolizer *sym = w->sym;
 	for (; w->sym_modules < w->modules.n; w->sym_modules++) {
 		const struct gmt_module *m = &w->modules.v[w->sym_modules];
@@ -1002,8 +1023,10 @@ void gmt_writer_symbols(struct gmt_writer *w)
 		p = put_str(p, s.file ? s.file : "", il);
 		p = gmt_put_varint(p, s.line);
 		commit(w, p);
+		added++;
 	}
 	w->nodes_symbolized = w->stacks.n;
+	return added;
 }
 
 void gmt_writer_trailer(struct gmt_writer *w, unsigned reason, uint64_t end_ns)

@@ -104,7 +104,8 @@ void gmt_writer_end_batch(struct gmt_writer *w);
 void gmt_writer_lost(struct gmt_writer *w, int tid, uint64_t count, uint64_t time_ns);
 void gmt_writer_scan_modules(struct gmt_writer *w);
 void gmt_writer_devices(struct gmt_writer *w);
-void gmt_writer_symbols(struct gmt_writer *w);
+int gmt_writer_symbols(struct gmt_writer *w);
+void gmt_writer_reserve(struct gmt_writer *w);
 void gmt_writer_note(struct gmt_writer *w, int level, const char *text);
 void gmt_writer_trailer(struct gmt_writer *w, unsigned reason, uint64_t end_ns);
 /* Writes the pending chunk. Returns 0, or -1 once writing has failed. */

@@ -230,10 +230,16 @@ GMT_EXPORT void *dlsym(void *handle, const char *symbol)
 			return next_from_program(prog, id, symbol);
 		return real(handle, symbol);
 	}
-	if (!is_cuda_name(symbol))
+	if (!is_cuda_name(symbol) || !gmt_tracing())
 		return real(handle, symbol);
-	return gmt_tracing() ? wrap_dlsym(symbol, handle, real(handle, symbol))
-			     : real(handle, symbol);
+	void *found = real(handle, symbol);
+	if (found)
+		return wrap_dlsym(symbol, handle, found);
+	/* A miss: looked up again as the caller (a tail call), so that
+	 * dlerror() names the caller's object, not ours, and a default lookup
+	 * searches the caller's scope (an RTLD_LOCAL library's own
+	 * dependencies), as untraced. */
+	return real(handle, symbol);
 }
 
 GMT_EXPORT void *dlvsym(void *handle, const char *symbol, const char *version)

@@ -202,3 +202,10 @@ life-progs: $(PROG_DIR)/exitbusy
 $(PROG_DIR)/exitbusy: tests/progs/exitbusy.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -lpthread
+
+# Harsh corners: SIGTERM into exit(), a tight RLIMIT_AS at exit, small
+# thread stacks, dlerror after a miss (t-life-sigterm-exit and friends).
+life-progs: $(PROG_DIR)/harsh
+$(PROG_DIR)/harsh: tests/progs/harsh.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -ldl -lpthread $(SAN_LDFLAGS)
