@@ -5,6 +5,9 @@
 # 50 tries (SIGTERM_EXIT_RUNS), 10 at a time, each must exit 3 within
 # 8 s with a complete trace whose allocation is named.
 . "$TESTS_DIR/integration/lib.sh"
+# ASan's own exit path takes its allocator's locks: the program hangs there
+# untraced too (6 of 30 with libasan alone, 2026-11-26).
+[[ ${SANITIZE:-} != *address* ]] || skip "exit() from a signal handler hangs under ASan itself"
 
 runs=${SIGTERM_EXIT_RUNS:-50}
 one() { # dir
