@@ -372,8 +372,16 @@ static void short_scope(char *s, int cols)
 
 const char *rb_fit_site(const char *s, int cols, char *buf, size_t size)
 {
-	if (first_cols(s) <= cols) /* the callers are cut first */
+	int own = first_cols(s);
+	/* the callers are cut first; a cut that would leave no room for
+	 * " <- …" keeps the site's own frame whole and drops them all */
+	if (own <= cols && (str_cols(s) <= cols || own + 5 <= cols))
 		return rb_fit(s, cols, buf, size);
+	if (own <= cols) {
+		const char *e = strstr(s, " <- ");
+		snprintf(buf, size, "%.*s", (int)(e - s), s);
+		return buf;
+	}
 	char *tmp = xrealloc(NULL, strlen(s) * 2 + 8);
 	for (int keep = 2; keep >= 1; keep--) {
 		short_paths(s, keep, tmp, strlen(s) * 2 + 8);
