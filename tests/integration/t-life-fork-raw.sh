@@ -31,4 +31,17 @@ for how in _Fork clone; do
 	expect_eq "$how note" "$(json s.json '[n for n in d["notes"] if "without fork handlers" in n][0][:15]')" \
 		"12000 events of"
 done
+
+# A child made by fork() (traced, its handler ran) that raw-clones a
+# grandchild: the grandchild's events are counted in the child's trace
+# (its own counter), not twice, nor in the top parent's.
+rm -f gpumemtrace.* out.txt
+timeout 20 env "LD_PRELOAD=$preload" "LD_LIBRARY_PATH=$SIM_DIR:$PROG_DIR" \
+	"$PROG_DIR/forkraw" fork+clone 3000 >out.txt || fail "fork+clone: exit $?"
+expect_eq "fork+clone output" "$(cat out.txt)" "$(printf 'child exited 0\nchild exited 0')"
+for t in gpumemtrace.*.gmt; do
+	"$GMT_CLI" summary --json "$t" >s.json
+	json s.json 'd["lost_events"]'
+done | sort -n >lost.txt
+expect_eq "fork+clone: lost per trace" "$(tr '\n' ' ' <lost.txt)" "0 6000 "
 echo ok
