@@ -30,6 +30,8 @@ for how in _Fork clone; do
 	expect_eq "$how lost in trailer" "$(json s.json 'd["lost_in_trailer"]')" 12000
 	expect_eq "$how note" "$(json s.json '[n for n in d["notes"] if "without fork handlers" in n][0][:15]')" \
 		"12000 events of"
+	"$GMT_CLI" summary "$t" | grep -q "lost events: 12000, all of child processes made without fork" ||
+		fail "$how: summary does not say the lost events are the children's"
 done
 
 # A child made by fork() (traced, its handler ran) that raw-clones a
