@@ -150,6 +150,8 @@ static void on_symbol(struct trace *t, const struct gmt_record *rec)
 static void on_lost(struct trace *t, const struct gmt_record *rec)
 {
 	t->lost_in_records += rec->u.lost.count;
+	if (rec->u.lost.tid == 0)
+		t->lost_in_children += rec->u.lost.count;
 	t->lost_records++;
 }
 

@@ -154,6 +154,9 @@ struct trace {
 	bool has_trailer;
 	uint64_t trailer_end_ns, trailer_events, trailer_lost, trailer_reason;
 	uint64_t lost_in_records, lost_records; /* LOST records; lost = max(these, trailer) */
+	/* LOST records of tid 0: events of children made without fork
+	 * handlers (_Fork, a raw clone), not of this process. */
+	uint64_t lost_in_children;
 	bool nvml_missing; /* the library said NVML could not be used (a NOTE) */
 	/* how sites are chosen and named (analysis/sites.h); set after opening */
 	const struct site_opts *site_opts; /* NULL: the built-in rules */

@@ -771,7 +771,13 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 	if (s->has_phases)
 		print_phases(f, s);
 	print_calls(f, s);
-	if (t->lost)
+	if (t->lost && t->lost_in_children >= t->lost)
+		fprintf(f,
+			"\nlost events: %" PRIu64 ", all of child processes made without fork "
+			"handlers (_Fork, a raw clone), which are not traced: this process's "
+			"totals above are complete\n",
+			t->lost);
+	else if (t->lost)
 		fprintf(f,
 			"\nlost events: %" PRIu64 " (%" PRIu64 " in LOST records, %" PRIu64
 			" in the trailer): the totals above undercount\n",

@@ -44,7 +44,10 @@ void rb_human_head(FILE *f, struct trace *t)
 		fprintf(f, ": %s", t->command);
 	fputc('\n', f);
 	fprintf(f, "  %" PRIu64 " events over %s", t->events, rb_dur(b, trace_duration_ns(t)));
-	if (t->lost)
+	if (t->lost && t->lost_in_children >= t->lost) /* none of this process's */
+		fprintf(f, ", %" PRIu64 " LOST in untraced child processes (_Fork, a raw clone)",
+			t->lost);
+	else if (t->lost)
 		fprintf(f, ", %" PRIu64 " LOST: the figures below undercount", t->lost);
 	fputc('\n', f);
 	if (!t->complete)

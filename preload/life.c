@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -162,6 +163,49 @@ __attribute__((destructor)) static void at_unload(void)
 
 /* ---- fork -------------------------------------------------------------------- */
 
+/* A child made by _Fork() or a raw clone(SIGCHLD) runs no fork handler: it
+ * has no flush thread, and tracing it would need malloc and locks that a
+ * thread of the parent may have held at the fork (it hung under ASan). So
+ * it records nothing and counts each event in a page shared with the
+ * process that set the page up, which writes the count as lost. The kernel
+ * tells such a child: it zeroes the MADV_WIPEONFORK page in any child, and
+ * fork_child sets it again. Only syscalls here, no malloc, no lock. */
+const uint32_t gmt_armed_always = 1; /* rt.armed before setup, or without MADV_WIPEONFORK */
+static uint32_t *armed_page;
+
+static void map_child_lost(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	if (rt.child_lost)
+		munmap(rt.child_lost, (size_t)pg); /* the parent's: ours counts our own children */
+	void *c = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	rt.child_lost = c == MAP_FAILED ? NULL : c;
+	rt.child_lost_reported = 0;
+}
+
+void gmt_children_setup(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *a =
+	    mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a != MAP_FAILED && madvise(a, (size_t)pg, MADV_WIPEONFORK) == 0) {
+		armed_page = a;
+		*armed_page = 1;
+		rt.armed = armed_page;
+	} else if (a != MAP_FAILED) { /* before Linux 4.14: the slow paths' getpid only */
+		munmap(a, (size_t)pg);
+	}
+	map_child_lost();
+}
+
+/* The armed page reads 0: this process was made without our handler. */
+int gmt_untraced_child_event(void)
+{
+	if (rt.child_lost)
+		__atomic_add_fetch(rt.child_lost, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
 void fork_prepare(void)
 {
 	/* None of our threads is in an allocator or in NVML at the fork: the
@@ -188,6 +232,9 @@ void fork_child(void)
 {
 	/* The child traces itself into a file of its own, made at its first
 	 * event; what the rings hold is the parent's, and the parent writes it. */
+	if (armed_page)
+		*armed_page = 1; /* the kernel wiped it: this child is traced */
+	map_child_lost();
 	for (struct gmt_ring *r = rt.rings, *next; r; r = next) {
 		next = r->next;
 		gmt_ring_free(r);

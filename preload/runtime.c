@@ -53,6 +53,7 @@ struct gmt_runtime rt = {
     .setup_lock = PTHREAD_MUTEX_INITIALIZER,
     .flush_lock = PTHREAD_MUTEX_INITIALIZER,
     .notes_lock = PTHREAD_MUTEX_INITIALIZER,
+    .armed = &gmt_armed_always,
 };
 
 /* After a commit and a fence_recorded (flush_if_finished has one): a ring
@@ -159,6 +160,7 @@ static void configure_locked(void)
 	rt.start_mono = gmt_now_ns();
 	rt.w.fd = -1;
 	asym_fence_setup();
+	gmt_children_setup();
 	dl_iterate_phdr(find_self, NULL);
 	if (pthread_key_create(&rt.key, thread_gone) != 0 ||
 	    pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
@@ -230,6 +232,17 @@ static void drain_record(void *w, struct gmt_ring *r, const struct gmt_ring_hdr 
  * the loader's lock; the flush thread merges the result. */
 struct gmt_early_facts rt_early = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Events of children made without our fork handler, counted in the page
+ * they share with us (life.c): a LOST record per increase, tid 0. */
+static void report_child_lost(struct gmt_writer *w)
+{
+	uint64_t n = rt.child_lost ? __atomic_load_n(rt.child_lost, __ATOMIC_RELAXED) : 0;
+	if (n > rt.child_lost_reported) {
+		gmt_writer_lost(w, 0, n - rt.child_lost_reported, gmt_now_ns());
+		rt.child_lost_reported = n;
+	}
+}
+
 /* Moves everything the rings hold into the writer's chunk, unwritten
  * (records past a chunk's target size go out as whole chunks). Caller
  * holds flush_lock. */
@@ -271,6 +284,7 @@ static void drain_rings(void)
 		}
 		any_exited |= exited;
 	}
+	report_child_lost(w);
 	if (any_exited) {
 		pthread_mutex_lock(&rt.setup_lock);
 		for (struct gmt_ring **pp = &rt.rings; *pp;) {
@@ -735,6 +749,16 @@ static void flush_with_trailer_at(unsigned reason, uint64_t end_ns)
 	if (reason != GMT_END_EXEC) /* an exec may fail, and the trace go on */
 		rt.w.devices_settle = 1;
 	drain_rings();
+	if (rt.child_lost_reported > rt.child_lost_noted) { /* says what the LOST count holds */
+		char text[200];
+		gmt_format(
+		    text, sizeof text,
+		    "%llu events of child processes made without fork handlers (_Fork, a raw "
+		    "clone) are counted as lost: such children are not traced",
+		    (unsigned long long)rt.child_lost_reported);
+		gmt_writer_note(&rt.w, 1, text);
+		rt.child_lost_noted = rt.child_lost_reported;
+	}
 	gmt_writer_trailer(&rt.w, reason, end_ns);
 	if (gmt_writer_flush(&rt.w) < 0)
 		set_state(ST_OFF);
@@ -838,7 +862,7 @@ void gmt_record(enum gmt_api api, uint32_t result, int32_t device, uint64_t ptr,
 	gmt_tls_hook_frame = 0;
 	gmt_enter();
 	struct gmt_ring *r = tls_ring;
-	if (load_state() == ST_OFF)
+	if (load_state() == ST_OFF || untraced_child())
 		goto out;
 	if (!r && (!gmt_tracing() || !(r = ring_for_this_thread())))
 		goto out;
@@ -891,7 +915,8 @@ void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes, u
 	struct gmt_ring *r = tls_ring; /* the failed event just made it */
 	size_t len = gmt_ring_align(sizeof(struct gmt_ring_hdr) + sizeof(struct gmt_raw_meminfo));
 	struct gmt_ring_hdr *h;
-	if (!r || load_state() == ST_OFF ||
+	/* In an untraced child its event was counted: nothing more. */
+	if (!r || load_state() == ST_OFF || !*rt.armed ||
 	    !((h = gmt_ring_reserve(r, len)) || (h = wait_for_space(r, len))))
 		goto out;
 	h->len = (uint32_t)len;
@@ -918,7 +943,7 @@ out:
 static struct gmt_ring_hdr *reserve_other(int type, size_t body, size_t *len_out)
 {
 	struct gmt_ring *r = tls_ring;
-	if (load_state() == ST_OFF)
+	if (load_state() == ST_OFF || untraced_child())
 		return NULL;
 	if (!r && (!gmt_tracing() || !(r = ring_for_this_thread())))
 		return NULL;

@@ -63,6 +63,13 @@ struct gmt_runtime {
 	uint32_t exit_tid;
 	uint32_t finishing;
 	pid_t pid;
+	/* 1 in a process our fork handler set up; 0 in a child made without
+	 * one (_Fork, a raw clone): the page is MADV_WIPEONFORK (life.c). */
+	const volatile uint32_t *armed;
+	/* Events of such children, shared with them (MAP_SHARED), reported by
+	 * this process as lost; NULL if the page could not be mapped. */
+	uint64_t *child_lost;
+	uint64_t child_lost_reported, child_lost_noted;
 	pthread_key_t key;
 	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
 	pthread_mutex_t notes_lock; /* notes come from lookups: rare, never per event */
@@ -119,7 +126,20 @@ void fence_finished(void);
  * holds flush_lock. */
 void flush_now_with_trailer(unsigned reason);
 
-/* life.c: the fork handlers configure_locked registers. */
+/* life.c: the fork handlers configure_locked registers, and the pages
+ * that tell a child made without them (gmt_children_setup). */
+extern const uint32_t gmt_armed_always;
+void gmt_children_setup(void);
+int gmt_untraced_child_event(void);
+
+/* On every event: a child made without our fork handler records nothing
+ * (it has no flush thread) and counts its event as lost in its parent's
+ * trace. One load and a branch while the answer is no. */
+static inline int untraced_child(void)
+{
+	return __builtin_expect(!*rt.armed, 0) && gmt_untraced_child_event();
+}
+
 void fork_prepare(void);
 void fork_parent(void);
 void fork_child(void);

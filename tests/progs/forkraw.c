@@ -1,7 +1,9 @@
 /* A child made without fork's handlers: `_Fork()` (glibc 2.34+) or a raw
  * clone(SIGCHLD). The child makes PAIRS cudaMalloc/cudaFree pairs and
  * leaves by _exit; the parent makes 2 allocations before and after.
- * Usage: forkraw _Fork|clone PAIRS. Exit 77: _Fork is not available. */
+ * fork+clone: a child made by fork() (traced) does the same with clone.
+ * Usage: forkraw _Fork|clone|fork+clone PAIRS. Exit 77: _Fork is not
+ * available. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,22 +24,28 @@ static void pair(void)
 		_exit(2);
 }
 
-int main(int argc, char **argv)
+static int run(const char *how, int pairs)
 {
-	if (argc < 3)
-		return 2;
-	int pairs = atoi(argv[2]);
 	pid_t pid;
 	pair();
-	if (!strcmp(argv[1], "_Fork")) {
+	if (!strcmp(how, "_Fork")) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
 		pid = _Fork();
 #else
 		puts("no _Fork");
 		return 77;
 #endif
-	} else if (!strcmp(argv[1], "clone")) {
+	} else if (!strcmp(how, "clone")) {
 		pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	} else if (!strcmp(how, "fork+clone")) {
+		pid = fork();
+		if (pid == 0) {
+			fflush(stdout);
+			int rc = run("clone", pairs);
+			fflush(stdout);
+			_exit(rc);
+		}
+		pairs = 0;
 	} else {
 		return 2;
 	}
@@ -56,4 +64,11 @@ int main(int argc, char **argv)
 	pair();
 	printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3)
+		return 2;
+	return run(argv[1], atoi(argv[2]));
 }
