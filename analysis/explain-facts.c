@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/events.h"
 #include "analysis/accounting.h"
 #include "analysis/counters.h"
 #include "analysis/explain.h"
@@ -13,7 +14,6 @@
 #include "analysis/oom.h"
 #include "analysis/report-base.h"
 
-#define RESULT_OOM   2		   /* CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation */
 #define RETRY_WINDOW 5000000000ull /* a retry comes within 5 s of its failure */
 #define MAX_PENDING  16
 #define REGION_MIN   (1ull << 20)
@@ -262,7 +262,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 				p->pend[i] = p->pend[--p->npend];
 				break;
 			}
-		if (e->result == RESULT_OOM && p->npend < MAX_PENDING)
+		if (gmt_out_of_memory(e->result) && p->npend < MAX_PENDING)
 			p->pend[p->npend++] =
 			    (struct pending){e->index, e->tid, e->size, e->time_ns, 0, e->device};
 		return;

@@ -10,11 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/events.h"
+
 #define MiB	     (1ull << 20)
 #define LARGE_PAGE   (2 * MiB) /* granularity thought used above 1 MiB */
 #define SMALL_GRAIN  512ull
 #define LARGE_CUTOFF MiB
-#define RESULT_OOM   2
 /* frag_pytorch_like: this share of the segments are 2 MiB multiples */
 #define PT_SHARE 0.9
 
@@ -247,7 +248,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 	}
 	if (a && is_vmm(e->api))
 		vmm_update(g);
-	if (!ok && a && a->op == GMT_OP_ALLOC && e->result == RESULT_OOM &&
+	if (!ok && a && a->op == GMT_OP_ALLOC && gmt_out_of_memory(e->result) &&
 	    gmt_device_memory(a->kind, e->aux) && selected(g, e->device)) {
 		struct frag_dev *d = fdev_get(g, e->device);
 		if (!d->at_oom.taken) {

@@ -9,8 +9,6 @@
 #include "common/text.h"
 #include "reader/xalloc.h"
 
-#define RESULT_OOM 2 /* CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation */
-
 /* A repeating allocation: (site, size, device), how often it was
  * allocated while none of it was live (a cycle), and when. */
 struct growth_pat {
@@ -222,7 +220,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 	replay_apply(&g->rp, e);
 	const struct api_info *a = api_lookup(e->api);
 	if (g->pass == 1 && a && a->op == GMT_OP_ALLOC && gmt_failed(e->result, e->flags) &&
-	    e->result == RESULT_OOM) {
+	    gmt_out_of_memory(e->result)) {
 		g->ooms++;
 		g->last_oom = e->time_ns;
 	}

@@ -10,7 +10,6 @@
 
 #include "analysis/report-base.h"
 
-#define RESULT_OOM 2
 /* A retry answers a failure only this soon after it (PyTorch: a cache
  * flush then the same cudaMalloc; CuPy: free_all_blocks, gc, the same). */
 #define RETRY_NS 1000000000ull

@@ -12,8 +12,7 @@
 #include "analysis/accounting.h"
 #include "analysis/peakset.h"
 #include "analysis/report-base.h"
-
-#define RESULT_OOM 2 /* CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation */
+#include "common/events.h"
 
 struct site_acc {
 	UT_hash_handle hh;
@@ -211,7 +210,7 @@ static void follow(struct oomrun *r, const struct gmt_event *e, const struct api
 	}
 	if (a->op != GMT_OP_ALLOC || !gmt_device_memory(a->kind, e->aux))
 		return;
-	bool failed_oom = gmt_failed(e->result, e->flags) && e->result == RESULT_OOM;
+	bool failed_oom = gmt_failed(e->result, e->flags) && gmt_out_of_memory(e->result);
 	if (failed_oom && e->api == c->api && related(e->size, c->last_size)) {
 		c->last_size = e->size; /* the chain goes on: this failure joins it */
 		return;
@@ -223,7 +222,7 @@ static void record(struct oomrun *r, const struct gmt_event *e, const struct api
 {
 	struct oom_result *res = r->res;
 	res->fails_total++;
-	bool dev = gmt_device_memory(a->kind, e->aux), oom = e->result == RESULT_OOM;
+	bool dev = gmt_device_memory(a->kind, e->aux), oom = gmt_out_of_memory(e->result);
 	res->ooms_total += dev && oom;
 	if (res->nfails == OOM_MAX)
 		return;

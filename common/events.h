@@ -20,6 +20,14 @@ static inline bool gmt_failed(uint64_t result, uint32_t flags)
 	return result != 0 || (flags & GMT_EV_FAILED);
 }
 
+/* An out-of-memory failure: CUDA_ERROR_OUT_OF_MEMORY and
+ * cudaErrorMemoryAllocation are both 2, so one test serves the driver's
+ * and the runtime's calls. */
+static inline bool gmt_out_of_memory(uint64_t result)
+{
+	return result == 2;
+}
+
 /* Whether an allocation of this GMT_KIND_* is device memory (the device
  * bytes that summary's peak counts); aux: the event's, for cuMemCreate its
  * location type: host-located handles are not. */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/events.h"
 #include "common/log.h"
 #include "preload/device.h"
 #include "preload/nvml.h"
@@ -72,8 +73,7 @@ void gmt_hook_failed(enum gmt_api api, uint32_t result)
 		return;
 	int saved_errno = errno;
 	gmt_sampler_poke(GMT_SAMPLE_WHY_OOM); /* NVML's view of the failure */
-	/* CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation are both 2. */
-	if (result == CUDA_ERROR_OUT_OF_MEMORY)
+	if (gmt_out_of_memory((uint64_t)result))
 		record_meminfo(api);
 	errno = saved_errno;
 }
