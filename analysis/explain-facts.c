@@ -96,32 +96,6 @@ static int from_accounting(struct trace *t, bool has_device, int64_t device, str
 
 /* ---- growth ---- */
 
-/* Where in the user's code a stack allocated: the innermost Python frame,
- * or native frame outside the CUDA libraries, the frameworks and the C/C++
- * runtimes; the allocation site (rb_site) when there is none. */
-static void user_site(struct trace *t, uint64_t id, char *buf, size_t size)
-{
-	static const char *const runtimes[] = {"libc.so",  "libc-",   "libstdc++", "libpthread",
-					       "ld-linux", "libgomp", "libpython", NULL};
-	struct trace_frame fr;
-	for (int depth = 0; trace_frame(t, id, depth, &fr); depth++) {
-		bool user = fr.python;
-		if (!user && fr.module && !fr.module->cuda) {
-			const char *lib = fr.module->library;
-			user = strcmp(explain_lib_class(lib), "other") == 0;
-			for (size_t i = 0; user && runtimes[i]; i++)
-				user = strncmp(lib, runtimes[i], strlen(runtimes[i])) != 0;
-		}
-		if (user && depth > 0) {
-			trace_frame_text(&fr, buf, size);
-			return;
-		}
-		if (user)
-			break;
-	}
-	rb_site(t, id, buf, size);
-}
-
 static void from_growth_dev(struct trace *t, const struct growth_result *g,
 			    const struct growth_dev *gd, struct ex_dev *d)
 {
@@ -134,7 +108,8 @@ static void from_growth_dev(struct trace *t, const struct growth_result *g,
 		return;
 	d->has_rate_step = growth_rate_per_step(g, gd, &d->rate_step);
 	d->rate_s = growth_rate_per_s(g, gd);
-	user_site(t, gd->site_stack, d->leak_site, sizeof(d->leak_site));
+	/* the site rules pick the first frame of the user's code */
+	rb_site(t, gd->site_stack, d->leak_site, sizeof(d->leak_site));
 }
 
 static int from_growth(struct trace *t, bool has_device, int64_t device, struct ex_facts *f)
