@@ -7,7 +7,7 @@
  * site rules (analysis/sites.c), explain's recognition, accounting's
  * routes, diff's library and allocator rows, oom's blind spots, the
  * counters' sources, and the variables the library records
- * (preload/writer.c). docs/reports.md's tables are generated from it
+ * (preload/procinfo.c). docs/reports.md's tables are generated from it
  * (make gen-frameworks-doc; t-docs-frameworks fails on drift).
  *
  * Adding a framework or library: a row in gmt_frameworks (common/
