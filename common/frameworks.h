@@ -8,7 +8,7 @@
  * routes, diff's library and allocator rows, oom's blind spots, the
  * counters' sources, and the variables the library records
  * (preload/procinfo.c). docs/reports.md's tables are generated from it
- * (make gen-frameworks-doc; t-docs-frameworks fails on drift).
+ * (make gen-docs; t-cli-options-drift fails on drift).
  *
  * Adding a framework or library: a row in gmt_frameworks (common/
  * frameworks.c) with its id here, and its variables in gmt_fw_env. */
