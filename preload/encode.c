@@ -1,21 +1,15 @@
 /* Records into the pending chunk (preload/writer.h): the rings' records,
  * events in batches (by row or by column), stack nodes, modules, devices,
- * notes, lost counts, names and the trailer. The file itself: writer.c. */
+ * notes, lost counts and the trailer. The file itself: writer.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-/* Out of memory, an entry is left out of its table (and freed): the
- * tracer goes on. uthash's default exit(-1) killed the program, and from
- * the core it would now call our own exit hook. */
-#define HASH_NONFATAL_OOM	 1
-#define uthash_nonfatal_oom(obj) free(obj)
-#include <uthash.h>
 
 #include "common/codec.h"
 #include "common/log.h"
-#include "common/symbolize.h"
 #include "gpumemtrace/format.h"
 #include "preload/clock.h"
+#include "preload/modules.h"
 #include "preload/tracer.h"
 #include "preload/writer.h"
 
@@ -25,11 +19,6 @@
 /* How long a device whose facts are incomplete waits for the rest. */
 #define DEVICE_INFO_WAIT_NS (5ull * 1000000000u)
 
-struct gmt_ipset {
-	uint64_t ip;
-	UT_hash_handle hh;
-};
-
 int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress,
 		    uint64_t start_mono)
 {
@@ -37,7 +26,8 @@ int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_d
 		return -1;
 	w->ev_tid = -1;
 	gmt_writer_process(w);
-	gmt_writer_scan_modules(w);
+	gmt_modules_scan();
+	gmt_writer_modules(w);
 	gmt_writer_flush(w); /* on the hook path: uncompressed */
 	w->zstate = compress ? GMT_ZS_WANTED : GMT_ZS_OFF;
 	return w->failed ? -1 : 0;
@@ -45,15 +35,7 @@ int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_d
 
 void gmt_writer_abandon(struct gmt_writer *w)
 {
-	struct gmt_ipset *e, *t;
-	HASH_ITER(hh, w->symbolized, e, t)
-	{
-		HASH_DEL(w->symbolized, e);
-		free(e);
-	}
-	gmt_symbolizer_free(w->sym);
 	gmt_stacks_reset(&w->stacks);
-	gmt_modules_reset(&w->modules);
 	gmt_writer_file_abandon(w);
 	free(w->ev);
 	for (int i = 0; i < GMT_EV_COLUMNS; i++)
@@ -64,11 +46,10 @@ void gmt_writer_abandon(struct gmt_writer *w)
 
 /* ---- records --------------------------------------------------------- */
 
-void gmt_writer_scan_modules(struct gmt_writer *w)
+void gmt_writer_modules(struct gmt_writer *w)
 {
-	gmt_modules_scan(&w->modules);
-	for (; w->modules_emitted < w->modules.n; w->modules_emitted++) {
-		const struct gmt_module *m = &w->modules.v[w->modules_emitted];
+	for (; w->modules_emitted < gmt_modules_count(); w->modules_emitted++) {
+		const struct gmt_module *m = gmt_modules_at(w->modules_emitted);
 		size_t plen = strlen(m->path);
 		uint8_t *p = gmt_writer_room(w, plen + m->build_id_len + 8 * GMT_VARINT_MAX);
 		if (!p)
@@ -431,55 +412,6 @@ void gmt_writer_note(struct gmt_writer *w, int level, const char *text)
 	p = gmt_put_varint(p, (uint64_t)level);
 	p = gmt_writer_put_str(p, text, n);
 	gmt_writer_commit(w, p);
-}
-
-/* Names every frame the trace holds that has not been named yet, so the
- * trace reads on a machine without these binaries. Returns how many
- * SYMBOL records it added. */
-int gmt_writer_symbols(struct gmt_writer *w)
-{
-	int added = 0;
-	gmt_writer_end_batch(w);
-	if (w->nodes_symbolized >= w->stacks.n)
-		return 0;
-	gmt_writer_scan_modules(w);
-	if (!w->sym && !(w->sym = gmt_symbolizer_new()))
-		return 0;
-	struct gmt_symbolizer *sym = w->sym;
-	for (; w->sym_modules < w->modules.n; w->sym_modules++) {
-		const struct gmt_module *m = &w->modules.v[w->sym_modules];
-		gmt_symbolizer_add_module(sym, m->path, m->load_bias, m->start, m->end, NULL, 0);
-	}
-	for (uint32_t id = w->nodes_symbolized + 1; id <= w->stacks.n; id++) {
-		uint64_t ip = w->stacks.ip[id];
-		if (GMT_IS_PYFRAME_IP(ip))
-			continue; /* named by its PYFRAME record */
-		struct gmt_ipset *seen;
-		HASH_FIND(hh, w->symbolized, &ip, sizeof ip, seen);
-		if (seen || !(seen = calloc(1, sizeof *seen)))
-			continue;
-		seen->ip = ip;
-		HASH_ADD(hh, w->symbolized, ip, sizeof seen->ip, seen);
-
-		const struct gmt_module *m = gmt_modules_find(&w->modules, ip);
-		struct gmt_symbol s;
-		/* A return address points after the call: name the call itself. */
-		gmt_symbolize(sym, ip - 1, &s);
-		size_t fl = s.function ? strlen(s.function) : 0, il = s.file ? strlen(s.file) : 0;
-		uint8_t *p = gmt_writer_room(w, fl + il + 6 * GMT_VARINT_MAX);
-		if (!p)
-			break;
-		p = gmt_put_varint(p, GMT_TAG_SYMBOL);
-		p = gmt_put_varint(p, ip);
-		p = gmt_put_varint(p, m ? m->id : 0);
-		p = gmt_writer_put_str(p, s.function ? s.function : "", fl);
-		p = gmt_writer_put_str(p, s.file ? s.file : "", il);
-		p = gmt_put_varint(p, s.line);
-		gmt_writer_commit(w, p);
-		added++;
-	}
-	w->nodes_symbolized = w->stacks.n;
-	return added;
 }
 
 void gmt_writer_trailer(struct gmt_writer *w, unsigned reason, uint64_t end_ns)

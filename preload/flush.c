@@ -25,6 +25,7 @@
 #include "preload/notes.h"
 #include "preload/ring.h"
 #include "preload/sampler.h"
+#include "preload/scanner.h"
 #include "preload/state.h"
 #include "preload/sync.h"
 #include "preload/writer.h"
@@ -57,7 +58,8 @@ static void report_child_lost(struct gmt_writer *w)
 static void drain_rings(void)
 {
 	struct gmt_writer *w = &gmt_rt.w;
-	gmt_writer_scan_modules(w);
+	gmt_writer_modules(w); /* what the scanning thread published: no scan here */
+	gmt_scanner_take_names(w);
 	pthread_mutex_lock(&gmt_rt_early.lock);
 	struct gmt_device_facts *f = gmt_rt_early.facts;
 	gmt_rt_early.facts = NULL;
@@ -114,6 +116,8 @@ static void drain_rings(void)
 static void flush_cycle(void)
 {
 	drain_rings();
+	gmt_scanner_ask_names(&gmt_rt.w.stacks, &gmt_rt.w.names_asked);
+	gmt_scanner_poke(); /* modules loaded since: found by the next cycle */
 	if (gmt_writer_flush(&gmt_rt.w) < 0)
 		set_state(ST_OFF); /* writing failed: stop tracing, the program runs on */
 }
@@ -214,46 +218,6 @@ static unsigned go_idle(void)
 	return 0;
 }
 
-/* libdw does not survive every failed allocation (seen: SIGSEGV in
- * dwarf_getsrclines under a tight RLIMIT_AS), and a crash on any thread
- * ends the program, its buffered output lost. Symbolize only with room
- * under the limits: the module files' size (libdw maps them) and 256 MiB.
- * Otherwise a NOTE says so and the CLI names the frames. */
-static int symbolize_safe(void)
-{
-	enum { SYMBOLIZE_ROOM_MIB = 256 };
-	struct rlimit as, data;
-	if (getrlimit(RLIMIT_AS, &as) != 0 || getrlimit(RLIMIT_DATA, &data) != 0)
-		return 0;
-	if (as.rlim_cur == RLIM_INFINITY && data.rlim_cur == RLIM_INFINITY)
-		return 1;
-	/* read(2), not stdio: no allocation where memory is short. */
-	unsigned long long size = 0, data_pages = 0, x;
-	char text[128];
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	text[n > 0 ? n : 0] = 0;
-	if (sscanf(text, "%llu %llu %llu %llu %llu %llu", &size, &x, &x, &x, &x, &data_pages) != 6)
-		size = ~0ull >> 16; /* unknown: as if there were no room */
-	unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
-	unsigned long long need = (unsigned long long)SYMBOLIZE_ROOM_MIB << 20;
-	for (size_t i = 0; i < gmt_rt.w.modules.n; i++) {
-		struct stat st;
-		if (gmt_rt.w.modules.v[i].path && stat(gmt_rt.w.modules.v[i].path, &st) == 0)
-			need += (unsigned long long)st.st_size;
-	}
-	int ok = (as.rlim_cur == RLIM_INFINITY || size * page + need <= as.rlim_cur) &&
-		 (data.rlim_cur == RLIM_INFINITY || data_pages * page + need <= data.rlim_cur);
-	if (!ok)
-		gmt_writer_note(&gmt_rt.w, 1,
-				"frames not named at exit: the address-space or data limit "
-				"leaves too little room for the symbolizer; reports name them "
-				"from the module files");
-	return ok;
-}
-
 static void flush_with_trailer_at(unsigned reason, uint64_t end_ns)
 {
 	if (reason != GMT_END_EXEC) /* an exec may fail, and the trace go on */
@@ -277,8 +241,6 @@ static void flush_with_trailer_at(unsigned reason, uint64_t end_ns)
 
 /* With the flush thread gone (after the final trailer), whoever records
  * writes: the trace stays complete even for frees in late destructors.
- * Never names frames: only the flush thread symbolizes (final_flush); a
- * late record's new frames are named by the CLI.
  * The records and their trailer go out in one chunk, one write: a late
  * writer (a thread recording after the final trailer, the NVML sampler)
  * may be cut off at any moment by another thread's _exit, and a write of
@@ -290,32 +252,43 @@ void gmt_flush_now_with_trailer(unsigned reason)
 }
 
 /* The process's end, on the flush thread (the exiting thread only waits,
- * bounded: it may be a signal handler that interrupted malloc, holding the
- * lock that symbolizing needs). Two writes: first every record and a
- * trailer, so the trace is complete whatever happens next; then the names
- * of its frames and a fresh trailer, unless the exiting thread stopped
- * waiting (GATE_CLOSED: the process may end in the middle of our write).
- * Frames left unnamed are named by the CLI from the MODULE records.
- * Caller holds flush_lock. */
+ * bounded: it may be a signal handler that interrupted malloc). Records and
+ * the trailer, in one write, and nothing else: no module scan here (the
+ * scanning thread's, waited for 10 ms at most while it waits for the loader), no naming (the
+ * CLI names the frames from the MODULE records; with
+ * GPUMEMTRACE_SYMBOLIZE=1, what the scanning thread named so far goes
+ * in). Caller holds flush_lock. */
 static void final_flush(unsigned reason)
 {
 	if (reason != GMT_END_EXEC) {
 		set_state(ST_FINISHED);
 		gmt_fence_finished(); /* pairs with flush_if_finished */
 	}
-	uint64_t end_ns = gmt_now_ns(); /* both trailers: naming is not the program's time */
-	int name = gmt_rt.set.symbolize && symbolize_safe(); /* its NOTE goes with the records */
-	flush_with_trailer_at(reason, end_ns);
-	if (!name || load_state() == ST_OFF || gmt_writer_symbols(&gmt_rt.w) == 0)
-		return;
-	gmt_writer_trailer(&gmt_rt.w, reason, end_ns);
-	uint32_t open = GATE_OPEN;
-	if (!__atomic_compare_exchange_n(&gmt_rt.symbols_gate, &open, GATE_WRITING, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return; /* left in the chunk: a late writer may still write it */
-	if (gmt_writer_flush(&gmt_rt.w) < 0)
-		set_state(ST_OFF);
-	gmt_futex_set(&gmt_rt.symbols_gate, GATE_OPEN);
+	/* The libraries loaded since the last cycle's scan, if the scanning
+	 * thread can say within the bound: the loader's lock may be held by
+	 * the very thread that waits for us (a handler's exit inside
+	 * dl_iterate_phdr), and then the trace goes without them. */
+	enum { FINAL_SCAN_LOADER_MS = 10, FINAL_SCAN_MAX_MS = 2000 };
+	uint32_t ask = __atomic_load_n(&gmt_rt.end_scan, __ATOMIC_ACQUIRE);
+	if (!ask) /* asked as the end began (life.c), else now */
+		ask = gmt_scanner_scan_ask();
+	int scanned = gmt_scanner_scan_wait(ask, FINAL_SCAN_LOADER_MS, FINAL_SCAN_MAX_MS);
+	__atomic_store_n(&gmt_rt.end_scan, 0, __ATOMIC_RELAXED); /* an exec may fail */
+	if (scanned != 0 && reason != GMT_END_EXEC)
+		gmt_writer_note(&gmt_rt.w, 1,
+				"the module scan at the end did not finish in time (the loader's "
+				"lock was held): libraries loaded since the one before are not "
+				"in the trace, and frames in them are not named");
+	uint64_t pending = gmt_scanner_names_pending();
+	if (pending && reason != GMT_END_EXEC) {
+		char text[160];
+		gmt_format(text, sizeof text,
+			   "%llu frames were not named in the process before it ended: reports "
+			   "name them from the module files",
+			   (unsigned long long)pending);
+		gmt_writer_note(&gmt_rt.w, 0, text);
+	}
+	flush_with_trailer_at(reason, gmt_now_ns());
 }
 
 /* Sleeps on gmt_rt.wake, at most ms, unless a final flush was asked for.
@@ -370,8 +343,6 @@ static void *flusher_main(void *arg)
 		}
 		/* Pairs with the release store in ask_final_flush (life.c). */
 		uint32_t req = __atomic_exchange_n(&gmt_rt.final_req, 0, __ATOMIC_ACQUIRE);
-		if (req)
-			__atomic_store_n(&gmt_rt.symbols_gate, GATE_OPEN, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&gmt_rt.flush_lock);
 		gmt_clock_tick(); /* under the lock: fork never copies half a line */
 		if (load_state() == ST_ACTIVE) {
@@ -400,14 +371,10 @@ static void *flusher_main(void *arg)
 
 int gmt_flush_start(void)
 {
-	sigset_t all, old;
-	sigfillset(&all);
-	/* The flush thread inherits a full mask: no signal of the program's is
-	 * ever handled on it, and SIGXFSZ from a full disk cannot kill. */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* Encoding, zstd (its state is on the heap) and write(): some 20 KB. */
+	enum { FLUSH_STACK = 512 << 10 };
 	gmt_rt.flusher_up = 0;
-	int rc = pthread_create(&gmt_rt.flusher, NULL, flusher_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int rc = gmt_thread_start(&gmt_rt.flusher, FLUSH_STACK, flusher_main, NULL);
 	gmt_rt.flusher_running = rc == 0;
 	return rc;
 }

@@ -15,6 +15,7 @@
 #include "preload/state.h"
 #include "preload/sync.h"
 #include "preload/sampler.h"
+#include "preload/scanner.h"
 #include "preload/stackcache.h"
 
 /* ---- the end ------------------------------------------------------------ */
@@ -30,16 +31,15 @@ static void note_stack_cache_verify(void)
 	gmt_note(bad ? 1 : 0, text);
 }
 
-/* Symbolizing a large program takes seconds. Past this, the exiting thread
- * goes on: the trace is complete (the first of the final writes), its
- * unnamed frames are named by the CLI. */
-enum { FINAL_WAIT_MS = 10000, SYMBOLS_WRITE_WAIT_MS = 2000 };
+/* The final flush is records and a trailer, one write: milliseconds. Past
+ * this, the exiting thread goes on: the trace ends at the flush thread's
+ * last write, readable. */
+enum { FINAL_WAIT_MS = 10000 };
 
 /* Asks the flush thread for the final flush and waits, bounded. Only
  * syscalls here: the caller may be a signal handler that interrupted
- * malloc, and anything that locks (malloc, libdw, the loader) would wait
- * for itself. The flush thread may need that very lock too; then the
- * trace ends at its last write, readable, and the program still ends. */
+ * malloc, and anything that locks (malloc, the loader) would wait for
+ * itself. */
 static void ask_final_flush(enum gmt_end_reason reason)
 {
 	uint32_t done = __atomic_load_n(&gmt_rt.final_done, __ATOMIC_ACQUIRE);
@@ -47,15 +47,7 @@ static void ask_final_flush(enum gmt_end_reason reason)
 	 * exec's hold to the flush thread before it writes the trailer. */
 	__atomic_store_n(&gmt_rt.final_req, (uint32_t)reason + 1, __ATOMIC_RELEASE);
 	gmt_flush_wake();
-	if (gmt_futex_wait_while(&gmt_rt.final_done, done, FINAL_WAIT_MS) != done)
-		return;
-	/* Not in time: forbid the names' write, or let one under way end (a
-	 * chunk cut short by our exit would read as damaged). */
-	uint32_t open = GATE_OPEN;
-	if (!__atomic_compare_exchange_n(&gmt_rt.symbols_gate, &open, GATE_CLOSED, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
-	    open == GATE_WRITING)
-		gmt_futex_wait_while(&gmt_rt.symbols_gate, GATE_WRITING, SYMBOLS_WRITE_WAIT_MS);
+	gmt_futex_wait_while(&gmt_rt.final_done, done, FINAL_WAIT_MS);
 }
 
 /* Flushes everything and writes a trailer, through the flush thread (on
@@ -74,7 +66,7 @@ static void gmt_finish(enum gmt_end_reason reason)
 	uint32_t idle = 0;
 	if (!__atomic_compare_exchange_n(&gmt_rt.finishing, &idle, 1, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
-		gmt_futex_wait_while(&gmt_rt.finishing, 1, FINAL_WAIT_MS + SYMBOLS_WRITE_WAIT_MS);
+		gmt_futex_wait_while(&gmt_rt.finishing, 1, FINAL_WAIT_MS);
 		goto out;
 	}
 	if (load_state() != ST_ACTIVE)
@@ -111,6 +103,11 @@ void gmt_exit_called(void)
 	if ((st != ST_ACTIVE && st != ST_FINISHED) || getpid() != gmt_rt.pid)
 		return; /* no trace under way: nothing of ours to protect */
 	int saved_errno = errno, cancel = gmt_nocancel_begin();
+	/* The end's module scan, begun now: it runs while the program's exit
+	 * handlers do, and the final flush waits less for it. */
+	uint32_t none = 0, ask = gmt_scanner_scan_ask();
+	__atomic_compare_exchange_n(&gmt_rt.end_scan, &none, ask, 0, __ATOMIC_RELEASE,
+				    __ATOMIC_RELAXED);
 	uint32_t me = (uint32_t)syscall(SYS_gettid), first = 0;
 	if (!__atomic_compare_exchange_n(&gmt_rt.exit_tid, &first, me, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE) &&
@@ -220,6 +217,7 @@ void gmt_fork_prepare(void)
 	 * (seen with ASan when a fork followed the first CUDA call at once). */
 	if (gmt_rt.flusher_running && gmt_rt.pid == getpid())
 		gmt_futex_wait_while(&gmt_rt.flusher_up, 0, GMT_THREAD_UP_WAIT_MS);
+	gmt_scanner_fork_prepare();
 	gmt_sampler_fork_prepare(); /* before ours: a sample takes setup_lock */
 	/* The child gets the writer and ring list at a consistent point. */
 	pthread_mutex_lock(&gmt_rt.flush_lock);
@@ -258,12 +256,14 @@ void gmt_fork_child(void)
 	gmt_rt.exec_hold = 0;
 	gmt_rt.writes_held = 0;
 	gmt_rt.exit_tid = 0;
+	gmt_rt.end_scan = 0;
 	gmt_rt.finishing = 0;
 	gmt_tls_exec_holds = 0;
 	gmt_rt.pid = getpid();
 	gmt_rt.start_mono = gmt_now_ns();
 	gmt_fence_setup(); /* one thread now: safe to change modes */
 	gmt_sampler_fork_child();
+	gmt_scanner_fork_child();
 	if (gmt_rt.set.pid_only && gmt_rt.set.pid_only != gmt_rt.pid)
 		set_state(ST_OFF);
 	else if (gmt_rt.state == ST_ACTIVE || gmt_rt.state == ST_FINISHED)

@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <limits.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +13,22 @@
 #define NT_GNU_BUILD_ID 3
 #endif
 
-struct scan_ctx {
-	struct gmt_modules *m;
-	int added;
-};
+/* Enough for any process seen (a PyTorch job maps some 700 objects);
+ * past it, modules are left out and their frames stay unnamed. The slots
+ * are BSS: untouched pages cost nothing. */
+enum { MODULES_MAX = 16384 };
 
-static int known(const struct gmt_modules *m, uint64_t bias, uint64_t start, const char *name)
+static struct {
+	pthread_mutex_t scan_lock; /* scans, one at a time; readers never take it */
+	struct gmt_module *v[MODULES_MAX];
+	uint32_t n; /* published: v[0..n) are whole (release store, acquire loads) */
+	unsigned long long seen_adds; /* dl_iterate_phdr's dlpi_adds at the last scan */
+} mods = {.scan_lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int known(uint64_t bias, uint64_t start, const char *name)
 {
-	for (uint32_t i = 0; i < m->n; i++) {
-		const struct gmt_module *v = &m->v[i];
+	for (uint32_t i = 0; i < mods.n; i++) {
+		const struct gmt_module *v = mods.v[i];
 		if (v->load_bias == bias && v->start == start &&
 		    !strcmp(v->loaded_as ? v->loaded_as : v->path, name))
 			return 1;
@@ -93,8 +101,7 @@ static unsigned read_build_id(const struct dl_phdr_info *info, uint8_t *out, uns
 
 static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 {
-	struct scan_ctx *c = data;
-	struct gmt_modules *m = c->m;
+	int *added = data;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -114,40 +121,39 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 		exe[n > 0 ? n : 0] = '\0';
 		path = exe;
 	}
-	if (known(m, info->dlpi_addr, lo, path))
+	if (known(info->dlpi_addr, lo, path))
 		return 0;
 	if (path[0] != '/' && mapped_file(lo, exe, sizeof exe) == 0) {
 		/* Loaded by a relative path (LD_PRELOAD=./lib.so, a relative
-		 * LD_LIBRARY_PATH), which symbolizers, ours at exit and the
-		 * CLI's later, elsewhere, cannot open: name the file the kernel
-		 * mapped, whatever the working directory is now. */
+		 * LD_LIBRARY_PATH), which symbolizers, ours and the CLI's later,
+		 * elsewhere, cannot open: name the file the kernel mapped,
+		 * whatever the working directory is now. */
 		loaded_as = path;
 		path = exe;
 	}
-	if (m->n == m->cap) {
-		uint32_t cap = m->cap ? m->cap * 2 : 64;
-		struct gmt_module *v = realloc(m->v, cap * sizeof *v);
-		if (!v)
-			return 1;
-		m->v = v;
-		m->cap = cap;
-	}
-	struct gmt_module *mod = &m->v[m->n];
-	memset(mod, 0, sizeof *mod);
+	if (mods.n == MODULES_MAX)
+		return 1;
+	struct gmt_module *mod = calloc(1, sizeof *mod);
+	if (!mod)
+		return 1;
 	mod->path = strdup(path);
 	mod->loaded_as = loaded_as ? strdup(loaded_as) : NULL;
 	if (!mod->path || (loaded_as && !mod->loaded_as)) {
 		free(mod->path);
 		free(mod->loaded_as);
+		free(mod);
 		return 1;
 	}
-	mod->id = m->n + 1;
+	mod->id = mods.n + 1;
 	mod->load_bias = info->dlpi_addr;
 	mod->start = lo;
 	mod->end = hi;
 	mod->build_id_len = read_build_id(info, mod->build_id, sizeof mod->build_id);
-	m->n++;
-	c->added++;
+	mods.v[mods.n] = mod;
+	/* Pairs with the acquire load in gmt_modules_count: the entry is
+	 * whole before anyone can see it. */
+	__atomic_store_n(&mods.n, mods.n + 1, __ATOMIC_RELEASE);
+	(*added)++;
 	return 0;
 }
 
@@ -157,32 +163,40 @@ static int read_adds(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
-int gmt_modules_scan(struct gmt_modules *m)
+int gmt_modules_scan(void)
 {
 	unsigned long long adds = 0;
+	int added = 0;
+	pthread_mutex_lock(&mods.scan_lock);
 	dl_iterate_phdr(read_adds, &adds);
-	if (m->n && adds == m->seen_adds)
-		return 0;
-	struct scan_ctx c = {m, 0};
-	dl_iterate_phdr(scan_one, &c);
-	m->seen_adds = adds;
-	return c.added;
+	if (!mods.n || adds != mods.seen_adds) {
+		dl_iterate_phdr(scan_one, &added);
+		mods.seen_adds = adds;
+	}
+	pthread_mutex_unlock(&mods.scan_lock);
+	return added;
 }
 
-const struct gmt_module *gmt_modules_find(const struct gmt_modules *m, uint64_t addr)
+uint32_t gmt_modules_count(void)
 {
-	for (uint32_t i = 0; i < m->n; i++)
-		if (addr >= m->v[i].start && addr < m->v[i].end)
-			return &m->v[i];
+	return __atomic_load_n(&mods.n, __ATOMIC_ACQUIRE);
+}
+
+const struct gmt_module *gmt_modules_at(uint32_t i)
+{
+	return i < gmt_modules_count() ? mods.v[i] : NULL;
+}
+
+const struct gmt_module *gmt_modules_find(uint64_t addr)
+{
+	uint32_t n = gmt_modules_count();
+	for (uint32_t i = 0; i < n; i++)
+		if (addr >= mods.v[i]->start && addr < mods.v[i]->end)
+			return mods.v[i];
 	return NULL;
 }
 
-void gmt_modules_reset(struct gmt_modules *m)
+void gmt_modules_fork_child(void)
 {
-	for (uint32_t i = 0; i < m->n; i++) {
-		free(m->v[i].path);
-		free(m->v[i].loaded_as);
-	}
-	free(m->v);
-	memset(m, 0, sizeof *m);
+	pthread_mutex_init(&mods.scan_lock, NULL);
 }

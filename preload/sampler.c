@@ -37,6 +37,7 @@ static struct {
 	pthread_mutex_t work_lock;
 	int fork_held;	     /* fork_prepare took work_lock */
 	uint32_t fork_wants; /* futex word: a fork waits for work_lock */
+	int tid;	     /* the thread's */
 } smp = {.work_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- sampling ---------------------------------------------------------- */
@@ -107,6 +108,7 @@ static int stopping(void)
 static void *sampler_main(void *arg)
 {
 	gmt_enter(); /* nothing this thread does is the program's */
+	smp.tid = (int)syscall(SYS_gettid);
 	gmt_futex_set(&smp.up, 1);
 	prctl(PR_SET_NAME, "gmt-sample", 0, 0, 0);
 	/* The program's thread may be loading NVML (a context hook): wait. */
@@ -173,13 +175,11 @@ void gmt_sampler_start(int sample_ms)
 	 * sample is taken while libnvidia-ml is still whole. */
 	if (!at_exit_registered)
 		at_exit_registered = atexit(at_exit_sample) == 0;
-	sigset_t all, old;
-	sigfillset(&all);
-	/* Like the flush thread: no signal of the program's is handled here. */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* NVML's calls: its own stack needs are not documented; 1 MiB is
+	 * eight times what glibc's smallest default would give. */
+	enum { SAMPLER_STACK = 1 << 20 };
 	smp.up = 0;
-	int rc = pthread_create(&smp.thread, NULL, sampler_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int rc = gmt_thread_start(&smp.thread, SAMPLER_STACK, sampler_main, NULL);
 	if (rc != 0) {
 		gmt_note(1, "cannot start the NVML sampling thread: device memory not sampled");
 		return;
@@ -201,7 +201,12 @@ void gmt_sampler_stop(int take_end)
 	/* Pairs with the acquire load in stopping(). */
 	__atomic_store_n(&smp.stop, 1, __ATOMIC_RELEASE);
 	gmt_sampler_wake();
-	if (!gmt_futex_wait_while(&smp.done, 0, STOP_WAIT_MS)) {
+	/* Not for long while it waits for the loader: inside NVML it may wait for the
+	 * loader's lock (the simulated NVML's dlclose does), which the
+	 * thread that exits may hold (a handler inside dl_iterate_phdr). */
+	enum { STOP_LOADER_MS = 10 };
+	gmt_futex_wait_while(&smp.up, 0, GMT_THREAD_UP_WAIT_MS); /* its tid is known */
+	if (!gmt_futex_wait_thread(&smp.done, 0, smp.tid, STOP_LOADER_MS, STOP_WAIT_MS)) {
 		/* Stuck in NVML: leave it; the process ends it. No END sample,
 		 * which would ask the same NVML. */
 		gmt_note(1, "the NVML sampling thread did not stop in time: no END sample");

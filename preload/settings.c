@@ -30,7 +30,7 @@ void gmt_settings_load(struct gmt_settings *s)
 	s->ring_bytes = (size_t)env_long("GPUMEMTRACE_RING_KB", 1024, 64, 65536) * 1024;
 	s->full_wait_ms = (int)env_long("GPUMEMTRACE_FULL_WAIT_MS", 1000, 0, 60000);
 	s->stack_cache = (int)env_long("GPUMEMTRACE_STACK_CACHE", 1, 0, 2);
-	s->symbolize = (int)env_long("GPUMEMTRACE_SYMBOLIZE", 1, 0, 1);
+	s->symbolize = (int)env_long("GPUMEMTRACE_SYMBOLIZE", 0, 0, 1);
 	s->disabled = (int)env_long("GPUMEMTRACE_DISABLE", 0, 0, 1);
 	s->python = (int)env_long("GPUMEMTRACE_PYTHON", 1, 0, 1);
 	s->pid_only = env_long("GPUMEMTRACE_PID_ONLY", 0, 0, 0x7fffffff);

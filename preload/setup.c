@@ -23,6 +23,7 @@
 #include "preload/nocancel.h"
 #include "preload/ring.h"
 #include "preload/sampler.h"
+#include "preload/scanner.h"
 #include "preload/settings.h"
 #include "preload/setup.h"
 #include "preload/stackcache.h"
@@ -34,17 +35,29 @@ static void thread_gone(void *ring);
 
 /* ---- configuration ---------------------------------------------------- */
 
+/* Our own code (trimmed from stacks), and the loader's image (its locks
+ * live there: sync.c tells a thread of ours that waits for one). */
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
-	uintptr_t me = (uintptr_t)&find_self; /* any address of our code */
+	uintptr_t me = (uintptr_t)&find_self, loader = (uintptr_t)&_r_debug;
+	uintptr_t lo_all = UINTPTR_MAX, hi_all = 0;
+	int has_loader = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-		if (ph->p_type == PT_LOAD && me >= lo && me < hi) {
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (me >= lo && me < hi) {
 			gmt_rt.self_lo = lo;
 			gmt_rt.self_hi = hi;
-			return 1;
 		}
+		has_loader |= loader >= lo && loader < hi;
+		lo_all = lo < lo_all ? lo : lo_all;
+		hi_all = hi > hi_all ? hi : hi_all;
+	}
+	if (has_loader) {
+		gmt_rt.loader_lo = lo_all;
+		gmt_rt.loader_hi = hi_all;
 	}
 	return 0;
 }
@@ -174,18 +187,8 @@ static int create_trace_off_stack(void)
 {
 	enum { CREATE_STACK = 256 << 10 };
 	int result = -1;
-	pthread_attr_t a;
 	pthread_t t;
-	sigset_t all, old;
-	if (pthread_attr_init(&a) != 0)
-		return create_trace();
-	pthread_attr_setstacksize(&a, CREATE_STACK);
-	sigfillset(&all); /* no signal of the program's is handled there */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&t, &a, create_trace_thread, &result);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&a);
-	if (rc != 0)
+	if (gmt_thread_start(&t, CREATE_STACK, create_trace_thread, &result) != 0)
 		return create_trace();
 	pthread_join(t, NULL);
 	return result;
@@ -207,6 +210,7 @@ struct gmt_ring *gmt_ring_for_this_thread(void)
 			set_state(ST_OFF);
 		} else {
 			set_state(ST_ACTIVE);
+			gmt_scanner_start(gmt_rt.set.symbolize);
 			gmt_sampler_start(gmt_rt.set.sample_ms);
 			made_file = 1;
 		}

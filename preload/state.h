@@ -15,8 +15,6 @@
 #include "preload/tracer.h"
 #include "preload/writer.h"
 
-enum { GATE_OPEN, GATE_CLOSED, GATE_WRITING }; /* gmt_rt.symbols_gate */
-
 enum state {
 	ST_UNCONFIGURED = 0,
 	ST_IDLE,     /* configured; the file is created at the first event */
@@ -43,10 +41,9 @@ struct gmt_runtime {
 	 * mallocs or locks may run: they ask the flush thread for the final
 	 * flush (final_req = reason + 1) and wait for final_done to move. */
 	uint32_t final_req, final_done;
-	/* The final flush's second write, the names of the frames: the
-	 * exiting thread closes the gate when it stops waiting, and then
-	 * waits (briefly) for a write already under way. */
-	uint32_t symbols_gate;
+	/* The module scan asked for as the end began (exit(), _exit, exec:
+	 * life.c), so that it runs while the end's handlers do; 0: none. */
+	uint32_t end_scan;
 	/* Execs under way: raised by each exec's caller before it asks for
 	 * the trailer, lowered when its exec returns (it failed). While
 	 * raised the flush thread writes nothing: a cycle before the new
@@ -71,7 +68,8 @@ struct gmt_runtime {
 	uint64_t *child_lost;
 	uint64_t child_lost_reported, child_lost_noted;
 	pthread_key_t key;
-	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
+	uintptr_t self_lo, self_hi;	/* our own code, trimmed from stacks */
+	uintptr_t loader_lo, loader_hi; /* ld.so's image: its locks are in there */
 	size_t ring_cap;
 	/* The trace's time zero: when the library loaded (or the child forked).
 	 * A call's time is taken before the call, and the file is created inside

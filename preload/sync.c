@@ -1,11 +1,16 @@
 /* Futex words, the asymmetric fence and the flush thread's wake-up
  * (preload/sync.h). Only syscalls: callable from a signal handler. */
+#include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "preload/clock.h"
 #include "preload/state.h"
 #include "preload/sync.h"
@@ -60,6 +65,62 @@ uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms)
 		uint64_t left = deadline - now;
 		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
 		syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, &ts, NULL, 0);
+	}
+	return seen;
+}
+
+int gmt_thread_start(pthread_t *t, size_t stack, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t a;
+	sigset_t all, old;
+	int rc = pthread_attr_init(&a);
+	if (rc != 0)
+		return rc;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if ((rc = pthread_attr_setstacksize(&a, stack)) != 0 ||
+	    (rc = pthread_attr_setguardsize(&a, page)) != 0) {
+		pthread_attr_destroy(&a);
+		return rc;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(t, &a, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	return rc;
+}
+
+int gmt_thread_waits_for_loader(int tid)
+{
+	char path[64], text[256];
+	gmt_format(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	text[n] = 0;
+	/* "NR ARG0 ...": a futex on a word inside ld.so's image. */
+	char *end;
+	long nr = strtol(text, &end, 10);
+	if (end == text || nr != SYS_futex)
+		return 0;
+	unsigned long long word = strtoull(end, NULL, 16);
+	return word >= gmt_rt.loader_lo && word < gmt_rt.loader_hi;
+}
+
+uint32_t gmt_futex_wait_thread(uint32_t *word, uint32_t value, int tid, unsigned loader_ms,
+			       unsigned max_ms)
+{
+	uint64_t start = gmt_now_ns();
+	uint32_t seen;
+	while ((seen = __atomic_load_n(word, __ATOMIC_ACQUIRE)) == value) {
+		uint64_t waited_ms = (gmt_now_ns() - start) / 1000000;
+		if (waited_ms >= max_ms ||
+		    (waited_ms >= loader_ms && gmt_thread_waits_for_loader(tid)))
+			break;
+		gmt_futex_wait_while(word, value, 2);
 	}
 	return seen;
 }

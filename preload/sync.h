@@ -4,6 +4,8 @@
 #ifndef GMT_PRELOAD_SYNC_H
 #define GMT_PRELOAD_SYNC_H
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Futex words our threads signal each other with (a thread is up, a thread
@@ -15,6 +17,26 @@ void gmt_futex_set(uint32_t *word, uint32_t value);
 /* How long fork waits for one of our threads to start (it takes microseconds). */
 enum { GMT_THREAD_UP_WAIT_MS = 1000 };
 uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms);
+
+/* Whether thread tid of ours waits for one of the dynamic loader's locks
+ * (a futex on a word inside ld.so's image, from /proc/self/task/TID/syscall:
+ * no allocation, no lock). */
+int gmt_thread_waits_for_loader(int tid);
+/* Waits while *word == value, as gmt_futex_wait_while, for a thread of
+ * ours (tid) to do something: at most max_ms (it may be slow, or wait for
+ * a CPU on a loaded machine), but only loader_ms while it waits for the
+ * loader's lock, which the waiting thread itself may hold (a signal
+ * handler's exit inside a dl_iterate_phdr callback). */
+uint32_t gmt_futex_wait_thread(uint32_t *word, uint32_t value, int tid, unsigned loader_ms,
+			       unsigned max_ms);
+
+/* Starts one of our threads (flush, sampler, scanner, the file's
+ * creation): every signal blocked (no handler of the program's runs on it,
+ * and SIGXFSZ from a full disk cannot kill), and a stack of `stack` bytes
+ * with a guard page, never the program's default (pthread_setattr_default_np
+ * or ulimit -s reach every thread made without a size). Returns
+ * pthread_create's result. */
+int gmt_thread_start(pthread_t *t, size_t stack, void *(*fn)(void *), void *arg);
 
 /* Bumps gmt_rt.wake and wakes the flush thread. Pairs with the load of
  * gmt_rt.wake before its FUTEX_WAIT (flush.c). Async-signal-safe. */

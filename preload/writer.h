@@ -4,7 +4,8 @@
  *
  * Three files: preload/writer.c is the file (creating it, the pending
  * chunk, compression, the writes); preload/encode.c turns the rings'
- * records, stacks, modules and devices into records in the pending chunk;
+ * records, stacks, modules and devices into records in the pending chunk
+ * (frames are named elsewhere: by the CLI, or preload/scanner.c);
  * preload/procinfo.c is the PROCESS record (command line, environment). */
 #ifndef GMT_WRITER_H
 #define GMT_WRITER_H
@@ -20,8 +21,6 @@
 #include "preload/modules.h"
 #include "preload/ring.h"
 #include "preload/stacks.h"
-
-struct gmt_ipset;
 
 /* Chunk compression (GMTZ): off, wanted (libzstd not loaded yet: never on
  * the hook path), or on. */
@@ -58,12 +57,8 @@ struct gmt_writer {
 	int32_t ev_prev_dev;
 
 	struct gmt_stacks stacks;
-	struct gmt_modules modules;
-	uint32_t modules_emitted;
-	uint32_t nodes_symbolized;
-	struct gmt_ipset *symbolized;
-	struct gmt_symbolizer *sym; /* kept: late events name only their new frames */
-	uint32_t sym_modules;	    /* modules registered with sym */
+	uint32_t modules_emitted; /* MODULE records written, of the process's table */
+	uint32_t names_asked;	  /* stack nodes whose frames went to the naming */
 	int devices_done;
 	uint64_t devices_first_ns; /* when a flush first found CUDA initialized */
 	struct gmt_device_facts devices;
@@ -121,7 +116,8 @@ static inline uint64_t gmt_wall_ns(void)
 /* ---- the records (encode.c, procinfo.c) ---- */
 
 /* Creates the file (gmt_writer_create) and writes its first records: the
- * process, the modules. compress: chunks are to be compressed (from the
+ * process, the modules (scanned here: the caller may wait for the loader's
+ * lock). compress: chunks are to be compressed (from the
  * next flush on, once gmt_writer_compress_init loaded libzstd). Returns 0,
  * or -1 with errno set. */
 int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress,
@@ -134,9 +130,10 @@ void gmt_writer_process(struct gmt_writer *w);
 void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const struct gmt_ring_hdr *h);
 void gmt_writer_end_batch(struct gmt_writer *w);
 void gmt_writer_lost(struct gmt_writer *w, int tid, uint64_t count, uint64_t time_ns);
-void gmt_writer_scan_modules(struct gmt_writer *w);
+/* MODULE records for the modules published since the last call
+ * (preload/modules.h): no scan, no lock. */
+void gmt_writer_modules(struct gmt_writer *w);
 void gmt_writer_devices(struct gmt_writer *w);
-int gmt_writer_symbols(struct gmt_writer *w);
 void gmt_writer_reserve(struct gmt_writer *w);
 void gmt_writer_note(struct gmt_writer *w, int level, const char *text);
 void gmt_writer_trailer(struct gmt_writer *w, unsigned reason, uint64_t end_ns);

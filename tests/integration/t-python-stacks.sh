@@ -42,7 +42,8 @@ GPUMEMTRACE_PYTHON=0 traced "$py" "$script" pydll >out.txt || fail "PYTHON=0 run
 t=$(the_trace)
 "$GMT_CLI" dump "$t" >dump.txt
 if grep -q "PYFRAME\|ip $none_ip" dump.txt; then fail "GPUMEMTRACE_PYTHON=0 still recorded Python frames"; fi
-grep -q "_PyEval_EvalFrameDefault" dump.txt || fail "native interpreter frames missing with PYTHON=0"
+"$GMT_CLI" flamegraph --folded --raw-sites --at end "$t" >folded.txt
+grep -q "_PyEval_EvalFrameDefault" folded.txt || fail "native interpreter frames missing with PYTHON=0"
 rm -f gpumemtrace.*
 
 # A bad value: one warning, the default (on).

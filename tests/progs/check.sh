@@ -93,15 +93,19 @@ event_count() {
 
 # stack_of API: the modules and functions of the first API event's stack,
 # innermost first, one "module function" line per frame, from dump.txt.
+# Frames are named by the trace's SYMBOL records where it has them (the
+# library names in-process only with GPUMEMTRACE_SYMBOLIZE=1), else by
+# addr2line from the file its MODULE record names: a namer of our own
+# would check itself.
 stack_of() {
 	python3 - "$1" dump.txt <<'PY'
-import re, sys
+import re, subprocess, sys
 api, path = sys.argv[1], sys.argv[2]
 modules, parent, ipof, syms, stack = [], {}, {}, {}, None
 for line in open(path):
-    m = re.search(r'MODULE id (\d+) \[0x([0-9a-f]+), 0x([0-9a-f]+)\).* path "([^"]*)"', line)
+    m = re.search(r'MODULE id (\d+) \[0x([0-9a-f]+), 0x([0-9a-f]+)\) load_bias 0x([0-9a-f]+) path "([^"]*)"', line)
     if m:
-        modules.append((int(m[2], 16), int(m[3], 16), m[4]))
+        modules.append((int(m[2], 16), int(m[3], 16), m[5], int(m[4], 16)))
     if re.search(r'\bSTACK \d+ nodes:', line):
         for n, p, ip in re.findall(r'#(\d+) parent (\d+) ip 0x([0-9a-f]+)', line):
             parent[int(n)], ipof[int(n)] = int(p), int(ip, 16)
@@ -111,10 +115,19 @@ for line in open(path):
     m = re.search(r'EVENT #\d+ .* %s .* stack (\d+)' % re.escape(api), line)
     if m and stack is None:
         stack = int(m[1])
+def name(ip, mod):
+    if ip in syms:
+        return syms[ip]
+    if not mod or not mod[2].startswith('/'):
+        return '?'
+    # A return address points after the call: name the call itself.
+    out = subprocess.run(['addr2line', '-f', '-e', mod[2], hex(ip - 1 - mod[3])],
+                         capture_output=True, text=True).stdout.split('\n')
+    return out[0] if out and out[0] and out[0] != '??' else '?'
 while stack:
     ip = ipof[stack]
-    mod = next((p for s, e, p in modules if s <= ip < e), '?')
-    print(mod.rsplit('/', 1)[-1], syms.get(ip, '?'))
+    mod = next((m for m in modules if m[0] <= ip < m[1]), None)
+    print((mod[2] if mod else '?').rsplit('/', 1)[-1], name(ip, mod))
     stack = parent[stack]
 PY
 }

@@ -13,8 +13,18 @@
  *   paint KIB [late]: the same thread's stack painted, DEPTH 0: prints
  *                     the bytes its CUDA pair used (high-water mark).
  *   dlerror:          dlsym(RTLD_DEFAULT, "cuNoSuchCall"), prints dlerror().
+ *   phdr-term exit|_exit: one cudaMalloc/cudaFree pair, then inside a
+ *                     dl_iterate_phdr callback (the loader's lock held, as
+ *                     an unwinder or profiler holds it) prints "inside" and
+ *                     sleeps; a SIGTERM handler calls exit(3) or _exit(3).
+ *   default-stack KIB: sets the default thread stack to KIB KiB
+ *                     (pthread_setattr_default_np) before any CUDA call, then
+ *                     allocates through deep stacks on main, prints a line
+ *                     to buffered stdout, waits for a line on stdin, and
+ *                     returns 0 (KIB 0: leaves the default, for ulimit -s).
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -22,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cuda-types.h"
@@ -151,6 +162,55 @@ static int stack_run(long kib, int depth, int late, int paint)
 	return 0;
 }
 
+static int term_with_exit;
+
+static void on_term_any(int sig)
+{
+	(void)sig;
+	if (term_with_exit)
+		exit(3);
+	_exit(3);
+}
+
+static int stay_inside(struct dl_phdr_info *info, size_t size, void *data)
+{
+	static const char inside[] = "inside\n";
+	if (write(1, inside, sizeof inside - 1) != sizeof inside - 1)
+		return 1;
+	for (int i = 0; i < 600; i++) { /* 60 s: the test's SIGTERM comes long before */
+		struct timespec ts = {0, 100000000};
+		nanosleep(&ts, NULL);
+	}
+	return 1;
+}
+
+static int phdr_term(const char *how)
+{
+	term_with_exit = !strcmp(how, "exit");
+	signal(SIGTERM, on_term_any);
+	if (!cuda_pair())
+		return 2;
+	dl_iterate_phdr(stay_inside, NULL);
+	return 4; /* not signalled in time */
+}
+
+static int default_stack(long kib)
+{
+	pthread_attr_t a;
+	if (kib > 0 &&
+	    (pthread_attr_init(&a) != 0 || pthread_attr_setstacksize(&a, (size_t)kib * 1024) != 0 ||
+	     pthread_setattr_default_np(&a) != 0))
+		return 2;
+	for (int i = 0; i < 20; i++)
+		if (!deep(i))
+			return 2;
+	printf("buffered output survives\n"); /* stdout is a file: flushed by exit */
+	char line[16];
+	if (!fgets(line, sizeof line, stdin))
+		return 2;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -164,6 +224,10 @@ int main(int argc, char **argv)
 		return stack_run(atol(argv[2]), atoi(argv[3]), argc > 4, 0);
 	if (!strcmp(mode, "paint") && argc > 2)
 		return stack_run(atol(argv[2]), 0, argc > 3, 1);
+	if (!strcmp(mode, "phdr-term") && argc > 2)
+		return phdr_term(argv[2]);
+	if (!strcmp(mode, "default-stack") && argc > 2)
+		return default_stack(atol(argv[2]));
 	if (!strcmp(mode, "dlerror")) {
 		void *f = dlsym(RTLD_DEFAULT, "cuNoSuchCall");
 		const char *e = dlerror();
