@@ -28,9 +28,12 @@ UNIT_SRCS_test-python-walk := preload/python.c preload/python-layouts.c
 UNIT_LIBS_test-python-walk := -rdynamic # python.c finds the fake CPython with dlsym
 # The analysis layer: without trace.c, or with it (and what it needs).
 UNIT_ANALYSIS := common/api.c common/text.c reader/diag.c reader/xalloc.c
-UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c analysis/sites.c \
-	analysis/trace-rows.c analysis/replay.c analysis/counters.c common/symbolize.c $(UNIT_ANALYSIS)
+UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c analysis/trace-names.c \
+	analysis/sites.c analysis/trace-rows.c analysis/replay.c analysis/counters.c \
+	common/symbolize.c common/symbolize-files.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-reorder := analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-symbolize := common/symbolize.c common/symbolize-files.c
+UNIT_LIBS_test-symbolize := -ldw -lelf
 UNIT_SRCS_test-replay := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-peakset := analysis/peakset.c analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-phase := analysis/phase.c analysis/replay.c $(UNIT_ANALYSIS)
