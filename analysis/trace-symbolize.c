@@ -116,7 +116,7 @@ static int in_place(struct trace *t, struct gmt_append *a)
 			  in->stop == GMT_STOP_TORN ? "a torn tail" : "a bad chunk");
 		return EXIT_TRACE;
 	}
-	int fd = open(t->path, O_WRONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int fd = open(t->path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		say_error(t->cmd, "%s: cannot add the names: %s", t->path,
@@ -144,65 +144,42 @@ static int in_place(struct trace *t, struct gmt_append *a)
 	return rc;
 }
 
-/* The readable part of the trace copied to fd. */
-static int copy_readable(const struct trace *t, int fd)
+/* The readable part of the trace, then the records, written to fd. */
+static int to_copy(struct trace *t, struct gmt_append *a, int fd)
 {
 	int in = open(t->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (in < 0)
-		return -1;
 	char buf[1 << 16];
 	uint64_t left = t->info.readable_end;
-	while (left) {
+	while (in >= 0 && left) {
 		ssize_t n = read(in, buf, left < sizeof(buf) ? left : sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0 || write(fd, buf, (size_t)n) != n) {
-			int err = n == 0 ? EIO : errno;
-			close(in);
-			errno = err;
-			return -1;
+			if (n == 0)
+				errno = EIO; /* shorter than when it was read */
+			break;
 		}
 		left -= (uint64_t)n;
 	}
-	close(in);
-	return 0;
+	int err = errno;
+	if (in >= 0)
+		close(in);
+	if (in < 0 || left || gmt_append_write(a, fd, t->info.readable_end) != 0) {
+		say_error(t->cmd, "cannot write the named copy of %s: %s", t->path,
+			  strerror(left ? err : errno));
+		return EXIT_INPUT;
+	}
+	return -1;
 }
 
-static int to_copy(struct trace *t, struct gmt_append *a, const char *out)
-{
-	struct stat si, so;
-	if (stat(t->path, &si) == 0 && stat(out, &so) == 0 && si.st_dev == so.st_dev &&
-	    si.st_ino == so.st_ino) {
-		say_error(t->cmd,
-			  "-o %s is the trace itself: leave -o out to add the names in place", out);
-		return EXIT_USAGE;
-	}
-	char *tmp = xrealloc(NULL, strlen(out) + 16);
-	sprintf(tmp, "%s.tmp.XXXXXX", out);
-	int fd = mkostemp(tmp, O_CLOEXEC); /* 0600, as the library makes traces */
-	int rc = -1;
-	if (fd < 0 || copy_readable(t, fd) != 0 ||
-	    gmt_append_write(a, fd, t->info.readable_end) != 0 || fsync(fd) != 0 ||
-	    rename(tmp, out) != 0) {
-		say_error(t->cmd, "cannot write %s: %s", out, strerror(errno));
-		if (fd >= 0)
-			unlink(tmp);
-		rc = EXIT_INPUT;
-	}
-	if (fd >= 0)
-		close(fd);
-	free(tmp);
-	return rc;
-}
-
-int trace_symbolize(struct trace *t, const char *out, struct trace_symbolize *res)
+int trace_symbolize(struct trace *t, int out, struct trace_symbolize *res)
 {
 	memset(res, 0, sizeof(*res));
 	struct gmt_append *a = gmt_append_new(t->hdr.version, t->last_seq + 1);
 	if (!a)
 		oom();
 	const struct gmt_read_info *in = &t->info;
-	if (out && in->readable_end < in->file_size) {
+	if (out >= 0 && in->readable_end < in->file_size) {
 		char text[400];
 		snprintf(
 		    text, sizeof(text),
@@ -215,14 +192,14 @@ int trace_symbolize(struct trace *t, const char *out, struct trace_symbolize *re
 	}
 	add_names(t, a, res);
 	int rc = -1;
-	if (gmt_append_records(a) || out) {
+	if (gmt_append_records(a) || out >= 0) {
 		/* a fresh trailer only for a complete trace: one that was not
 		 * (torn, damaged, no trailer) must not read as complete now */
 		if (t->complete && in->stop == GMT_STOP_NONE && gmt_append_records(a) &&
 		    gmt_append_trailer(a, t->trailer_end_ns, t->trailer_events, t->trailer_lost,
 				       t->trailer_stack_nodes, t->trailer_reason) != 0)
 			oom();
-		rc = out ? to_copy(t, a, out) : in_place(t, a);
+		rc = out >= 0 ? to_copy(t, a, out) : in_place(t, a);
 		res->appended = rc < 0 && gmt_append_records(a);
 	}
 	gmt_append_free(a);

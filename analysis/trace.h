@@ -110,6 +110,22 @@ struct trace_counters {
 	size_t n;
 };
 
+/* A framework's out-of-memory error as the helper saw it
+ * (GMT_TAG_FWOOM); analysis/fwoom.h reads them. */
+#define TRACE_MAX_FWOOM	 1024  /* kept; the rest are counted (fwooms_total) */
+#define TRACE_FWOOM_TEXT 16384 /* of each message: what analysis/fwoom-msg.c reads */
+struct trace_fwoom {
+	uint64_t time_ns;
+	int tid;
+	int how;		 /* GMT_FWOOM_* */
+	char *source, *type;	 /* "torch", "torch.OutOfMemoryError" */
+	char *message;		 /* at most TRACE_FWOOM_TEXT bytes of it */
+	size_t message_len;	 /* of the copy */
+	int64_t device;		 /* CUDA ordinal; -1: unknown */
+	struct trace_counter *v; /* the figures the helper read then */
+	size_t n;
+};
+
 struct trace_pyframe;
 struct trace_demangled;
 struct site_opts;
@@ -146,6 +162,14 @@ struct trace {
 	struct trace_pyframe *pyframes;
 	struct trace_counters *counters; /* in file order */
 	size_t ncounters;
+	struct trace_fwoom *fwooms; /* in file order */
+	size_t nfwooms;
+	uint64_t fwooms_total;
+	/* how the process ended (GMT_TAG_EXIT): the last such record */
+	bool has_exit;
+	int exit_how; /* GMT_EXIT_* */
+	int64_t exit_status;
+	uint64_t exit_signal, exit_time_ns;
 	/* totals */
 	uint64_t events, lost;
 	uint64_t first_time_ns, last_time_ns; /* of events; 0 without events */
@@ -174,7 +198,7 @@ struct trace {
 	uint64_t name_seconds; /* its bound (GPUMEMTRACE_NAME_SECONDS) */
 	struct trace_demangled *demangled;
 	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
-	size_t samples_cap, ranges_cap, counters_cap;
+	size_t samples_cap, ranges_cap, counters_cap, fwooms_cap;
 	bool have_last_dev;
 	int64_t last_dev; /* of the last event: most repeat it */
 };
@@ -269,11 +293,12 @@ struct trace_symbolize {
 /* Names the frames of t that the trace does not name, from the module
  * files on this machine, and adds their SYMBOL records (with an info NOTE
  * saying so, a warning NOTE if naming was cut short, and a fresh TRAILER
- * when the trace ended with one) to its file, or to a copy at `out` (NULL:
- * in place; a copy holds the readable part, and a NOTE says what was left
- * out). In place only when the file ends in whole chunks and no process
- * holds it open. Returns -1, or the exit code after its one error line. */
-int trace_symbolize(struct trace *t, const char *out, struct trace_symbolize *res);
+ * when the trace was complete) to its file, or writes a copy to the empty
+ * file `out` (-1: in place; a copy holds the readable part, and a NOTE says
+ * what was left out). In place only when the file ends in whole chunks and
+ * no process holds it open. Returns -1, or the exit code after its one
+ * error line. */
+int trace_symbolize(struct trace *t, int out, struct trace_symbolize *res);
 /* The symbolizer that names t's frames from the module files
  * (common/symbolize.h: what became of each module), made on first use. */
 struct gmt_symbolizer;

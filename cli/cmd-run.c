@@ -28,7 +28,8 @@ static const char more[] =
     "is set to it unless already set.\n"
     "\n"
     "--framework-counters prepends the helper folder (../share/gpumemtrace/\n"
-    "counters when installed, python/counters in a source tree) to\n"
+    "counters when installed by make, ../_counters in the Python package,\n"
+    "python/gpumemtrace/_counters in a source tree) to\n"
     "PYTHONPATH: its sitecustomize.py writes PyTorch's, JAX's and TF's own\n"
     "memory counters into the trace once the program has imported one, every\n"
     "GPUMEMTRACE_SAMPLE_MS and at each PyTorch OOM, then runs the program's\n"
@@ -228,9 +229,10 @@ static char *find_counters_helper(void)
 		say_error(CMD, "--framework-counters: cannot find the CLI's own path");
 		return NULL;
 	}
-	static const char *const rel[] = {"/../share/gpumemtrace/counters", "/../python/counters"};
+	static const char *const rel[] = {"/../share/gpumemtrace/counters", "/../_counters",
+					  "/../python/gpumemtrace/_counters"};
 	char path[PATH_MAX + 64];
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s/sitecustomize.py", dir, rel[i]);
 		if (access(path, R_OK) == 0) {
 			snprintf(path, sizeof(path), "%s%s", dir, rel[i]);
@@ -423,7 +425,7 @@ static void name_frames(char **paths, int n)
 		if (trace_open(&t, CMD, paths[i]) >= 0)
 			continue; /* its line is said; the summary says it too */
 		struct trace_symbolize res;
-		trace_symbolize(&t, NULL, &res);
+		trace_symbolize(&t, -1, &res);
 		trace_close(&t);
 	}
 }

@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "common/symbolize.h"
 #include "analysis/trace.h"
 
@@ -94,7 +96,25 @@ static int one(const char *path, const struct sym_args *a)
 	if (rc >= 0)
 		return rc;
 	struct trace_symbolize res;
-	rc = trace_symbolize(&t, a->output, &res);
+	struct cli_out o;
+	if (a->output) {
+		rc = cli_out_open(&o, CMD, a->output, &path, 1);
+		if (rc >= 0 || !o.tmp) { /* not a regular file: a copy needs one */
+			if (rc < 0) {
+				cli_out_close(&o, CMD, false);
+				rc = say_usage_error(CMD, "-o %s: not a regular file", a->output);
+			}
+			trace_close(&t);
+			return rc;
+		}
+		fchmod(fileno(o.f), 0600); /* a trace, private as the library makes them */
+	}
+	rc = trace_symbolize(&t, a->output ? fileno(o.f) : -1, &res);
+	if (a->output) {
+		int closed = cli_out_close(&o, CMD, rc < 0);
+		if (rc < 0)
+			rc = closed;
+	}
 	const char *shown = a->output ? a->output : path;
 	if (rc < 0 && !a->quiet) {
 		uint64_t left = res.frames - res.had - res.named;

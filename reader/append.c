@@ -178,28 +178,27 @@ int gmt_append_write(struct gmt_append *a, int fd, uint64_t size)
 	struct stat st;
 	if (fstat(fd, &st) != 0)
 		return -1;
-	if ((uint64_t)st.st_size != size) {
+	bool reg = S_ISREG(st.st_mode);
+	if (reg && (uint64_t)st.st_size != size) {
 		errno = EAGAIN;
 		return -1;
 	}
-	/* One chunk per write at the file's end: whoever stops us part way
-	 * leaves whole chunks and at most one torn tail, as the library. */
-	uint64_t off = size;
+	/* One chunk per write: whoever stops us part way leaves whole chunks
+	 * and at most one torn tail, as the library does. */
 	const uint8_t *c = a->out, *end = a->out + a->out_len;
 	while (c < end) {
 		size_t len = GMT_CHUNK_HEADER_SIZE + gmt_get_le32(c + 4);
-		ssize_t n = pwrite(fd, c, len, (off_t)off);
+		ssize_t n = write(fd, c, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n != (ssize_t)len) {
 			int err = n < 0 ? errno : ENOSPC;
-			if (ftruncate(fd, (off_t)size) != 0) {
+			if (reg && ftruncate(fd, (off_t)size) != 0) {
 				/* nothing more to do: the torn tail reads as one */
 			}
 			errno = err;
 			return -1;
 		}
-		off += len;
 		c += len;
 	}
 	return 0;

@@ -33,10 +33,11 @@ int gmt_append_trailer(struct gmt_append *a, uint64_t end_ns, uint64_t events, u
 /* Records added so far. */
 uint64_t gmt_append_records(const struct gmt_append *a);
 
-/* Writes every chunk at the end of fd, whose size must still be `size`
- * (the end of the trace as it was read): 0; or -1 with errno, and the
- * file cut back to `size` when a write failed part way (EAGAIN: the file
- * is no longer `size` bytes long: something else writes it). */
+/* Writes every chunk to fd (O_APPEND, or at its end), a regular file whose
+ * size must still be `size` (the end of the trace as it was read), or a
+ * pipe: 0; or -1 with errno, and a regular file cut back to `size` when a
+ * write failed part way (EAGAIN: the file is no longer `size` bytes long:
+ * something else writes it). */
 int gmt_append_write(struct gmt_append *a, int fd, uint64_t size);
 
 /* true when process pid (the trace's header pid) is alive and holds the
