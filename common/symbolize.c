@@ -123,14 +123,13 @@ int gmt_symbolizer_add_module(struct gmt_symbolizer *s, const char *path, uint64
 
 /* ---- modules by address ---- */
 
-static struct gmt_symbolizer *sort_ctx;
-static int by_start(const void *a, const void *b)
+static int by_start(const void *a, const void *b, void *ctx)
 {
-	const struct sym_mod *x = &sort_ctx->mods[*(const size_t *)a],
-			     *y = &sort_ctx->mods[*(const size_t *)b];
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+	const struct gmt_symbolizer *s = ctx;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	if (s->mods[i].start != s->mods[j].start)
+		return s->mods[i].start < s->mods[j].start ? -1 : 1;
+	return i < j ? -1 : 1;
 }
 
 static int sort_modules(struct gmt_symbolizer *s)
@@ -145,8 +144,7 @@ static int sort_modules(struct gmt_symbolizer *s)
 		return -1;
 	for (size_t i = 0; i < s->nmods; i++)
 		o[i] = i;
-	sort_ctx = s; /* qsort has no context argument; lookups are single-threaded */
-	qsort(o, s->nmods, sizeof(*o), by_start);
+	qsort_r(o, s->nmods, sizeof(*o), by_start, s);
 	for (size_t i = 0; i < s->nmods; i++) {
 		uint64_t end = s->mods[o[i]].end;
 		e[i] = i && e[i - 1] > end ? e[i - 1] : end;
@@ -242,7 +240,8 @@ static void load_functions(struct sym_mod *m)
 		v[k++] =
 		    (struct sym_fn){addr, sym.st_size, sec_end, name, rank_of(&sym), (uint32_t)i};
 	}
-	qsort(v, k, sizeof(*v), by_lo);
+	if (k)
+		qsort(v, k, sizeof(*v), by_lo);
 	uint64_t *e = malloc((k ? k : 1) * sizeof(*e));
 	if (!e) {
 		free(v);
@@ -433,7 +432,8 @@ static const struct sym_cu *cu_inlines(struct sym_mod *m, Dwarf_Die *cudie)
 		free(iv.v);
 		return NULL;
 	}
-	qsort(iv.v, iv.n, sizeof(*iv.v), by_inl_lo);
+	if (iv.n)
+		qsort(iv.v, iv.n, sizeof(*iv.v), by_inl_lo);
 	*c = (struct sym_cu){off, iv.v, iv.n};
 	m->ncus++;
 	return c;
