@@ -111,6 +111,7 @@ struct trace_counters {
 };
 
 struct trace_pyframe;
+struct fwhist;
 struct site_opts;
 struct site_cache;
 struct site_api_cache;
@@ -145,6 +146,7 @@ struct trace {
 	struct trace_pyframe *pyframes;
 	struct trace_counters *counters; /* in file order */
 	size_t ncounters;
+	struct fwhist *fw; /* a framework's own view (analysis/fwhist.h); NULL: none */
 	/* totals */
 	uint64_t events, lost;
 	uint64_t first_time_ns, last_time_ns; /* of events; 0 without events */
