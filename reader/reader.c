@@ -49,6 +49,10 @@ const char *gmt_rec_type_name(int type)
 		return "FWTRACE";
 	case GMT_REC_FWSNAP:
 		return "FWSNAP";
+	case GMT_REC_FWOOM:
+		return "FWOOM";
+	case GMT_REC_EXIT:
+		return "EXIT";
 	case GMT_REC_SAMPLE:
 		return "SAMPLE";
 	case GMT_REC_RANGE:

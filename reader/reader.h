@@ -124,6 +124,8 @@ enum gmt_rec_type {
 	GMT_REC_FWSEG = GMT_TAG_FWSEG,
 	GMT_REC_FWTRACE = GMT_TAG_FWTRACE,
 	GMT_REC_FWSNAP = GMT_TAG_FWSNAP,
+	GMT_REC_FWOOM = GMT_TAG_FWOOM,
+	GMT_REC_EXIT = GMT_TAG_EXIT,
 	GMT_REC_EVENT = 64, /* one event of an EVENTS batch */
 	GMT_REC_CHUNK = 65, /* a chunk begins: its records follow */
 };
@@ -290,6 +292,19 @@ struct gmt_record {
 			size_t count;
 			const struct gmt_fw_block *v;
 		} fwseg;
+		struct {
+			uint64_t tid, time_ns, how;
+			struct gmt_str source, type;
+			int64_t ordinal;
+			size_t count;
+			const struct gmt_counter *v; /* the figures the helper read */
+			struct gmt_str message;
+		} fwoom;
+		struct {
+			uint64_t time_ns, how;
+			int64_t status;
+			uint64_t signal;
+		} exit;
 	} u;
 };
 

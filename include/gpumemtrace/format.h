@@ -160,6 +160,18 @@ enum gmt_feature {
  *          as several records, the later ones flagged
  *          GMT_FWSEG_CONTINUED. pool (a, b) is the segment's pool id,
  *          (0, 0) the default pool. (version 5)
+ * FWOOM    v tid, v time_ns, v how (GMT_FWOOM_*), s source ("torch", "jax",
+ *          "tensorflow", "cupy"), s type (the exception's class,
+ *          "torch.OutOfMemoryError"; empty for the observer), z ordinal (-1:
+ *          unknown), v count, count x (s name, v value), s message: a
+ *          framework's out-of-memory error as the helper of `run
+ *          --framework-counters` saw it: the figures it read then (the
+ *          observer's arguments, the pool's counters) and the error's text
+ *          (cut at GMT_FWOOM_MESSAGE_MAX bytes). (version 5)
+ * EXIT     v time_ns, v how (GMT_EXIT_*), z status, v signal (0: none): how
+ *          the process ended, as the library saw it; written right before
+ *          the final TRAILER. A trace without one ended some other way (a
+ *          signal, a crash) or comes from before version 5. (version 5)
  * TRAILER  v end_time_ns, v events, v lost, v stack_nodes, v reason
  *          (GMT_END_*). Complete trace: the last record read is a TRAILER.
  *          A TRAILER followed by more chunks (a failed exec) is not final. */
@@ -183,7 +195,9 @@ enum gmt_tag {
 	GMT_TAG_FWSEG = 17,	/* version 5 */
 	GMT_TAG_FWTRACE = 18,	/* version 5 */
 	GMT_TAG_FWSNAP = 19,	/* version 5 */
-	GMT_TAG_MAX_ = 19,
+	GMT_TAG_FWOOM = 20,	/* version 5 */
+	GMT_TAG_EXIT = 21,	/* version 5 */
+	GMT_TAG_MAX_ = 21,
 };
 
 /* SAMPLE flags and reasons. */
@@ -255,6 +269,24 @@ enum gmt_fwblock_state {
 };
 /* Entries per FWTRACE record and blocks per FWSEG record, at most. */
 #define GMT_FW_BATCH_MAX 65536
+
+/* FWOOM: where the helper saw the error. */
+enum gmt_fwoom_how {
+	GMT_FWOOM_OBSERVER = 0,	  /* PyTorch's out-of-memory observer: the allocator gave up;
+				   * the program may still catch the error */
+	GMT_FWOOM_EXCEPTHOOK = 1, /* uncaught in the main thread (sys.excepthook) */
+	GMT_FWOOM_THREAD = 2,	  /* uncaught in a thread (threading.excepthook) */
+	GMT_FWOOM_AT_EXIT = 3,	  /* found at exit (sys.last_value): uncaught, but another
+				   * excepthook replaced ours */
+};
+#define GMT_FWOOM_MESSAGE_MAX 4096
+#define GMT_FWOOM_VALUES_MAX  32
+
+/* EXIT: the way out. */
+enum gmt_exit_how {
+	GMT_EXIT_EXIT = 0,  /* exit(status) or main's return */
+	GMT_EXIT__EXIT = 1, /* _exit / _Exit (os._exit) */
+};
 
 /* RANGE ops and sources. */
 enum gmt_range_op {

@@ -27,6 +27,8 @@ fwseg seq=1 addr=0x7f0000000000 total=2097152 flags=2 stack=1
 fwblk addr=0x7f0000000000 size=1024 req=1000 state=active_allocated stack=1
 fwblk addr=0x7f0000000400 size=2096128 state=inactive
 chunk
+fwoom tid=7 t=1000004500 how=observer source=torch ord=0 v:alloc_size=20971520 v:device_free=0 msg="CUDA out of memory.\nTried"
+exit t=1000004900 how=_exit status=3
 trailer t=1000005000 events=4 lost=4 nodes=1 reason=1
 T
 "$GMT_CLI" dump all.gmt >d.txt 2>err || fail "dump exit $?: $(cat err)"
@@ -56,12 +58,17 @@ has '#1 oom device_free 1048576 (1.00 MiB) size 20971520 (20.0 MiB) stream 0x0 t
 has 'FWSEG seq 1 dev 0 addr 0x7f0000000000 total 2097152 (2.00 MiB) stream 0x0 flags 0x2 small pool 0,0 stack 1 blocks 2'
 has 'block 0x7f0000000000 size 1024 (1.00 KiB) requested 1000 active_allocated stack 1'
 has 'block 0x7f0000000400 size 2096128 (2.00 MiB) requested 0 inactive stack 0'
+has 'FWOOM +0.000004500 tid 7 how observer source "torch" type "" ordinal 0 count 2 message "CUDA out of memory.\nTried"'
+has '          "alloc_size" 20971520 (20.0 MiB)'
+has '          "device_free" 0'
+has 'EXIT +0.000004900 how _exit status 3 signal 0'
 has 'TRAILER end +0.000005000 events 4 lost 4 stack_nodes 1 reason 1 (_exit)'
-tail -n 1 d.txt | grep -Eq '^END 2 chunks, 13 records, 4 events, ([0-9]+) of \1 bytes readable, complete$' ||
+tail -n 1 d.txt | grep -Eq '^END 2 chunks, 15 records, 4 events, ([0-9]+) of \1 bytes readable, complete$' ||
 	fail "last line: $(tail -n 1 d.txt)"
-# one line per record: 1 header + 1 comment + 2 chunks + 13 records + 4 events
-# + 1 setting, 2 entries and 2 blocks + END
-expect_eq lines "$(wc -l <d.txt)" 27
+# one line per record: 1 header + 1 comment + 2 chunks + 15 records + 4
+# events + END, and the lines below some: FWOOM 2, FWSNAP 1, FWTRACE 2,
+# FWSEG 2
+expect_eq lines "$(wc -l <d.txt)" 31
 
 # a reader that stops early is not an error (lib.sh sets pipefail)
 { echo "events tid=1"; seq 1 20000 | awk '{ printf "ev api=cudaMalloc t=%d ptr=%d size=64 dev=0\n", $1, $1 * 4096 }'; } |

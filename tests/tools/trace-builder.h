@@ -79,6 +79,12 @@ void tb_fwtrace(struct tb *b, uint64_t seq, int64_t device, uint64_t flags, size
 void tb_fwseg(struct tb *b, uint64_t seq, int64_t device, uint64_t address, uint64_t total_size,
 	      uint64_t stream, uint64_t flags, uint64_t stack_id, size_t n,
 	      const struct tb_fw_block *blk);
+/* FWOOM: a framework's out-of-memory error (version 5). */
+void tb_fwoom(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t how, const char *source,
+	      const char *type, int64_t ordinal, size_t n, const char *const *names,
+	      const uint64_t *values, const char *message);
+/* EXIT: how the process ended (version 5). */
+void tb_exit(struct tb *b, uint64_t time_ns, uint64_t how, int64_t status, uint64_t signal);
 void tb_raw(struct tb *b, const void *bytes, size_t len); /* payload bytes as given */
 void tb_varint(struct tb *b, uint64_t v);		  /* one varint, raw */
 
