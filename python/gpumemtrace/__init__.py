@@ -85,3 +85,16 @@ def range(text):  # pylint: disable=redefined-builtin
         yield
     finally:
         range_pop()
+
+
+# Reading traces (gpumemtrace.reader), imported on first use: the marker
+# API above stays cheap to import in a traced program.
+_READER_NAMES = ("load", "Trace", "Table", "TraceError", "IncompleteTraceWarning", "schema")
+
+
+def __getattr__(name):
+    if name in _READER_NAMES:
+        from . import reader  # pylint: disable=import-outside-toplevel
+
+        return getattr(reader, name)
+    raise AttributeError("module 'gpumemtrace' has no attribute %r" % name)
