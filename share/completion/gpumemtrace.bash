@@ -118,7 +118,7 @@ _gpumemtrace() {
 		opts="--output -o --at --folded --raw-sites --help" ;;
 	export)
 		case $prev in
-		-f | --format) COMPREPLY=($(compgen -W "perfetto csv pprof" -- "$cur")); return ;;
+		-f | --format) COMPREPLY=($(compgen -W "perfetto csv pprof parquet" -- "$cur")); return ;;
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--at) COMPREPLY=($(compgen -W "peak end" -- "$cur")); return ;;
 		esac
