@@ -43,6 +43,10 @@ const char *gmt_rec_type_name(int type)
 		return "MEMINFO";
 	case GMT_REC_COUNTERS:
 		return "COUNTERS";
+	case GMT_REC_FWOOM:
+		return "FWOOM";
+	case GMT_REC_EXIT:
+		return "EXIT";
 	case GMT_REC_SAMPLE:
 		return "SAMPLE";
 	case GMT_REC_RANGE:

@@ -44,6 +44,7 @@ UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analys
 	cli/report-print.c cli/options.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-growth := analysis/growth.c analysis/growth-verdict.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-counters := analysis/fragmentation.c $(UNIT_TRACE)
+UNIT_SRCS_test-fwoom-msg := analysis/fwoom-msg.c
 UNIT_LIBS_TRACE := -ldw -lelf -lz -lm
 UNIT_LIBS_test-snapshot := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-check-measure := $(UNIT_LIBS_TRACE)
