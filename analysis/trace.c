@@ -145,6 +145,43 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 	return -1;
 }
 
+int trace_open_follow(struct trace *t, const char *cmd, const char *path)
+{
+	int rc = open_start(t, cmd, path);
+	if (rc >= 0)
+		return rc;
+	t->info = *gmt_reader_info(t->reader);
+	return -1;
+}
+
+bool trace_follow(struct trace *t, trace_event_fn on_event, trace_record_fn on_record, void *ctx)
+{
+	const struct gmt_read_info *in = gmt_reader_info(t->reader);
+	if (in->eof && !gmt_reader_follow(t->reader))
+		return false;
+	uint64_t before = in->records + in->events;
+	struct gmt_record rec;
+	for (;;) {
+		const struct gmt_event *evs;
+		size_t n = gmt_reader_next_events(t->reader, &evs);
+		for (size_t i = 0; i < n; i++) {
+			on_event_meta(t, &evs[i]);
+			on_event(ctx, &evs[i], NULL);
+		}
+		if (n)
+			continue;
+		if (!gmt_reader_next(t->reader, &rec))
+			break;
+		trace_on_record(t, &rec);
+		if (rec.type == GMT_REC_EVENT)
+			on_event(ctx, &rec.u.event, NULL);
+		else if (on_record)
+			on_record(ctx, &rec);
+	}
+	open_end(t);
+	return in->records + in->events != before;
+}
+
 void trace_close(struct trace *t)
 {
 	for (size_t i = 0; i < t->ndevs; i++)

@@ -226,10 +226,11 @@ static void meta_devices(FILE *f, struct trace *t)
 		/* as nvidia-smi -L prints it */
 		const uint8_t *u = d->uuid;
 		fprintf(f,
-			", \"uuid\": \"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+			", \"uuid\": "
+			"\"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
 			"%02x\"",
-			u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-			u[13], u[14], u[15]);
+			u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+			u[12], u[13], u[14], u[15]);
 		fprintf(f,
 			", \"total_bytes\": %" PRIu64 ", \"compute_capability\": \"%d.%d\", "
 			"\"driver_version\": %d}",

@@ -601,8 +601,7 @@ int cmd_export(int argc, char **argv)
 	const struct option opts[] = {
 	    OPT_CHOICE("format", &fmt, "perfetto|csv|pprof|parquet", "format",
 		       "perfetto, csv, pprof or parquet (required)", .short_name = 'f',
-		       .argh = "FORMAT",
-		       .given = &has_fmt, .required = true),
+		       .argh = "FORMAT", .given = &has_fmt, .required = true),
 	    OPT_FILE("output", &out, "FILE",
 		     "write to FILE (default stdout; pprof needs a file\n"
 		     "unless stdout is redirected)",
@@ -622,9 +621,10 @@ int cmd_export(int argc, char **argv)
 	bool at_end = at == 1;
 	if (fmt == F_PARQUET) { /* the Python package's console script does it */
 		free(paths);
-		return say_usage_error(CMD, "--format parquet is written by the Python package: pip "
-					    "install 'gpumemtrace[parquet]', then run this command "
-					    "with its gpumemtrace (or python -m gpumemtrace)");
+		return say_usage_error(CMD,
+				       "--format parquet is written by the Python package: pip "
+				       "install 'gpumemtrace[parquet]', then run this command "
+				       "with its gpumemtrace (or python -m gpumemtrace)");
 	}
 	if (npaths != 1)
 		rc = say_usage_error(CMD, "expected one TRACE, got %d", npaths);

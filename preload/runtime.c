@@ -109,6 +109,38 @@ void fence_finished(void)
 	nanosleep(&ms, NULL);
 }
 
+int gmt_flush_wait(unsigned max_ms)
+{
+	if (load_state() != ST_ACTIVE || __atomic_load_n(&rt.stop, __ATOMIC_ACQUIRE))
+		return 1;
+	uint64_t deadline = gmt_now_ns() + max_ms * 1000000ull;
+	uint32_t start = __atomic_load_n(&rt.cycles, __ATOMIC_ACQUIRE), seen = start;
+	/* The cycle under way may have drained our ring before our last
+	 * record: the second cycle to end from now began after the call. */
+	while (seen - start < 2) {
+		uint64_t now = gmt_now_ns();
+		if (now >= deadline || load_state() != ST_ACTIVE)
+			return load_state() == ST_ACTIVE ? -1 : 1;
+		wake_flusher(); /* each cycle: it may be sleeping out its period */
+		unsigned ms = (unsigned)((deadline - now) / 1000000u);
+		seen = gmt_futex_wait_while(&rt.cycles, seen, ms < 10 ? ms + 1 : 10);
+	}
+	return 0;
+}
+
+long gmt_trace_path(char *buf, size_t size)
+{
+	if (load_state() != ST_ACTIVE && load_state() != ST_FINISHED)
+		return -1; /* no file yet (or none at all) */
+	size_t n = strnlen(rt.w.path, sizeof(rt.w.path));
+	if (buf && size) {
+		size_t k = n < size - 1 ? n : size - 1;
+		memcpy(buf, rt.w.path, k);
+		buf[k] = '\0';
+	}
+	return (long)n;
+}
+
 void wake_flusher(void)
 {
 	/* Pairs with the load of rt.wake before FUTEX_WAIT in flusher_main. */
@@ -551,6 +583,8 @@ static void *flusher_main(void *arg)
 				flush_cycle();
 		}
 		pthread_mutex_unlock(&rt.flush_lock);
+		if (!req) /* pairs with the acquire loads in gmt_flush_wait */
+			gmt_futex_set(&rt.cycles, rt.cycles + 1);
 		if (req) {
 			/* Pairs with the acquire loads in ask_final_flush. */
 			__atomic_add_fetch(&rt.final_done, 1, __ATOMIC_RELEASE);

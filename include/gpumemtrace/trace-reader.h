@@ -81,6 +81,37 @@ const char *gmtr_error(struct gmtr *t);
  * "type", "doc"}...]}...}}. */
 const char *gmtr_schema_json(void);
 
+/* ---- a trace still being written, window by window -------------------
+ * A window is a range pushed with a text that starts with `prefix` and
+ * popped on the same thread (the pytest plugin pushes one per test). Its
+ * figures are those of the allocations made between its push and its pop,
+ * by any thread, replayed with the reports' rules: memory allocated before
+ * it and freed within it changes nothing. The figures are exact once every
+ * event up to the pop is in the file (gpumemtrace_flush_v1, gpumemtrace.h). */
+struct gmtr_window {
+	const char *name; /* the range's text after the prefix */
+	int closed;	  /* popped, and its figures computed */
+	uint64_t tid;
+	int64_t start_ns, end_ns;      /* since the trace began; end -1 while open */
+	uint64_t peak_bytes;	       /* the most device memory its allocations held at once */
+	uint64_t live_bytes;	       /* what they still held at its end */
+	uint64_t allocs, failed, ooms; /* allocation calls: succeeded, failed, of them OOM */
+	const char *sites_json; /* [{"site", "bytes", "allocs"}...]: its allocations live at its
+				 * peak by site, largest first, at most 10 */
+};
+
+struct gmtr_follow;
+/* Opens a trace to follow (it must exist). NULL on failure, err as gmtr_open. */
+struct gmtr_follow *gmtr_follow_open(const char *path, const char *prefix, char *err,
+				     size_t errlen);
+/* Reads what the trace gained; returns how many windows it has opened so far. */
+int64_t gmtr_follow_poll(struct gmtr_follow *f);
+/* Window i (in the order opened). 0, or -1 past the last. */
+int gmtr_follow_window(struct gmtr_follow *f, int64_t i, struct gmtr_window *out);
+/* JSON: {"events", "lost_events", "lost_in_children"} so far. */
+const char *gmtr_follow_status_json(struct gmtr_follow *f);
+void gmtr_follow_close(struct gmtr_follow *f);
+
 #ifdef __cplusplus
 }
 #endif

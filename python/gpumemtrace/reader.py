@@ -37,6 +37,15 @@ class _Column(ctypes.Structure):
                 ("dict_offsets", ctypes.c_void_p), ("dict_data", ctypes.c_void_p)]
 
 
+class _Window(ctypes.Structure):
+    # struct gmtr_window
+    _fields_ = [("name", ctypes.c_char_p), ("closed", ctypes.c_int), ("tid", ctypes.c_uint64),
+                ("start_ns", ctypes.c_int64), ("end_ns", ctypes.c_int64),
+                ("peak_bytes", ctypes.c_uint64), ("live_bytes", ctypes.c_uint64),
+                ("allocs", ctypes.c_uint64), ("failed", ctypes.c_uint64),
+                ("ooms", ctypes.c_uint64), ("sites_json", ctypes.c_char_p)]
+
+
 _I64, _U64, _I32, _BOOL, _DICT = 1, 2, 3, 4, 5
 _ABI = 1
 _lib = None
@@ -71,6 +80,17 @@ def _library():
     lib.gmtr_error.restype = ctypes.c_char_p
     lib.gmtr_error.argtypes = [ctypes.c_void_p]
     lib.gmtr_schema_json.restype = ctypes.c_char_p
+    lib.gmtr_follow_open.restype = ctypes.c_void_p
+    lib.gmtr_follow_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                     ctypes.c_size_t]
+    lib.gmtr_follow_poll.restype = ctypes.c_int64
+    lib.gmtr_follow_poll.argtypes = [ctypes.c_void_p]
+    lib.gmtr_follow_window.restype = ctypes.c_int
+    lib.gmtr_follow_window.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(_Window)]
+    lib.gmtr_follow_status_json.restype = ctypes.c_char_p
+    lib.gmtr_follow_status_json.argtypes = [ctypes.c_void_p]
+    lib.gmtr_follow_close.restype = None
+    lib.gmtr_follow_close.argtypes = [ctypes.c_void_p]
     _lib = lib
     return lib
 
@@ -327,6 +347,57 @@ class Trace:
         return "<gpumemtrace trace %s: pid %s, %d events%s>" % (
             self.path, self.process.get("pid"), self.status["events"],
             "" if self.complete else ", INCOMPLETE")
+
+
+class Follow:
+    """A trace still being written, read as it grows, window by window: a
+    window is a range pushed with a text starting with `prefix` (the pytest
+    plugin's tests). See include/gpumemtrace/trace-reader.h."""
+
+    def __init__(self, path, prefix):
+        self._lib = _library()
+        err = ctypes.create_string_buffer(256)
+        self._ptr = self._lib.gmtr_follow_open(str(path).encode(), prefix.encode(), err, len(err))
+        if not self._ptr:
+            raise TraceError("%s: %s" % (path, err.value.decode(errors="replace")))
+        self._seen = 0
+
+    def __del__(self):
+        if getattr(self, "_ptr", None):
+            self._lib.gmtr_follow_close(self._ptr)
+            self._ptr = None
+
+    def poll(self):
+        """Reads what the file gained; the windows opened so far."""
+        return self._lib.gmtr_follow_poll(self._ptr)
+
+    def windows(self):
+        """Every window so far, as dicts (closed ones with their figures)."""
+        n = self.poll()
+        return [self._window(i) for i in range(n)]
+
+    def window(self, name):
+        """The last closed window of that name after a poll, or None."""
+        n = self.poll()
+        for i in range(n - 1, -1, -1):
+            w = self._window(i)
+            if w["closed"] and w["name"] == name:
+                return w
+        return None
+
+    def _window(self, i):
+        w = _Window()
+        if self._lib.gmtr_follow_window(self._ptr, i, ctypes.byref(w)) < 0:
+            raise IndexError(i)
+        return {"name": w.name.decode("utf-8", "replace"), "closed": bool(w.closed),
+                "tid": w.tid, "start_ns": w.start_ns, "end_ns": w.end_ns,
+                "peak_bytes": w.peak_bytes, "live_bytes": w.live_bytes, "allocs": w.allocs,
+                "failed": w.failed, "ooms": w.ooms,
+                "sites": json.loads(w.sites_json.decode("utf-8", "replace"))}
+
+    def status(self):
+        """{"events", "lost_events", "lost_in_children"} so far."""
+        return json.loads(self._lib.gmtr_follow_status_json(self._ptr).decode())
 
 
 def load(path, warn=True):
