@@ -93,8 +93,10 @@ _READER_NAMES = ("load", "Trace", "Table", "TraceError", "IncompleteTraceWarning
 
 
 def __getattr__(name):
-    if name in _READER_NAMES:
-        from . import reader  # pylint: disable=import-outside-toplevel
+    import importlib  # pylint: disable=import-outside-toplevel
 
-        return getattr(reader, name)
+    if name in _READER_NAMES:
+        return getattr(importlib.import_module(".reader", __name__), name)
+    if name in ("reader", "parquet"):
+        return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'gpumemtrace' has no attribute %r" % name)
