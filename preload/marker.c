@@ -23,7 +23,7 @@ GMT_EXPORT void gpumemtrace_range_pop_v1(void)
 }
 
 /* The pytest plugin's per-test figures: everything recorded so far in the
- * file before it reads it (preload/runtime.c, gmt_flush_wait). */
+ * file before it reads it (preload/flush.c, gmt_flush_wait). */
 GMT_EXPORT int gpumemtrace_flush_v1(unsigned max_ms)
 {
 	return gmt_flush_wait(max_ms);
