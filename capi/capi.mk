@@ -4,8 +4,8 @@
 # $(BUILD)/obj/capi/; only the gmtr_* functions are exported.
 
 READER_LIB := $(BUILD)/libgpumemtrace-reader.so
-CAPI_SRCS := $(wildcard capi/*.c analysis/*.c reader/*.c) common/api.c common/text.c \
-	common/crc32c.c common/symbolize.c common/zstd.c
+# The CLI's reading side (cli/cli.mk's list, less cli/ itself): one list.
+CAPI_SRCS := $(wildcard capi/*.c) $(filter-out cli/%,$(CLI_SRCS))
 CAPI_OBJS := $(patsubst %.c,$(BUILD)/obj/capi/%.o,$(CAPI_SRCS))
 CAPI_LIBS := -ldw -lelf -lm -ldl -lpthread
 
