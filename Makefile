@@ -3,6 +3,9 @@
 # The library never links libcuda or libcudart: it finds them at run time.
 # Everything builds and tests without a GPU or the CUDA toolkit.
 
+# The one version: the CLI's --version, the man pages (make gen-docs) and
+# gpumemtrace.pc derive from it.
+VERSION := 0.1.0
 PREFIX ?= /usr/local
 # The release: pkg-config's and the Python package's (setup.py reads it here).
 VERSION := 0.1.0
@@ -13,7 +16,7 @@ SANITIZE ?=
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(WARN) \
-	-I. -Iinclude
+	-DGMT_VERSION='"$(VERSION)"' -I. -Iinclude
 ifneq ($(SANITIZE),)
 BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 SAN_LDFLAGS := -fsanitize=$(SANITIZE)
