@@ -25,10 +25,9 @@
 
 #define GROWTH_MAX_STEPS 100000 /* kept for the output; all are counted */
 /* Memory bounded whatever the trace's length: at most this many
- * iterations (more boundaries are merged, GROWTH_MAX_ITERATIONS at a time
- * ... see growth_markers.stride), and at most this many (site, size)
- * keys followed in search of a repeating allocation (later keys are not
- * candidates). */
+ * iterations (a run with more has them merged: growth_markers.stride),
+ * and at most this many (site, size) keys followed in search of a
+ * repeating allocation (keys first seen later are not candidates). */
 #define GROWTH_MAX_ITERATIONS 100000
 #define GROWTH_MAX_KEYS	      (1u << 18)
 #define GROWTH_MARKER_MIN     3
