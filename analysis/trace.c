@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "common/symbolize.h"
+#include "analysis/fwhist.h"
 #include "analysis/trace.h"
+#include "analysis/frameworks.h"
 #include "analysis/sites.h"
 #include "analysis/trace-records.h"
 
@@ -25,13 +27,6 @@ const struct trace_device *trace_device(const struct trace *t, int64_t ordinal)
 		if (t->devs[i].ordinal == ordinal)
 			return &t->devs[i];
 	return NULL;
-}
-
-static bool cuda_path(const char *path)
-{
-	const char *b = path_basename(path);
-	return strncmp(b, "libcuda.", 8) == 0 || strncmp(b, "libcudart", 9) == 0 ||
-	       strncmp(b, "libgpumemtrace", 14) == 0;
 }
 
 /* ---- the metadata pass ---------------------------------------------- */
@@ -106,7 +101,8 @@ static void open_end(struct trace *t)
 	for (size_t i = 0; i < t->nmods; i++) {
 		struct trace_module *m = &t->mods[i];
 		m->library = path_basename(m->path);
-		m->cuda = cuda_path(m->path);
+		m->fw = fw_of_module(m->library, m->path);
+		m->cuda = gmt_frameworks[m->fw].kind == GMT_FWK_CUDA && m->fw != GMT_FW_NONE;
 	}
 	static const uint8_t no_uuid[16];
 	for (size_t i = 0; i < t->nsamples; i++) {
@@ -123,6 +119,7 @@ static void open_end(struct trace *t)
 	for (size_t i = 0; i < t->nnotes; i++)
 		if (strstr(t->notes[i], "NVML"))
 			t->nvml_missing = true;
+	fwhist_finish(t);
 }
 
 int trace_open(struct trace *t, const char *cmd, const char *path)
@@ -184,6 +181,8 @@ void trace_close(struct trace *t)
 		free(t->counters[i].device_name);
 	}
 	free(t->counters);
+	fwhist_free(t->fw);
+	t->fw = NULL;
 	for (size_t i = 0; i < t->nfwooms; i++) {
 		struct trace_fwoom *f = &t->fwooms[i];
 		for (size_t j = 0; j < f->n; j++)
