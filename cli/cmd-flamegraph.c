@@ -358,9 +358,9 @@ int cmd_flamegraph(int argc, char **argv)
 			 * reader skips: stderr says it (an incomplete trace: the
 			 * reader's own warning does, at the end) */
 			char path[8192] = "";
-			if (trace_lost_own(&t))
-				say_error(CMD, "warning: %s: %s", t.path,
-					  trace_partial_text(&t, path, sizeof(path)));
+			if (trace_lost_own(t))
+				say_error(CMD, "warning: %s: %s", t->path,
+					  trace_partial_text(t, path, sizeof(path)));
 			path[0] = '\0';
 			folded(f, &g.root, path, 0, sizeof(path));
 		} else if (html) {
