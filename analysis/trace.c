@@ -500,6 +500,48 @@ int64_t trace_duration_ns(const struct trace *t)
 	return d > 0 ? d : 0; /* never a negative length */
 }
 
+uint64_t trace_lost_own(const struct trace *t)
+{
+	return t->lost > t->lost_in_children ? t->lost - t->lost_in_children : 0;
+}
+
+const char *trace_incomplete_why(const struct trace *t)
+{
+	return t->complete			  ? NULL
+	       : t->info.damage			  ? "damaged: chunks missing or repeated"
+	       : t->info.stop == GMT_STOP_TORN	  ? "torn tail"
+	       : t->info.stop == GMT_STOP_CORRUPT ? "corrupt chunk"
+	       : t->info.stop == GMT_STOP_IO	  ? "read error"
+						  : "no trailer: killed, crashed or still running";
+}
+
+bool trace_partial(const struct trace *t)
+{
+	return !t->complete || trace_lost_own(t);
+}
+
+const char *trace_partial_what(const struct trace *t, char *buf, size_t size)
+{
+	uint64_t lost = trace_lost_own(t);
+	const char *why = trace_incomplete_why(t);
+	int n = 0;
+	buf[0] = '\0';
+	if (lost)
+		n = snprintf(buf, size, "%" PRIu64 " event%s lost%s", lost, lost == 1 ? "" : "s",
+			     why ? ", " : "");
+	if (why && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, "incomplete trace (%s)", why);
+	return buf;
+}
+
+const char *trace_partial_text(const struct trace *t, char *buf, size_t size)
+{
+	char what[160];
+	snprintf(buf, size, "PARTIAL DATA: %s: allocations and frees may be missing",
+		 trace_partial_what(t, what, sizeof(what)));
+	return buf;
+}
+
 /* ---- grouping -------------------------------------------------------- */
 
 const char *trace_group_key(struct trace *t, enum trace_group by, int depth, uint64_t stack_id,

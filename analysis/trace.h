@@ -290,6 +290,23 @@ uint64_t trace_end_ns(const struct trace *t);
  * never negative. Every report's duration is this one. */
 int64_t trace_duration_ns(const struct trace *t);
 
+/* ---- partial data ---- */
+
+/* This process's events missing from the trace (a full ring; events of
+ * children made without fork handlers, lost_in_children, are not). */
+uint64_t trace_lost_own(const struct trace *t);
+/* Why the trace is not complete ("no trailer: ...", "torn tail"...), or
+ * NULL when it is. */
+const char *trace_incomplete_why(const struct trace *t);
+/* Events lost or the trace incomplete: every report says so. */
+bool trace_partial(const struct trace *t);
+/* "500 events lost, incomplete trace (torn tail)" ("" when neither),
+ * into buf (>= 160). */
+const char *trace_partial_what(const struct trace *t, char *buf, size_t size);
+/* "PARTIAL DATA: " what ": allocations and frees may be missing", into
+ * buf (>= 256): the line every report and export carries. */
+const char *trace_partial_text(const struct trace *t, char *buf, size_t size);
+
 /* ---- several traces ---- */
 
 /* The process's rank from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or

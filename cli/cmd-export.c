@@ -123,7 +123,25 @@ static void pf_event(void *ctx, const struct gmt_event *e, struct replay *unused
 static int export_perfetto(FILE *f, struct trace *t)
 {
 	struct pf p = {.f = f, .t = t, .first = true};
-	fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f);
+	char text[256];
+	/* otherData: the Trace Event Format's place for the trace's own facts */
+	fprintf(
+	    f,
+	    "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"complete\":%s,\"lost_events\":%" PRIu64
+	    ",\"partial\":",
+	    t->complete ? "true" : "false", trace_lost_own(t));
+	if (trace_partial(t))
+		json_cstr(f, trace_partial_what(t, text, sizeof(text)));
+	else
+		fputs("null", f);
+	fputs("},\"traceEvents\":[", f);
+	if (trace_partial(t)) { /* and a marker across the timeline, where it is seen */
+		pf_sep(&p);
+		fputs("{\"name\":", f);
+		json_cstr(f, trace_partial_text(t, text, sizeof(text)));
+		fprintf(f, ",\"ph\":\"i\",\"s\":\"g\",\"ts\":0,\"pid\":%" PRIu64 ",\"tid\":0}",
+			t->pid);
+	}
 	pf_sep(&p);
 	fprintf(f,
 		"{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRIu64 ",\"args\":{\"name\":",
@@ -236,6 +254,12 @@ static void csv_event(void *ctx, const struct gmt_event *e, struct replay *unuse
 
 static int export_csv(FILE *f, struct trace *t)
 {
+	/* Partial data: a comment line first (pandas: comment='#', DuckDB:
+	 * comment = '#'); a complete trace's CSV starts with its header. */
+	if (trace_partial(t)) {
+		char text[256];
+		fprintf(f, "# %s\n", trace_partial_text(t, text, sizeof(text)));
+	}
 	fputs("time_s,tid,device,api,result,ptr,size,stack,function,file,line,library\n", f);
 	void *ctx[2] = {t, f};
 	return trace_replay(t, NULL, csv_event, ctx);
@@ -518,6 +542,10 @@ static void pp_build(struct pp_out *o, struct trace *t, struct pp_stack *stacks)
 	uint64_t end = trace_end_ns(t);
 	field_u(&o->prof, 9, t->start_wall_ns);
 	field_u(&o->prof, 10, end > t->hdr.start_mono_ns ? end - t->hdr.start_mono_ns : 0);
+	if (trace_partial(t)) { /* comment (13): what `go tool pprof -comments` prints */
+		char text[256];
+		field_u(&o->prof, 13, str_id(&o->st, trace_partial_text(t, text, sizeof(text))));
+	}
 	value_type(&o->prof, &o->st, 11, "space", "bytes");
 	field_u(&o->prof, 14, str_id(&o->st, "inuse_space"));
 	put(&o->prof, o->st.out.p, o->st.out.n); /* after the last str_id */
