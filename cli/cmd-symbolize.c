@@ -116,6 +116,10 @@ static int one(const char *path, const struct sym_args *a)
 			rc = closed;
 	}
 	const char *shown = a->output ? a->output : path;
+	if (rc < 0 && !a->quiet && trace_partial(&t)) { /* named, but not whole */
+		char text[256];
+		printf("%s: %s\n", shown, trace_partial_text(&t, text, sizeof(text)));
+	}
 	if (rc < 0 && !a->quiet) {
 		uint64_t left = res.frames - res.had - res.named;
 		if (!res.named && !left)
