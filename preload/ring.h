@@ -19,6 +19,7 @@ enum gmt_ring_rec_type {
 	GMT_RING_RANGE = 5,    /* body: struct gmt_raw_range, then nframes bytes of text */
 	GMT_RING_PYFRAME = 6,  /* body: struct gmt_raw_pyframe, then the two strings */
 	GMT_RING_COUNTERS = 7, /* body: a COUNTERS body after tid, encoded; nframes: its length */
+	GMT_RING_FWOOM = 8,    /* body: a FWOOM body after tid, encoded; nframes: its length */
 };
 
 struct gmt_ring_hdr {
