@@ -43,8 +43,8 @@ static const char more[] =
     "traces, never one of another run in the same directory.\n"
     "\n"
     "exit status: COMMAND's own status (128+N when killed by signal N); when\n"
-    "COMMAND exits 0, 1 if --check-max-peak failed, 3 or 4 if a trace could\n"
-    "not be read (or is gone), 3 if --check-max-peak was given and no trace\n"
+    "COMMAND exits 0, 1 if --check-max-peak or --check-max-smi failed, 3 or 4\n"
+    "if a trace could not be read (or is gone), 3 if a gate was given and no trace\n"
     "was written (a gate never passes on nothing; --allow-no-trace lets it);\n"
     "126/127 if COMMAND cannot be run; 2 on a usage error; 3 if the list\n"
     "cannot be made (COMMAND is not run).\n"
@@ -52,6 +52,7 @@ static const char more[] =
     "examples:\n"
     "  gpumemtrace run -- python train.py\n"
     "  gpumemtrace run --check-max-peak 8GiB -- pytest tests/\n"
+    "  gpumemtrace run --check-max-smi 10GiB -- python train.py   # nvidia-smi's view\n"
     "  gpumemtrace run -o 'runs/%h.%p.gmt' --no-follow -- ./my_app --batch 64\n"
     "  gpumemtrace run --per-tensor -- python train.py   # a stack per tensor\n"
     "\n"
@@ -66,7 +67,7 @@ static const struct opt_usage usage = {.name = "run",
 				       .stop_at_arg = true};
 
 struct run_args {
-	const char *output, *stack_depth, *max_peak;
+	const char *output, *stack_depth, *max_peak, *max_smi;
 	bool no_follow, quiet, allow_no_trace, per_tensor, framework_counters;
 	char **command; /* malloc'd, NULL-terminated */
 };
@@ -77,11 +78,13 @@ static int no_trace(const struct run_args *a, int status)
 {
 	if (status == 126 || status == 127)
 		return 0; /* COMMAND never ran: its own line said why */
-	if (a->max_peak && !a->allow_no_trace) {
-		fprintf(stderr, "gpumemtrace run: --check-max-peak: no trace was written, so "
-				"nothing was checked (the command made no CUDA allocation call, or "
-				"the library could not write its trace: see the lines above; "
-				"--allow-no-trace passes such a run)\n");
+	if ((a->max_peak || a->max_smi) && !a->allow_no_trace) {
+		fprintf(stderr,
+			"gpumemtrace run: --check-max-%s: no trace was written, so "
+			"nothing was checked (the command made no CUDA allocation call, or "
+			"the library could not write its trace: see the lines above; "
+			"--allow-no-trace passes such a run)\n",
+			a->max_peak ? "peak" : "smi");
 		return EXIT_INPUT;
 	}
 	fprintf(stderr, "gpumemtrace run: no trace written (the command made no CUDA "
@@ -132,7 +135,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	    OPT_STRING("stack-depth", &a->stack_depth, "N",
 		       "native frames per event (GPUMEMTRACE_STACK_DEPTH)"),
 	    OPT_STRING("check-max-peak", &a->max_peak, "SIZE",
-		       "also gate like 'gpumemtrace check --max-peak SIZE'"),
+		       "also gate like 'gpumemtrace check --max-peak SIZE':\n"
+		       "the traced allocations' peak"),
+	    OPT_STRING("check-max-smi", &a->max_smi, "SIZE",
+		       "also gate like 'gpumemtrace check --max-smi SIZE':\n"
+		       "what nvidia-smi showed for the process"),
 	    OPT_BOOL("allow-no-trace", &a->allow_no_trace,
 		     "let the gate pass a run that wrote no trace (else exit 3)"),
 	    OPT_BOOL("framework-counters", &a->framework_counters,
@@ -165,6 +172,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	if (a->max_peak && parse_size(a->max_peak, &v) != 0)
 		return say_usage_error(CMD, "--check-max-peak: bad size '%s' (e.g. 8GiB, 512MiB)",
 				       a->max_peak);
+	if (a->max_smi && parse_size(a->max_smi, &v) != 0)
+		return say_usage_error(CMD, "--check-max-smi: bad size '%s' (e.g. 8GiB, 512MiB)",
+				       a->max_smi);
 	if (a->output && !*a->output)
 		return say_usage_error(CMD, "--output: empty template");
 	return -1;
@@ -470,26 +480,33 @@ int cmd_run(int argc, char **argv)
 	unlink(list.path);
 	close(list.fd);
 	list_forward(outer, found, npaths);
-	char **paths = xcalloc((size_t)npaths + 4, sizeof(*paths));
+	char **paths = xcalloc((size_t)npaths + 6, sizeof(*paths));
 	for (int i = 0; i < npaths; i++)
-		paths[3 + i] = found[i];
+		paths[5 + i] = found[i];
 
 	int report_rc = 0;
 	if (npaths == 0 && !missing) {
 		report_rc = no_trace(&a, status);
 	} else {
 		if (!a.quiet) {
-			paths[2] = "summary";
-			report_rc = report_to_stderr(cmd_summary, npaths + 1, paths + 2);
+			paths[4] = "summary";
+			report_rc = report_to_stderr(cmd_summary, npaths + 1, paths + 4);
 		}
-		if (a.max_peak && report_rc == 0) {
-			paths[0] = "check";
-			paths[1] = "--max-peak";
-			paths[2] = (char *)a.max_peak;
-			report_rc = report_to_stderr(cmd_check, npaths + 3, paths);
+		if ((a.max_peak || a.max_smi) && report_rc == 0) {
+			int k = 5; /* the check's flags right before the paths */
+			if (a.max_smi) {
+				paths[--k] = (char *)a.max_smi;
+				paths[--k] = "--max-smi";
+			}
+			if (a.max_peak) {
+				paths[--k] = (char *)a.max_peak;
+				paths[--k] = "--max-peak";
+			}
+			paths[--k] = "check";
+			report_rc = report_to_stderr(cmd_check, npaths + 5 - k, paths + k);
 		}
 		for (int i = 0; i < npaths; i++)
-			fprintf(stderr, "gpumemtrace run: trace written to %s\n", paths[3 + i]);
+			fprintf(stderr, "gpumemtrace run: trace written to %s\n", paths[5 + i]);
 	}
 	if (missing && report_rc == 0)
 		report_rc = EXIT_INPUT;
