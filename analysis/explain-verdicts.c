@@ -118,6 +118,17 @@ static const char *frag_advice(char *buf, size_t size, const char *fw, const str
 
 static const char *limit_advice(char *buf, size_t size, const struct ex_oom *o)
 {
+	if (!o->limit_knob && o->fw_source && !strcmp(o->fw_source, "tensorflow")) {
+		snprintf(
+		    buf, size,
+		    "TensorFlow's pool is the free memory less a reserve for the system (225 "
+		    "MiB to 1.8 GiB by GPU generation), and the device had more: "
+		    "TF_DEVICE_MIN_SYS_MEMORY_IN_MB lowers the reserve, or "
+		    "tf.config.set_logical_device_configuration(gpu, "
+		    "[tf.config.LogicalDeviceConfiguration(memory_limit=MiB)]) sets the pool's "
+		    "size; else make the work smaller.");
+		return buf;
+	}
 	const char *knob = o->limit_knob ? o->limit_knob : "the limit";
 	const char *fw = o->fw_source ? o->fw_source : "";
 	const char *how =

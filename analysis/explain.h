@@ -116,7 +116,7 @@ struct ex_oom {
 	const char *fw_name, *fw_source;   /* "PyTorch", "torch" */
 	char fw_type[96], fw_message[240]; /* the message's first line, cut */
 	const char *limit_knob;		   /* the setting that holds the limit */
-	char limit_what[128];
+	char limit_what[200];
 };
 
 struct ex_module {

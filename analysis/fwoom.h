@@ -23,7 +23,7 @@ enum fwoom_fw { FWF_OTHER, FWF_TORCH, FWF_JAX, FWF_TF, FWF_CUPY };
  * and the knob that changes it. */
 struct fwoom_limit {
 	struct fw_size bytes;
-	char what[128];
+	char what[200];
 	const char *knob;
 };
 

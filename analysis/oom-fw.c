@@ -80,11 +80,28 @@ static uint64_t limit_used(const struct fwoom *f, struct fw_size pool, uint64_t 
 	return pool.known ? pool.bytes : f->in_use.known ? f->in_use.bytes : held;
 }
 
+/* TensorFlow without a memory_limit takes the free memory less a reserve
+ * for the system (MinSystemMemory, frameworks.md §2.3): its pool, the
+ * region the driver saw, is then the limit. */
+static struct fwoom_limit tf_reserve(struct fw_size pool)
+{
+	struct fwoom_limit l = {.bytes = pool, .knob = "TF_DEVICE_MIN_SYS_MEMORY_IN_MB"};
+	snprintf(l.what, sizeof(l.what),
+		 "its reserve for the system (the pool is the free memory less 225 MiB to 1.8 "
+		 "GiB by GPU generation; TF_DEVICE_MIN_SYS_MEMORY_IN_MB sets it)");
+	return l;
+}
+
 static bool limit(struct oom_failure *o, uint64_t req, uint64_t total, struct fw_size pool,
 		  struct fw_size pool_free, bool free_known, uint64_t fr)
 {
 	const struct fwoom *f = o->fw;
+	struct fwoom_limit reserve;
 	const struct fwoom_limit *l = &f->limit;
+	if (!l->bytes.known && f->fw == FWF_TF && pool.known && f->in_use.known) {
+		reserve = tf_reserve(pool);
+		l = &reserve;
+	}
 	char b1[32], b2[32], b3[32], b4[32];
 	if (!l->bytes.known)
 		return false;

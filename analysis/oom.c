@@ -402,8 +402,9 @@ static long fw_target(const struct oom_result *res, const struct fwoom *f)
 	return best;
 }
 
-/* Each framework error to its failed calls (the whole retry chain of the
- * one it explains), else to a failure of its own; judged. */
+/* Each framework error to its failed calls (the one it explains and the
+ * unexplained ones before it on that thread within FW_JOIN_NS: its retry
+ * chains), else to a failure of its own; judged. */
 static void join_fw(struct oomrun *r)
 {
 	struct oom_result *res = r->res;
@@ -419,12 +420,16 @@ static void join_fw(struct oomrun *r)
 		if (k < 0)
 			continue;
 		joined[i] = true;
-		uint32_t chain = res->fails[k].chain;
+		/* and the failures before it on that thread that nothing else
+		 * explains: its retry chains (BFC retries for up to 10 s) */
+		const struct oom_failure tk = res->fails[k];
 		for (size_t j = 0; j < res->nfails; j++) {
 			struct oom_failure *o = &res->fails[j];
 			if ((long)j != k &&
-			    (!chain || o->chain != chain || o->fw || !o->oom_result ||
-			     o->kase == OOM_RECOVERED || o->kase == OOM_NOT_AN_OOM))
+			    (o->fw || !o->device || !o->oom_result || o->kase == OOM_RECOVERED ||
+			     o->kase == OOM_NOT_AN_OOM || o->e.tid != tk.e.tid ||
+			     o->e.device != tk.e.device || o->e.time_ns > tk.e.time_ns ||
+			     f->time_ns - o->e.time_ns > FW_JOIN_NS))
 				continue;
 			o->fw = f;
 			o->caught = f->caught;
