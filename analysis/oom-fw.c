@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/frameworks.h"
 #include "analysis/oom.h"
 #include "analysis/report-base.h"
 
@@ -271,18 +272,12 @@ static const char *pool_framework(const struct trace *t, const struct oom_result
 			return "CuPy";
 	}
 	static const struct {
-		const char *part, *name;
-	} mods[] = {
-	    {"libtensorflow_framework", "TensorFlow"},
-	    {"_pywrap_tensorflow", "TensorFlow"},
-	    {"libjax_common", "JAX"},
-	    {"xla_extension", "JAX"},
-	    {"jaxlib", "JAX"},
-	};
-	for (size_t i = 0; i < t->nmods; i++)
-		for (size_t k = 0; t->mods[i].path && k < sizeof(mods) / sizeof(mods[0]); k++)
-			if (strstr(t->mods[i].path, mods[k].part))
-				return mods[k].name;
+		enum gmt_fw_id id;
+		const char *name;
+	} pools[] = {{GMT_FW_TENSORFLOW, "TensorFlow"}, {GMT_FW_JAX, "JAX"}, {GMT_FW_CUPY, "CuPy"}};
+	for (size_t k = 0; k < sizeof(pools) / sizeof(pools[0]); k++)
+		if (fw_loaded(t, pools[k].id, false))
+			return pools[k].name;
 	return NULL;
 }
 
