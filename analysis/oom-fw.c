@@ -99,7 +99,8 @@ static bool limit(struct oom_failure *o, uint64_t req, uint64_t total, struct fw
 	const struct fwoom *f = o->fw;
 	struct fwoom_limit reserve;
 	const struct fwoom_limit *l = &f->limit;
-	if (!l->bytes.known && f->fw == FWF_TF && pool.known && f->in_use.known) {
+	/* TF's reserve only where a free figure says the device had room */
+	if (!l->bytes.known && f->fw == FWF_TF && pool.known && f->in_use.known && free_known) {
 		reserve = tf_reserve(pool);
 		l = &reserve;
 	}

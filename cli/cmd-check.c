@@ -95,6 +95,7 @@ struct check_state {
 		uint64_t ooms;	  /* out-of-memory failures no retry recovered */
 		const char *kase; /* the first one's case (oom_case_name) */
 		int64_t end_ns;	  /* where the trace ends (its last flush when incomplete) */
+		char hidden[720]; /* oom-hidden's note, or "" */
 	} * tinfo;
 	size_t ntinfo;
 };
@@ -287,6 +288,8 @@ static void oom_trace(struct check_state *s, const struct check_args *a, const c
 	const char *kase;
 	oom_compute(&m->t, &r); /* a read error is trace_finish's to report */
 	uint64_t n = oom_unrecovered(&r, a->has_device, a->device, &kase);
+	snprintf(s->tinfo[s->ntinfo].hidden, sizeof(s->tinfo[0].hidden), "%s",
+		 r.hidden ? r.hidden_text : "");
 	oom_free(&r);
 	s->tinfo[s->ntinfo].ooms = n;
 	s->tinfo[s->ntinfo].kase = kase;
@@ -309,6 +312,11 @@ static void print_notes(FILE *f, const struct check_state *s)
 			    "reached first; `gpumemtrace oom` says why (--fail-on-oom fails on it)",
 			    s->tinfo[i].path, s->tinfo[i].ooms, s->tinfo[i].ooms == 1 ? "" : "s",
 			    s->tinfo[i].kase);
+			rb_wrap(f, 0, width, line);
+		}
+		if (s->tinfo[i].hidden[0]) {
+			snprintf(line, sizeof(line), "note: %s: %s", s->tinfo[i].path,
+				 s->tinfo[i].hidden);
 			rb_wrap(f, 0, width, line);
 		}
 		if (!s->tinfo[i].complete) {
@@ -420,10 +428,10 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 		fprintf(f,
 			", \"complete\": %s, \"ignored_allocations\": %" PRIu64
 			", \"ignored_bytes\": %" PRIu64 ", \"unrecovered_ooms\": %" PRIu64
-			", \"oom_case\": \"%s\", \"end_time_ns\": %" PRId64 "}",
+			", \"oom_case\": \"%s\", \"oom_hidden\": %s, \"end_time_ns\": %" PRId64 "}",
 			s->tinfo[i].complete ? "true" : "false", s->tinfo[i].ignored_allocs,
 			s->tinfo[i].ignored_bytes, s->tinfo[i].ooms, s->tinfo[i].kase,
-			s->tinfo[i].end_ns);
+			s->tinfo[i].hidden[0] ? "true" : "false", s->tinfo[i].end_ns);
 	}
 	fputs("],\n \"checks\": [", f);
 	for (size_t i = 0; i < s->n; i++) {

@@ -161,7 +161,7 @@ static void helper_oom(size_t size)
 	const uint64_t v[] = {B.in_use, B.limit, B.pool_bytes, largest_free()};
 	snprintf(msg, sizeof msg,
 		 "RESOURCE_EXHAUSTED: Out of memory while trying to allocate %zu bytes.", size);
-	emu_fwoom(1, "jax", "jaxlib._jax.JaxRuntimeError", names, v, 4, msg);
+	emu_fwoom(1, "jax", "jax.errors.JaxRuntimeError", names, v, 4, msg);
 }
 
 /* AllocateRaw: §2.4's order, then the retry window, then the error. */

@@ -55,7 +55,7 @@ grep -q 'FWOOM .* how excepthook source "torch" type "torch.OutOfMemoryError" or
 grep -q 'FWOOM .* how observer source "torch" type "" ordinal 0' d.txt || fail "no observer record"
 grep -q '"limit_or_total" 1073741824' d.txt || fail "the observer's third argument"
 "$GMT_CLI" dump jax.gmt | grep -A12 ' FWOOM ' >j.txt
-grep -q 'type "jaxlib._jax.JaxRuntimeError"' j.txt && grep -q '"bytes_limit" 67108864' j.txt &&
+grep -q 'type "jax.errors.JaxRuntimeError"' j.txt && grep -q '"bytes_limit" 67108864' j.txt &&
 	grep -q '"largest_free_block_bytes"' j.txt || fail "jax's record: $(cat j.txt)"
 grep -q '"memory_limit" 104857600' <("$GMT_CLI" dump tf-limit.gmt) || fail "tf's memory_limit"
 grep -q '"limit" 536870912' <("$GMT_CLI" dump cupy-limit.gmt) || fail "cupy's limit"

@@ -178,7 +178,7 @@ static void jax(bool frag)
 	const uint64_t v[] = {in_use, 3 * GiB, 3 * GiB, frag ? 512 * MiB : 200 * MiB};
 	tb_sample(b, 4000, 0, uuid, 16, 3 * GiB + 200 * MiB, 4 * GiB, 0, 0,
 		  GMT_SAMPLE_WHY_PERIODIC);
-	fwoom(b, 5000, GMT_FWOOM_EXCEPTHOOK, "jax", "jaxlib._jax.JaxRuntimeError", jax_names, v,
+	fwoom(b, 5000, GMT_FWOOM_EXCEPTHOOK, "jax", "jax.errors.JaxRuntimeError", jax_names, v,
 	      "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1073741824 bytes.");
 	tb_events_begin(b, 1, 6000);
 	compute(b, 1, false);

@@ -16,7 +16,7 @@ class Device:
 
     def place(self, nbytes):
         if self.in_use + nbytes > POOL:  # XLA's MemoryAllocationError (§3.2)
-            from jaxlib._jax import JaxRuntimeError
+            from jax.errors import JaxRuntimeError
 
             raise JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
                                   "%d bytes." % nbytes, 8, "RESOURCE_EXHAUSTED")
