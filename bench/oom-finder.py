@@ -1,5 +1,5 @@
 """The cost the framework-OOM capture of `run --framework-counters` adds to
-every import: its meta path finder (_TorchWatch in
+every import: its meta path finder (_TorchCudaWatch in
 python/gpumemtrace/_counters/sitecustomize.py), called for a module not yet
 imported, against an empty Python function with the same arguments, in one
 process (a ratio, so the machine's load cancels). docs/performance.md.
@@ -15,7 +15,8 @@ spec = importlib.util.spec_from_file_location(
     "helper", os.path.join(here, "..", "python", "gpumemtrace", "_counters", "sitecustomize.py"))
 helper = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(helper)  # untraced: it installs nothing
-finder = helper._TorchWatch(None)  # pylint: disable=protected-access
+finder = helper._TorchCudaWatch(None)  # pylint: disable=protected-access
+finder.callbacks.append(lambda torch, cuda: None)  # armed, as with the helper on
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000000
 
 

@@ -130,6 +130,16 @@ void gmt_record_fwoom(unsigned how, const char *source, const char *type, int64_
  * (GMT_EXIT_*), for the EXIT record the final flush writes before its
  * trailer. Async-signal-safe: a store, no lock. */
 void gmt_exit_status(unsigned how, int status);
+/* A record other than an event from the calling thread (a GMT_RING_* type
+ * whose body the caller fills): its body's room in the thread's ring, or
+ * NULL (tracing off, or the ring stayed full: counted as lost). A non-NULL
+ * begin is followed by gmt_record_end(*len) on the same thread, nothing
+ * traced in between; errno is the caller's to keep. */
+void *gmt_record_begin(int type, size_t body, size_t *len);
+void gmt_record_end(size_t len);
+
+/* A framework's allocator history (preload/fwhist.c). */
+uint64_t gmt_python_name_id(const char *function, const char *file, uint64_t line);
 
 /* Phase markers (GMT_TAG_RANGE) from the calling thread: NVTX and the
  * marker API. text may be NULL (POP, END); it is cut at 1024 bytes. */

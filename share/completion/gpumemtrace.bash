@@ -25,8 +25,9 @@ _gpumemtrace() {
 		--stack-depth) COMPREPLY=(); return ;;
 		--check-max-peak) COMPREPLY=(); return ;;
 		--check-max-smi) COMPREPLY=(); return ;;
+		--history-entries) COMPREPLY=(); return ;;
 		esac
-		opts="--output -o --stack-depth --check-max-peak --check-max-smi --allow-no-trace --framework-counters --no-follow --quiet -q --per-tensor --help --" ;;
+		opts="--output -o --stack-depth --check-max-peak --check-max-smi --allow-no-trace --framework-counters --framework-history --history-entries --no-follow --quiet -q --per-tensor --help --" ;;
 	dump)
 		opts="--help" ;;
 	summary)

@@ -14,11 +14,19 @@ def torch_fill(torch, n, size):
 
 
 if mode == "torch-fragmented":
-    # 12 MiB tensors in 20 MiB segments: 8 MiB left in each, 50 of them
-    # fill the device; 100 MiB then fits no segment and no cudaMalloc
+    # 6 MiB tensors: three share a 20 MiB segment (frameworks.md §1.2); the
+    # device filled so, then two of each three dropped: 14 MiB free in every
+    # segment, split, so the cache flush frees nothing, and 100 MiB fits no
+    # block and no cudaMalloc
+    import _simcuda
     import torch
 
-    keep = torch_fill(torch, 50, 12 * MiB)
+    free, _ = _simcuda.mem_info()
+    segs = free // (20 * MiB) - 1
+    ts = torch_fill(torch, 3 * segs, 6 * MiB)
+    for i, t in enumerate(ts):
+        if i % 3:
+            torch.cuda.del_(t)
     torch.cuda.empty(100 * MiB)
 elif mode == "torch-caught":
     import torch

@@ -3,17 +3,18 @@ import os
 
 import _simcuda
 
-from . import _C
+from . import _C, _caching
 from ._C import OutOfMemoryError  # noqa: F401
 
 _cache = None
-_fraction = None
 
 
 def set_per_process_memory_fraction(fraction, device=None):
-    global _fraction
+    """The allocator refuses a new segment over fraction x the total, with
+    no driver call (framework-view.md §2.5)."""
     init()
-    _fraction = fraction
+    _, total = _simcuda.mem_info()
+    _cache.allowed = int(fraction * total)
 
 
 def _format_size(n):
@@ -29,6 +30,7 @@ def _format_size(n):
 
 
 def _message(n, free, total, allowed):
+    """DeviceCachingAllocator::malloc's message (framework-view.md §2.2)."""
     c = _cache
     return ("CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of "
             "which %s is free. Including non-PyTorch memory, this process has %s memory in "
@@ -46,25 +48,47 @@ def _message(n, free, total, allowed):
 _queued = []
 
 
-def _lazy_call(fn, **kwargs):
-    """Runs fn now if CUDA is initialized, else at its initialization."""
+def _lazy_call(fn, **kwargs):  # pylint: disable=unused-argument
+    """Runs fn now if CUDA is initialized, else when it is (torch/cuda/
+    __init__.py)."""
     if is_initialized():
         fn()
     else:
         _queued.append(fn)
 
 
+_initialized = False
+
+
 def init():
+    """_lazy_init: the allocator, then the queued calls."""
+    global _initialized
+    if not _initialized:
+        _initialized = True
+        _allocator()
+        calls = list(_queued)
+        del _queued[:]
+        for fn in calls:
+            fn()
+
+
+def _allocator():
+    """The C++ side's allocator, made as CUDA's state is (C++ lazyInitDevice)."""
     global _cache
     if _cache is None:
-        _cache = _simcuda.Cache(20 << 20)
-        for fn in _queued:
-            fn()
-        del _queued[:]
+        _cache = _caching.CachingAllocator()
+    return _cache
+
+
+def empty_cache():
+    if _cache is not None:
+        _cache.release_cached()
 
 
 def is_initialized():
-    return _cache is not None
+    """Python's lazy init ran (the C++ allocator may exist before it:
+    _record_memory_history makes it without running the queued calls)."""
+    return _initialized
 
 
 def device_count():
@@ -74,7 +98,7 @@ def device_count():
 def memory_stats(device=None):
     if os.environ.get("STANDIN_BREAK"):  # the helper's own error path
         raise ValueError("stand-in broken on purpose")
-    if _cache is None:
+    if not _initialized:
         return {}
     c = _cache
     out = {}
@@ -92,24 +116,22 @@ def memory_stats(device=None):
     return out
 
 
-def empty(nbytes):
+def empty(nbytes, stream=0):
+    """A tensor of nbytes on the device: its address (raises OutOfMemoryError)."""
     init()
-
-    def oom(n):
-        free, total = _simcuda.mem_info()
-        allowed = int(_fraction * total) if _fraction is not None else None
+    addr = _cache.malloc(nbytes, stream)
+    if addr is None:  # the observers (device, alloc, the fraction's bytes or the total, free)
+        alloc, free = _cache.last_oom
+        _, total = _simcuda.mem_info()
+        allowed = _cache.allowed
         for fn in _C._oom_observers:  # pylint: disable=protected-access
-            fn(0, n, allowed if allowed is not None else total, free)
-        raise OutOfMemoryError(_message(n, free, total, allowed))
-
-    if _fraction is not None:  # refused before any driver call (§2.5)
-        free, total = _simcuda.mem_info()
-        if _cache.free_room() < nbytes and \
-                _cache.reserved() + max(nbytes, _cache.segment) > _fraction * total:
-            _cache.ooms += 1
-            oom(nbytes)
-    return _cache.alloc(nbytes, oom)
+            fn(0, alloc, allowed if allowed is not None else total, free)
+        raise OutOfMemoryError(_message(alloc, free, total, allowed))
+    return addr
 
 
-def del_(block):
-    _cache.release(block)
+def del_(addr):
+    _cache.free_block(addr)
+
+
+from . import _memory as memory  # noqa: E402  (torch.cuda.memory; it imports us)
