@@ -42,13 +42,13 @@ UNIT_SRCS_test-peakset := analysis/peakset.c analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-phase := analysis/phase.c analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-snapshot := analysis/snapshot.c $(UNIT_TRACE)
 UNIT_SRCS_test-check-measure := analysis/check-measure.c $(UNIT_TRACE)
-UNIT_SRCS_test-report-base := analysis/report-base.c cli/report-print.c cli/options.c $(UNIT_TRACE)
+UNIT_SRCS_test-report-base := analysis/report-base.c cli/report-print.c cli/output.c cli/options.c $(UNIT_TRACE)
 UNIT_SRCS_test-fragmentation := analysis/fragmentation.c $(UNIT_TRACE)
 UNIT_SRCS_test-oom := analysis/oom.c analysis/oom-judge.c analysis/oom-fw.c analysis/fwoom.c \
 	analysis/fwoom-msg.c analysis/accounting.c analysis/peakset.c \
 	analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analysis/peakset.c \
-	cli/report-print.c cli/options.c analysis/report-base.c $(UNIT_TRACE)
+	cli/report-print.c cli/output.c cli/options.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-growth := analysis/growth.c analysis/growth-verdict.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-counters := analysis/fragmentation.c $(UNIT_TRACE)
 UNIT_SRCS_test-fwhist := $(UNIT_TRACE)
