@@ -55,7 +55,8 @@ static const char more[] =
     "exit status: COMMAND's own status (128+N when killed by signal N); when\n"
     "COMMAND exits 0, 1 if --check-max-peak or --check-max-smi failed, 3 or 4\n"
     "if a trace could not be read (or is gone), 3 if a gate was given and no trace\n"
-    "was written (a gate never passes on nothing; --allow-no-trace lets it);\n"
+    "was written (a gate never passes on nothing; --allow-no-trace lets it)\n"
+    "or a trace lost events or is incomplete (--allow-lost judges it);\n"
     "126/127 if COMMAND cannot be run; 2 on a usage error; 3 if the list\n"
     "cannot be made (COMMAND is not run).\n"
     "\n"
@@ -82,7 +83,8 @@ static const struct opt_usage usage = {.name = "run",
 
 struct run_args {
 	const char *output, *stack_depth, *max_peak, *max_smi, *history_entries;
-	bool no_follow, quiet, allow_no_trace, per_tensor, framework_counters, framework_history;
+	bool no_follow, quiet, allow_no_trace, allow_lost, per_tensor, framework_counters,
+	    framework_history;
 	char **command; /* malloc'd, NULL-terminated */
 };
 
@@ -156,6 +158,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		       "what nvidia-smi showed for the process"),
 	    OPT_BOOL("allow-no-trace", &a->allow_no_trace,
 		     "let the gate pass a run that wrote no trace (else exit 3)"),
+	    OPT_BOOL("allow-lost", &a->allow_lost,
+		     "let the gate judge a trace that lost events or is\n"
+		     "incomplete (else exit 3, as 'check --allow-lost')"),
 	    OPT_BOOL("framework-counters", &a->framework_counters,
 		     "also record PyTorch's, JAX's and TF's own memory\n"
 		     "counters (a Python helper on PYTHONPATH)"),
@@ -526,17 +531,24 @@ int cmd_run(int argc, char **argv)
 			report_rc = report_to_stderr(cmd_summary, npaths + 1, paths + 4);
 		}
 		if ((a.max_peak || a.max_smi) && report_rc == 0) {
-			int k = 5; /* the check's flags right before the paths */
-			if (a.max_smi) {
-				paths[--k] = (char *)a.max_smi;
-				paths[--k] = "--max-smi";
-			}
+			/* check [--allow-lost] [--max-peak SIZE] [--max-smi SIZE] TRACE... */
+			char **cp = xcalloc((size_t)npaths + 7, sizeof(*cp));
+			int k = 0;
+			cp[k++] = "check";
+			if (a.allow_lost)
+				cp[k++] = "--allow-lost";
 			if (a.max_peak) {
-				paths[--k] = (char *)a.max_peak;
-				paths[--k] = "--max-peak";
+				cp[k++] = "--max-peak";
+				cp[k++] = (char *)a.max_peak;
 			}
-			paths[--k] = "check";
-			report_rc = report_to_stderr(cmd_check, npaths + 5 - k, paths + k);
+			if (a.max_smi) {
+				cp[k++] = "--max-smi";
+				cp[k++] = (char *)a.max_smi;
+			}
+			for (int i = 0; i < npaths; i++)
+				cp[k++] = found[i];
+			report_rc = report_to_stderr(cmd_check, k, cp);
+			free(cp);
 		}
 		for (int i = 0; i < npaths; i++)
 			fprintf(stderr, "gpumemtrace run: trace written to %s\n", paths[5 + i]);
