@@ -546,7 +546,7 @@ int cmd_run(int argc, char **argv)
 		paths[5 + i] = found[i];
 
 	if (!a.no_symbolize)
-		name_frames(paths + 3, npaths);
+		name_frames(found, npaths);
 	int report_rc = 0;
 	if (npaths == 0 && !missing) {
 		report_rc = no_trace(&a, status);
