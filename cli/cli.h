@@ -14,9 +14,7 @@
 #include "reader/xalloc.h"
 #include "cli/report-print.h"
 
-#ifndef GMT_VERSION
-#define GMT_VERSION "0.1.0"
-#endif
+/* GMT_VERSION: the Makefile's VERSION, given to the compiler */
 
 /* ---- commands (cli/cmd-*.c): argv[0] is the command name ---- */
 int cmd_dump(int argc, char **argv);
@@ -34,6 +32,7 @@ int cmd_run(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
 
 /* ---- doc-tables.c ---- */
 /* Writes docs/reports.md's table KIND ("md-site-rules", "md-frameworks")

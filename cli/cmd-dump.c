@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/fwhist.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "analysis/trace.h"
@@ -17,7 +18,9 @@ static const char about[] =
     "modules, devices, stack\n"
     "nodes, threads, event batches and each event (API, time since the trace\n"
     "start, thread, device, pointer, size, per-API fields, result, stack id),\n"
-    "lost events, symbols, notes, the trailer. The last line says how the\n"
+    "lost events, symbols, notes, a framework's allocator snapshots (FWSNAP,\n"
+    "its history entries FWTRACE, its segments and blocks FWSEG), the trailer.\n"
+    "The last line says how the\n"
     "read ended (chunks read, complete or not, unreadable bytes). Several\n"
     "traces are dumped in turn, each under a \"==> TRACE <==\" line.\n"
     "\n"
@@ -50,63 +53,18 @@ static void uuid(FILE *f, struct gmt_blob b)
 		fprintf(f, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", b.p[i]);
 }
 
-/* The per-API meaning of aux and aux2 (format.h, GMT_API_LIST comment). */
+/* aux and aux2 under their names (format.h's enum gmt_aux, the last
+ * column of GMT_API_LIST). */
 static void aux_fields(FILE *f, const struct gmt_event *e)
 {
-	bool aux = e->flags & GMT_EV_HAS_AUX, aux2 = e->flags & GMT_EV_HAS_AUX2;
-	const char *n1 = "aux", *n2 = "aux2";
-	int hex1 = 0, hex2 = 0;
-	switch (e->api) {
-	case GMT_API_cuMemAllocPitch_v2:
-	case GMT_API_cudaMallocPitch:
-	case GMT_API_cudaMalloc3D:
-		n1 = "pitch", n2 = "width";
-		break;
-	case GMT_API_cuMemAllocAsync:
-	case GMT_API_cuMemAllocAsync_ptsz:
-	case GMT_API_cuMemAllocFromPoolAsync:
-	case GMT_API_cuMemAllocFromPoolAsync_ptsz:
-	case GMT_API_cudaMallocAsync:
-	case GMT_API_cudaMallocAsync_ptsz:
-	case GMT_API_cudaMallocFromPoolAsync:
-	case GMT_API_cudaMallocFromPoolAsync_ptsz:
-	case GMT_API_cuMemFreeAsync:
-	case GMT_API_cuMemFreeAsync_ptsz:
-	case GMT_API_cudaFreeAsync:
-	case GMT_API_cudaFreeAsync_ptsz:
-		n1 = "stream", n2 = "pool", hex1 = hex2 = 1;
-		break;
-	case GMT_API_cuMemAllocManaged:
-	case GMT_API_cudaMallocManaged:
-	case GMT_API_cuMemAllocHost_v2:
-	case GMT_API_cuMemHostAlloc:
-	case GMT_API_cudaMallocHost:
-	case GMT_API_cudaHostAlloc:
-	case GMT_API_cuMemHostRegister_v2:
-	case GMT_API_cudaHostRegister:
-		n1 = "flags", hex1 = 1;
-		break;
-	case GMT_API_cuMemCreate:
-		n1 = "location";
-		break;
-	case GMT_API_cuMemMap:
-		n1 = "handle", n2 = "offset", hex1 = 1;
-		break;
-	case GMT_API_cuMemAddressReserve:
-		n1 = "alignment", n2 = "addr", hex2 = 1;
-		break;
-	case GMT_API_cuMemRetainAllocationHandle:
-		n1 = "address", hex1 = 1;
-		break;
-	case GMT_API_cuMemImportFromShareableHandle:
-		n1 = "handle_type";
-		break;
-	}
-	if (aux)
-		fprintf(f, hex1 ? " %s 0x%" PRIx64 : " %s %" PRIu64, n1, e->aux);
-	if (aux2)
-		fprintf(f, hex2 ? " %s 0x%" PRIx64 : " %s %" PRIu64, n2, e->aux2);
-	if (e->api == GMT_API_cuMemCreate && aux)
+	const struct api_info *a = api_lookup(e->api);
+	const struct aux_names *n = aux_names(a ? a->aux : GMT_AUX_NONE);
+	uint64_t v[2] = {e->aux, e->aux2};
+	bool has[2] = {e->flags & GMT_EV_HAS_AUX, e->flags & GMT_EV_HAS_AUX2};
+	for (int k = 0; k < 2; k++)
+		if (has[k])
+			fprintf(f, n->hex[k] ? " %s 0x%" PRIx64 : " %s %" PRIu64, n->name[k], v[k]);
+	if (a && a->aux == GMT_AUX_LOCATION && has[0])
 		fputs(e->aux == 1 ? " (device)" : e->aux == 2 ? " (host)" : "", f);
 }
 
@@ -382,6 +340,81 @@ static void dump_exit(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 		rec->u.exit.status, rec->u.exit.signal);
 }
 
+static void dump_fwsnap(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	static const char *const why[] = {"requested", "oom", "exit", "change", "import"};
+	char b1[32];
+	uint64_t rs = rec->u.fwsnap.reason, fl = rec->u.fwsnap.flags;
+	fprintf(f, "FWSNAP %s tid %" PRIu64 " seq %" PRIu64 " reason %s source ",
+		fmt_reltime(b1, (int64_t)(rec->u.fwsnap.time_ns - mono0)), rec->u.fwsnap.tid,
+		rec->u.fwsnap.seq, rs < sizeof why / sizeof *why ? why[rs] : "?");
+	str(f, rec->u.fwsnap.source);
+	fprintf(f, " wall ");
+	wall(f, rec->u.fwsnap.wall_ns);
+	fprintf(f, " flags 0x%" PRIx64 "%s%s%s%s max_entries %" PRIu64 " settings %zu\n", fl,
+		fl & GMT_FWSNAP_HISTORY ? " history" : "",
+		fl & GMT_FWSNAP_PY_STACKS ? " python-stacks" : "",
+		fl & GMT_FWSNAP_CPP_STACKS ? " cpp-stacks" : "",
+		fl & GMT_FWSNAP_NO_TIME ? " no-time" : "", rec->u.fwsnap.max_entries,
+		rec->u.fwsnap.count);
+	for (size_t i = 0; i < rec->u.fwsnap.count; i++) {
+		fputs("          ", f);
+		str(f, rec->u.fwsnap.settings[i].key);
+		fputc(' ', f);
+		str(f, rec->u.fwsnap.settings[i].value);
+		fputc('\n', f);
+	}
+}
+
+static void dump_fwtrace(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32];
+	fprintf(f,
+		"FWTRACE seq %" PRIu64 " dev %" PRId64 " flags 0x%" PRIx64
+		"%s base_time_us %" PRIu64 " count %zu\n",
+		rec->u.fwtrace.seq, rec->u.fwtrace.device, rec->u.fwtrace.flags,
+		rec->u.fwtrace.flags & GMT_FWTRACE_GAP ? " gap" : "", rec->u.fwtrace.base_time_us,
+		rec->u.fwtrace.count);
+	for (size_t i = 0; i < rec->u.fwtrace.count; i++) {
+		const struct gmt_fw_entry *e = &rec->u.fwtrace.v[i];
+		fprintf(f, "          #%zu %s ", i, gmt_fw_action_name(e->action));
+		if (e->action > GMT_FW_ACTION_MAX_)
+			fprintf(f, "(%" PRIu32 ") ", e->action);
+		if (e->action == GMT_FW_OOM)
+			fprintf(f, "device_free %" PRIu64 " (%s)", e->addr, fmt_size(b1, e->addr));
+		else
+			fprintf(f, "addr 0x%" PRIx64, e->addr);
+		fprintf(f,
+			" size %" PRIu64 " (%s) stream 0x%" PRIx64 " time_us %" PRIu64
+			" stack %" PRIu64 "\n",
+			e->size, fmt_size(b1, e->size), e->stream, e->time_us, e->stack_id);
+	}
+}
+
+static void dump_fwseg(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32];
+	uint64_t fl = rec->u.fwseg.flags;
+	fprintf(f,
+		"FWSEG seq %" PRIu64 " dev %" PRId64 " addr 0x%" PRIx64 " total %" PRIu64
+		" (%s) stream 0x%" PRIx64 " flags 0x%" PRIx64 "%s%s%s pool %" PRIu64 ",%" PRIu64
+		" stack %" PRIu64 " blocks %zu\n",
+		rec->u.fwseg.seq, rec->u.fwseg.device, rec->u.fwseg.address,
+		rec->u.fwseg.total_size, fmt_size(b1, rec->u.fwseg.total_size), rec->u.fwseg.stream,
+		fl, fl & GMT_FWSEG_SMALL ? " small" : " large",
+		fl & GMT_FWSEG_EXPANDABLE ? " expandable" : "",
+		fl & GMT_FWSEG_CONTINUED ? " continued" : "", rec->u.fwseg.pool_a,
+		rec->u.fwseg.pool_b, rec->u.fwseg.stack_id, rec->u.fwseg.count);
+	for (size_t i = 0; i < rec->u.fwseg.count; i++) {
+		const struct gmt_fw_block *b = &rec->u.fwseg.v[i];
+		fprintf(f,
+			"          block 0x%" PRIx64 " size %" PRIu64 " (%s) requested %" PRIu64
+			" %s stack %" PRIu64 "\n",
+			b->address, b->size, fmt_size(b1, b->size), b->requested_size,
+			gmt_fwblock_state_name(b->state), b->stack_id);
+	}
+}
+
 static void dump_trailer(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 {
 	char b1[32];
@@ -455,6 +488,15 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 		return;
 	case GMT_REC_PYFRAME:
 		dump_pyframe(f, rec, mono0);
+		return;
+	case GMT_REC_FWSNAP:
+		dump_fwsnap(f, rec, mono0);
+		return;
+	case GMT_REC_FWTRACE:
+		dump_fwtrace(f, rec, mono0);
+		return;
+	case GMT_REC_FWSEG:
+		dump_fwseg(f, rec, mono0);
 		return;
 	case GMT_REC_TRAILER:
 		dump_trailer(f, rec, mono0);

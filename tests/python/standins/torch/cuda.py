@@ -3,23 +3,92 @@ import os
 
 import _simcuda
 
-from . import _C
+from . import _C, _caching
+from ._C import OutOfMemoryError  # noqa: F401
 
 _cache = None
 
 
-class OutOfMemoryError(RuntimeError):
-    pass
+def set_per_process_memory_fraction(fraction, device=None):
+    """The allocator refuses a new segment over fraction x the total, with
+    no driver call (framework-view.md §2.5)."""
+    init()
+    _, total = _simcuda.mem_info()
+    _cache.allowed = int(fraction * total)
+
+
+def _format_size(n):
+    """c10's format_size: bytes up to 1 KiB, else two decimals of KiB, MiB,
+    GiB (framework-view.md §2.2)."""
+    if n <= 1024:
+        return "%d bytes" % n
+    if n <= 1 << 20:
+        return "%.2f KiB" % (n / 1024.0)
+    if n <= 1 << 30:
+        return "%.2f MiB" % (n / 1048576.0)
+    return "%.2f GiB" % (n / 1073741824.0)
+
+
+def _message(n, free, total, allowed):
+    """DeviceCachingAllocator::malloc's message (framework-view.md §2.2)."""
+    c = _cache
+    return ("CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of "
+            "which %s is free. Including non-PyTorch memory, this process has %s memory in "
+            "use. %sOf the allocated memory %s is allocated by PyTorch, and %s is reserved by "
+            "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+            "documentation for Memory Management  (https://docs.pytorch.org/docs/stable/notes/"
+            "cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"
+            % (_format_size(n), _format_size(total), _format_size(free),
+               _format_size(c.reserved()), "%s allowed; " % _format_size(allowed)
+               if allowed is not None else "", _format_size(c.allocated),
+               _format_size(c.reserved() - c.allocated)))
+
+
+_queued = []
+
+
+def _lazy_call(fn, **kwargs):  # pylint: disable=unused-argument
+    """Runs fn now if CUDA is initialized, else when it is (torch/cuda/
+    __init__.py)."""
+    if is_initialized():
+        fn()
+    else:
+        _queued.append(fn)
+
+
+_initialized = False
 
 
 def init():
+    """_lazy_init: the allocator, then the queued calls."""
+    global _initialized
+    if not _initialized:
+        _initialized = True
+        _allocator()
+        calls = list(_queued)
+        del _queued[:]
+        for fn in calls:
+            fn()
+
+
+def _allocator():
+    """The C++ side's allocator, made as CUDA's state is (C++ lazyInitDevice)."""
     global _cache
     if _cache is None:
-        _cache = _simcuda.Cache(20 << 20)
+        _cache = _caching.CachingAllocator()
+    return _cache
+
+
+def empty_cache():
+    if _cache is not None:
+        _cache.release_cached()
 
 
 def is_initialized():
-    return _cache is not None
+    """Python's lazy init ran (the C++ allocator may exist before it:
+    _record_memory_history makes it without running the queued calls)."""
+    return _initialized
 
 
 def device_count():
@@ -29,7 +98,7 @@ def device_count():
 def memory_stats(device=None):
     if os.environ.get("STANDIN_BREAK"):  # the helper's own error path
         raise ValueError("stand-in broken on purpose")
-    if _cache is None:
+    if not _initialized:
         return {}
     c = _cache
     out = {}
@@ -47,16 +116,22 @@ def memory_stats(device=None):
     return out
 
 
-def empty(nbytes):
+def empty(nbytes, stream=0):
+    """A tensor of nbytes on the device: its address (raises OutOfMemoryError)."""
     init()
-
-    def oom(n):
+    addr = _cache.malloc(nbytes, stream)
+    if addr is None:  # the observers (device, alloc, the fraction's bytes or the total, free)
+        alloc, free = _cache.last_oom
+        _, total = _simcuda.mem_info()
+        allowed = _cache.allowed
         for fn in _C._oom_observers:  # pylint: disable=protected-access
-            fn(0, n, _cache.allocated, 0)
-        raise OutOfMemoryError("CUDA out of memory. Tried to allocate %d bytes" % n)
+            fn(0, alloc, allowed if allowed is not None else total, free)
+        raise OutOfMemoryError(_message(alloc, free, total, allowed))
+    return addr
 
-    return _cache.alloc(nbytes, oom)
+
+def del_(addr):
+    _cache.free_block(addr)
 
 
-def del_(block):
-    _cache.release(block)
+from . import _memory as memory  # noqa: E402  (torch.cuda.memory; it imports us)
