@@ -31,7 +31,7 @@ UNIT_SRCS_test-python-layouts := preload/python-layouts.c
 UNIT_SRCS_test-python-walk := preload/python.c preload/python-layouts.c
 UNIT_LIBS_test-python-walk := -rdynamic # python.c finds the fake CPython with dlsym
 # The analysis layer: without trace.c, or with it (and what it needs).
-UNIT_ANALYSIS := common/api.c common/text.c common/frameworks.c reader/diag.c reader/xalloc.c
+UNIT_ANALYSIS := common/api.c common/text.c common/frameworks.c analysis/diag.c reader/outcome.c reader/xalloc.c
 UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c analysis/sites.c \
 	analysis/frameworks.c \
 	analysis/trace-rows.c analysis/replay.c analysis/counters.c analysis/fwhist.c common/symbolize.c \
@@ -60,6 +60,13 @@ UNIT_LIBS_test-fragmentation := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-oom := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-sites := $(UNIT_TRACE)
 UNIT_SRCS_test-frameworks := $(UNIT_TRACE)
+UNIT_SRCS_test-summary := analysis/summary.c analysis/oom.c analysis/oom-judge.c \
+	analysis/accounting.c analysis/peakset.c analysis/phase.c analysis/report-base.c $(UNIT_TRACE)
+UNIT_LIBS_test-summary := $(UNIT_LIBS_TRACE)
+UNIT_SRCS_test-top := analysis/top.c analysis/phase.c $(UNIT_TRACE)
+UNIT_LIBS_test-top := $(UNIT_LIBS_TRACE)
+UNIT_SRCS_test-timeline := analysis/timeline.c analysis/snapshot.c $(UNIT_TRACE)
+UNIT_LIBS_test-timeline := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-frameworks := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-sites := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
