@@ -144,6 +144,19 @@ void col_str(struct col *c, const char *s)
 		col_i32(c, dict_add(&c->dict, s));
 }
 
+void col_str_stable(struct col *c, const char *s)
+{
+	if (s && s == c->last) {
+		col_i32(c, c->last_index);
+		return;
+	}
+	col_str(c, s);
+	if (s) {
+		c->last = s;
+		c->last_index = ((int32_t *)c->v)[c->n - 1];
+	}
+}
+
 void col_free(struct col *c)
 {
 	struct dict_entry *e, *tmp;

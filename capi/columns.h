@@ -27,6 +27,8 @@ struct col {
 	uint8_t *valid; /* NULL until the first null */
 	uint64_t nulls;
 	struct dict dict;
+	const char *last; /* the last string pushed (its pointer) and its index */
+	int32_t last_index;
 };
 
 /* Room for at least n rows (a hint: pushes grow the column anyway). */
@@ -36,6 +38,9 @@ void col_u64(struct col *c, uint64_t v);
 void col_i32(struct col *c, int32_t v);
 void col_bool(struct col *c, bool v);
 void col_str(struct col *c, const char *s); /* NULL: a null */
+/* col_str for strings that stay put while the table is built (API names,
+ * phase names): the same pointer as the last row's skips the lookup. */
+void col_str_stable(struct col *c, const char *s);
 void col_null(struct col *c);
 void col_free(struct col *c);
 void col_view(const struct col *c, const char *name, struct gmtr_column *out);

@@ -442,13 +442,15 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 		col_i64(&c[E_TIME], trace_rel(&g->t, e->time_ns));
 	if (c[E_TID].want)
 		col_i64(&c[E_TID], (int64_t)e->tid);
-	if (c[E_API].want)
+	if (c[E_API].want && a) /* api_name of an unknown id reuses one buffer */
+		col_str_stable(&c[E_API], a->name);
+	else if (c[E_API].want)
 		col_str(&c[E_API], api_name(e->api));
 	if (c[E_OP].want)
-		col_str(&c[E_OP], a ? NAME_OF(op_names, a->op) : NULL);
+		col_str_stable(&c[E_OP], a ? NAME_OF(op_names, a->op) : NULL);
 	if (c[E_KIND].want)
-		col_str(&c[E_KIND],
-			a && a->op == GMT_OP_ALLOC ? NAME_OF(kind_names, a->kind) : NULL);
+		col_str_stable(&c[E_KIND],
+			       a && a->op == GMT_OP_ALLOC ? NAME_OF(kind_names, a->kind) : NULL);
 	if (c[E_DEV].want)
 		col_i32(&c[E_DEV],
 			e->device < 0 || e->device > INT32_MAX ? -1 : (int32_t)e->device);
@@ -466,7 +468,7 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 		col_u64(&c[E_STACK], e->stack_id);
 	if (c[E_PHASE].want) {
 		phase_advance(&p->pt, e->time_ns, 0);
-		col_str(&c[E_PHASE], phase_of(&p->pt, e->tid)->name);
+		col_str_stable(&c[E_PHASE], phase_of(&p->pt, e->tid)->name);
 	}
 	if (c[E_DEVBYTES].want) {
 		if (e->device < 0)

@@ -7,8 +7,8 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 300
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_BIN := $(FUZZ_DIR)/fuzz-reader
-FUZZ_SRCS := tests/fuzz/fuzz-reader.c $(filter-out cli/main.c,$(wildcard cli/*.c analysis/*.c reader/*.c)) \
-	common/api.c common/text.c common/crc32c.c common/symbolize.c common/zstd.c common/frameworks.c
+# The CLI's sources (cli/cli.mk's one list) less its main, and the target.
+FUZZ_SRCS := tests/fuzz/fuzz-reader.c $(filter-out cli/main.c,$(CLI_SRCS))
 FUZZ_FLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -DGMT_VERSION='"$(VERSION)"' -I. -Iinclude \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
