@@ -7,7 +7,7 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 300
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_BIN := $(FUZZ_DIR)/fuzz-reader
-# The CLI's sources (cli/cli.mk's one list) less its main, and the target.
+# The CLI's own sources (cli/cli.mk), less its main: one list to keep.
 FUZZ_SRCS := tests/fuzz/fuzz-reader.c $(filter-out cli/main.c,$(CLI_SRCS))
 FUZZ_FLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -DGMT_VERSION='"$(VERSION)"' -I. -Iinclude \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
