@@ -1,18 +1,32 @@
 # A trace without names (a killed process, GPUMEMTRACE_SYMBOLIZE=0) reads
-# with the same names as one named in the process, and as the same trace
-# named after the run by `gpumemtrace symbolize` and by `gpumemtrace run`:
+# with the same names as one named in the process (SYMBOLIZE=1, while it
+# runs), and as the same trace named after the run by `gpumemtrace
+# symbolize` and by `gpumemtrace run`:
 # every frame of every stack (function, file, line), on a program of 240
 # call sites in one compile unit, half of them inside an inlined helper,
 # whose frames name the line of the inlined call in the calling function.
 . "$TESTS_DIR/integration/lib.sh"
 root=$TESTS_DIR/..
 python3 "$root/bench/naming-gen.py" flat 40 6 >prog.c
-${CC:-cc} -std=gnu11 -O2 -g -I"$root" -I"$root/include" -I"$root/tests/sim" prog.c -o prog \
-	-L"$SIM_DIR" -l:libcuda.so.1 || fail "cannot build the program"
+# With HOLD set, the program waits for a byte or EOF on stdin after its
+# calls: the library names frames while a program runs, never at its exit.
+printf '%s\n' '#include <stdlib.h>' '#include <unistd.h>' 'int gen_main(int argc, char **argv);' \
+	'int main(int argc, char **argv)' '{' '	int rc = gen_main(argc, argv);' '	char c;' \
+	'	if (getenv("HOLD"))' '		(void)!read(0, &c, 1);' '	return rc;' '}' >hold.c
+${CC:-cc} -std=gnu11 -O2 -g -Dmain=gen_main -I"$root" -I"$root/include" -I"$root/tests/sim" \
+	-c prog.c -o prog.o && ${CC:-cc} -O2 -g hold.c prog.o -o prog -L"$SIM_DIR" -l:libcuda.so.1 ||
+	fail "cannot build the program"
 
-GPUMEMTRACE_SYMBOLIZE=1 GPUMEMTRACE_OUTPUT=$PWD/named.gmt traced ./prog
+symbols() { "$GMT_CLI" dump "$1" 2>/dev/null | grep -c ' SYMBOL ' || true; }
+# Named in the process: held until the trace has the names (the flush
+# writes them as the scanning thread makes them), then let go.
+mkfifo hold
+GPUMEMTRACE_SYMBOLIZE=1 GPUMEMTRACE_OUTPUT=$PWD/named.gmt HOLD=1 traced ./prog <hold &
+exec 3>hold
+for ((i = 0; i < 1200 && $(symbols named.gmt) <= 240; i++)); do sleep 0.1; done
+exec 3>&-
+wait $! || fail "the held program failed"
 GPUMEMTRACE_SYMBOLIZE=0 GPUMEMTRACE_OUTPUT=$PWD/nameless.gmt traced ./prog
-symbols() { "$GMT_CLI" dump "$1" | grep -c ' SYMBOL ' || true; }
 expect_eq "SYMBOL records of the nameless trace" "$(symbols nameless.gmt)" 0
 [ "$(symbols named.gmt)" -gt 240 ] || fail "the library named $(symbols named.gmt) frames"
 
