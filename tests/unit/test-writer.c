@@ -304,11 +304,10 @@ static void read_back(const char *path, int compressed, uint64_t ip, uint64_t no
 			break;
 		}
 	}
-	static const int tags[] = {
-	    GMT_TAG_PROCESS, GMT_TAG_MODULE, GMT_TAG_DEVICE, GMT_TAG_STACK,   GMT_TAG_THREAD,
-	    GMT_TAG_EVENTS,  GMT_TAG_LOST,   GMT_TAG_NOTE,    GMT_TAG_TRAILER,
-	    GMT_TAG_MEMINFO, GMT_TAG_SAMPLE, GMT_TAG_RANGE,  GMT_TAG_PYFRAME, GMT_TAG_COUNTERS,
-	    GMT_TAG_FWOOM,   GMT_TAG_EXIT};
+	static const int tags[] = {GMT_TAG_PROCESS, GMT_TAG_MODULE,   GMT_TAG_DEVICE, GMT_TAG_STACK,
+				   GMT_TAG_THREAD,  GMT_TAG_EVENTS,   GMT_TAG_LOST,   GMT_TAG_NOTE,
+				   GMT_TAG_TRAILER, GMT_TAG_MEMINFO,  GMT_TAG_SAMPLE, GMT_TAG_RANGE,
+				   GMT_TAG_PYFRAME, GMT_TAG_COUNTERS, GMT_TAG_FWOOM,  GMT_TAG_EXIT};
 	for (size_t i = 0; i < sizeof tags / sizeof *tags; i++)
 		CHECK(seen & (1u << tags[i]), "%s: a %s record read back", path,
 		      gmt_rec_type_name(tags[i]));
