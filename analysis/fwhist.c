@@ -630,7 +630,7 @@ static const struct fw_window **cur_window(struct replay_pass *p, int64_t device
 }
 
 static void replay_record(struct trace *t, struct replay_pass *p, const struct gmt_record *rec,
-			  fw_entry_fn fn, void *ctx)
+			  const struct fw_replay_cbs *cb)
 {
 	struct fwhist *h = t->fw;
 	int64_t device = rec->u.fwtrace.device;
@@ -662,14 +662,23 @@ static void replay_record(struct trace *t, struct replay_pass *p, const struct g
 	for (size_t i = 0; i < rec->u.fwtrace.count; i++) {
 		const struct gmt_fw_entry *e = &rec->u.fwtrace.v[i];
 		uint64_t time_ns = fwhist_time_ns(s, e->time_us);
+		struct fw_event ev = {seq, device, p->index, time_ns, e, opens && i == 0};
+		if (cb->before)
+			cb->before(cb->ctx, &ev, &p->st);
 		apply_entry(h, &p->st, d, e, time_ns);
-		struct fw_event ev = {seq, device, p->index++, time_ns, e, opens && i == 0};
-		if (fn)
-			fn(ctx, &ev, &p->st);
+		p->index++;
+		if (cb->after)
+			cb->after(cb->ctx, &ev, &p->st);
 	}
 }
 
 int fwhist_replay(struct trace *t, fw_entry_fn fn, void *ctx)
+{
+	struct fw_replay_cbs cb = {.after = fn, .ctx = ctx};
+	return fwhist_replay_cb(t, &cb);
+}
+
+int fwhist_replay_cb(struct trace *t, const struct fw_replay_cbs *cb)
 {
 	if (!t->fw)
 		return -1;
@@ -685,8 +694,10 @@ int fwhist_replay(struct trace *t, fw_entry_fn fn, void *ctx)
 		if (!gmt_reader_next(t->reader, &rec))
 			break;
 		if (rec.type == GMT_REC_FWTRACE)
-			replay_record(t, &p, &rec, fn, ctx);
+			replay_record(t, &p, &rec, cb);
 	}
+	if (cb->end)
+		cb->end(cb->ctx, &p.st);
 	free_tensors(&p.st.tensors);
 	free(p.st.devs);
 	const struct gmt_read_info *in = gmt_reader_info(t->reader);

@@ -170,5 +170,13 @@ const struct fw_dev *fw_state_dev(const struct fw_state *st, int64_t device);
  * code when reading failed. */
 typedef void (*fw_entry_fn)(void *ctx, const struct fw_event *ev, const struct fw_state *st);
 int fwhist_replay(struct trace *t, fw_entry_fn fn, void *ctx);
+/* The same with a call before each entry is applied (the state before it)
+ * and one after the last (the final state). */
+struct fw_replay_cbs {
+	fw_entry_fn before, after;
+	void (*end)(void *ctx, const struct fw_state *st);
+	void *ctx;
+};
+int fwhist_replay_cb(struct trace *t, const struct fw_replay_cbs *cb);
 
 #endif

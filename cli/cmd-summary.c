@@ -21,6 +21,7 @@
 #include "cli/options.h"
 #include "cli/report-print.h"
 #include "analysis/sites.h"
+#include "analysis/fwhist.h"
 #include "analysis/peakset.h"
 #include "analysis/phase.h"
 #include "analysis/replay.h"
@@ -178,6 +179,8 @@ static void drv_fold(struct summary *s)
 static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct summary *s = ctx;
+	if (rp->seq == rp->buckets[BK_DEVICE].peak_seq || rp->ndevs > 1)
+		fwt_note_peak(&s->peak_ptrs, e, rp); /* a device's peak: for the history */
 	if (e->api <= GMT_API_MAX_ && s->drv_api[e->api]) {
 		drv_event(s, e);
 		return;
@@ -726,6 +729,56 @@ static void print_peak_sites(FILE *f, struct summary *s, struct dev_info *d)
 			d->libs[k].count, d->libs[k].library);
 }
 
+/* The framework's own view (run --framework-history): per device, what
+ * its segments held at the device's peak, its own peaks, the end. */
+static void print_fwhist(FILE *f, struct summary *s)
+{
+	if (!s->has_fw)
+		return;
+	const struct fwhist *h = s->t.fw;
+	char b1[32], b2[32], b3[32], b4[32], line[640];
+	size_t gaps = 0;
+	for (size_t i = 0; i < h->nsnaps; i++)
+		gaps += h->snaps[i].gap;
+	snprintf(line, sizeof(line),
+		 "PyTorch's allocator history (%zu snapshot%s, %" PRIu64 " entries%s; top, "
+		 "flamegraph --tensors show the tensors' lines)",
+		 h->nsnaps, h->nsnaps == 1 ? "" : "s", h->entries,
+		 gaps ? "; entries before a window dropped: what was live then is rebuilt from the "
+			"segments"
+		      : "");
+	fputc('\n', f);
+	rb_wrap_hang(f, 0, rb_text_width(f), line);
+	for (size_t i = 0; i < s->fwt.n; i++) {
+		const struct fwt_dev *d = &s->fwt.devs[i];
+		if (!d->seen && !d->nsegs)
+			continue;
+		const struct dev_info *di = NULL;
+		for (size_t k = 0; k < s->ndevs; k++)
+			if (s->devs[k].ordinal == d->device)
+				di = &s->devs[k];
+		if (di && di->lv.peak_seq) {
+			snprintf(
+			    line, sizeof(line),
+			    "device %" PRId64 " at its peak (%s): %s in %zu tensors, %s free in "
+			    "PyTorch's cache (segments %s)%s",
+			    d->device, fmt_size(b1, di->lv.peak), fmt_size(b2, d->bytes), d->n,
+			    fmt_size(b3, d->reserved > d->bytes ? d->reserved - d->bytes : 0),
+			    fmt_size(b4, d->reserved),
+			    d->early ? "; the history begins after the peak: as it begins" : "");
+			rb_wrap_hang(f, 2, rb_text_width(f), line);
+		}
+		snprintf(
+		    line, sizeof(line),
+		    "device %" PRId64 " tensors: peak %s at %s s, reserved peak %s; at the end "
+		    "%s in %" PRIu64 " tensors",
+		    d->device, fmt_size(b1, d->peak_allocated),
+		    fmt_reltime(b2, summary_rel(s, d->peak_allocated_ns)) + 1,
+		    fmt_size(b3, d->peak_reserved), fmt_size(b4, d->end_allocated), d->end_tensors);
+		rb_wrap_hang(f, 2, rb_text_width(f), line);
+	}
+}
+
 /* The frameworks' own counters (run --framework-counters), per framework
  * and device. */
 static void print_counters(FILE *f, const struct counters_set *cs)
@@ -767,6 +820,7 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 	if (s->has_acct)
 		acct_print_brief(f, &s->acct);
 	print_counters(f, &s->counters);
+	print_fwhist(f, s);
 	print_other_memory(f, s);
 	if (s->has_phases)
 		print_phases(f, s);
@@ -823,9 +877,30 @@ static void summary_free(struct summary *s)
 	if (s->has_phases)
 		phase_free(&s->phases);
 	counters_free(&s->counters);
+	fwt_free(&s->fwt);
+	free(s->peak_ptrs.v);
 	peakset_free(&s->ps);
 	replay_free(&s->rp);
 	trace_close(&s->t);
+}
+
+/* What the framework's segments held at each device's peak. */
+static int fw_capture(struct summary *s)
+{
+	int64_t *devs = xcalloc(s->ndevs + 1, sizeof(*devs));
+	uint64_t *times = xcalloc(s->ndevs + 1, sizeof(*times));
+	uint64_t *ptrs = xcalloc(s->ndevs + 1, sizeof(*ptrs));
+	for (size_t i = 0; i < s->ndevs; i++) {
+		devs[i] = s->devs[i].ordinal;
+		times[i] = s->devs[i].lv.peak_seq ? s->devs[i].lv.peak_time_ns : UINT64_MAX;
+		ptrs[i] = fwt_peak_ptr(&s->peak_ptrs, devs[i]);
+	}
+	int rc = fwt_capture(&s->t, s->ndevs, devs, times, ptrs, &s->fwt);
+	free(ptrs);
+	s->has_fw = true;
+	free(devs);
+	free(times);
+	return rc;
 }
 
 /* Reads one trace: returns -1, or the exit code (error already printed). */
@@ -885,6 +960,8 @@ static int summarize(struct summary *s, const char *path, const struct site_opts
 		}
 	}
 	HASH_SORT(s->calls, call_cmp);
+	if (fwhist_present(&s->t))
+		rc = fw_capture(s);
 	return rc;
 }
 

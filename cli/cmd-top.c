@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/fwhist.h"
+#include "analysis/fwtensors.h"
 #include "analysis/phase.h"
 #include "analysis/trace.h"
 #include "cli/cli.h"
@@ -52,7 +54,9 @@ struct top_trace {
 	struct trace t;
 	struct rp_dev *devs;
 	size_t ndevs;
-	uint64_t peak; /* the highest device peak */
+	uint64_t peak;		    /* the highest device peak */
+	bool early;		    /* --tensors: a peak came before the history's first entry */
+	struct fwt_peaks peak_ptrs; /* --tensors */
 	/* pass 2 */
 	struct rp_dev **targets;
 	size_t ntargets, next;
@@ -62,7 +66,47 @@ struct top {
 	struct trace_rows rows;
 	struct top_trace *cur;
 	struct phase_tracker phases; /* --by range: this pass's */
+	bool tensors;		     /* --tensors */
+	struct fwt_set *fwt;	     /* the tensors at the moment charged; NULL: none */
+	bool hinted;
 };
+
+/* --tensors: what a framework segment held beyond its tensors. */
+#define TOP_CACHED "(free in PyTorch's cache)"
+
+struct charge {
+	struct top *tp;
+	const struct rp_live *l;
+	int metric;
+};
+
+static void charge_tensor(void *ctx, const struct fwt_tensor *x)
+{
+	struct charge *c = ctx;
+	struct trace *t = &c->tp->cur->t;
+	struct trace_row *r = trace_rows_get(&c->tp->rows, t, c->l->device, x->stack_id, c->l->api);
+	trace_row_add(r, t, x->stack_id, c->metric, x->size);
+	if (c->metric == TM_PEAK)
+		r->peak_allocs++;
+	else
+		r->end_allocs++;
+}
+
+/* A framework segment: its tensors and what the cache held free, each in
+ * its own row. false: not a segment. */
+static bool charge_segment(struct top *tp, const struct rp_live *l, int metric)
+{
+	uint64_t rest;
+	struct charge c = {tp, l, metric};
+	if (!tp->fwt || !fwt_split(tp->fwt, l->device, l->key, l->size, charge_tensor, &c, &rest))
+		return false;
+	if (rest) {
+		struct trace_row *r =
+		    trace_rows_get_key(&tp->rows, l->device, TOP_CACHED, l->stack_id, l->api);
+		trace_row_add(r, &tp->cur->t, l->stack_id, metric, rest);
+	}
+	return true;
+}
 
 /* The row an event's allocation counts in. */
 static struct trace_row *event_row(struct top *tp, const struct gmt_event *e)
@@ -88,6 +132,8 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct top *tp = ctx;
 	const struct api_info *a = api_lookup(e->api);
+	if (tp->tensors)
+		fwt_note_peak(&tp->cur->peak_ptrs, e, rp);
 	if (tp->rows.by == GROUP_RANGE)
 		phase_advance(&tp->phases, e->time_ns, 0);
 	if (!a || a->op != GMT_OP_ALLOC)
@@ -113,6 +159,8 @@ static void charge_live(struct top *tp, struct replay *rp, int64_t device, int m
 		RP_EACH(rp, sp, l, lt)
 		{
 			if (l->bucket != BK_DEVICE || (device != INT64_MIN && l->device != device))
+				continue;
+			if (charge_segment(tp, l, metric))
 				continue;
 			struct trace_row *r =
 			    tp->rows.by == GROUP_RANGE
@@ -153,20 +201,49 @@ static int devpeak_cmp(const void *a, const void *b)
 	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
+/* --tensors: the tensors at each device's peak (peaks) or at the end. */
+static int capture_tensors(struct top *tp, struct top_trace *tt, bool peaks, struct fwt_set *set)
+{
+	struct trace *t = &tt->t;
+	size_t n = peaks ? tt->ndevs : t->ndevs;
+	int64_t *devs = xcalloc(n + 1, sizeof(*devs));
+	uint64_t *times = xcalloc(n + 1, sizeof(*times));
+	uint64_t *ptrs = xcalloc(n + 1, sizeof(*ptrs));
+	for (size_t i = 0; i < n; i++) {
+		devs[i] = peaks ? tt->devs[i].ordinal : t->devs[i].ordinal;
+		times[i] = peaks ? tt->devs[i].lv.peak_time_ns : UINT64_MAX;
+		ptrs[i] = peaks ? fwt_peak_ptr(&tt->peak_ptrs, devs[i]) : 0;
+	}
+	int rc = fwt_capture(t, n, devs, times, ptrs, set);
+	free(devs);
+	free(times);
+	free(ptrs);
+	return rc;
+}
+
 /* Both passes over one opened trace. -1 or an exit code. */
 static int top_one(struct top *tp, struct top_trace *tt)
 {
 	struct replay rp;
+	struct fwt_set end_set = {0}, peak_set = {0};
+	bool fw = tp->tensors && fwhist_present(&tt->t);
 	tp->cur = tt;
+	tp->fwt = NULL;
+	int rc = fw ? capture_tensors(tp, tt, false, &end_set) : -1;
+	if (rc >= 0)
+		return rc;
 	replay_init(&rp);
 	phase_init(&tp->phases, &tt->t);
-	int rc = trace_replay(&tt->t, &rp, on_event1, tp);
+	rc = trace_replay(&tt->t, &rp, on_event1, tp);
 	if (rc >= 0) {
 		replay_free(&rp);
 		phase_free(&tp->phases);
 		return rc;
 	}
+	tp->fwt = fw ? &end_set : NULL;
 	charge_live(tp, &rp, INT64_MIN, TM_END);
+	tp->fwt = NULL;
+	fwt_free(&end_set);
 	phase_free(&tp->phases);
 	tt->ndevs = rp.ndevs;
 	tt->devs = xrealloc(NULL, rp.ndevs * sizeof(*tt->devs));
@@ -182,15 +259,22 @@ static int top_one(struct top *tp, struct top_trace *tt)
 		if (tt->devs[i].lv.peak_seq)
 			tt->targets[tt->ntargets++] = &tt->devs[i];
 	replay_free(&rp);
+	if (tt->ntargets && fw && (rc = capture_tensors(tp, tt, true, &peak_set)) >= 0)
+		return rc;
+	for (size_t i = 0; i < peak_set.n; i++)
+		tt->early |= peak_set.devs[i].early && peak_set.devs[i].seen;
 	if (tt->ntargets) {
 		if (tt->ntargets)
 			qsort(tt->targets, tt->ntargets, sizeof(*tt->targets), target_cmp);
+		tp->fwt = fw ? &peak_set : NULL;
 		replay_init(&rp);
 		phase_init(&tp->phases, &tt->t);
 		rc = trace_replay(&tt->t, &rp, on_event2, tp);
 		replay_free(&rp);
 		phase_free(&tp->phases);
+		tp->fwt = NULL;
 	}
+	fwt_free(&peak_set);
 	trace_rows_fold(&tp->rows);
 	return rc;
 }
@@ -266,6 +350,40 @@ static void print_site(FILE *f, struct top *tp, struct top_trace *ts, const stru
 	rb_site_line(f, r->key, room, t, 3);
 }
 
+/* What --tensors did, or that it could. */
+static void tensors_note(FILE *f, struct top *tp, struct top_trace *ts, int n)
+{
+	int with = 0;
+	for (int i = 0; i < n; i++)
+		with += fwhist_present(&ts[i].t);
+	const char *text =
+	    !tp->tensors && with
+		? "PyTorch's allocator history is in the trace: --tensors splits its segments "
+		  "into the tensors they held"
+	    : tp->tensors && with < n
+		? "--tensors: no framework history in some trace (record it with `gpumemtrace run "
+		  "--framework-history`): their segments stay whole"
+	    : tp->tensors
+		? "--tensors: PyTorch's segments split into the tensors they held (bytes as "
+		  "requested) and " TOP_CACHED
+		: NULL;
+	if (text)
+		rb_wrap_hang(f, 2, rb_text_width(f), text);
+	for (int i = 0; tp->tensors && i < n; i++)
+		if (ts[i].early) {
+			char *t = NULL;
+			if (asprintf(
+				&t,
+				"note: %s: the history begins after the peak: the tensors are "
+				"those live when it begins (--history-entries sets how far back "
+				"it reaches)",
+				ts[i].t.path) < 0)
+				xalloc_failed();
+			rb_wrap_hang(f, 2, rb_text_width(f), t);
+			free(t);
+		}
+}
+
 static void print_human(struct top *tp, struct top_trace *ts, int n, int metric, uint64_t limit)
 {
 	FILE *f = stdout;
@@ -281,6 +399,7 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 		fprintf(f, " (the site and %d caller%s)", tp->rows.depth,
 			tp->rows.depth == 1 ? "" : "s");
 	fputc('\n', f);
+	tensors_note(f, tp, ts, n);
 	if (n > 1)
 		fprintf(f, "%d traces: the figures add up over the processes\n", n);
 	for (int i = 0; i < n; i++)
@@ -426,8 +545,11 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 	size_t nrows, ndev;
 	struct trace_row **rows = trace_rows_sorted(&tp->rows, metric, &nrows);
 	struct devsum *devs = device_list(ts, n, &ndev);
-	fprintf(f, "{\"by\": \"%s\", \"depth\": %d, \"sort\": \"%s\", \"limit\": %" PRIu64 ",\n",
-		group_names[tp->rows.by], depth, metric_names[metric], limit);
+	fprintf(f,
+		"{\"by\": \"%s\", \"depth\": %d, \"sort\": \"%s\", \"limit\": %" PRIu64
+		", \"tensors\": %s,\n",
+		group_names[tp->rows.by], depth, metric_names[metric], limit,
+		tp->tensors ? "true" : "false");
 	fputs(" \"traces\": [", f);
 	bool complete = true;
 	for (int i = 0; i < n; i++) {
@@ -473,6 +595,7 @@ int cmd_top(int argc, char **argv)
 {
 	bool json = false;
 	struct site_args sa = {0};
+	struct top tp = {0};
 	int by = GROUP_STACK, metric = TM_PEAK; /* the choices are in enum order */
 	uint64_t depth = 3, limit = 10;
 	const struct option opts[] = {
@@ -485,6 +608,10 @@ int cmd_top(int argc, char **argv)
 		       "peak, end, total or calls (default peak)", .argh = "M"),
 	    OPT_UINT("limit", &limit, "N", "rows per device (default 10; 0: all)",
 		     .short_name = 'n'),
+	    OPT_BOOL("tensors", &tp.tensors,
+		     "split PyTorch's segments into the tensors they held\n"
+		     "and what its cache held free (a trace recorded with\n"
+		     "run --framework-history; --sort peak or end)"),
 	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
 	    OPT_SITES(&sa),
 	    OPT_END(),
@@ -492,13 +619,18 @@ int cmd_top(int argc, char **argv)
 	const char **paths;
 	int npaths;
 	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
+	if (rc < 0 && tp.tensors &&
+	    (metric == TM_TOTAL || metric == TM_CALLS || by == GROUP_RANGE)) {
+		free(paths);
+		rc = say_usage_error(usage.name,
+				     "--tensors: with --sort peak or end, and not --by range");
+	}
 	if (rc < 0 && (rc = site_args_finish(usage.name, &sa)) >= 0)
 		free(paths);
 	free(sa.hide.v), free(sa.focus.v);
 	if (rc >= 0)
 		return rc;
 
-	struct top tp;
 	trace_rows_init(&tp.rows, (enum trace_group)by, (int)depth);
 	struct top_trace *ts = xcalloc((size_t)npaths, sizeof(*ts));
 	int opened = 0;
@@ -526,6 +658,7 @@ int cmd_top(int argc, char **argv)
 	for (int i = 0; i < opened; i++) {
 		free(ts[i].devs);
 		free(ts[i].targets);
+		free(ts[i].peak_ptrs.v);
 		trace_close(&ts[i].t);
 	}
 	trace_rows_free(&tp.rows);

@@ -51,6 +51,7 @@ UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analys
 UNIT_SRCS_test-growth := analysis/growth.c analysis/growth-verdict.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-counters := analysis/fragmentation.c $(UNIT_TRACE)
 UNIT_SRCS_test-fwhist := $(UNIT_TRACE)
+UNIT_SRCS_test-fwtensors := analysis/fwtensors.c $(UNIT_TRACE)
 UNIT_SRCS_test-fwoom-msg := analysis/fwoom-msg.c
 UNIT_LIBS_TRACE := -ldw -lelf -lz -lm
 UNIT_LIBS_test-snapshot := $(UNIT_LIBS_TRACE)
@@ -66,6 +67,7 @@ UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-growth := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-counters := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-fwhist := $(UNIT_LIBS_TRACE)
+UNIT_LIBS_test-fwtensors := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-peak-watch := analysis/replay.c $(UNIT_ANALYSIS)
 # explain reads the other aggregators: all their files, however they split
 UNIT_SRCS_test-explain := $(wildcard analysis/explain*.c analysis/growth*.c analysis/oom*.c) \
