@@ -139,6 +139,28 @@ struct fw_state_figures {
 };
 void fwhist_figures(const struct fw_snapshot *s, int64_t device, struct fw_state_figures *out);
 
+/* A snapshot's blocks on one device (-1: all), as fragmentation reads
+ * them: where the free bytes are and the largest free block per stream
+ * (PyTorch reuses a cached block only on its own stream). */
+#define FW_STREAMS_MAX 8
+struct fw_blocks_fig {
+	uint64_t reserved, segments, blocks;
+	uint64_t allocated, requested, pending; /* block bytes; what the tensors asked */
+	uint64_t inactive;			/* free blocks */
+	uint64_t inactive_split;		/* in segments that hold a live block */
+	uint64_t empty_segments, empty_bytes;	/* wholly free: empty_cache() returns them */
+	uint64_t largest_free, largest_free_small, largest_free_large;
+	uint64_t expandable_bytes; /* segments that are expandable */
+	struct fw_stream_fig {
+		uint64_t stream, free, largest_free;
+	} streams[FW_STREAMS_MAX];
+	size_t nstreams, streams_total;
+};
+void fwhist_blocks(const struct fw_snapshot *s, int64_t device, struct fw_blocks_fig *out);
+/* The first snapshot of `reason` (GMT_FWSNAP_WHY_*) with a state on
+ * device, or NULL. */
+const struct fw_snapshot *fwhist_first(const struct trace *t, int reason, int64_t device);
+
 /* The driver allocation a segment lives in, in the driver's live set at the
  * same moment (the end of a trace_replay for the last snapshot): the
  * cudaMalloc of that address, or for an expandable segment the

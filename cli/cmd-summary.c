@@ -766,7 +766,7 @@ static void print_fwhist(FILE *f, struct summary *s)
 			    fmt_size(b3, d->reserved > d->bytes ? d->reserved - d->bytes : 0),
 			    fmt_size(b4, d->reserved),
 			    d->early ? "; the history begins after the peak: as it begins" : "");
-			rb_wrap_hang(f, 2, rb_text_width(f), line);
+			rb_wrap(f, 2, rb_text_width(f), line);
 		}
 		snprintf(
 		    line, sizeof(line),
@@ -775,7 +775,7 @@ static void print_fwhist(FILE *f, struct summary *s)
 		    d->device, fmt_size(b1, d->peak_allocated),
 		    fmt_reltime(b2, summary_rel(s, d->peak_allocated_ns)) + 1,
 		    fmt_size(b3, d->peak_reserved), fmt_size(b4, d->end_allocated), d->end_tensors);
-		rb_wrap_hang(f, 2, rb_text_width(f), line);
+		rb_wrap(f, 2, rb_text_width(f), line);
 	}
 }
 

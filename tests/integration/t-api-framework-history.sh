@@ -74,6 +74,35 @@ grep -q "step (history-train.py);(.*)\? [0-9]" fg.txt || grep -q ';step (history
 	fail "flamegraph --tensors: no tensor frame: $(cat fg.txt)"
 grep -q "(free in PyTorch's cache) [0-9]*$" fg.txt || fail "flamegraph --tensors: no cache leaf"
 
+# growth: the driver sees a few 20 MiB segments; the tensors keep exactly
+# the kept tensor per step (1 MiB + 4 KiB, as asked), on the line that keeps it
+"$GMT_CLI" growth --json leak.gmt >g.json || fail "growth --json"
+expect_eq "growth: tensors' verdict" "$(PYTHONPATH= json g.json 'd["traces"][0]["devices"][0]["tensors"]["verdict"]')" leak
+expect_eq "growth: tensors kept per iteration" \
+	"$(PYTHONPATH= json g.json 'd["traces"][0]["devices"][0]["tensors"]["bytes_per_iteration"]')" 1052672
+expect_eq "growth: the line that keeps them" \
+	"$(PYTHONPATH= json g.json 'd["traces"][0]["devices"][0]["tensors"]["sites"][0]["line"]')" 23
+expect_eq "growth: iterations from the tensors' own repeats" \
+	"$(PYTHONPATH= json g.json 'd["traces"][0]["devices"][0]["tensors"]["iterations_source"]')" tensors
+COLUMNS=200 "$GMT_CLI" growth leak.gmt >g.txt || fail "growth"
+grep -q "tensors (PyTorch's own history): LEAK: +1.00 MiB per iteration" g.txt || fail "growth: $(grep tensors g.txt)"
+"$GMT_CLI" growth --json "$TESTS_DIR/golden/leak.gmt" | grep -q '"tensors"' && fail "growth: a key without the history"
+
+# fragmentation: PyTorch's blocks at its OOM: the cache had given back its
+# empty segments (the OOM path), so every free byte sits in a segment that
+# holds a tensor; reserved = the weights' 12 MiB + three 20 MiB segments
+"$GMT_CLI" fragmentation --json oom.gmt >f.json || fail "fragmentation --json"
+fb() { PYTHONPATH= json f.json "d['traces'][0]['devices'][0]['framework_blocks']['at_first_oom']['$1']"; }
+expect_eq "fragmentation: reserved at the OOM" "$(fb reserved_bytes)" $((72 * 1048576))
+expect_eq "fragmentation: reason" "$(fb reason)" oom
+expect_eq "fragmentation: free = reserved - blocks" "$(fb free_bytes)" $(($(fb reserved_bytes) - $(fb allocated_bytes)))
+expect_eq "fragmentation: all free is split" "$(fb inactive_split_bytes)" "$(fb free_bytes)"
+expect_eq "fragmentation: empty segments" "$(fb empty_segments)" 0
+[ "$(fb largest_free_block)" -lt "$(fb free_bytes)" ] || fail "fragmentation: the largest free block"
+COLUMNS=200 "$GMT_CLI" fragmentation oom.gmt >f.txt || fail "fragmentation"
+grep -q "PyTorch's blocks (its own snapshot at its OOM" f.txt || fail "fragmentation: $(cat f.txt)"
+grep -q "largest free block .*: a request above it needs a new segment" f.txt || fail "fragmentation: largest"
+
 # oom: the OOM's snapshot holds the oom entry; the exit's adds nothing twice
 grep -q 'FWSNAP .* seq 1 reason oom ' d.oom || fail "oom: no snapshot at the OOM"
 grep -q 'FWSNAP .* seq 2 reason exit ' d.oom || fail "oom: no snapshot at exit"
