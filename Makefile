@@ -3,6 +3,9 @@
 # The library never links libcuda or libcudart: it finds them at run time.
 # Everything builds and tests without a GPU or the CUDA toolkit.
 
+# The one version: the CLI's --version, the man pages (make gen-docs) and
+# gpumemtrace.pc derive from it.
+VERSION := 0.1.0
 PREFIX ?= /usr/local
 BUILD ?= build
 CC ?= cc
@@ -11,7 +14,7 @@ SANITIZE ?=
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(WARN) \
-	-I. -Iinclude
+	-DGMT_VERSION='"$(VERSION)"' -I. -Iinclude
 ifneq ($(SANITIZE),)
 BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 SAN_LDFLAGS := -fsanitize=$(SANITIZE)
@@ -77,7 +80,7 @@ install: all
 	install -m 0644 include/gpumemtrace/*.h $(DESTDIR)$(PREFIX)/include/gpumemtrace/
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' share/gpumemtrace.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' share/gpumemtrace.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/gpumemtrace.pc
 	install -m 0644 share/man/gpumemtrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 share/man/gpumemtrace.7 $(DESTDIR)$(PREFIX)/share/man/man7/

@@ -722,10 +722,7 @@ int cmd_diff(int argc, char **argv)
 	};
 	const char **args;
 	int npaths;
-	int rc = opt_parse(&usage, opts, argc, argv, &args, &npaths);
-	if (rc < 0 && (rc = site_args_finish(CMD, &sa)) >= 0)
-		free(args);
-	free(sa.hide.v), free(sa.focus.v);
+	int rc = opt_parse_sites(&usage, opts, argc, argv, &args, &npaths, &sa);
 	if (rc >= 0)
 		return rc;
 	const char *paths[2] = {npaths > 0 ? args[0] : NULL, npaths > 1 ? args[1] : NULL};

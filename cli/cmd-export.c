@@ -10,7 +10,6 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "cli/output.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
@@ -601,11 +600,8 @@ int cmd_export(int argc, char **argv)
 		     "write to FILE (default stdout; pprof needs a file\n"
 		     "unless stdout is redirected)",
 		     .short_name = 'o'),
-	    OPT_CHOICE("at", &at, "peak|end", "moment",
-		       "pprof: the moment of the inuse samples (default end)"),
-	    OPT_BOOL("raw-sites", &raw,
-		     "pprof: keep the interpreter's own frames (_PyEval_*,\n"
-		     "python3.12+0x...), left out by default"),
+	    OPT_RB_AT(&at, "pprof: the moment of the inuse samples (default end)"),
+	    OPT_RB_RAW_FRAMES(&raw, "pprof: "),
 	    OPT_END(),
 	};
 	const char **paths = NULL;
@@ -613,42 +609,20 @@ int cmd_export(int argc, char **argv)
 	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	bool at_end = at == 1;
-	if (npaths != 1)
-		rc = say_usage_error(CMD, "expected one TRACE, got %d", npaths);
 	bool to_stdout = !out || strcmp(out, "-") == 0;
-	if (rc < 0 && fmt == F_PPROF && to_stdout && isatty(1))
-		rc = say_usage_error(CMD, "pprof is binary: give -o FILE or redirect stdout");
-	if (rc >= 0) {
+	if (npaths == 1 && fmt == F_PPROF && to_stdout && isatty(1)) {
 		free(paths);
-		return rc;
+		return say_usage_error(CMD, "pprof is binary: give -o FILE or redirect stdout");
 	}
-	struct cli_out o;
-	rc = cli_out_open(&o, CMD, out, paths, 1);
-	if (rc >= 0) {
-		free(paths);
+	struct rb_one r;
+	rc = rb_one_open(&r, CMD, out, paths, npaths);
+	if (rc >= 0)
 		return rc;
-	}
-	struct trace t;
-	rc = trace_open(&t, CMD, paths[0]);
-	if (rc >= 0) {
-		cli_out_close(&o, CMD, false);
-		free(paths);
-		return rc;
-	}
-	FILE *f = o.f;
 	if (fmt == F_PERFETTO)
-		rc = export_perfetto(f, &t);
+		rc = export_perfetto(r.out.f, &r.t);
 	else if (fmt == F_CSV)
-		rc = export_csv(f, &t);
+		rc = export_csv(r.out.f, &r.t);
 	else
-		rc = export_pprof(f, &t, at_end, raw);
-	int wrc = cli_out_close(&o, CMD, rc < 0);
-	if (rc < 0)
-		rc = wrc;
-	if (rc < 0)
-		rc = trace_finish(&t);
-	trace_close(&t);
-	free(paths);
-	return rc;
+		rc = export_pprof(r.out.f, &r.t, at == 1, raw);
+	return rb_one_close(&r, CMD, rc);
 }

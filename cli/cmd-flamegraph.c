@@ -7,7 +7,6 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "cli/output.h"
 #include "analysis/fwhist.h"
 #include "analysis/fwtensors.h"
 #include "analysis/snapshot.h"
@@ -389,16 +388,14 @@ int cmd_flamegraph(int argc, char **argv)
 		     "write to FILE; .html gives an HTML page, anything else\n"
 		     "an SVG (default: SVG on stdout)",
 		     .short_name = 'o'),
-	    OPT_CHOICE("at", &at, "peak|end", "moment", "the moment to show (default peak)"),
+	    OPT_RB_AT(&at, "the moment to show (default peak)"),
 	    OPT_BOOL("folded", &fold,
 		     "print folded stacks instead: 'outer;...;inner BYTES',\n"
 		     "for flamegraph.pl, inferno and speedscope"),
 	    OPT_BOOL("tensors", &tensors,
 		     "split PyTorch's segments into the tensors they held\n"
 		     "(a trace recorded with run --framework-history)"),
-	    OPT_BOOL("raw-sites", &raw,
-		     "keep the interpreter's own frames (_PyEval_*,\n"
-		     "python3.12+0x...), left out by default"),
+	    OPT_RB_RAW_FRAMES(&raw, ""),
 	    OPT_END(),
 	};
 	const char **paths = NULL;
@@ -407,41 +404,29 @@ int cmd_flamegraph(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	bool at_end = at == 1;
-	if (npaths != 1) {
-		free(paths);
-		return say_usage_error(CMD, "expected one TRACE, got %d", npaths);
-	}
-	struct cli_out o;
-	rc = cli_out_open(&o, CMD, out, paths, 1);
-	if (rc >= 0) {
-		free(paths);
+	struct rb_one r;
+	rc = rb_one_open(&r, CMD, out, paths, npaths);
+	if (rc >= 0)
 		return rc;
-	}
-	struct trace t;
-	rc = trace_open(&t, CMD, paths[0]);
-	if (rc >= 0) {
-		cli_out_close(&o, CMD, false);
-		free(paths);
-		return rc;
-	}
-	struct fg g = {.t = &t, .root = {.name = "all"}};
-	g.multi_dev = t.ndevs > 1;
+	struct trace *t = &r.t;
+	struct fg g = {.t = t, .root = {.name = "all"}};
+	g.multi_dev = t->ndevs > 1;
 	g.raw = raw;
-	g.keep = tensors && fwhist_present(&t);
+	g.keep = tensors && fwhist_present(t);
 	if (tensors && !g.keep)
 		fprintf(
 		    stderr,
 		    "gpumemtrace flamegraph: %s: --tensors: no framework history (record it with "
 		    "`gpumemtrace run --framework-history`); segments stay whole\n",
-		    paths[0]);
+		    t->path);
 	uint64_t when = 0;
-	rc = snapshot_live(&t, at_end, add_live, &g, &when);
+	rc = snapshot_live(t, at_end, add_live, &g, &when);
 	if (rc < 0 && g.keep)
 		rc = add_tensors(&g, at_end ? UINT64_MAX : when);
 	free(g.kept);
 	if (rc < 0) {
 		sort_tree(&g.root);
-		FILE *f = o.f;
+		FILE *f = r.out.f;
 		size_t n = out ? strlen(out) : 0;
 		bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
 		if (fold) {
@@ -458,13 +443,6 @@ int cmd_flamegraph(int argc, char **argv)
 			write_svg(f, &g, at_end, when, false);
 		}
 	}
-	int wrc = cli_out_close(&o, CMD, rc < 0);
-	if (rc < 0)
-		rc = wrc;
-	if (rc < 0)
-		rc = trace_finish(&t);
 	free_tree(&g.root);
-	trace_close(&t);
-	free(paths);
-	return rc;
+	return rb_one_close(&r, CMD, rc);
 }

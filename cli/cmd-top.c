@@ -618,16 +618,14 @@ int cmd_top(int argc, char **argv)
 	};
 	const char **paths;
 	int npaths;
-	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
+	int rc = opt_parse_sites(&usage, opts, argc, argv, &paths, &npaths, &sa);
 	if (rc < 0 && tp.tensors &&
 	    (metric == TM_TOTAL || metric == TM_CALLS || by == GROUP_RANGE)) {
 		free(paths);
+		site_opts_free(&sa.opts);
 		rc = say_usage_error(usage.name,
 				     "--tensors: with --sort peak or end, and not --by range");
 	}
-	if (rc < 0 && (rc = site_args_finish(usage.name, &sa)) >= 0)
-		free(paths);
-	free(sa.hide.v), free(sa.focus.v);
 	if (rc >= 0)
 		return rc;
 

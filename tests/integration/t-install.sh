@@ -20,6 +20,12 @@ done
 if command -v pkg-config >/dev/null; then
 	expect_eq "pkg-config" "$(echo $(PKG_CONFIG_PATH=$s/lib/pkgconfig pkg-config --cflags --libs gpumemtrace))" \
 		"-I/usr/local/include -ldl"
+	# one version (the Makefile's): the .pc file, the CLI, the man pages
+	v=$("$GMT_CLI" --version | awk '{print $2}')
+	expect_eq "pc version" "$(PKG_CONFIG_PATH=$s/lib/pkgconfig pkg-config --modversion gpumemtrace)" "$v"
+	for m in man1/gpumemtrace.1 man7/gpumemtrace.7; do
+		grep -q "^\.TH .*\"gpumemtrace $v\"" "$s/share/man/$m" || fail "$m: not version $v"
+	done
 fi
 if command -v groff >/dev/null; then
 	for m in "$s/share/man/man1/gpumemtrace.1" "$s/share/man/man7/gpumemtrace.7"; do
