@@ -369,6 +369,13 @@ static void write_svg(FILE *f, struct fg *g, bool at_end, uint64_t when_ns, bool
 	    "<text id=\"fg-matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\"></text>\n",
 	    PAD, at_end ? "at the end" : "at the peak", fmt_size(sz, g->root.bytes),
 	    trace_fmt_time(tbuf, trace_rel(t, when_ns)), FW - PAD, FW - PAD, FW - PAD, height - 10);
+	if (trace_partial(t)) { /* above the frames, where it is read first */
+		char text[256];
+		fprintf(f, "<text id=\"partial\" x=\"%d\" y=\"%d\" fill=\"#c00\">", PAD,
+			PAD_TOP - 8);
+		xml_text(f, trace_partial_text(t, text, sizeof(text)));
+		fputs("</text>\n", f);
+	}
 	if (g->root.bytes == 0)
 		fprintf(f, "<text x=\"%d\" y=\"%d\">no device memory was live then</text>\n", PAD,
 			PAD_TOP + 20);
@@ -430,7 +437,14 @@ int cmd_flamegraph(int argc, char **argv)
 		size_t n = out ? strlen(out) : 0;
 		bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
 		if (fold) {
+			/* folded stacks have no place for a comment that every
+			 * reader skips: stderr says it (an incomplete trace: the
+			 * reader's own warning does, at the end) */
 			char path[8192] = "";
+			if (trace_lost_own(t))
+				say_error(CMD, "warning: %s: %s", t->path,
+					  trace_partial_text(t, path, sizeof(path)));
+			path[0] = '\0';
 			folded(f, &g.root, path, 0, sizeof(path));
 		} else if (html) {
 			fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"

@@ -403,6 +403,8 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	if (n > 1)
 		fprintf(f, "%d traces: the figures add up over the processes\n", n);
 	for (int i = 0; i < n; i++)
+		rb_partial_line(f, &ts[i].t, n > 1);
+	for (int i = 0; i < n; i++)
 		if (!ts[i].t.complete) {
 			char *text = NULL;
 			if (asprintf(
@@ -491,8 +493,9 @@ static void json_trace(FILE *f, const struct top_trace *tt, bool first)
 		fprintf(f, "%" PRId64, trace_rank(t));
 	else
 		fputs("null", f);
-	fprintf(f, ", \"complete\": %s, \"peak_bytes\": %" PRIu64 ", \"devices\": [",
-		t->complete ? "true" : "false", tt->peak);
+	fprintf(f, ", \"complete\": %s", t->complete ? "true" : "false");
+	rb_json_partial(f, t);
+	fprintf(f, ", \"peak_bytes\": %" PRIu64 ", \"devices\": [", tt->peak);
 	for (size_t k = 0; k < tt->ndevs; k++) {
 		const struct rp_dev *p = &tt->devs[k];
 		fprintf(f,

@@ -55,6 +55,28 @@ void rb_human_head(FILE *f, struct trace *t)
 			state(t) + 12);
 }
 
+void rb_partial_line(FILE *f, const struct trace *t, bool name)
+{
+	if (!trace_partial(t))
+		return;
+	char text[256], *line = NULL;
+	trace_partial_text(t, text, sizeof(text));
+	if (asprintf(&line, "%s%s%s", text, name ? " in " : "", name ? t->path : "") < 0)
+		xalloc_failed();
+	rb_wrap_hang(f, 2, rb_text_width(f), line); /* the path may be long */
+	free(line);
+}
+
+void rb_json_partial(FILE *f, const struct trace *t)
+{
+	char what[160];
+	fprintf(f, ", \"lost_events\": %" PRIu64 ", \"partial\": ", trace_lost_own(t));
+	if (trace_partial(t))
+		rb_json_s(f, trace_partial_what(t, what, sizeof(what)));
+	else
+		fputs("null", f);
+}
+
 void rb_json_head(FILE *f, struct trace *t)
 {
 	fputs("\"path\": ", f);

@@ -14,6 +14,12 @@
 
 /* "trace PATH (pid N): command" and the incomplete/lost lines. */
 void rb_human_head(FILE *f, struct trace *t);
+/* "PARTIAL DATA: 500 events lost...: allocations and frees may be
+ * missing[ in PATH]" as a line, when the trace lost events or is
+ * incomplete (trace_partial); nothing otherwise. */
+void rb_partial_line(FILE *f, const struct trace *t, bool name);
+/* ", \"lost_events\": N, \"partial\": \"500 events lost, ...\"|null". */
+void rb_json_partial(FILE *f, const struct trace *t);
 /* "\"path\": ..., \"pid\": ..., \"complete\": ..., ..." (no braces). */
 void rb_json_head(FILE *f, struct trace *t);
 void rb_json_s(FILE *f, const char *s);
