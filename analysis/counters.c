@@ -175,8 +175,8 @@ const struct counters_point *counters_at(const struct counters_series *s, uint64
 	return best;
 }
 
-const struct counters_point *counters_for_moment(const struct counters_series *s,
-						 uint64_t time_ns, uint64_t bytes)
+const struct counters_point *counters_for_moment(const struct counters_series *s, uint64_t time_ns,
+						 uint64_t bytes)
 {
 	const struct counters_point *p = counters_at(s, time_ns);
 	const struct counters_point *next = p && p + 1 < s->pts + s->n ? p + 1 : NULL;

@@ -302,8 +302,8 @@ void frag_totals(const struct frag_result *g, struct frag_total *tot)
 static void fill_counters(const struct counters_set *set, struct frag_dev *d)
 {
 	const struct counters_series *s = counters_for_device(set, d->ordinal);
-	const struct counters_point *p = counters_for_moment(
-	    s, d->at_peak.taken ? d->at_peak.time_ns : UINT64_MAX, d->peak);
+	const struct counters_point *p =
+	    counters_for_moment(s, d->at_peak.taken ? d->at_peak.time_ns : UINT64_MAX, d->peak);
 	uint64_t free_bytes;
 	if (!p || !counters_cache_free(p, &free_bytes))
 		return;
