@@ -269,7 +269,7 @@ class _History:
     EXPANDABLE, SMALL = 1, 2  # GMT_FWSEG_*
     ACTIONS = {"alloc": 1, "free_requested": 2, "free_completed": 3, "segment_alloc": 4,
                "segment_free": 5, "segment_map": 6, "segment_unmap": 7, "oom": 8,
-               "snapshot": 9}
+               "snapshot": 9, "annotate": 10}
     STATES = {"inactive": 0, "active_allocated": 1, "active_pending_free": 2,
               "active_awaiting_free": 2}
     BATCH = 2048  # entries or blocks a call
