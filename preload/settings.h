@@ -20,6 +20,7 @@ struct gmt_settings {
 	int compress;  /* GPUMEMTRACE_COMPRESS, 0 or 1, default 1: zstd chunks */
 	int clock;     /* GPUMEMTRACE_CLOCK: 0 CLOCK_MONOTONIC, 1 TSC where vouched for
 			  (default), 2 TSC where invariant */
+	int record_argv; /* GPUMEMTRACE_RECORD_ARGV, 0 or 1, default 1: the command line */
 	/* GPUMEMTRACE_TRACE_LIST (or NULL): the file `gpumemtrace run` made, to
 	 * which the trace's path is added (gmt_writer_list) */
 	const char *trace_list;

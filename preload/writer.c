@@ -226,8 +226,9 @@ static int create_exclusive(struct gmt_writer *w, const char *base)
 		} else {
 			gmt_format(w->path, sizeof w->path, "%s.%d", base, attempt);
 		}
-		/* O_EXCL never follows a symlink and never truncates. */
-		int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		/* O_EXCL never follows a symlink and never truncates; 0600: a
+		 * trace holds the command line and settings (private by default). */
+		int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			return fd;
 		if (errno != EEXIST)

@@ -32,6 +32,7 @@ struct gmt_writer {
 	uint64_t dev, ino; /* the file fd must still be: the program may close and reuse it */
 	int failed;	   /* a write failed: the trace ends at the last good chunk */
 	uint64_t written;  /* bytes written: a smaller file was truncated under us */
+	int record_argv;   /* GPUMEMTRACE_RECORD_ARGV: the PROCESS record keeps argv */
 	char path[4096];
 
 	uint8_t *chunk; /* GMT_CHUNK_HEADER_SIZE bytes of room, then payload */
