@@ -58,6 +58,7 @@ static void configure_locked(void)
 		set_state(ST_OFF);
 		return;
 	}
+	gmt_log_bind(); /* our lines go to this stderr, or nowhere */
 	gmt_settings_load(&gmt_rt.set);
 	/* `gpumemtrace run --no-follow`: descendants inherit LD_PRELOAD but stay inert. */
 	if (gmt_rt.set.disabled || (gmt_rt.set.pid_only && gmt_rt.set.pid_only != getpid())) {
