@@ -7,6 +7,8 @@
 # gpumemtrace.pc derive from it.
 VERSION := 0.1.0
 PREFIX ?= /usr/local
+# The release: pkg-config's and the Python package's (setup.py reads it here).
+VERSION := 0.1.0
 BUILD ?= build
 CC ?= cc
 CUDA_HOME ?= /usr/local/cuda
@@ -27,13 +29,13 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 LIB := $(BUILD)/libgpumemtrace.so
 # What the library links, listed: the core, its hooks and the shared code
 # it needs (make check-layers keeps the rest of common/ out).
-LIB_SRCS := $(wildcard preload/*.c preload/hooks/*.c) common/symbolize.c common/crc32c.c \
-	common/log.c common/zstd.c common/frameworks.c
+LIB_SRCS := $(wildcard preload/*.c preload/hooks/*.c) common/symbolize.c common/symbolize-files.c \
+	common/crc32c.c common/log.c common/zstd.c common/frameworks.c
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(LIB_SRCS))
 LIB_LIBS := -lunwind -ldw -lelf -ldl -lpthread
 
 .PHONY: all
-all: $(LIB) $(BUILD)/gpumemtrace
+all: $(LIB) $(BUILD)/gpumemtrace $(BUILD)/libgpumemtrace-reader.so
 
 # ASan's start-up calls dlsym, which ours answers before ASan's shadow
 # memory exists: the lookup path stays out of ASan (UBSan still applies).
@@ -60,6 +62,7 @@ $(LIB): $(LIB_OBJS) $(LIB_MAP)
 
 # ---- the CLI, the simulated CUDA, the tests ----------------------------
 include cli/cli.mk
+include capi/capi.mk
 include tests/tests.mk
 include bench/bench.mk
 
@@ -75,7 +78,7 @@ $(DEMO): examples/train-loop.c common/cuda-types.h | sim
 .PHONY: install
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/gpumemtrace
-	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(LIB) $(READER_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 0755 $(BUILD)/gpumemtrace $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 include/gpumemtrace/*.h $(DESTDIR)$(PREFIX)/include/gpumemtrace/
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \

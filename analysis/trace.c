@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/symbolize.h"
 #include "analysis/fwhist.h"
 #include "analysis/trace.h"
 #include "analysis/frameworks.h"
@@ -142,6 +141,43 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 	return -1;
 }
 
+int trace_open_follow(struct trace *t, const char *cmd, const char *path)
+{
+	int rc = open_start(t, cmd, path);
+	if (rc >= 0)
+		return rc;
+	t->info = *gmt_reader_info(t->reader);
+	return -1;
+}
+
+bool trace_follow(struct trace *t, trace_event_fn on_event, trace_record_fn on_record, void *ctx)
+{
+	const struct gmt_read_info *in = gmt_reader_info(t->reader);
+	if (in->eof && !gmt_reader_follow(t->reader))
+		return false;
+	uint64_t before = in->records + in->events;
+	struct gmt_record rec;
+	for (;;) {
+		const struct gmt_event *evs;
+		size_t n = gmt_reader_next_events(t->reader, &evs);
+		for (size_t i = 0; i < n; i++) {
+			on_event_meta(t, &evs[i]);
+			on_event(ctx, &evs[i], NULL);
+		}
+		if (n)
+			continue;
+		if (!gmt_reader_next(t->reader, &rec))
+			break;
+		trace_on_record(t, &rec);
+		if (rec.type == GMT_REC_EVENT)
+			on_event(ctx, &rec.u.event, NULL);
+		else if (on_record)
+			on_record(ctx, &rec);
+	}
+	open_end(t);
+	return in->records + in->events != before;
+}
+
 void trace_close(struct trace *t)
 {
 	for (size_t i = 0; i < t->ndevs; i++)
@@ -206,8 +242,7 @@ void trace_close(struct trace *t)
 	free(t->command);
 	free(t->exe);
 	free(t->host);
-	if (t->symbolizer)
-		gmt_symbolizer_free(t->symbolizer);
+	trace_names_free(t);
 	if (t->reader)
 		gmt_reader_close(t->reader);
 	memset(t, 0, sizeof(*t));
@@ -435,6 +470,7 @@ int trace_open_replay(struct trace *t, const char *cmd, const char *path, struct
 
 int trace_finish(struct trace *t)
 {
+	trace_names_warn(t);
 	return reader_finish_cmd(t->cmd, t->path, &t->info);
 }
 

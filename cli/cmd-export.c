@@ -27,7 +27,13 @@ static const char about[] =
     "  pprof     gzipped profile.proto of device memory by stack, with sample\n"
     "            types alloc_objects, alloc_space (every allocation of the run)\n"
     "            and inuse_objects, inuse_space (live at the end, or --at peak),\n"
-    "            for 'go tool pprof' and the tools that read it.\n";
+    "            for 'go tool pprof' and the tools that read it.\n"
+    "  parquet   events, stacks, frames, samples, ranges, counters, modules,\n"
+    "            devices and traces as a Parquet dataset partitioned by host\n"
+    "            and rank, for DuckDB, Spark and Polars: written by the Python\n"
+    "            package (pip install 'gpumemtrace[parquet]', then the same\n"
+    "            command through its gpumemtrace or python -m gpumemtrace;\n"
+    "            docs/python.md).\n";
 static const char more[] =
     "examples:\n"
     "  gpumemtrace export --format perfetto run.gmt -o run.json   # ui.perfetto.dev\n"
@@ -616,14 +622,14 @@ static int export_pprof(FILE *f, struct trace *t, bool at_end, bool raw)
 
 int cmd_export(int argc, char **argv)
 {
-	enum { F_PERFETTO, F_CSV, F_PPROF };
+	enum { F_PERFETTO, F_CSV, F_PPROF, F_PARQUET };
 	const char *out = NULL;
 	int fmt = F_PERFETTO, at = 1; /* peak, end */
 	bool has_fmt = false, raw = false;
 	const struct option opts[] = {
-	    OPT_CHOICE("format", &fmt, "perfetto|csv|pprof", "format",
-		       "perfetto, csv or pprof (required)", .short_name = 'f', .argh = "FORMAT",
-		       .given = &has_fmt, .required = true),
+	    OPT_CHOICE("format", &fmt, "perfetto|csv|pprof|parquet", "format",
+		       "perfetto, csv, pprof or parquet (required)", .short_name = 'f',
+		       .argh = "FORMAT", .given = &has_fmt, .required = true),
 	    OPT_FILE("output", &out, "FILE",
 		     "write to FILE (default stdout; pprof needs a file\n"
 		     "unless stdout is redirected)",
@@ -637,6 +643,13 @@ int cmd_export(int argc, char **argv)
 	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
+	if (fmt == F_PARQUET) { /* the Python package's console script does it */
+		free(paths);
+		return say_usage_error(CMD,
+				       "--format parquet is written by the Python package: pip "
+				       "install 'gpumemtrace[parquet]', then run this command "
+				       "with its gpumemtrace (or python -m gpumemtrace)");
+	}
 	bool to_stdout = !out || strcmp(out, "-") == 0;
 	if (npaths == 1 && fmt == F_PPROF && to_stdout && isatty(1)) {
 		free(paths);

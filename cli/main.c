@@ -37,6 +37,8 @@ static const struct command commands[] = {
     {"flamegraph", cmd_flamegraph,
      "interactive flame graph (SVG/HTML) or folded stacks of live bytes"},
     {"export", cmd_export, "convert a trace: Perfetto/Chrome JSON, CSV, or pprof"},
+    {"symbolize", cmd_symbolize,
+     "name a trace's frames from this machine's files, into the trace, so it reads anywhere"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

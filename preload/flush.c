@@ -297,6 +297,11 @@ static void flush_with_trailer_at(unsigned reason, uint64_t end_ns)
 		gmt_rt.child_lost_noted = gmt_rt.child_lost_reported;
 	}
 	notes_of_the_file();
+	/* Pairs with the release store in gmt_exit_status (life.c). */
+	unsigned how = __atomic_load_n(&gmt_rt.exit_how, __ATOMIC_ACQUIRE);
+	if (how && reason != GMT_END_EXEC)
+		gmt_writer_exit(&gmt_rt.w, __atomic_load_n(&gmt_rt.exit_ns, __ATOMIC_RELAXED),
+				how - 1, __atomic_load_n(&gmt_rt.exit_status, __ATOMIC_RELAXED));
 	gmt_writer_trailer(&gmt_rt.w, reason, end_ns);
 	/* the end: a descriptor the program closed is reopened now, whoever
 	 * writes (gmt_writer_reopen) */
@@ -415,6 +420,8 @@ static void *flusher_main(void *arg)
 				flush_cycle();
 		}
 		pthread_mutex_unlock(&gmt_rt.flush_lock);
+		if (!req) /* pairs with the acquire loads in gmt_flush_wait */
+			gmt_futex_set(&gmt_rt.cycles, gmt_rt.cycles + 1);
 		if (req) {
 			/* Pairs with the acquire loads in ask_final_flush. */
 			__atomic_add_fetch(&gmt_rt.final_done, 1, __ATOMIC_RELEASE);
@@ -425,6 +432,41 @@ static void *flusher_main(void *arg)
 		}
 	}
 	return NULL;
+}
+
+int gmt_flush_wait(unsigned max_ms)
+{
+	if (load_state() != ST_ACTIVE)
+		return 1;
+	uint64_t deadline = gmt_now_ns() + max_ms * 1000000ull;
+	uint32_t start = __atomic_load_n(&gmt_rt.cycles, __ATOMIC_ACQUIRE), seen = start;
+	/* The cycle under way may have drained our ring before our last
+	 * record: the second cycle to end from now began after the call. */
+	while (seen - start < 2) {
+		uint64_t now = gmt_now_ns();
+		if (load_state() != ST_ACTIVE)
+			return 1;
+		if (now >= deadline)
+			return -1;
+		gmt_flush_wake(); /* each cycle: it may be sleeping out its period */
+		unsigned ms = (unsigned)((deadline - now) / 1000000u);
+		seen = gmt_futex_wait_while(&gmt_rt.cycles, seen, ms < 10 ? ms + 1 : 10);
+	}
+	return 0;
+}
+
+long gmt_trace_path(char *buf, size_t size)
+{
+	int st = load_state();
+	if (st != ST_ACTIVE && st != ST_FINISHED)
+		return -1; /* no file yet (or none at all) */
+	size_t n = strnlen(gmt_rt.w.path, sizeof(gmt_rt.w.path));
+	if (buf && size) {
+		size_t k = n < size - 1 ? n : size - 1;
+		memcpy(buf, gmt_rt.w.path, k);
+		buf[k] = '\0';
+	}
+	return (long)n;
 }
 
 int gmt_flush_start(void)

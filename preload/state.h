@@ -36,6 +36,9 @@ struct gmt_runtime {
 	int flusher_running;
 	uint32_t flusher_up; /* futex word: the flush thread runs our code */
 	uint32_t wake;	     /* futex word: bumped to get the flush thread going */
+	/* futex word: flush cycles finished (gmt_flush_wait waits for one that
+	 * began after its call) */
+	uint32_t cycles;
 	/* The flush thread sleeps idle: every ring's wake_at is 0. Under
 	 * setup_lock (a ring made meanwhile starts so). */
 	int rings_idle;
@@ -62,6 +65,12 @@ struct gmt_runtime {
 	 * exit at once, and one's _exit would end the others' finish. */
 	uint32_t exit_tid;
 	uint32_t finishing;
+	/* The status exit(), _exit() or main's return passed (life.c), for the
+	 * EXIT record before the final trailer: exit_how is GMT_EXIT_* + 1 (0:
+	 * not known), stored last (release; flush.c loads it acquire). */
+	uint32_t exit_how;
+	int exit_status;
+	uint64_t exit_ns;
 	pid_t pid;
 	/* 1 in a process our fork handler set up; 0 in a child made without
 	 * one (_Fork, a raw clone): the page is MADV_WIPEONFORK (life.c). */

@@ -120,6 +120,16 @@ void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes,
 void gmt_record_counters(unsigned reason, const char *source, const char *device, int64_t ordinal,
 			 size_t n, const char *const *names, const uint64_t *values);
 
+/* A framework's out-of-memory error (GMT_TAG_FWOOM) from the calling thread
+ * (the marker API): texts cut at 128 bytes, the message at
+ * GMT_FWOOM_MESSAGE_MAX, the list at GMT_FWOOM_VALUES_MAX entries. */
+void gmt_record_fwoom(unsigned how, const char *source, const char *type, int64_t ordinal, size_t n,
+		      const char *const *names, const uint64_t *values, const char *message);
+
+/* The process's exit status as the exit hooks and main's return pass it
+ * (GMT_EXIT_*), for the EXIT record the final flush writes before its
+ * trailer. Async-signal-safe: a store, no lock. */
+void gmt_exit_status(unsigned how, int status);
 /* A record other than an event from the calling thread (a GMT_RING_* type
  * whose body the caller fills): its body's room in the thread's ring, or
  * NULL (tracing off, or the ring stayed full: counted as lost). A non-NULL
@@ -133,6 +143,14 @@ uint64_t gmt_python_name_id(const char *function, const char *file, uint64_t lin
 
 /* Phase markers (GMT_TAG_RANGE) from the calling thread: NVTX and the
  * marker API. text may be NULL (POP, END); it is cut at 1024 bytes. */
+/* gpumemtrace_flush_v1: waits, at most max_ms, until everything recorded
+ * before the call is written (a flush cycle that began after it ended).
+ * 0: written; 1: nothing to wait for (not tracing, or the trace ended);
+ * -1: not within max_ms. */
+int gmt_flush_wait(unsigned max_ms);
+/* gpumemtrace_trace_path_v1: the trace file's path into buf (cut to size,
+ * NUL-terminated); its length, or -1 before the file exists. */
+long gmt_trace_path(char *buf, size_t size);
 void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source source,
 		      const char *text);
 

@@ -23,6 +23,7 @@ LAYERS = [
     ("reader", "reader/", ["common", "include"]),
     ("analysis", "analysis/", ["reader", "common", "include"]),
     ("cli", "cli/", ["analysis", "reader", "common", "include"]),
+    ("capi", "capi/", ["analysis", "reader", "common", "include"]),
 ]
 NARROW = "preload/tracer.h"  # the one header through which the hooks call the core
 ALLOWED = {name: set(uses) | {name} for name, _, uses in LAYERS}
