@@ -113,14 +113,15 @@ static __attribute__((noinline, cold)) void flush_finished(void)
 }
 
 /* The program closed the trace's descriptor: reopened here, on its own
- * thread between its own calls (gmt_writer_reopen says why), if the flush
- * thread is not busy (never waited for: it may be stuck in a write). */
+ * thread between its own calls (gmt_writer_reclaim says why), if the flush
+ * thread is not busy (never waited for: it may be stuck in a write). Only
+ * the open: the pending chunk is the flush thread's to write. */
 static __attribute__((noinline, cold)) void reopen_trace(void)
 {
 	if (not_our_process() || pthread_mutex_trylock(&gmt_rt.flush_lock) != 0)
 		return;
 	int cancel = gmt_nocancel_begin();
-	if (gmt_rt.w.fd_lost && gmt_writer_reopen(&gmt_rt.w) < 0)
+	if (gmt_rt.w.fd_lost && gmt_writer_reclaim(&gmt_rt.w) < 0)
 		set_state(ST_OFF);
 	gmt_nocancel_end(cancel);
 	pthread_mutex_unlock(&gmt_rt.flush_lock);
@@ -137,7 +138,8 @@ static inline void flush_if_finished(void)
 	gmt_fence_recorded();
 	if (__builtin_expect(load_state() == ST_FINISHED, 0))
 		flush_finished();
-	if (__builtin_expect(gmt_rt.w.fd_lost, 0))
+	/* set by the flush thread under flush_lock; read again under it */
+	if (__builtin_expect(__atomic_load_n(&gmt_rt.w.fd_lost, __ATOMIC_RELAXED), 0))
 		reopen_trace();
 }
 

@@ -43,8 +43,8 @@ static const char redacted[] = "<redacted>";
  * takes from the environment or the command line passes here. */
 static int secret_name(const char *name, size_t n)
 {
-	static const char *const words[] = {"PASSWORD", "PASSWD", "TOKEN", "SECRET", "KEY",
-					    "CREDENTIAL"};
+	static const char *const words[] = {"PASSWORD", "PASSWD", "TOKEN",
+					    "SECRET",	"KEY",	  "CREDENTIAL"};
 	for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
 		size_t k = strlen(words[w]);
 		for (size_t i = 0; i + k <= n; i++)

@@ -39,9 +39,9 @@ struct cache {
 	uintptr_t stack_lo, stack_hi; /* this thread's stack; 0: none known */
 	size_t stride;		      /* bytes per entry */
 	size_t map_bytes;
-	unsigned depth;	     /* what the entries were sized for */
-	int disabled;	     /* setting up failed: libunwind only */
-	unsigned misses;     /* walked with unw_step, up to COLD_MISSES */
+	unsigned depth;	 /* what the entries were sized for */
+	int disabled;	 /* setting up failed: libunwind only */
+	unsigned misses; /* walked with unw_step, up to COLD_MISSES */
 	/* fingerprints of chains missed once (SEEN of them), after the
 	 * entries: touched only once a thread is past COLD_MISSES, so a
 	 * thread that allocates from a few places touches two pages */

@@ -28,7 +28,7 @@ static const struct gmt_dl libc_dl = {gmt_libc_dlopen, gmt_libc_dlsym, gmt_libc_
 #define CHUNK_TARGET (256u << 10) /* write a chunk once this much is pending */
 /* zstd level: 1 and the negative (faster) levels measured in
  * docs/performance.md "Trace size". */
-#define ZSTD_LEVEL 1
+#define ZSTD_LEVEL	 1
 #define LOST_PENDING_MAX (4u << 20) /* bytes a chunk waits for a reopen: << 16 MiB */
 
 /* ---- chunk buffer ---------------------------------------------------- */
@@ -115,7 +115,7 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 	struct stat st;
 	if (!w->failed && !fd_is_ours(w, &st)) {
 		w->fd = -1; /* not ours to write, nor to close */
-		w->fd_lost = 1;
+		__atomic_store_n(&w->fd_lost, 1, __ATOMIC_RELAXED);
 		if (!w->may_reopen)
 			goto out;
 		if (reopen(w) != 0 || !fd_is_ours(w, &st)) {
@@ -124,7 +124,7 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 				w->path);
 			w->failed = 1;
 		}
-		w->fd_lost = 0;
+		__atomic_store_n(&w->fd_lost, 0, __ATOMIC_RELAXED);
 	}
 	/* Someone deleted or truncated the file: writing on would leave a
 	 * hole of zeros (or nothing at all) instead of a readable trace. */
@@ -156,9 +156,8 @@ out:
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-int gmt_writer_reopen(struct gmt_writer *w)
+int gmt_writer_reclaim(struct gmt_writer *w)
 {
-	w->may_reopen = 1;
 	if (!w->failed && w->fd_lost) { /* also with nothing pending */
 		struct stat st;
 		if (reopen(w) != 0 || !fd_is_ours(w, &st)) {
@@ -167,8 +166,15 @@ int gmt_writer_reopen(struct gmt_writer *w)
 				w->path);
 			w->failed = 1;
 		}
-		w->fd_lost = 0;
+		__atomic_store_n(&w->fd_lost, 0, __ATOMIC_RELAXED);
 	}
+	return w->failed ? -1 : 0;
+}
+
+int gmt_writer_reopen(struct gmt_writer *w)
+{
+	w->may_reopen = 1;
+	gmt_writer_reclaim(w);
 	int rc = gmt_writer_flush(w);
 	w->may_reopen = 0;
 	return rc;

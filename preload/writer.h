@@ -37,7 +37,7 @@ struct gmt_writer {
 	/* The program closed or reused fd: chunks stay pending until a thread
 	 * of the program reopens the trace (gmt_writer_reopen), or the end
 	 * does (may_reopen set by whoever writes the last trailer). */
-	volatile int fd_lost;
+	int fd_lost; /* written under flush_lock; read without it by the event path */
 	int may_reopen;
 	uint32_t reopened_noted;
 	char path[4096];
@@ -115,9 +115,14 @@ static inline void gmt_writer_commit(struct gmt_writer *w, uint8_t *end)
 /* Writes the pending chunk. Returns 0, or -1 once writing has failed.
  * With fd_lost, and may_reopen clear, keeps it pending and returns 0. */
 int gmt_writer_flush(struct gmt_writer *w);
-/* gmt_writer_flush, reopening the trace by its path if the program closed
- * its descriptor: on a thread of the program, between its own calls (the
- * number open() takes for a moment is not one the program is opening). */
+/* Reopens the trace by its path if the program closed or reused its
+ * descriptor, writing nothing: on a thread of the program, between its
+ * own calls (the number open() takes for a moment is not one the program
+ * is opening); the pending chunk waits for the flush thread. Returns 0,
+ * or -1 once writing has failed (the path no longer names the trace). */
+int gmt_writer_reclaim(struct gmt_writer *w);
+/* gmt_writer_reclaim, then gmt_writer_flush: at the end, by whoever writes
+ * the last trailer. */
 int gmt_writer_reopen(struct gmt_writer *w);
 /* Closes our descriptor (unless the program made it its own) and frees
  * the file's buffers, without writing. */

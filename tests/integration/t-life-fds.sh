@@ -105,6 +105,24 @@ expect_eq "stderr-swap: log" "$(cat app.log)" "the program's line"
 $GMT_CLI dump "$(the_trace)" | grep -q "NOTE .*1 line of the tracer not printed: descriptor 2 was no longer the stderr the program started with" ||
 	fail "stderr-swap: no note: $($GMT_CLI dump "$(the_trace)" | grep NOTE)"
 
+# crowd DIR 1024: every descriptor from 3 closed, then files opened until
+# one sits at 1023: the program holds the numbers the trace and libunwind's
+# pipe had (768 and up). Without unwind tables libunwind checks addresses
+# through that pipe: it read, wrote and closed the program's files (exit 2,
+# 3 runs in 3). Now it is told the addresses are bad (a NOTE says stacks
+# may end early) and the files stay the program's; the trace is reopened
+# on a free number, or, with none left, stops with one line.
+if [[ ${SANITIZE:-} != *address* ]] && (ulimit -S -n 1024) 2>/dev/null; then
+	for p in fdclash fdclash-noeh; do
+		rm -rf d gpumemtrace.*.gmt && mkdir d
+		rc=0
+		(ulimit -S -n 1024 && traced "$PROG_DIR/$p" crowd "$PWD/d" 1024) 2>err.txt || rc=$?
+		expect_eq "crowd ($p): exit" $rc 0
+		[ "$(wc -l <err.txt)" -le 1 ] || fail "crowd ($p): $(cat err.txt)"
+		$GMT_CLI dump "$(the_trace)" >/dev/null 2>err.txt || fail "crowd ($p): $(cat err.txt)"
+	done
+fi
+
 # RLIMIT_NOFILE=4: 0-2 and one more. The trace needs that one (documented
 # in docs/reliability.md): the program opens one file fewer, and runs on.
 rm -f gpumemtrace.*.gmt

@@ -159,14 +159,16 @@ int main(int argc, char **argv)
 			l[len > 0 ? len : 0] = '\0';
 			snprintf(p, sizeof p, "%s/%d", argv[2], k);
 			if (len <= 0 || strcmp(l, p) != 0 || dprintf(fds[k], "again\n") != 6) {
-				fprintf(stderr, "fdclash: file %d, fd %d, is now %s\n", k, fds[k], l);
+				fprintf(stderr, "fdclash: file %d, fd %d, is now %s\n", k, fds[k],
+					l);
 				return 5;
 			}
 			char want[64], got[64] = "";
 			int w = snprintf(want, sizeof want, "file %d\nagain\n", k);
-			if (pread(fds[k], got, sizeof got - 1, 0) != w || memcmp(got, want, (size_t)w) != 0)
-			{
-				fprintf(stderr, "fdclash: file %d, fd %d, holds other bytes\n", k, fds[k]);
+			if (pread(fds[k], got, sizeof got - 1, 0) != w ||
+			    memcmp(got, want, (size_t)w) != 0) {
+				fprintf(stderr, "fdclash: file %d, fd %d, holds other bytes\n", k,
+					fds[k]);
 				return 6; /* someone else read or wrote it */
 			}
 		}
