@@ -172,7 +172,7 @@ void gmt_writer_process(struct gmt_writer *w)
 		argc += cmdline[i] == '\0';
 	if (cl && cmdline[cl - 1] != '\0')
 		argc++; /* truncated last argument */
-	if (!w->record_argv)
+	if (w->omit_argv)
 		argc = cl = 0; /* GPUMEMTRACE_RECORD_ARGV=0 */
 	p = gmt_put_varint(p, argc);
 	int secret = 0;

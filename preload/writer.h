@@ -33,7 +33,7 @@ struct gmt_writer {
 	int failed;	   /* a write failed: the trace ends at the last good chunk */
 	uint64_t written;  /* bytes written: a smaller file was truncated under us */
 	uint32_t reopened; /* times the program closed fd and the path gave the file back */
-	int record_argv;   /* GPUMEMTRACE_RECORD_ARGV: the PROCESS record keeps argv */
+	int omit_argv;	   /* GPUMEMTRACE_RECORD_ARGV=0: the PROCESS record keeps no argv */
 	/* The program closed or reused fd: chunks stay pending until a thread
 	 * of the program reopens the trace (gmt_writer_reopen), or the end
 	 * does (may_reopen set by whoever writes the last trailer). */
