@@ -393,3 +393,37 @@ void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findi
 			oom_case(f, r, o, n - 1, ids[k], whys[k], out);
 	}
 }
+
+void ex_partial(const struct ex_facts *f, struct ex_findings *out)
+{
+	if (!f->partial)
+		return;
+	char what[200] = "";
+	int n = 0;
+	if (f->lost)
+		n = snprintf(what, sizeof(what), "%" PRIu64 " allocation or free event%s lost",
+			     f->lost, f->lost == 1 ? " was" : "s were");
+	if (f->incomplete_why && n >= 0 && (size_t)n < sizeof(what))
+		snprintf(what + n, sizeof(what) - (size_t)n, "%sthe trace is incomplete (%s)",
+			 n ? ", and " : "", f->incomplete_why);
+	struct ex_finding *x = ex_add(out, "partial-data", -1, 0);
+	ex_answer(x,
+		  "%s: allocations and frees are missing from it, so every figure below may be "
+		  "short and a missing free can look like a leak",
+		  what);
+	if (f->incomplete_why)
+		ex_ev(x, "dump",
+		      "an incomplete trace ends where the process stopped writing: killed, "
+		      "crashed, still running, or its disk full; it holds what happened up to "
+		      "GPUMEMTRACE_FLUSH_MS (20 ms) before");
+	if (f->lost)
+		ex_ev(x, "dump",
+		      "lost events: a thread's buffer was full for longer than "
+		      "GPUMEMTRACE_FULL_WAIT_MS while the disk was slow; the trace counts them");
+	ex_change(x, "%s",
+		  f->lost ? "Rerun with a larger buffer per thread (GPUMEMTRACE_RING_KB=8192; "
+			    "the default is 1024) on a disk that keeps up; `gpumemtrace check "
+			    "--allow-lost` judges a trace with losses anyway."
+			  : "Let the run finish (or trace the failing step alone) for whole "
+			    "figures; the findings below cover what was written.");
+}

@@ -403,6 +403,29 @@ const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size)
 
 /* ---- building findings ---- */
 
+const char *explain_severity_name(enum ex_severity s)
+{
+	return s == EX_PROBLEM ? "problem" : s == EX_EXPLAINS ? "explains" : "note";
+}
+
+/* Each finding's severity, by its id: what failed or is wrong, then what
+ * explains the figures (the default, the comparisons too), then notes. */
+static enum ex_severity severity_of(const char *id)
+{
+	static const char *const problems[] = {"leak", "oom-hidden", "partial-data"};
+	static const char *const notes[] = {"warm-up", "growth-undetermined", "oom-invisible",
+					    "nothing"};
+	if (strncmp(id, "oom-", 4) == 0 && strcmp(id, "oom-retried") && strcmp(id, "oom-invisible"))
+		return EX_PROBLEM; /* each case of a failed allocation */
+	for (size_t i = 0; i < sizeof(problems) / sizeof(*problems); i++)
+		if (strcmp(id, problems[i]) == 0)
+			return EX_PROBLEM;
+	for (size_t i = 0; i < sizeof(notes) / sizeof(*notes); i++)
+		if (strcmp(id, notes[i]) == 0)
+			return EX_NOTE;
+	return EX_EXPLAINS;
+}
+
 struct ex_finding *ex_add(struct ex_findings *out, const char *id, int64_t device, uint64_t bytes)
 {
 	if (out->n == out->cap) {
@@ -412,6 +435,7 @@ struct ex_finding *ex_add(struct ex_findings *out, const char *id, int64_t devic
 	struct ex_finding *x = &out->v[out->n++];
 	memset(x, 0, sizeof(*x));
 	x->id = id;
+	x->severity = severity_of(id);
 	x->device = device;
 	x->bytes = bytes;
 	return x;
@@ -465,9 +489,11 @@ const char *ex_counters_note(const char *what, char *buf, size_t size)
 	return buf;
 }
 
-static int by_bytes(const void *a, const void *b)
+static int by_severity(const void *a, const void *b)
 {
 	const struct ex_finding *x = a, *y = b;
+	if (x->severity != y->severity)
+		return x->severity < y->severity ? -1 : 1;
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? 1 : -1;
 	if (x->bytes != y->bytes)
@@ -478,7 +504,7 @@ static int by_bytes(const void *a, const void *b)
 void ex_sort(struct ex_findings *out)
 {
 	if (out->n > 1)
-		qsort(out->v, out->n, sizeof(*out->v), by_bytes);
+		qsort(out->v, out->n, sizeof(*out->v), by_severity);
 }
 
 void explain_findings_free(struct ex_findings *out)
@@ -502,7 +528,8 @@ void explain_findings(const struct ex_facts *f, const struct ex_recog *r, struct
 		ex_growth(f, r, d, out);
 	}
 	ex_ooms(f, r, out);
-	if (!out->n) {
+	ex_partial(f, out);
+	if (!out->n || (out->n == 1 && f->partial)) {
 		struct ex_finding *x = ex_add(out, "nothing", -1, 0);
 		ex_answer(x, "nothing to explain: no device memory was traced");
 		ex_ev(x, "summary", "%zu device%s in the trace", f->ndevs,

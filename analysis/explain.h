@@ -1,6 +1,6 @@
 /* gpumemtrace explain: the questions people ask about GPU memory, answered
  * as findings (an id, a one-line answer, the evidence with the command that
- * shows more, what to change), largest first.
+ * shows more, what to change), problems first, then the largest.
  *
  * Two halves, so that the other aggregators can change without touching the
  * findings' logic:
@@ -148,6 +148,10 @@ struct ex_facts {
 	const char *pool_fw;
 	char hidden_text[700];
 	uint64_t duration_ns;
+	/* a damaged or cut trace, or events lost: every figure may be short */
+	bool partial;
+	uint64_t lost;		    /* this process's events lost */
+	const char *incomplete_why; /* trace_incomplete_why(), or NULL */
 };
 
 /* The adapter: one trace's facts (only device `device` when has_device).
@@ -226,16 +230,24 @@ struct ex_evidence {
 	char cmd[80]; /* "accounting --device 0": run as `gpumemtrace CMD TRACE`; "" none */
 };
 
+/* What a finding is to the user, the first key of the order: what failed
+ * or is wrong (an OOM, a leak, a damaged trace) first, then what explains
+ * the figures, then notes. */
+enum ex_severity { EX_PROBLEM, EX_EXPLAINS, EX_NOTE };
+/* "problem", "explains", "note": --json's severity */
+const char *explain_severity_name(enum ex_severity s);
+
 struct ex_finding {
 	const char *id;
-	int64_t device; /* -1: the whole trace */
-	uint64_t bytes; /* what it accounts for: the order, largest first */
+	enum ex_severity severity; /* from the id (explain.c's table) */
+	int64_t device;		   /* -1: the whole trace */
+	uint64_t bytes;		   /* what it accounts for: the order, largest first */
 	char answer[400];
 	struct ex_evidence ev[EX_MAX_EVIDENCE];
 	size_t nev;
 	char change[1000];
 	bool needs_counters; /* the framework's counters would make it exact */
-	int rank;	     /* sorts before bytes: what ended the run comes first */
+	int rank;	     /* within a severity, before bytes: what ended the run comes first */
 };
 
 struct ex_findings {
@@ -243,7 +255,7 @@ struct ex_findings {
 	size_t n, cap;
 };
 
-/* The findings of one trace, largest first. */
+/* The findings of one trace: by severity, then rank, then size. */
 void explain_findings(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out);
 /* Why b needed more (or less) than a: the two traces' differences. */
 void explain_compare(const struct ex_facts *a, const struct ex_recog *ra, const struct ex_facts *b,

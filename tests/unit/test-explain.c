@@ -789,8 +789,76 @@ static void test_counters_bfc(void)
 	explain_findings_free(&out);
 }
 
+/* The order a user reads: a small leak (100 MiB) before nvidia-smi's
+ * 80 GiB breakdown and the cache's 300 MiB; notes last; a cut trace is a
+ * problem. Within problems, the OOM that ended the run first. */
+static void test_severity_order(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	struct ex_findings out;
+	static const char *const torch[] = {"libc10_cuda.so", NULL};
+	facts(&f, &d, torch, NULL);
+	d.peak = 500 * MiB;
+	d.seg_mid = 15;
+	d.seg_bytes = 300 * MiB;
+	d.smi = d.smi_at_peak = d.smi_process = true;
+	d.smi_bytes = 80 * GiB;
+	d.contexts = 500 * MiB;
+	d.verdict = "leak";
+	d.rate_s = 10 * MiB; /* over 10 s: 100 MiB */
+	f.partial = true;
+	f.incomplete_why = "torn tail";
+	snprintf(f.blind[f.nblind++], sizeof(f.blind[0]), "a memory fraction");
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	static const char *const want[] = {"leak", "partial-data", "smi-breakdown", "torch-cache",
+					   "oom-invisible"};
+	CHECK(out.n == 5, "%zu findings", out.n);
+	for (size_t i = 0; i < out.n && i < 5; i++)
+		CHECK(strcmp(out.v[i].id, want[i]) == 0, "finding %zu: %s, expected %s", i,
+		      out.v[i].id, want[i]);
+	CHECK(out.v[0].severity == EX_PROBLEM && out.v[1].severity == EX_PROBLEM &&
+		  out.v[2].severity == EX_EXPLAINS && out.v[4].severity == EX_NOTE,
+	      "severities");
+	CHECK(!strcmp(explain_severity_name(EX_PROBLEM), "problem") &&
+		  !strcmp(explain_severity_name(EX_EXPLAINS), "explains") &&
+		  !strcmp(explain_severity_name(EX_NOTE), "note"),
+	      "severity names");
+	const struct ex_finding *p = find(&out, "partial-data");
+	CHECK(p && has(p->answer, "the trace is incomplete (torn tail)") &&
+		  has(p->answer, "a missing free can look like a leak"),
+	      "partial-data: %s", p ? p->answer : "");
+	explain_findings_free(&out);
+	/* a caught OOM of 1 GiB after the fatal one of 64 MiB: the fatal first */
+	facts(&f, &d, torch, NULL);
+	f.ooms[f.nooms++] = (struct ex_oom){
+	    .device = 0, .size = 1 * GiB, .api = "cudaMalloc", .kase = "exceeds-device-total"};
+	f.ooms[f.nooms++] = (struct ex_oom){.device = 0,
+					    .size = 64 * MiB,
+					    .api = "cudaMalloc",
+					    .kase = "this-process",
+					    .fatal = true};
+	f.lost = 3;
+	f.partial = true;
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	CHECK(out.n >= 3 && !strcmp(out.v[0].id, "oom-this-process") &&
+		  !strcmp(out.v[1].id, "oom-exceeds-device-total") &&
+		  !strcmp(out.v[2].id, "partial-data"),
+	      "fatal OOM first: %s %s %s", out.v[0].id, out.n > 1 ? out.v[1].id : "",
+	      out.n > 2 ? out.v[2].id : "");
+	p = find(&out, "partial-data");
+	CHECK(p && has(p->answer, "3 allocation or free events were lost") &&
+		  has(p->change, "GPUMEMTRACE_RING_KB"),
+	      "lost: %s", p ? p->answer : "");
+	explain_findings_free(&out);
+}
+
 int main(void)
 {
+	test_severity_order();
 	test_mode_texts();
 	test_recognize();
 	test_helpers();
