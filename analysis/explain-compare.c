@@ -71,7 +71,7 @@ static void cmp_gpu(const struct ex_dev *a, const struct ex_recog *ra, const str
 	    x, "%s",
 	    pre ? "Compare what the program uses, not what was preallocated: set "
 		  "XLA_PYTHON_CLIENT_PREALLOCATE=false (JAX) or TF_FORCE_GPU_ALLOW_GROWTH=true "
-		  "(TF) on both, or the same XLA_PYTHON_CLIENT_MEM_FRACTION."
+		  "(TF) on both, or the same XLA_CLIENT_MEM_FRACTION."
 		: "A different GPU brings a different context size and, with cuDNN and "
 		  "cuBLAS, other algorithms and workspaces: compare on the same model.");
 }
@@ -102,15 +102,26 @@ static void cmp_driver(const struct ex_dev *a, const struct ex_dev *b, struct ex
 		     "loads every kernel at start-up): use the same on both to compare.");
 }
 
+/* A variable that says which process of a job this is (the framework
+ * table's rows of no framework that change no memory). */
 static bool job_key(const char *k)
 {
-	static const char *const job[] = {
-	    "RANK",	"LOCAL_RANK",	"WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-	    "PMI_RANK", "SLURM_PROCID", NULL};
-	for (size_t i = 0; job[i]; i++)
-		if (strcmp(k, job[i]) == 0)
+	for (size_t i = 0; i < gmt_fw_nenv; i++)
+		if (gmt_fw_env[i].fw == GMT_FW_NONE && !gmt_fw_env[i].what &&
+		    strcmp(gmt_fw_env[i].name, k) == 0)
 			return true;
 	return false;
+}
+
+/* A setting one run set by a name its framework ignored. */
+static void env_ignored(const char *side, const struct ex_recog *r, struct ex_finding *x)
+{
+	const struct fw_in_force *c[] = {&r->alloc_conf, &r->mem_fraction};
+	for (size_t i = 0; i < 2; i++)
+		if (c[i]->ignored)
+			ex_ev(x, "diff", "%s: %s=%s is %s while %s is set", side, c[i]->ignored,
+			      c[i]->ignored_value, c[i]->conflict ? "an error" : "ignored",
+			      c[i]->name);
 }
 
 /* Keys set in one trace and unset or different in the other, once each. */
@@ -138,6 +149,8 @@ static void cmp_env(const struct ex_facts *a, const struct ex_recog *ra, const s
 	struct ex_finding x;
 	memset(&x, 0, sizeof(x));
 	size_t n = env_diff(a, b, &x);
+	env_ignored("A", ra, &x);
+	env_ignored("B", rb, &x);
 	if (!n && ra->mode == rb->mode)
 		return;
 	const struct ex_dev *da = &a->devs[0], *db = &b->devs[0];

@@ -66,34 +66,28 @@ void ex_growth(const struct ex_facts *f, const struct ex_recog *r, const struct 
 
 /* Fragmentation inside a framework's cache or pool: what to change, for
  * its framework (sources: the PyTorch CUDA semantics notes, "Optimizing
- * memory usage with PYTORCH_CUDA_ALLOC_CONF"; the JAX GPU memory
- * allocation page; TensorFlow's GPU guide; CuPy's memory management page;
- * frameworks.md §1.5, §2.1, §3). */
-static const char *frag_advice(char *buf, size_t size, const char *fw, const struct ex_facts *f)
+ * memory usage with PYTORCH_ALLOC_CONF"; the JAX GPU memory allocation
+ * page; TensorFlow's GPU guide; CuPy's memory management page;
+ * frameworks.md §1.5, §2.1, §3). Settings in the names in force. */
+static const char *frag_advice(char *buf, size_t size, const char *fw, const struct ex_recog *r)
 {
+	char es[400], fr[200];
 	if (!strcmp(fw, "torch")) {
-		const char *conf = explain_env(f, "PYTORCH_CUDA_ALLOC_CONF");
-		char own[200] = "";
-		if (conf)
-			snprintf(own, sizeof(own),
-				 " (add it to your PYTORCH_CUDA_ALLOC_CONF=%.100s)", conf);
-		snprintf(
-		    buf, size,
-		    "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True%s: segments grow in "
-		    "place, so freed blocks merge instead of staying split (newer PyTorch also "
-		    "reads PYTORCH_ALLOC_CONF; PYTORCH_CUDA_ALLOC_CONF wins when both are set). "
-		    "Or max_split_size_mb:N with N below the failing request, so large cached "
-		    "blocks are not split for small ones. Only then a smaller batch. "
-		    "`gpumemtrace fragmentation` shows the segments.",
-		    own);
+		snprintf(buf, size,
+			 "Set %s: segments grow in place, so freed blocks merge instead of "
+			 "staying split. Or max_split_size_mb:N in the same setting, with N below "
+			 "the failing request, so large cached blocks are not split for small "
+			 "ones. Only then a smaller batch. `gpumemtrace fragmentation` shows the "
+			 "segments.",
+			 explain_conf_advice(r, "expandable_segments:True", es, sizeof(es)));
 	} else if (!strcmp(fw, "jax")) {
-		snprintf(
-		    buf, size,
-		    "XLA_PYTHON_CLIENT_ALLOCATOR=platform gives each buffer its own driver "
-		    "allocation: no pool to fragment, at some speed. Or keep one preallocated "
-		    "region (XLA_PYTHON_CLIENT_PREALLOCATE left on, a lower "
-		    "XLA_PYTHON_CLIENT_MEM_FRACTION if other processes share the GPU): BFC's free "
-		    "chunks merge only inside a region, and growth mode's regions never merge.");
+		snprintf(buf, size,
+			 "XLA_PYTHON_CLIENT_ALLOCATOR=platform gives each buffer its own driver "
+			 "allocation: no pool to fragment, at some speed. Or keep one "
+			 "preallocated region (XLA_PYTHON_CLIENT_PREALLOCATE left on, a lower %s "
+			 "if other processes share the GPU): BFC's free chunks merge only inside "
+			 "a region, and growth mode's regions never merge.",
+			 explain_fraction_advice(r, NULL, fr, sizeof(fr)));
 	} else if (!strcmp(fw, "tensorflow")) {
 		snprintf(
 		    buf, size,
@@ -131,9 +125,13 @@ static const char *limit_advice(char *buf, size_t size, const struct ex_oom *o)
 	}
 	const char *knob = o->limit_knob ? o->limit_knob : "the limit";
 	const char *fw = o->fw_source ? o->fw_source : "";
+	bool older = o->limit_knob && !strcmp(o->limit_knob, "XLA_PYTHON_CLIENT_MEM_FRACTION");
 	const char *how =
-	    !strcmp(fw, "jax") ? " (XLA_CLIENT_MEM_FRACTION is its newer name; setting both is an "
-				 "error), e.g. .90 when no other process needs the rest of the GPU"
+	    !strcmp(fw, "jax")
+		? (older ? " (deprecated: XLA_CLIENT_MEM_FRACTION replaces it, and setting both is "
+			   "an error), e.g. .90 when no other process needs the rest of the GPU"
+			 : " (XLA_PYTHON_CLIENT_MEM_FRACTION in older JAX), e.g. .90 when no other "
+			   "process needs the rest of the GPU")
 	    : !strcmp(fw, "tensorflow") ? " in tf.config.set_logical_device_configuration"
 					: "";
 	snprintf(buf, size,
@@ -175,11 +173,11 @@ static const char *oom_advice(char *buf, size_t size, const struct ex_facts *f,
 	if (strcmp(kase, "other-processes") == 0)
 		return "Another process held the memory: nvidia-smi "
 		       "--query-compute-apps=pid,used_memory names it. A JAX or TensorFlow "
-		       "process preallocates most of a GPU by default "
-		       "(XLA_PYTHON_CLIENT_MEM_FRACTION, TF_FORCE_GPU_ALLOW_GROWTH); give each "
-		       "process its own GPU with CUDA_VISIBLE_DEVICES.";
+		       "process preallocates most of a GPU by default (XLA_CLIENT_MEM_FRACTION, "
+		       "XLA_PYTHON_CLIENT_MEM_FRACTION in older JAX; TF_FORCE_GPU_ALLOW_GROWTH); "
+		       "give each process its own GPU with CUDA_VISIBLE_DEVICES.";
 	if (strcmp(kase, "fragmentation") == 0)
-		return frag_advice(buf, size, fw, f);
+		return frag_advice(buf, size, fw, r);
 	if (strcmp(kase, "limit") == 0)
 		return limit_advice(buf, size, o);
 	if (o->fw && working_set_advice(fw))
@@ -188,17 +186,19 @@ static const char *oom_advice(char *buf, size_t size, const struct ex_facts *f,
 	 * either, and the wrong advice costs a day */
 	char next[600];
 	if (explain_oom_next(r, next, sizeof(next))) {
+		char es[400], meanwhile[600] = " ";
+		if (r->fw == FW_PYTORCH)
+			snprintf(
+			    meanwhile, sizeof(meanwhile),
+			    " Meanwhile the error message says: when \"reserved by PyTorch but "
+			    "unallocated\" is at least the request, set %s; else a smaller "
+			    "batch, activation checkpointing, mixed precision.",
+			    explain_conf_advice(r, "expandable_segments:True", es, sizeof(es)));
 		snprintf(buf, size,
 			 "%s's %s held the memory; whether its tensors filled it (the working set) "
 			 "or its free space was in pieces too small (fragmentation) needs its own "
 			 "figures: rerun with `gpumemtrace run --framework-counters`.%s%.300s",
-			 r->fw_name, r->fw == FW_PYTORCH ? "cache" : "pool",
-			 r->fw == FW_PYTORCH
-			     ? " Meanwhile the error message says: when \"reserved by PyTorch but "
-			       "unallocated\" is at least the request, set "
-			       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; else a smaller "
-			       "batch, activation checkpointing, mixed precision."
-			     : " ",
+			 r->fw_name, r->fw == FW_PYTORCH ? "cache" : "pool", meanwhile,
 			 r->fw == FW_PYTORCH ? "" : next + strlen("next: "));
 		return buf;
 	}
@@ -256,15 +256,17 @@ static void oom_retried(const struct ex_facts *f, const struct ex_recog *r, stru
 		      "listed) and a successful retry of the same size",
 		      f->retried, f->retried == 1 ? "" : "s", fmt_size(b[1], freed));
 	retry_counters(x, f, r);
-	ex_change(x, "%s",
-		  r->fw == FW_PYTORCH
-		      ? "The cache is emptied and refilled each time: lower the peak so no "
-			"retry is needed (a smaller batch, "
-			"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True); "
-			"torch.cuda.memory_stats()['num_alloc_retries'] counts them."
-		      : "Lower the peak so no retry is needed; a pool limit "
-			"(cupy.get_default_memory_pool().set_limit) makes the pool free "
-			"earlier.");
+	char es[400];
+	if (r->fw == FW_PYTORCH)
+		ex_change(x,
+			  "The cache is emptied and refilled each time: lower the peak so no retry "
+			  "is needed (a smaller batch, %s); "
+			  "torch.cuda.memory_stats()['num_alloc_retries'] counts them.",
+			  explain_conf_advice(r, "expandable_segments:True", es, sizeof(es)));
+	else
+		ex_change(x, "Lower the peak so no retry is needed; a pool limit "
+			     "(cupy.get_default_memory_pool().set_limit) makes the pool free "
+			     "earlier.");
 }
 
 /* Ways the trace cannot show an OOM at all (oom's notes): one finding. */

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/frameworks.h"
 #include "analysis/trace.h"
 
 #define EX_MAX_LIBS	12 /* traced bytes by library at a moment, largest first */
@@ -193,6 +194,9 @@ struct ex_recog {
 	const char *mode_name;
 	char mode_why[200]; /* "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" */
 	double fraction;    /* MODE_BFC_PREALLOC: the share of the device asked (0: unknown) */
+	/* the settings in force, by whichever name was set (PyTorch's
+	 * PYTORCH_ALLOC_CONF or its older name; JAX's memory fraction) */
+	struct fw_in_force alloc_conf, mem_fraction;
 };
 
 void explain_recognize(const struct ex_facts *f, struct ex_recog *r);
@@ -211,6 +215,16 @@ bool explain_frees_reach_driver(const struct ex_recog *r);
 /* What to do next about an OOM of this process's own memory under a cache
  * or pool (fragmentation, the allocator's settings), or NULL. */
 const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size);
+/* Advice to set KEY:VALUE (kv) in PyTorch's allocator settings, in the
+ * name in force: "PYTORCH_ALLOC_CONF=kv (PYTORCH_CUDA_ALLOC_CONF before
+ * PyTorch 2.9)" when neither is set, the value set plus kv when one is,
+ * and a note when it is the older name or the other name is ignored. */
+const char *explain_conf_advice(const struct ex_recog *r, const char *kv, char *buf, size_t size);
+/* Advice to set JAX's memory fraction to value ("XLA_CLIENT_MEM_FRACTION=.5
+ * (XLA_PYTHON_CLIENT_MEM_FRACTION in older JAX)"), or by the deprecated
+ * name when that is the one set, saying so; value NULL: the name alone. */
+const char *explain_fraction_advice(const struct ex_recog *r, const char *value, char *buf,
+				    size_t size);
 /* The recorded value of an environment variable, or NULL. */
 const char *explain_env(const struct ex_facts *f, const char *key);
 /* Whose part of the breakdown a library's memory is: 0 the framework's

@@ -267,9 +267,9 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 	    (double)r->second < PREALLOC_RIVAL * (double)big->size &&
 	    (b = blind_add(r, "preallocated"))) {
 		const char *pre = rb_env(t, "XLA_PYTHON_CLIENT_PREALLOCATE");
-		const char *fra = rb_env(t, "XLA_PYTHON_CLIENT_MEM_FRACTION");
+		const char *fra = rb_env(t, "XLA_CLIENT_MEM_FRACTION");
 		if (!fra)
-			fra = rb_env(t, "XLA_CLIENT_MEM_FRACTION");
+			fra = rb_env(t, "XLA_PYTHON_CLIENT_MEM_FRACTION");
 		snprintf(
 		    b->text, sizeof(b->text),
 		    "one allocation of %s (%.0f%% of the device's %s) at %s, nearly all this "
