@@ -37,6 +37,8 @@ static const struct command commands[] = {
     {"flamegraph", cmd_flamegraph,
      "interactive flame graph (SVG/HTML) or folded stacks of live bytes"},
     {"export", cmd_export, "convert a trace: Perfetto/Chrome JSON, CSV, or pprof"},
+    {"symbolize", cmd_symbolize,
+     "name a trace's frames from this machine's files, into the trace, so it reads anywhere"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -114,6 +116,7 @@ int main(int argc, char **argv)
 	 * writes fail with EPIPE instead of killing us, commands stop at the
 	 * first failed write, and we exit with the command's status. */
 	signal(SIGPIPE, SIG_IGN);
+	xalloc_on_failure(diag_out_of_memory);
 	if (argc < 2)
 		return say_usage_error(NULL, "no command given");
 	const char *a = argv[1];
