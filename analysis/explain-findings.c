@@ -14,6 +14,8 @@ static const char *fw_api(const struct ex_recog *r)
 {
 	switch (r->fw) {
 	case FW_PYTORCH:
+		if (r->mode == MODE_PT_NOCACHE) /* forceUncachedAllocator: no stats kept */
+			return NULL;
 		return "torch.cuda.memory_reserved() (the cache) and memory_allocated() (tensors)";
 	case FW_JAX:
 		return "jax.devices()[0].memory_stats() (pool_bytes, what BFC holds; bytes_in_use, "
@@ -101,6 +103,13 @@ static void smi_change(struct ex_finding *x, const struct ex_recog *r, const str
 		len = (size_t)snprintf(x->change, sizeof(x->change),
 				       "The framework's own figure is %s; it leaves out the rest.",
 				       api);
+	else if (r->mode == MODE_PT_NOCACHE)
+		len = (size_t)snprintf(
+		    x->change, sizeof(x->change),
+		    "Without its cache (PYTORCH_NO_CUDA_MEMORY_CACHING) PyTorch counts nothing: "
+		    "torch.cuda.memory_reserved() and memory_allocated() read 0, and each tensor "
+		    "is its own cudaMalloc, which this trace shows; torch.cuda.mem_get_info() "
+		    "gives the device's free memory.");
 	struct {
 		int part;
 		uint64_t bytes;

@@ -6,6 +6,7 @@
 
 #include "analysis/counters.h"
 #include "analysis/explain-int.h"
+#include "analysis/oom.h"
 #include "analysis/report-base.h"
 
 static const char *per_s(char *buf, double v)
@@ -28,7 +29,7 @@ void ex_growth(const struct ex_facts *f, const struct ex_recog *r, const struct 
 		struct ex_finding *x =
 		    ex_add(out, "leak", d->ordinal, est < d->peak ? est : d->peak);
 		if (d->has_rate_step)
-			snprintf(b[0], sizeof(b[0]), "%s per step, ",
+			snprintf(b[0], sizeof(b[0]), "%s per iteration, ",
 				 fmt_size(b[3], (uint64_t)(d->rate_step > 0 ? d->rate_step : 0)));
 		else
 			b[0][0] = '\0';
@@ -48,7 +49,17 @@ void ex_growth(const struct ex_facts *f, const struct ex_recog *r, const struct 
 		return;
 	}
 	struct ex_finding *x;
-	if (strcmp(d->verdict, "no-leak") == 0) {
+	if (strcmp(d->verdict, "no-leak") == 0 && !d->iterations) {
+		/* no steps to call a warm-up (one all_reduce, a script that runs
+		 * once): say what was seen, not a training loop's story */
+		x = ex_add(out, "warm-up", d->ordinal, 0);
+		ex_answer(x, "no leak seen: memory rose until %s, then nothing more was held",
+			  rb_time(t1, (int64_t)d->warmup_end_ns));
+		ex_change(x, "Nothing to change for this run. It has no repeating steps (no loop "
+			     "the trace could find, no NVTX range or marker), so it was judged on "
+			     "its highest point over time: a leak per step shows only in a run of "
+			     "several steps.");
+	} else if (strcmp(d->verdict, "no-leak") == 0) {
 		x = ex_add(out, "warm-up", d->ordinal, 0);
 		ex_answer(x, "not a leak: memory grew until %s (the warm-up), then stayed level",
 			  rb_time(t1, (int64_t)d->warmup_end_ns));
@@ -343,9 +354,10 @@ static void oom_case(const struct ex_facts *f, const struct ex_recog *r, const s
 			ex_ev(x, "oom", "%s%s%s: %s", o->fw_name, o->fw_type[0] ? " " : "",
 			      o->fw_type, o->fw_message);
 	} else if (o->meminfo) {
-		ex_ev(x, "oom", "free then: %s of %s; this process held %s, others %s",
+		char ot[120];
+		ex_ev(x, "oom", "free then: %s of %s; this process held %s, %s",
 		      fmt_size(b[0], o->free_bytes), fmt_size(b[1], o->total_bytes),
-		      fmt_size(b[2], o->held), fmt_size(b[3], o->others));
+		      fmt_size(b[2], o->held), oom_others_text(ot, sizeof(ot), o->others));
 	} else {
 		ex_ev(x, "oom", "this process held %s (no free-memory reading at the failure)",
 		      fmt_size(b[0], o->held));

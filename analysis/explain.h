@@ -123,10 +123,12 @@ struct ex_oom {
 struct ex_module {
 	const char *library; /* trace-owned */
 	char build_id[41];   /* hex, "" when unknown */
+	bool program;	     /* the traced executable, not a library */
 };
 
 struct ex_facts {
 	const char *path, *command;
+	const char *program; /* the executable's file name (its module's library), or NULL */
 	const struct trace_env *env;
 	size_t nenv;
 	struct ex_module *mods;

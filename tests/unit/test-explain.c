@@ -29,7 +29,7 @@ static void facts(struct ex_facts *f, struct ex_dev *d, const char *const *libs,
 	f->ndevs = 1;
 	f->mods = mods;
 	for (; libs && *libs; libs++)
-		mods[f->nmods++] = (struct ex_module){*libs, ""};
+		mods[f->nmods++] = (struct ex_module){*libs, "", false};
 	f->env = envs;
 	for (; kv && *kv; kv += 2)
 		envs[f->nenv++] = (struct trace_env){(char *)kv[0], (char *)kv[1]};
@@ -344,7 +344,7 @@ static void test_torch_cache_and_verdicts(void)
 	      "torch-cache: %s", c ? c->answer : "");
 	/* 10 MiB/s over 10 s = 100 MiB: the leak's weight */
 	const struct ex_finding *l = find(&out, "leak");
-	CHECK(l && l->bytes == 100 * MiB && has(l->answer, "1.00 MiB per step") &&
+	CHECK(l && l->bytes == 100 * MiB && has(l->answer, "1.00 MiB per iteration") &&
 		  has(l->answer, "+10.0 MiB/s") && has(l->answer, "train (train.py:42)"),
 	      "leak: %s (%" PRIu64 ")", l ? l->answer : "", l ? l->bytes : 0);
 	const struct ex_finding *o = find(&out, "oom-retried");
@@ -420,7 +420,7 @@ static void test_compare(void)
 	db.biggest = db.peak = 105 * GiB;
 	db.contexts = 600 * MiB;
 	db.driver_version = 13000;
-	mb[0] = (struct ex_module){"xla_cuda_plugin.so", "aaaa"};
+	mb[0] = (struct ex_module){"xla_cuda_plugin.so", "aaaa", false};
 	strcpy(ma[0].build_id, "bbbb");
 	b.mods = mb;
 	b.nmods = 1;
