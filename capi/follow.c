@@ -11,14 +11,14 @@
 #include <gpumemtrace/trace-reader.h>
 
 #include "analysis/replay.h"
+#include "capi/guard.h"
 #include "analysis/trace.h"
 #include "common/api.h"
 #include "common/events.h"
 #include "common/text.h"
 #include "reader/reader.h"
 
-#define GMTR_EXPORT __attribute__((visibility("default")))
-#define TOP_SITES   10
+#define TOP_SITES 10
 
 struct win {
 	char *name;
@@ -47,6 +47,7 @@ struct gmtr_follow {
 	struct gmt_event *ev; /* events not yet behind every window */
 	size_t nev, evcap;
 	char *status;
+	bool out_of_memory; /* a poll ran out: refuse the rest */
 };
 
 static struct open_stack *thread_of(struct gmtr_follow *f, uint64_t tid)
@@ -237,7 +238,7 @@ static void prune(struct gmtr_follow *f)
 	f->nev = k;
 }
 
-GMTR_EXPORT struct gmtr_follow *gmtr_follow_open(const char *path, const char *prefix, char *err,
+static struct gmtr_follow *gmtr_follow_open_body(const char *path, const char *prefix, char *err,
 						 size_t errlen)
 {
 	struct gmt_read_error re;
@@ -264,8 +265,18 @@ GMTR_EXPORT struct gmtr_follow *gmtr_follow_open(const char *path, const char *p
 	return f;
 }
 
-GMTR_EXPORT int64_t gmtr_follow_poll(struct gmtr_follow *f)
+GMTR_GUARDED(struct gmtr_follow *, gmtr_follow_open,
+	     (const char *path, const char *prefix, char *err, size_t errlen),
+	     (path, prefix, err, errlen), {
+		     if (err && errlen)
+			     snprintf(err, errlen, "out of memory");
+		     return NULL;
+	     })
+
+static int64_t gmtr_follow_poll_body(struct gmtr_follow *f)
 {
+	if (f->out_of_memory)
+		return -1;
 	trace_follow(&f->t, follow_event, follow_record, f);
 	for (size_t i = 0; i < f->nw; i++)
 		if (f->w[i].closed && !f->w[i].done)
@@ -273,6 +284,12 @@ GMTR_EXPORT int64_t gmtr_follow_poll(struct gmtr_follow *f)
 	prune(f);
 	return (int64_t)f->nw;
 }
+
+/* -1: out of memory, now or before (the windows so far stay readable). */
+GMTR_GUARDED(int64_t, gmtr_follow_poll, (struct gmtr_follow * f), (f), {
+	f->out_of_memory = true;
+	return -1;
+})
 
 GMTR_EXPORT int gmtr_follow_window(struct gmtr_follow *f, int64_t i, struct gmtr_window *out)
 {
@@ -300,6 +317,9 @@ GMTR_EXPORT const char *gmtr_follow_status_json(struct gmtr_follow *f)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&buf, &len);
+	f->status = NULL;
+	if (!out)
+		return "{}";
 	fprintf(out,
 		"{\"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
 		", \"lost_in_children\": %" PRIu64 "}",

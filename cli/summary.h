@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "analysis/accounting.h"
 #include "analysis/counters.h"

@@ -1,12 +1,17 @@
 /* Allocation that cannot fail, for the reading side (never the library). */
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "reader/diag.h"
 #include "reader/xalloc.h"
 
+_Thread_local jmp_buf *gmt_xalloc_escape;
+
 _Noreturn void xalloc_failed(void)
 {
+	if (gmt_xalloc_escape)
+		longjmp(*gmt_xalloc_escape, 1);
 	say_error(NULL, "out of memory");
 	exit(EXIT_INPUT);
 }
