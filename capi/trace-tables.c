@@ -304,11 +304,9 @@ static void meta_status(FILE *f, struct trace *t)
 static char *make_meta(struct gmtr *g)
 {
 	struct trace *t = &g->t;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return NULL;
+	char *buf;
+	size_t len;
+	FILE *f = xmemstream(&buf, &len);
 	fputs("{\"path\": ", f);
 	json_cstr(f, g->path);
 	fprintf(f, ", \"format_version\": %u, ", (unsigned)t->hdr.version);
@@ -323,8 +321,7 @@ static char *make_meta(struct gmtr *g)
 	fputs("]", f);
 	meta_status(f, t);
 	fputs("}", f);
-	fclose(f);
-	return buf;
+	return xmemstream_close(f, &buf);
 }
 
 /* ---- open, close --------------------------------------------------------- */
@@ -345,7 +342,8 @@ static struct gmtr *gmtr_open_body(const char *path, char *err, size_t errlen)
 	g->path = xstrdup(path);
 	if (trace_open(&g->t, "reader", g->path) != -1) {
 		if (err && errlen)
-			snprintf(err, errlen, "cannot read the trace");
+			snprintf(err, errlen, "%s",
+				 gmtr_said[0] ? gmtr_said : "cannot read the trace");
 		free(g->path);
 		free(g);
 		return NULL;
@@ -371,6 +369,12 @@ GMTR_EXPORT void gmtr_close(struct gmtr *g)
 {
 	if (!g)
 		return;
+	if (g->out_of_memory) {
+		/* A build jumped out mid-update: what it touched may not be
+		 * whole enough to free. Leaked, as the header says. */
+		free(g);
+		return;
+	}
 	for (size_t i = 0; i < NCOLS; i++)
 		col_free(&g->c[i]);
 	if (g->open)

@@ -9,7 +9,7 @@
 
 #include "reader/xalloc.h"
 
-#define HASH_NONFATAL_OOM 1
+#define HASH_NONFATAL_OOM	 1
 #define uthash_nonfatal_oom(obj) ((void)(obj), xalloc_failed())
 #include <uthash.h>
 

@@ -68,8 +68,8 @@ static int capi_is_oom(const char *msg)
 	return strstr(msg, "out of memory") || strstr(msg, strerror(ENOMEM));
 }
 
-static const char *const capi_tables[] = {"events", "frames", "stacks", "samples", "ranges",
-					  "counters"};
+static const char *const capi_tables[] = {"events",  "frames", "stacks",
+					  "samples", "ranges", "counters"};
 
 /* One walk; returns the number of "out of memory" errors it saw. */
 static int capi_walk(const struct capi_api *a, const char *trace)
