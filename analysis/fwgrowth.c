@@ -117,7 +117,30 @@ struct floor_pass {
 	struct fwg_result *out;
 	struct held *held; /* live at the end */
 	size_t nheld, held_cap;
+	struct {
+		int64_t device;
+		uint64_t allocated; /* after the device's last entry */
+	} * last;
+	size_t nlast, last_cap;
 };
+
+/* The device's tensor bytes before this entry (its previous entry's
+ * after), now set to after. The first entry, or a window's rebuilt start:
+ * after itself. */
+static uint64_t level_before(struct floor_pass *fp, const struct fw_event *ev, uint64_t after)
+{
+	size_t i = 0;
+	while (i < fp->nlast && fp->last[i].device != ev->device)
+		i++;
+	if (i == fp->nlast) {
+		GROW(fp->last, fp->nlast, fp->last_cap);
+		fp->last[fp->nlast++].device = ev->device;
+		fp->last[i].allocated = after;
+	}
+	uint64_t before = ev->window_start ? after : fp->last[i].allocated;
+	fp->last[i].allocated = after;
+	return before;
+}
 
 static struct fwg_dev *dev_of(struct fwg_result *r, int64_t device)
 {
@@ -156,11 +179,17 @@ static void floor_entry(void *ctx, const struct fw_event *ev, const struct fw_st
 	bool inside;
 	size_t i = iteration_of(fp->out, ev->time_ns, &inside);
 	const struct fw_dev *d = fw_state_dev(st, ev->device);
-	if (!inside || !d || !ev->time_ns)
+	if (!d)
+		return;
+	/* the level as an iteration begins is its own too: with the state
+	 * before each entry, the start counts where its first entry adds */
+	uint64_t before = level_before(fp, ev, d->allocated);
+	if (!inside || !ev->time_ns)
 		return;
 	struct fwg_dev *g = dev_of(fp->out, ev->device);
-	if (d->allocated < g->floor[i])
-		g->floor[i] = d->allocated;
+	uint64_t low = before < d->allocated ? before : d->allocated;
+	if (low < g->floor[i])
+		g->floor[i] = low;
 }
 
 static void floor_end(void *ctx, const struct fw_state *st)
@@ -276,6 +305,7 @@ int fwg_compute(struct trace *t, const struct growth_result *g, struct fwg_resul
 	for (size_t i = 0; rc < 0 && i < out->ndevs; i++)
 		decide(out, &out->devs[i], &fp);
 	free(fp.held);
+	free(fp.last);
 	return rc;
 }
 
