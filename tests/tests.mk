@@ -56,6 +56,8 @@ UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-growth := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-counters := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-peak-watch := analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-torchalloc := model/torchalloc.c
+UNIT_LIBS_test-torchalloc := -lm
 # explain reads the other aggregators: all their files, however they split
 UNIT_SRCS_test-explain := $(wildcard analysis/explain*.c analysis/growth*.c analysis/oom*.c) \
 	analysis/accounting.c analysis/peakset.c analysis/report-base.c $(UNIT_TRACE)
