@@ -35,7 +35,9 @@ grep -q "^note:" o && fail "a recovered OOM noted: $(cat o)"
 grep -q '"unrecovered_ooms": 2, "oom_case": "this-process"' o ||
 	fail "check --json: no unrecovered_ooms"
 f=$V/torch.clean.gmt
-head -c $(($(stat -c %s "$f") - 300)) "$f" >torn.gmt
+# half the file: torn among the events (the last chunk, after a complete
+# trailer, holds only the symbols: a trace cut there still reads whole)
+head -c $(($(stat -c %s "$f") / 2)) "$f" >torn.gmt
 rc=0; "$G" check --max-peak 10GiB torn.gmt >o 2>/dev/null || rc=$?
 expect_eq "torn, exit" "$rc" 0
 grep -q "^note: torn.gmt: incomplete trace" o || fail "no incomplete-trace note: $(cat o)"
