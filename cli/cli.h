@@ -34,6 +34,7 @@ int cmd_run(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 /* ---- color.c ---- */
 /* Whether f gets colour: a terminal, and NO_COLOR unset or empty. */

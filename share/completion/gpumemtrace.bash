@@ -4,7 +4,7 @@ _gpumemtrace() {
 	local cur prev cmd opts
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export help"
+	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export import help"
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
 		return
@@ -123,6 +123,11 @@ _gpumemtrace() {
 		--at) COMPREPLY=($(compgen -W "peak end" -- "$cur")); return ;;
 		esac
 		opts="--format -f --output -o --at --raw-sites --help" ;;
+	import)
+		case $prev in
+		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+		esac
+		opts="--output -o --help" ;;
 	help) COMPREPLY=($(compgen -W "$cmds" -- "$cur")); return ;;
 	esac
 	if [[ $cur == -* ]]; then

@@ -6,7 +6,8 @@
 # UNIT_LIBS_test-NAME.
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(TEST_BUILD)/unit/%,$(wildcard tests/unit/test-*.c))
-UNIT_COMMON := reader/reader.c reader/chunks.c reader/records.c common/crc32c.c common/zstd.c $(TRACE_BUILDER)
+UNIT_COMMON := reader/reader.c reader/chunks.c reader/records.c reader/pickle.c reader/torchsnap.c \
+	reader/snapimport.c reader/twrite.c common/crc32c.c common/zstd.c $(TRACE_BUILDER)
 
 .PHONY: unit-tests
 unit-tests: $(UNIT_TESTS) $(MKTRACE) ## build the unit tests and their tools
