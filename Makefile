@@ -82,7 +82,7 @@ install: all
 	install -m 0644 share/man/gpumemtrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 share/man/gpumemtrace.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	install -d $(DESTDIR)$(PREFIX)/share/gpumemtrace/counters
-	install -m 0644 python/counters/sitecustomize.py $(DESTDIR)$(PREFIX)/share/gpumemtrace/counters/
+	install -m 0644 python/gpumemtrace/_counters/sitecustomize.py $(DESTDIR)$(PREFIX)/share/gpumemtrace/counters/
 	install -m 0644 share/completion/gpumemtrace.bash \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpumemtrace
 

@@ -206,6 +206,16 @@ static void on_range(struct trace *t, const struct gmt_record *rec)
 	};
 }
 
+static struct trace_counter *copy_values(const struct gmt_counter *v, size_t n)
+{
+	struct trace_counter *out = xcalloc(n + 1, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		out[i].name = xstrdup(v[i].name.s);
+		out[i].value = v[i].value;
+	}
+	return out;
+}
+
 static void on_counters(struct trace *t, const struct gmt_record *rec)
 {
 	GROW(t->counters, t->ncounters, t->counters_cap);
@@ -218,12 +228,43 @@ static void on_counters(struct trace *t, const struct gmt_record *rec)
 	    .device_name = xstrdup(rec->u.counters.device.s),
 	    .device = rec->u.counters.ordinal,
 	    .n = rec->u.counters.count,
-	    .v = xcalloc(rec->u.counters.count + 1, sizeof(struct trace_counter)),
+	    .v = copy_values(rec->u.counters.v, rec->u.counters.count),
 	};
-	for (size_t i = 0; i < c->n; i++) {
-		c->v[i].name = xstrdup(rec->u.counters.v[i].name.s);
-		c->v[i].value = rec->u.counters.v[i].value;
-	}
+}
+
+static void on_fwoom(struct trace *t, const struct gmt_record *rec)
+{
+	if (t->fwooms_total++ >= TRACE_MAX_FWOOM)
+		return;
+	GROW(t->fwooms, t->nfwooms, t->fwooms_cap);
+	size_t n =
+	    rec->u.fwoom.count < GMT_FWOOM_VALUES_MAX ? rec->u.fwoom.count : GMT_FWOOM_VALUES_MAX;
+	size_t len = rec->u.fwoom.message.len < TRACE_FWOOM_TEXT ? rec->u.fwoom.message.len
+								 : TRACE_FWOOM_TEXT;
+	char *msg = xrealloc(NULL, len + 1);
+	memcpy(msg, rec->u.fwoom.message.s, len);
+	msg[len] = '\0';
+	t->fwooms[t->nfwooms++] = (struct trace_fwoom){
+	    .time_ns = rec->u.fwoom.time_ns,
+	    .tid = (int)rec->u.fwoom.tid,
+	    .how = (int)rec->u.fwoom.how,
+	    .source = xstrdup(rec->u.fwoom.source.s),
+	    .type = xstrdup(rec->u.fwoom.type.s),
+	    .message = msg,
+	    .message_len = len,
+	    .device = rec->u.fwoom.ordinal,
+	    .v = copy_values(rec->u.fwoom.v, n),
+	    .n = n,
+	};
+}
+
+static void on_exit_rec(struct trace *t, const struct gmt_record *rec)
+{
+	t->has_exit = true;
+	t->exit_how = (int)rec->u.exit.how;
+	t->exit_status = rec->u.exit.status;
+	t->exit_signal = rec->u.exit.signal;
+	t->exit_time_ns = rec->u.exit.time_ns;
 }
 
 static void on_pyframe(struct trace *t, const struct gmt_record *rec)
@@ -290,6 +331,12 @@ void trace_on_record(struct trace *t, const struct gmt_record *rec)
 		break;
 	case GMT_REC_COUNTERS:
 		on_counters(t, rec);
+		break;
+	case GMT_REC_FWOOM:
+		on_fwoom(t, rec);
+		break;
+	case GMT_REC_EXIT:
+		on_exit_rec(t, rec);
 		break;
 	case GMT_REC_TRAILER:
 		on_trailer(t, rec);

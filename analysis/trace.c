@@ -184,6 +184,16 @@ void trace_close(struct trace *t)
 		free(t->counters[i].device_name);
 	}
 	free(t->counters);
+	for (size_t i = 0; i < t->nfwooms; i++) {
+		struct trace_fwoom *f = &t->fwooms[i];
+		for (size_t j = 0; j < f->n; j++)
+			free(f->v[j].name);
+		free(f->v);
+		free(f->source);
+		free(f->type);
+		free(f->message);
+	}
+	free(t->fwooms);
 	struct trace_pyframe *pf, *pt;
 	HASH_ITER(hh, t->pyframes, pf, pt)
 	{

@@ -110,6 +110,22 @@ struct trace_counters {
 	size_t n;
 };
 
+/* A framework's out-of-memory error as the helper saw it
+ * (GMT_TAG_FWOOM); analysis/fwoom.h reads them. */
+#define TRACE_MAX_FWOOM	 1024  /* kept; the rest are counted (fwooms_total) */
+#define TRACE_FWOOM_TEXT 16384 /* of each message: what analysis/fwoom-msg.c reads */
+struct trace_fwoom {
+	uint64_t time_ns;
+	int tid;
+	int how;		 /* GMT_FWOOM_* */
+	char *source, *type;	 /* "torch", "torch.OutOfMemoryError" */
+	char *message;		 /* at most TRACE_FWOOM_TEXT bytes of it */
+	size_t message_len;	 /* of the copy */
+	int64_t device;		 /* CUDA ordinal; -1: unknown */
+	struct trace_counter *v; /* the figures the helper read then */
+	size_t n;
+};
+
 struct trace_pyframe;
 struct site_opts;
 struct site_cache;
@@ -145,6 +161,14 @@ struct trace {
 	struct trace_pyframe *pyframes;
 	struct trace_counters *counters; /* in file order */
 	size_t ncounters;
+	struct trace_fwoom *fwooms; /* in file order */
+	size_t nfwooms;
+	uint64_t fwooms_total;
+	/* how the process ended (GMT_TAG_EXIT): the last such record */
+	bool has_exit;
+	int exit_how; /* GMT_EXIT_* */
+	int64_t exit_status;
+	uint64_t exit_signal, exit_time_ns;
 	/* totals */
 	uint64_t events, lost;
 	uint64_t first_time_ns, last_time_ns; /* of events; 0 without events */
@@ -168,7 +192,7 @@ struct trace {
 	void *symbolizer;
 	bool symbolizer_tried;
 	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
-	size_t samples_cap, ranges_cap, counters_cap;
+	size_t samples_cap, ranges_cap, counters_cap, fwooms_cap;
 	bool have_last_dev;
 	int64_t last_dev; /* of the last event: most repeat it */
 };

@@ -13,6 +13,7 @@
 #include "analysis/oom.h"
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/report-print.h"
 
 static const char about[] =
@@ -370,14 +371,10 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 	fputs("]}\n", f);
 }
 
-static int write_junit(const char *file, const struct check_state *s, const struct check_args *a,
+static int write_junit(struct cli_out *o, const struct check_state *s, const struct check_args *a,
 		       size_t failed)
 {
-	FILE *f = fopen(file, "w");
-	if (!f) {
-		say_error(CMD, "cannot write %s: %s", file, strerror(errno));
-		return EXIT_USAGE;
-	}
+	FILE *f = o->f;
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<testsuites name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
@@ -417,11 +414,7 @@ static int write_junit(const char *file, const struct check_state *s, const stru
 		free(line);
 	}
 	fputs("  </testsuite>\n</testsuites>\n", f);
-	if (ferror(f) | (fclose(f) != 0)) {
-		say_error(CMD, "cannot write %s: %s", file, strerror(errno));
-		return EXIT_USAGE;
-	}
-	return 0;
+	return as_error(cli_out_close(o, CMD, true) < 0 ? 0 : EXIT_INPUT);
 }
 
 int cmd_check(int argc, char **argv)
@@ -429,9 +422,22 @@ int cmd_check(int argc, char **argv)
 	struct check_args a = {0};
 	struct check_state s = {0};
 	struct measure base = {0};
+	struct cli_out junit = {0};
 	int rc = parse_args(argc, argv, &a);
 	if (rc >= 0)
 		goto out;
+	if (a.junit) { /* before reading: never over a trace, and no wasted run */
+		const char **in = xcalloc(a.ntraces + 1, sizeof(*in));
+		memcpy(in, a.traces, a.ntraces * sizeof(*in));
+		if (a.baseline)
+			in[a.ntraces] = a.baseline;
+		rc = cli_out_open(&junit, CMD, a.junit, in, a.ntraces + !!a.baseline);
+		free(in);
+		if (rc >= 0) {
+			rc = as_error(rc);
+			goto out;
+		}
+	}
 	struct cm_options opt = {.ignore = a.ignore.v, .nignore = a.ignore.n};
 	s.tinfo = xrealloc(NULL, a.ntraces * sizeof(*s.tinfo));
 
@@ -489,11 +495,13 @@ int cmd_check(int argc, char **argv)
 	fflush(stdout);
 	rc = failed ? EXIT_CHECK : 0;
 	if (a.junit) {
-		int jrc = write_junit(a.junit, &s, &a, failed);
+		int jrc = write_junit(&junit, &s, &a, failed);
 		if (jrc)
 			rc = jrc;
 	}
 out:
+	if (junit.f) /* not written: a trace could not be read */
+		cli_out_close(&junit, CMD, false);
 	check_measure_free(&base);
 	free(s.res);
 	free(s.tinfo);

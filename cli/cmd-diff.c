@@ -333,7 +333,7 @@ static const char *state_text(const struct trace *t)
 
 /* ---- the allocator environment, nvidia-smi ---- */
 
-/* The allocator variables the tracer records (preload/writer.c), shown
+/* The allocator variables the tracer records (preload/procinfo.c), shown
  * set or not: the same value in both runs matters as much as a change. */
 static const char *const alloc_env[] = {
     "PYTORCH_CUDA_ALLOC_CONF",	     "PYTORCH_NO_CUDA_MEMORY_CACHING",

@@ -319,10 +319,27 @@ static void dump_pyframe(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 	fprintf(f, " line %" PRIu64 "\n", rec->u.pyframe.line);
 }
 
+/* A COUNTERS or FWOOM record's names and values, one a line. */
+static void dump_values(FILE *f, const struct gmt_counter *v, size_t n)
+{
+	char b[32];
+	for (size_t i = 0; i < n; i++) {
+		fputs("          ", f);
+		const struct gmt_counter *c = &v[i];
+		str(f, c->name);
+		/* counts ("num_ooms") print bare; byte counters with their size */
+		if (strstr(c->name.s, "bytes") || strstr(c->name.s, "size") ||
+		    !strcmp(c->name.s, "current") || !strcmp(c->name.s, "peak"))
+			fprintf(f, " %" PRIu64 " (%s)\n", c->value, fmt_size(b, c->value));
+		else
+			fprintf(f, " %" PRIu64 "\n", c->value);
+	}
+}
+
 static void dump_counters(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 {
 	static const char *const why[] = {"periodic", "oom", "start", "end"};
-	char b1[32], b2[32];
+	char b1[32];
 	uint64_t rs = rec->u.counters.reason;
 	fprintf(f, "COUNTERS %s tid %" PRIu64 " reason %s source ",
 		fmt_reltime(b1, (int64_t)(rec->u.counters.time_ns - mono0)), rec->u.counters.tid,
@@ -332,17 +349,37 @@ static void dump_counters(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 	str(f, rec->u.counters.device);
 	fprintf(f, " ordinal %" PRId64 " count %zu\n", rec->u.counters.ordinal,
 		rec->u.counters.count);
-	for (size_t i = 0; i < rec->u.counters.count; i++) {
-		fputs("          ", f);
-		const struct gmt_counter *c = &rec->u.counters.v[i];
-		str(f, c->name);
-		/* counts ("num_ooms") print bare; byte counters with their size */
-		if (strstr(c->name.s, "bytes") || strstr(c->name.s, "size") ||
-		    !strcmp(c->name.s, "current") || !strcmp(c->name.s, "peak"))
-			fprintf(f, " %" PRIu64 " (%s)\n", c->value, fmt_size(b2, c->value));
-		else
-			fprintf(f, " %" PRIu64 "\n", c->value);
-	}
+	dump_values(f, rec->u.counters.v, rec->u.counters.count);
+}
+
+static void dump_fwoom(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	static const char *const how[] = {"observer", "excepthook", "thread", "at-exit"};
+	char b1[32];
+	uint64_t h = rec->u.fwoom.how;
+	fprintf(f, "FWOOM %s tid %" PRIu64 " how %s source ",
+		fmt_reltime(b1, (int64_t)(rec->u.fwoom.time_ns - mono0)), rec->u.fwoom.tid,
+		h < sizeof how / sizeof *how ? how[h] : "?");
+	str(f, rec->u.fwoom.source);
+	fputs(" type ", f);
+	str(f, rec->u.fwoom.type);
+	fprintf(f, " ordinal %" PRId64 " count %zu message ", rec->u.fwoom.ordinal,
+		rec->u.fwoom.count);
+	str(f, rec->u.fwoom.message);
+	fputc('\n', f);
+	dump_values(f, rec->u.fwoom.v, rec->u.fwoom.count);
+}
+
+static void dump_exit(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32];
+	uint64_t h = rec->u.exit.how;
+	fprintf(f, "EXIT %s how %s status %" PRId64 " signal %" PRIu64 "\n",
+		fmt_reltime(b1, (int64_t)(rec->u.exit.time_ns - mono0)),
+		h == GMT_EXIT_EXIT    ? "exit"
+		: h == GMT_EXIT__EXIT ? "_exit"
+				      : "?",
+		rec->u.exit.status, rec->u.exit.signal);
 }
 
 static void dump_trailer(FILE *f, const struct gmt_record *rec, uint64_t mono0)
@@ -370,6 +407,12 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 		return;
 	case GMT_REC_COUNTERS:
 		dump_counters(f, rec, mono0);
+		return;
+	case GMT_REC_FWOOM:
+		dump_fwoom(f, rec, mono0);
+		return;
+	case GMT_REC_EXIT:
+		dump_exit(f, rec, mono0);
 		return;
 	case GMT_REC_PROCESS:
 		dump_process(f, rec, mono0);

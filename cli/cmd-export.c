@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
@@ -622,28 +623,29 @@ int cmd_export(int argc, char **argv)
 		free(paths);
 		return rc;
 	}
-	struct trace t;
-	rc = trace_open(&t, CMD, paths[0]);
+	struct cli_out o;
+	rc = cli_out_open(&o, CMD, out, paths, 1);
 	if (rc >= 0) {
 		free(paths);
 		return rc;
 	}
-	FILE *f = to_stdout ? stdout : fopen(out, "wb");
-	if (!f) {
-		say_error(CMD, "cannot write %s: %m", out);
-		rc = EXIT_INPUT;
-	} else {
-		if (fmt == F_PERFETTO)
-			rc = export_perfetto(f, &t);
-		else if (fmt == F_CSV)
-			rc = export_csv(f, &t);
-		else
-			rc = export_pprof(f, &t, at_end, raw);
-		if (f != stdout && fclose(f) != 0 && rc < 0) {
-			say_error(CMD, "cannot write %s: %m", out);
-			rc = EXIT_INPUT;
-		}
+	struct trace t;
+	rc = trace_open(&t, CMD, paths[0]);
+	if (rc >= 0) {
+		cli_out_close(&o, CMD, false);
+		free(paths);
+		return rc;
 	}
+	FILE *f = o.f;
+	if (fmt == F_PERFETTO)
+		rc = export_perfetto(f, &t);
+	else if (fmt == F_CSV)
+		rc = export_csv(f, &t);
+	else
+		rc = export_pprof(f, &t, at_end, raw);
+	int wrc = cli_out_close(&o, CMD, rc < 0);
+	if (rc < 0)
+		rc = wrc;
 	if (rc < 0)
 		rc = trace_finish(&t);
 	trace_close(&t);

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
@@ -337,9 +338,16 @@ int cmd_flamegraph(int argc, char **argv)
 		free(paths);
 		return say_usage_error(CMD, "expected one TRACE, got %d", npaths);
 	}
+	struct cli_out o;
+	rc = cli_out_open(&o, CMD, out, paths, 1);
+	if (rc >= 0) {
+		free(paths);
+		return rc;
+	}
 	struct trace t;
 	rc = trace_open(&t, CMD, paths[0]);
 	if (rc >= 0) {
+		cli_out_close(&o, CMD, false);
 		free(paths);
 		return rc;
 	}
@@ -350,32 +358,26 @@ int cmd_flamegraph(int argc, char **argv)
 	rc = snapshot_live(&t, at_end, add_live, &g, &when);
 	if (rc < 0) {
 		sort_tree(&g.root);
-		FILE *f = out && strcmp(out, "-") != 0 ? fopen(out, "w") : stdout;
-		if (!f) {
-			say_error(CMD, "cannot write %s: %m", out);
-			rc = EXIT_INPUT;
+		FILE *f = o.f;
+		size_t n = out ? strlen(out) : 0;
+		bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
+		if (fold) {
+			char path[8192] = "";
+			folded(f, &g.root, path, 0, sizeof(path));
+		} else if (html) {
+			fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+			      "<title>gpumemtrace flame graph</title></head>\n"
+			      "<body style=\"margin:0\">\n",
+			      f);
+			write_svg(f, &g, at_end, when, true);
+			fputs("</body></html>\n", f);
 		} else {
-			size_t n = out ? strlen(out) : 0;
-			bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
-			if (fold) {
-				char path[8192] = "";
-				folded(f, &g.root, path, 0, sizeof(path));
-			} else if (html) {
-				fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-				      "<title>gpumemtrace flame graph</title></head>\n"
-				      "<body style=\"margin:0\">\n",
-				      f);
-				write_svg(f, &g, at_end, when, true);
-				fputs("</body></html>\n", f);
-			} else {
-				write_svg(f, &g, at_end, when, false);
-			}
-			if (f != stdout && fclose(f) != 0) {
-				say_error(CMD, "cannot write %s: %m", out);
-				rc = EXIT_INPUT;
-			}
+			write_svg(f, &g, at_end, when, false);
 		}
 	}
+	int wrc = cli_out_close(&o, CMD, rc < 0);
+	if (rc < 0)
+		rc = wrc;
 	if (rc < 0)
 		rc = trace_finish(&t);
 	free_tree(&g.root);

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "analysis/counters.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
@@ -891,9 +892,16 @@ int cmd_plot(int argc, char **argv)
 	}
 	p.by_library = by == 1;
 	p.only_dev = (int64_t)dev;
+	struct cli_out o;
+	rc = cli_out_open(&o, CMD, out, paths, 1);
+	if (rc >= 0) {
+		free(paths);
+		return rc;
+	}
 	struct trace t;
 	rc = trace_open(&t, CMD, paths[0]);
 	if (rc >= 0) {
+		cli_out_close(&o, CMD, false);
 		free(paths);
 		return rc;
 	}
@@ -902,6 +910,7 @@ int cmd_plot(int argc, char **argv)
 	p.ngroups = p.by_library ? 0 : DK_COUNT;
 	rc = set_window(&p, from, to);
 	if (rc >= 0) {
+		cli_out_close(&o, CMD, false);
 		trace_close(&t);
 		free(paths);
 		return rc;
@@ -921,19 +930,11 @@ int cmd_plot(int argc, char **argv)
 			rc = EXIT_USAGE;
 		}
 	}
-	if (rc < 0) {
-		FILE *f = out && strcmp(out, "-") != 0 ? fopen(out, "w") : stdout;
-		if (!f) {
-			say_error(CMD, "cannot write %s: %m", out);
-			rc = EXIT_INPUT;
-		} else {
-			write_svg(f, &p);
-			if (f != stdout && fclose(f) != 0) {
-				say_error(CMD, "cannot write %s: %m", out);
-				rc = EXIT_INPUT;
-			}
-		}
-	}
+	if (rc < 0)
+		write_svg(o.f, &p);
+	int wrc = cli_out_close(&o, CMD, rc < 0);
+	if (rc < 0)
+		rc = wrc;
 	if (rc < 0)
 		rc = trace_finish(&t);
 	for (size_t i = 0; i < p.npanels; i++)

@@ -28,7 +28,8 @@ static const char more[] =
     "is set to it unless already set.\n"
     "\n"
     "--framework-counters prepends the helper folder (../share/gpumemtrace/\n"
-    "counters when installed, python/counters in a source tree) to\n"
+    "counters when installed by make, ../_counters in the Python package,\n"
+    "python/gpumemtrace/_counters in a source tree) to\n"
     "PYTHONPATH: its sitecustomize.py writes PyTorch's, JAX's and TF's own\n"
     "memory counters into the trace once the program has imported one, every\n"
     "GPUMEMTRACE_SAMPLE_MS and at each PyTorch OOM, then runs the program's\n"
@@ -221,9 +222,10 @@ static char *find_counters_helper(void)
 		say_error(CMD, "--framework-counters: cannot find the CLI's own path");
 		return NULL;
 	}
-	static const char *const rel[] = {"/../share/gpumemtrace/counters", "/../python/counters"};
+	static const char *const rel[] = {"/../share/gpumemtrace/counters", "/../_counters",
+					  "/../python/gpumemtrace/_counters"};
 	char path[PATH_MAX + 64];
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s/sitecustomize.py", dir, rel[i]);
 		if (access(path, R_OK) == 0) {
 			snprintf(path, sizeof(path), "%s%s", dir, rel[i]);

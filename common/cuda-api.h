@@ -16,7 +16,7 @@
  *      and its id, a row appended to GMT_API_LIST in format.h with the next
  *      id (ids are on disk), op, kind and space; or, for a hook that
  *      records no event, a GMT_HOOKS_LOOKUP row instead of the id;
- *   2. the wrapper, in preload/hooks/ (driver.c, runtime.c, context.c...);
+ *   2. the wrapper, in preload/hooks/ (driver.c, cudart.c, context.c...);
  *   3. the simulated function, in tests/sim/driver.c or runtime.c.
  * The rest follows from the lists: prototypes, pfn_ typedefs and hook ids
  * (preload/hooks/hooks.h, preload/real.h), the table of real functions

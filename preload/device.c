@@ -1,16 +1,12 @@
 /* What the tracer asks the driver itself: the current device on the event
- * path, free memory after a failed allocation, a context call's cost in
- * NVML's readings and each device's facts for the flush thread. */
+ * path, and each device's facts for the DEVICE records (preload/device.h). */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
-#include "common/events.h"
 #include "common/log.h"
 #include "preload/device.h"
-#include "preload/nvml.h"
 #include "preload/real.h"
-#include "preload/sampler.h"
-#include "preload/tracer.h"
 
 /* ---- device of the current context -------------------------------------- */
 
@@ -31,110 +27,6 @@ int32_t gmt_current_device(void)
 		cached_dev = dev;
 	}
 	return cached_dev;
-}
-
-/* Allocations of device memory, whose failure cuMemGetInfo can explain. */
-static int device_alloc(enum gmt_api api)
-{
-	switch (api) {
-#define GMT_DEVICE_ALLOC_(id, name, op, kind, space)                                               \
-	case GMT_API_##name:                                                                       \
-		return op == GMT_OP_ALLOC && kind != GMT_KIND_HOST_PINNED &&                       \
-		       kind != GMT_KIND_HOST_REGISTERED && kind != GMT_KIND_IPC &&                 \
-		       kind != GMT_KIND_POOL && kind != GMT_KIND_VMM_VA;
-		GMT_API_LIST(GMT_DEVICE_ALLOC_)
-#undef GMT_DEVICE_ALLOC_
-	default:
-		return 0;
-	}
-}
-
-/* What the device had free when an allocation failed, asked on the failing
- * thread, where the program's context is current. No context, no question:
- * cuMemGetInfo never creates one, and neither do we. */
-static void record_meminfo(enum gmt_api api)
-{
-	pfn_cuCtxGetCurrent get_ctx = GMT_USED(cuCtxGetCurrent);
-	pfn_cuMemGetInfo_v2 get_info = GMT_USED(cuMemGetInfo_v2);
-	CUcontext ctx = NULL;
-	size_t free_bytes = 0, total_bytes = 0;
-	if (!get_ctx || !get_info || get_ctx(&ctx) != CUDA_SUCCESS || !ctx)
-		return;
-	gmt_enter();
-	CUresult r = get_info(&free_bytes, &total_bytes);
-	gmt_leave();
-	if (r == CUDA_SUCCESS)
-		gmt_record_meminfo(api, gmt_current_device(), free_bytes, total_bytes);
-}
-
-void gmt_hook_failed(enum gmt_api api, uint32_t result)
-{
-	if (!device_alloc(api))
-		return;
-	int saved_errno = errno;
-	gmt_sampler_poke(GMT_SAMPLE_WHY_OOM); /* NVML's view of the failure */
-	if (gmt_out_of_memory((uint64_t)result))
-		record_meminfo(api);
-	errno = saved_errno;
-}
-
-/* ---- what a context call costs its device -------------------------------- */
-
-_Static_assert(GMT_MAX_DEVICES == GMT_NVML_MAX_DEVICES, "one table of devices");
-
-/* CUDA device -> NVML index + 1 (0: not known yet). */
-static int nvml_of_device[GMT_NVML_MAX_DEVICES];
-
-static int nvml_index(int32_t device)
-{
-	if (device < 0 || device >= GMT_NVML_MAX_DEVICES)
-		return -1;
-	/* A cache; racing threads store the same value. */
-	int cached = __atomic_load_n(&nvml_of_device[device], __ATOMIC_RELAXED);
-	if (cached)
-		return cached - 1;
-	pfn_cuDeviceGetUuid_v2 get_uuid = GMT_USED(cuDeviceGetUuid_v2);
-	CUuuid u;
-	if (!get_uuid || get_uuid(&u, device) != CUDA_SUCCESS)
-		return -1; /* before cuInit: not known yet, ask again next time */
-	int index = gmt_nvml_index_of_uuid((const uint8_t *)u.bytes);
-	if (index >= 0)
-		__atomic_store_n(&nvml_of_device[device], index + 1, __ATOMIC_RELAXED);
-	return index;
-}
-
-void gmt_ctx_probe_before(struct gmt_ctx_probe *p, int32_t device)
-{
-	struct gmt_nvml_reading before;
-	p->index = gmt_nvml_ready() ? nvml_index(device) : -1;
-	if (p->index >= 0 && gmt_nvml_read((unsigned)p->index, &before) != 0)
-		p->index = -1;
-	if (p->index < 0)
-		return;
-	p->used_bytes = before.used_bytes;
-	p->process_used_bytes = before.process_used_bytes;
-	p->process_known = before.process_known;
-}
-
-unsigned gmt_ctx_probe_after(const struct gmt_ctx_probe *p, enum gmt_api api, uint32_t result,
-			     uint64_t *size, uint64_t *before, uint64_t *after)
-{
-	struct gmt_nvml_reading now;
-	*size = *before = *after = 0;
-	if (p->index < 0 || gmt_nvml_read((unsigned)p->index, &now) != 0)
-		return 0;
-	int creates = api == GMT_API_cuDevicePrimaryCtxRetain || api == GMT_API_cuCtxCreate_v2 ||
-		      api == GMT_API_cuCtxCreate_v3 || api == GMT_API_cuCtxCreate_v4;
-	int untrusted = creates && result == CUDA_SUCCESS && gmt_nvml_context_made(&now);
-	/* The process's usage when NVML reports it, else the device's. */
-	int process = p->process_known && now.process_known && !untrusted;
-	*before = process ? p->process_used_bytes : p->used_bytes;
-	*after = process ? now.process_used_bytes : now.used_bytes;
-	if (creates)
-		*size = *after > *before ? *after - *before : 0;
-	else
-		*size = *before > *after ? *before - *after : 0;
-	return GMT_EV_HAS_AUX | GMT_EV_HAS_AUX2;
 }
 
 /* ---- device facts for the flush thread ---------------------------------- */
@@ -185,4 +77,79 @@ int gmt_driver_device_info(int ordinal, struct gmt_device_info *out, char *why, 
 	GMT_DEVICE_QUERY(cuDriverGetVersion, &out->driver_version);
 #undef GMT_DEVICE_QUERY
 	return incomplete ? 1 : 0;
+}
+
+/* Keeps what each query gave at some flush: at the end the driver may be
+ * gone (seen on an H100: cuDeviceGet failing at exit, after the runtime's
+ * teardown), and what an earlier flush learnt is still true. */
+static void merge_device_info(struct gmt_device_info *into, const struct gmt_device_info *d)
+{
+	static const uint8_t zero[16];
+	if (d->name[0])
+		memcpy(into->name, d->name, sizeof into->name);
+	if (memcmp(d->uuid, zero, sizeof zero))
+		memcpy(into->uuid, d->uuid, sizeof into->uuid);
+	if (d->total_bytes)
+		into->total_bytes = d->total_bytes;
+	if (d->cc_major)
+		into->cc_major = d->cc_major, into->cc_minor = d->cc_minor;
+	if (d->driver_version)
+		into->driver_version = d->driver_version;
+}
+
+int gmt_device_info_complete(const struct gmt_device_info *d)
+{
+	static const uint8_t zero[16];
+	return d->name[0] && memcmp(d->uuid, zero, sizeof zero) && d->total_bytes && d->cc_major &&
+	       d->driver_version;
+}
+
+int gmt_device_facts_query(struct gmt_device_facts *f, const uint8_t *skip)
+{
+	int n = gmt_driver_device_count();
+	if (n > GMT_MAX_FACTS_DEVICES)
+		n = GMT_MAX_FACTS_DEVICES;
+	if (n > f->n)
+		f->n = n;
+	for (int i = 0; i < f->n; i++) {
+		if (skip && skip[i])
+			continue;
+		struct gmt_device_info d;
+		char why[sizeof f->why[0]];
+		int rc = gmt_driver_device_info(i, &d, why, sizeof why);
+		if (rc >= 0) {
+			f->seen[i] = 1;
+			merge_device_info(&f->d[i], &d);
+		}
+		if (rc != 0 && why[0] && !f->why[i][0])
+			memcpy(f->why[i], why, sizeof why);
+	}
+	return n;
+}
+
+void gmt_device_facts_merge(struct gmt_device_facts *into, const struct gmt_device_facts *from)
+{
+	if (from->n > into->n)
+		into->n = from->n;
+	for (int i = 0; i < from->n; i++) {
+		if (from->seen[i]) {
+			into->seen[i] = 1;
+			merge_device_info(&into->d[i], &from->d[i]);
+		}
+		if (from->why[i][0] && !into->why[i][0])
+			memcpy(into->why[i], from->why[i], sizeof into->why[i]);
+	}
+}
+
+struct gmt_device_facts *gmt_device_facts_new(void)
+{
+	struct gmt_device_facts *f =
+	    mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return f == MAP_FAILED ? NULL : f;
+}
+
+void gmt_device_facts_free(struct gmt_device_facts *f)
+{
+	if (f)
+		munmap(f, sizeof *f);
 }

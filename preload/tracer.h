@@ -143,19 +143,6 @@ int gmt_trace_started(void);
 #define GMT_MAX_NOTES 32
 void gmt_note(int level, const char *text);
 
-/* Futex words our threads signal each other with (a thread is up, a thread
- * is done). Waits are bounded: fork, exit and exec never hang on us. Both
- * are async-signal-safe. gmt_futex_set stores value (release) and wakes
- * every waiter; gmt_futex_wait_while waits while *word == value, at most
- * max_ms, and returns what it saw last (acquire). */
-void gmt_futex_set(uint32_t *word, uint32_t value);
-/* How long fork waits for one of our threads to start (it takes microseconds). */
-enum { GMT_THREAD_UP_WAIT_MS = 1000 };
-uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms);
-
-/* Flushes everything and writes a trailer, on the calling thread (exit).
- * Runs once; a second caller waits (bounded) until the first is done. */
-void gmt_finish(enum gmt_end_reason reason);
 /* exit() was called: returns at once for the first call; a racing call
  * from another thread waits a little for the first to end the process,
  * then finishes the trace itself. Keeps errno. */

@@ -1,40 +1,34 @@
-/* Trace writer: encodes records into checksummed chunks and writes them.
- * One owner at a time (the flush thread, or a finishing thread holding the
- * flush lock), so nothing here locks. */
+/* Trace writer: records encoded into checksummed chunks, and the chunks
+ * written to the trace file. One owner at a time (the flush thread, or a
+ * finishing thread holding the flush lock), so nothing here locks.
+ *
+ * Three files: preload/writer.c is the file (creating it, the pending
+ * chunk, compression, the writes); preload/encode.c turns the rings'
+ * records, stacks, modules and devices into records in the pending chunk;
+ * preload/procinfo.c is the PROCESS record (command line, environment). */
 #ifndef GMT_WRITER_H
 #define GMT_WRITER_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <time.h>
 
+#include "common/codec.h"
 #include "gpumemtrace/format.h"
 #include "preload/device.h"
 #include "preload/modules.h"
 #include "preload/ring.h"
 #include "preload/stacks.h"
-#include "preload/tracer.h"
-
-/* DEVICE records kept for the first this many ordinals. */
-#define GMT_WRITER_MAX_DEVICES 16
-
-/* What the driver's queries gave for each device, merged over several
- * askings: a query that failed once may answer later, and what one asking
- * learnt stays true. */
-struct gmt_device_facts {
-	int n; /* devices asked about */
-	uint8_t seen[GMT_WRITER_MAX_DEVICES];
-	struct gmt_device_info d[GMT_WRITER_MAX_DEVICES];
-	char why[GMT_WRITER_MAX_DEVICES][160]; /* each one's first failed query */
-};
-/* Asks the driver about every device not in skip (may be NULL); returns
- * how many it has (-1: CUDA not initialized yet). */
-int gmt_device_facts_query(struct gmt_device_facts *f, const uint8_t *skip);
-void gmt_device_facts_merge(struct gmt_device_facts *into, const struct gmt_device_facts *from);
 
 struct gmt_ipset;
 
+/* Chunk compression (GMTZ): off, wanted (libzstd not loaded yet: never on
+ * the hook path), or on. */
+enum { GMT_ZS_OFF = 0, GMT_ZS_WANTED = 1, GMT_ZS_ON = 2 };
+
 struct gmt_writer {
-	int fd;		   /* high and close-on-exec, never 0-2 (gmt_writer_open) */
+	int fd;		   /* high and close-on-exec, never 0-2 (gmt_writer_create) */
 	uint64_t dev, ino; /* the file fd must still be: the program may close and reuse it */
 	int failed;	   /* a write failed: the trace ends at the last good chunk */
 	uint64_t written;  /* bytes written: a smaller file was truncated under us */
@@ -44,9 +38,7 @@ struct gmt_writer {
 	size_t len, cap;
 	uint32_t seq;
 
-	/* Chunk compression (GMTZ): off, wanted (libzstd not loaded yet: the
-	 * flush thread loads it, never the hook path), or on. */
-	int zstate;
+	int zstate;		  /* GMT_ZS_* */
 	struct ZSTD_CCtx_s *cctx; /* reused by every chunk */
 	uint8_t *zbuf;		  /* the compressed chunk, header included */
 	size_t zcap;
@@ -75,19 +67,21 @@ struct gmt_writer {
 	int devices_done;
 	uint64_t devices_first_ns; /* when a flush first found CUDA initialized */
 	struct gmt_device_facts devices;
-	uint8_t devices_written[GMT_WRITER_MAX_DEVICES];
+	uint8_t devices_written[GMT_MAX_FACTS_DEVICES];
 	int devices_settle; /* the trace is ending: write what is known */
 
 	uint64_t events, lost;
 };
 
+/* ---- the file (writer.c) ---- */
+
 /* Creates the file from the template (never following a symlink, never
  * overwriting: a taken name gets .1, .2 ... before .gmt) and writes the
- * header and the process record. Returns 0, or -1 with errno set. */
-/* start_mono: the trace's time zero (0: now); no event may be earlier. */
-int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress,
-		    uint64_t start_mono);
-/* Loads libzstd when compression is wanted: on the flush thread only. No
+ * file header. start_mono: the trace's time zero (0: now); no event may be
+ * earlier. Returns 0, or -1 with errno set. */
+int gmt_writer_create(struct gmt_writer *w, const char *path_template, int stack_depth,
+		      uint64_t start_mono);
+/* Loads libzstd when compression is wanted: never on the hook path. No
  * libzstd: one NOTE, and the chunks stay uncompressed. */
 void gmt_writer_compress_init(struct gmt_writer *w);
 /* Appends the created file's absolute path and a NUL to the file `list`
@@ -95,10 +89,48 @@ void gmt_writer_compress_init(struct gmt_writer *w);
  * so that concurrent processes never mix their lines. Never creates `list`.
  * Returns 0, or -1 with errno set. */
 int gmt_writer_list(const struct gmt_writer *w, const char *list);
-void gmt_writer_close(struct gmt_writer *w);
+/* Room for n more bytes of records in the pending chunk (written first
+ * when they would push it past its target size), or NULL (no memory);
+ * gmt_writer_commit(w, end) then takes what was put there. */
+uint8_t *gmt_writer_room(struct gmt_writer *w, size_t n);
+static inline void gmt_writer_commit(struct gmt_writer *w, uint8_t *end)
+{
+	w->len = (size_t)(end - w->chunk);
+}
+/* Writes the pending chunk. Returns 0, or -1 once writing has failed. */
+int gmt_writer_flush(struct gmt_writer *w);
+/* Closes our descriptor (unless the program made it its own) and frees
+ * the file's buffers, without writing. */
+void gmt_writer_file_abandon(struct gmt_writer *w);
+
+/* A string record field: its length, then its bytes. */
+static inline uint8_t *gmt_writer_put_str(uint8_t *p, const void *s, size_t n)
+{
+	p = gmt_put_varint(p, n);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static inline uint64_t gmt_wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the records (encode.c, procinfo.c) ---- */
+
+/* Creates the file (gmt_writer_create) and writes its first records: the
+ * process, the modules. compress: chunks are to be compressed (from the
+ * next flush on, once gmt_writer_compress_init loaded libzstd). Returns 0,
+ * or -1 with errno set. */
+int gmt_writer_open(struct gmt_writer *w, const char *path_template, int stack_depth, int compress,
+		    uint64_t start_mono);
 /* Forgets everything without writing: the child side of fork. */
 void gmt_writer_abandon(struct gmt_writer *w);
 
+/* The PROCESS record (procinfo.c). */
+void gmt_writer_process(struct gmt_writer *w);
 void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const struct gmt_ring_hdr *h);
 void gmt_writer_end_batch(struct gmt_writer *w);
 void gmt_writer_lost(struct gmt_writer *w, int tid, uint64_t count, uint64_t time_ns);
@@ -108,7 +140,5 @@ int gmt_writer_symbols(struct gmt_writer *w);
 void gmt_writer_reserve(struct gmt_writer *w);
 void gmt_writer_note(struct gmt_writer *w, int level, const char *text);
 void gmt_writer_trailer(struct gmt_writer *w, unsigned reason, uint64_t end_ns);
-/* Writes the pending chunk. Returns 0, or -1 once writing has failed. */
-int gmt_writer_flush(struct gmt_writer *w);
 
 #endif

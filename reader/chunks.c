@@ -94,7 +94,8 @@ static int zero_tail(int fd, uint64_t off, uint64_t size)
 
 /* k->zbuf (a GMTZ payload of len bytes, CRC checked) into k->payload. 1:
  * done, *raw_len set; 0: stopped (k says why). */
-static int decompress(struct gmt_reader *r, struct chunk *k, uint32_t len, uint32_t *raw_len)
+static int decompress(struct gmt_reader *r, struct chunk *k, uint32_t len, uint64_t raw_before,
+		      uint32_t *raw_len)
 {
 	const char *why;
 	const struct gmt_zstd *z = gmt_zstd_get(&rd_dl, &why);
@@ -108,6 +109,13 @@ static int decompress(struct gmt_reader *r, struct chunk *k, uint32_t len, uint3
 	uint64_t want = gmt_get_varint(&c);
 	if (c.bad || want > GMT_CHUNK_MAX_PAYLOAD)
 		return rd_stop(k, GMT_STOP_CORRUPT, "compressed chunk: bad raw length");
+	/* checked before anything is allocated or decompressed */
+	if (want > r->raw_limit - raw_before)
+		return rd_stop(
+		    k, GMT_STOP_CORRUPT,
+		    "its chunks decompress to more than %u times the file's %llu bytes, "
+		    "more than a trace holds; GPUMEMTRACE_MAX_EXPANSION=0 lifts the limit",
+		    r->expansion, (unsigned long long)r->file_bytes);
 	const uint8_t *frame = c.p;
 	size_t flen = (size_t)(c.end - c.p);
 	unsigned long long fcs = z->ZSTD_getFrameContentSize(frame, flen);
@@ -137,7 +145,7 @@ static int decompress(struct gmt_reader *r, struct chunk *k, uint32_t len, uint3
  * k, r->dctx and what open set, so it can run on the worker thread. 1:
  * loaded; 0: the readable part ends here (k says why). */
 int rd_prepare(struct gmt_reader *r, struct chunk *k, uint64_t off, uint64_t size,
-	       uint64_t stack_id, uint64_t event_index)
+	       uint64_t stack_id, uint64_t event_index, uint64_t raw_before)
 {
 	k->off = off;
 	k->stop = GMT_STOP_NONE;
@@ -184,7 +192,7 @@ int rd_prepare(struct gmt_reader *r, struct chunk *k, uint64_t off, uint64_t siz
 			       crc, got);
 	}
 	uint32_t raw_len = len;
-	if (zstd && !decompress(r, k, len, &raw_len))
+	if (zstd && !decompress(r, k, len, raw_before, &raw_len))
 		return 0;
 	if (grow((void **)&k->arena, &k->arena_cap, 2 * (size_t)raw_len + 64, 1))
 		return rd_stop_nomem(k);
@@ -196,6 +204,7 @@ int rd_prepare(struct gmt_reader *r, struct chunk *k, uint64_t off, uint64_t siz
 	k->crc = crc;
 	k->zstd = zstd;
 	k->raw_len = raw_len;
+	k->raw_total = raw_before + raw_len;
 	k->ok = 1;
 	return 1;
 }

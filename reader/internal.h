@@ -64,6 +64,7 @@ struct chunk {
 	int ok;		  /* 0: the readable part ends here; stop says why (NONE: clean end) */
 	struct dec start; /* the real pass starts here */
 	uint64_t next_stack_id, next_event_index; /* the next chunk's decoding starts here */
+	uint64_t raw_total; /* payload bytes (decompressed) of the chunks up to this one */
 	uint64_t off, end, seq;
 	uint32_t len, crc, raw_len;
 	int zstd;
@@ -80,6 +81,12 @@ struct gmt_reader {
 	struct gmt_read_info info;
 	uint64_t pos;				  /* file offset of the next chunk */
 	uint64_t next_stack_id, next_event_index; /* where that chunk's decoding starts */
+	uint64_t raw_total;			  /* payload bytes decompressed before that chunk */
+	/* The most payload a file may decompress to: its size times
+	 * GPUMEMTRACE_MAX_EXPANSION (UINT64_MAX: no limit), so a small hostile
+	 * file cannot make a command read gigabytes of events. */
+	uint64_t raw_limit, file_bytes;
+	unsigned expansion;
 	int have_chunk;
 	uint64_t chunk_offset, chunk_seq;
 	uint32_t chunk_len, chunk_crc;
@@ -103,11 +110,11 @@ struct gmt_reader {
 	 * buffers are free (w_next < wanted + 2: the caller is done with chunk
 	 * w_next - 2), without waiting for the caller to ask: a worker that
 	 * is the slower of the two never idles through a wake-up. */
-	uint64_t wanted;		       /* the chunk the caller reads or waits for */
-	uint64_t w_next, w_done;	       /* chunks [0, w_done) are prepared */
-	uint64_t w_off, w_size, w_sid, w_eidx; /* where chunk w_next starts */
-	int running;			       /* 0: stopped (a last chunk, or a rewind) */
-	int busy;			       /* inside prepare */
+	uint64_t wanted;			      /* the chunk the caller reads or waits for */
+	uint64_t w_next, w_done;		      /* chunks [0, w_done) are prepared */
+	uint64_t w_off, w_size, w_sid, w_eidx, w_raw; /* where chunk w_next starts */
+	int running;				      /* 0: stopped (a last chunk, or a rewind) */
+	int busy;				      /* inside prepare */
 	pthread_t worker;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -166,7 +173,7 @@ int rd_stop(struct chunk *k, enum gmt_read_stop why, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int rd_stop_nomem(struct chunk *k);
 int rd_prepare(struct gmt_reader *r, struct chunk *k, uint64_t off, uint64_t size,
-	       uint64_t stack_id, uint64_t event_index);
+	       uint64_t stack_id, uint64_t event_index, uint64_t raw_before);
 
 /* records.c */
 int rd_dec_next(struct chunk *k, struct dec *d, struct gmt_record *rec, int cached);

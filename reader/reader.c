@@ -46,6 +46,10 @@ const char *gmt_rec_type_name(int type)
 		return "MEMINFO";
 	case GMT_REC_COUNTERS:
 		return "COUNTERS";
+	case GMT_REC_FWOOM:
+		return "FWOOM";
+	case GMT_REC_EXIT:
+		return "EXIT";
 	case GMT_REC_SAMPLE:
 		return "SAMPLE";
 	case GMT_REC_RANGE:
@@ -90,6 +94,32 @@ static int want_worker(void)
 	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < 2)
 		return 0;
 	return 1;
+}
+
+/* How many times its size a file may decompress to (see raw_limit):
+ * GPUMEMTRACE_MAX_EXPANSION, 0 for no limit. Real traces expand 1-6 times,
+ * a tight loop of identical calls about 40 times (docs/reliability.md). */
+#define EXPANSION_DEFAULT 256u
+static unsigned max_expansion(void)
+{
+	static int warned;
+	const char *e = getenv("GPUMEMTRACE_MAX_EXPANSION");
+	if (!e || !*e)
+		return EXPANSION_DEFAULT;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(e, &end, 10);
+	if (*end || errno || v > 1000000000ul || *e == '-' || *e == '+' || *e == ' ') {
+		if (!warned) {
+			warned = 1;
+			fprintf(stderr,
+				"gpumemtrace: ignoring GPUMEMTRACE_MAX_EXPANSION='%s' (want 0, no "
+				"limit, or a factor up to 1000000000); using %u\n",
+				e, EXPANSION_DEFAULT);
+		}
+		return EXPANSION_DEFAULT;
+	}
+	return (unsigned)v;
 }
 
 /* The fixed header of a file of size bytes. 0: *hdr filled; -1: *err says
@@ -262,6 +292,10 @@ struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 	r->fd = fd;
 	r->hdr = hdr;
 	r->info.file_size = size;
+	r->file_bytes = size;
+	r->expansion = max_expansion();
+	r->raw_limit =
+	    !r->expansion || size > UINT64_MAX / r->expansion ? UINT64_MAX : size * r->expansion;
 	r->threads = want_worker();
 	if (r->threads && (pthread_mutex_init(&r->mu, NULL) || pthread_cond_init(&r->cv, NULL)))
 		r->threads = 0; /* glibc's never fail; the serial path if they do */
@@ -340,6 +374,7 @@ void gmt_reader_rewind(struct gmt_reader *r)
 	r->dec.next_stack_id = 1;
 	r->next_stack_id = 1;
 	r->next_event_index = 0;
+	r->raw_total = 0;
 }
 
 /* ---- the worker ------------------------------------------------------ */
@@ -356,9 +391,10 @@ static void *worker_main(void *arg)
 		uint64_t c = r->w_next;
 		struct chunk *k = &r->ck[c % 2];
 		uint64_t off = r->w_off, size = r->w_size, sid = r->w_sid, eidx = r->w_eidx;
+		uint64_t raw = r->w_raw;
 		r->busy = 1;
 		pthread_mutex_unlock(&r->mu);
-		rd_prepare(r, k, off, size, sid, eidx);
+		rd_prepare(r, k, off, size, sid, eidx, raw);
 		pthread_mutex_lock(&r->mu);
 		r->busy = 0;
 		if (r->running) { /* not rewound meanwhile */
@@ -367,6 +403,7 @@ static void *worker_main(void *arg)
 				r->w_off = k->end;
 				r->w_sid = k->next_stack_id;
 				r->w_eidx = k->next_event_index;
+				r->w_raw = k->raw_total;
 			} else {
 				r->running = 0; /* nothing past the end or a bad chunk */
 			}
@@ -433,6 +470,7 @@ static int commit(struct gmt_reader *r, struct chunk *k)
 	r->pos = k->end;
 	r->next_stack_id = k->next_stack_id;
 	r->next_event_index = k->next_event_index;
+	r->raw_total = k->raw_total;
 	r->dec = k->start;
 	r->k = k;
 	return 1;
@@ -454,6 +492,7 @@ static struct chunk *next_chunk(struct gmt_reader *r)
 			r->w_size = r->info.file_size;
 			r->w_sid = r->next_stack_id;
 			r->w_eidx = r->next_event_index;
+			r->w_raw = r->raw_total;
 			r->running = 1;
 		}
 		r->wanted = r->c_next; /* done with the chunk before it */
@@ -464,7 +503,8 @@ static struct chunk *next_chunk(struct gmt_reader *r)
 		return &r->ck[r->c_next++ % 2];
 	}
 serial:
-	rd_prepare(r, &r->ck[0], r->pos, r->info.file_size, r->next_stack_id, r->next_event_index);
+	rd_prepare(r, &r->ck[0], r->pos, r->info.file_size, r->next_stack_id, r->next_event_index,
+		   r->raw_total);
 	return &r->ck[0];
 }
 

@@ -1,4 +1,4 @@
-/* Streaming reader for trace formats v1..v3 (include/gpumemtrace/format.h).
+/* Streaming reader for trace formats v1..v5 (include/gpumemtrace/format.h).
  *
  *     struct gmt_read_error err;
  *     struct gmt_reader *r = gmt_reader_open(path, &err);
@@ -122,6 +122,8 @@ enum gmt_rec_type {
 	GMT_REC_RANGE = GMT_TAG_RANGE,
 	GMT_REC_PYFRAME = GMT_TAG_PYFRAME,
 	GMT_REC_COUNTERS = GMT_TAG_COUNTERS,
+	GMT_REC_FWOOM = GMT_TAG_FWOOM,
+	GMT_REC_EXIT = GMT_TAG_EXIT,
 	GMT_REC_EVENT = 64, /* one event of an EVENTS batch */
 	GMT_REC_CHUNK = 65, /* a chunk begins: its records follow */
 };
@@ -251,6 +253,19 @@ struct gmt_record {
 			size_t count;
 			const struct gmt_counter *v;
 		} counters;
+		struct {
+			uint64_t tid, time_ns, how;
+			struct gmt_str source, type;
+			int64_t ordinal;
+			size_t count;
+			const struct gmt_counter *v; /* the figures the helper read */
+			struct gmt_str message;
+		} fwoom;
+		struct {
+			uint64_t time_ns, how;
+			int64_t status;
+			uint64_t signal;
+		} exit;
 	} u;
 };
 

@@ -547,6 +547,42 @@ static int dec_counters(struct chunk *k, struct dec *d, struct gmt_record *rec)
 	return DEC_RECORD;
 }
 
+static int dec_fwoom(struct chunk *k, struct dec *d, struct gmt_record *rec)
+{
+	struct gmt_cursor *c = &d->c;
+	rec->type = GMT_REC_FWOOM;
+	rec->u.fwoom.tid = gmt_get_varint(c);
+	rec->u.fwoom.time_ns = gmt_get_varint(c);
+	rec->u.fwoom.how = gmt_get_varint(c);
+	rec->u.fwoom.source = get_str(k, c);
+	rec->u.fwoom.type = get_str(k, c);
+	rec->u.fwoom.ordinal = gmt_get_zigzag(c);
+	uint64_t n = gmt_get_varint(c);
+	if (c->bad || n > left_bytes(c) / 2) /* each entry takes >= 2 bytes */
+		return DEC_BAD;
+	if (grow((void **)&k->counters, &k->counters_cap, (size_t)n, sizeof(*k->counters)))
+		return DEC_NOMEM;
+	for (uint64_t i = 0; i < n; i++) {
+		k->counters[i].name = get_str(k, c);
+		k->counters[i].value = gmt_get_varint(c);
+	}
+	rec->u.fwoom.count = (size_t)n;
+	rec->u.fwoom.v = k->counters;
+	rec->u.fwoom.message = get_str(k, c);
+	return DEC_RECORD;
+}
+
+static int dec_exit(struct chunk *k, struct dec *d, struct gmt_record *rec)
+{
+	struct gmt_cursor *c = &d->c;
+	rec->type = GMT_REC_EXIT;
+	rec->u.exit.time_ns = gmt_get_varint(c);
+	rec->u.exit.how = gmt_get_varint(c);
+	rec->u.exit.status = gmt_get_zigzag(c);
+	rec->u.exit.signal = gmt_get_varint(c);
+	return DEC_RECORD;
+}
+
 /* The record of a known tag; no default, so -Wswitch names a new tag that
  * has no decoder yet. */
 static int dec_record(struct chunk *k, struct dec *d, struct gmt_record *rec, enum gmt_tag tag)
@@ -584,6 +620,10 @@ static int dec_record(struct chunk *k, struct dec *d, struct gmt_record *rec, en
 		return dec_pyframe(k, d, rec);
 	case GMT_TAG_COUNTERS:
 		return dec_counters(k, d, rec);
+	case GMT_TAG_FWOOM:
+		return dec_fwoom(k, d, rec);
+	case GMT_TAG_EXIT:
+		return dec_exit(k, d, rec);
 	}
 	return DEC_UNKNOWN; /* not reached: rd_dec_next checks the range */
 }

@@ -23,6 +23,10 @@ UNIT_SRCS_test-ring := preload/ring.c
 UNIT_SRCS_test-stacks := preload/stacks.c
 UNIT_SRCS_test-clock := preload/clock.c
 UNIT_SRCS_test-callers := preload/callers.c
+# The writer against the reader: the writer's three files and what they use.
+UNIT_SRCS_test-writer := preload/writer.c preload/encode.c preload/procinfo.c preload/stacks.c \
+	preload/modules.c preload/clock.c common/symbolize.c common/log.c
+UNIT_LIBS_test-writer := -ldw -lelf
 UNIT_SRCS_test-python-layouts := preload/python-layouts.c
 UNIT_SRCS_test-python-walk := preload/python.c preload/python-layouts.c
 UNIT_LIBS_test-python-walk := -rdynamic # python.c finds the fake CPython with dlsym
@@ -44,6 +48,7 @@ UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analys
 	cli/report-print.c cli/options.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-growth := analysis/growth.c analysis/growth-verdict.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-counters := analysis/fragmentation.c $(UNIT_TRACE)
+UNIT_SRCS_test-fwoom-msg := analysis/fwoom-msg.c
 UNIT_LIBS_TRACE := -ldw -lelf -lz -lm
 UNIT_LIBS_test-snapshot := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-check-measure := $(UNIT_LIBS_TRACE)

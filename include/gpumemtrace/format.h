@@ -1,4 +1,4 @@
-/* gpumemtrace trace format, version 4 (readers also take versions 1 to 3). Shared by the
+/* gpumemtrace trace format, version 5 (readers also take versions 1 to 4). Shared by the
  * library and the CLI.
  *
  * docs/trace-format.md is the prose; `gpumemtrace dump` is the spec you can
@@ -30,7 +30,7 @@
 
 #define GMT_MAGIC	       "\x89GMTRACE" /* 8 bytes; the high byte catches 7-bit mangling */
 #define GMT_MAGIC_LEN	       8
-#define GMT_FORMAT_VERSION     4
+#define GMT_FORMAT_VERSION     5
 #define GMT_FORMAT_VERSION_MIN 1 /* oldest version readers still take */
 #define GMT_HEADER_SIZE	       64
 #define GMT_ENDIAN_LITTLE      1
@@ -123,6 +123,18 @@ enum gmt_feature {
  *          count x (s name, v value): a framework's own memory counters, as
  *          it names them, written through the marker API by the helper of
  *          `run --framework-counters`. (version 4)
+ * FWOOM    v tid, v time_ns, v how (GMT_FWOOM_*), s source ("torch", "jax",
+ *          "tensorflow", "cupy"), s type (the exception's class,
+ *          "torch.OutOfMemoryError"; empty for the observer), z ordinal (-1:
+ *          unknown), v count, count x (s name, v value), s message: a
+ *          framework's out-of-memory error as the helper of `run
+ *          --framework-counters` saw it: the figures it read then (the
+ *          observer's arguments, the pool's counters) and the error's text
+ *          (cut at GMT_FWOOM_MESSAGE_MAX bytes). (version 5)
+ * EXIT     v time_ns, v how (GMT_EXIT_*), z status, v signal (0: none): how
+ *          the process ended, as the library saw it; written right before
+ *          the final TRAILER. A trace without one ended some other way (a
+ *          signal, a crash) or comes from before version 5. (version 5)
  * TRAILER  v end_time_ns, v events, v lost, v stack_nodes, v reason
  *          (GMT_END_*). Complete trace: the last record read is a TRAILER.
  *          A TRAILER followed by more chunks (a failed exec) is not final. */
@@ -143,7 +155,10 @@ enum gmt_tag {
 	GMT_TAG_PYFRAME = 14,	/* version 2 */
 	GMT_TAG_EVENTCOLS = 15, /* version 3 */
 	GMT_TAG_COUNTERS = 16,	/* version 4 */
-	GMT_TAG_MAX_ = 16,
+	/* 17-19: reserved (the framework's allocator history) */
+	GMT_TAG_FWOOM = 20, /* version 5 */
+	GMT_TAG_EXIT = 21,  /* version 5 */
+	GMT_TAG_MAX_ = 21,
 };
 
 /* SAMPLE flags and reasons. */
@@ -164,6 +179,24 @@ enum gmt_counters_why {
 	GMT_COUNTERS_WHY_OOM = 1,      /* the framework's out-of-memory observer */
 	GMT_COUNTERS_WHY_START = 2,    /* the framework was first seen */
 	GMT_COUNTERS_WHY_END = 3,      /* at interpreter exit */
+};
+
+/* FWOOM: where the helper saw the error. */
+enum gmt_fwoom_how {
+	GMT_FWOOM_OBSERVER = 0,	  /* PyTorch's out-of-memory observer: the allocator gave up;
+				   * the program may still catch the error */
+	GMT_FWOOM_EXCEPTHOOK = 1, /* uncaught in the main thread (sys.excepthook) */
+	GMT_FWOOM_THREAD = 2,	  /* uncaught in a thread (threading.excepthook) */
+	GMT_FWOOM_AT_EXIT = 3,	  /* found at exit (sys.last_value): uncaught, but another
+				   * excepthook replaced ours */
+};
+#define GMT_FWOOM_MESSAGE_MAX 4096
+#define GMT_FWOOM_VALUES_MAX  32
+
+/* EXIT: the way out. */
+enum gmt_exit_how {
+	GMT_EXIT_EXIT = 0,  /* exit(status) or main's return */
+	GMT_EXIT__EXIT = 1, /* _exit / _Exit (os._exit) */
 };
 
 /* RANGE ops and sources. */

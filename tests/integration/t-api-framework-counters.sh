@@ -1,4 +1,4 @@
-# run --framework-counters: the helper (python/counters/sitecustomize.py)
+# run --framework-counters: the helper (python/gpumemtrace/_counters/sitecustomize.py)
 # writes PyTorch's, JAX's and TF's own counters into the trace, read from
 # stand-in modules (tests/python/standins: the real APIs' shapes, documented
 # there) that allocate on the simulated CUDA; the reports use them. The
@@ -93,7 +93,7 @@ diff plain.torch out.torch || fail "torch without the flag: output changed"
 expect_eq "PYTHONPATH without the flag" "$(cat env.txt)" "$PYTHONPATH"
 "$GMT_CLI" run -q --framework-counters -o "$PWD/env.gmt" -- "$py" -c 'import os; print(os.environ["PYTHONPATH"])' 2>/dev/null | grep -v 'user sitecustomize' >env.txt
 case $(cat env.txt) in
-*/counters:"$PYTHONPATH") ;;
+*/_counters:"$PYTHONPATH") ;;
 *) fail "PYTHONPATH with the flag: $(cat env.txt)" ;;
 esac
 

@@ -20,13 +20,15 @@ lost tid=7 count=4 t=1000004000
 symbol ip=0x400123 module=1 func=main file=app.c line=3
 note level=1 text="a \"quoted\" note"
 chunk
+fwoom tid=7 t=1000004500 how=observer source=torch ord=0 v:alloc_size=20971520 v:device_free=0 msg="CUDA out of memory.\nTried"
+exit t=1000004900 how=_exit status=3
 trailer t=1000005000 events=4 lost=4 nodes=1 reason=1
 T
 "$GMT_CLI" dump all.gmt >d.txt 2>err || fail "dump exit $?: $(cat err)"
 [ ! -s err ] || fail "stderr: $(cat err)"
 has() { grep -Fq -- "$1" d.txt || fail "dump lacks '$1':
 $(cat d.txt)"; }
-has 'HEADER version 4 header_size 64 endian 1 (little) features 0x1 (stacks) pid 42 start_wall 2023-11-14T22:13:20.000000000Z start_mono 1000000000'
+has 'HEADER version 5 header_size 64 endian 1 (little) features 0x1 (stacks) pid 42 start_wall 2023-11-14T22:13:20.000000000Z start_mono 1000000000'
 has 'CHUNK #0 seq 0'
 has 'PROCESS pid 42 ppid 1 start_wall 2023-11-14T22:13:20.000000000Z host "box" exe "/bin/app" argv[2] ["app", "a b"] env[1] {"CUDA_VISIBLE_DEVICES": "1"}'
 has 'MODULE id 1 [0x400000, 0x500000) load_bias 0x0 path "/bin/app" build_id 00ff10'
@@ -41,11 +43,16 @@ has 'EVENT #3 +0.000003000 tid 7 api#999 dev 1 ptr 0x0 size 0 stack 0 ok'
 has 'LOST tid 7 count 4 at +0.000004000'
 has 'SYMBOL 0x400123 module 1 function "main" file "app.c" line 3'
 has 'NOTE warning "a \"quoted\" note"'
+has 'FWOOM +0.000004500 tid 7 how observer source "torch" type "" ordinal 0 count 2 message "CUDA out of memory.\nTried"'
+has '          "alloc_size" 20971520 (20.0 MiB)'
+has '          "device_free" 0'
+has 'EXIT +0.000004900 how _exit status 3 signal 0'
 has 'TRAILER end +0.000005000 events 4 lost 4 stack_nodes 1 reason 1 (_exit)'
-tail -n 1 d.txt | grep -Eq '^END 2 chunks, 10 records, 4 events, ([0-9]+) of \1 bytes readable, complete$' ||
+tail -n 1 d.txt | grep -Eq '^END 2 chunks, 12 records, 4 events, ([0-9]+) of \1 bytes readable, complete$' ||
 	fail "last line: $(tail -n 1 d.txt)"
-# one line per record: 1 header + 1 comment + 2 chunks + 10 records + 4 events + END
-expect_eq lines "$(wc -l <d.txt)" 19
+# one line per record: 1 header + 1 comment + 2 chunks + 12 records (FWOOM: 3
+# lines) + 4 events + END
+expect_eq lines "$(wc -l <d.txt)" 23
 
 # a reader that stops early is not an error (lib.sh sets pipefail)
 { echo "events tid=1"; seq 1 20000 | awk '{ printf "ev api=cudaMalloc t=%d ptr=%d size=64 dev=0\n", $1, $1 * 4096 }'; } |

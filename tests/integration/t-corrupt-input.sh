@@ -3,16 +3,9 @@
 # a one-line "gpumemtrace CMD: ..." error when it fails, never a signal.
 . "$TESTS_DIR/integration/lib.sh"
 MKTRACE=$BUILD/tests/unit-tools/mktrace
-commands=(dump "summary --json" summary explain "explain --json" top growth fragmentation oom leaks
-	"check --max-peak 1GiB" diff accounting "top --by range" "plot -o p.svg"
-	"flamegraph -o f.svg" "flamegraph --folded" "export --format perfetto"
-	"export --format csv" "export --format pprof -o p.pb.gz")
-$GMT_CLI --help | grep -qE '^  (dump|summary|top|growth|fragmentation|oom|leaks|diff|check) ' ||
-	fail "command list changed"
-for c in $($GMT_CLI --help | awk '/^commands:/{on=1; next} on && /^  [a-z]/{print $1} /^$/{on=0}'); do
-	[ "$c" = run ] && continue # runs a program, reads no trace given to it
-	[[ " ${commands[*]} " == *" $c"* ]] || fail "command '$c' is not covered here"
-done
+. "$TESTS_DIR/integration/cli-commands.sh"
+commands=("${cli_commands[@]}")
+cli_commands_cover
 
 runs=0
 try() { # file what
@@ -74,8 +67,9 @@ if python3 -c 'import ctypes; ctypes.CDLL("libzstd.so.1")' 2>/dev/null; then
 	done
 fi
 
-# Wrong versions, a huge header size.
-for v in 5 99 65535; do
+# Wrong versions (the next one, and far ahead), a huge header size.
+cur=$(sed -n 's/^#define GMT_FORMAT_VERSION[[:space:]][[:space:]]*\([0-9]*\).*/\1/p' "$TESTS_DIR/../include/gpumemtrace/format.h")
+for v in $((cur + 1)) 99 65535; do
 	"$MKTRACE" v.gmt <<<"header version=$v" || fail "mktrace"
 	rc=0
 	$GMT_CLI summary v.gmt 2>err.txt >/dev/null || rc=$?

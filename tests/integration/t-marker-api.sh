@@ -1,5 +1,5 @@
 # The marker API: include/gpumemtrace/gpumemtrace.h (tests/progs/marker.c)
-# and python/gpumemtrace.py record RANGE records with source "api" when
+# and python/gpumemtrace (the package's marker API) record RANGE records with source "api" when
 # traced, and are no-ops, with the same output, when not.
 . "$TESTS_DIR/integration/lib.sh"
 
@@ -36,7 +36,7 @@ untraced "$PROG_DIR/marker" >plain.txt || fail "untraced: $(cat plain.txt)"
 diff plain.txt traced.txt || fail "output differs when traced"
 [ -z "$(ls gpumemtrace.* 2>/dev/null)" ] || fail "a trace without the tracer"
 
-command -v python3 >/dev/null || skip "python3 not installed: python/gpumemtrace.py not tested"
+command -v python3 >/dev/null || skip "python3 not installed: python/gpumemtrace (the package's marker API) not tested"
 py=$(python3 -c 'import sys; print(sys.executable)')
 traced "$py" "$TESTS_DIR/python/phases.py" >traced.txt || fail "traced python: $(cat traced.txt)"
 grep -q "active True" traced.txt || fail "python helper inactive under the tracer"

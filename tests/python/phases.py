@@ -1,4 +1,4 @@
-"""Marks phases with python/gpumemtrace.py around allocations on the simulated driver."""
+"""Marks phases with python/gpumemtrace (the package's marker API) around allocations on the simulated driver."""
 import ctypes
 import os
 import sys

@@ -21,6 +21,11 @@
  *           (no process=: this process's usage unknown)
  *   range   tid=N t=N op=push|pop|start|end|mark|N [id=N] [source=N] [text=S]
  *   pyframe id=N func=S [file=S] [line=N]
+ *   counters tid=N t=N [reason=periodic|oom|start|end|N] source=S [device=S] [ord=N]
+ *           [v:NAME=N]...
+ *   fwoom   tid=N t=N how=observer|excepthook|thread|at-exit|N source=S [type=S]
+ *           [ord=N] [msg=S] [v:NAME=N]...
+ *   exit    t=N [how=exit|_exit|N] [status=N] [signal=N]
  *   trailer t=N [events=N] [lost=N] [nodes=N] [reason=N]
  *           (events defaults to the events written so far, as the
  *           library's trailer counts them: a reader checks it)
@@ -130,6 +135,28 @@ static uint64_t getnum(struct kv *t, int n, const char *key, uint64_t def)
 {
 	const char *v = get(t, n, key);
 	return v ? num(key, v) : def;
+}
+
+/* key=WORD as its index in words[], or key=N; 0 when absent. */
+static uint64_t word(struct kv *t, int n, const char *key, const char *const *words, size_t nw)
+{
+	const char *v = get(t, n, key);
+	for (size_t i = 0; v && i < nw; i++)
+		if (strcmp(v, words[i]) == 0)
+			return i;
+	return v ? num(key, v) : 0;
+}
+
+/* The v:NAME=N words: names and values. */
+static size_t values_of(struct kv *t, int n, const char **names, uint64_t *values)
+{
+	size_t nv = 0;
+	for (int i = 1; i < n; i++)
+		if (strncmp(t[i].key, "v:", 2) == 0) {
+			names[nv] = t[i].key + 2;
+			values[nv++] = num(t[i].key, t[i].val);
+		}
+	return nv;
 }
 
 static unsigned api_id(const char *v)
@@ -323,6 +350,30 @@ int main(int argc, char **argv)
 			const char *fn = get(t, n, "func"), *file = get(t, n, "file");
 			tb_pyframe(b, getnum(t, n, "id", 0), fn ? fn : "", file ? file : "",
 				   getnum(t, n, "line", 0));
+		} else if (strcmp(cmd, "counters") == 0 || strcmp(cmd, "fwoom") == 0) {
+			const char *names[MAXTOK];
+			uint64_t values[MAXTOK];
+			size_t nv = values_of(t, n, names, values);
+			const char *src = get(t, n, "source"), *dev = get(t, n, "device");
+			int64_t ord = (int64_t)getnum(t, n, "ord", (uint64_t)-1);
+			if (cmd[0] == 'c') {
+				static const char *const why[] = {"periodic", "oom", "start",
+								  "end"};
+				tb_counters(b, getnum(t, n, "tid", 0), getnum(t, n, "t", 0),
+					    word(t, n, "reason", why, 4), src ? src : "",
+					    dev ? dev : "", ord, nv, names, values);
+			} else {
+				static const char *const how[] = {"observer", "excepthook",
+								  "thread", "at-exit"};
+				const char *type = get(t, n, "type"), *msg = get(t, n, "msg");
+				tb_fwoom(b, getnum(t, n, "tid", 0), getnum(t, n, "t", 0),
+					 word(t, n, "how", how, 4), src ? src : "",
+					 type ? type : "", ord, nv, names, values, msg ? msg : "");
+			}
+		} else if (strcmp(cmd, "exit") == 0) {
+			static const char *const how[] = {"exit", "_exit"};
+			tb_exit(b, getnum(t, n, "t", 0), word(t, n, "how", how, 2),
+				(int64_t)getnum(t, n, "status", 0), getnum(t, n, "signal", 0));
 		} else if (strcmp(cmd, "trailer") == 0) {
 			tb_trailer(b, getnum(t, n, "t", 0), getnum(t, n, "events", nevents),
 				   getnum(t, n, "lost", 0), getnum(t, n, "nodes", 0),

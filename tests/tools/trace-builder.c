@@ -411,6 +411,36 @@ void tb_counters(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t reason, 
 	}
 }
 
+void tb_fwoom(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t how, const char *source,
+	      const char *type, int64_t ordinal, size_t n, const char *const *names,
+	      const uint64_t *values, const char *message)
+{
+	struct buf *p = rec(b);
+	var(p, GMT_TAG_FWOOM);
+	var(p, tid);
+	var(p, time_ns);
+	var(p, how);
+	cstr(p, source);
+	cstr(p, type);
+	zz(p, ordinal);
+	var(p, n);
+	for (size_t i = 0; i < n; i++) {
+		cstr(p, names[i]);
+		var(p, values[i]);
+	}
+	cstr(p, message);
+}
+
+void tb_exit(struct tb *b, uint64_t time_ns, uint64_t how, int64_t status, uint64_t signal)
+{
+	struct buf *p = rec(b);
+	var(p, GMT_TAG_EXIT);
+	var(p, time_ns);
+	var(p, how);
+	zz(p, status);
+	var(p, signal);
+}
+
 void tb_pyframe(struct tb *b, uint64_t id, const char *function, const char *file, uint64_t line)
 {
 	struct buf *p = rec(b);

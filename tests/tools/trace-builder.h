@@ -62,6 +62,12 @@ void tb_pyframe(struct tb *b, uint64_t id, const char *function, const char *fil
 void tb_counters(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t reason, const char *source,
 		 const char *device, int64_t ordinal, size_t n, const char *const *names,
 		 const uint64_t *values);
+/* FWOOM: a framework's out-of-memory error (version 5). */
+void tb_fwoom(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t how, const char *source,
+	      const char *type, int64_t ordinal, size_t n, const char *const *names,
+	      const uint64_t *values, const char *message);
+/* EXIT: how the process ended (version 5). */
+void tb_exit(struct tb *b, uint64_t time_ns, uint64_t how, int64_t status, uint64_t signal);
 void tb_raw(struct tb *b, const void *bytes, size_t len); /* payload bytes as given */
 void tb_varint(struct tb *b, uint64_t v);		  /* one varint, raw */
 

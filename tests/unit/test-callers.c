@@ -10,7 +10,7 @@
 #include "check.h"
 #include "preload/tracer.h"
 
-/* preload/runtime.c's, which this test does not link: counts the notes. */
+/* preload/notes.c's, which this test does not link: counts the notes. */
 static int notes;
 void gmt_note(int level, const char *text)
 {

@@ -1,62 +1,15 @@
-/* The library's peak watch (preload/sampler.c, included here) keeps the
+/* The library's peak watch (preload/peakwatch.c, included here) keeps the
  * device bytes and their high that summary's replay (analysis/replay.c)
  * keeps: the same events go to both and the figures are compared after each
  * one, for a few known sequences and for random ones (allocations, frees,
  * host-located and device handles, maps, unmaps of ranges, retains by
  * handle and by address, imports, failed calls, reused addresses). */
-#include "preload/sampler.c"
+#include "preload/peakwatch.c"
 
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "analysis/replay.h"
 #include "check.h"
-
-/* What sampler.c calls outside the watch: never reached here. */
-__thread int gmt_tls_depth;
-struct gmt_clock_line gmt_clock_line;
-void gmt_note(int level, const char *text)
-{
-}
-int gmt_format(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	return n;
-}
-void gmt_futex_set(uint32_t *word, uint32_t value)
-{
-	*word = value;
-}
-uint32_t gmt_futex_wait_while(uint32_t *word, uint32_t value, unsigned max_ms)
-{
-	return *word != value;
-}
-int gmt_nvml_ready(void)
-{
-	return 0;
-}
-int gmt_nvml_settled(void)
-{
-	return 1;
-}
-unsigned gmt_nvml_device_count(void)
-{
-	return 0;
-}
-int gmt_nvml_read(unsigned index, struct gmt_nvml_reading *out)
-{
-	return -1;
-}
-void gmt_record_sample(const struct gmt_raw_sample *sm)
-{
-}
-int gmt_trace_started(void)
-{
-	return 0;
-}
 
 #define MiB (1ull << 20)
 enum { DEVS = 2 };
@@ -68,8 +21,8 @@ static void reset(void)
 {
 	replay_free(&rp);
 	replay_init(&rp);
-	gmt_sampler_fork_child(); /* empties the watch */
-	smp.running = 1;
+	gmt_peakwatch_fork_child(); /* empties the watch */
+	gmt_sample_asks.running = 1;
 }
 
 static void feed(uint32_t api, uint32_t result, int32_t dev, uint64_t ptr, uint64_t size,
@@ -229,6 +182,6 @@ int main(void)
 	known_sequences();
 	random_events(300000);
 	replay_free(&rp);
-	gmt_sampler_fork_child();
+	gmt_peakwatch_fork_child();
 	return failures ? 1 : 0;
 }

@@ -13,6 +13,13 @@ same libzstd.so.1 the tracer loads (ctypes), and damages them on request.
                                       frame (a byte mid-frame), cut (the
                                       frame's last 8 bytes gone), rawlen
                                       (raw_len + 1)
+  gmtz.py bomb IN OUT N               IN (plain chunks, no trailer) followed
+                                      by N GMTZ chunks of 16 MiB each when
+                                      decompressed, each one EVENTS record
+                                      of 2,097,150 cudaMalloc events (4 KiB,
+                                      a new pointer each) that zstd packs
+                                      into about a kilobyte: a
+                                      decompression bomb
 """
 import ctypes
 import struct
@@ -69,14 +76,27 @@ def main():
     data = open(src, "rb").read()
     hsize = struct.unpack_from("<H", data, 10)[0]
     out = bytearray(data[:hsize])
-    if cmd == "compress":
+    if cmd == "bomb":
+        if struct.unpack_from("<H", out, 8)[0] < 3:
+            struct.pack_into("<H", out, 8, 3)
+        out = bytearray(data)
+        seq = sum(1 for _ in chunks(data))
+        n = (16 * 1024 * 1024 - 16) // 8
+        # head api 40 (cudaMalloc), dt 1, dptr +0x1000, size 4096, dstk 0
+        ev = varint(40 << 4) + varint(1) + varint(0x1000 << 1) + varint(4096) + varint(0)
+        assert len(ev) == 8
+        raw = varint(6) + varint(1) + varint(1000) + varint(n) + ev * n
+        assert len(raw) <= 16 * 1024 * 1024
+        z = _zstd()
+        cap = z.ZSTD_compressBound(len(raw))
+        buf = ctypes.create_string_buffer(cap)
+        k = z.ZSTD_compress(buf, cap, raw, len(raw), 19)
+        for i in range(int(sys.argv[4])):
+            out += chunk(ZCHUNK, seq + i, varint(len(raw)) + buf.raw[:k])
+    elif cmd == "compress":
         if struct.unpack_from("<H", out, 8)[0] < 3:  # GMTZ is version 3
             struct.pack_into("<H", out, 8, 3)
-        z = ctypes.CDLL("libzstd.so.1")
-        z.ZSTD_compressBound.restype = ctypes.c_size_t
-        z.ZSTD_compress.restype = ctypes.c_size_t
-        z.ZSTD_compress.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
-                                    ctypes.c_size_t, ctypes.c_int]
+        z = _zstd()
         for _, magic, seq, p in chunks(data):
             assert magic == CHUNK, "input must be uncompressed"
             cap = z.ZSTD_compressBound(len(p))
@@ -117,6 +137,15 @@ def main():
             out += chunk(magic, seq, p)
         assert seen >= 2, "needs two GMTZ chunks"
     open(dst, "wb").write(out)
+
+
+def _zstd():
+    z = ctypes.CDLL("libzstd.so.1")
+    z.ZSTD_compressBound.restype = ctypes.c_size_t
+    z.ZSTD_compress.restype = ctypes.c_size_t
+    z.ZSTD_compress.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
+                                ctypes.c_size_t, ctypes.c_int]
+    return z
 
 
 def decode(p):

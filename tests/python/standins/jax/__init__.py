@@ -1,5 +1,5 @@
 """A stand-in for JAX in t-api-framework-counters: the shapes of the APIs
-the counters helper (python/counters/sitecustomize.py) calls.
+the counters helper (python/gpumemtrace/_counters/sitecustomize.py) calls.
 
 - jax.devices() starts the backends (the GPU one preallocates its pool:
   XLA_PYTHON_CLIENT_PREALLOCATE, 75% of the device by default); until then

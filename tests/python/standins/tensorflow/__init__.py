@@ -1,5 +1,5 @@
 """A stand-in for TensorFlow in t-api-framework-counters: the shapes of the
-APIs the counters helper (python/counters/sitecustomize.py) calls.
+APIs the counters helper (python/gpumemtrace/_counters/sitecustomize.py) calls.
 
 - tensorflow.python.eager.context.context_safe() -> the Context, or None;
   Context._initialized turns True once the runtime has made its devices

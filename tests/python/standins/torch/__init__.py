@@ -1,5 +1,5 @@
 """A stand-in for PyTorch in t-api-framework-counters: the shapes of the
-APIs the counters helper (python/counters/sitecustomize.py) calls.
+APIs the counters helper (python/gpumemtrace/_counters/sitecustomize.py) calls.
 
 - torch.cuda.is_initialized() -> bool; torch.cuda.device_count() -> int.
 - torch.cuda.memory_stats(device=None) -> dict of int: "allocated_bytes.

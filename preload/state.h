@@ -1,8 +1,9 @@
-/* What the core's two halves share: preload/runtime.c (configuration,
- * rings, the event path, the flush thread) and preload/life.c (the end of
- * the process, fork). Core-internal: the hooks see preload/tracer.h. */
-#ifndef GMT_PRELOAD_RUNTIME_H
-#define GMT_PRELOAD_RUNTIME_H
+/* The core's one shared state (defined in preload/state.c), read by its
+ * jobs: start-up (setup.c), the event path (core.c), the flush thread
+ * (flush.c) and the process's end and fork (life.c). Core-internal: the
+ * hooks see preload/tracer.h. */
+#ifndef GMT_PRELOAD_STATE_H
+#define GMT_PRELOAD_STATE_H
 
 #include <pthread.h>
 #include <stdint.h>
@@ -14,7 +15,7 @@
 #include "preload/tracer.h"
 #include "preload/writer.h"
 
-enum { GATE_OPEN, GATE_CLOSED, GATE_WRITING }; /* rt.symbols_gate */
+enum { GATE_OPEN, GATE_CLOSED, GATE_WRITING }; /* gmt_rt.symbols_gate */
 
 enum state {
 	ST_UNCONFIGURED = 0,
@@ -72,13 +73,6 @@ struct gmt_runtime {
 	uint64_t child_lost_reported, child_lost_noted;
 	pthread_key_t key;
 	uintptr_t self_lo, self_hi; /* our own code, trimmed from stacks */
-	pthread_mutex_t notes_lock; /* notes come from lookups: rare, never per event */
-	struct {
-		int level;
-		char text[240];
-	} notes[GMT_MAX_NOTES];
-	int nnotes, notes_written;
-	uint64_t notes_dropped;
 	size_t ring_cap;
 	/* The trace's time zero: when the library loaded (or the child forked).
 	 * A call's time is taken before the call, and the file is created inside
@@ -88,8 +82,8 @@ struct gmt_runtime {
 	uint64_t start_mono;
 };
 
-/* The tracer's one state, set up by configure_locked (runtime.c). */
-extern struct gmt_runtime rt;
+/* The tracer's one state, set up by configure_locked (setup.c). */
+extern struct gmt_runtime gmt_rt;
 
 /* Device facts learnt on a program's thread before the file existed,
  * handed to the flush thread. */
@@ -97,51 +91,26 @@ struct gmt_early_facts {
 	pthread_mutex_t lock;
 	struct gmt_device_facts *facts;
 };
-extern struct gmt_early_facts rt_early;
-void gmt_early_facts_free(struct gmt_device_facts *f);
+extern struct gmt_early_facts gmt_rt_early;
 
-extern __thread struct gmt_ring *tls_ring __attribute__((tls_model("initial-exec")));
-/* This thread's execs that raised rt.exec_hold and have not come back. */
-extern __thread unsigned tls_exec_holds __attribute__((tls_model("initial-exec")));
+extern __thread struct gmt_ring *gmt_tls_ring __attribute__((tls_model("initial-exec")));
+/* This thread's execs that raised gmt_rt.exec_hold and have not come back. */
+extern __thread unsigned gmt_tls_exec_holds __attribute__((tls_model("initial-exec")));
 
 /* The state is read lock-free on every event: the release store publishes
  * what the transition set up (settings, writer, flush thread) to the acquire
  * loads of load_state. */
 static inline int load_state(void)
 {
-	return __atomic_load_n(&rt.state, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&gmt_rt.state, __ATOMIC_ACQUIRE);
 }
 
 static inline void set_state(int st)
 {
-	__atomic_store_n(&rt.state, st, __ATOMIC_RELEASE);
+	__atomic_store_n(&gmt_rt.state, st, __ATOMIC_RELEASE);
 }
 
-/* runtime.c */
-void wake_flusher(void);
-void asym_fence_setup(void);
-/* The finisher's half of the event path's fence (runtime.c). */
-void fence_finished(void);
-/* Drains every ring and writes it with a trailer, in one write. Caller
- * holds flush_lock. */
-void flush_now_with_trailer(unsigned reason);
-
-/* life.c: the fork handlers configure_locked registers, and the pages
- * that tell a child made without them (gmt_children_setup). */
+/* gmt_rt.armed before setup, or without MADV_WIPEONFORK (state.c). */
 extern const uint32_t gmt_armed_always;
-void gmt_children_setup(void);
-int gmt_untraced_child_event(void);
-
-/* On every event: a child made without our fork handler records nothing
- * (it has no flush thread) and counts its event as lost in its parent's
- * trace. One load and a branch while the answer is no. */
-static inline int untraced_child(void)
-{
-	return __builtin_expect(!*rt.armed, 0) && gmt_untraced_child_event();
-}
-
-void fork_prepare(void);
-void fork_parent(void);
-void fork_child(void);
 
 #endif

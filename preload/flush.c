@@ -1,0 +1,397 @@
+/* The flush thread (gmt-flush): it drains every thread's ring into the
+ * writer, idles while nothing comes, and writes the final records and
+ * trailer when the process ends (preload/flush.h).
+ *
+ * Locks, always taken in this order: flush_lock (owns the writer), then
+ * setup_lock (the ring list, file creation). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "preload/device.h"
+#include "preload/flush.h"
+#include "preload/notes.h"
+#include "preload/ring.h"
+#include "preload/sampler.h"
+#include "preload/state.h"
+#include "preload/sync.h"
+#include "preload/writer.h"
+
+static void note_one(void *w, int level, const char *text)
+{
+	gmt_writer_note(w, level, text);
+}
+
+static void drain_record(void *w, struct gmt_ring *r, const struct gmt_ring_hdr *h)
+{
+	gmt_sampler_observe(h); /* the peak watch sees every event, off the hot path */
+	gmt_writer_ring_record(w, r, h);
+}
+
+/* Events of children made without our fork handler, counted in the page
+ * they share with us (life.c): a LOST record per increase, tid 0. */
+static void report_child_lost(struct gmt_writer *w)
+{
+	uint64_t n = gmt_rt.child_lost ? __atomic_load_n(gmt_rt.child_lost, __ATOMIC_RELAXED) : 0;
+	if (n > gmt_rt.child_lost_reported) {
+		gmt_writer_lost(w, 0, n - gmt_rt.child_lost_reported, gmt_now_ns());
+		gmt_rt.child_lost_reported = n;
+	}
+}
+
+/* Moves everything the rings hold into the writer's chunk, unwritten
+ * (records past a chunk's target size go out as whole chunks). Caller
+ * holds flush_lock. */
+static void drain_rings(void)
+{
+	struct gmt_writer *w = &gmt_rt.w;
+	gmt_writer_scan_modules(w);
+	pthread_mutex_lock(&gmt_rt_early.lock);
+	struct gmt_device_facts *f = gmt_rt_early.facts;
+	gmt_rt_early.facts = NULL;
+	pthread_mutex_unlock(&gmt_rt_early.lock);
+	if (f) {
+		gmt_device_facts_merge(&w->devices, f);
+		gmt_device_facts_free(f);
+	}
+	gmt_writer_devices(w);
+	gmt_notes_each_new(note_one, w);
+
+	pthread_mutex_lock(&gmt_rt.setup_lock);
+	struct gmt_ring *list = gmt_rt.rings; /* rings are only prepended: a safe snapshot */
+	pthread_mutex_unlock(&gmt_rt.setup_lock);
+
+	int any_exited = 0;
+	for (struct gmt_ring *r = list; r; r = r->next) {
+		/* Read `exited` before draining: pairs with its release store in
+		 * thread_gone, so the owner's last records are visible to us. */
+		int exited = __atomic_load_n(&r->exited, __ATOMIC_ACQUIRE);
+		gmt_ring_drain(r, drain_record, w);
+		/* A hint only (read relaxed in gmt_record): a lost wake-up costs
+		 * at most one FLUSH_MS period, never an event. */
+		__atomic_store_n(&r->wake_sent, 0, __ATOMIC_RELAXED);
+		gmt_writer_end_batch(w);
+		/* A counter only the owner writes; relaxed is enough, a late
+		 * increment is reported by the next cycle. */
+		uint64_t lost = __atomic_load_n(&r->lost, __ATOMIC_RELAXED);
+		if (lost > r->lost_reported) {
+			gmt_writer_lost(w, r->tid, lost - r->lost_reported, gmt_now_ns());
+			r->lost_reported = lost;
+		}
+		any_exited |= exited;
+	}
+	report_child_lost(w);
+	if (any_exited) {
+		pthread_mutex_lock(&gmt_rt.setup_lock);
+		for (struct gmt_ring **pp = &gmt_rt.rings; *pp;) {
+			struct gmt_ring *r = *pp;
+			if (__atomic_load_n(&r->exited, __ATOMIC_ACQUIRE) &&
+			    __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == r->tail) {
+				*pp = r->next;
+				gmt_ring_free(r);
+			} else {
+				pp = &r->next;
+			}
+		}
+		pthread_mutex_unlock(&gmt_rt.setup_lock);
+	}
+	gmt_sampler_cycle_done();
+}
+
+/* Moves everything the rings hold into the file. Caller holds flush_lock. */
+static void flush_cycle(void)
+{
+	drain_rings();
+	if (gmt_writer_flush(&gmt_rt.w) < 0)
+		set_state(ST_OFF); /* writing failed: stop tracing, the program runs on */
+}
+
+struct hold_watch {
+	uint64_t since;	 /* when the flush thread first saw this hold; 0: none */
+	uint32_t raises; /* gmt_rt.exec_raises then */
+};
+
+/* Whether an exec under way holds the flush thread's writes. Bounded: an
+ * exec's caller that never comes back (a handler longjmp'd out of it) must
+ * not stop the trace for good. Flush thread only. */
+static int exec_holds_writes(struct hold_watch *hw)
+{
+	enum { EXEC_HOLD_MAX_MS = 10000 };
+	int held = 0;
+	if (__atomic_load_n(&gmt_rt.exec_hold, __ATOMIC_RELAXED)) {
+		uint64_t now = gmt_now_ns();
+		uint32_t raises = __atomic_load_n(&gmt_rt.exec_raises, __ATOMIC_RELAXED);
+		/* A stuck hold must not spend a later exec's bound. */
+		if (!hw->since || raises != hw->raises) {
+			hw->since = now;
+			hw->raises = raises;
+		}
+		held = now - hw->since < EXEC_HOLD_MAX_MS * 1000000ull;
+	} else {
+		hw->since = 0;
+	}
+	__atomic_store_n(&gmt_rt.writes_held, held, __ATOMIC_RELAXED);
+	return held;
+}
+
+enum { RINGS_EMPTY, RINGS_SAMPLES, RINGS_BUSY };
+
+/* What the rings hold: nothing, only NVML samples (which never wake an
+ * idle flush thread), or more (records, or a lost count to write). */
+static int rings_hold(void)
+{
+	pthread_mutex_lock(&gmt_rt.setup_lock);
+	int hold = RINGS_EMPTY;
+	for (struct gmt_ring *r = gmt_rt.rings; r && hold != RINGS_BUSY; r = r->next) {
+		if (__atomic_load_n(&r->lost, __ATOMIC_RELAXED) != r->lost_reported)
+			hold = RINGS_BUSY;
+		/* Pairs with the release stores of head: the records up to
+		 * it are published. We are the consumer: they stay put. */
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		for (uint64_t t = r->tail; t < head && hold != RINGS_BUSY;) {
+			const struct gmt_ring_hdr *h = (const void *)(r->buf + (t & (r->cap - 1)));
+			if (h->type == GMT_RING_SAMPLE)
+				hold = RINGS_SAMPLES;
+			else if (h->type != GMT_RING_PAD)
+				hold = RINGS_BUSY;
+			t += h->len;
+		}
+	}
+	pthread_mutex_unlock(&gmt_rt.setup_lock);
+	return hold;
+}
+
+/* Idle: the first record committed into any ring asks for a drain (its
+ * used bytes pass a wake_at of 0), once: wake_sent stays set until the
+ * next cycle. Flush thread only. */
+static void set_rings_idle(int idle)
+{
+	pthread_mutex_lock(&gmt_rt.setup_lock);
+	gmt_rt.rings_idle = idle;
+	for (struct gmt_ring *r = gmt_rt.rings; r; r = r->next)
+		__atomic_store_n(&r->wake_at, idle ? 0 : r->cap / 2, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&gmt_rt.setup_lock);
+}
+
+/* Called by the flush thread after a cycle that followed a whole period:
+ * how long it may sleep idle (0: not idle, keep the period). Idle, every
+ * ring's wake_at is 0: the first record committed (an NVML sample excepted)
+ * wakes it.
+ * The clock's first fit and an exec's hold keep the period. */
+static unsigned go_idle(void)
+{
+	/* Idle, the flush thread still wakes this often: the clock's line is
+	 * refitted at least once a minute (as GPUMEMTRACE_FLUSH_MS=60000
+	 * did), and with NVML sampling on, samples (which never wake it)
+	 * reach the file within a second. */
+	enum { IDLE_MAX_MS = 60000, IDLE_SAMPLES_MS = 1000 };
+	if (gmt_clock_wait_ms() || load_state() != ST_ACTIVE ||
+	    __atomic_load_n(&gmt_rt.exec_hold, __ATOMIC_RELAXED))
+		return 0;
+	/* A look first, with no store and no fence: a busy program (records
+	 * committed since the cycle) costs nothing more. */
+	if (rings_hold() == RINGS_BUSY)
+		return 0;
+	set_rings_idle(1);
+	gmt_fence_finished(); /* pairs with the gmt_fence_recorded before ask_drain */
+	int hold = rings_hold();
+	unsigned idle_ms = gmt_rt.set.sample_ms ? IDLE_SAMPLES_MS : IDLE_MAX_MS;
+	if (hold == RINGS_EMPTY || (hold == RINGS_SAMPLES && gmt_rt.set.flush_ms < IDLE_SAMPLES_MS))
+		return idle_ms;
+	set_rings_idle(0);
+	return 0;
+}
+
+/* libdw does not survive every failed allocation (seen: SIGSEGV in
+ * dwarf_getsrclines under a tight RLIMIT_AS), and a crash on any thread
+ * ends the program, its buffered output lost. Symbolize only with room
+ * under the limits: the module files' size (libdw maps them) and 256 MiB.
+ * Otherwise a NOTE says so and the CLI names the frames. */
+static int symbolize_safe(void)
+{
+	enum { SYMBOLIZE_ROOM_MIB = 256 };
+	struct rlimit as, data;
+	if (getrlimit(RLIMIT_AS, &as) != 0 || getrlimit(RLIMIT_DATA, &data) != 0)
+		return 0;
+	if (as.rlim_cur == RLIM_INFINITY && data.rlim_cur == RLIM_INFINITY)
+		return 1;
+	/* read(2), not stdio: no allocation where memory is short. */
+	unsigned long long size = 0, data_pages = 0, x;
+	char text[128];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	text[n > 0 ? n : 0] = 0;
+	if (sscanf(text, "%llu %llu %llu %llu %llu %llu", &size, &x, &x, &x, &x, &data_pages) != 6)
+		size = ~0ull >> 16; /* unknown: as if there were no room */
+	unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
+	unsigned long long need = (unsigned long long)SYMBOLIZE_ROOM_MIB << 20;
+	for (size_t i = 0; i < gmt_rt.w.modules.n; i++) {
+		struct stat st;
+		if (gmt_rt.w.modules.v[i].path && stat(gmt_rt.w.modules.v[i].path, &st) == 0)
+			need += (unsigned long long)st.st_size;
+	}
+	int ok = (as.rlim_cur == RLIM_INFINITY || size * page + need <= as.rlim_cur) &&
+		 (data.rlim_cur == RLIM_INFINITY || data_pages * page + need <= data.rlim_cur);
+	if (!ok)
+		gmt_writer_note(&gmt_rt.w, 1,
+				"frames not named at exit: the address-space or data limit "
+				"leaves too little room for the symbolizer; reports name them "
+				"from the module files");
+	return ok;
+}
+
+static void flush_with_trailer_at(unsigned reason, uint64_t end_ns)
+{
+	if (reason != GMT_END_EXEC) /* an exec may fail, and the trace go on */
+		gmt_rt.w.devices_settle = 1;
+	drain_rings();
+	if (gmt_rt.child_lost_reported >
+	    gmt_rt.child_lost_noted) { /* says what the LOST count holds */
+		char text[200];
+		gmt_format(
+		    text, sizeof text,
+		    "%llu events of child processes made without fork handlers (_Fork, a raw "
+		    "clone) are counted as lost: such children are not traced",
+		    (unsigned long long)gmt_rt.child_lost_reported);
+		gmt_writer_note(&gmt_rt.w, 1, text);
+		gmt_rt.child_lost_noted = gmt_rt.child_lost_reported;
+	}
+	gmt_writer_trailer(&gmt_rt.w, reason, end_ns);
+	if (gmt_writer_flush(&gmt_rt.w) < 0)
+		set_state(ST_OFF);
+}
+
+/* With the flush thread gone (after the final trailer), whoever records
+ * writes: the trace stays complete even for frees in late destructors.
+ * Never names frames: only the flush thread symbolizes (final_flush); a
+ * late record's new frames are named by the CLI.
+ * The records and their trailer go out in one chunk, one write: a late
+ * writer (a thread recording after the final trailer, the NVML sampler)
+ * may be cut off at any moment by another thread's _exit, and a write of
+ * the records alone would leave them after the last trailer, the trace
+ * read as incomplete (t-life-exit-late-writer). */
+void gmt_flush_now_with_trailer(unsigned reason)
+{
+	flush_with_trailer_at(reason, gmt_now_ns());
+}
+
+/* The process's end, on the flush thread (the exiting thread only waits,
+ * bounded: it may be a signal handler that interrupted malloc, holding the
+ * lock that symbolizing needs). Two writes: first every record and a
+ * trailer, so the trace is complete whatever happens next; then the names
+ * of its frames and a fresh trailer, unless the exiting thread stopped
+ * waiting (GATE_CLOSED: the process may end in the middle of our write).
+ * Frames left unnamed are named by the CLI from the MODULE records.
+ * Caller holds flush_lock. */
+static void final_flush(unsigned reason)
+{
+	if (reason != GMT_END_EXEC) {
+		set_state(ST_FINISHED);
+		gmt_fence_finished(); /* pairs with flush_if_finished */
+	}
+	uint64_t end_ns = gmt_now_ns(); /* both trailers: naming is not the program's time */
+	int name = gmt_rt.set.symbolize && symbolize_safe(); /* its NOTE goes with the records */
+	flush_with_trailer_at(reason, end_ns);
+	if (!name || load_state() == ST_OFF || gmt_writer_symbols(&gmt_rt.w) == 0)
+		return;
+	gmt_writer_trailer(&gmt_rt.w, reason, end_ns);
+	uint32_t open = GATE_OPEN;
+	if (!__atomic_compare_exchange_n(&gmt_rt.symbols_gate, &open, GATE_WRITING, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return; /* left in the chunk: a late writer may still write it */
+	if (gmt_writer_flush(&gmt_rt.w) < 0)
+		set_state(ST_OFF);
+	gmt_futex_set(&gmt_rt.symbols_gate, GATE_OPEN);
+}
+
+static void *flusher_main(void *arg)
+{
+	struct hold_watch hold = {0, 0};
+	uint64_t idle_end = 0;		      /* when the flush thread last left an idle sleep */
+	gmt_enter();			      /* nothing this thread does is the program's */
+	gmt_futex_set(&gmt_rt.flusher_up, 1); /* fork waits for this */
+	prctl(PR_SET_NAME, "gmt-flush", 0, 0, 0);
+	pthread_mutex_lock(&gmt_rt.flush_lock);
+	gmt_writer_reserve(&gmt_rt.w);
+	/* libzstd's dlopen as early as can be: while it waits for the
+	 * loader's lock (a dlopen stuck in a constructor), an exit or exec
+	 * asking for the final flush waits its whole bound. */
+	gmt_writer_compress_init(&gmt_rt.w);
+	pthread_mutex_unlock(&gmt_rt.flush_lock);
+	/* Pairs with the release store of gmt_rt.stop in gmt_finish. */
+	while (!__atomic_load_n(&gmt_rt.stop, __ATOMIC_ACQUIRE)) {
+		uint32_t seen = __atomic_load_n(&gmt_rt.wake, __ATOMIC_ACQUIRE);
+		unsigned ms = (unsigned)gmt_rt.set.flush_ms, clock_ms = gmt_clock_wait_ms();
+		if (clock_ms && clock_ms < ms)
+			ms = clock_ms;
+		/* Nothing to write: sleep until a record comes. A whole period
+		 * between idle sleeps (half-full wakes come meanwhile): records
+		 * wake us at most once a period, however dense their stream. */
+		uint64_t period_ns = (uint64_t)gmt_rt.set.flush_ms * 1000000u;
+		unsigned idle_ms = gmt_now_ns() - idle_end >= period_ns ? go_idle() : 0;
+		int idle = idle_ms != 0;
+		if (idle)
+			ms = idle_ms;
+		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+		syscall(SYS_futex, &gmt_rt.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		if (idle) {
+			set_rings_idle(0);
+			idle_end = gmt_now_ns();
+		}
+		/* Pairs with the release store in ask_final_flush (life.c). */
+		uint32_t req = __atomic_exchange_n(&gmt_rt.final_req, 0, __ATOMIC_ACQUIRE);
+		if (req)
+			__atomic_store_n(&gmt_rt.symbols_gate, GATE_OPEN, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&gmt_rt.flush_lock);
+		gmt_clock_tick(); /* under the lock: fork never copies half a line */
+		if (load_state() == ST_ACTIVE) {
+			/* dlopen: here, never on the hook path, nor for an exit or
+			 * exec waiting on us: a dlopen under way elsewhere may hold
+			 * the loader's lock for good (its chunks stay uncompressed). */
+			if (!req)
+				gmt_writer_compress_init(&gmt_rt.w);
+			if (req)
+				final_flush(req - 1);
+			else if (!exec_holds_writes(&hold))
+				flush_cycle();
+		}
+		pthread_mutex_unlock(&gmt_rt.flush_lock);
+		if (req) {
+			/* Pairs with the acquire loads in ask_final_flush. */
+			__atomic_add_fetch(&gmt_rt.final_done, 1, __ATOMIC_RELEASE);
+			syscall(SYS_futex, &gmt_rt.final_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL,
+				NULL, 0);
+			if (req - 1 != GMT_END_EXEC)
+				break; /* the process is ending; late records write themselves */
+		}
+	}
+	return NULL;
+}
+
+int gmt_flush_start(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	/* The flush thread inherits a full mask: no signal of the program's is
+	 * ever handled on it, and SIGXFSZ from a full disk cannot kill. */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	gmt_rt.flusher_up = 0;
+	int rc = pthread_create(&gmt_rt.flusher, NULL, flusher_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	gmt_rt.flusher_running = rc == 0;
+	return rc;
+}
