@@ -11,10 +11,10 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "reader/diag.h"
 #include "reader/pickle.h"
 #include "reader/snapimport.h"
-#include "reader/xalloc.h"
 
 #define CMD "import"
 
@@ -102,42 +102,27 @@ int cmd_import(int argc, char **argv)
 	}
 	int in = -1;
 	uint64_t size;
+	struct cli_out o;
 	rc = open_input(paths[0], &in, &size);
-	char *tmp = NULL;
-	int fd = -1;
-	if (rc < 0) { /* a temporary beside the target: renamed when whole */
-		size_t n = strlen(out) + 16;
-		tmp = malloc(n);
-		if (!tmp)
-			xalloc_failed();
-		snprintf(tmp, n, "%s.XXXXXX", out);
-		fd = mkstemp(tmp); /* 0600 */
-		if (fd < 0) {
-			say_error(CMD, "cannot write %s: %s", out, strerror(errno));
-			rc = EXIT_INPUT;
-		}
-	}
+	if (rc < 0)
+		rc = cli_out_open(&o, CMD, out, paths, 1);
 	if (rc < 0) {
 		struct pk_error e;
-		if (snap_import(in, size, fd, paths[0], true, &e)) {
+		/* a trace holds the run's settings and command line: private */
+		if (o.tmp)
+			fchmod(fileno(o.f), 0600);
+		if (snap_import(in, size, fileno(o.f), paths[0], true, &e)) {
 			rc = e.code == PK_ERR_IO && strstr(e.msg, "converted trace")
 				 ? (say_error(CMD, "cannot write %s: %s", out, e.msg), EXIT_INPUT)
 				 : failed(paths[0], &e);
-		} else if (fsync(fd) || close(fd) || rename(tmp, out)) {
-			say_error(CMD, "cannot write %s: %s", out, strerror(errno));
-			rc = EXIT_INPUT;
+			cli_out_close(&o, CMD, false);
 		} else {
-			fd = -1;
-			rc = 0;
+			rc = cli_out_close(&o, CMD, true);
+			rc = rc < 0 ? 0 : rc;
 		}
-		if (rc)
-			unlink(tmp);
 	}
-	if (fd >= 0)
-		close(fd);
 	if (in >= 0)
 		close(in);
-	free(tmp);
 	free(paths);
 	return rc;
 }

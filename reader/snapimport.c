@@ -17,6 +17,9 @@
 #include "reader/twrite.h"
 
 #define MAX_DEVICES 4096
+/* Devices with a history: each is a cursor that reads the whole pickle
+ * again, so a hostile one with thousands would cost thousands of reads. */
+#define MAX_TRACED_DEVICES 64
 #define TID	    1 /* the snapshot has no threads: one for every event */
 #define US	    1000ull
 
@@ -1023,6 +1026,9 @@ static int open_cursors(struct imp *m, int64_t *devs, size_t *ndevs)
 		struct dev *d = &m->dev[i];
 		if (!d->entries)
 			continue;
+		if (*ndevs == MAX_TRACED_DEVICES)
+			return fail(m, PK_ERR_LIMIT, "more than %d devices with a history",
+				    MAX_TRACED_DEVICES);
 		if (!*ndevs) {
 			ts_rewind(m->ts);
 			d->cur = m->ts;

@@ -89,9 +89,12 @@ w("truncated.pickle", s[: len(s) // 2])
 w("proto6.pickle", b"\x80\x06N.")
 w("notsnap.pickle", pickle.dumps({"a": [1, 2, 3]}, protocol=4))
 w("badseg.pickle", pickle.dumps({"segments": [{"device": 0}], "device_traces": []}, protocol=4))
+# a history on 100 devices: each would be another read of the whole file
+w("devices.pickle", pickle.dumps({"segments": [], "device_traces": [
+    [{"action": "alloc", "addr": 1, "size": 1, "stream": 0}] for _ in range(100)]}, protocol=4))
 EOF
 for f in global stack_global complex reduce build inst obj newobj newobj_ex persid binpersid ext1 ext2 ext4 \
-	empty_set next_buffer deep huge memo cycle truncated proto6 notsnap badseg; do
+	empty_set next_buffer deep huge memo cycle truncated proto6 notsnap badseg devices; do
 	rc=0; "$G" summary "$f.pickle" >o 2>e || rc=$?
 	expect_eq "$f: exit" "$rc" 4
 	expect_eq "$f: one line" "$(wc -l <e)" 1
