@@ -4,6 +4,7 @@
  * the libraries that allocated, and the contexts; the end snapshot is its
  * final state. The summary feeds the same pass from its own replay. */
 #include "analysis/accounting.h"
+#include "analysis/frameworks.h"
 #include "analysis/counters.h"
 
 #include <inttypes.h>
@@ -445,18 +446,12 @@ static const char *env_get(const struct trace *t, const char *key)
 	return NULL;
 }
 
-/* Libraries that carry a static CUDA runtime: their allocations reach the
- * driver through cuGetProcAddress, never through libcudart. */
+/* Libraries that carry a static CUDA runtime (the framework table's):
+ * their allocations reach the driver through cuGetProcAddress, never
+ * through libcudart. By file name: a vendored copy counts too. */
 static bool static_runtime_lib(const char *base)
 {
-	static const char *const prefixes[] = {
-	    "libcublas", "libcudnn",   "libnccl",  "libcufft", "libcusparse", "libcusolver",
-	    "libcurand", "libnvinfer", "libcupti", "libnpp",   "libnvjpeg",   "libcutensor",
-	    "libnvrtc",	 "libcufile",  "libmagma", NULL};
-	for (size_t i = 0; prefixes[i]; i++)
-		if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
-			return true;
-	return false;
+	return gmt_frameworks[fw_of_library(base)].static_runtime;
 }
 
 static int route_cmp(const void *a, const void *b)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "analysis/counters.h"
+#include "analysis/frameworks.h"
 #include "reader/xalloc.h"
 
 /* Which record names give which figure, per framework (analysis/counters.h). */
@@ -36,13 +37,12 @@ static const struct name_map tf_names[] = {
     {NULL, 0, 0},
 };
 
-static const struct {
-	const char *source, *api;
-	const struct name_map *names;
-} frameworks[] = {
-    {"torch", "torch.cuda.memory_stats()", torch_names},
-    {"jax", "jax Device.memory_stats()", jax_names},
-    {"tensorflow", "tf.config.experimental.get_memory_info()", tf_names},
+/* Each framework's figures, by its row of the framework table (whose
+ * python package is the record's source). */
+static const struct name_map *const names_by_fw[GMT_FW_COUNT] = {
+    [GMT_FW_PYTORCH] = torch_names,
+    [GMT_FW_JAX] = jax_names,
+    [GMT_FW_TENSORFLOW] = tf_names,
 };
 
 static void read_point(const struct trace_counters *c, const struct name_map *names,
@@ -69,18 +69,15 @@ static struct counters_series *series_of(struct counters_set *set, const struct 
 				      .api = c->source,
 				      .device_name = c->device_name,
 				      .device = c->device};
-	for (size_t i = 0; i < sizeof frameworks / sizeof *frameworks; i++)
-		if (!strcmp(c->source, frameworks[i].source))
-			s->api = frameworks[i].api;
+	const char *api = gmt_frameworks[fw_of_python(c->source)].counters_api;
+	if (api)
+		s->api = api;
 	return s;
 }
 
 static const struct name_map *names_of(const char *source)
 {
-	for (size_t i = 0; i < sizeof frameworks / sizeof *frameworks; i++)
-		if (!strcmp(source, frameworks[i].source))
-			return frameworks[i].names;
-	return NULL; /* another source: its counters stay raw */
+	return names_by_fw[fw_of_python(source)]; /* NULL: another source, its counters stay raw */
 }
 
 static void summarize(struct counters_series *s)

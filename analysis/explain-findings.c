@@ -45,22 +45,35 @@ static const char *fw_part(const struct ex_recog *r)
 	}
 }
 
-/* What to do about one part of nvidia-smi's figure outside the framework. */
-static const char *part_advice(const char *what, const char *route)
+/* What to do about a library's own memory (explain_lib_part's rows). */
+static const char *lib_advice(int id)
 {
-	if (strcmp(what, "contexts") == 0)
+	switch (id) {
+	case GMT_FW_NCCL:
+		return "NCCL's buffers: NCCL_BUFFSIZE (per channel and peer, 4 MiB by default) "
+		       "and NCCL_MAX_NCHANNELS make them smaller, at a cost in bandwidth.";
+	case GMT_FW_CUBLAS:
+		return "cuBLAS's workspace: CUBLAS_WORKSPACE_CONFIG=:4096:8 (KiB:count per "
+		       "handle and stream) sets its size; smaller can slow matrix products.";
+	case GMT_FW_CUDNN:
+		return "cuDNN's workspaces follow the algorithms chosen; "
+		       "torch.backends.cudnn.benchmark=False tries fewer.";
+	default:
+		return NULL;
+	}
+}
+
+/* What to do about one part of nvidia-smi's figure outside the framework:
+ * PART_CONTEXTS, a library's row, or PART_UNEXPLAINED. */
+enum { PART_CONTEXTS = -1, PART_UNEXPLAINED = GMT_FW_COUNT };
+static const char *part_advice(int part, const char *route)
+{
+	if (part == PART_CONTEXTS)
 		return "The CUDA context: one per process and device, its size set by the "
 		       "driver and CUDA_MODULE_LOADING; CUDA_VISIBLE_DEVICES keeps a process off "
 		       "GPUs it does not use.";
-	if (strcmp(what, "NCCL") == 0)
-		return "NCCL's buffers: NCCL_BUFFSIZE (per channel and peer, 4 MiB by default) "
-		       "and NCCL_MAX_NCHANNELS make them smaller, at a cost in bandwidth.";
-	if (strcmp(what, "cuBLAS") == 0)
-		return "cuBLAS's workspace: CUBLAS_WORKSPACE_CONFIG=:4096:8 (KiB:count per "
-		       "handle and stream) sets its size; smaller can slow matrix products.";
-	if (strcmp(what, "cuDNN") == 0)
-		return "cuDNN's workspaces follow the algorithms chosen; "
-		       "torch.backends.cudnn.benchmark=False tries fewer.";
+	if (part != PART_UNEXPLAINED && lib_advice(part))
+		return lib_advice(part);
 	if (strcmp(route, "pool_reserve") == 0)
 		return "The unexplained part is likely the stream-ordered pool's reserve: see "
 		       "the pool-reserve finding.";
@@ -75,7 +88,9 @@ static const char *part_advice(const char *what, const char *route)
 	       "unexplained part.";
 }
 
-/* Advice on the two largest parts outside the framework (of 64 MiB or more). */
+/* Advice on the two largest parts outside the framework (of 64 MiB or
+ * more): the contexts, each library with memory of its own and advice,
+ * the unexplained rest. */
 static void smi_change(struct ex_finding *x, const struct ex_recog *r, const struct ex_dev *d,
 		       const uint64_t *cls)
 {
@@ -86,14 +101,16 @@ static void smi_change(struct ex_finding *x, const struct ex_recog *r, const str
 				       "The framework's own figure is %s; it leaves out the rest.",
 				       api);
 	struct {
-		const char *what;
+		int part;
 		uint64_t bytes;
-	} parts[] = {{"contexts", d->contexts},
-		     {"NCCL", cls[1]},
-		     {"cuBLAS", cls[2]},
-		     {"cuDNN", cls[3]},
-		     {"unexplained", d->unexplained > 0 ? (uint64_t)d->unexplained : 0}};
-	const size_t n = sizeof(parts) / sizeof(*parts);
+	} parts[GMT_FW_COUNT + 1];
+	size_t n = 0;
+	parts[n++] = (typeof(parts[0])){PART_CONTEXTS, d->contexts};
+	for (int id = 1; id < GMT_FW_COUNT; id++)
+		if (lib_advice(id))
+			parts[n++] = (typeof(parts[0])){id, cls[id]};
+	parts[n++] =
+	    (typeof(parts[0])){PART_UNEXPLAINED, d->unexplained > 0 ? (uint64_t)d->unexplained : 0};
 	for (int k = 0; k < 2; k++) {
 		size_t best = n;
 		for (size_t i = 0; i < n; i++)
@@ -102,7 +119,7 @@ static void smi_change(struct ex_finding *x, const struct ex_recog *r, const str
 				best = i;
 		if (best == n)
 			break;
-		const char *adv = part_advice(parts[best].what, d->route_key ? d->route_key : "");
+		const char *adv = part_advice(parts[best].part, d->route_key ? d->route_key : "");
 		if (len < sizeof(x->change))
 			len += (size_t)snprintf(x->change + len, sizeof(x->change) - len, "%s%s",
 						len ? " " : "", adv);
@@ -116,20 +133,18 @@ void ex_smi(const struct ex_facts *f, const struct ex_recog *r, const struct ex_
 	if (!d->smi)
 		return;
 	char b[6][32], c[80];
-	uint64_t cls[5] = {0}; /* framework, NCCL, cuBLAS, cuDNN, other */
-	static const char *const cname[] = {"framework", "NCCL", "cuBLAS", "cuDNN", "other"};
-	for (size_t i = 0; i < d->nlibs; i++) {
-		const char *k = explain_lib_class(d->libs[i].library);
-		int j = 0;
-		while (j < 4 && strcmp(cname[j], k) != 0)
-			j++;
-		cls[j] += d->libs[i].bytes;
-	}
+	/* [0] the framework, [row] a library with memory of its own (NCCL,
+	 * cuBLAS...: explain_lib_part), [GMT_FW_COUNT] the other libraries */
+	uint64_t cls[GMT_FW_COUNT + 1] = {0};
+	for (size_t i = 0; i < d->nlibs; i++)
+		cls[explain_lib_part(d->libs[i].library)] += d->libs[i].bytes;
 	if (!r->fw_module) { /* no framework's library: the program's allocations are its */
-		cls[0] += cls[4];
-		cls[4] = 0;
+		cls[0] += cls[GMT_FW_COUNT];
+		cls[GMT_FW_COUNT] = 0;
 	}
-	uint64_t others = cls[1] + cls[2] + cls[3] + cls[4];
+	uint64_t others = 0;
+	for (int k = 1; k <= GMT_FW_COUNT; k++)
+		others += cls[k];
 	struct ex_finding *x = ex_add(out, "smi-breakdown", d->ordinal, d->smi_bytes);
 	const char *when = d->smi_at_peak ? "at the peak" : "at the end";
 	int64_t u = d->unexplained;
@@ -150,9 +165,10 @@ void ex_smi(const struct ex_facts *f, const struct ex_recog *r, const struct ex_
 	      d->smi_process ? "this process" : "the whole device", when,
 	      fmt_size(b[0], d->smi_bytes), fmt_size(b[1], d->smi_traced));
 	ex_ev(x, c, "%s: %s", fw_part(r), fmt_size(b[0], cls[0]));
-	for (int k = 1; k < 5; k++)
+	for (int k = 1; k <= GMT_FW_COUNT; k++)
 		if (cls[k])
-			ex_ev(x, c, "%s: %s", k == 4 ? "other libraries" : cname[k],
+			ex_ev(x, c, "%s: %s",
+			      k == GMT_FW_COUNT ? "other libraries" : gmt_frameworks[k].name,
 			      fmt_size(b[0], cls[k]));
 	ex_ev(x, c, "CUDA contexts (with the module code loaded with them): %s",
 	      fmt_size(b[0], d->contexts));
@@ -315,6 +331,8 @@ void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const st
 		      "the cache was emptied and refilled after %" PRIu64
 		      " retried OOM%s (the oom-retried finding)",
 		      f->retried, f->retried == 1 ? "" : "s");
+	/* the note first: an argument's order of evaluation is unspecified */
+	const char *cache_note = ex_cnt_cache_advice(d, note, sizeof(note));
 	ex_change(x,
 		  "%s%storch.cuda.empty_cache() returns unused segments to the driver: it helps "
 		  "other processes and libraries (NCCL, cuDNN), not this program's own peak, "
@@ -322,7 +340,7 @@ void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const st
 		  "max_split_size_mb:N (in PYTORCH_CUDA_ALLOC_CONF) helps when an OOM reports "
 		  "much memory \"reserved by PyTorch but unallocated\": blocks above N MiB are "
 		  "no longer split.",
-		  ex_cnt_cache_advice(d, note, sizeof(note)), *note ? " " : "",
+		  cache_note, *note ? " " : "",
 		  exp ? "expandable_segments is on: segments grow in place, so odd sizes no "
 			"longer strand memory."
 		      : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True helps when shapes "

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/explain.h"
+#include "analysis/frameworks.h"
 #include "analysis/explain-int.h"
 #include "analysis/report-base.h"
 
@@ -26,31 +27,40 @@ static bool prefix(const char *s, const char *p)
 	return strncmp(s, p, strlen(p)) == 0;
 }
 
+/* The framework a row stands for, if explain tells its modes apart. */
+static enum ex_fw fw_of_row(enum gmt_fw_id id)
+{
+	switch (id) {
+	case GMT_FW_PYTORCH:
+	case GMT_FW_JAX:
+	case GMT_FW_TENSORFLOW:
+	case GMT_FW_CUPY:
+		return (enum ex_fw)id;
+	default:
+		return FW_NONE;
+	}
+}
+
 /* The framework a library belongs to (FW_NONE: none). */
 static enum ex_fw lib_fw(const char *lib)
 {
-	if (prefix(lib, "libc10") || prefix(lib, "libtorch"))
-		return FW_PYTORCH;
-	if (prefix(lib, "libtensorflow") || prefix(lib, "_pywrap_tensorflow"))
-		return FW_TF;
-	if (prefix(lib, "xla_cuda_plugin") || prefix(lib, "libjax") || strstr(lib, "jaxlib"))
-		return FW_JAX;
-	if (strstr(lib, "cupy"))
-		return FW_CUPY;
-	return FW_NONE;
+	return fw_of_row(fw_of_library(lib));
+}
+
+int explain_lib_part(const char *lib)
+{
+	if (lib_fw(lib) != FW_NONE || strcmp(lib, "python") == 0)
+		return 0;
+	enum gmt_fw_id id = fw_of_library(lib);
+	return gmt_frameworks[id].kind == GMT_FWK_LIBRARY && gmt_frameworks[id].own_memory
+		   ? (int)id
+		   : GMT_FW_COUNT;
 }
 
 const char *explain_lib_class(const char *lib)
 {
-	if (lib_fw(lib) != FW_NONE || strcmp(lib, "python") == 0)
-		return "framework";
-	if (prefix(lib, "libnccl"))
-		return "NCCL";
-	if (prefix(lib, "libcublas"))
-		return "cuBLAS";
-	if (prefix(lib, "libcudnn"))
-		return "cuDNN";
-	return "other";
+	int k = explain_lib_part(lib);
+	return k == 0 ? "framework" : k == GMT_FW_COUNT ? "other" : gmt_frameworks[k].name;
 }
 
 bool explain_doubling(const uint64_t *sz, size_t n)
@@ -134,16 +144,19 @@ static void recog_xla(const struct ex_facts *f, struct ex_recog *r, const char *
 }
 
 /* The framework from the recorded environment, when no module names one. */
+/* The framework a setting names: the first recorded variable one of them
+ * reads (the framework table's variables). */
 static enum ex_fw env_fw(const struct ex_facts *f)
 {
 	for (size_t i = 0; i < f->nenv; i++) {
 		const char *k = f->env[i].key;
-		if (prefix(k, "PYTORCH_"))
-			return FW_PYTORCH;
-		if (prefix(k, "TF_"))
-			return FW_TF;
-		if (prefix(k, "XLA_"))
-			return FW_JAX;
+		for (size_t j = 0; j < gmt_fw_nenv; j++) {
+			const struct gmt_fw_env *e = &gmt_fw_env[j];
+			bool named =
+			    e->how == GMT_ENV_PREFIX ? prefix(k, e->name) : strcmp(k, e->name) == 0;
+			if (named && fw_of_row(e->fw) != FW_NONE)
+				return fw_of_row(e->fw);
+		}
 	}
 	return FW_NONE;
 }
@@ -251,26 +264,18 @@ static void recog_pattern(const struct ex_facts *f, struct ex_recog *r)
 
 static enum ex_fw counters_fw(const char *source)
 {
-	if (!source)
-		return FW_NONE;
-	if (!strcmp(source, "torch"))
-		return FW_PYTORCH;
-	if (!strcmp(source, "jax"))
-		return FW_JAX;
-	return strcmp(source, "tensorflow") ? FW_NONE : FW_TF;
+	return fw_of_row(fw_of_python(source));
 }
 
 void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 {
-	static const char *const names[] = {"no framework", "PyTorch", "JAX", "TensorFlow", "CuPy"};
 	memset(r, 0, sizeof(*r));
 	/* TF loads XLA too: its own library decides */
 	for (size_t i = 0; i < f->nmods; i++) {
 		enum ex_fw w = lib_fw(f->mods[i].library);
 		if (w == FW_NONE || (r->fw != FW_NONE && w != r->fw && w != FW_TF))
 			continue;
-		if (r->fw != w || strstr(f->mods[i].library, "_cuda") ||
-		    strstr(f->mods[i].library, "tensorflow_framework"))
+		if (r->fw != w || fw_glob_any(gmt_frameworks[w].cuda_modules, f->mods[i].library))
 			r->fw_module = f->mods[i].library; /* the telling one */
 		r->fw = w;
 	}
@@ -304,7 +309,7 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 		recog_pattern(f, r);
 		from_env = "";
 	}
-	r->fw_name = names[r->fw];
+	r->fw_name = r->fw == FW_NONE ? "no framework" : gmt_frameworks[r->fw].name;
 	if (*from_env && !strchr(r->mode_why, '=')) /* a setting named already says so */
 		snprintf(r->mode_why + strlen(r->mode_why),
 			 sizeof(r->mode_why) - strlen(r->mode_why), "%s", from_env);

@@ -142,7 +142,15 @@ void explain_facts_free(struct ex_facts *f);
 
 /* ---- recognition ---- */
 
-enum ex_fw { FW_NONE, FW_PYTORCH, FW_JAX, FW_TF, FW_CUPY };
+/* The frameworks whose allocator modes explain tells apart: their rows of
+ * the framework table (common/frameworks.h). */
+enum ex_fw {
+	FW_NONE = GMT_FW_NONE,
+	FW_PYTORCH = GMT_FW_PYTORCH,
+	FW_JAX = GMT_FW_JAX,
+	FW_TF = GMT_FW_TENSORFLOW,
+	FW_CUPY = GMT_FW_CUPY
+};
 enum ex_mode {
 	MODE_DIRECT,	    /* the program's own driver calls */
 	MODE_PT_CACHING,    /* PyTorch's caching allocator */
@@ -185,8 +193,11 @@ bool explain_frees_reach_driver(const struct ex_recog *r);
 const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size);
 /* The recorded value of an environment variable, or NULL. */
 const char *explain_env(const struct ex_facts *f, const char *key);
-/* What a library is, for the breakdown: "framework", "NCCL", "cuBLAS",
- * "cuDNN", "other". */
+/* Whose part of the breakdown a library's memory is: 0 the framework's
+ * (or the interpreter's), a row of the framework table for a library with
+ * memory of its own (NCCL, cuBLAS, cuDNN), GMT_FW_COUNT another library. */
+int explain_lib_part(const char *library);
+/* The same as text: "framework", the library's name ("NCCL"), "other". */
 const char *explain_lib_class(const char *library);
 /* Whether sizes (n of them, in order) look like BFC's regions: growing
  * from small, each a power of two or the last ones doubling. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/frameworks.h"
 #include "analysis/report-base.h"
 
 /* A retry answers a failure only this soon after it (PyTorch: a cache
@@ -245,14 +246,6 @@ static const char *env_of(const struct trace *t, const char *key)
 	return NULL;
 }
 
-static bool has_module(const struct trace *t, const char *part)
-{
-	for (size_t i = 0; i < t->nmods; i++)
-		if (t->mods[i].path && strstr(t->mods[i].path, part))
-			return true;
-	return false;
-}
-
 static struct oom_blind *blind_add(struct oom_result *r, const char *key)
 {
 	if (r->nblind == OOM_MAX_BLIND)
@@ -290,7 +283,7 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 		    fra ? "; memory fraction " : "", fra ? fra : "");
 	}
 	const char *lim = env_of(t, "CUPY_GPU_MEMORY_LIMIT");
-	if ((lim || has_module(t, "cupy")) && (b = blind_add(r, "cupy-limit")))
+	if ((lim || fw_loaded(t, GMT_FW_CUPY, false)) && (b = blind_add(r, "cupy-limit")))
 		snprintf(
 		    b->text, sizeof(b->text),
 		    "%s%s%s: CuPy refuses an allocation over its limit (CUPY_GPU_MEMORY_LIMIT, "
@@ -298,8 +291,7 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 		    "not in the trace",
 		    lim ? "CUPY_GPU_MEMORY_LIMIT=" : "CuPy is loaded", lim ? lim : "",
 		    lim ? " is set" : "");
-	if ((has_module(t, "libc10_cuda") || has_module(t, "libtorch_cuda")) &&
-	    (b = blind_add(r, "pytorch-fraction")))
+	if (fw_loaded(t, GMT_FW_PYTORCH, true) && (b = blind_add(r, "pytorch-fraction")))
 		snprintf(
 		    b->text, sizeof(b->text),
 		    "PyTorch is loaded: over a memory fraction "

@@ -1,62 +1,33 @@
 /* The allocation site past the frameworks (sites.h). */
 #include <fnmatch.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/api.h"
+#include "analysis/frameworks.h"
 #include "analysis/sites.h"
 #include "analysis/trace.h"
 
-/* The table docs/reports.md shows; keep the two in step. First match wins,
- * so the symbol rules for glue that lives inside a framework's library
- * (pybind11, the autograd engine) come before the frameworks' modules. */
+/* The rules, first match wins: built once from the framework table
+ * (common/frameworks.h) and the rules below, in this order: the CUDA
+ * libraries and the static runtime; glue that lives inside a framework's
+ * library (pybind11, the autograd engine); the frameworks' allocators by
+ * symbol (a framework linked statically); the frameworks and CUDA
+ * libraries by module; then the rest below. docs/reports.md's table is
+ * generated from the result (gpumemtrace --gen md-site-rules). */
 #define R(n, m, p, c)                                                                              \
 	{                                                                                          \
 		n, m, p, c                                                                         \
 	}
-const struct site_rule site_rules[] = {
-    /* the CUDA driver and runtime, shared or static, and the tracer */
-    R("cuda-driver", SM_MODULE, "libcuda.so*", SITE_CUDA),
-    R("cuda-runtime", SM_MODULE, "libcudart.so*", SITE_CUDA),
-    R("tracer", SM_MODULE, "libgpumemtrace*", SITE_CUDA),
-    R("cuda-runtime-static", SM_SYMBOL, "libcudart_static_*", SITE_CUDA),
-    R("cuda-runtime-static", SM_SYMBOL, "cudart::*", SITE_CUDA),
-    R("cuda-runtime-static", SM_RUNTIME_API, "cuda*", SITE_CUDA),
-    /* bindings and worker threads inside the frameworks' libraries */
+/* glue inside the frameworks' libraries, before their modules' rules */
+static const struct site_rule bindings_rules[] = {
     R("bindings", SM_SYMBOL, "pybind11::*", SITE_GLUE),
     R("bindings", SM_SYMBOL, "nanobind::*", SITE_GLUE),
-    R("pytorch-autograd-engine", SM_SYMBOL, "torch::autograd::Engine::*", SITE_GLUE),
-    R("pytorch-autograd-engine", SM_SYMBOL, "torch::autograd::python::PythonEngine::*", SITE_GLUE),
-    R("pytorch-autograd-engine", SM_SYMBOL, "torch::autograd::Node::operator()*", SITE_GLUE),
-    /* frameworks linked statically into one binary, by symbol */
-    R("pytorch-allocator", SM_SYMBOL, "c10::cuda::CUDACachingAllocator::*", SITE_FRAMEWORK),
-    R("pytorch-allocator", SM_SYMBOL, "c10::cuda::*Allocator*", SITE_FRAMEWORK),
-    R("xla-allocator", SM_SYMBOL, "tsl::BFCAllocator::*", SITE_FRAMEWORK),
-    R("xla-allocator", SM_SYMBOL, "tsl::*Allocator*", SITE_FRAMEWORK),
-    R("xla-allocator", SM_SYMBOL, "stream_executor::*", SITE_FRAMEWORK),
-    R("xla-allocator", SM_SYMBOL, "xla::*Allocator*", SITE_FRAMEWORK),
-    R("tensorflow-allocator", SM_SYMBOL, "tensorflow::*Allocator*", SITE_FRAMEWORK),
-    R("cupy-memory-pool", SM_SYMBOL, "*cupy_4cuda_6memory*", SITE_FRAMEWORK),
-    /* frameworks and CUDA libraries, by module */
-    R("pytorch", SM_MODULE, "libtorch*", SITE_FRAMEWORK),
-    R("pytorch", SM_MODULE, "libc10*", SITE_FRAMEWORK),
-    R("pytorch", SM_PATH, "*-packages/torch/*", SITE_FRAMEWORK),
-    R("jax", SM_PATH, "*-packages/jaxlib/*", SITE_FRAMEWORK),
-    R("jax", SM_PATH, "*-packages/jax_plugins/*", SITE_FRAMEWORK),
-    R("jax", SM_PATH, "*-packages/jax_cuda*_plugin/*", SITE_FRAMEWORK),
-    R("xla", SM_MODULE, "*xla_extension*", SITE_FRAMEWORK),
-    R("tensorflow", SM_MODULE, "libtensorflow*", SITE_FRAMEWORK),
-    R("tensorflow", SM_MODULE, "_pywrap_tensorflow*", SITE_FRAMEWORK),
-    R("tensorflow", SM_PATH, "*-packages/tensorflow/*", SITE_FRAMEWORK),
-    R("cupy", SM_PATH, "*-packages/cupy/*", SITE_FRAMEWORK),
-    R("cupy", SM_PATH, "*-packages/cupy_backends/*", SITE_FRAMEWORK),
-    R("nccl", SM_MODULE, "libnccl*", SITE_FRAMEWORK),
-    R("cublas", SM_MODULE, "libcublas*", SITE_FRAMEWORK),
-    R("cudnn", SM_MODULE, "libcudnn*", SITE_FRAMEWORK),
-    R("cuda-libraries", SM_MODULE, "libcu[fprs]*",
-      SITE_FRAMEWORK), /* cufft curand cusparse cusolver */
-    R("cuda-libraries", SM_MODULE, "libnv[JrTs]*", SITE_FRAMEWORK), /* nvJitLink nvrtc nvshmem */
+};
+/* after the frameworks' */
+static const struct site_rule rest_rules[] = {
     /* ctypes and libffi */
     R("libffi", SM_MODULE, "libffi.so*", SITE_GLUE),
     R("libffi", SM_SYMBOL, "ffi_call*", SITE_GLUE),
@@ -91,7 +62,77 @@ const struct site_rule site_rules[] = {
     R("no-python-frames", SM_NOPYTHON, "", SITE_GLUE),
 };
 #undef R
-const size_t site_nrules = sizeof(site_rules) / sizeof(site_rules[0]);
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static struct {
+	pthread_once_t once;
+	struct site_rule *v;
+	size_t n;
+	int module_rule[GMT_FW_COUNT]; /* each row's first module rule */
+} site_rules = {.once = PTHREAD_ONCE_INIT};
+
+static void add_rules(struct site_rule *out, size_t *n, const char *name, enum site_match how,
+		      const char *const *globs, enum site_class cls)
+{
+	for (size_t i = 0; globs && globs[i]; i++)
+		if (out)
+			out[(*n)++] = (struct site_rule){name, how, globs[i], cls};
+		else
+			(*n)++;
+}
+
+/* The rules in order into out (NULL: only counted into *n). */
+static void make_rules(struct site_rule *out, size_t *n)
+{
+	const struct gmt_framework *fw = gmt_frameworks;
+	*n = 0;
+	for (int id = 1; id < GMT_FW_COUNT; id++)
+		if (fw[id].kind == GMT_FWK_CUDA) {
+			site_rules.module_rule[id] = (int)*n;
+			add_rules(out, n, fw[id].key, SM_MODULE, fw[id].modules, SITE_CUDA);
+		}
+	for (int id = 1; id < GMT_FW_COUNT; id++)
+		if (fw[id].kind == GMT_FWK_CUDA)
+			add_rules(out, n, fw[id].alloc_rule, SM_SYMBOL, fw[id].alloc_symbols,
+				  SITE_CUDA);
+	if (out) /* the static runtime's functions, by their API names */
+		out[*n] = (struct site_rule){fw[GMT_FW_CUDA_RUNTIME].alloc_rule, SM_RUNTIME_API,
+					     "cuda*", SITE_CUDA};
+	(*n)++;
+	for (size_t i = 0; i < NELEM(bindings_rules); i++, (*n)++)
+		if (out)
+			out[*n] = bindings_rules[i];
+	for (int id = 1; id < GMT_FW_COUNT; id++)
+		add_rules(out, n, fw[id].glue_rule, SM_SYMBOL, fw[id].glue_symbols, SITE_GLUE);
+	for (int id = 1; id < GMT_FW_COUNT; id++)
+		if (fw[id].kind != GMT_FWK_CUDA)
+			add_rules(out, n, fw[id].alloc_rule, SM_SYMBOL, fw[id].alloc_symbols,
+				  SITE_FRAMEWORK);
+	for (int id = 1; id < GMT_FW_COUNT; id++)
+		if (fw[id].kind != GMT_FWK_CUDA) {
+			site_rules.module_rule[id] = (int)*n;
+			add_rules(out, n, fw[id].key, SM_MODULE, fw[id].modules, SITE_FRAMEWORK);
+			add_rules(out, n, fw[id].key, SM_PATH, fw[id].paths, SITE_FRAMEWORK);
+		}
+	for (size_t i = 0; i < NELEM(rest_rules); i++, (*n)++)
+		if (out)
+			out[*n] = rest_rules[i];
+}
+
+static void build_rules(void)
+{
+	size_t n;
+	make_rules(NULL, &n);
+	site_rules.v = xcalloc(n, sizeof(*site_rules.v));
+	make_rules(site_rules.v, &site_rules.n);
+}
+
+const struct site_rule *site_rule_list(size_t *n)
+{
+	pthread_once(&site_rules.once, build_rules);
+	*n = site_rules.n;
+	return site_rules.v;
+}
 
 const char *site_opts_init(struct site_opts *o, const char *const *hide, size_t nhide,
 			   const char *const *focus, size_t nfocus, char *err, size_t errsize)
@@ -207,15 +248,15 @@ int site_rule_of(const struct site_opts *o, const struct trace_frame *f, enum si
 		*cls = SITE_GLUE;
 		return SITE_RULE_HIDE;
 	}
-	if (!f->python && f->module && f->module->cuda) { /* as cuda_path says */
+	size_t n;
+	const struct site_rule *r = site_rule_list(&n);
+	if (!f->python && f->module && f->module->cuda) { /* the module's row says */
 		*cls = SITE_CUDA;
-		return strncmp(f->module->library, "libgpumemtrace", 14) == 0 ? 2
-		       : strncmp(f->module->library, "libcudart", 9) == 0     ? 1
-									      : 0;
+		return site_rules.module_rule[f->module->fw];
 	}
-	for (size_t i = 0; i < site_nrules; i++) {
-		if (rule_matches(&site_rules[i], f)) {
-			*cls = site_rules[i].cls;
+	for (size_t i = 0; i < n; i++) {
+		if (rule_matches(&r[i], f)) {
+			*cls = r[i].cls;
 			return (int)i;
 		}
 	}
@@ -229,9 +270,11 @@ const char *site_rule_name(int rule)
 		return "--hide";
 	if (rule == SITE_RULE_FOCUS)
 		return "--focus";
-	if (rule < 0 || (size_t)rule >= site_nrules)
+	size_t n;
+	const struct site_rule *r = site_rule_list(&n);
+	if (rule < 0 || (size_t)rule >= n)
 		return NULL;
-	return site_rules[rule].name;
+	return r[rule].name;
 }
 
 /* ---- choosing --------------------------------------------------------- */

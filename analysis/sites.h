@@ -1,7 +1,8 @@
 /* Which frame of a stack is the allocation site: the first frame of the
  * user's code, innermost out, past the frameworks, the CUDA runtime and
  * driver, ctypes and the interpreter. The built-in rules are one table
- * (site_rules, documented in docs/reports.md); --hide and --focus add the
+ * (site_rule_list: the framework table and a few of its own,
+ * generated into docs/reports.md); --hide and --focus add the
  * user's own (struct site_opts); --raw-sites keeps the innermost frame
  * outside the CUDA libraries, as before the rules.
  *
@@ -44,9 +45,9 @@ struct site_rule {
 	enum site_class cls;
 };
 
-/* The built-in rules, first match wins. */
-extern const struct site_rule site_rules[];
-extern const size_t site_nrules;
+/* The built-in rules, first match wins (*n of them): made once from the
+ * framework table and sites.c's own. */
+const struct site_rule *site_rule_list(size_t *n);
 
 /* The rule index of a frame: >= 0 into site_rules, or one of these. */
 enum { SITE_RULE_NONE = -1, SITE_RULE_HIDE = -2, SITE_RULE_FOCUS = -3 };

@@ -12,6 +12,7 @@
 
 #include "common/symbolize.h"
 #include "analysis/trace.h"
+#include "analysis/frameworks.h"
 #include "analysis/sites.h"
 #include "analysis/trace-records.h"
 
@@ -25,13 +26,6 @@ const struct trace_device *trace_device(const struct trace *t, int64_t ordinal)
 		if (t->devs[i].ordinal == ordinal)
 			return &t->devs[i];
 	return NULL;
-}
-
-static bool cuda_path(const char *path)
-{
-	const char *b = path_basename(path);
-	return strncmp(b, "libcuda.", 8) == 0 || strncmp(b, "libcudart", 9) == 0 ||
-	       strncmp(b, "libgpumemtrace", 14) == 0;
 }
 
 /* ---- the metadata pass ---------------------------------------------- */
@@ -106,7 +100,8 @@ static void open_end(struct trace *t)
 	for (size_t i = 0; i < t->nmods; i++) {
 		struct trace_module *m = &t->mods[i];
 		m->library = path_basename(m->path);
-		m->cuda = cuda_path(m->path);
+		m->fw = fw_of_module(m->library, m->path);
+		m->cuda = gmt_frameworks[m->fw].kind == GMT_FWK_CUDA && m->fw != GMT_FW_NONE;
 	}
 	static const uint8_t no_uuid[16];
 	for (size_t i = 0; i < t->nsamples; i++) {

@@ -19,6 +19,7 @@
 #include <uthash.h>
 
 #include "common/api.h"
+#include "common/frameworks.h"
 #include "common/text.h"
 #include "reader/diag.h"
 #include "reader/reader.h"
@@ -31,7 +32,8 @@ struct trace_module {
 	const char *library; /* basename of path: "libnccl.so.2", "python3.11" */
 	uint8_t *build_id;
 	size_t build_id_len;
-	bool cuda; /* the CUDA driver or runtime, or the tracer itself */
+	enum gmt_fw_id fw; /* its row of the framework table (fw_of_module) */
+	bool cuda;	   /* the CUDA driver or runtime, or the tracer itself */
 };
 
 struct trace_device {

@@ -36,6 +36,11 @@ int cmd_flamegraph(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 
+/* ---- doc-tables.c ---- */
+/* Writes docs/reports.md's table KIND ("md-site-rules", "md-frameworks")
+ * to f; -1 for another kind. */
+int cli_gen_table(const char *kind, FILE *f);
+
 /* ---- color.c ---- */
 /* Whether f gets colour: a terminal, and NO_COLOR unset or empty. */
 bool cli_colour(FILE *f);

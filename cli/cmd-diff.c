@@ -11,6 +11,7 @@
 #include "analysis/accounting.h"
 #include "analysis/check-measure.h"
 #include "cli/cli.h"
+#include "common/frameworks.h"
 #include "cli/options.h"
 
 static const char about[] =
@@ -149,14 +150,13 @@ static void collect_env(struct env_list *l, struct trace *a, struct trace *b, in
 			db ? driver_text(db->driver_version) : NULL);
 #undef DEVKEY
 	}
-	static const char *const libs[] = {
-	    "libcudart", "libcublas",	  "libcublasLt", "libcudnn",
-	    "libnccl",	 "libtorch_cuda", "libxla",	 "libtensorflow_framework"};
-	for (size_t i = 0; i < sizeof(libs) / sizeof(*libs); i++) {
-		char key[64];
-		snprintf(key, sizeof(key), "library %s", libs[i]);
-		env_add(l, key, modules_named(a, libs[i]), modules_named(b, libs[i]));
-	}
+	/* the libraries whose versions matter (the framework table's) */
+	for (int id = 1; id < GMT_FW_COUNT; id++)
+		for (const char *const *v = gmt_frameworks[id].versioned; v && *v; v++) {
+			char key[64];
+			snprintf(key, sizeof(key), "library %s", *v);
+			env_add(l, key, modules_named(a, *v), modules_named(b, *v));
+		}
 	/* the environment variables: every key either PROCESS record has */
 	for (int side = 0; side < 2; side++) {
 		const struct trace *t = side ? b : a;
@@ -333,26 +333,20 @@ static const char *state_text(const struct trace *t)
 
 /* ---- the allocator environment, nvidia-smi ---- */
 
-/* The allocator variables the tracer records (preload/procinfo.c), shown
- * set or not: the same value in both runs matters as much as a change. */
-static const char *const alloc_env[] = {
-    "PYTORCH_CUDA_ALLOC_CONF",	     "PYTORCH_NO_CUDA_MEMORY_CACHING",
-    "TF_FORCE_GPU_ALLOW_GROWTH",     "TF_GPU_ALLOCATOR",
-    "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
-    "XLA_PYTHON_CLIENT_ALLOCATOR",   "NCCL_CUMEM_ENABLE",
-    "CUDA_MODULE_LOADING",	     "CUDA_VISIBLE_DEVICES",
-};
-#define NALLOC_ENV (sizeof(alloc_env) / sizeof(*alloc_env))
-
+/* The allocator variables the tracer records that the framework table
+ * marks shown, set or not: the same value in both runs matters as much as
+ * a change. */
 static void print_alloc_env(FILE *f, struct diff_ctx *d)
 {
 	fprintf(f, "\nallocator environment\n  %-36s %-30s %s\n", "", "A", "B");
-	for (size_t i = 0; i < NALLOC_ENV; i++) {
-		const char *va = find_env(&d->a->t, alloc_env[i]),
-			   *vb = find_env(&d->b->t, alloc_env[i]);
+	for (size_t i = 0; i < gmt_fw_nenv; i++) {
+		if (!gmt_fw_env[i].shown)
+			continue;
+		const char *k = gmt_fw_env[i].name;
+		const char *va = find_env(&d->a->t, k), *vb = find_env(&d->b->t, k);
 		bool differs = va && vb ? strcmp(va, vb) != 0 : va != vb;
-		fprintf(f, "  %-36s %-30s %s%s\n", alloc_env[i], va ? va : "(unset)",
-			vb ? vb : "(unset)", differs ? "  (differs)" : "");
+		fprintf(f, "  %-36s %-30s %s%s\n", k, va ? va : "(unset)", vb ? vb : "(unset)",
+			differs ? "  (differs)" : "");
 	}
 }
 
@@ -576,12 +570,17 @@ static void json_moment(FILE *f, const struct acct_dev *x, bool end)
 static void json_smi_env(FILE *f, struct diff_ctx *d)
 {
 	fputs(",\n \"allocator_environment\": [", f);
-	for (size_t i = 0; i < NALLOC_ENV; i++) {
-		fprintf(f, "%s{\"key\": \"%s\", \"a\": ", i ? ", " : "", alloc_env[i]);
-		json_opt_str(f, find_env(&d->a->t, alloc_env[i]));
+	const char *sep = "";
+	for (size_t i = 0; i < gmt_fw_nenv; i++) {
+		const char *k = gmt_fw_env[i].name;
+		if (!gmt_fw_env[i].shown)
+			continue;
+		fprintf(f, "%s{\"key\": \"%s\", \"a\": ", sep, k);
+		json_opt_str(f, find_env(&d->a->t, k));
 		fputs(", \"b\": ", f);
-		json_opt_str(f, find_env(&d->b->t, alloc_env[i]));
+		json_opt_str(f, find_env(&d->b->t, k));
 		fputc('}', f);
+		sep = ", ";
 	}
 	fprintf(f, "],\n \"nvidia_smi\": {\"a_available\": %s, \"b_available\": %s, \"devices\": [",
 		d->acct_a.nvml_why ? "false" : "true", d->acct_b.nvml_why ? "false" : "true");

@@ -83,12 +83,15 @@ static int gen_docs(int argc, char **argv)
 {
 	static const char *const kinds[] = {"completion",  "man-synopsis", "man-heading",
 					    "man-options", "md-synopsis",  "md-options"};
+	if (argc == 3 && cli_gen_table(argv[2], stdout) == 0)
+		return 0;
 	size_t k = 0;
 	while (argc > 2 && k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(argv[2], kinds[k]) != 0)
 		k++;
 	if (argc < 3 || k == sizeof(kinds) / sizeof(kinds[0]))
 		return say_usage_error(NULL, "--gen: want one of completion, man-synopsis, "
-					     "man-heading, man-options, md-synopsis, md-options");
+					     "man-heading, man-options, md-synopsis, md-options, "
+					     "md-site-rules, md-frameworks");
 	struct opt_gen_state g = {
 	    .what = (enum opt_gen)k, .out = stdout, .only = argc > 3 ? argv[3] : NULL};
 	if (g.only && !find(g.only))

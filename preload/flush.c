@@ -318,6 +318,24 @@ static void final_flush(unsigned reason)
 	gmt_futex_set(&gmt_rt.symbols_gate, GATE_OPEN);
 }
 
+/* Sleeps on gmt_rt.wake, at most ms, unless a final flush was asked for.
+ * `seen` is gmt_rt.wake as read before this cycle's checks. The request is
+ * read here, after `seen`, and not only after the sleep: an exit's request
+ * that came while the last cycle ran (its read of final_req already made)
+ * has its wake-up counted in `seen`, so the FUTEX_WAIT would sleep the whole
+ * period with the request pending (1 s idle, 60 s with SAMPLE_MS=0; the
+ * exit gave up after 10 s without a trailer). ask_final_flush stores the
+ * request before it bumps gmt_rt.wake (release, both): a bump in `seen`
+ * has its request visible here (acquire), and a later bump makes the
+ * FUTEX_WAIT return at once. t-life-exit-wakeup forces that order. */
+static void sleep_unless_asked(uint32_t seen, unsigned ms)
+{
+	if (__atomic_load_n(&gmt_rt.final_req, __ATOMIC_ACQUIRE))
+		return;
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	syscall(SYS_futex, &gmt_rt.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
 static void *flusher_main(void *arg)
 {
 	struct hold_watch hold = {0, 0};
@@ -332,8 +350,7 @@ static void *flusher_main(void *arg)
 	 * asking for the final flush waits its whole bound. */
 	gmt_writer_compress_init(&gmt_rt.w);
 	pthread_mutex_unlock(&gmt_rt.flush_lock);
-	/* Pairs with the release store of gmt_rt.stop in gmt_finish. */
-	while (!__atomic_load_n(&gmt_rt.stop, __ATOMIC_ACQUIRE)) {
+	for (;;) {
 		uint32_t seen = __atomic_load_n(&gmt_rt.wake, __ATOMIC_ACQUIRE);
 		unsigned ms = (unsigned)gmt_rt.set.flush_ms, clock_ms = gmt_clock_wait_ms();
 		if (clock_ms && clock_ms < ms)
@@ -346,8 +363,7 @@ static void *flusher_main(void *arg)
 		int idle = idle_ms != 0;
 		if (idle)
 			ms = idle_ms;
-		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-		syscall(SYS_futex, &gmt_rt.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		sleep_unless_asked(seen, ms);
 		if (idle) {
 			set_rings_idle(0);
 			idle_end = gmt_now_ns();

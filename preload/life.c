@@ -255,7 +255,6 @@ void gmt_fork_child(void)
 	gmt_rt_early.facts = NULL;
 	pthread_mutex_init(&gmt_rt_early.lock, NULL);
 	gmt_rt.flusher_running = 0;
-	gmt_rt.stop = 0;
 	gmt_rt.exec_hold = 0;
 	gmt_rt.writes_held = 0;
 	gmt_rt.exit_tid = 0;

@@ -7,48 +7,26 @@
 #include <unistd.h>
 
 #include "common/codec.h"
+#include "common/frameworks.h"
 #include "gpumemtrace/format.h"
 #include "preload/writer.h"
 
 /* The environment that shapes GPU memory, and the process's place in its
- * job, kept in the process record: these names, then every variable with
- * one of recorded_prefixes (at most RECORDED_PREFIXED of them). */
-static const char *const recorded_env[] = {
-    "CUDA_VISIBLE_DEVICES",
-    "CUDA_MODULE_LOADING",
-    "PYTORCH_CUDA_ALLOC_CONF",
-    "PYTORCH_NO_CUDA_MEMORY_CACHING",
-    "TF_FORCE_GPU_ALLOW_GROWTH",
-    "TF_GPU_ALLOCATOR",
-    "TF_ENABLE_GPU_GARBAGE_COLLECTION",
-    "TF_DEVICE_MIN_SYS_MEMORY_IN_MB",
-    "XLA_CLIENT_MEM_FRACTION",
-    "CUBLAS_WORKSPACE_CONFIG",
-    "CUBLASLT_WORKSPACE_SIZE",
-    "CUPY_GPU_MEMORY_LIMIT",
-    /* which process of a job this is, for the reports on several traces */
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "SLURM_PROCID",
-};
-
-static const char *const recorded_prefixes[] = {"XLA_PYTHON_CLIENT_", "NCCL_"};
-#define RECORDED_PREFIXED 32
-
+ * job, kept in the process record: the framework table's variables
+ * (common/frameworks.c) by name, then every variable with one of its
+ * prefixes (at most GMT_ENV_PREFIXED of them). */
 extern char **environ;
 
-/* The value of environ's entry e when its name has one of
- * recorded_prefixes; *klen the name's length. */
+/* The value of environ's entry e when its name has one of the table's
+ * prefixes; *klen the name's length. */
 static const char *prefixed_env(const char *e, size_t *klen)
 {
 	const char *eq = strchr(e, '=');
 	if (!eq)
 		return NULL;
-	for (size_t i = 0; i < sizeof recorded_prefixes / sizeof *recorded_prefixes; i++)
-		if (strncmp(e, recorded_prefixes[i], strlen(recorded_prefixes[i])) == 0) {
+	for (size_t i = 0; i < gmt_fw_nenv; i++)
+		if (gmt_fw_env[i].how == GMT_ENV_PREFIX &&
+		    strncmp(e, gmt_fw_env[i].name, strlen(gmt_fw_env[i].name)) == 0) {
 			*klen = (size_t)(eq - e);
 			return eq + 1;
 		}
@@ -83,15 +61,15 @@ void gmt_writer_process(struct gmt_writer *w)
 	struct {
 		const char *k, *v;
 		size_t kl, vl;
-	} env[sizeof recorded_env / sizeof *recorded_env + RECORDED_PREFIXED];
+	} env[GMT_ENV_NAMED_MAX + GMT_ENV_PREFIXED];
 	size_t nenv = 0, nprefixed = 0;
-	for (size_t i = 0; i < sizeof recorded_env / sizeof *recorded_env; i++) {
-		const char *v = getenv(recorded_env[i]);
+	for (size_t i = 0; i < gmt_fw_nenv && nenv < GMT_ENV_NAMED_MAX; i++) {
+		const char *k = gmt_fw_env[i].name;
+		const char *v = gmt_fw_env[i].how == GMT_ENV_NAME ? getenv(k) : NULL;
 		if (v)
-			env[nenv++] = (typeof(env[0])){recorded_env[i], v, strlen(recorded_env[i]),
-						       strlen(v)};
+			env[nenv++] = (typeof(env[0])){k, v, strlen(k), strlen(v)};
 	}
-	for (char **e = environ; e && *e && nprefixed < RECORDED_PREFIXED; e++) {
+	for (char **e = environ; e && *e && nprefixed < GMT_ENV_PREFIXED; e++) {
 		size_t kl;
 		const char *v = prefixed_env(*e, &kl);
 		if (v) {

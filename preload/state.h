@@ -35,8 +35,7 @@ struct gmt_runtime {
 	pthread_t flusher;
 	int flusher_running;
 	uint32_t flusher_up; /* futex word: the flush thread runs our code */
-	int stop;
-	uint32_t wake; /* futex word: bumped to get the flush thread going */
+	uint32_t wake;	     /* futex word: bumped to get the flush thread going */
 	/* The flush thread sleeps idle: every ring's wake_at is 0. Under
 	 * setup_lock (a ring made meanwhile starts so). */
 	int rings_idle;

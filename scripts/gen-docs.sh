@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates the parts of the docs made from the CLI's option tables:
-# share/completion/gpumemtrace.bash whole, and in share/man/gpumemtrace.1 and
-# docs/cli.md each region between a "gen:begin KIND [COMMAND]" line and a
-# "gen:end" line, from `gpumemtrace --gen KIND [COMMAND]`. The rest of those
-# files is hand-written and kept.
+# Regenerates the parts of the docs made from the CLI's option tables and
+# the framework table: share/completion/gpumemtrace.bash whole, and in
+# share/man/gpumemtrace.1, docs/cli.md and docs/reports.md each region
+# between a "gen:begin KIND [COMMAND]" line and a "gen:end" line, from
+# `gpumemtrace --gen KIND [COMMAND]`. The rest of those files is
+# hand-written and kept.
 #   scripts/gen-docs.sh CLI           rewrite the files (make gen-docs)
 #   scripts/gen-docs.sh CLI --check   exit 1, with a diff, if any differs
 set -euo pipefail
@@ -42,13 +43,14 @@ splice() {
 "$cli" --gen completion >"$tmp/completion"
 splice "$root/share/man/gpumemtrace.1" "$tmp/man"
 splice "$root/docs/cli.md" "$tmp/cli.md"
+splice "$root/docs/reports.md" "$tmp/reports.md"
 status=0
 for pair in completion:share/completion/gpumemtrace.bash man:share/man/gpumemtrace.1 \
-	cli.md:docs/cli.md; do
+	cli.md:docs/cli.md reports.md:docs/reports.md; do
 	new=$tmp/${pair%%:*} old=$root/${pair#*:}
 	if [ "$check" = --check ]; then
 		if ! diff -u "$old" "$new"; then
-			echo "${pair#*:} differs from the option tables: run 'make gen-docs'" >&2
+			echo "${pair#*:} differs from the option or framework tables: run 'make gen-docs'" >&2
 			status=1
 		fi
 	elif ! cmp -s "$old" "$new"; then

@@ -24,15 +24,16 @@ UNIT_SRCS_test-stacks := preload/stacks.c
 UNIT_SRCS_test-clock := preload/clock.c
 UNIT_SRCS_test-callers := preload/callers.c
 # The writer against the reader: the writer's three files and what they use.
-UNIT_SRCS_test-writer := preload/writer.c preload/encode.c preload/procinfo.c preload/stacks.c \
+UNIT_SRCS_test-writer := preload/writer.c preload/encode.c preload/procinfo.c common/frameworks.c preload/stacks.c \
 	preload/modules.c preload/clock.c common/symbolize.c common/log.c
 UNIT_LIBS_test-writer := -ldw -lelf
 UNIT_SRCS_test-python-layouts := preload/python-layouts.c
 UNIT_SRCS_test-python-walk := preload/python.c preload/python-layouts.c
 UNIT_LIBS_test-python-walk := -rdynamic # python.c finds the fake CPython with dlsym
 # The analysis layer: without trace.c, or with it (and what it needs).
-UNIT_ANALYSIS := common/api.c common/text.c reader/diag.c reader/xalloc.c
+UNIT_ANALYSIS := common/api.c common/text.c common/frameworks.c reader/diag.c reader/xalloc.c
 UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c analysis/sites.c \
+	analysis/frameworks.c \
 	analysis/trace-rows.c analysis/replay.c analysis/counters.c common/symbolize.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-reorder := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-replay := analysis/replay.c $(UNIT_ANALYSIS)
@@ -56,6 +57,8 @@ UNIT_LIBS_test-report-base := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-fragmentation := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-oom := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-sites := $(UNIT_TRACE)
+UNIT_SRCS_test-frameworks := $(UNIT_TRACE)
+UNIT_LIBS_test-frameworks := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-sites := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-growth := $(UNIT_LIBS_TRACE)

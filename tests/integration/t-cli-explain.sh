@@ -100,13 +100,15 @@ rc=0; "$GMT_CLI" explain missing.gmt >/dev/null 2>&1 || rc=$?; expect_eq missing
 echo 'not a trace at all' >bad.gmt
 rc=0; "$GMT_CLI" explain bad.gmt >/dev/null 2>&1 || rc=$?; expect_eq bad $rc 4
 
-# ---- the environment the library records (the allow-list and its prefixes) ----
+# ---- the environment the library records (the framework table's names and prefixes) ----
 XLA_CLIENT_MEM_FRACTION=.5 NCCL_BUFFSIZE=1048576 NCCL_P2P_DISABLE=1 \
 	CUBLAS_WORKSPACE_CONFIG=:4096:8 XLA_PYTHON_CLIENT_PREALLOCATE=false UNRELATED_SETTING=1 \
+	TF_DEVICE_MIN_SYS_MEMORY_IN_MB=512 CUPY_GPU_MEMORY_LIMIT=1G SLURM_PROCID=3 \
 	traced "$PROG_DIR/driver-basic" >/dev/null
 "$GMT_CLI" dump "$(the_trace)" | grep ' PROCESS ' >process.txt
 for kv in '"XLA_CLIENT_MEM_FRACTION": ".5"' '"NCCL_BUFFSIZE": "1048576"' '"NCCL_P2P_DISABLE": "1"' \
-	'"CUBLAS_WORKSPACE_CONFIG": ":4096:8"' '"XLA_PYTHON_CLIENT_PREALLOCATE": "false"'; do
+	'"CUBLAS_WORKSPACE_CONFIG": ":4096:8"' '"XLA_PYTHON_CLIENT_PREALLOCATE": "false"' \
+	'"TF_DEVICE_MIN_SYS_MEMORY_IN_MB": "512"' '"CUPY_GPU_MEMORY_LIMIT": "1G"' '"SLURM_PROCID": "3"'; do
 	grep -qF "$kv" process.txt || fail "not recorded: $kv in $(cat process.txt)"
 done
 ! grep -q UNRELATED_SETTING process.txt || fail "recorded a variable off the list"

@@ -78,6 +78,13 @@ $(LIFE): tests/progs/life.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
 
+# The exit's request forced into the flush thread's cycle (t-life-exit-wakeup):
+# it defines write and syscall, which the tracer's calls reach (-rdynamic).
+life-progs: $(PROG_DIR)/exitwake
+$(PROG_DIR)/exitwake: tests/progs/exitwake.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
+
 # Killed with no exit path run, GAP_MS after its last event (t-flush-latency).
 KILLAFTER := $(PROG_DIR)/killafter
 life-progs: $(KILLAFTER)
