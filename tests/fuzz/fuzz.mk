@@ -11,7 +11,7 @@ FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_BIN := $(FUZZ_DIR)/fuzz-reader
 FUZZ_SRCS := tests/fuzz/fuzz-reader.c \
 	$(filter-out cli/main.c,$(wildcard cli/*.c analysis/*.c model/*.c reader/*.c)) \
-	common/api.c common/text.c common/crc32c.c common/symbolize.c common/zstd.c
+	common/api.c common/text.c common/crc32c.c common/frameworks.c common/symbolize.c common/zstd.c
 FUZZ_FLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -I. -Iinclude \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
