@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/fwhist.h"
 #include "analysis/trace-records.h"
 
 struct trace_device *trace_dev_get(struct trace *t, int64_t ordinal)
@@ -331,6 +332,11 @@ void trace_on_record(struct trace *t, const struct gmt_record *rec)
 		break;
 	case GMT_REC_COUNTERS:
 		on_counters(t, rec);
+		break;
+	case GMT_REC_FWSNAP:
+	case GMT_REC_FWTRACE:
+	case GMT_REC_FWSEG:
+		fwhist_on_record(t, rec);
 		break;
 	case GMT_REC_FWOOM:
 		on_fwoom(t, rec);

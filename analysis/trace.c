@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/symbolize.h"
+#include "analysis/fwhist.h"
 #include "analysis/trace.h"
 #include "analysis/frameworks.h"
 #include "analysis/sites.h"
@@ -118,6 +119,7 @@ static void open_end(struct trace *t)
 	for (size_t i = 0; i < t->nnotes; i++)
 		if (strstr(t->notes[i], "NVML"))
 			t->nvml_missing = true;
+	fwhist_finish(t);
 }
 
 int trace_open(struct trace *t, const char *cmd, const char *path)
@@ -179,6 +181,8 @@ void trace_close(struct trace *t)
 		free(t->counters[i].device_name);
 	}
 	free(t->counters);
+	fwhist_free(t->fw);
+	t->fw = NULL;
 	for (size_t i = 0; i < t->nfwooms; i++) {
 		struct trace_fwoom *f = &t->fwooms[i];
 		for (size_t j = 0; j < f->n; j++)

@@ -129,6 +129,7 @@ struct trace_fwoom {
 };
 
 struct trace_pyframe;
+struct fwhist;
 struct site_opts;
 struct site_cache;
 struct site_api_cache;
@@ -163,6 +164,7 @@ struct trace {
 	struct trace_pyframe *pyframes;
 	struct trace_counters *counters; /* in file order */
 	size_t ncounters;
+	struct fwhist *fw;	    /* a framework's own view (analysis/fwhist.h); NULL: none */
 	struct trace_fwoom *fwooms; /* in file order */
 	size_t nfwooms;
 	uint64_t fwooms_total;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/fwhist.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "analysis/trace.h"
@@ -17,7 +18,9 @@ static const char about[] =
     "modules, devices, stack\n"
     "nodes, threads, event batches and each event (API, time since the trace\n"
     "start, thread, device, pointer, size, per-API fields, result, stack id),\n"
-    "lost events, symbols, notes, the trailer. The last line says how the\n"
+    "lost events, symbols, notes, a framework's allocator snapshots (FWSNAP,\n"
+    "its history entries FWTRACE, its segments and blocks FWSEG), the trailer.\n"
+    "The last line says how the\n"
     "read ended (chunks read, complete or not, unreadable bytes). Several\n"
     "traces are dumped in turn, each under a \"==> TRACE <==\" line.\n"
     "\n"
@@ -382,6 +385,81 @@ static void dump_exit(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 		rec->u.exit.status, rec->u.exit.signal);
 }
 
+static void dump_fwsnap(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	static const char *const why[] = {"requested", "oom", "exit", "change", "import"};
+	char b1[32];
+	uint64_t rs = rec->u.fwsnap.reason, fl = rec->u.fwsnap.flags;
+	fprintf(f, "FWSNAP %s tid %" PRIu64 " seq %" PRIu64 " reason %s source ",
+		fmt_reltime(b1, (int64_t)(rec->u.fwsnap.time_ns - mono0)), rec->u.fwsnap.tid,
+		rec->u.fwsnap.seq, rs < sizeof why / sizeof *why ? why[rs] : "?");
+	str(f, rec->u.fwsnap.source);
+	fprintf(f, " wall ");
+	wall(f, rec->u.fwsnap.wall_ns);
+	fprintf(f, " flags 0x%" PRIx64 "%s%s%s%s max_entries %" PRIu64 " settings %zu\n", fl,
+		fl & GMT_FWSNAP_HISTORY ? " history" : "",
+		fl & GMT_FWSNAP_PY_STACKS ? " python-stacks" : "",
+		fl & GMT_FWSNAP_CPP_STACKS ? " cpp-stacks" : "",
+		fl & GMT_FWSNAP_NO_TIME ? " no-time" : "", rec->u.fwsnap.max_entries,
+		rec->u.fwsnap.count);
+	for (size_t i = 0; i < rec->u.fwsnap.count; i++) {
+		fputs("          ", f);
+		str(f, rec->u.fwsnap.settings[i].key);
+		fputc(' ', f);
+		str(f, rec->u.fwsnap.settings[i].value);
+		fputc('\n', f);
+	}
+}
+
+static void dump_fwtrace(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32];
+	fprintf(f,
+		"FWTRACE seq %" PRIu64 " dev %" PRId64 " flags 0x%" PRIx64
+		"%s base_time_us %" PRIu64 " count %zu\n",
+		rec->u.fwtrace.seq, rec->u.fwtrace.device, rec->u.fwtrace.flags,
+		rec->u.fwtrace.flags & GMT_FWTRACE_GAP ? " gap" : "", rec->u.fwtrace.base_time_us,
+		rec->u.fwtrace.count);
+	for (size_t i = 0; i < rec->u.fwtrace.count; i++) {
+		const struct gmt_fw_entry *e = &rec->u.fwtrace.v[i];
+		fprintf(f, "          #%zu %s ", i, gmt_fw_action_name(e->action));
+		if (e->action > GMT_FW_ACTION_MAX_)
+			fprintf(f, "(%" PRIu32 ") ", e->action);
+		if (e->action == GMT_FW_OOM)
+			fprintf(f, "device_free %" PRIu64 " (%s)", e->addr, fmt_size(b1, e->addr));
+		else
+			fprintf(f, "addr 0x%" PRIx64, e->addr);
+		fprintf(f,
+			" size %" PRIu64 " (%s) stream 0x%" PRIx64 " time_us %" PRIu64
+			" stack %" PRIu64 "\n",
+			e->size, fmt_size(b1, e->size), e->stream, e->time_us, e->stack_id);
+	}
+}
+
+static void dump_fwseg(FILE *f, const struct gmt_record *rec, uint64_t mono0)
+{
+	char b1[32];
+	uint64_t fl = rec->u.fwseg.flags;
+	fprintf(f,
+		"FWSEG seq %" PRIu64 " dev %" PRId64 " addr 0x%" PRIx64 " total %" PRIu64
+		" (%s) stream 0x%" PRIx64 " flags 0x%" PRIx64 "%s%s%s pool %" PRIu64 ",%" PRIu64
+		" stack %" PRIu64 " blocks %zu\n",
+		rec->u.fwseg.seq, rec->u.fwseg.device, rec->u.fwseg.address,
+		rec->u.fwseg.total_size, fmt_size(b1, rec->u.fwseg.total_size), rec->u.fwseg.stream,
+		fl, fl & GMT_FWSEG_SMALL ? " small" : " large",
+		fl & GMT_FWSEG_EXPANDABLE ? " expandable" : "",
+		fl & GMT_FWSEG_CONTINUED ? " continued" : "", rec->u.fwseg.pool_a,
+		rec->u.fwseg.pool_b, rec->u.fwseg.stack_id, rec->u.fwseg.count);
+	for (size_t i = 0; i < rec->u.fwseg.count; i++) {
+		const struct gmt_fw_block *b = &rec->u.fwseg.v[i];
+		fprintf(f,
+			"          block 0x%" PRIx64 " size %" PRIu64 " (%s) requested %" PRIu64
+			" %s stack %" PRIu64 "\n",
+			b->address, b->size, fmt_size(b1, b->size), b->requested_size,
+			gmt_fwblock_state_name(b->state), b->stack_id);
+	}
+}
+
 static void dump_trailer(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 {
 	char b1[32];
@@ -455,6 +533,15 @@ static void dump_record(FILE *f, const struct gmt_record *rec, uint64_t mono0)
 		return;
 	case GMT_REC_PYFRAME:
 		dump_pyframe(f, rec, mono0);
+		return;
+	case GMT_REC_FWSNAP:
+		dump_fwsnap(f, rec, mono0);
+		return;
+	case GMT_REC_FWTRACE:
+		dump_fwtrace(f, rec, mono0);
+		return;
+	case GMT_REC_FWSEG:
+		dump_fwseg(f, rec, mono0);
 		return;
 	case GMT_REC_TRAILER:
 		dump_trailer(f, rec, mono0);

@@ -254,6 +254,23 @@ static void commit_other(size_t len, int wake)
 		ask_drain(gmt_tls_ring, used);
 }
 
+void *gmt_record_begin(int type, size_t body, size_t *len)
+{
+	gmt_enter();
+	struct gmt_ring_hdr *h = reserve_other(type, body, len);
+	if (!h) {
+		gmt_leave();
+		return NULL;
+	}
+	return h + 1;
+}
+
+void gmt_record_end(size_t len)
+{
+	commit_other(len, 1);
+	gmt_leave();
+}
+
 void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source source,
 		      const char *text)
 {

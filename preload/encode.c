@@ -12,6 +12,7 @@
 #include <uthash.h>
 
 #include "common/codec.h"
+#include "common/fwhist.h"
 #include "common/log.h"
 #include "common/symbolize.h"
 #include "gpumemtrace/format.h"
@@ -314,6 +315,67 @@ static void put_thread(struct gmt_writer *w, int tid, const char *name, size_t l
 	gmt_writer_commit(w, p);
 }
 
+/* ---- a framework's allocator history (preload/fwhist.c fills the rings) ---- */
+
+enum { FW_ENTRIES_MAX = 16384 / sizeof(struct gmt_raw_fwentry) };
+
+static void put_fwsnap(struct gmt_writer *w, int tid, const uint8_t *body)
+{
+	uint32_t n;
+	memcpy(&n, body, sizeof n);
+	uint8_t *p = gmt_writer_room(w, 2 * GMT_VARINT_MAX + n);
+	if (!p)
+		return;
+	p = gmt_put_varint(p, GMT_TAG_FWSNAP);
+	p = gmt_put_varint(p, (uint64_t)tid);
+	memcpy(p, body + sizeof n, n);
+	gmt_writer_commit(w, p + n);
+}
+
+/* The stacks first (their nodes precede the record), then the record. */
+static void put_fwtrace(struct gmt_writer *w, const struct gmt_raw_fwtrace *r)
+{
+	uint32_t stack[FW_ENTRIES_MAX];
+	uint32_t n = r->count < FW_ENTRIES_MAX ? r->count : FW_ENTRIES_MAX;
+	const struct gmt_raw_fwentry *e = (const void *)(r + 1);
+	const uint64_t *ips = (const void *)(e + r->count);
+	for (uint32_t i = 0; i < n; ips += e[i].nframes, i++)
+		stack[i] = e[i].nframes ? gmt_stacks_intern(&w->stacks, ips, e[i].nframes) : 0;
+	gmt_writer_end_batch(w);
+	uint8_t *p = gmt_writer_room(w, GMT_FW_TRACE_HEAD_MAX + (size_t)n * GMT_FW_ENTRY_MAX);
+	if (!p)
+		return;
+	struct gmt_fw_enc st;
+	p = gmt_fw_put_trace_head(p, &st, r->seq, r->device, r->flags, r->base_time_us, n);
+	for (uint32_t i = 0; i < n; i++)
+		p = gmt_fw_put_entry(p, &st, e[i].action, e[i].addr, e[i].size, e[i].stream,
+				     e[i].time_us, stack[i]);
+	gmt_writer_commit(w, p);
+}
+
+static void put_fwseg(struct gmt_writer *w, const struct gmt_raw_fwseg *r)
+{
+	uint32_t stack[FW_ENTRIES_MAX];
+	uint32_t n = r->count < FW_ENTRIES_MAX ? r->count : FW_ENTRIES_MAX;
+	const uint64_t *ips = (const void *)(r + 1);
+	uint32_t seg_stack = r->nframes ? gmt_stacks_intern(&w->stacks, ips, r->nframes) : 0;
+	const struct gmt_raw_fwblock *b = (const void *)(ips + r->nframes);
+	ips = (const void *)(b + r->count);
+	for (uint32_t i = 0; i < n; ips += b[i].nframes, i++)
+		stack[i] = b[i].nframes ? gmt_stacks_intern(&w->stacks, ips, b[i].nframes) : 0;
+	gmt_writer_end_batch(w);
+	uint8_t *p = gmt_writer_room(w, GMT_FW_SEG_HEAD_MAX + (size_t)n * GMT_FW_BLOCK_MAX);
+	if (!p)
+		return;
+	struct gmt_fw_enc st;
+	p = gmt_fw_put_seg_head(p, &st, r->seq, r->device, r->address, r->total_size, r->stream,
+				r->flags, r->pool_a, r->pool_b, seg_stack, n);
+	for (uint32_t i = 0; i < n; i++)
+		p = gmt_fw_put_block(p, &st, b[i].address, b[i].size, b[i].requested, b[i].state,
+				     stack[i]);
+	gmt_writer_commit(w, p);
+}
+
 void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const struct gmt_ring_hdr *h)
 {
 	const uint8_t *body = (const uint8_t *)(h + 1);
@@ -403,6 +465,13 @@ void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const stru
 		gmt_writer_commit(w, p + n);
 	} else if (h->type == GMT_RING_THREAD) {
 		put_thread(w, r->tid, (const char *)body, strnlen((const char *)body, h->nframes));
+	} else if (h->type == GMT_RING_FWSNAP) {
+		gmt_writer_end_batch(w);
+		put_fwsnap(w, r->tid, body);
+	} else if (h->type == GMT_RING_FWTRACE) {
+		put_fwtrace(w, (const void *)body);
+	} else if (h->type == GMT_RING_FWSEG) {
+		put_fwseg(w, (const void *)body);
 	}
 }
 

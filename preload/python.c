@@ -312,6 +312,16 @@ static uint64_t named_id(const char *function, const char *file, uint64_t line)
 	return names[j].id;
 }
 
+/* The PYFRAME id of a frame named by someone else (a framework's own
+ * history: preload/fwhist.c), shared with the frames read here. */
+uint64_t gmt_python_name_id(const char *function, const char *file, uint64_t line)
+{
+	pthread_mutex_lock(&cache_lock);
+	uint64_t id = named_id(function ? function : "", file ? file : "", line);
+	pthread_mutex_unlock(&cache_lock);
+	return id;
+}
+
 /* What a code object says of itself, read on each frame. */
 struct code_view {
 	uintptr_t code, file, name, table;

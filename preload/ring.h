@@ -19,6 +19,9 @@ enum gmt_ring_rec_type {
 	GMT_RING_RANGE = 5,    /* body: struct gmt_raw_range, then nframes bytes of text */
 	GMT_RING_PYFRAME = 6,  /* body: struct gmt_raw_pyframe, then the two strings */
 	GMT_RING_COUNTERS = 7, /* body: a COUNTERS body after tid, encoded; nframes: its length */
+	GMT_RING_FWSNAP = 8,   /* body: a FWSNAP body after tid, encoded; its length in the body */
+	GMT_RING_FWTRACE = 9,  /* body: struct gmt_raw_fwtrace and what follows it */
+	GMT_RING_FWSEG = 10,   /* body: struct gmt_raw_fwseg and what follows it */
 };
 
 struct gmt_ring_hdr {
@@ -67,6 +70,35 @@ struct gmt_raw_range {
 struct gmt_raw_pyframe {
 	uint64_t id, line;
 	uint32_t function_len, file_len;
+};
+
+/* A framework's history entries (GMT_TAG_FWTRACE): count struct
+ * gmt_raw_fwentry follow, then every entry's frames (ips, innermost
+ * first), entry by entry. The flush thread interns the stacks. */
+struct gmt_raw_fwtrace {
+	uint64_t seq, flags, base_time_us;
+	int64_t device;
+	uint32_t count, pad_;
+};
+struct gmt_raw_fwentry {
+	uint64_t addr, size, stream, time_us;
+	uint32_t action;
+	uint16_t nframes, pad_;
+};
+
+/* A segment of a framework's snapshot (GMT_TAG_FWSEG): the segment's
+ * frames (nframes ips) follow, then count struct gmt_raw_fwblock, then
+ * every block's frames, block by block. */
+struct gmt_raw_fwseg {
+	uint64_t seq, address, total_size, stream, flags, pool_a, pool_b;
+	int64_t device;
+	uint32_t count;
+	uint16_t nframes, pad_;
+};
+struct gmt_raw_fwblock {
+	uint64_t address, size, requested;
+	uint32_t state;
+	uint16_t nframes, pad_;
 };
 
 struct gmt_ring {

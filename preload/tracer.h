@@ -120,6 +120,17 @@ void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes,
 void gmt_record_counters(unsigned reason, const char *source, const char *device, int64_t ordinal,
 			 size_t n, const char *const *names, const uint64_t *values);
 
+/* A record other than an event from the calling thread (a GMT_RING_* type
+ * whose body the caller fills): its body's room in the thread's ring, or
+ * NULL (tracing off, or the ring stayed full: counted as lost). A non-NULL
+ * begin is followed by gmt_record_end(*len) on the same thread, nothing
+ * traced in between; errno is the caller's to keep. */
+void *gmt_record_begin(int type, size_t body, size_t *len);
+void gmt_record_end(size_t len);
+
+/* A framework's allocator history (preload/fwhist.c). */
+uint64_t gmt_python_name_id(const char *function, const char *file, uint64_t line);
+
 /* Phase markers (GMT_TAG_RANGE) from the calling thread: NVTX and the
  * marker API. text may be NULL (POP, END); it is cut at 1024 bytes. */
 void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source source,

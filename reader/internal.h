@@ -50,6 +50,10 @@ struct chunk {
 	size_t env_cap;
 	struct gmt_counter *counters;
 	size_t counters_cap;
+	struct gmt_fw_entry *fw_entries;
+	size_t fw_entries_cap;
+	struct gmt_fw_block *fw_blocks;
+	size_t fw_blocks_cap;
 	struct gmt_stack_node *nodes;
 	size_t nodes_cap;
 	/* The chunk's first events as its validation decoded them, so the real

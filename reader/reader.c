@@ -46,6 +46,12 @@ const char *gmt_rec_type_name(int type)
 		return "MEMINFO";
 	case GMT_REC_COUNTERS:
 		return "COUNTERS";
+	case GMT_REC_FWSEG:
+		return "FWSEG";
+	case GMT_REC_FWTRACE:
+		return "FWTRACE";
+	case GMT_REC_FWSNAP:
+		return "FWSNAP";
 	case GMT_REC_FWOOM:
 		return "FWOOM";
 	case GMT_REC_EXIT:
@@ -333,6 +339,8 @@ void gmt_reader_close(struct gmt_reader *r)
 		free(k->argv);
 		free(k->env);
 		free(k->counters);
+		free(k->fw_entries);
+		free(k->fw_blocks);
 		free(k->nodes);
 		free(k->cache);
 		free(k->cache_end);

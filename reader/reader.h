@@ -122,6 +122,9 @@ enum gmt_rec_type {
 	GMT_REC_RANGE = GMT_TAG_RANGE,
 	GMT_REC_PYFRAME = GMT_TAG_PYFRAME,
 	GMT_REC_COUNTERS = GMT_TAG_COUNTERS,
+	GMT_REC_FWSEG = GMT_TAG_FWSEG,
+	GMT_REC_FWTRACE = GMT_TAG_FWTRACE,
+	GMT_REC_FWSNAP = GMT_TAG_FWSNAP,
 	GMT_REC_FWOOM = GMT_TAG_FWOOM,
 	GMT_REC_EXIT = GMT_TAG_EXIT,
 	GMT_REC_EVENT = 64, /* one event of an EVENTS batch */
@@ -148,6 +151,22 @@ struct gmt_env {
 struct gmt_counter {
 	struct gmt_str name;
 	uint64_t value;
+};
+
+/* One entry of a FWTRACE record, decoded (absolute values). */
+struct gmt_fw_entry {
+	uint32_t action; /* GMT_FW_* (may be one this build does not know) */
+	uint64_t addr;	 /* GMT_FW_OOM: the device's free bytes */
+	uint64_t size, stream;
+	uint64_t time_us; /* the framework's stamp, Unix us; 0: none */
+	uint64_t stack_id;
+};
+
+/* One block of a FWSEG record, decoded. */
+struct gmt_fw_block {
+	uint64_t address, size, requested_size;
+	uint32_t state; /* GMT_FWBLOCK_* (may be one this build does not know) */
+	uint64_t stack_id;
 };
 
 struct gmt_stack_node {
@@ -253,6 +272,27 @@ struct gmt_record {
 			size_t count;
 			const struct gmt_counter *v;
 		} counters;
+		struct {
+			uint64_t tid, time_ns, wall_ns, seq, reason;
+			struct gmt_str source;
+			uint64_t flags, max_entries;
+			size_t count;
+			const struct gmt_env *settings; /* key: the setting, value: as text */
+		} fwsnap;
+		struct {
+			uint64_t seq;
+			int64_t device;
+			uint64_t flags, base_time_us;
+			size_t count;
+			const struct gmt_fw_entry *v;
+		} fwtrace;
+		struct {
+			uint64_t seq;
+			int64_t device;
+			uint64_t address, total_size, stream, flags, pool_a, pool_b, stack_id;
+			size_t count;
+			const struct gmt_fw_block *v;
+		} fwseg;
 		struct {
 			uint64_t tid, time_ns, how;
 			struct gmt_str source, type;

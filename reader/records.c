@@ -547,6 +547,99 @@ static int dec_counters(struct chunk *k, struct dec *d, struct gmt_record *rec)
 	return DEC_RECORD;
 }
 
+/* ---- the framework's own view (version 5) ------------------------------ */
+
+static int dec_fwsnap(struct chunk *k, struct dec *d, struct gmt_record *rec)
+{
+	struct gmt_cursor *c = &d->c;
+	rec->type = GMT_REC_FWSNAP;
+	rec->u.fwsnap.tid = gmt_get_varint(c);
+	rec->u.fwsnap.time_ns = gmt_get_varint(c);
+	rec->u.fwsnap.wall_ns = gmt_get_varint(c);
+	rec->u.fwsnap.seq = gmt_get_varint(c);
+	rec->u.fwsnap.reason = gmt_get_varint(c);
+	rec->u.fwsnap.source = get_str(k, c);
+	rec->u.fwsnap.flags = gmt_get_varint(c);
+	rec->u.fwsnap.max_entries = gmt_get_varint(c);
+	uint64_t n = gmt_get_varint(c);
+	if (c->bad || n > left_bytes(c) / 2) /* each pair takes >= 2 bytes */
+		return DEC_BAD;
+	if (grow((void **)&k->env, &k->env_cap, (size_t)n, sizeof(*k->env)))
+		return DEC_NOMEM;
+	for (uint64_t i = 0; i < n; i++) {
+		k->env[i].key = get_str(k, c);
+		k->env[i].value = get_str(k, c);
+	}
+	rec->u.fwsnap.count = (size_t)n;
+	rec->u.fwsnap.settings = k->env;
+	return DEC_RECORD;
+}
+
+static int dec_fwtrace(struct chunk *k, struct dec *d, struct gmt_record *rec)
+{
+	struct gmt_cursor *c = &d->c;
+	rec->type = GMT_REC_FWTRACE;
+	rec->u.fwtrace.seq = gmt_get_varint(c);
+	rec->u.fwtrace.device = gmt_get_zigzag(c);
+	rec->u.fwtrace.flags = gmt_get_varint(c);
+	rec->u.fwtrace.base_time_us = gmt_get_varint(c);
+	uint64_t n = gmt_get_varint(c);
+	/* each entry takes >= 6 bytes */
+	if (c->bad || n > GMT_FW_BATCH_MAX || n > left_bytes(c) / 6)
+		return DEC_BAD;
+	if (grow((void **)&k->fw_entries, &k->fw_entries_cap, (size_t)n, sizeof(*k->fw_entries)))
+		return DEC_NOMEM;
+	uint64_t addr = 0, time = rec->u.fwtrace.base_time_us, stack = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		struct gmt_fw_entry *e = &k->fw_entries[i];
+		uint64_t action = gmt_get_varint(c);
+		e->action = action > UINT32_MAX ? UINT32_MAX : (uint32_t)action;
+		e->addr = addr += (uint64_t)gmt_get_zigzag(c);
+		e->size = gmt_get_varint(c);
+		e->stream = gmt_get_varint(c);
+		e->time_us = time += (uint64_t)gmt_get_zigzag(c);
+		e->stack_id = stack += (uint64_t)gmt_get_zigzag(c);
+	}
+	rec->u.fwtrace.count = (size_t)n;
+	rec->u.fwtrace.v = k->fw_entries;
+	return DEC_RECORD;
+}
+
+static int dec_fwseg(struct chunk *k, struct dec *d, struct gmt_record *rec)
+{
+	struct gmt_cursor *c = &d->c;
+	rec->type = GMT_REC_FWSEG;
+	rec->u.fwseg.seq = gmt_get_varint(c);
+	rec->u.fwseg.device = gmt_get_zigzag(c);
+	rec->u.fwseg.address = gmt_get_varint(c);
+	rec->u.fwseg.total_size = gmt_get_varint(c);
+	rec->u.fwseg.stream = gmt_get_varint(c);
+	rec->u.fwseg.flags = gmt_get_varint(c);
+	rec->u.fwseg.pool_a = gmt_get_varint(c);
+	rec->u.fwseg.pool_b = gmt_get_varint(c);
+	rec->u.fwseg.stack_id = gmt_get_varint(c);
+	uint64_t n = gmt_get_varint(c);
+	/* each block takes >= 5 bytes */
+	if (c->bad || n > GMT_FW_BATCH_MAX || n > left_bytes(c) / 5)
+		return DEC_BAD;
+	if (grow((void **)&k->fw_blocks, &k->fw_blocks_cap, (size_t)n, sizeof(*k->fw_blocks)))
+		return DEC_NOMEM;
+	uint64_t at = rec->u.fwseg.address, stack = rec->u.fwseg.stack_id;
+	for (uint64_t i = 0; i < n; i++) {
+		struct gmt_fw_block *b = &k->fw_blocks[i];
+		b->address = at += (uint64_t)gmt_get_zigzag(c);
+		b->size = gmt_get_varint(c);
+		b->requested_size = gmt_get_varint(c);
+		uint64_t state = gmt_get_varint(c);
+		b->state = state > UINT32_MAX ? UINT32_MAX : (uint32_t)state;
+		b->stack_id = stack += (uint64_t)gmt_get_zigzag(c);
+		at += b->size;
+	}
+	rec->u.fwseg.count = (size_t)n;
+	rec->u.fwseg.v = k->fw_blocks;
+	return DEC_RECORD;
+}
+
 static int dec_fwoom(struct chunk *k, struct dec *d, struct gmt_record *rec)
 {
 	struct gmt_cursor *c = &d->c;
@@ -620,6 +713,12 @@ static int dec_record(struct chunk *k, struct dec *d, struct gmt_record *rec, en
 		return dec_pyframe(k, d, rec);
 	case GMT_TAG_COUNTERS:
 		return dec_counters(k, d, rec);
+	case GMT_TAG_FWSEG:
+		return dec_fwseg(k, d, rec);
+	case GMT_TAG_FWTRACE:
+		return dec_fwtrace(k, d, rec);
+	case GMT_TAG_FWSNAP:
+		return dec_fwsnap(k, d, rec);
 	case GMT_TAG_FWOOM:
 		return dec_fwoom(k, d, rec);
 	case GMT_TAG_EXIT:

@@ -34,7 +34,8 @@ UNIT_LIBS_test-python-walk := -rdynamic # python.c finds the fake CPython with d
 UNIT_ANALYSIS := common/api.c common/text.c common/frameworks.c reader/diag.c reader/xalloc.c
 UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c analysis/sites.c \
 	analysis/frameworks.c \
-	analysis/trace-rows.c analysis/replay.c analysis/counters.c common/symbolize.c $(UNIT_ANALYSIS)
+	analysis/trace-rows.c analysis/replay.c analysis/counters.c analysis/fwhist.c common/symbolize.c \
+	$(UNIT_ANALYSIS)
 UNIT_SRCS_test-reorder := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-replay := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-peakset := analysis/peakset.c analysis/replay.c $(UNIT_ANALYSIS)
@@ -49,6 +50,7 @@ UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analys
 	cli/report-print.c cli/options.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-growth := analysis/growth.c analysis/growth-verdict.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-counters := analysis/fragmentation.c $(UNIT_TRACE)
+UNIT_SRCS_test-fwhist := $(UNIT_TRACE)
 UNIT_SRCS_test-fwoom-msg := analysis/fwoom-msg.c
 UNIT_LIBS_TRACE := -ldw -lelf -lz -lm
 UNIT_LIBS_test-snapshot := $(UNIT_LIBS_TRACE)
@@ -63,6 +65,7 @@ UNIT_LIBS_test-sites := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-accounting := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-growth := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-counters := $(UNIT_LIBS_TRACE)
+UNIT_LIBS_test-fwhist := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-peak-watch := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-torchalloc := model/torchalloc.c
 UNIT_LIBS_test-torchalloc := -lm

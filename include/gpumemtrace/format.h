@@ -123,6 +123,43 @@ enum gmt_feature {
  *          count x (s name, v value): a framework's own memory counters, as
  *          it names them, written through the marker API by the helper of
  *          `run --framework-counters`. (version 4)
+ * FWSNAP   v tid, v time_ns, v wall_ns, v seq, v reason (GMT_FWSNAP_WHY_*),
+ *          s source ("torch"), v flags (GMT_FWSNAP_*), v max_entries (the
+ *          framework's history bound; 0: unknown or none), v count,
+ *          count x (s key, s value): a snapshot of a framework allocator's
+ *          own view (PyTorch's torch.cuda.memory._snapshot()), taken on
+ *          thread tid at time_ns (monotonic) = wall_ns (CLOCK_REALTIME):
+ *          the pair maps the framework's wall-clock entry times onto the
+ *          trace's clock. seq (>= 1) names the snapshot: its FWTRACE and
+ *          FWSEG records carry it and come after it in the file (records
+ *          of other snapshots may come between). The pairs are the
+ *          allocator's settings, values as text. (version 5)
+ * FWTRACE  v seq, z device, v flags (GMT_FWTRACE_*), v base_time_us,
+ *          v count, count x entry: the allocator's history entries on
+ *          one device, oldest first, that no earlier snapshot wrote.
+ *          Each entry is coded against the previous one of the record
+ *          (state starts at addr 0, time base_time_us, stack 0):
+ *            v action (GMT_FW_*), z daddr, v size, v stream,
+ *            z dtime_us, z dstack
+ *          addr is the block's or segment's address; for GMT_FW_OOM it
+ *          is the device's free bytes (cudaMemGetInfo), size the rounded
+ *          request. time_us is the framework's own stamp (Unix us; 0:
+ *          none). stack names the entry's frames in the stack tree
+ *          (Python frames as PYFRAME ips, innermost first). At most
+ *          GMT_FW_BATCH_MAX entries. (version 5)
+ * FWSEG    v seq, z device, v address, v total_size, v stream, v flags
+ *          (GMT_FWSEG_*), v pool_a, v pool_b, v stack, v count,
+ *          count x block: one segment of a snapshot and its blocks, in
+ *          address order, each coded as
+ *            z gap (its address - the end of the record's previous
+ *              block; for its first block, - the segment's address),
+ *            v size, v requested_size, v state (GMT_FWBLOCK_*),
+ *            z dstack (against the previous block's; the first block's
+ *              against the segment's stack)
+ *          A segment of more than GMT_FW_BATCH_MAX blocks is written
+ *          as several records, the later ones flagged
+ *          GMT_FWSEG_CONTINUED. pool (a, b) is the segment's pool id,
+ *          (0, 0) the default pool. (version 5)
  * FWOOM    v tid, v time_ns, v how (GMT_FWOOM_*), s source ("torch", "jax",
  *          "tensorflow", "cupy"), s type (the exception's class,
  *          "torch.OutOfMemoryError"; empty for the observer), z ordinal (-1:
@@ -155,9 +192,11 @@ enum gmt_tag {
 	GMT_TAG_PYFRAME = 14,	/* version 2 */
 	GMT_TAG_EVENTCOLS = 15, /* version 3 */
 	GMT_TAG_COUNTERS = 16,	/* version 4 */
-	/* 17-19: reserved (the framework's allocator history) */
-	GMT_TAG_FWOOM = 20, /* version 5 */
-	GMT_TAG_EXIT = 21,  /* version 5 */
+	GMT_TAG_FWSEG = 17,	/* version 5 */
+	GMT_TAG_FWTRACE = 18,	/* version 5 */
+	GMT_TAG_FWSNAP = 19,	/* version 5 */
+	GMT_TAG_FWOOM = 20,	/* version 5 */
+	GMT_TAG_EXIT = 21,	/* version 5 */
 	GMT_TAG_MAX_ = 21,
 };
 
@@ -180,6 +219,56 @@ enum gmt_counters_why {
 	GMT_COUNTERS_WHY_START = 2,    /* the framework was first seen */
 	GMT_COUNTERS_WHY_END = 3,      /* at interpreter exit */
 };
+
+/* FWSNAP reasons and flags. */
+enum gmt_fwsnap_why {
+	GMT_FWSNAP_WHY_REQUESTED = 0, /* through the API, for no reason below */
+	GMT_FWSNAP_WHY_OOM = 1,	      /* the framework's out-of-memory observer */
+	GMT_FWSNAP_WHY_EXIT = 2,      /* at interpreter exit */
+	GMT_FWSNAP_WHY_CHANGE = 3,    /* the program itself changed the recording */
+	GMT_FWSNAP_WHY_IMPORT = 4,    /* converted from a snapshot file */
+};
+enum gmt_fwsnap_flag {
+	GMT_FWSNAP_HISTORY = 1u << 0,	 /* the history was being recorded */
+	GMT_FWSNAP_PY_STACKS = 1u << 1,	 /* entries carry Python frames */
+	GMT_FWSNAP_CPP_STACKS = 1u << 2, /* and C++ frames */
+	GMT_FWSNAP_NO_TIME = 1u << 3,	 /* entries carry no time (older PyTorch) */
+};
+
+/* FWTRACE actions: PyTorch's trace entry actions. */
+enum gmt_fw_action {
+	GMT_FW_UNKNOWN = 0,	   /* an action this writer did not know */
+	GMT_FW_ALLOC = 1,	   /* a block handed to a tensor; size: as requested */
+	GMT_FW_FREE_REQUESTED = 2, /* the tensor freed; the block waits for its streams */
+	GMT_FW_FREE_COMPLETED = 3, /* the block back in the cache */
+	GMT_FW_SEGMENT_ALLOC = 4,  /* cudaMalloc of a segment */
+	GMT_FW_SEGMENT_FREE = 5,   /* cudaFree of a segment */
+	GMT_FW_SEGMENT_MAP = 6,	   /* pages mapped into an expandable segment */
+	GMT_FW_SEGMENT_UNMAP = 7,  /* and unmapped */
+	GMT_FW_OOM = 8,		   /* an allocation failed: addr = device free bytes */
+	GMT_FW_SNAPSHOT = 9,	   /* a snapshot was taken */
+	GMT_FW_ACTION_MAX_ = 9,
+};
+enum gmt_fwtrace_flag {
+	/* Entries before this record's first one are missing: the history
+	 * dropped them (its bound, or a program that cleared it). */
+	GMT_FWTRACE_GAP = 1u << 0,
+};
+
+/* FWSEG flags and block states. */
+enum gmt_fwseg_flag {
+	GMT_FWSEG_EXPANDABLE = 1u << 0, /* is_expandable */
+	GMT_FWSEG_SMALL = 1u << 1,	/* segment_type "small" (else "large") */
+	GMT_FWSEG_CONTINUED = 1u << 2,	/* more blocks of the previous FWSEG's segment */
+};
+enum gmt_fwblock_state {
+	GMT_FWBLOCK_INACTIVE = 0,	     /* free, in the cache */
+	GMT_FWBLOCK_ACTIVE_ALLOCATED = 1,    /* a tensor's */
+	GMT_FWBLOCK_ACTIVE_PENDING_FREE = 2, /* freed, waiting for its streams */
+	GMT_FWBLOCK_UNKNOWN = 3,
+};
+/* Entries per FWTRACE record and blocks per FWSEG record, at most. */
+#define GMT_FW_BATCH_MAX 65536
 
 /* FWOOM: where the helper saw the error. */
 enum gmt_fwoom_how {

@@ -103,6 +103,82 @@ static inline void gpumemtrace_counters(unsigned reason, const char *source, con
 		entry.function(reason, source, device, ordinal, n, names, values);
 }
 
+/* A framework allocator's own view (FWSNAP, FWTRACE, FWSEG records;
+ * docs/trace-format.md): what `gpumemtrace run --framework-history` writes
+ * for PyTorch from Python. Frames are named once (ids[i] for functions[i],
+ * files[i], lines[i]); a snapshot `seq` is its FWSNAP (settings as text),
+ * then its entries (n x 6 values: action, addr, size, stream, time_us,
+ * nframes; frames: each entry's frame ids, innermost first), then each
+ * segment (7 values: address, total_size, stream, flags, pool_a, pool_b,
+ * nframes; n x 5 block values: address, size, requested_size, state,
+ * nframes). All from one thread, in that order. */
+typedef void (*gpumemtrace_fw_frames_fn_)(size_t, const char *const *, const char *const *,
+					  const uint64_t *, uint64_t *);
+typedef void (*gpumemtrace_fw_snapshot_fn_)(uint64_t, unsigned, const char *, uint64_t, uint64_t,
+					    size_t, const char *const *, const char *const *);
+typedef void (*gpumemtrace_fw_entries_fn_)(uint64_t, int64_t, uint64_t, size_t, const uint64_t *,
+					   const uint64_t *);
+typedef void (*gpumemtrace_fw_segment_fn_)(uint64_t, int64_t, const uint64_t *, const uint64_t *,
+					   size_t, const uint64_t *, const uint64_t *);
+
+static inline void gpumemtrace_fw_frames(size_t n, const char *const *functions,
+					 const char *const *files, const uint64_t *lines,
+					 uint64_t *ids)
+{
+	static void *slot_;
+	union {
+		void *object;
+		gpumemtrace_fw_frames_fn_ function;
+	} entry;
+	entry.object = gpumemtrace_entry_(&slot_, "gpumemtrace_fw_frames_v1");
+	if (entry.object)
+		entry.function(n, functions, files, lines, ids);
+	else
+		for (size_t i = 0; i < n; i++)
+			ids[i] = 0; /* untraced: no names */
+}
+
+static inline void gpumemtrace_fw_snapshot(uint64_t seq, unsigned reason, const char *source,
+					   uint64_t flags, uint64_t max_entries, size_t n,
+					   const char *const *keys, const char *const *values)
+{
+	static void *slot_;
+	union {
+		void *object;
+		gpumemtrace_fw_snapshot_fn_ function;
+	} entry;
+	entry.object = gpumemtrace_entry_(&slot_, "gpumemtrace_fw_snapshot_v1");
+	if (entry.object)
+		entry.function(seq, reason, source, flags, max_entries, n, keys, values);
+}
+
+static inline void gpumemtrace_fw_entries(uint64_t seq, int64_t device, uint64_t flags, size_t n,
+					  const uint64_t *entries, const uint64_t *frames)
+{
+	static void *slot_;
+	union {
+		void *object;
+		gpumemtrace_fw_entries_fn_ function;
+	} entry;
+	entry.object = gpumemtrace_entry_(&slot_, "gpumemtrace_fw_entries_v1");
+	if (entry.object)
+		entry.function(seq, device, flags, n, entries, frames);
+}
+
+static inline void gpumemtrace_fw_segment(uint64_t seq, int64_t device, const uint64_t *segment,
+					  const uint64_t *segment_frames, size_t n,
+					  const uint64_t *blocks, const uint64_t *frames)
+{
+	static void *slot_;
+	union {
+		void *object;
+		gpumemtrace_fw_segment_fn_ function;
+	} entry;
+	entry.object = gpumemtrace_entry_(&slot_, "gpumemtrace_fw_segment_v1");
+	if (entry.object)
+		entry.function(seq, device, segment, segment_frames, n, blocks, frames);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,8 +24,9 @@ _gpumemtrace() {
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--stack-depth) COMPREPLY=(); return ;;
 		--check-max-peak) COMPREPLY=(); return ;;
+		--history-entries) COMPREPLY=(); return ;;
 		esac
-		opts="--output -o --stack-depth --check-max-peak --allow-no-trace --framework-counters --no-follow --quiet -q --per-tensor --help --" ;;
+		opts="--output -o --stack-depth --check-max-peak --allow-no-trace --framework-counters --framework-history --history-entries --no-follow --quiet -q --per-tensor --help --" ;;
 	dump)
 		opts="--help" ;;
 	summary)

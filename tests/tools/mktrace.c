@@ -21,6 +21,16 @@
  *           (no process=: this process's usage unknown)
  *   range   tid=N t=N op=push|pop|start|end|mark|N [id=N] [source=N] [text=S]
  *   pyframe id=N func=S [file=S] [line=N]
+ *   fwsnap  seq=N t=N [wall=N] [tid=N] [reason=NAME|N] [source=S] [flags=N] [max=N]
+ *           [set=KEY=VALUE]...              (reason: requested oom exit change import)
+ *   fwtrace seq=N [dev=N] [gap=1]           (starts a batch of history entries)
+ *   fwe     action=NAME|N [addr=N] [size=N] [stream=N] [us=N] [stack=N]
+ *           (NAME: PyTorch's, alloc free_requested ... oom snapshot; for oom
+ *           addr is the device's free bytes)
+ *   fwseg   seq=N addr=N total=N [dev=N] [stream=N] [flags=N] [stack=N]
+ *           (starts a segment; its blocks follow)
+ *   fwblk   addr=N size=N [req=N] state=NAME|N [stack=N]
+ *           (NAME: inactive active_allocated active_pending_free)
  *   counters tid=N t=N [reason=periodic|oom|start|end|N] source=S [device=S] [ord=N]
  *           [v:NAME=N]...
  *   fwoom   tid=N t=N how=observer|excepthook|thread|at-exit|N source=S [type=S]
@@ -53,6 +63,38 @@ static const struct {
 };
 
 static int lineno;
+
+/* The framework-history names (format.h's enums), kept here on their own
+ * so mktrace checks the reader, not itself. */
+static const char *const fw_actions[] = {"unknown",	   "alloc",	    "free_requested",
+					 "free_completed", "segment_alloc", "segment_free",
+					 "segment_map",	   "segment_unmap", "oom",
+					 "snapshot"};
+static const char *const fw_states[] = {"inactive", "active_allocated", "active_pending_free"};
+static const char *const fw_reasons[] = {"requested", "oom", "exit", "change", "import"};
+
+static uint64_t name_or_num(const char *const *names, size_t n, const char *v, const char *key);
+
+/* A batch of fwe lines (fwtrace) or fwblk lines (fwseg) being gathered. */
+static struct {
+	int kind; /* 0 none, 1 fwtrace, 2 fwseg */
+	uint64_t seq, flags, addr, total, stream, stack;
+	int64_t dev;
+	size_t n;
+	struct tb_fw_entry e[4096];
+	struct tb_fw_block blk[4096];
+} fw;
+
+static void fw_end(struct tb *b)
+{
+	if (fw.kind == 1)
+		tb_fwtrace(b, fw.seq, fw.dev, fw.flags, fw.n, fw.e);
+	else if (fw.kind == 2)
+		tb_fwseg(b, fw.seq, fw.dev, fw.addr, fw.total, fw.stream, fw.flags, fw.stack, fw.n,
+			 fw.blk);
+	fw.kind = 0;
+	fw.n = 0;
+}
 
 static void die(const char *fmt, const char *arg)
 {
@@ -185,6 +227,16 @@ static size_t unhex(const char *s, uint8_t *out, size_t cap)
 	return n;
 }
 
+static uint64_t name_or_num(const char *const *names, size_t n, const char *v, const char *key)
+{
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v, names[i]) == 0)
+			return i;
+	return num(key, v);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -221,6 +273,8 @@ int main(int argc, char **argv)
 		}
 		if (!b)
 			b = tb_new(NULL);
+		if (fw.kind && strcmp(cmd, "fwe") != 0 && strcmp(cmd, "fwblk") != 0)
+			fw_end(b);
 		if (strcmp(cmd, "ev") != 0 && in_batch) {
 			if (batch_started)
 				tb_events_end(b);
@@ -350,6 +404,52 @@ int main(int argc, char **argv)
 			const char *fn = get(t, n, "func"), *file = get(t, n, "file");
 			tb_pyframe(b, getnum(t, n, "id", 0), fn ? fn : "", file ? file : "",
 				   getnum(t, n, "line", 0));
+		} else if (strcmp(cmd, "fwsnap") == 0) {
+			const char *keys[MAXTOK], *vals[MAXTOK], *src = get(t, n, "source");
+			int ns = 0;
+			for (int i = 1; i < n; i++) {
+				if (strcmp(t[i].key, "set") != 0 || !t[i].val)
+					continue;
+				char *eq = strchr(t[i].val, '=');
+				if (!eq)
+					die("set=%s: want KEY=VALUE", t[i].val);
+				*eq = 0;
+				keys[ns] = t[i].val;
+				vals[ns++] = eq + 1;
+			}
+			tb_fwsnap(b, getnum(t, n, "tid", 1), getnum(t, n, "t", 0),
+				  getnum(t, n, "wall", 0), getnum(t, n, "seq", 1),
+				  name_or_num(fw_reasons, 5, get(t, n, "reason"), "reason"),
+				  src ? src : "torch", getnum(t, n, "flags", 3),
+				  getnum(t, n, "max", 0), (size_t)ns, keys, vals);
+		} else if (strcmp(cmd, "fwtrace") == 0 || strcmp(cmd, "fwseg") == 0) {
+			fw.kind = cmd[2] == 't' ? 1 : 2;
+			fw.seq = getnum(t, n, "seq", 1);
+			fw.dev = (int64_t)getnum(t, n, "dev", 0);
+			fw.flags = fw.kind == 1 ? (getnum(t, n, "gap", 0) ? GMT_FWTRACE_GAP : 0)
+						: getnum(t, n, "flags", 0);
+			fw.addr = getnum(t, n, "addr", 0);
+			fw.total = getnum(t, n, "total", 0);
+			fw.stream = getnum(t, n, "stream", 0);
+			fw.stack = getnum(t, n, "stack", 0);
+		} else if (strcmp(cmd, "fwe") == 0) {
+			if (fw.kind != 1 || fw.n == sizeof fw.e / sizeof *fw.e)
+				die("fwe outside a fwtrace batch (or too many)%s", "");
+			fw.e[fw.n++] = (struct tb_fw_entry){
+			    name_or_num(fw_actions, 10, get(t, n, "action"), "action"),
+			    getnum(t, n, "addr", 0),
+			    getnum(t, n, "size", 0),
+			    getnum(t, n, "stream", 0),
+			    getnum(t, n, "us", 0),
+			    getnum(t, n, "stack", 0)};
+		} else if (strcmp(cmd, "fwblk") == 0) {
+			if (fw.kind != 2 || fw.n == sizeof fw.blk / sizeof *fw.blk)
+				die("fwblk outside a fwseg (or too many)%s", "");
+			fw.blk[fw.n++] = (struct tb_fw_block){
+			    getnum(t, n, "addr", 0), getnum(t, n, "size", 0),
+			    getnum(t, n, "req", 0),
+			    name_or_num(fw_states, 3, get(t, n, "state"), "state"),
+			    getnum(t, n, "stack", 0)};
 		} else if (strcmp(cmd, "counters") == 0 || strcmp(cmd, "fwoom") == 0) {
 			const char *names[MAXTOK];
 			uint64_t values[MAXTOK];
@@ -390,6 +490,7 @@ int main(int argc, char **argv)
 	}
 	if (!b)
 		b = tb_new(NULL);
+	fw_end(b);
 	if (in_batch && batch_started)
 		tb_events_end(b);
 	if (tb_write(b, argv[1]) != 0) {

@@ -451,6 +451,79 @@ void tb_pyframe(struct tb *b, uint64_t id, const char *function, const char *fil
 	var(p, line);
 }
 
+void tb_fwsnap(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t wall_ns, uint64_t seq,
+	       uint64_t reason, const char *source, uint64_t flags, uint64_t max_entries, size_t n,
+	       const char *const *keys, const char *const *values)
+{
+	struct buf *p = rec(b);
+	var(p, GMT_TAG_FWSNAP);
+	var(p, tid);
+	var(p, time_ns);
+	var(p, wall_ns);
+	var(p, seq);
+	var(p, reason);
+	cstr(p, source);
+	var(p, flags);
+	var(p, max_entries);
+	var(p, n);
+	for (size_t i = 0; i < n; i++) {
+		cstr(p, keys[i]);
+		cstr(p, values[i]);
+	}
+}
+
+void tb_fwtrace(struct tb *b, uint64_t seq, int64_t device, uint64_t flags, size_t n,
+		const struct tb_fw_entry *e)
+{
+	struct buf *p = rec(b);
+	uint64_t base = n ? e[0].time_us : 0, addr = 0, time = base, stack = 0;
+	var(p, GMT_TAG_FWTRACE);
+	var(p, seq);
+	zz(p, device);
+	var(p, flags);
+	var(p, base);
+	var(p, n);
+	for (size_t i = 0; i < n; i++) {
+		var(p, e[i].action);
+		zz(p, (int64_t)(e[i].addr - addr));
+		var(p, e[i].size);
+		var(p, e[i].stream);
+		zz(p, (int64_t)(e[i].time_us - time));
+		zz(p, (int64_t)(e[i].stack_id - stack));
+		addr = e[i].addr;
+		time = e[i].time_us;
+		stack = e[i].stack_id;
+	}
+}
+
+void tb_fwseg(struct tb *b, uint64_t seq, int64_t device, uint64_t address, uint64_t total_size,
+	      uint64_t stream, uint64_t flags, uint64_t stack_id, size_t n,
+	      const struct tb_fw_block *blk)
+{
+	struct buf *p = rec(b);
+	uint64_t end = address, stack = stack_id;
+	var(p, GMT_TAG_FWSEG);
+	var(p, seq);
+	zz(p, device);
+	var(p, address);
+	var(p, total_size);
+	var(p, stream);
+	var(p, flags);
+	var(p, 0); /* pool (0, 0) */
+	var(p, 0);
+	var(p, stack_id);
+	var(p, n);
+	for (size_t i = 0; i < n; i++) {
+		zz(p, (int64_t)(blk[i].address - end));
+		var(p, blk[i].size);
+		var(p, blk[i].requested);
+		var(p, blk[i].state);
+		zz(p, (int64_t)(blk[i].stack_id - stack));
+		end = blk[i].address + blk[i].size;
+		stack = blk[i].stack_id;
+	}
+}
+
 void tb_raw(struct tb *b, const void *bytes, size_t len)
 {
 	struct buf *p = rec(b);

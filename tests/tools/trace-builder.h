@@ -62,6 +62,23 @@ void tb_pyframe(struct tb *b, uint64_t id, const char *function, const char *fil
 void tb_counters(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t reason, const char *source,
 		 const char *device, int64_t ordinal, size_t n, const char *const *names,
 		 const uint64_t *values);
+/* The framework-history records (version 5): a snapshot, its entries (in
+ * absolute values: the builder computes the deltas; base_time_us is the
+ * first entry's time) and its segments (pool (0, 0)). */
+struct tb_fw_entry {
+	uint64_t action, addr, size, stream, time_us, stack_id;
+};
+struct tb_fw_block {
+	uint64_t address, size, requested, state, stack_id;
+};
+void tb_fwsnap(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t wall_ns, uint64_t seq,
+	       uint64_t reason, const char *source, uint64_t flags, uint64_t max_entries, size_t n,
+	       const char *const *keys, const char *const *values);
+void tb_fwtrace(struct tb *b, uint64_t seq, int64_t device, uint64_t flags, size_t n,
+		const struct tb_fw_entry *e);
+void tb_fwseg(struct tb *b, uint64_t seq, int64_t device, uint64_t address, uint64_t total_size,
+	      uint64_t stream, uint64_t flags, uint64_t stack_id, size_t n,
+	      const struct tb_fw_block *blk);
 /* FWOOM: a framework's out-of-memory error (version 5). */
 void tb_fwoom(struct tb *b, uint64_t tid, uint64_t time_ns, uint64_t how, const char *source,
 	      const char *type, int64_t ordinal, size_t n, const char *const *names,

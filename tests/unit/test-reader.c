@@ -143,6 +143,21 @@ static void build_full(struct tb *b)
 	static const char *const names[] = {"allocated_bytes.all.current", "num_ooms"};
 	static const uint64_t values[] = {3ull << 30, 2};
 	tb_counters(b, 4242, 6800, GMT_COUNTERS_WHY_OOM, "torch", "cuda:1", 1, 2, names, values);
+	static const char *const fk[] = {"expandable_segments"}, *const fv[] = {"True"};
+	tb_fwsnap(b, 4242, 6900, 1700000000000006900ull, 3, GMT_FWSNAP_WHY_OOM, "torch",
+		  GMT_FWSNAP_HISTORY | GMT_FWSNAP_PY_STACKS, 100000, 1, fk, fv);
+	static const struct tb_fw_entry fe[] = {
+	    {GMT_FW_ALLOC, 0x7f0000100000, 4096, 7, 1700000000000006ull, 3},
+	    {GMT_FW_OOM, 123, UINT64_MAX, 0, 1700000000000005ull, 0}, /* back in time */
+	    {99, UINT64_MAX, 1, UINT64_MAX, 0, 1},		      /* an action no build knows */
+	};
+	tb_fwtrace(b, 3, -1, GMT_FWTRACE_GAP, 3, fe);
+	static const struct tb_fw_block fb[] = {
+	    {0x7f0000100000, 4096, 4000, GMT_FWBLOCK_ACTIVE_ALLOCATED, 3},
+	    {0x7f0000101200, 1024, 0, 7, 0}, /* 512 bytes after the first: a gap */
+	};
+	tb_fwseg(b, 3, 1, 0x7f0000100000, 2 << 20, 7, GMT_FWSEG_SMALL | GMT_FWSEG_EXPANDABLE, 2, 2,
+		 fb);
 	static const char *const fnames[] = {"alloc_size", "device_free"};
 	static const uint64_t fvalues[] = {20ull << 20, 0};
 	tb_fwoom(b, 4243, 6900, GMT_FWOOM_THREAD, "torch", "torch.OutOfMemoryError", -1, 2, fnames,
@@ -391,10 +406,62 @@ static void test_roundtrip(void)
 					  rec.u.trailer.reason == GMT_END_EXIT,
 				      "roundtrip[%d]: TRAILER", pass);
 				break;
+			case GMT_REC_FWSNAP:
+				check(rec.u.fwsnap.tid == 4242 && rec.u.fwsnap.time_ns == 6900 &&
+					  rec.u.fwsnap.wall_ns == 1700000000000006900ull &&
+					  rec.u.fwsnap.seq == 3 &&
+					  rec.u.fwsnap.reason == GMT_FWSNAP_WHY_OOM &&
+					  streq(rec.u.fwsnap.source, "torch") &&
+					  rec.u.fwsnap.flags == 3 &&
+					  rec.u.fwsnap.max_entries == 100000 &&
+					  rec.u.fwsnap.count == 1 &&
+					  streq(rec.u.fwsnap.settings[0].key,
+						"expandable_segments") &&
+					  streq(rec.u.fwsnap.settings[0].value, "True"),
+				      "roundtrip[%d]: FWSNAP", pass);
+				break;
+			case GMT_REC_FWTRACE: {
+				const struct gmt_fw_entry *v = rec.u.fwtrace.v;
+				check(rec.u.fwtrace.seq == 3 && rec.u.fwtrace.device == -1 &&
+					  rec.u.fwtrace.flags == GMT_FWTRACE_GAP &&
+					  rec.u.fwtrace.base_time_us == 1700000000000006ull &&
+					  rec.u.fwtrace.count == 3 && v[0].action == GMT_FW_ALLOC &&
+					  v[0].addr == 0x7f0000100000 && v[0].size == 4096 &&
+					  v[0].stream == 7 && v[0].time_us == 1700000000000006ull &&
+					  v[0].stack_id == 3 && v[1].action == GMT_FW_OOM &&
+					  v[1].addr == 123 && v[1].size == UINT64_MAX &&
+					  v[1].time_us == 1700000000000005ull &&
+					  v[1].stack_id == 0 && v[2].action == 99 &&
+					  v[2].addr == UINT64_MAX && v[2].stream == UINT64_MAX &&
+					  v[2].time_us == 0 && v[2].stack_id == 1,
+				      "roundtrip[%d]: FWTRACE", pass);
+				break;
+			}
+			case GMT_REC_FWSEG: {
+				const struct gmt_fw_block *v = rec.u.fwseg.v;
+				check(rec.u.fwseg.seq == 3 && rec.u.fwseg.device == 1 &&
+					  rec.u.fwseg.address == 0x7f0000100000 &&
+					  rec.u.fwseg.total_size == 2 << 20 &&
+					  rec.u.fwseg.stream == 7 &&
+					  rec.u.fwseg.flags ==
+					      (GMT_FWSEG_SMALL | GMT_FWSEG_EXPANDABLE) &&
+					  rec.u.fwseg.pool_a == 0 && rec.u.fwseg.stack_id == 2 &&
+					  rec.u.fwseg.count == 2 &&
+					  v[0].address == 0x7f0000100000 && v[0].size == 4096 &&
+					  v[0].requested_size == 4000 &&
+					  v[0].state == GMT_FWBLOCK_ACTIVE_ALLOCATED &&
+					  v[0].stack_id == 3 && v[1].address == 0x7f0000101200 &&
+					  v[1].state == 7 && v[1].stack_id == 0,
+				      "roundtrip[%d]: FWSEG", pass);
+				break;
+			}
 			case GMT_REC_CHUNK:
 				break;
 			}
 		}
+		check(seen[GMT_REC_FWSNAP] == 1 && seen[GMT_REC_FWTRACE] == 1 &&
+			  seen[GMT_REC_FWSEG] == 1,
+		      "roundtrip[%d]: one of each framework-history record", pass);
 		check(ok_ev && ev == NEV,
 		      "roundtrip[%d]: %zu events decode exactly (deltas, negative deltas, device "
 		      "changes, failures, aux, 2^64-1)",

@@ -214,6 +214,426 @@ class _Helper:
             self.fail(err)
 
 
+class _History:
+    """PyTorch's allocator history into the trace (`run --framework-history`,
+    GPUMEMTRACE_FRAMEWORK_HISTORY=N): the allocator's own view, as FWSNAP,
+    FWTRACE and FWSEG records (include/gpumemtrace/format.h).
+
+    - Once the program has initialised CUDA itself (torch.cuda._lazy_call,
+      armed as torch.cuda is imported), and only with the native backend,
+      it turns on torch.cuda.memory._record_memory_history with Python
+      stacks and at most N entries (PyTorch keeps the last N).
+    - At each out-of-memory (the observer, before the error is raised: the
+      documented place to take a snapshot), at exit, and before the program
+      itself changes the recording (its own _record_memory_history, which
+      would wipe ours), it takes torch.cuda.memory._snapshot() and writes
+      the entries no earlier snapshot wrote, and the segments with their
+      blocks, flagging a gap where entries were dropped.
+    - One thread writes every record, so a snapshot's records are never
+      interleaved with another's in the file; the snapshot itself is taken
+      where it happens. Nothing here raises into the program.
+    """
+
+    OOM, EXIT, CHANGE = 1, 2, 3  # GMT_FWSNAP_WHY_*
+    HISTORY, PY_STACKS, NO_TIME = 1, 2, 8  # GMT_FWSNAP_*
+    GAP = 1  # GMT_FWTRACE_GAP
+    EXPANDABLE, SMALL = 1, 2  # GMT_FWSEG_*
+    ACTIONS = {"alloc": 1, "free_requested": 2, "free_completed": 3, "segment_alloc": 4,
+               "segment_free": 5, "segment_map": 6, "segment_unmap": 7, "oom": 8,
+               "snapshot": 9}
+    STATES = {"inactive": 0, "active_allocated": 1, "active_pending_free": 2,
+              "active_awaiting_free": 2}
+    BATCH = 2048  # entries or blocks a call
+    MASK = (1 << 64) - 1
+    TAIL = 4  # entries kept to find where the next snapshot's new ones start
+
+    def __init__(self, lib, max_entries):
+        import ctypes
+
+        u64, vp = ctypes.c_uint64, ctypes.c_void_p
+        self.f_frames = lib.gpumemtrace_fw_frames_v1
+        self.f_frames.argtypes = [ctypes.c_size_t, vp, vp, vp, vp]
+        self.f_snap = lib.gpumemtrace_fw_snapshot_v1
+        self.f_snap.argtypes = [u64, ctypes.c_uint, ctypes.c_char_p, u64, u64, ctypes.c_size_t,
+                                vp, vp]
+        self.f_entries = lib.gpumemtrace_fw_entries_v1
+        self.f_entries.argtypes = [u64, ctypes.c_int64, u64, ctypes.c_size_t, vp, vp]
+        self.f_segment = lib.gpumemtrace_fw_segment_v1
+        self.f_segment.argtypes = [u64, ctypes.c_int64, vp, vp, ctypes.c_size_t, vp, vp]
+        for f in (self.f_frames, self.f_snap, self.f_entries, self.f_segment):
+            f.restype = None
+        self.max_entries = max_entries
+        self.bound = max_entries  # the recording's bound as far as we know (0: not)
+        self.owned = False  # the program set the recording up itself
+        self.torch = None
+        self.record = None  # PyTorch's own _record_memory_history
+        self.recording = False
+        self.broken = False
+        self.seq = 0
+        self.frames = {}  # (name, filename, line) -> PYFRAME id
+        self.tails = {}  # device -> keys of the last entries written
+        self.queue = None
+        self.thread = None
+        self.lock = None
+
+    def fail(self, err):
+        if not self.broken:
+            self.broken = True
+            try:
+                sys.stderr.write("gpumemtrace: framework history stopped: %s: %s\n"
+                                 % (type(err).__name__, err))
+            except Exception:  # pylint: disable=broad-except
+                pass
+
+    # ---- starting, as torch.cuda is imported and CUDA initialised ----
+
+    def on_torch_cuda(self, torch, cuda):
+        """torch.cuda has just been imported: wrap the program's way to
+        change the recording, and start ours at CUDA's initialisation."""
+        memory = getattr(cuda, "memory", None)
+        record = getattr(memory, "_record_memory_history", None)
+        lazy = getattr(cuda, "_lazy_call", None)
+        if record is None or lazy is None:
+            return
+        self.torch = torch
+        self.record = record
+        history = self
+
+        def _record_memory_history(*args, **kwargs):
+            history.before_change()
+            return record(*args, **kwargs)
+
+        for attr in ("__doc__", "__name__", "__qualname__", "__module__", "__wrapped__"):
+            try:
+                setattr(_record_memory_history, attr, getattr(record, attr, None))
+            except Exception:  # pylint: disable=broad-except
+                pass
+        _record_memory_history.__wrapped__ = record
+        memory._record_memory_history = _record_memory_history
+
+        def start():
+            try:
+                self.start()
+            except Exception as err:  # pylint: disable=broad-except
+                self.fail(err)  # never raise here: the program's first CUDA op would
+
+        lazy(start)
+
+    def start(self):
+        torch = self.torch
+        memory = torch.cuda.memory
+        backend = getattr(memory, "get_allocator_backend", lambda: "native")()
+        if backend != "native":
+            # cudaMallocAsync and pluggable allocators keep no history (they
+            # raise): say so in the trace, once
+            self.submit(None, 0, {"backend": backend})
+            return
+        if not self.owned:  # never over what the program asked for itself
+            self.record(enabled="all", context="all", stacks="python",
+                        max_entries=self.max_entries)
+        self.recording = True
+        attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)  # pylint: disable=protected-access
+        if attach is not None:
+            try:
+                attach(self.on_oom)
+            except Exception:  # pylint: disable=broad-except
+                pass
+
+    # ---- when to take a snapshot ----
+
+    def take(self, reason):
+        if self.broken or self.torch is None or not self.recording:
+            return
+        try:
+            snap = self.torch.cuda.memory._snapshot()  # pylint: disable=protected-access
+            self.submit(snap, reason)
+        except Exception as err:  # pylint: disable=broad-except
+            self.fail(err)
+
+    def on_oom(self, device, alloc, limit, device_free):  # pylint: disable=unused-argument
+        self.take(self.OOM)
+
+    def before_change(self):
+        """The program calls _record_memory_history itself: what we have
+        goes into the trace first (turning it off, or clearing it, would
+        wipe it); after the call the recording is the program's."""
+        self.take(self.CHANGE)
+        self.owned = True
+        self.bound = 0
+        self.recording = self.torch is not None and self.torch.cuda.is_initialized()
+
+    def at_exit(self):
+        self.take(self.EXIT)
+        self.drain()
+
+    # ---- the writer thread ----
+
+    def submit(self, snap, reason, extra=None):
+        import threading
+
+        if self.queue is None or self.thread is None or not self.thread.is_alive():
+            import queue
+
+            self.queue = queue.Queue()
+            self.lock = threading.Lock()
+            self.thread = threading.Thread(target=self.loop, name="gpumemtrace-history",
+                                           daemon=True)
+            self.thread.start()
+        self.queue.put((snap, reason, extra))
+
+    def loop(self):
+        while True:
+            snap, reason, extra = self.queue.get()
+            try:
+                if not self.broken:
+                    self.write(snap, reason, extra)
+            except Exception as err:  # pylint: disable=broad-except
+                self.fail(err)
+            finally:
+                self.queue.task_done()
+
+    def drain(self, timeout=120.0):
+        """Waits until every snapshot handed over is written (at exit)."""
+        import time
+
+        q = self.queue
+        if q is None:
+            return
+        end = time.monotonic() + timeout
+        while q.unfinished_tasks and not self.broken and time.monotonic() < end:
+            if not self.thread.is_alive():
+                break
+            time.sleep(0.005)
+        if q.unfinished_tasks and not self.broken:
+            self.fail(RuntimeError("%d snapshot(s) not written by exit" % q.unfinished_tasks))
+
+    def after_fork(self):
+        # The writer thread is gone in the child, whose trace is a new file.
+        self.queue = self.thread = None
+        self.tails = {}
+
+    # ---- one snapshot into the trace ----
+
+    @staticmethod
+    def u64(v):
+        try:
+            return int(v) & _History.MASK
+        except (TypeError, ValueError):
+            return 0
+
+    @staticmethod
+    def text(v):
+        if isinstance(v, bool):
+            return "True" if v else "False"
+        if isinstance(v, dict):
+            return ",".join("%s:%s" % (k, _History.text(x)) for k, x in v.items())
+        if isinstance(v, (list, tuple)):
+            return ",".join(_History.text(x) for x in v)
+        return str(v)
+
+    def frame_ids(self, frames, out):
+        """Appends the PYFRAME ids of frames (innermost first) to out."""
+        for f in frames:
+            key = (f.get("name", ""), f.get("filename", ""), self.u64(f.get("line", 0)))
+            fid = self.frames.get(key)
+            if fid is None:
+                fid = self.name_frames([key])[0]
+            out.append(fid)
+        return len(frames)
+
+    def name_frames(self, keys):
+        import ctypes
+        from array import array
+
+        n = len(keys)
+        fn = (ctypes.c_char_p * n)(*[str(k[0]).encode("utf-8", "replace") for k in keys])
+        fl = (ctypes.c_char_p * n)(*[str(k[1]).encode("utf-8", "replace") for k in keys])
+        lines = array("Q", [k[2] for k in keys])
+        ids = array("Q", [0] * n)
+        self.f_frames(n, ctypes.addressof(fn), ctypes.addressof(fl), lines.buffer_info()[0],
+                      ids.buffer_info()[0])
+        for k, i in zip(keys, ids):
+            self.frames[k] = i
+        return list(ids)
+
+    def settings(self, snap, extra):
+        import ctypes
+
+        pairs = [(str(k), self.text(v)) for k, v in (snap.get("allocator_settings") or {}).items()]
+        pairs += [(k, self.text(v)) for k, v in (extra or {}).items()]
+        pairs = pairs[:32]  # FW_SETTINGS_MAX
+        keys = (ctypes.c_char_p * max(len(pairs), 1))(
+            *[k.encode("utf-8", "replace") for k, _ in pairs])
+        values = (ctypes.c_char_p * max(len(pairs), 1))(
+            *[v.encode("utf-8", "replace") for _, v in pairs])
+        return len(pairs), keys, values
+
+    def key(self, e):
+        addr = e.get("device_free", 0) if e.get("action") == "oom" else e.get("addr", 0)
+        return (e.get("action"), addr, e.get("size"), e.get("stream"), e.get("time_us"))
+
+    def new_entries(self, device, entries):
+        """The index of the first entry no earlier snapshot wrote, and
+        whether entries before it may be missing."""
+        tail = self.tails.get(device)
+        n = len(entries)
+        # a full history may have dropped some; one the program set up, we
+        # cannot tell
+        start, gap = 0, n >= self.bound if self.bound else True
+        if tail:
+            gap = True
+            k = len(tail)
+            for i in range(n - 1, k - 2, -1):
+                if self.key(entries[i]) == tail[-1] and \
+                        [self.key(e) for e in entries[i - k + 1:i + 1]] == tail:
+                    start, gap = i + 1, False
+                    break
+        if n:
+            self.tails[device] = [self.key(e) for e in entries[max(n - self.TAIL, 0):]]
+        return start, gap
+
+    def write(self, snap, reason, extra=None):
+        import ctypes
+
+        self.seq += 1
+        seq = self.seq
+        if snap is None:  # no history: only what we know of why
+            n, keys, values = self.settings({}, extra)
+            self.f_snap(seq, reason, b"torch", 0, 0, n, ctypes.addressof(keys),
+                        ctypes.addressof(values))
+            return
+        traces = snap.get("device_traces") or []
+        flags = self.HISTORY
+        if any(e.get("frames") for t in traces for e in t[:8]):
+            flags |= self.PY_STACKS
+        if any(e.get("time_us") is None for t in traces for e in t[:1]):
+            flags |= self.NO_TIME
+        n, keys, values = self.settings(snap, extra)
+        self.f_snap(seq, reason, b"torch", flags, self.bound, n, ctypes.addressof(keys),
+                    ctypes.addressof(values))
+        for device, entries in enumerate(traces):
+            start, gap = self.new_entries(device, entries)
+            for at in range(start, len(entries), self.BATCH):
+                self.write_entries(seq, device, self.GAP if gap and at == start else 0,
+                                   entries[at:at + self.BATCH])
+        for seg in snap.get("segments") or []:
+            self.write_segment(seq, seg)
+
+    def write_entries(self, seq, device, flags, entries):
+        from array import array
+
+        vals, frames = [], []
+        u64, actions = self.u64, self.ACTIONS
+        for e in entries:
+            action = actions.get(e.get("action"), 0)
+            addr = e.get("device_free", 0) if action == 8 else e.get("addr", 0)
+            nf = self.frame_ids(e.get("frames") or (), frames)
+            vals += (action, u64(addr), u64(e.get("size", 0)), u64(e.get("stream", 0)),
+                     u64(e.get("time_us") or 0), nf)
+        v, f = array("Q", vals), array("Q", frames or [0])
+        self.f_entries(seq, device, flags, len(entries), v.buffer_info()[0], f.buffer_info()[0])
+
+    def write_segment(self, seq, seg):
+        from array import array
+
+        u64 = self.u64
+        pool = seg.get("segment_pool_id") or (0, 0)
+        if not isinstance(pool, (tuple, list)) or len(pool) != 2:
+            pool = (0, 0)
+        flags = (self.EXPANDABLE if seg.get("is_expandable") else 0) | \
+            (self.SMALL if seg.get("segment_type") == "small" else 0)
+        seg_frames = []
+        nsf = self.frame_ids(seg.get("frames") or (), seg_frames)
+        head = array("Q", [u64(seg.get("address", 0)), u64(seg.get("total_size", 0)),
+                           u64(seg.get("stream", 0)), flags, u64(pool[0]), u64(pool[1]), nsf])
+        sf = array("Q", seg_frames or [0])
+        blocks = seg.get("blocks") or []
+        at = u64(seg.get("address", 0))
+        for i in range(0, max(len(blocks), 1), self.BATCH):
+            vals, frames = [], []
+            part = blocks[i:i + self.BATCH]
+            for b in part:
+                addr = u64(b["address"]) if "address" in b else at  # older: blocks tile it
+                size = u64(b.get("size", 0))
+                at = addr + size
+                nf = self.frame_ids(b.get("frames") or (), frames)
+                vals += (addr, size, u64(b.get("requested_size", 0)),
+                         self.STATES.get(b.get("state"), 3), nf)
+            v, f = array("Q", vals or [0]), array("Q", frames or [0])
+            head[3] = flags | (4 if i else 0)  # GMT_FWSEG_CONTINUED
+            self.f_segment(seq, seg.get("device", 0), head.buffer_info()[0], sf.buffer_info()[0],
+                           len(part), v.buffer_info()[0], f.buffer_info()[0])
+
+
+class _TorchCudaWatch:
+    """A meta path finder that notices only torch.cuda's import finishing,
+    and then calls each of its callbacks with (torch, torch.cuda): before
+    the program's first CUDA call, so what they arm (torch.cuda._lazy_call)
+    runs as CUDA initialises. Every other import passes through untouched
+    (find_spec returns None); a callback's error never reaches the import."""
+
+    def __init__(self, on_error):
+        self.callbacks = []
+        self.on_error = on_error
+        self.busy = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch.cuda" or self.busy or not self.callbacks:
+            return None
+        self.busy = True
+        try:
+            import importlib.machinery
+
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            loader = getattr(spec, "loader", None)
+            run = getattr(loader, "exec_module", None)
+            if run is None:
+                return None
+            watch = self
+
+            def exec_module(module):
+                run(module)  # the import itself: its errors are the program's
+                for fn in watch.callbacks:
+                    try:
+                        fn(sys.modules.get("torch"), module)
+                    except Exception as err:  # pylint: disable=broad-except
+                        watch.on_error(err)
+
+            loader.exec_module = exec_module
+            return spec
+        except Exception:  # pylint: disable=broad-except
+            return None
+        finally:
+            self.busy = False
+
+
+def _install_history(lib):
+    """`run --framework-history`: GPUMEMTRACE_FRAMEWORK_HISTORY holds the
+    history's bound (entries)."""
+    value = os.environ.get("GPUMEMTRACE_FRAMEWORK_HISTORY")
+    if not value:
+        return
+    try:
+        max_entries = max(int(value), 1)
+    except ValueError:
+        max_entries = 100000
+    if getattr(lib, "gpumemtrace_fw_entries_v1", None) is None:
+        return  # an older library
+    history = _History(lib, max_entries)
+    watch = _TorchCudaWatch(history.fail)
+    watch.callbacks.append(history.on_torch_cuda)
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "cuda", None) is not None:
+        history.on_torch_cuda(torch, torch.cuda)  # imported before us (a usercustomize)
+    else:
+        sys.meta_path.insert(0, watch)
+    import atexit
+
+    atexit.register(history.at_exit)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=history.after_fork)
+
+
 def _install():
     import ctypes
 
@@ -232,6 +652,7 @@ def _install():
     atexit.register(helper.guarded, helper.END)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=helper.after_fork)
+    _install_history(ctypes.CDLL(None))
 
 
 _self = sys.modules.get(__name__)

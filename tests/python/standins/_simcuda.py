@@ -8,6 +8,13 @@ _rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
 _rt.cudaFree.argtypes = [ctypes.c_void_p]
 
 
+def mem_info():
+    """(free, total) of the simulated device, as cudaMemGetInfo says."""
+    free, total = ctypes.c_size_t(), ctypes.c_size_t()
+    _rt.cudaMemGetInfo(ctypes.byref(free), ctypes.byref(total))
+    return free.value, total.value
+
+
 def malloc(nbytes):
     """The pointer, or None when the device is out of memory."""
     p = ctypes.c_void_p()

@@ -3,7 +3,7 @@ import os
 
 import _simcuda
 
-from . import _C
+from . import _C, _caching
 
 _cache = None
 
@@ -12,14 +12,50 @@ class OutOfMemoryError(RuntimeError):
     pass
 
 
+_queued = []
+
+
+def _lazy_call(fn, **kwargs):  # pylint: disable=unused-argument
+    """Runs fn now if CUDA is initialized, else when it is (torch/cuda/
+    __init__.py)."""
+    if is_initialized():
+        fn()
+    else:
+        _queued.append(fn)
+
+
+_initialized = False
+
+
 def init():
+    """_lazy_init: the allocator, then the queued calls."""
+    global _initialized
+    if not _initialized:
+        _initialized = True
+        _allocator()
+        calls = list(_queued)
+        del _queued[:]
+        for fn in calls:
+            fn()
+
+
+def _allocator():
+    """The C++ side's allocator, made as CUDA's state is (C++ lazyInitDevice)."""
     global _cache
     if _cache is None:
-        _cache = _simcuda.Cache(20 << 20)
+        _cache = _caching.CachingAllocator()
+    return _cache
+
+
+def empty_cache():
+    if _cache is not None:
+        _cache.release_cached()
 
 
 def is_initialized():
-    return _cache is not None
+    """Python's lazy init ran (the C++ allocator may exist before it:
+    _record_memory_history makes it without running the queued calls)."""
+    return _initialized
 
 
 def device_count():
@@ -29,7 +65,7 @@ def device_count():
 def memory_stats(device=None):
     if os.environ.get("STANDIN_BREAK"):  # the helper's own error path
         raise ValueError("stand-in broken on purpose")
-    if _cache is None:
+    if not _initialized:
         return {}
     c = _cache
     out = {}
@@ -47,16 +83,21 @@ def memory_stats(device=None):
     return out
 
 
-def empty(nbytes):
+def empty(nbytes, stream=0):
+    """A tensor of nbytes on the device: its address (raises OutOfMemoryError)."""
     init()
-
-    def oom(n):
+    addr = _cache.malloc(nbytes, stream)
+    if addr is None:
+        alloc, free = _cache.last_oom
+        _, total = _simcuda.mem_info()
         for fn in _C._oom_observers:  # pylint: disable=protected-access
-            fn(0, n, _cache.allocated, 0)
-        raise OutOfMemoryError("CUDA out of memory. Tried to allocate %d bytes" % n)
+            fn(0, alloc, total, free)
+        raise OutOfMemoryError("CUDA out of memory. Tried to allocate %d bytes" % alloc)
+    return addr
 
-    return _cache.alloc(nbytes, oom)
+
+def del_(addr):
+    _cache.free_block(addr)
 
 
-def del_(block):
-    _cache.release(block)
+from . import _memory as memory  # noqa: E402  (torch.cuda.memory; it imports us)
