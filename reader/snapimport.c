@@ -20,8 +20,8 @@
 /* Devices with a history: each is a cursor that reads the whole pickle
  * again, so a hostile one with thousands would cost thousands of reads. */
 #define MAX_TRACED_DEVICES 64
-#define TID	    1 /* the snapshot has no threads: one for every event */
-#define US	    1000ull
+#define TID		   1 /* the snapshot has no threads: one for every event */
+#define US		   1000ull
 
 /* ---- a u64 -> u64 map: linear probing, backward-shift deletion ---- */
 
