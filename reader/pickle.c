@@ -1398,6 +1398,71 @@ bool pk_str_is(const struct pk_val *v, const char *s)
 	return v->kind == PK_STR && v->o->n == n && !memcmp(v->o->s, s, n);
 }
 
+static size_t text_at(const struct pk_val *v, char *buf, size_t size, int depth);
+
+static size_t items_text(const struct pk_val *v, char *buf, size_t size, int depth)
+{
+	size_t n = 0;
+	bool dict = v->kind == PK_DICT;
+	for (size_t i = 0; i < pk_len(v) && n + 1 < size; i += dict ? 2 : 1) {
+		if (i)
+			n += (size_t)snprintf(buf + n, size - n, ",");
+		n += text_at(pk_item(v, i), buf + n, size - n, depth + 1);
+		if (dict && n + 1 < size) {
+			n += (size_t)snprintf(buf + n, size - n, ":");
+			n += text_at(pk_item(v, i + 1), buf + n, size - n, depth + 1);
+		}
+	}
+	return n;
+}
+
+static size_t text_at(const struct pk_val *v, char *buf, size_t size, int depth)
+{
+	int n = 0;
+	if (size == 0)
+		return 0;
+	switch (v->kind) {
+	case PK_NONE:
+		n = snprintf(buf, size, "None");
+		break;
+	case PK_BOOL:
+		n = snprintf(buf, size, "%s", v->i ? "True" : "False");
+		break;
+	case PK_INT:
+		n = snprintf(buf, size, "%lld", (long long)v->i);
+		break;
+	case PK_UINT:
+		n = snprintf(buf, size, "%llu", (unsigned long long)v->u);
+		break;
+	case PK_FLOAT: /* Python's str: a whole number keeps its ".0" */
+		n = snprintf(buf, size, "%.15g", v->f);
+		if (n > 0 && (size_t)n + 2 < size && !strpbrk(buf, ".einI"))
+			n += snprintf(buf + n, size - (size_t)n, ".0");
+		break;
+	case PK_STR:
+		n = snprintf(buf, size, "%s", v->o->s);
+		break;
+	case PK_LIST:
+	case PK_TUPLE:
+	case PK_DICT:
+		if (depth < 4)
+			return items_text(v, buf, size, depth);
+		n = snprintf(buf, size, "...");
+		break;
+	default:
+		n = snprintf(buf, size, "?");
+	}
+	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+}
+
+const char *pk_text(const struct pk_val *v, char *buf, size_t size)
+{
+	if (size)
+		buf[0] = 0;
+	text_at(v, buf, size, 0);
+	return buf;
+}
+
 const char *pk_kind_name(enum pk_kind k)
 {
 	static const char *const names[] = {"None", "bool",  "int",  "int",   "int", "float",

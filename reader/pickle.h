@@ -162,6 +162,10 @@ bool pk_num(const struct pk_val *v, double *out);
 /* A str's bytes, or NULL (len set when not NULL). */
 const char *pk_str(const struct pk_val *v, size_t *len);
 bool pk_str_is(const struct pk_val *v, const char *s);
+/* A value as text, the way Python's str() writes it, except that a dict is
+ * "k:v,k:v" and a list or tuple "a,b" (the framework-history helper's form
+ * of allocator settings); cut to fit buf. */
+const char *pk_text(const struct pk_val *v, char *buf, size_t size);
 const char *pk_kind_name(enum pk_kind k);
 
 #endif

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "gpumemtrace/format.h"
+#include "common/fwhist.h"
+#include "reader/reader.h"
 #include "reader/snapimport.h"
 #include "reader/torchsnap.h"
 #include "reader/twrite.h"
@@ -20,7 +22,10 @@
 /* Devices with a history: each is a cursor that reads the whole pickle
  * again, so a hostile one with thousands would cost thousands of reads. */
 #define MAX_TRACED_DEVICES 64
-#define TID		   1 /* the snapshot has no threads: one for every event */
+#define TID		   1	/* the snapshot has no threads: one for every event */
+#define FW_BATCH	   4096 /* history entries per FWTRACE record */
+#define FW_SEQ		   1	/* the one snapshot an import holds */
+#define FW_SETTINGS	   32
 #define US		   1000ull
 
 /* ---- a u64 -> u64 map: linear probing, backward-shift deletion ---- */
@@ -228,6 +233,23 @@ struct dev {
 	const struct ts_item *item;
 	uint64_t t, t_prev;
 	bool done;
+	/* its history entries waiting for their FWTRACE record */
+	struct gmt_fw_entry *fw;
+	size_t nfw;
+};
+
+/* A segment at the snapshot's end, for its FWSEG record. */
+struct fseg {
+	int64_t device;
+	uint64_t addr, size, stream, pool_a, pool_b;
+	unsigned flags;
+	size_t frames_off, nframes, first_block, nblocks;
+};
+
+struct fblk {
+	uint64_t addr, size, req;
+	uint32_t state;
+	size_t frames_off, nframes;
 };
 
 struct imp {
@@ -269,6 +291,15 @@ struct imp {
 	uint64_t next_handle, ranges_open, range_id;
 	struct u64map open_range; /* name hash -> open count (for END's id) */
 	uint64_t inconsistent;	  /* frees and unmaps of what was not there */
+	/* the framework-history records: the end state and the settings */
+	struct fseg *fsegs;
+	size_t nfsegs, fsegcap;
+	struct fblk *fblks;
+	size_t nfblks, fblkcap;
+	char *set_key[FW_SETTINGS], *set_val[FW_SETTINGS];
+	size_t nset;
+	bool any_frames;
+	uint64_t t_snap; /* the snapshot's moment: the history's last entry */
 };
 
 static int fail(struct imp *m, enum pk_err code, const char *fmt, ...)
@@ -611,6 +642,54 @@ static int add_before(struct imp *m, int64_t device, uint64_t address, uint64_t 
 	return 0;
 }
 
+/* A stack's frames into the frame-index pool: where they start. */
+static int pool_frames(struct imp *m, const struct ts_stack *st, size_t *off, size_t *n)
+{
+	*off = m->nbframes;
+	*n = st->n < 256 ? st->n : 256;
+	if (grow(m, (void **)&m->bframes, &m->bframecap, m->nbframes + *n, sizeof *m->bframes))
+		return -1;
+	for (size_t i = 0; i < *n; i++) {
+		long k = frame_intern(m, &st->f[i]);
+		if (k < 0)
+			return -1;
+		m->bframes[m->nbframes++] = (size_t)k;
+	}
+	m->any_frames |= *n > 0;
+	return 0;
+}
+
+/* The segment, whole, for its FWSEG record. */
+static int keep_segment(struct imp *m, const struct ts_segment *g)
+{
+	if (grow(m, (void **)&m->fsegs, &m->fsegcap, m->nfsegs + 1, sizeof *m->fsegs) ||
+	    grow(m, (void **)&m->fblks, &m->fblkcap, m->nfblks + g->nblocks, sizeof *m->fblks))
+		return -1;
+	struct fseg *f = &m->fsegs[m->nfsegs++];
+	*f = (struct fseg){.device = g->device,
+			   .addr = g->address,
+			   .size = g->total_size,
+			   .stream = g->stream,
+			   .pool_a = g->pool_a,
+			   .pool_b = g->pool_b,
+			   .flags = (g->expandable ? GMT_FWSEG_EXPANDABLE : 0) |
+				    (g->small ? GMT_FWSEG_SMALL : 0),
+			   .first_block = m->nfblks,
+			   .nblocks = g->nblocks};
+	if (pool_frames(m, &g->frames, &f->frames_off, &f->nframes))
+		return -1;
+	for (size_t i = 0; i < g->nblocks; i++) {
+		const struct ts_block *b = &g->blocks[i];
+		struct fblk *o = &m->fblks[m->nfblks++];
+		*o = (struct fblk){
+		    b->address,		b->size, b->has_requested ? b->requested_size : 0,
+		    (uint32_t)b->state, 0,	 0};
+		if (pool_frames(m, &b->frames, &o->frames_off, &o->nframes))
+			return -1;
+	}
+	return 0;
+}
+
 /* Subtracts [a, b) from the ranges of s; calls back (when before is not
  * NULL) for each part of it that no range covered. */
 static int pieces_cut(struct imp *m, struct pieces *s, uint64_t a, uint64_t b, int64_t device,
@@ -703,6 +782,8 @@ static int learn_segment(struct imp *m, const struct ts_segment *g)
 	if (!d)
 		return -1;
 	m->segments++;
+	if (keep_segment(m, g))
+		return -1;
 	/* the end state is known only after the entries: keep what is needed */
 	if (g->expandable) {
 		/* the parts of it the history did not map: checked after pass A */
@@ -713,6 +794,14 @@ static int learn_segment(struct imp *m, const struct ts_segment *g)
 
 static int learn_settings(struct imp *m, const struct ts_settings *st)
 {
+	for (size_t i = 0; st->dict && i + 1 < pk_len(st->dict) && m->nset < FW_SETTINGS; i += 2) {
+		char k[128], v[512];
+		pk_text(pk_item(st->dict, i), k, sizeof k);
+		pk_text(pk_item(st->dict, i + 1), v, sizeof v);
+		if (!(m->set_key[m->nset] = strdup(k)) || !(m->set_val[m->nset] = strdup(v)))
+			return nomem(m);
+		m->nset++;
+	}
 	m->have_settings = true;
 	free(m->conf);
 	m->conf = st->conf ? strdup(st->conf) : NULL;
@@ -819,6 +908,15 @@ static int pass_a(struct imp *m)
 	m->no_time = m->entries && !m->some_time;
 	if (!any)
 		m->t_start = US; /* no times: entries 1 us apart from here */
+	/* the snapshot was taken after the history's last entry */
+	m->t_snap = m->t_start;
+	for (int64_t i = 0; i < m->ndev; i++) {
+		struct dev *d = &m->dev[i];
+		uint64_t last =
+		    d->timed ? d->last_ns : m->t_start + (d->entries ? d->entries - 1 : 0) * US;
+		if (last > m->t_snap)
+			m->t_snap = last;
+	}
 	return 0;
 }
 
@@ -931,21 +1029,62 @@ static int emit_before(struct imp *m)
 	return 0;
 }
 
+/* The device's waiting history entries as one FWTRACE record. */
+static int fw_flush(struct imp *m, int64_t device)
+{
+	struct dev *d = &m->dev[device];
+	if (!d->nfw)
+		return 0;
+	uint8_t *p = tw_end_batch(&m->w)
+			 ? NULL
+			 : tw_room(&m->w, GMT_FW_TRACE_HEAD_MAX + d->nfw * GMT_FW_ENTRY_MAX);
+	if (!p)
+		return write_failed(m);
+	struct gmt_fw_enc st;
+	p = gmt_fw_put_trace_head(p, &st, FW_SEQ, device, 0, d->fw[0].time_us, d->nfw);
+	for (size_t i = 0; i < d->nfw; i++) {
+		const struct gmt_fw_entry *e = &d->fw[i];
+		p = gmt_fw_put_entry(p, &st, e->action, e->addr, e->size, e->stream, e->time_us,
+				     e->stack_id);
+	}
+	tw_commit(&m->w, p);
+	d->nfw = 0;
+	return 0;
+}
+
+/* One history entry for the device's FWTRACE records (actions are the
+ * snapshot's, numbered alike: GMT_FW_*). */
+static int fw_entry(struct imp *m, struct dev *d, const struct ts_entry *e, uint64_t stack)
+{
+	if (!d->fw && !(d->fw = malloc(FW_BATCH * sizeof *d->fw)))
+		return nomem(m);
+	d->fw[d->nfw++] = (struct gmt_fw_entry){
+	    .action = (uint32_t)e->action,
+	    .addr = e->action == TS_OOM ? e->device_free : e->addr,
+	    .size = e->size,
+	    .stream = e->stream,
+	    .time_us = e->has_time ? e->time_us : 0,
+	    .stack_id = stack,
+	};
+	m->any_frames |= e->frames.n > 0;
+	return d->nfw == FW_BATCH ? fw_flush(m, e->device) : 0;
+}
+
 static int emit_entry(struct imp *m, struct dev *d, const struct ts_entry *e, uint64_t t)
 {
 	bool ok;
+	uint64_t stack = stack_of(m, &e->frames, &ok);
+	if (!ok || fw_entry(m, d, e, stack))
+		return -1;
 	switch (e->action) {
 	case TS_SEGMENT_ALLOC:
 	case TS_SEGMENT_FREE:
 	case TS_SEGMENT_MAP:
 	case TS_SEGMENT_UNMAP:
 		break;
-	default: /* the tensors' own entries: the framework-history records */
+	default: /* the tensors' own entries: their FWTRACE record only */
 		return 0;
 	}
-	uint64_t stack = stack_of(m, &e->frames, &ok);
-	if (!ok)
-		return -1;
 	uint64_t end = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
 	switch (e->action) {
 	case TS_SEGMENT_ALLOC:
@@ -1069,11 +1208,84 @@ static int emit_entries(struct imp *m)
 		ts_close(m->dev[devs[i]].cur);
 		m->dev[devs[i]].cur = NULL;
 	}
-	if (!rc && !n) { /* no history: still the annotations (none without times) */
-		ts_rewind(m->ts);
-	}
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = fw_flush(m, devs[i]);
 	free(devs);
 	return rc;
+}
+
+/* The snapshot: FWSNAP, its settings as the framework-history helper writes
+ * them (key and value as text). */
+static int write_fwsnap(struct imp *m)
+{
+	size_t need = GMT_FW_SNAP_HEAD_MAX + 8;
+	for (size_t i = 0; i < m->nset; i++)
+		need += strlen(m->set_key[i]) + strlen(m->set_val[i]) + 2 * GMT_VARINT_MAX;
+	uint8_t *p = tw_end_batch(&m->w) ? NULL : tw_room(&m->w, need);
+	if (!p)
+		return write_failed(m);
+	unsigned flags =
+	    (m->entries ? GMT_FWSNAP_HISTORY : 0) | (m->any_frames ? GMT_FWSNAP_PY_STACKS : 0) |
+	    (m->cpp_frames ? GMT_FWSNAP_CPP_STACKS : 0) | (m->no_time ? GMT_FWSNAP_NO_TIME : 0);
+	p = gmt_fw_put_snap_head(p, TID, m->t_snap, m->t_snap, FW_SEQ, GMT_FWSNAP_WHY_IMPORT,
+				 "torch", 5, flags, 0, m->nset);
+	for (size_t i = 0; i < m->nset; i++)
+		p = gmt_fw_put_setting(p, m->set_key[i], strlen(m->set_key[i]), m->set_val[i],
+				       strlen(m->set_val[i]));
+	tw_commit(&m->w, p);
+	return 0;
+}
+
+/* The segments at the snapshot's end, with their blocks: FWSEG records
+ * (a segment of more blocks than a record takes continues in the next). */
+static int write_fwsegs(struct imp *m)
+{
+	for (size_t i = 0; i < m->nfsegs; i++) {
+		const struct fseg *f = &m->fsegs[i];
+		uint64_t stack =
+		    f->nframes ? stack_of_indices(m, m->bframes + f->frames_off, f->nframes) : 0;
+		size_t done = 0;
+		do {
+			size_t n = f->nblocks - done < GMT_FW_BATCH_MAX ? f->nblocks - done
+									: GMT_FW_BATCH_MAX;
+			uint64_t *stacks = n ? malloc(n * sizeof *stacks) : NULL;
+			if (n && !stacks)
+				return nomem(m);
+			for (size_t k = 0; k < n; k++) {
+				const struct fblk *b = &m->fblks[f->first_block + done + k];
+				stacks[k] = b->nframes
+						? stack_of_indices(m, m->bframes + b->frames_off,
+								   b->nframes)
+						: 0;
+			}
+			if (m->err->code) {
+				free(stacks);
+				return -1;
+			}
+			uint8_t *p =
+			    tw_end_batch(&m->w)
+				? NULL
+				: tw_room(&m->w, GMT_FW_SEG_HEAD_MAX + n * GMT_FW_BLOCK_MAX);
+			if (!p) {
+				free(stacks);
+				return write_failed(m);
+			}
+			struct gmt_fw_enc st;
+			p = gmt_fw_put_seg_head(p, &st, FW_SEQ, f->device, f->addr, f->size,
+						f->stream,
+						f->flags | (done ? GMT_FWSEG_CONTINUED : 0),
+						f->pool_a, f->pool_b, stack, n);
+			for (size_t k = 0; k < n; k++) {
+				const struct fblk *b = &m->fblks[f->first_block + done + k];
+				p = gmt_fw_put_block(p, &st, b->addr, b->size, b->req, b->state,
+						     stacks[k]);
+			}
+			tw_commit(&m->w, p);
+			free(stacks);
+			done += n;
+		} while (done < f->nblocks);
+	}
+	return 0;
 }
 
 static void fmt_bytes(char *buf, size_t size, uint64_t b)
@@ -1144,7 +1356,8 @@ static int run(struct imp *m, int out_fd, const char *name, bool compress)
 	m->t_end = m->t_start;
 	if (tw_open(&m->w, out_fd, &h, compress) || write_head(m, name))
 		return m->err->code ? -1 : write_failed(m);
-	if (emit_before(m) || emit_entries(m) || flush_frames(m))
+	if (write_fwsnap(m) || emit_before(m) || emit_entries(m) || write_fwsegs(m) ||
+	    flush_frames(m))
 		return -1;
 	if (tw_trailer(&m->w, m->t_end, 0, GMT_END_EXIT) || tw_close(&m->w))
 		return write_failed(m);
@@ -1161,6 +1374,16 @@ static void cleanup(struct imp *m)
 		pieces_free(&m->dev[i].mapped_in);
 		pieces_free(&m->dev[i].mapped);
 	}
+	for (int64_t i = 0; i < m->ndev; i++)
+		free(m->dev[i].fw);
+	for (size_t i = 0; i < m->nset; i++) {
+		free(m->set_key[i]);
+		free(m->set_val[i]);
+	}
+	pk_budget_discharge((uint64_t)m->fsegcap * sizeof *m->fsegs +
+			    (uint64_t)m->fblkcap * sizeof *m->fblks);
+	free(m->fsegs);
+	free(m->fblks);
 	map_free(&m->shared);
 	map_free(&m->node_of);
 	map_free(&m->open_range);

@@ -313,6 +313,7 @@ static int take_settings(struct ts *s, const struct pk_val *d)
 	memset(st, 0, sizeof *st);
 	if (d->kind != PK_DICT)
 		return bad(s, "allocator_settings is a %s, not a dict", pk_kind_name(d->kind));
+	st->dict = d;
 	st->conf = get_str(d, "PYTORCH_CUDA_ALLOC_CONF");
 	const struct pk_val *v = pk_get(d, "max_split_size");
 	int64_t i;

@@ -99,7 +99,8 @@ struct ts_entry {
 
 /* allocator_settings: the allocator's configuration at snapshot time. */
 struct ts_settings {
-	const char *conf; /* PYTORCH_CUDA_ALLOC_CONF, as set; NULL: absent */
+	const struct pk_val *dict; /* the dict itself: every key, as written */
+	const char *conf;	   /* PYTORCH_CUDA_ALLOC_CONF, as set; NULL: absent */
 	bool has_max_split;
 	uint64_t max_split_size; /* bytes; SIZE_MAX (or -1 in the pickle): unset */
 	bool max_split_unset;

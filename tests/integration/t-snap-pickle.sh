@@ -26,7 +26,13 @@ expect_eq "segments as cudaMalloc" "$(grep -c 'EVENT .* cudaMalloc dev 0' d)" 3
 grep -q 'PYFRAME [0-9]* function "forward" file "/home/user/model.py" line 42' d || fail "no model.py frame"
 # the site is the user's line, past the installed package's frame
 "$G" top s4.pickle | grep -q "forward (/home/user/model.py:42)" || fail "top: no model.py:42 site"
-grep -q '"PYTORCH_CUDA_ALLOC_CONF"' d && fail "an empty allocator conf recorded"
+grep -q 'PROCESS .*"PYTORCH_CUDA_ALLOC_CONF"' d && fail "an empty allocator conf recorded"
+# the history itself: one snapshot (FWSNAP, reason import), its entries, its segments
+grep -q 'FWSNAP .* seq 1 reason import source "torch" .* flags 0x3 history python-stacks' d ||
+	fail "no FWSNAP: $(grep FWSNAP d)"
+expect_eq "FWTRACE entries" "$(grep 'FWTRACE seq 1 dev 0' d | sed 's/.*count //')" 24
+expect_eq "FWSEG records" "$(grep -c 'FWSEG seq 1 dev 0' d)" 3
+grep -q '"expandable_segments" "False"' d || fail "FWSNAP settings: $(grep -A8 FWSNAP d)"
 
 # 2. a wrapped history: the segments made before its window are rebuilt
 python3 "$GEN" w.pickle --wrap 4 || fail "snapgen --wrap"
