@@ -3,7 +3,12 @@
 # The library never links libcuda or libcudart: it finds them at run time.
 # Everything builds and tests without a GPU or the CUDA toolkit.
 
+# The one version: the CLI's --version, the man pages (make gen-docs) and
+# gpumemtrace.pc derive from it.
+VERSION := 0.1.0
 PREFIX ?= /usr/local
+# The release: pkg-config's and the Python package's (setup.py reads it here).
+VERSION := 0.1.0
 BUILD ?= build
 CC ?= cc
 CUDA_HOME ?= /usr/local/cuda
@@ -11,7 +16,7 @@ SANITIZE ?=
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(WARN) \
-	-I. -Iinclude
+	-DGMT_VERSION='"$(VERSION)"' -I. -Iinclude
 ifneq ($(SANITIZE),)
 BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 SAN_LDFLAGS := -fsanitize=$(SANITIZE)
@@ -30,7 +35,7 @@ LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(LIB_SRCS))
 LIB_LIBS := -lunwind -ldw -lelf -ldl -lpthread
 
 .PHONY: all
-all: $(LIB) $(BUILD)/gpumemtrace
+all: $(LIB) $(BUILD)/gpumemtrace $(BUILD)/libgpumemtrace-reader.so
 
 # ASan's start-up calls dlsym, which ours answers before ASan's shadow
 # memory exists: the lookup path stays out of ASan (UBSan still applies).
@@ -57,6 +62,7 @@ $(LIB): $(LIB_OBJS) $(LIB_MAP)
 
 # ---- the CLI, the simulated CUDA, the tests ----------------------------
 include cli/cli.mk
+include capi/capi.mk
 include tests/tests.mk
 include bench/bench.mk
 
@@ -72,12 +78,12 @@ $(DEMO): examples/train-loop.c common/cuda-types.h | sim
 .PHONY: install
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/gpumemtrace
-	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(LIB) $(READER_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 0755 $(BUILD)/gpumemtrace $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 include/gpumemtrace/*.h $(DESTDIR)$(PREFIX)/include/gpumemtrace/
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' share/gpumemtrace.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' share/gpumemtrace.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/gpumemtrace.pc
 	install -m 0644 share/man/gpumemtrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 share/man/gpumemtrace.7 $(DESTDIR)$(PREFIX)/share/man/man7/

@@ -18,8 +18,8 @@ struct growth_pat {
 		int64_t device;
 	} key;
 	uint64_t live, order;
-	uint64_t first, *times; /* times: from the second cycle on */
-	size_t n, cap;
+	uint64_t last; /* the last cycle's start */
+	size_t n;
 };
 
 static struct growth_dev *gdev_get(struct growth_result *g, int64_t ordinal)
@@ -83,8 +83,57 @@ static void boundary(struct growth_result *g, size_t k)
  * time count before it. */
 static void boundaries_before(struct growth_result *g, uint64_t time)
 {
-	while (g->mk.next < g->mk.n && g->mk.times[g->mk.next] < time)
+	while (g->mk.next < g->mk.filled && g->mk.times[g->mk.next] < time)
 		boundary(g, g->mk.next++);
+}
+
+/* Which of found boundaries are kept: every stride-th and the last. */
+static size_t stride_for(size_t found)
+{
+	size_t max = GROWTH_MAX_ITERATIONS + 1;
+	return found <= max ? 1 : (found - 1 + (max - 2)) / (max - 1);
+}
+
+static bool kept(size_t i, size_t found, size_t stride)
+{
+	return i % stride == 0 || i == found - 1;
+}
+
+static size_t kept_count(size_t found, size_t stride)
+{
+	return found ? (found - 1) / stride + 1 + ((found - 1) % stride != 0) : 0;
+}
+
+/* Markers' boundaries past GROWTH_MAX_ITERATIONS + 1, merged in place. */
+static void thin_markers(struct growth_markers *mk)
+{
+	mk->found = mk->n;
+	mk->stride = stride_for(mk->n);
+	size_t k = 0;
+	for (size_t i = 0; i < mk->n; i++)
+		if (kept(i, mk->n, mk->stride))
+			mk->times[k++] = mk->times[i];
+	mk->n = mk->filled = k;
+}
+
+/* Pass 2 of a pattern: its cycles' starts are the boundaries (pass 1
+ * counted them without keeping their times: one per cycle would grow with
+ * the trace). */
+static void pattern_cycle(struct growth_markers *mk, const struct rp_live *l, bool counted)
+{
+	if (l->stack_id != mk->pattern_stack || l->size != mk->pattern_size ||
+	    l->device != mk->pattern_device)
+		return;
+	if (!counted) {
+		if (mk->live)
+			mk->live--;
+		return;
+	}
+	if (mk->live++)
+		return;
+	size_t c = mk->cycle++;
+	if (c < mk->found && kept(c, mk->found, mk->stride) && mk->filled < mk->n)
+		mk->times[mk->filled++] = l->time_ns;
 }
 
 /* The device allocations live now on d's device, once: where a leak's
@@ -121,6 +170,10 @@ static void on_change(void *ctx, const struct rp_live *l, bool counted)
 	struct growth_result *g = ctx;
 	if (l->bucket != BK_DEVICE)
 		return;
+	if (g->pass == 2) {
+		pattern_cycle(&g->mk, l, counted);
+		return;
+	}
 	struct growth_pat *p, probe;
 	memset(&probe, 0, sizeof(probe));
 	probe.key.stack_id = l->stack_id;
@@ -133,29 +186,22 @@ static void on_change(void *ctx, const struct rp_live *l, bool counted)
 		return;
 	}
 	if (!p) {
+		if (HASH_COUNT(g->pats) >= GROWTH_MAX_KEYS)
+			return;
 		p = xcalloc(1, sizeof(*p));
 		p->key = probe.key;
 		p->order = HASH_COUNT(g->pats);
 		HASH_ADD(hh, g->pats, key, sizeof(p->key), p);
 	}
 	if (!p->live++) {
-		/* most keys cycle once: the first time needs no array */
-		if (!p->n) {
-			p->first = l->time_ns;
-		} else {
-			if (p->n == 1 || p->n == p->cap) {
-				p->cap = p->n == 1 ? 16 : 2 * p->cap;
-				p->times = xrealloc(p->times, p->cap * sizeof(*p->times));
-				p->times[0] = p->first;
-			}
-			p->times[p->n] = l->time_ns;
-		}
+		p->last = l->time_ns;
 		p->n++;
 	}
 }
 
 /* Iterations from the most repeated cycle (ties: the first seen), if it
- * repeats GROWTH_PATTERN_MIN times; frees the counts. */
+ * repeats GROWTH_PATTERN_MIN times; frees the counts. Their times come in
+ * pass 2 (pattern_cycle); the last one's is known now. */
 static void plan_pattern(struct growth_result *g)
 {
 	struct growth_pat *p, *tmp, *best = NULL;
@@ -174,14 +220,16 @@ static void plan_pattern(struct growth_result *g)
 		mk->name = mk->pattern_name;
 		mk->pattern_stack = best->key.stack_id;
 		mk->pattern_size = best->key.size;
-		mk->times = best->times;
-		mk->n = best->n;
-		best->times = NULL;
+		mk->pattern_device = best->key.device;
+		mk->found = best->n;
+		mk->stride = stride_for(best->n);
+		mk->n = kept_count(best->n, mk->stride);
+		mk->times = xcalloc(mk->n, sizeof(*mk->times));
+		mk->times[mk->n - 1] = best->last;
 	}
 	HASH_ITER(hh, g->pats, p, tmp)
 	{
 		HASH_DEL(g->pats, p);
-		free(p->times);
 		free(p);
 	}
 }
@@ -309,6 +357,7 @@ static void plan_markers(struct trace *t, struct growth_markers *mk)
 			if (t->ranges[i].op == GMT_RANGE_MARK && !strcmp(t->ranges[i].text, name))
 				mk->times[mk->n++] = t->ranges[i].time_ns;
 		free(texts);
+		thin_markers(mk);
 		return;
 	}
 	/* top-level ranges: pushes at depth 0 on their thread, and starts */
@@ -378,6 +427,7 @@ static void plan_markers(struct trace *t, struct growth_markers *mk)
 	if (end)
 		mk->times[mk->n++] = end;
 	free(th);
+	thin_markers(mk);
 }
 
 static int u64_cmp(const void *a, const void *b)
@@ -491,7 +541,8 @@ static int growth_replay(struct growth_result *g, struct trace *t)
 	int r = -1;
 	for (g->pass = 1; g->pass <= 2; g->pass++) {
 		replay_init(&g->rp);
-		if (g->pass == 1 && !g->mk.source) {
+		if ((g->pass == 1 && !g->mk.source) ||
+		    (g->pass == 2 && g->mk.source && !strcmp(g->mk.source, "pattern"))) {
 			g->rp.on_change = on_change;
 			g->rp.on_change_ctx = g;
 		}
@@ -499,6 +550,9 @@ static int growth_replay(struct growth_result *g, struct trace *t)
 		if (g->pass == 1) {
 			plan_pass2(g);
 		} else {
+			/* a pattern's cycles came as pass 1 counted them; if not, only
+			 * those that came */
+			g->mk.n = g->mk.filled;
 			boundaries_before(g, UINT64_MAX);
 			for (size_t k = 0; k < g->ndevs; k++)
 				if (!g->devs[k].snapped)

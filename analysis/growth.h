@@ -23,9 +23,15 @@
 #include "analysis/replay.h"
 #include "analysis/trace.h"
 
-#define GROWTH_MAX_STEPS   100000 /* kept for the output; all are counted */
-#define GROWTH_MARKER_MIN  3
-#define GROWTH_PATTERN_MIN 8 /* a repeating allocation needs 8 cycles to make iterations */
+#define GROWTH_MAX_STEPS 100000 /* kept for the output; all are counted */
+/* Memory bounded whatever the trace's length: at most this many
+ * iterations (a run with more has them merged: growth_markers.stride),
+ * and at most this many (site, size) keys followed in search of a
+ * repeating allocation (keys first seen later are not candidates). */
+#define GROWTH_MAX_ITERATIONS 100000
+#define GROWTH_MAX_KEYS	      (1u << 18)
+#define GROWTH_MARKER_MIN     3
+#define GROWTH_PATTERN_MIN    8 /* a repeating allocation needs 8 cycles to make iterations */
 
 struct growth_params {
 	bool has_device; /* only device `device` (listed even without events) */
@@ -144,8 +150,16 @@ struct growth_markers {
 	const char *name;
 	char pattern_name[64];
 	uint64_t pattern_stack, pattern_size;
+	int64_t pattern_device;
 	uint64_t *times;
 	size_t n, next;
+	/* More than GROWTH_MAX_ITERATIONS + 1 boundaries (found: `found`):
+	 * every stride-th is kept, and the last, so one iteration spans stride
+	 * of the run's (the last one fewer); 1 otherwise. */
+	size_t stride, found;
+	/* pass 2 of a pattern: times are filled as its cycles come */
+	size_t filled, cycle;
+	uint64_t live;
 };
 
 struct growth_pat;

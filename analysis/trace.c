@@ -142,6 +142,43 @@ int trace_open(struct trace *t, const char *cmd, const char *path)
 	return -1;
 }
 
+int trace_open_follow(struct trace *t, const char *cmd, const char *path)
+{
+	int rc = open_start(t, cmd, path);
+	if (rc >= 0)
+		return rc;
+	t->info = *gmt_reader_info(t->reader);
+	return -1;
+}
+
+bool trace_follow(struct trace *t, trace_event_fn on_event, trace_record_fn on_record, void *ctx)
+{
+	const struct gmt_read_info *in = gmt_reader_info(t->reader);
+	if (in->eof && !gmt_reader_follow(t->reader))
+		return false;
+	uint64_t before = in->records + in->events;
+	struct gmt_record rec;
+	for (;;) {
+		const struct gmt_event *evs;
+		size_t n = gmt_reader_next_events(t->reader, &evs);
+		for (size_t i = 0; i < n; i++) {
+			on_event_meta(t, &evs[i]);
+			on_event(ctx, &evs[i], NULL);
+		}
+		if (n)
+			continue;
+		if (!gmt_reader_next(t->reader, &rec))
+			break;
+		trace_on_record(t, &rec);
+		if (rec.type == GMT_REC_EVENT)
+			on_event(ctx, &rec.u.event, NULL);
+		else if (on_record)
+			on_record(ctx, &rec);
+	}
+	open_end(t);
+	return in->records + in->events != before;
+}
+
 void trace_close(struct trace *t)
 {
 	for (size_t i = 0; i < t->ndevs; i++)
@@ -461,6 +498,48 @@ int64_t trace_duration_ns(const struct trace *t)
 {
 	int64_t d = t->events || t->has_trailer ? trace_rel(t, trace_end_ns(t)) : 0;
 	return d > 0 ? d : 0; /* never a negative length */
+}
+
+uint64_t trace_lost_own(const struct trace *t)
+{
+	return t->lost > t->lost_in_children ? t->lost - t->lost_in_children : 0;
+}
+
+const char *trace_incomplete_why(const struct trace *t)
+{
+	return t->complete			  ? NULL
+	       : t->info.damage			  ? "damaged: chunks missing or repeated"
+	       : t->info.stop == GMT_STOP_TORN	  ? "torn tail"
+	       : t->info.stop == GMT_STOP_CORRUPT ? "corrupt chunk"
+	       : t->info.stop == GMT_STOP_IO	  ? "read error"
+						  : "no trailer: killed, crashed or still running";
+}
+
+bool trace_partial(const struct trace *t)
+{
+	return !t->complete || trace_lost_own(t);
+}
+
+const char *trace_partial_what(const struct trace *t, char *buf, size_t size)
+{
+	uint64_t lost = trace_lost_own(t);
+	const char *why = trace_incomplete_why(t);
+	int n = 0;
+	buf[0] = '\0';
+	if (lost)
+		n = snprintf(buf, size, "%" PRIu64 " event%s lost%s", lost, lost == 1 ? "" : "s",
+			     why ? ", " : "");
+	if (why && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, "incomplete trace (%s)", why);
+	return buf;
+}
+
+const char *trace_partial_text(const struct trace *t, char *buf, size_t size)
+{
+	char what[160];
+	snprintf(buf, size, "PARTIAL DATA: %s: allocations and frees may be missing",
+		 trace_partial_what(t, what, sizeof(what)));
+	return buf;
 }
 
 /* ---- grouping -------------------------------------------------------- */

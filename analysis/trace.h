@@ -220,6 +220,17 @@ int trace_replay(struct trace *t, struct replay *rp, trace_event_fn fn, void *ct
 int trace_open_replay(struct trace *t, const char *cmd, const char *path, struct replay *rp,
 		      trace_event_fn fn, void *ctx);
 
+/* A trace still being written, read as it grows: trace_open_follow opens
+ * it and reads nothing (same returns as trace_open); each trace_follow
+ * then reads what was added since the last, the metadata as trace_open
+ * does (the metadata is whole again when it returns), and hands each new
+ * event to on_event (in file order: each thread's events in time order,
+ * the threads' batches interleaved; rp is NULL) and every other record to
+ * on_record (may be NULL). Returns whether anything new was read. */
+typedef void (*trace_record_fn)(void *ctx, const struct gmt_record *rec);
+int trace_open_follow(struct trace *t, const char *cmd, const char *path);
+bool trace_follow(struct trace *t, trace_event_fn on_event, trace_record_fn on_record, void *ctx);
+
 /* After the last pass: the warning line for an incomplete trace (or the
  * error line for corruption); returns 0 or the exit code (reader_finish_cmd). */
 int trace_finish(struct trace *t);
@@ -278,6 +289,23 @@ uint64_t trace_end_ns(const struct trace *t);
  * a trailer (killed before its first flush: there is no end to speak of),
  * never negative. Every report's duration is this one. */
 int64_t trace_duration_ns(const struct trace *t);
+
+/* ---- partial data ---- */
+
+/* This process's events missing from the trace (a full ring; events of
+ * children made without fork handlers, lost_in_children, are not). */
+uint64_t trace_lost_own(const struct trace *t);
+/* Why the trace is not complete ("no trailer: ...", "torn tail"...), or
+ * NULL when it is. */
+const char *trace_incomplete_why(const struct trace *t);
+/* Events lost or the trace incomplete: every report says so. */
+bool trace_partial(const struct trace *t);
+/* "500 events lost, incomplete trace (torn tail)" ("" when neither),
+ * into buf (>= 160). */
+const char *trace_partial_what(const struct trace *t, char *buf, size_t size);
+/* "PARTIAL DATA: " what ": allocations and frees may be missing", into
+ * buf (>= 256): the line every report and export carries. */
+const char *trace_partial_text(const struct trace *t, char *buf, size_t size);
 
 /* ---- several traces ---- */
 

@@ -34,3 +34,9 @@ bench-pyframes: ## ns per Python frame on the hook path, cached and not (PY=pyth
 		bench/pyframes.c preload/python.c preload/python-layouts.c \
 		-o $(BENCH_DIR)/gmtpybench$$($(PY) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') -ldl -lpthread
 	GMT_PYBENCH=$(BENCH_DIR) $(PY) bench/pyframes.py
+
+# The Python package: the reader into Arrow against CSV + pandas, and the
+# pytest plugin's cost per test (bench/python.sh; needs build/pyvenv).
+.PHONY: bench-python
+bench-python: bench-progs ## the Python reader's events/s into Arrow vs CSV + pandas, the pytest plugin's ms per test
+	@BUILD=$(abspath $(BUILD)) bench/python.sh $(BENCH)

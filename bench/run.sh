@@ -8,8 +8,11 @@
 #   throughput  events/s and events lost, 1/2/8/16 threads
 #   size        bytes per event on disk, realistic workload, vs heaptrack
 #   reader      `gpumemtrace summary` events/s and peak RSS vs heaptrack_print
+#   rss         peak RSS of every command and export format at RSS_EVENTS
+#               (1M and 20M events): flat when memory follows live
+#               allocations and stacks, not events
 # Knobs (environment): ROUNDS (5), PAIRS (300000), READER_EVENTS (20000000),
-# READER_ROUNDS (3).
+# READER_ROUNDS (3), RSS_EVENTS ("1000000 20000000").
 # Results: printed, and written to bench/results/PART.txt.
 set -u
 BUILD=${BUILD:-$(pwd)/build}
@@ -226,11 +229,41 @@ part_reader() {
 	} | tee "$RESULTS/reader.txt"
 }
 
+part_rss() {
+	local sizes=${RSS_EVENTS:-1000000 20000000} n c
+	local cmds=(dump summary "summary --json" explain top growth fragmentation oom leaks
+		"check --max-peak 1TiB" accounting "plot -o $TMP/o.svg" "flamegraph -o $TMP/o.svg"
+		"flamegraph --folded" "export --format perfetto -o $TMP/o.json"
+		"export --format csv -o $TMP/o.csv" "export --format pprof -o $TMP/o.pb.gz")
+	{
+		machine
+		echo "rss: peak RSS (MiB, GNU time) of each command on a trace of bench/workload with N"
+		echo "calls (a live set of at most 4096 allocations, 256 stacks); diff reads the trace twice"
+		printf "%-36s" command
+		for n in $sizes; do printf " %12s" "$n"; done
+		echo
+		for n in $sizes; do
+			traced "$TMP/rss.$n.gmt" -- "$B/workload" cuda "$n" >/dev/null
+		done
+		for c in "${cmds[@]}" diff; do
+			printf "%-36s" "${c%% -o *}"
+			for n in $sizes; do
+				local args=("$TMP/rss.$n.gmt")
+				[ "$c" = diff ] && args+=("$TMP/rss.$n.gmt")
+				read -r s kb < <(measure "$CLI" $c "${args[@]}") || kb=0
+				printf " %12s" "$((kb / 1024)) MiB"
+			done
+			echo
+		done
+		rm -f "$TMP"/rss.*.gmt "$TMP"/o.*
+	} | tee "$RESULTS/rss.txt"
+}
+
 command -v bc >/dev/null || { echo "bench: needs bc"; exit 2; }
-parts=${*:-hook throughput size reader}
+parts=${*:-hook throughput size reader rss}
 for p in $parts; do
 	case $p in
-	hook | throughput | size | reader) "part_$p" ;;
-	*) echo "bench: unknown part '$p' (hook throughput size reader)"; exit 2 ;;
+	hook | throughput | size | reader | rss) "part_$p" ;;
+	*) echo "bench: unknown part '$p' (hook throughput size reader rss)"; exit 2 ;;
 	esac
 done

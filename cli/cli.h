@@ -14,9 +14,7 @@
 #include "reader/xalloc.h"
 #include "cli/report-print.h"
 
-#ifndef GMT_VERSION
-#define GMT_VERSION "0.1.0"
-#endif
+/* GMT_VERSION: the Makefile's VERSION, given to the compiler */
 
 /* ---- commands (cli/cmd-*.c): argv[0] is the command name ---- */
 int cmd_dump(int argc, char **argv);

@@ -27,8 +27,11 @@ static const char more[] =
     "\n"
     "exit status: 0 every check passed, 1 a check failed, 2 an error: bad flags,\n"
     "no check given, a missing, unreadable or corrupt trace, an unwritable --junit\n"
-    "file (the other commands' codes 3 and 4 become 2 here). A trace with a torn\n"
-    "tail is checked up to it, with a warning.\n"
+    "file (the other commands' codes 3 and 4 become 2 here), 3 partial data: a\n"
+    "trace (or the baseline) lost events or is incomplete (no trailer, a torn\n"
+    "tail), so its figures may be short or long: the checks are printed, one\n"
+    "line says why, and no verdict is given. --allow-lost judges partial data\n"
+    "anyway (0 or 1, with a note).\n"
     "\n"
     "A note line follows the checks for a trace whose process ran out of memory\n"
     "(an out-of-memory failure that no retry recovered: its peak is only what it\n"
@@ -45,6 +48,9 @@ static const struct opt_usage usage = {
     .name = "check", .args = "TRACE...", .min_args = 0, .about = about, .more = more};
 
 #define CMD "check"
+/* check's own: a trace lost events or is incomplete, and no --allow-lost
+ * (the other commands' 3, cannot read, is 2 here) */
+#define EXIT_PARTIAL 3
 
 enum check_kind { CK_PEAK, CK_LIVE_END, CK_INCREASE, CK_OOM };
 static const char *const check_name[] = {"max-peak", "max-live-at-end", "max-increase", "no-oom"};
@@ -59,7 +65,7 @@ struct check_result {
 };
 
 struct check_args {
-	bool has_peak, has_live, has_increase, has_device, json, fail_on_oom;
+	bool has_peak, has_live, has_increase, has_device, json, fail_on_oom, allow_lost;
 	uint64_t max_peak, max_live;
 	double max_increase;
 	int64_t device;
@@ -76,11 +82,15 @@ struct check_state {
 		const char *path;
 		bool complete;
 		uint64_t ignored_allocs, ignored_bytes;
-		uint64_t ooms;	  /* out-of-memory failures no retry recovered */
-		const char *kase; /* the first one's case (oom_case_name) */
-		int64_t end_ns;	  /* where the trace ends (its last flush when incomplete) */
+		uint64_t ooms;	   /* out-of-memory failures no retry recovered */
+		const char *kase;  /* the first one's case (oom_case_name) */
+		int64_t end_ns;	   /* where the trace ends (its last flush when incomplete) */
+		uint64_t lost;	   /* this process's events lost */
+		char partial[160]; /* trace_partial_what, "" when complete and none lost */
 	} * tinfo;
 	size_t ntinfo;
+	char base_partial[160]; /* the baseline's */
+	size_t npartial;	/* traces (and baseline) with partial data */
 };
 
 static void add_result(struct check_state *s, struct check_result r)
@@ -136,6 +146,9 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	    OPT_BOOL("fail-on-oom", &a->fail_on_oom,
 		     "fail (exit 1) when an out-of-memory failure was\n"
 		     "not recovered by the framework's retry"),
+	    OPT_BOOL("allow-lost", &a->allow_lost,
+		     "judge traces that lost events or are incomplete\n"
+		     "(default: exit 3, no verdict on partial data)"),
 	    OPT_FILE("junit", &a->junit, "FILE", "also write the results as JUnit XML to FILE"),
 	    OPT_BOOL("json", &a->json, "one JSON object instead of lines (keys: docs/cli.md)"),
 	    OPT_END(),
@@ -249,7 +262,45 @@ static void print_notes(FILE *f, const struct check_state *s)
 			    s->tinfo[i].path, trace_fmt_time(b, s->tinfo[i].end_ns));
 			rb_wrap(f, 0, width, line);
 		}
+		if (s->tinfo[i].lost) {
+			snprintf(line, sizeof(line),
+				 "note: %s: %" PRIu64
+				 " events lost (a full ring): a lost allocation lowers the peak, a "
+				 "lost free raises what is live",
+				 s->tinfo[i].path, s->tinfo[i].lost);
+			rb_wrap(f, 0, width, line);
+		}
 	}
+	if (s->base_partial[0]) {
+		snprintf(line, sizeof(line), "note: the baseline: %s: its peak may be short",
+			 s->base_partial);
+		rb_wrap(f, 0, width, line);
+	}
+}
+
+/* Partial data: what was lost or cut, and where; NULL when nothing. The
+ * one line that stands for check's exit status 3. */
+static char *partial_line(const struct check_state *s, const char *baseline)
+{
+	if (!s->npartial)
+		return NULL;
+	char *line = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&line, &len);
+	if (!m)
+		xalloc_failed();
+	const char *sep = "";
+	if (s->base_partial[0]) {
+		fprintf(m, "baseline %s: %s", baseline, s->base_partial);
+		sep = "; ";
+	}
+	for (size_t i = 0; i < s->ntinfo; i++)
+		if (s->tinfo[i].partial[0]) {
+			fprintf(m, "%s%s: %s", sep, s->tinfo[i].path, s->tinfo[i].partial);
+			sep = "; ";
+		}
+	fclose(m);
+	return line;
 }
 
 static const char *pct_text(char *buf, double v)
@@ -311,8 +362,12 @@ static void json_pct(FILE *f, double v)
 static void print_json(FILE *f, const struct check_state *s, const struct check_args *a,
 		       size_t failed, const struct measure *base)
 {
-	fprintf(f, "{\"passed\": %s, \"checks_total\": %zu, \"checks_failed\": %zu,\n",
-		failed ? "false" : "true", s->n, failed);
+	bool no_verdict = s->npartial && !a->allow_lost;
+	fprintf(f,
+		"{\"passed\": %s, \"checks_total\": %zu, \"checks_failed\": %zu, \"partial\": %s, "
+		"\"allow_lost\": %s,\n",
+		failed || no_verdict ? "false" : "true", s->n, failed,
+		s->npartial ? "true" : "false", a->allow_lost ? "true" : "false");
 	fputs(" \"ignore_libraries\": [", f);
 	for (size_t i = 0; i < a->ignore.n; i++) {
 		if (i)
@@ -324,10 +379,11 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 		fputs("{\"path\": ", f);
 		json_cstr(f, a->baseline);
 		fprintf(f,
-			", \"complete\": %s, \"peak_bytes\": %" PRIu64
+			", \"complete\": %s, \"lost_events\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
 			", \"ignored_allocations\": %" PRIu64 ", \"ignored_bytes\": %" PRIu64 "}",
-			base->t.complete ? "true" : "false", base->rp.buckets[BK_DEVICE].peak,
-			base->ignored_allocs, base->ignored_bytes);
+			base->t.complete ? "true" : "false", trace_lost_own(&base->t),
+			base->rp.buckets[BK_DEVICE].peak, base->ignored_allocs,
+			base->ignored_bytes);
 	} else {
 		fputs("null", f);
 	}
@@ -336,12 +392,13 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 		fputs(i ? ",\n  {\"path\": " : "\n  {\"path\": ", f);
 		json_cstr(f, s->tinfo[i].path);
 		fprintf(f,
-			", \"complete\": %s, \"ignored_allocations\": %" PRIu64
-			", \"ignored_bytes\": %" PRIu64 ", \"unrecovered_ooms\": %" PRIu64
+			", \"complete\": %s, \"lost_events\": %" PRIu64
+			", \"ignored_allocations\": %" PRIu64 ", \"ignored_bytes\": %" PRIu64
+			", \"unrecovered_ooms\": %" PRIu64
 			", \"oom_case\": \"%s\", \"end_time_ns\": %" PRId64 "}",
-			s->tinfo[i].complete ? "true" : "false", s->tinfo[i].ignored_allocs,
-			s->tinfo[i].ignored_bytes, s->tinfo[i].ooms, s->tinfo[i].kase,
-			s->tinfo[i].end_ns);
+			s->tinfo[i].complete ? "true" : "false", s->tinfo[i].lost,
+			s->tinfo[i].ignored_allocs, s->tinfo[i].ignored_bytes, s->tinfo[i].ooms,
+			s->tinfo[i].kase, s->tinfo[i].end_ns);
 	}
 	fputs("],\n \"checks\": [", f);
 	for (size_t i = 0; i < s->n; i++) {
@@ -372,16 +429,35 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 }
 
 static int write_junit(struct cli_out *o, const struct check_state *s, const struct check_args *a,
-		       size_t failed)
+		       size_t failed, bool no_verdict)
 {
 	FILE *f = o->f;
+	size_t tests = s->n + (no_verdict ? s->npartial : 0);
+	failed += no_verdict ? s->npartial : 0;
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<testsuites name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
 		"errors=\"0\">\n"
 		"  <testsuite name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
 		"errors=\"0\" skipped=\"0\">\n",
-		s->n, failed, s->n, failed);
+		tests, failed, tests, failed);
+	/* partial data: a failed test case per trace, so a CI page says why */
+	for (size_t i = 0; no_verdict && i <= s->ntinfo; i++) {
+		const char *path = i < s->ntinfo ? s->tinfo[i].path : a->baseline;
+		const char *what = i < s->ntinfo ? s->tinfo[i].partial : s->base_partial;
+		if (!path || !what[0])
+			continue;
+		fputs("    <testcase classname=\"", f);
+		xml_text(f, path);
+		fputs("\" name=\"complete-data\">\n      <failure type=\"partial-data\" message=\"",
+		      f);
+		xml_text(f, what);
+		fputs("\">", f);
+		xml_text(f, what);
+		fputs(": no verdict on partial data (--allow-lost judges it)</failure>\n"
+		      "    </testcase>\n",
+		      f);
+	}
 	for (size_t i = 0; i < s->n; i++) {
 		const struct check_result *r = &s->res[i];
 		char dev[32], *line = NULL;
@@ -447,6 +523,8 @@ int cmd_check(int argc, char **argv)
 			rc = as_error(rc);
 			goto out;
 		}
+		trace_partial_what(&base.t, s.base_partial, sizeof(s.base_partial));
+		s.npartial += trace_partial(&base.t);
 		rc = -1;
 	}
 	for (size_t i = 0; i < a.ntraces; i++) {
@@ -469,6 +547,10 @@ int cmd_check(int argc, char **argv)
 			oom_trace(&s, &a, a.traces[i], &m);
 			s.tinfo[s.ntinfo].path = a.traces[i];
 			s.tinfo[s.ntinfo].complete = m.t.complete;
+			s.tinfo[s.ntinfo].lost = trace_lost_own(&m.t);
+			trace_partial_what(&m.t, s.tinfo[s.ntinfo].partial,
+					   sizeof(s.tinfo[s.ntinfo].partial));
+			s.npartial += trace_partial(&m.t);
 			s.tinfo[s.ntinfo].ignored_allocs = m.ignored_allocs;
 			s.tinfo[s.ntinfo].ignored_bytes = m.ignored_bytes;
 			s.ntinfo++;
@@ -484,18 +566,29 @@ int cmd_check(int argc, char **argv)
 	size_t failed = 0;
 	for (size_t i = 0; i < s.n; i++)
 		failed += !s.res[i].pass;
+	bool no_verdict = s.npartial && !a.allow_lost;
 	if (a.json) {
 		print_json(stdout, &s, &a, failed, a.baseline ? &base : NULL);
 	} else {
 		for (size_t i = 0; i < s.n; i++)
 			print_line(stdout, &s.res[i], &a);
 		print_notes(stdout, &s);
-		printf("check: %zu passed, %zu failed\n", s.n - failed, failed);
+		printf("check: %zu passed, %zu failed%s\n", s.n - failed, failed,
+		       no_verdict   ? "; no verdict: partial data (--allow-lost judges it)"
+		       : s.npartial ? "; partial data judged (--allow-lost)"
+				    : "");
 	}
 	fflush(stdout);
 	rc = failed ? EXIT_CHECK : 0;
+	if (no_verdict) { /* before a pass or a fail: neither can be trusted */
+		char *line = partial_line(&s, a.baseline);
+		say_error(CMD, "partial data, no verdict (--allow-lost checks it anyway): %s",
+			  line);
+		free(line);
+		rc = EXIT_PARTIAL;
+	}
 	if (a.junit) {
-		int jrc = write_junit(&junit, &s, &a, failed);
+		int jrc = write_junit(&junit, &s, &a, failed, no_verdict);
 		if (jrc)
 			rc = jrc;
 	}

@@ -451,6 +451,9 @@ static void print_human(FILE *f, struct diff_ctx *d)
 		d->a->t.events);
 	fprintf(f, "B  %s (%s, %" PRIu64 " events)\n", d->path_b, state_text(&d->b->t),
 		d->b->t.events);
+	rb_partial_line(f, &d->a->t, true);
+	if (strcmp(d->path_a, d->path_b) != 0)
+		rb_partial_line(f, &d->b->t, true);
 
 	size_t ndiff = 0, nsame = 0;
 	for (size_t i = 0; i < d->env.n; i++) {
@@ -605,8 +608,10 @@ static void json_side(FILE *f, const char *path, const struct measure *m)
 {
 	fputs("{\"path\": ", f);
 	json_cstr(f, path);
-	fprintf(f, ", \"complete\": %s, \"events\": %" PRIu64 "}", m->t.complete ? "true" : "false",
+	fprintf(f, ", \"complete\": %s, \"events\": %" PRIu64, m->t.complete ? "true" : "false",
 		m->t.events);
+	rb_json_partial(f, &m->t);
+	fputc('}', f);
 }
 
 static void print_json(FILE *f, struct diff_ctx *d)
@@ -722,10 +727,7 @@ int cmd_diff(int argc, char **argv)
 	};
 	const char **args;
 	int npaths;
-	int rc = opt_parse(&usage, opts, argc, argv, &args, &npaths);
-	if (rc < 0 && (rc = site_args_finish(CMD, &sa)) >= 0)
-		free(args);
-	free(sa.hide.v), free(sa.focus.v);
+	int rc = opt_parse_sites(&usage, opts, argc, argv, &args, &npaths, &sa);
 	if (rc >= 0)
 		return rc;
 	const char *paths[2] = {npaths > 0 ? args[0] : NULL, npaths > 1 ? args[1] : NULL};

@@ -53,63 +53,18 @@ static void uuid(FILE *f, struct gmt_blob b)
 		fprintf(f, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", b.p[i]);
 }
 
-/* The per-API meaning of aux and aux2 (format.h, GMT_API_LIST comment). */
+/* aux and aux2 under their names (format.h's enum gmt_aux, the last
+ * column of GMT_API_LIST). */
 static void aux_fields(FILE *f, const struct gmt_event *e)
 {
-	bool aux = e->flags & GMT_EV_HAS_AUX, aux2 = e->flags & GMT_EV_HAS_AUX2;
-	const char *n1 = "aux", *n2 = "aux2";
-	int hex1 = 0, hex2 = 0;
-	switch (e->api) {
-	case GMT_API_cuMemAllocPitch_v2:
-	case GMT_API_cudaMallocPitch:
-	case GMT_API_cudaMalloc3D:
-		n1 = "pitch", n2 = "width";
-		break;
-	case GMT_API_cuMemAllocAsync:
-	case GMT_API_cuMemAllocAsync_ptsz:
-	case GMT_API_cuMemAllocFromPoolAsync:
-	case GMT_API_cuMemAllocFromPoolAsync_ptsz:
-	case GMT_API_cudaMallocAsync:
-	case GMT_API_cudaMallocAsync_ptsz:
-	case GMT_API_cudaMallocFromPoolAsync:
-	case GMT_API_cudaMallocFromPoolAsync_ptsz:
-	case GMT_API_cuMemFreeAsync:
-	case GMT_API_cuMemFreeAsync_ptsz:
-	case GMT_API_cudaFreeAsync:
-	case GMT_API_cudaFreeAsync_ptsz:
-		n1 = "stream", n2 = "pool", hex1 = hex2 = 1;
-		break;
-	case GMT_API_cuMemAllocManaged:
-	case GMT_API_cudaMallocManaged:
-	case GMT_API_cuMemAllocHost_v2:
-	case GMT_API_cuMemHostAlloc:
-	case GMT_API_cudaMallocHost:
-	case GMT_API_cudaHostAlloc:
-	case GMT_API_cuMemHostRegister_v2:
-	case GMT_API_cudaHostRegister:
-		n1 = "flags", hex1 = 1;
-		break;
-	case GMT_API_cuMemCreate:
-		n1 = "location";
-		break;
-	case GMT_API_cuMemMap:
-		n1 = "handle", n2 = "offset", hex1 = 1;
-		break;
-	case GMT_API_cuMemAddressReserve:
-		n1 = "alignment", n2 = "addr", hex2 = 1;
-		break;
-	case GMT_API_cuMemRetainAllocationHandle:
-		n1 = "address", hex1 = 1;
-		break;
-	case GMT_API_cuMemImportFromShareableHandle:
-		n1 = "handle_type";
-		break;
-	}
-	if (aux)
-		fprintf(f, hex1 ? " %s 0x%" PRIx64 : " %s %" PRIu64, n1, e->aux);
-	if (aux2)
-		fprintf(f, hex2 ? " %s 0x%" PRIx64 : " %s %" PRIu64, n2, e->aux2);
-	if (e->api == GMT_API_cuMemCreate && aux)
+	const struct api_info *a = api_lookup(e->api);
+	const struct aux_names *n = aux_names(a ? a->aux : GMT_AUX_NONE);
+	uint64_t v[2] = {e->aux, e->aux2};
+	bool has[2] = {e->flags & GMT_EV_HAS_AUX, e->flags & GMT_EV_HAS_AUX2};
+	for (int k = 0; k < 2; k++)
+		if (has[k])
+			fprintf(f, n->hex[k] ? " %s 0x%" PRIx64 : " %s %" PRIu64, n->name[k], v[k]);
+	if (a && a->aux == GMT_AUX_LOCATION && has[0])
 		fputs(e->aux == 1 ? " (device)" : e->aux == 2 ? " (host)" : "", f);
 }
 

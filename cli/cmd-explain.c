@@ -196,13 +196,8 @@ static void compare_out(FILE *f, bool json, struct ex_facts *fa, const struct ex
 int cmd_explain(int argc, char **argv)
 {
 	struct rb_opts o = {0};
-	const struct option opts[] = {
-	    OPT_RB_JSON(&o),
-	    OPT_RB_DEVICE(&o),
-	    OPT_END(),
-	};
 	struct trace *ts;
-	int rc = rb_parse_open(&usage, opts, argc, argv, &o, NULL, &ts);
+	int rc = rb_parse_open_plain(&usage, argc, argv, &o, &ts);
 	if (rc >= 0)
 		return rc;
 	if (o.npaths > 2) {

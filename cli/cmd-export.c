@@ -10,7 +10,6 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "cli/output.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
@@ -28,7 +27,13 @@ static const char about[] =
     "  pprof     gzipped profile.proto of device memory by stack, with sample\n"
     "            types alloc_objects, alloc_space (every allocation of the run)\n"
     "            and inuse_objects, inuse_space (live at the end, or --at peak),\n"
-    "            for 'go tool pprof' and the tools that read it.\n";
+    "            for 'go tool pprof' and the tools that read it.\n"
+    "  parquet   events, stacks, frames, samples, ranges, counters, modules,\n"
+    "            devices and traces as a Parquet dataset partitioned by host\n"
+    "            and rank, for DuckDB, Spark and Polars: written by the Python\n"
+    "            package (pip install 'gpumemtrace[parquet]', then the same\n"
+    "            command through its gpumemtrace or python -m gpumemtrace;\n"
+    "            docs/python.md).\n";
 static const char more[] =
     "examples:\n"
     "  gpumemtrace export --format perfetto run.gmt -o run.json   # ui.perfetto.dev\n"
@@ -118,7 +123,25 @@ static void pf_event(void *ctx, const struct gmt_event *e, struct replay *unused
 static int export_perfetto(FILE *f, struct trace *t)
 {
 	struct pf p = {.f = f, .t = t, .first = true};
-	fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f);
+	char text[256];
+	/* otherData: the Trace Event Format's place for the trace's own facts */
+	fprintf(
+	    f,
+	    "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"complete\":%s,\"lost_events\":%" PRIu64
+	    ",\"partial\":",
+	    t->complete ? "true" : "false", trace_lost_own(t));
+	if (trace_partial(t))
+		json_cstr(f, trace_partial_what(t, text, sizeof(text)));
+	else
+		fputs("null", f);
+	fputs("},\"traceEvents\":[", f);
+	if (trace_partial(t)) { /* and a marker across the timeline, where it is seen */
+		pf_sep(&p);
+		fputs("{\"name\":", f);
+		json_cstr(f, trace_partial_text(t, text, sizeof(text)));
+		fprintf(f, ",\"ph\":\"i\",\"s\":\"g\",\"ts\":0,\"pid\":%" PRIu64 ",\"tid\":0}",
+			t->pid);
+	}
 	pf_sep(&p);
 	fprintf(f,
 		"{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRIu64 ",\"args\":{\"name\":",
@@ -231,6 +254,12 @@ static void csv_event(void *ctx, const struct gmt_event *e, struct replay *unuse
 
 static int export_csv(FILE *f, struct trace *t)
 {
+	/* Partial data: a comment line first (pandas: comment='#', DuckDB:
+	 * comment = '#'); a complete trace's CSV starts with its header. */
+	if (trace_partial(t)) {
+		char text[256];
+		fprintf(f, "# %s\n", trace_partial_text(t, text, sizeof(text)));
+	}
 	fputs("time_s,tid,device,api,result,ptr,size,stack,function,file,line,library\n", f);
 	void *ctx[2] = {t, f};
 	return trace_replay(t, NULL, csv_event, ctx);
@@ -513,6 +542,10 @@ static void pp_build(struct pp_out *o, struct trace *t, struct pp_stack *stacks)
 	uint64_t end = trace_end_ns(t);
 	field_u(&o->prof, 9, t->start_wall_ns);
 	field_u(&o->prof, 10, end > t->hdr.start_mono_ns ? end - t->hdr.start_mono_ns : 0);
+	if (trace_partial(t)) { /* comment (13): what `go tool pprof -comments` prints */
+		char text[256];
+		field_u(&o->prof, 13, str_id(&o->st, trace_partial_text(t, text, sizeof(text))));
+	}
 	value_type(&o->prof, &o->st, 11, "space", "bytes");
 	field_u(&o->prof, 14, str_id(&o->st, "inuse_space"));
 	put(&o->prof, o->st.out.p, o->st.out.n); /* after the last str_id */
@@ -589,23 +622,20 @@ static int export_pprof(FILE *f, struct trace *t, bool at_end, bool raw)
 
 int cmd_export(int argc, char **argv)
 {
-	enum { F_PERFETTO, F_CSV, F_PPROF };
+	enum { F_PERFETTO, F_CSV, F_PPROF, F_PARQUET };
 	const char *out = NULL;
 	int fmt = F_PERFETTO, at = 1; /* peak, end */
 	bool has_fmt = false, raw = false;
 	const struct option opts[] = {
-	    OPT_CHOICE("format", &fmt, "perfetto|csv|pprof", "format",
-		       "perfetto, csv or pprof (required)", .short_name = 'f', .argh = "FORMAT",
-		       .given = &has_fmt, .required = true),
+	    OPT_CHOICE("format", &fmt, "perfetto|csv|pprof|parquet", "format",
+		       "perfetto, csv, pprof or parquet (required)", .short_name = 'f',
+		       .argh = "FORMAT", .given = &has_fmt, .required = true),
 	    OPT_FILE("output", &out, "FILE",
 		     "write to FILE (default stdout; pprof needs a file\n"
 		     "unless stdout is redirected)",
 		     .short_name = 'o'),
-	    OPT_CHOICE("at", &at, "peak|end", "moment",
-		       "pprof: the moment of the inuse samples (default end)"),
-	    OPT_BOOL("raw-sites", &raw,
-		     "pprof: keep the interpreter's own frames (_PyEval_*,\n"
-		     "python3.12+0x...), left out by default"),
+	    OPT_RB_AT(&at, "pprof: the moment of the inuse samples (default end)"),
+	    OPT_RB_RAW_FRAMES(&raw, "pprof: "),
 	    OPT_END(),
 	};
 	const char **paths = NULL;
@@ -613,42 +643,27 @@ int cmd_export(int argc, char **argv)
 	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	bool at_end = at == 1;
-	if (npaths != 1)
-		rc = say_usage_error(CMD, "expected one TRACE, got %d", npaths);
+	if (fmt == F_PARQUET) { /* the Python package's console script does it */
+		free(paths);
+		return say_usage_error(CMD,
+				       "--format parquet is written by the Python package: pip "
+				       "install 'gpumemtrace[parquet]', then run this command "
+				       "with its gpumemtrace (or python -m gpumemtrace)");
+	}
 	bool to_stdout = !out || strcmp(out, "-") == 0;
-	if (rc < 0 && fmt == F_PPROF && to_stdout && isatty(1))
-		rc = say_usage_error(CMD, "pprof is binary: give -o FILE or redirect stdout");
-	if (rc >= 0) {
+	if (npaths == 1 && fmt == F_PPROF && to_stdout && isatty(1)) {
 		free(paths);
-		return rc;
+		return say_usage_error(CMD, "pprof is binary: give -o FILE or redirect stdout");
 	}
-	struct cli_out o;
-	rc = cli_out_open(&o, CMD, out, paths, 1);
-	if (rc >= 0) {
-		free(paths);
+	struct rb_one r;
+	rc = rb_one_open(&r, CMD, out, paths, npaths);
+	if (rc >= 0)
 		return rc;
-	}
-	struct trace t;
-	rc = trace_open(&t, CMD, paths[0]);
-	if (rc >= 0) {
-		cli_out_close(&o, CMD, false);
-		free(paths);
-		return rc;
-	}
-	FILE *f = o.f;
 	if (fmt == F_PERFETTO)
-		rc = export_perfetto(f, &t);
+		rc = export_perfetto(r.out.f, &r.t);
 	else if (fmt == F_CSV)
-		rc = export_csv(f, &t);
+		rc = export_csv(r.out.f, &r.t);
 	else
-		rc = export_pprof(f, &t, at_end, raw);
-	int wrc = cli_out_close(&o, CMD, rc < 0);
-	if (rc < 0)
-		rc = wrc;
-	if (rc < 0)
-		rc = trace_finish(&t);
-	trace_close(&t);
-	free(paths);
-	return rc;
+		rc = export_pprof(r.out.f, &r.t, at == 1, raw);
+	return rb_one_close(&r, CMD, rc);
 }

@@ -7,7 +7,6 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "cli/output.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
@@ -300,6 +299,13 @@ static void write_svg(FILE *f, struct fg *g, bool at_end, uint64_t when_ns, bool
 	    "<text id=\"fg-matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\"></text>\n",
 	    PAD, at_end ? "at the end" : "at the peak", fmt_size(sz, g->root.bytes),
 	    trace_fmt_time(tbuf, trace_rel(t, when_ns)), FW - PAD, FW - PAD, FW - PAD, height - 10);
+	if (trace_partial(t)) { /* above the frames, where it is read first */
+		char text[256];
+		fprintf(f, "<text id=\"partial\" x=\"%d\" y=\"%d\" fill=\"#c00\">", PAD,
+			PAD_TOP - 8);
+		xml_text(f, trace_partial_text(t, text, sizeof(text)));
+		fputs("</text>\n", f);
+	}
 	if (g->root.bytes == 0)
 		fprintf(f, "<text x=\"%d\" y=\"%d\">no device memory was live then</text>\n", PAD,
 			PAD_TOP + 20);
@@ -319,13 +325,11 @@ int cmd_flamegraph(int argc, char **argv)
 		     "write to FILE; .html gives an HTML page, anything else\n"
 		     "an SVG (default: SVG on stdout)",
 		     .short_name = 'o'),
-	    OPT_CHOICE("at", &at, "peak|end", "moment", "the moment to show (default peak)"),
+	    OPT_RB_AT(&at, "the moment to show (default peak)"),
 	    OPT_BOOL("folded", &fold,
 		     "print folded stacks instead: 'outer;...;inner BYTES',\n"
 		     "for flamegraph.pl, inferno and speedscope"),
-	    OPT_BOOL("raw-sites", &raw,
-		     "keep the interpreter's own frames (_PyEval_*,\n"
-		     "python3.12+0x...), left out by default"),
+	    OPT_RB_RAW_FRAMES(&raw, ""),
 	    OPT_END(),
 	};
 	const char **paths = NULL;
@@ -334,35 +338,30 @@ int cmd_flamegraph(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	bool at_end = at == 1;
-	if (npaths != 1) {
-		free(paths);
-		return say_usage_error(CMD, "expected one TRACE, got %d", npaths);
-	}
-	struct cli_out o;
-	rc = cli_out_open(&o, CMD, out, paths, 1);
-	if (rc >= 0) {
-		free(paths);
+	struct rb_one r;
+	rc = rb_one_open(&r, CMD, out, paths, npaths);
+	if (rc >= 0)
 		return rc;
-	}
-	struct trace t;
-	rc = trace_open(&t, CMD, paths[0]);
-	if (rc >= 0) {
-		cli_out_close(&o, CMD, false);
-		free(paths);
-		return rc;
-	}
-	struct fg g = {.t = &t, .root = {.name = "all"}};
-	g.multi_dev = t.ndevs > 1;
+	struct trace *t = &r.t;
+	struct fg g = {.t = t, .root = {.name = "all"}};
+	g.multi_dev = t->ndevs > 1;
 	g.raw = raw;
 	uint64_t when = 0;
-	rc = snapshot_live(&t, at_end, add_live, &g, &when);
+	rc = snapshot_live(t, at_end, add_live, &g, &when);
 	if (rc < 0) {
 		sort_tree(&g.root);
-		FILE *f = o.f;
+		FILE *f = r.out.f;
 		size_t n = out ? strlen(out) : 0;
 		bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
 		if (fold) {
+			/* folded stacks have no place for a comment that every
+			 * reader skips: stderr says it (an incomplete trace: the
+			 * reader's own warning does, at the end) */
 			char path[8192] = "";
+			if (trace_lost_own(t))
+				say_error(CMD, "warning: %s: %s", t->path,
+					  trace_partial_text(t, path, sizeof(path)));
+			path[0] = '\0';
 			folded(f, &g.root, path, 0, sizeof(path));
 		} else if (html) {
 			fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
@@ -375,13 +374,6 @@ int cmd_flamegraph(int argc, char **argv)
 			write_svg(f, &g, at_end, when, false);
 		}
 	}
-	int wrc = cli_out_close(&o, CMD, rc < 0);
-	if (rc < 0)
-		rc = wrc;
-	if (rc < 0)
-		rc = trace_finish(&t);
 	free_tree(&g.root);
-	trace_close(&t);
-	free(paths);
-	return rc;
+	return rb_one_close(&r, CMD, rc);
 }

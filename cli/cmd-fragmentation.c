@@ -396,13 +396,8 @@ static void totals_render(FILE *f, const struct rb_opts *o, const struct trace *
 int cmd_fragmentation(int argc, char **argv)
 {
 	struct rb_opts o = {0};
-	const struct option opts[] = {
-	    OPT_RB_JSON(&o),
-	    OPT_RB_DEVICE(&o),
-	    OPT_END(),
-	};
 	struct trace *ts;
-	int rc = rb_parse_open(&usage, opts, argc, argv, &o, NULL, &ts);
+	int rc = rb_parse_open_plain(&usage, argc, argv, &o, &ts);
 	if (rc >= 0)
 		return rc;
 	FILE *f = stdout;

@@ -65,10 +65,12 @@ static void print_markers_json(FILE *f, struct growth_result *g, struct growth_d
 	size_t n = g->mk.n - 1;
 	fprintf(f, "{\"source\": \"%s\", \"name\": ", g->mk.source);
 	rb_json_s(f, g->mk.name);
-	fprintf(f,
-		", \"iterations\": %zu, \"growth_per_iteration_bytes\": %" PRId64
-		", \"boundaries\": [",
-		n, growth_median_per_iteration(&g->mk, d));
+	fprintf(f, ", \"iterations\": %zu", n);
+	if (g->mk.stride > 1) /* merged: only in a run with more than GROWTH_MAX_ITERATIONS */
+		fprintf(f, ", \"iterations_merged\": %zu, \"iterations_found\": %zu", g->mk.stride,
+			g->mk.found - 1);
+	fprintf(f, ", \"growth_per_iteration_bytes\": %" PRId64 ", \"boundaries\": [",
+		growth_median_per_iteration(&g->mk, d));
 	for (size_t i = 0; i <= n; i++)
 		fprintf(f, "%s{\"time_ns\": %" PRId64 ", \"live_bytes\": %" PRIu64 "}",
 			i ? ", " : "", trace_rel(g->t, g->mk.times[i]), d->mk_live[i]);
@@ -175,11 +177,16 @@ static void print_evidence(FILE *f, struct growth_result *g, struct growth_dev *
 	if (d->v.kind == GV_LEAK && d->v.shape == GV_STAIRS)
 		fprintf(f, "  rate: what the driver-level memory grows by; a cache's segments also "
 			   "hold the holes kept tensors leave, so the program may keep less\n");
+	char merged[96] = "";
+	if (n && g->mk.stride > 1)
+		snprintf(merged, sizeof(merged), " (each joins %zu of the run's %zu)", g->mk.stride,
+			 g->mk.found - 1);
 	if (n && !strcmp(g->mk.source, "pattern"))
-		fprintf(f, "  iterations: %zu, between repeats of a %s at %s\n", n, g->mk.name,
-			rb_site(t, g->mk.pattern_stack, site, sizeof(site)));
+		fprintf(f, "  iterations: %zu%s, between repeats of a %s at %s\n", n, merged,
+			g->mk.name, rb_site(t, g->mk.pattern_stack, site, sizeof(site)));
 	else if (n)
-		fprintf(f, "  iterations: %zu, from the %s \"%s\"\n", n, g->mk.source, g->mk.name);
+		fprintf(f, "  iterations: %zu%s, from the %s \"%s\"\n", n, merged, g->mk.source,
+			g->mk.name);
 	else if (d->steps_total)
 		fprintf(f, "  iterations: none found (no repeating range, mark or allocation): "
 			   "judged on the high-water mark over time\n");

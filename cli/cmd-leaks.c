@@ -98,6 +98,14 @@ static const char *incomplete_why(const struct trace *t)
 						  : "no trailer";
 }
 
+/* Live allocations that may be only a free that was lost: as many as
+ * the events lost, at most. */
+static uint64_t maybe_freed(const struct leak_trace *lt)
+{
+	uint64_t lost = trace_lost_own(&lt->t);
+	return lost < lt->allocs ? lost : lt->allocs;
+}
+
 static void kinds_text(FILE *f, const uint64_t *bucket)
 {
 	char b[32];
@@ -191,6 +199,27 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 							 : "no event was written") < 0)
 			xalloc_failed();
 		rb_wrap_hang(f, 2, rb_text_width(f), text); /* the path may be long */
+		free(text);
+	}
+	for (int i = 0; i < n; i++) {
+		const struct trace *t = &ls[i].t;
+		uint64_t lost = trace_lost_own(t);
+		rb_partial_line(f, t, n > 1);
+		if (!lost || !ls[i].allocs)
+			continue;
+		char *text = NULL;
+		char some[64] = "the allocation";
+		if (ls[i].allocs > 1)
+			snprintf(some, sizeof(some),
+				 "up to %" PRIu64 " of the %" PRIu64 " allocations",
+				 maybe_freed(&ls[i]), ls[i].allocs);
+		if (asprintf(&text,
+			     "note: a free that was lost is not a leak: %s below%s%s may have been "
+			     "freed (%" PRIu64 " event%s lost)",
+			     some, n > 1 ? " from " : "", n > 1 ? t->path : "", lost,
+			     lost == 1 ? "" : "s") < 0)
+			xalloc_failed();
+		rb_wrap_hang(f, 2, rb_text_width(f), text);
 		free(text);
 	}
 	fprintf(f, "total: %s in %" PRIu64 " allocation%s (", fmt_size(b1, bytes), allocs,
@@ -302,6 +331,8 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 			t->complete ? "true" : "false", t->complete ? "exit" : "last_flush",
 			trace_duration_ns(t), ls[i].bytes, ls[i].allocs);
 		json_kinds(f, ls[i].bucket);
+		rb_json_partial(f, t);
+		fprintf(f, ", \"maybe_freed_allocations\": %" PRIu64, maybe_freed(&ls[i]));
 		fputs(", \"held_by\": ", f);
 		if (ls[i].held_by[0])
 			json_cstr0(f, ls[i].held_by);
@@ -387,10 +418,7 @@ int cmd_leaks(int argc, char **argv)
 	};
 	const char **paths;
 	int npaths;
-	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
-	if (rc < 0 && (rc = site_args_finish(usage.name, &sa)) >= 0)
-		free(paths);
-	free(sa.hide.v), free(sa.focus.v);
+	int rc = opt_parse_sites(&usage, opts, argc, argv, &paths, &npaths, &sa);
 	if (rc >= 0)
 		return rc;
 

@@ -774,9 +774,8 @@ static void write_svg(FILE *f, struct plot *p)
 	char sz[32];
 	fprintf(f,
 		"</text>\n<text x=\"%d\" y=\"46\" font-size=\"12\" fill=\"#555\">pid %" PRIu64
-		", %" PRIu64 " events, %s%s</text>\n",
-		LEFT, t->pid, t->events, t->lost ? "" : "none lost",
-		t->complete ? "" : ", incomplete trace");
+		", %" PRIu64 " events%s</text>\n",
+		LEFT, t->pid, t->events, trace_partial(t) ? "" : ", none lost");
 	char w0[32], w1[32], len[32];
 	fprintf(f,
 		"<text id=\"window\" x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#555\">showing "
@@ -786,11 +785,15 @@ static void write_svg(FILE *f, struct plot *p)
 		trace_fmt_time(len, trace_duration_ns(t)) + 1,
 		p->chosen ? "--from/--to" : "the activity; --from/--to choose");
 	(void)sz;
-	if (t->lost)
+	if (trace_partial(t)) {
+		char text[256];
 		fprintf(f,
-			"<text x=\"%d\" y=\"46\" font-size=\"12\" fill=\"#c00\" dx=\"260\">%" PRIu64
-			" events lost: the picture may be missing allocations</text>\n",
-			LEFT, t->lost);
+			"<text id=\"partial\" x=\"%d\" y=\"46\" font-size=\"12\" fill=\"#c00\" "
+			"dx=\"260\">",
+			LEFT);
+		xml_text(f, trace_partial_text(t, text, sizeof(text)));
+		fputs("</text>\n", f);
+	}
 	for (size_t i = 0; i < p->npanels; i++)
 		draw_panel(f, p, &p->panels[i], TOP + 30 + (double)i * (PANEL_H + GAP), ph, nph);
 	if (p->npanels == 0)

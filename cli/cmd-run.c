@@ -52,7 +52,8 @@ static const char more[] =
     "exit status: COMMAND's own status (128+N when killed by signal N); when\n"
     "COMMAND exits 0, 1 if --check-max-peak failed, 3 or 4 if a trace could\n"
     "not be read (or is gone), 3 if --check-max-peak was given and no trace\n"
-    "was written (a gate never passes on nothing; --allow-no-trace lets it);\n"
+    "was written (a gate never passes on nothing; --allow-no-trace lets it)\n"
+    "or a trace lost events or is incomplete (--allow-lost judges it);\n"
     "126/127 if COMMAND cannot be run; 2 on a usage error; 3 if the list\n"
     "cannot be made (COMMAND is not run).\n"
     "\n"
@@ -78,7 +79,8 @@ static const struct opt_usage usage = {.name = "run",
 
 struct run_args {
 	const char *output, *stack_depth, *max_peak, *history_entries;
-	bool no_follow, quiet, allow_no_trace, per_tensor, framework_counters, framework_history;
+	bool no_follow, quiet, allow_no_trace, allow_lost, per_tensor, framework_counters,
+	    framework_history;
 	char **command; /* malloc'd, NULL-terminated */
 };
 
@@ -146,6 +148,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		       "also gate like 'gpumemtrace check --max-peak SIZE'"),
 	    OPT_BOOL("allow-no-trace", &a->allow_no_trace,
 		     "let the gate pass a run that wrote no trace (else exit 3)"),
+	    OPT_BOOL("allow-lost", &a->allow_lost,
+		     "let the gate judge a trace that lost events or is\n"
+		     "incomplete (else exit 3, as 'check --allow-lost')"),
 	    OPT_BOOL("framework-counters", &a->framework_counters,
 		     "also record PyTorch's, JAX's and TF's own memory\n"
 		     "counters (a Python helper on PYTHONPATH)"),
@@ -513,10 +518,18 @@ int cmd_run(int argc, char **argv)
 			report_rc = report_to_stderr(cmd_summary, npaths + 1, paths + 2);
 		}
 		if (a.max_peak && report_rc == 0) {
-			paths[0] = "check";
-			paths[1] = "--max-peak";
-			paths[2] = (char *)a.max_peak;
-			report_rc = report_to_stderr(cmd_check, npaths + 3, paths);
+			/* check [--allow-lost] --max-peak SIZE TRACE... */
+			char **cp = xcalloc((size_t)npaths + 5, sizeof(*cp));
+			int k = 0;
+			cp[k++] = "check";
+			if (a.allow_lost)
+				cp[k++] = "--allow-lost";
+			cp[k++] = "--max-peak";
+			cp[k++] = (char *)a.max_peak;
+			for (int i = 0; i < npaths; i++)
+				cp[k++] = found[i];
+			report_rc = report_to_stderr(cmd_check, k, cp);
+			free(cp);
 		}
 		for (int i = 0; i < npaths; i++)
 			fprintf(stderr, "gpumemtrace run: trace written to %s\n", paths[3 + i]);

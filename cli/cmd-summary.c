@@ -984,10 +984,7 @@ int cmd_summary(int argc, char **argv)
 	};
 	const char **paths;
 	int npaths;
-	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
-	if (rc < 0)
-		rc = site_args_finish(usage.name, &sa);
-	free(sa.hide.v), free(sa.focus.v);
+	int rc = opt_parse_sites(&usage, opts, argc, argv, &paths, &npaths, &sa);
 	if (rc >= 0)
 		return rc;
 	if (npaths > 1) {

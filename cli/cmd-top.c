@@ -284,6 +284,8 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	if (n > 1)
 		fprintf(f, "%d traces: the figures add up over the processes\n", n);
 	for (int i = 0; i < n; i++)
+		rb_partial_line(f, &ts[i].t, n > 1);
+	for (int i = 0; i < n; i++)
 		if (!ts[i].t.complete) {
 			char *text = NULL;
 			if (asprintf(
@@ -372,8 +374,9 @@ static void json_trace(FILE *f, const struct top_trace *tt, bool first)
 		fprintf(f, "%" PRId64, trace_rank(t));
 	else
 		fputs("null", f);
-	fprintf(f, ", \"complete\": %s, \"peak_bytes\": %" PRIu64 ", \"devices\": [",
-		t->complete ? "true" : "false", tt->peak);
+	fprintf(f, ", \"complete\": %s", t->complete ? "true" : "false");
+	rb_json_partial(f, t);
+	fprintf(f, ", \"peak_bytes\": %" PRIu64 ", \"devices\": [", tt->peak);
 	for (size_t k = 0; k < tt->ndevs; k++) {
 		const struct rp_dev *p = &tt->devs[k];
 		fprintf(f,
@@ -491,10 +494,7 @@ int cmd_top(int argc, char **argv)
 	};
 	const char **paths;
 	int npaths;
-	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
-	if (rc < 0 && (rc = site_args_finish(usage.name, &sa)) >= 0)
-		free(paths);
-	free(sa.hide.v), free(sa.focus.v);
+	int rc = opt_parse_sites(&usage, opts, argc, argv, &paths, &npaths, &sa);
 	if (rc >= 0)
 		return rc;
 

@@ -83,6 +83,17 @@ int site_args_finish(const char *cmd, struct site_args *a)
 	return -1;
 }
 
+int opt_parse_sites(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
+		    const char ***args, int *nargs, struct site_args *sa)
+{
+	int rc = opt_parse(u, opts, argc, argv, args, nargs);
+	if (rc < 0 && (rc = site_args_finish(u->name, sa)) >= 0)
+		free(*args);
+	free(sa->hide.v), free(sa->focus.v);
+	sa->hide.v = sa->focus.v = NULL;
+	return rc;
+}
+
 void site_args_done(const char *cmd, struct site_args *a)
 {
 	size_t i = 0;

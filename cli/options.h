@@ -157,6 +157,11 @@ struct opt_usage {
  * stdout, or 2 after the usage error line. */
 int opt_parse(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
 	      const char ***args, int *nargs);
+/* opt_parse, then the site options in sa compiled (site_args_finish) and
+ * their expression lists freed: -1 with *args to free, or the exit code
+ * (*args freed). site_args_done after the report. */
+int opt_parse_sites(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
+		    const char ***args, int *nargs, struct site_args *sa);
 
 /* A non-negative integer (an option's value, as OPT_UINT reads it): -1,
  * else the usage error "option 'NAME' wants a number, not 'ARG'" (2). */

@@ -55,6 +55,28 @@ void rb_human_head(FILE *f, struct trace *t)
 			state(t) + 12);
 }
 
+void rb_partial_line(FILE *f, const struct trace *t, bool name)
+{
+	if (!trace_partial(t))
+		return;
+	char text[256], *line = NULL;
+	trace_partial_text(t, text, sizeof(text));
+	if (asprintf(&line, "%s%s%s", text, name ? " in " : "", name ? t->path : "") < 0)
+		xalloc_failed();
+	rb_wrap_hang(f, 2, rb_text_width(f), line); /* the path may be long */
+	free(line);
+}
+
+void rb_json_partial(FILE *f, const struct trace *t)
+{
+	char what[160];
+	fprintf(f, ", \"lost_events\": %" PRIu64 ", \"partial\": ", trace_lost_own(t));
+	if (trace_partial(t))
+		rb_json_s(f, trace_partial_what(t, what, sizeof(what)));
+	else
+		fputs("null", f);
+}
+
 void rb_json_head(FILE *f, struct trace *t)
 {
 	fputs("\"path\": ", f);
@@ -130,18 +152,12 @@ void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct t
 int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
 		  struct rb_opts *o, struct site_args *sa, struct trace **ts)
 {
-	int rc = opt_parse(u, opts, argc, argv, &o->paths, &o->npaths);
-	if (rc < 0 && sa) {
-		rc = site_args_finish(u->name, sa);
-		o->sites = &sa->opts;
-	}
-	if (sa)
-		free(sa->hide.v), free(sa->focus.v), sa->hide.v = sa->focus.v = NULL;
-	if (rc >= 0) {
-		if (o->paths)
-			free(o->paths);
+	int rc = sa ? opt_parse_sites(u, opts, argc, argv, &o->paths, &o->npaths, sa)
+		    : opt_parse(u, opts, argc, argv, &o->paths, &o->npaths);
+	if (rc >= 0)
 		return rc;
-	}
+	if (sa)
+		o->sites = &sa->opts;
 	rc = rb_open_all(argv[0], o, ts);
 	if (rc < 0) {
 		rc = rb_check_device(argv[0], o, *ts);
@@ -153,6 +169,39 @@ int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc
 	}
 	if (rc >= 0)
 		free(o->paths);
+	return rc;
+}
+
+int rb_parse_open_plain(const struct opt_usage *u, int argc, char **argv, struct rb_opts *o,
+			struct trace **ts)
+{
+	const struct option opts[] = {
+	    OPT_RB_JSON(o),
+	    OPT_RB_DEVICE(o),
+	    OPT_END(),
+	};
+	return rb_parse_open(u, opts, argc, argv, o, NULL, ts);
+}
+
+int rb_one_open(struct rb_one *r, const char *cmd, const char *out, const char **paths, int npaths)
+{
+	int rc = npaths == 1 ? -1 : say_usage_error(cmd, "expected one TRACE, got %d", npaths);
+	if (rc < 0)
+		rc = cli_out_open(&r->out, cmd, out, paths, 1);
+	if (rc < 0 && (rc = trace_open(&r->t, cmd, paths[0])) >= 0)
+		cli_out_close(&r->out, cmd, false);
+	free(paths);
+	return rc;
+}
+
+int rb_one_close(struct rb_one *r, const char *cmd, int rc)
+{
+	int wrc = cli_out_close(&r->out, cmd, rc < 0);
+	if (rc < 0)
+		rc = wrc;
+	if (rc < 0)
+		rc = trace_finish(&r->t);
+	trace_close(&r->t);
 	return rc;
 }
 

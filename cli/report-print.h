@@ -10,9 +10,16 @@
 #include "analysis/report-base.h"
 #include "analysis/trace.h"
 #include "cli/options.h"
+#include "cli/output.h"
 
 /* "trace PATH (pid N): command" and the incomplete/lost lines. */
 void rb_human_head(FILE *f, struct trace *t);
+/* "PARTIAL DATA: 500 events lost...: allocations and frees may be
+ * missing[ in PATH]" as a line, when the trace lost events or is
+ * incomplete (trace_partial); nothing otherwise. */
+void rb_partial_line(FILE *f, const struct trace *t, bool name);
+/* ", \"lost_events\": N, \"partial\": \"500 events lost, ...\"|null". */
+void rb_json_partial(FILE *f, const struct trace *t);
 /* "\"path\": ..., \"pid\": ..., \"complete\": ..., ..." (no braces). */
 void rb_json_head(FILE *f, struct trace *t);
 void rb_json_s(FILE *f, const char *s);
@@ -70,5 +77,30 @@ void rb_json_libraries(FILE *f, struct trace *t, const struct trace_row *r, int 
  * open, o->paths freed). */
 int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
 		  struct rb_opts *o, struct site_args *sa, struct trace **ts);
+/* A command that reads one trace and writes one file (export, flamegraph):
+ * its output (-o) and the trace. */
+struct rb_one {
+	struct cli_out out;
+	struct trace t;
+};
+/* The options such a command shares: the moment (peak or end) and the
+ * interpreter's frames kept (help: what the option does in this command). */
+#define OPT_RB_AT(v, help) OPT_CHOICE("at", v, "peak|end", "moment", help)
+#define OPT_RB_RAW_FRAMES(v, pre)                                                                  \
+	OPT_BOOL("raw-sites", v,                                                                   \
+		 pre "keep the interpreter's own frames (_PyEval_*,\n"                             \
+		     "python3.12+0x...), left out by default")
+/* Wants one path (paths freed), opens the output `out` (cli_out_open: NULL
+ * or "-" is stdout) and the trace. -1 with both open, or the exit code
+ * after the one error line (nothing open). */
+int rb_one_open(struct rb_one *r, const char *cmd, const char *out, const char **paths, int npaths);
+/* Closes the output (kept when rc is -1, the command's success) and the
+ * trace (its warnings): the exit code. */
+int rb_one_close(struct rb_one *r, const char *cmd, int rc);
+
+/* The same for the reports whose options are --json and --device alone
+ * (accounting, explain, fragmentation). */
+int rb_parse_open_plain(const struct opt_usage *u, int argc, char **argv, struct rb_opts *o,
+			struct trace **ts);
 
 #endif

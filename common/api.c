@@ -6,16 +6,35 @@
 
 /* Ids only grow down GMT_API_LIST, so none repeats and GMT_API_MAX_, the
  * last, is the largest: expands to (0 < 1) && (1 < 2) && ... && (63 < 64). */
-#define GMT_API_ASCENDING_(id, name, op, kind, space) id) && (id <
+#define GMT_API_ASCENDING_(id, name, op, kind, space, aux) id) && (id <
 _Static_assert((0 < GMT_API_LIST(GMT_API_ASCENDING_) GMT_API_MAX_ + 1),
 	       "GMT_API_LIST's ids must only grow: append new APIs with the next id");
 #undef GMT_API_ASCENDING_
 
 const struct api_info api_table_[GMT_API_MAX_ + 1] = {
-#define X_(id, name, op, kind, space) [id] = {#name, op, kind, space},
+#define X_(id, name, op, kind, space, aux) [id] = {#name, op, kind, space, aux},
     GMT_API_LIST(X_)
 #undef X_
 };
+
+const struct aux_names *aux_names(enum gmt_aux aux)
+{
+	static const struct aux_names names[] = {
+	    [GMT_AUX_NONE] = {{"aux", "aux2"}, {false, false}},
+	    [GMT_AUX_PITCH] = {{"pitch", "width"}, {false, false}},
+	    [GMT_AUX_STREAM] = {{"stream", "pool"}, {true, true}},
+	    [GMT_AUX_FLAGS] = {{"flags", "aux2"}, {true, false}},
+	    [GMT_AUX_LOCATION] = {{"location", "aux2"}, {false, false}},
+	    [GMT_AUX_MAP] = {{"handle", "offset"}, {true, false}},
+	    [GMT_AUX_RESERVE] = {{"alignment", "addr"}, {false, true}},
+	    [GMT_AUX_ADDRESS] = {{"address", "aux2"}, {true, false}},
+	    [GMT_AUX_HANDLE_TYPE] = {{"handle_type", "aux2"}, {false, false}},
+	    /* dump has always printed NVML's readings as aux, aux2 */
+	    [GMT_AUX_NVML] = {{"aux", "aux2"}, {false, false}},
+	};
+	return (unsigned)aux < sizeof(names) / sizeof(names[0]) ? &names[aux]
+								: &names[GMT_AUX_NONE];
+}
 
 const char *api_name(uint32_t api)
 {

@@ -386,6 +386,8 @@ static void *flusher_main(void *arg)
 				flush_cycle();
 		}
 		pthread_mutex_unlock(&gmt_rt.flush_lock);
+		if (!req) /* pairs with the acquire loads in gmt_flush_wait */
+			gmt_futex_set(&gmt_rt.cycles, gmt_rt.cycles + 1);
 		if (req) {
 			/* Pairs with the acquire loads in ask_final_flush. */
 			__atomic_add_fetch(&gmt_rt.final_done, 1, __ATOMIC_RELEASE);
@@ -396,6 +398,41 @@ static void *flusher_main(void *arg)
 		}
 	}
 	return NULL;
+}
+
+int gmt_flush_wait(unsigned max_ms)
+{
+	if (load_state() != ST_ACTIVE)
+		return 1;
+	uint64_t deadline = gmt_now_ns() + max_ms * 1000000ull;
+	uint32_t start = __atomic_load_n(&gmt_rt.cycles, __ATOMIC_ACQUIRE), seen = start;
+	/* The cycle under way may have drained our ring before our last
+	 * record: the second cycle to end from now began after the call. */
+	while (seen - start < 2) {
+		uint64_t now = gmt_now_ns();
+		if (load_state() != ST_ACTIVE)
+			return 1;
+		if (now >= deadline)
+			return -1;
+		gmt_flush_wake(); /* each cycle: it may be sleeping out its period */
+		unsigned ms = (unsigned)((deadline - now) / 1000000u);
+		seen = gmt_futex_wait_while(&gmt_rt.cycles, seen, ms < 10 ? ms + 1 : 10);
+	}
+	return 0;
+}
+
+long gmt_trace_path(char *buf, size_t size)
+{
+	int st = load_state();
+	if (st != ST_ACTIVE && st != ST_FINISHED)
+		return -1; /* no file yet (or none at all) */
+	size_t n = strnlen(gmt_rt.w.path, sizeof(gmt_rt.w.path));
+	if (buf && size) {
+		size_t k = n < size - 1 ? n : size - 1;
+		memcpy(buf, gmt_rt.w.path, k);
+		buf[k] = '\0';
+	}
+	return (long)n;
 }
 
 int gmt_flush_start(void)

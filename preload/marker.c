@@ -22,6 +22,18 @@ GMT_EXPORT void gpumemtrace_range_pop_v1(void)
 	gmt_record_range(GMT_RANGE_POP, 0, GMT_RANGE_SRC_API, NULL);
 }
 
+/* The pytest plugin's per-test figures: everything recorded so far in the
+ * file before it reads it (preload/flush.c, gmt_flush_wait). */
+GMT_EXPORT int gpumemtrace_flush_v1(unsigned max_ms)
+{
+	return gmt_flush_wait(max_ms);
+}
+
+GMT_EXPORT long gpumemtrace_trace_path_v1(char *buf, size_t size)
+{
+	return gmt_trace_path(buf, size);
+}
+
 /* A framework's memory counters (GMT_TAG_COUNTERS): n names and values.
  * The helper of `run --framework-counters` calls it through ctypes. */
 GMT_EXPORT void gpumemtrace_counters_v1(unsigned reason, const char *source, const char *device,

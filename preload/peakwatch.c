@@ -52,7 +52,7 @@ void gmt_sampler_poke(enum gmt_sample_why why)
 static const struct {
 	uint8_t op, kind, space;
 } api_info[GMT_API_MAX_ + 1] = {
-#define GMT_API_INFO_(id, name, op, kind, space) [id] = {op, kind, space},
+#define GMT_API_INFO_(id, name, op, kind, space, aux) [id] = {op, kind, space},
     GMT_API_LIST(GMT_API_INFO_)
 #undef GMT_API_INFO_
 };

@@ -15,7 +15,7 @@
 static int device_alloc(enum gmt_api api)
 {
 	switch (api) {
-#define GMT_DEVICE_ALLOC_(id, name, op, kind, space)                                               \
+#define GMT_DEVICE_ALLOC_(id, name, op, kind, space, aux)                                          \
 	case GMT_API_##name:                                                                       \
 		return op == GMT_OP_ALLOC && kind != GMT_KIND_HOST_PINNED &&                       \
 		       kind != GMT_KIND_HOST_REGISTERED && kind != GMT_KIND_IPC &&                 \

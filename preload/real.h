@@ -29,8 +29,8 @@ enum gmt_hook_id {
  * name: GMT_HOOK_<id's name> or GMT_HAS_ID_OR_LOOKUP_<hook> undeclared, or
  * the latter redeclared for a lookup that also has an id. */
 enum {
-#define GMT_TIE_API_(id, name, op, kind, space) GMT_HAS_ID_OR_LOOKUP_##name = GMT_HOOK_##name,
-#define GMT_TIE_LOOKUP_(name)			GMT_HAS_ID_OR_LOOKUP_##name = GMT_HOOK_##name,
+#define GMT_TIE_API_(id, name, op, kind, space, aux) GMT_HAS_ID_OR_LOOKUP_##name = GMT_HOOK_##name,
+#define GMT_TIE_LOOKUP_(name)			     GMT_HAS_ID_OR_LOOKUP_##name = GMT_HOOK_##name,
 	GMT_API_LIST(GMT_TIE_API_) GMT_HOOKS_LOOKUP(GMT_TIE_LOOKUP_)
 #undef GMT_TIE_API_
 #undef GMT_TIE_LOOKUP_

@@ -36,6 +36,9 @@ struct gmt_runtime {
 	int flusher_running;
 	uint32_t flusher_up; /* futex word: the flush thread runs our code */
 	uint32_t wake;	     /* futex word: bumped to get the flush thread going */
+	/* futex word: flush cycles finished (gmt_flush_wait waits for one that
+	 * began after its call) */
+	uint32_t cycles;
 	/* The flush thread sleeps idle: every ring's wake_at is 0. Under
 	 * setup_lock (a ring made meanwhile starts so). */
 	int rings_idle;

@@ -133,6 +133,14 @@ uint64_t gmt_python_name_id(const char *function, const char *file, uint64_t lin
 
 /* Phase markers (GMT_TAG_RANGE) from the calling thread: NVTX and the
  * marker API. text may be NULL (POP, END); it is cut at 1024 bytes. */
+/* gpumemtrace_flush_v1: waits, at most max_ms, until everything recorded
+ * before the call is written (a flush cycle that began after it ended).
+ * 0: written; 1: nothing to wait for (not tracing, or the trace ended);
+ * -1: not within max_ms. */
+int gmt_flush_wait(unsigned max_ms);
+/* gpumemtrace_trace_path_v1: the trace file's path into buf (cut to size,
+ * NUL-terminated); its length, or -1 before the file exists. */
+long gmt_trace_path(char *buf, size_t size);
 void gmt_record_range(enum gmt_range_op op, uint64_t id, enum gmt_range_source source,
 		      const char *text);
 

@@ -589,3 +589,39 @@ size_t gmt_reader_next_events(struct gmt_reader *r, const struct gmt_event **evs
 	r->info.events += n;
 	return n;
 }
+
+int gmt_reader_follow(struct gmt_reader *r)
+{
+	struct gmt_read_info *in = &r->info;
+	if (!in->eof || in->stop == GMT_STOP_CORRUPT || in->stop == GMT_STOP_IO)
+		return 0;
+	struct stat st;
+	if (fstat(r->fd, &st) != 0 || st.st_size < 0)
+		return 0;
+	uint64_t size = (uint64_t)st.st_size;
+	/* a torn tail may be a chunk still being written: try it again */
+	if (size < in->readable_end || (size == in->file_size && in->stop != GMT_STOP_TORN))
+		return 0;
+	if (r->started) { /* as a rewind: the worker's read-ahead ended at the old end */
+		pthread_mutex_lock(&r->mu);
+		r->running = 0;
+		while (r->busy)
+			pthread_cond_wait(&r->cv, &r->mu);
+		pthread_mutex_unlock(&r->mu);
+	}
+	r->fresh = 1;
+	r->c_next = 0;
+	r->have_chunk = 0;
+	r->chunk_pending = 0;
+	r->k = NULL;
+	in->file_size = size;
+	in->eof = false;
+	in->complete = false;
+	in->damage = 0;
+	in->unreadable = 0;
+	in->stop = GMT_STOP_NONE;
+	in->stop_offset = 0;
+	in->stop_errnum = 0;
+	in->stop_msg[0] = '\0';
+	return 1;
+}

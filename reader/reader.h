@@ -326,6 +326,14 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_record *rec);
  * 0: use gmt_reader_next. The events stay valid as a record's data does. */
 size_t gmt_reader_next_events(struct gmt_reader *r, const struct gmt_event **evs);
 
+/* A trace still being written: after gmt_reader_next has returned 0 at the
+ * end of what was there (or at a torn last chunk, maybe one being
+ * written), looks again. 1: the file grew (or its tail may now be whole):
+ * gmt_reader_next goes on from the last good chunk, with every counter and
+ * stack id carried on; 0: nothing new, or the read ended at a bad chunk or
+ * an I/O error. */
+int gmt_reader_follow(struct gmt_reader *r);
+
 /* Back to the first chunk, for another pass; counters restart. */
 void gmt_reader_rewind(struct gmt_reader *r);
 

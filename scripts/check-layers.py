@@ -24,6 +24,7 @@ LAYERS = [
     ("model", "model/", ["common", "include"]),
     ("analysis", "analysis/", ["model", "reader", "common", "include"]),
     ("cli", "cli/", ["analysis", "reader", "common", "include"]),
+    ("capi", "capi/", ["analysis", "reader", "common", "include"]),
 ]
 NARROW = "preload/tracer.h"  # the one header through which the hooks call the core
 ALLOWED = {name: set(uses) | {name} for name, _, uses in LAYERS}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the parts of the docs made from the CLI's option tables and
-# the framework table: share/completion/gpumemtrace.bash whole, and in
+# the framework table: share/completion/gpumemtrace.bash whole, the man
+# pages' version (the CLI's, from the Makefile's VERSION), and in
 # share/man/gpumemtrace.1, docs/cli.md and docs/reports.md each region
 # between a "gen:begin KIND [COMMAND]" line and a "gen:end" line, from
 # `gpumemtrace --gen KIND [COMMAND]`. The rest of those files is
@@ -40,17 +41,23 @@ splice() {
 	[ $skipping = 0 ] || { echo "$1: gen:begin without gen:end" >&2; exit 1; }
 }
 
+# The version on the man pages' title lines is the CLI's (the Makefile's VERSION).
+version=$("$cli" --version | awk '{print $2}')
+th() { sed -E "s/^(\.TH .*)\"gpumemtrace [^\"]*\"/\1\"gpumemtrace $version\"/"; }
+
 "$cli" --gen completion >"$tmp/completion"
-splice "$root/share/man/gpumemtrace.1" "$tmp/man"
+splice "$root/share/man/gpumemtrace.1" "$tmp/man.raw"
+th <"$tmp/man.raw" >"$tmp/man"
+th <"$root/share/man/gpumemtrace.7" >"$tmp/man7"
 splice "$root/docs/cli.md" "$tmp/cli.md"
 splice "$root/docs/reports.md" "$tmp/reports.md"
 status=0
 for pair in completion:share/completion/gpumemtrace.bash man:share/man/gpumemtrace.1 \
-	cli.md:docs/cli.md reports.md:docs/reports.md; do
+	man7:share/man/gpumemtrace.7 cli.md:docs/cli.md reports.md:docs/reports.md; do
 	new=$tmp/${pair%%:*} old=$root/${pair#*:}
 	if [ "$check" = --check ]; then
 		if ! diff -u "$old" "$new"; then
-			echo "${pair#*:} differs from the option or framework tables: run 'make gen-docs'" >&2
+			echo "${pair#*:} differs from the option or framework tables or VERSION: run 'make gen-docs'" >&2
 			status=1
 		fi
 	elif ! cmp -s "$old" "$new"; then

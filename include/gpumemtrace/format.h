@@ -364,95 +364,106 @@ enum gmt_space {
 	GMT_SPACE_VA = 4, /* reservations overlap mapped addresses */
 };
 
-/* X(id, name, op, kind, space). Ids are on disk: never renumber, only append.
- *   ptr/size/aux/aux2 per API:
+/* What an event's aux and aux2 hold: the last column of GMT_API_LIST
+ * (`gpumemtrace dump` names them so). Present only when set
+ * (GMT_EV_HAS_AUX, GMT_EV_HAS_AUX2). */
+enum gmt_aux {
+	GMT_AUX_NONE = 0,	 /* nothing */
+	GMT_AUX_PITCH = 1,	 /* aux = pitch, aux2 = width in bytes */
+	GMT_AUX_STREAM = 2,	 /* aux = stream, aux2 = pool (FromPool) */
+	GMT_AUX_FLAGS = 3,	 /* aux = the call's flags */
+	GMT_AUX_LOCATION = 4,	 /* aux = location type (1 device, 2 host...) */
+	GMT_AUX_MAP = 5,	 /* aux = the handle mapped, aux2 = its offset */
+	GMT_AUX_RESERVE = 6,	 /* aux = alignment, aux2 = the requested address */
+	GMT_AUX_ADDRESS = 7,	 /* aux = the address asked about */
+	GMT_AUX_HANDLE_TYPE = 8, /* aux = the shareable handle's type */
+	GMT_AUX_NVML = 9,	 /* aux = NVML bytes used before the call, aux2 = after */
+};
+
+/* X(id, name, op, kind, space, aux). Ids are on disk: never renumber, only
+ * append. ptr and size per API:
  *   alloc:           ptr, size = bytes the caller holds
- *   pitch, 3D:       size = pitch * height (* depth), aux = pitch, aux2 = width
- *   async:           aux = stream, aux2 = pool (FromPool)
- *   free async:      aux = stream
- *   managed, host:   aux = flags
- *   cuMemCreate:     ptr = handle, aux = location type (1 device, 2 host...)
- *   cuMemMap:        ptr = va, size, aux = handle, aux2 = offset
- *   reserve:         ptr = va, size, aux = alignment, aux2 = requested address
- *   retain:          ptr = handle, aux = address
- *   import:          ptr = handle, aux = handle type
+ *   pitch, 3D:       size = pitch * height (* depth)
+ *   cuMemCreate:     ptr = handle
+ *   cuMemMap:        ptr = va, size
+ *   reserve:         ptr = va, size
+ *   retain, import:  ptr = handle
  *   arrays:          ptr = array, size = width * height * depth * element bytes
  *   pool create:     ptr = pool; trim: ptr = pool, size = bytes to keep
  *   contexts:        ptr = context, size = what the call cost the device
  *                    (after - before, 0 when it cost nothing or NVML is
- *                    missing; for DESTROY what it gave back, before - after),
- *                    aux = NVML bytes used before, aux2 = after
- *                    (present only when NVML measured them: GMT_EV_HAS_AUX*).
+ *                    missing; for DESTROY what it gave back, before - after);
+ *                    NVML's readings in aux and aux2 when it measured them.
  *                    The process's usage when NVML reports it, else the
  *                    device's. Primary-context retains after the first cost 0. */
 /* clang-format off */
 #define GMT_API_LIST(X)                                                                          \
-	X(1, cuMemAlloc_v2, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                           \
-	X(2, cuMemAllocPitch_v2, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                      \
-	X(3, cuMemFree_v2, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                               \
-	X(4, cuMemAllocManaged, GMT_OP_ALLOC, GMT_KIND_MANAGED, GMT_SPACE_ADDR)                      \
-	X(5, cuMemAllocHost_v2, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR)                  \
-	X(6, cuMemHostAlloc, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR)                     \
-	X(7, cuMemFreeHost, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                              \
-	X(8, cuMemHostRegister_v2, GMT_OP_ALLOC, GMT_KIND_HOST_REGISTERED, GMT_SPACE_ADDR)           \
-	X(9, cuMemHostUnregister, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                        \
-	X(10, cuMemAllocAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                         \
-	X(11, cuMemAllocAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                    \
-	X(12, cuMemAllocFromPoolAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                 \
-	X(13, cuMemAllocFromPoolAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)            \
-	X(14, cuMemFreeAsync, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                            \
-	X(15, cuMemFreeAsync_ptsz, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                       \
-	X(16, cuMemPoolCreate, GMT_OP_ALLOC, GMT_KIND_POOL, GMT_SPACE_POOL)                          \
-	X(17, cuMemPoolDestroy, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_POOL)                          \
-	X(18, cuMemPoolTrimTo, GMT_OP_POOL_TRIM, GMT_KIND_NONE, GMT_SPACE_POOL)                      \
-	X(19, cuMemCreate, GMT_OP_ALLOC, GMT_KIND_VMM_PHYS, GMT_SPACE_VMM_HANDLE)                    \
-	X(20, cuMemRelease, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE)                        \
-	X(21, cuMemMap, GMT_OP_VMM_MAP, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE)                         \
-	X(22, cuMemUnmap, GMT_OP_VMM_UNMAP, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE)                     \
-	X(23, cuMemAddressReserve, GMT_OP_ALLOC, GMT_KIND_VMM_VA, GMT_SPACE_VA)                      \
-	X(24, cuMemAddressFree, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_VA)                            \
-	X(25, cuMemRetainAllocationHandle, GMT_OP_VMM_RETAIN, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE)   \
-	X(26, cuMemImportFromShareableHandle, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_VMM_HANDLE)      \
-	X(27, cuArrayCreate_v2, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY)                       \
-	X(28, cuArray3DCreate_v2, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY)                     \
-	X(29, cuArrayDestroy, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ARRAY)                           \
-	X(30, cuIpcOpenMemHandle_v2, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_ADDR)                     \
-	X(31, cuIpcCloseMemHandle, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                       \
-	X(32, cuDevicePrimaryCtxRetain, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR)           \
-	X(33, cuDevicePrimaryCtxRelease_v2, GMT_OP_CTX_DESTROY, GMT_KIND_NONE, GMT_SPACE_ADDR)      \
-	X(34, cuDevicePrimaryCtxReset_v2, GMT_OP_CTX_DESTROY, GMT_KIND_NONE, GMT_SPACE_ADDR)        \
-	X(35, cuCtxCreate_v2, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR)                     \
-	X(36, cuCtxCreate_v3, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR)                     \
-	X(37, cuCtxCreate_v4, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR)                     \
-	X(38, cuCtxDestroy_v2, GMT_OP_CTX_DESTROY, GMT_KIND_NONE, GMT_SPACE_ADDR)                   \
-	X(40, cudaMalloc, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                             \
-	X(41, cudaMallocPitch, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                        \
-	X(42, cudaMalloc3D, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR)                           \
-	X(43, cudaFree, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                                  \
-	X(44, cudaMallocManaged, GMT_OP_ALLOC, GMT_KIND_MANAGED, GMT_SPACE_ADDR)                     \
-	X(45, cudaMallocHost, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR)                    \
-	X(46, cudaHostAlloc, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR)                     \
-	X(47, cudaFreeHost, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                              \
-	X(48, cudaHostRegister, GMT_OP_ALLOC, GMT_KIND_HOST_REGISTERED, GMT_SPACE_ADDR)              \
-	X(49, cudaHostUnregister, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                        \
-	X(50, cudaMallocAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                         \
-	X(51, cudaMallocAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                    \
-	X(52, cudaMallocFromPoolAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)                 \
-	X(53, cudaMallocFromPoolAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR)            \
-	X(54, cudaFreeAsync, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                             \
-	X(55, cudaFreeAsync_ptsz, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)                        \
-	X(56, cudaMemPoolCreate, GMT_OP_ALLOC, GMT_KIND_POOL, GMT_SPACE_POOL)                        \
-	X(57, cudaMemPoolDestroy, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_POOL)                        \
-	X(58, cudaMemPoolTrimTo, GMT_OP_POOL_TRIM, GMT_KIND_NONE, GMT_SPACE_POOL)                    \
-	X(59, cudaMallocArray, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY)                        \
-	X(60, cudaMalloc3DArray, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY)                      \
-	X(61, cudaFreeArray, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ARRAY)                            \
-	X(62, cudaIpcOpenMemHandle, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_ADDR)                      \
-	X(63, cudaIpcCloseMemHandle, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR)
+	X(1, cuMemAlloc_v2, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR, GMT_AUX_NONE)                             \
+	X(2, cuMemAllocPitch_v2, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR, GMT_AUX_PITCH)                       \
+	X(3, cuMemFree_v2, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NONE)                                 \
+	X(4, cuMemAllocManaged, GMT_OP_ALLOC, GMT_KIND_MANAGED, GMT_SPACE_ADDR, GMT_AUX_FLAGS)                       \
+	X(5, cuMemAllocHost_v2, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR, GMT_AUX_FLAGS)                   \
+	X(6, cuMemHostAlloc, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR, GMT_AUX_FLAGS)                      \
+	X(7, cuMemFreeHost, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NONE)                                \
+	X(8, cuMemHostRegister_v2, GMT_OP_ALLOC, GMT_KIND_HOST_REGISTERED, GMT_SPACE_ADDR, GMT_AUX_FLAGS)            \
+	X(9, cuMemHostUnregister, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NONE)                          \
+	X(10, cuMemAllocAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR, GMT_AUX_STREAM)                         \
+	X(11, cuMemAllocAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR, GMT_AUX_STREAM)                    \
+	X(12, cuMemAllocFromPoolAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR, GMT_AUX_STREAM)                 \
+	X(13, cuMemAllocFromPoolAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR, GMT_AUX_STREAM)            \
+	X(14, cuMemFreeAsync, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_STREAM)                            \
+	X(15, cuMemFreeAsync_ptsz, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_STREAM)                       \
+	X(16, cuMemPoolCreate, GMT_OP_ALLOC, GMT_KIND_POOL, GMT_SPACE_POOL, GMT_AUX_NONE)                            \
+	X(17, cuMemPoolDestroy, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_POOL, GMT_AUX_NONE)                            \
+	X(18, cuMemPoolTrimTo, GMT_OP_POOL_TRIM, GMT_KIND_NONE, GMT_SPACE_POOL, GMT_AUX_NONE)                        \
+	X(19, cuMemCreate, GMT_OP_ALLOC, GMT_KIND_VMM_PHYS, GMT_SPACE_VMM_HANDLE, GMT_AUX_LOCATION)                  \
+	X(20, cuMemRelease, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE, GMT_AUX_NONE)                          \
+	X(21, cuMemMap, GMT_OP_VMM_MAP, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE, GMT_AUX_MAP)                            \
+	X(22, cuMemUnmap, GMT_OP_VMM_UNMAP, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE, GMT_AUX_NONE)                       \
+	X(23, cuMemAddressReserve, GMT_OP_ALLOC, GMT_KIND_VMM_VA, GMT_SPACE_VA, GMT_AUX_RESERVE)                     \
+	X(24, cuMemAddressFree, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_VA, GMT_AUX_NONE)                              \
+	X(25, cuMemRetainAllocationHandle, GMT_OP_VMM_RETAIN, GMT_KIND_NONE, GMT_SPACE_VMM_HANDLE, GMT_AUX_ADDRESS)  \
+	X(26, cuMemImportFromShareableHandle, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_VMM_HANDLE, GMT_AUX_HANDLE_TYPE) \
+	X(27, cuArrayCreate_v2, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY, GMT_AUX_NONE)                         \
+	X(28, cuArray3DCreate_v2, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY, GMT_AUX_NONE)                       \
+	X(29, cuArrayDestroy, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ARRAY, GMT_AUX_NONE)                             \
+	X(30, cuIpcOpenMemHandle_v2, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_ADDR, GMT_AUX_NONE)                       \
+	X(31, cuIpcCloseMemHandle, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NONE)                         \
+	X(32, cuDevicePrimaryCtxRetain, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NVML)              \
+	X(33, cuDevicePrimaryCtxRelease_v2, GMT_OP_CTX_DESTROY, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NVML)         \
+	X(34, cuDevicePrimaryCtxReset_v2, GMT_OP_CTX_DESTROY, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NVML)           \
+	X(35, cuCtxCreate_v2, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NVML)                        \
+	X(36, cuCtxCreate_v3, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NVML)                        \
+	X(37, cuCtxCreate_v4, GMT_OP_CTX_CREATE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NVML)                        \
+	X(38, cuCtxDestroy_v2, GMT_OP_CTX_DESTROY, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NVML)                      \
+	X(40, cudaMalloc, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR, GMT_AUX_NONE)                               \
+	X(41, cudaMallocPitch, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR, GMT_AUX_PITCH)                         \
+	X(42, cudaMalloc3D, GMT_OP_ALLOC, GMT_KIND_DEVICE, GMT_SPACE_ADDR, GMT_AUX_PITCH)                            \
+	X(43, cudaFree, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NONE)                                    \
+	X(44, cudaMallocManaged, GMT_OP_ALLOC, GMT_KIND_MANAGED, GMT_SPACE_ADDR, GMT_AUX_FLAGS)                      \
+	X(45, cudaMallocHost, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR, GMT_AUX_FLAGS)                     \
+	X(46, cudaHostAlloc, GMT_OP_ALLOC, GMT_KIND_HOST_PINNED, GMT_SPACE_ADDR, GMT_AUX_FLAGS)                      \
+	X(47, cudaFreeHost, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NONE)                                \
+	X(48, cudaHostRegister, GMT_OP_ALLOC, GMT_KIND_HOST_REGISTERED, GMT_SPACE_ADDR, GMT_AUX_FLAGS)               \
+	X(49, cudaHostUnregister, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NONE)                          \
+	X(50, cudaMallocAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR, GMT_AUX_STREAM)                         \
+	X(51, cudaMallocAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR, GMT_AUX_STREAM)                    \
+	X(52, cudaMallocFromPoolAsync, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR, GMT_AUX_STREAM)                 \
+	X(53, cudaMallocFromPoolAsync_ptsz, GMT_OP_ALLOC, GMT_KIND_ASYNC, GMT_SPACE_ADDR, GMT_AUX_STREAM)            \
+	X(54, cudaFreeAsync, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_STREAM)                             \
+	X(55, cudaFreeAsync_ptsz, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_STREAM)                        \
+	X(56, cudaMemPoolCreate, GMT_OP_ALLOC, GMT_KIND_POOL, GMT_SPACE_POOL, GMT_AUX_NONE)                          \
+	X(57, cudaMemPoolDestroy, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_POOL, GMT_AUX_NONE)                          \
+	X(58, cudaMemPoolTrimTo, GMT_OP_POOL_TRIM, GMT_KIND_NONE, GMT_SPACE_POOL, GMT_AUX_NONE)                      \
+	X(59, cudaMallocArray, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY, GMT_AUX_NONE)                          \
+	X(60, cudaMalloc3DArray, GMT_OP_ALLOC, GMT_KIND_ARRAY, GMT_SPACE_ARRAY, GMT_AUX_NONE)                        \
+	X(61, cudaFreeArray, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ARRAY, GMT_AUX_NONE)                              \
+	X(62, cudaIpcOpenMemHandle, GMT_OP_ALLOC, GMT_KIND_IPC, GMT_SPACE_ADDR, GMT_AUX_NONE)                        \
+	X(63, cudaIpcCloseMemHandle, GMT_OP_FREE, GMT_KIND_NONE, GMT_SPACE_ADDR, GMT_AUX_NONE)
 /* clang-format on */
 
 enum gmt_api {
-#define GMT_API_ENUM_(id, name, op, kind, space) GMT_API_##name = id,
+#define GMT_API_ENUM_(id, name, op, kind, space, aux) GMT_API_##name = id,
 	GMT_API_LIST(GMT_API_ENUM_)
 #undef GMT_API_ENUM_
 	    GMT_API_END_, /* the last id + 1: ids only grow down the list (common/api.c) */

@@ -85,3 +85,18 @@ def range(text):  # pylint: disable=redefined-builtin
         yield
     finally:
         range_pop()
+
+
+# Reading traces (gpumemtrace.reader), imported on first use: the marker
+# API above stays cheap to import in a traced program.
+_READER_NAMES = ("load", "Trace", "Table", "TraceError", "IncompleteTraceWarning", "schema")
+
+
+def __getattr__(name):
+    import importlib  # pylint: disable=import-outside-toplevel
+
+    if name in _READER_NAMES:
+        return getattr(importlib.import_module(".reader", __name__), name)
+    if name in ("reader", "parquet"):
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module 'gpumemtrace' has no attribute %r" % name)

@@ -26,7 +26,7 @@ _gpumemtrace() {
 		--check-max-peak) COMPREPLY=(); return ;;
 		--history-entries) COMPREPLY=(); return ;;
 		esac
-		opts="--output -o --stack-depth --check-max-peak --allow-no-trace --framework-counters --framework-history --history-entries --no-follow --quiet -q --per-tensor --help --" ;;
+		opts="--output -o --stack-depth --check-max-peak --allow-no-trace --allow-lost --framework-counters --framework-history --history-entries --no-follow --quiet -q --per-tensor --help --" ;;
 	dump)
 		opts="--help" ;;
 	summary)
@@ -96,7 +96,7 @@ _gpumemtrace() {
 		--ignore-library) COMPREPLY=(); return ;;
 		--junit) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		esac
-		opts="--max-peak --max-live-at-end --baseline --max-increase --device --ignore-library --fail-on-oom --junit --json --help" ;;
+		opts="--max-peak --max-live-at-end --baseline --max-increase --device --ignore-library --fail-on-oom --allow-lost --junit --json --help" ;;
 	accounting)
 		case $prev in
 		--device) COMPREPLY=(); return ;;
@@ -119,7 +119,7 @@ _gpumemtrace() {
 		opts="--output -o --at --folded --raw-sites --help" ;;
 	export)
 		case $prev in
-		-f | --format) COMPREPLY=($(compgen -W "perfetto csv pprof" -- "$cur")); return ;;
+		-f | --format) COMPREPLY=($(compgen -W "perfetto csv pprof parquet" -- "$cur")); return ;;
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--at) COMPREPLY=($(compgen -W "peak end" -- "$cur")); return ;;
 		esac

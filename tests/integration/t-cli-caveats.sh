@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What a new user would misread, on the verdict corpus and the H100 traces:
 # leaks of a framework's cache or pool say so; check notes (and with
-# --fail-on-oom fails) a run that died of OOM, and notes a torn trace;
+# --fail-on-oom fails) a run that died of OOM, and notes a torn trace
+# (exit 3 without --allow-lost: partial data);
 # fragmentation's cache sentence follows the allocator mode and its "end"
 # is the trace's end; oom drops a figure larger than the device's use and
 # says what to do under a cache; summary's failed calls carry oom's case;
@@ -38,8 +39,11 @@ f=$V/torch.clean.gmt
 # half the file: torn among the events (the last chunk, after a complete
 # trailer, holds only the symbols: a trace cut there still reads whole)
 head -c $(($(stat -c %s "$f") / 2)) "$f" >torn.gmt
+# partial data gets no verdict (exit 3) unless --allow-lost
 rc=0; "$G" check --max-peak 10GiB torn.gmt >o 2>/dev/null || rc=$?
-expect_eq "torn, exit" "$rc" 0
+expect_eq "torn, exit" "$rc" 3
+rc=0; "$G" check --allow-lost --max-peak 10GiB torn.gmt >o 2>/dev/null || rc=$?
+expect_eq "torn --allow-lost, exit" "$rc" 0
 grep -q "^note: torn.gmt: incomplete trace" o || fail "no incomplete-trace note: $(cat o)"
 rc=0; "$G" check --device 5 --max-peak 1GiB "$f" 2>e || rc=$?
 expect_eq "check --device 5" "$rc" 2

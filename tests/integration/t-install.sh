@@ -20,6 +20,12 @@ done
 if command -v pkg-config >/dev/null; then
 	expect_eq "pkg-config" "$(echo $(PKG_CONFIG_PATH=$s/lib/pkgconfig pkg-config --cflags --libs gpumemtrace))" \
 		"-I/usr/local/include -ldl"
+	# one version (the Makefile's): the .pc file, the CLI, the man pages
+	v=$("$GMT_CLI" --version | awk '{print $2}')
+	expect_eq "pc version" "$(PKG_CONFIG_PATH=$s/lib/pkgconfig pkg-config --modversion gpumemtrace)" "$v"
+	for m in man1/gpumemtrace.1 man7/gpumemtrace.7; do
+		grep -q "^\.TH .*\"gpumemtrace $v\"" "$s/share/man/$m" || fail "$m: not version $v"
+	done
 fi
 if command -v groff >/dev/null; then
 	for m in "$s/share/man/man1/gpumemtrace.1" "$s/share/man/man7/gpumemtrace.7"; do
@@ -33,7 +39,7 @@ out=$(bash -c '. "$1"; COMP_WORDS=(gpumemtrace fl); COMP_CWORD=1; _gpumemtrace; 
 	COMP_WORDS=(gpumemtrace export --f); COMP_CWORD=2; _gpumemtrace; echo "${COMPREPLY[*]}";
 	COMP_WORDS=(gpumemtrace export --format ""); COMP_CWORD=3; _gpumemtrace; echo "${COMPREPLY[*]}"' _ \
 	"$s/share/bash-completion/completions/gpumemtrace") || fail "completion script"
-expect_eq "completion" "$(echo $out)" "flamegraph --format perfetto csv pprof"
+expect_eq "completion" "$(echo $out)" "flamegraph --format perfetto csv pprof parquet"
 # the installed CLI finds the installed library by its own path
 LD_LIBRARY_PATH=$SIM_DIR inst/bin/gpumemtrace run -q -o run.gmt -- "$PROG_DIR/life" exit 2 2>run.err || fail "run: $(cat run.err)"
 [ -f run.gmt ] || fail "installed run wrote no trace"

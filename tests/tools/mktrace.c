@@ -57,7 +57,7 @@ static const struct {
 	const char *name;
 	unsigned id;
 } apis[] = {
-#define X_(id, name, op, kind, space) {#name, id},
+#define X_(id, name, op, kind, space, aux) {#name, id},
     GMT_API_LIST(X_)
 #undef X_
 };

@@ -298,6 +298,7 @@ static void doubling(struct tb *b, uint64_t base)
 }
 
 enum shape {
+	MANY_LEAK,
 	RANGES_LEAK,
 	RANGES_SHORT,
 	SEGMENTS,
@@ -316,10 +317,10 @@ static const char *write(enum shape s, const char *name, uint64_t end)
 	struct tb *b = tb_new(NULL);
 	tb_device(b, 0, "GPU 0", NULL, 0, 1ull << 30, 9, 0, 12040);
 	tb_device(b, 1, "GPU 1", NULL, 0, 1ull << 30, 9, 0, 12040);
-	int n = s == RANGES_SHORT ? 5 : 30;
+	int n = s == RANGES_SHORT ? 5 : s == MANY_LEAK ? 200001 : 30;
 	nevents = 0;
 	tb_events_begin(b, 1, 1 * S);
-	if (s == RANGES_LEAK || s == RANGES_SHORT)
+	if (s == RANGES_LEAK || s == RANGES_SHORT || s == MANY_LEAK)
 		steps(b, 0, 0x10000000000, n, 1);
 	else if (s == SEGMENTS || s == WARM)
 		segments(b, 0x10000000000, s == WARM ? 3 : 14);
@@ -583,6 +584,33 @@ static void test_devices(void)
 	done(&t, &r);
 }
 
+/* More iterations than GROWTH_MAX_ITERATIONS: 200,001 cycles of the
+ * temporary, each step keeping 1 MiB. Memory stays bounded: every second
+ * boundary is kept (stride 2: 0, 2, ..., 200,000, the last one among
+ * them), 100,001 of them, 100,000 iterations of two steps each, each
+ * keeping 2 MiB: a leak of 2 MiB per iteration. The boundaries are the
+ * kept cycles' starts, 2 + 2k s; the last at 200,002 s. */
+static void test_many_iterations(void)
+{
+	struct trace t;
+	struct growth_result r;
+	struct growth_params p = {.ncols = 10};
+	compute(write(MANY_LEAK, "many.gmt", 300000 * S), &t, &p, &r);
+	CHECK(growth_iterations(&r) == GROWTH_MAX_ITERATIONS && r.mk.stride == 2 &&
+		  r.mk.found == 200001 && !strcmp(growth_iteration_source(&r), "pattern"),
+	      "many: %zu iterations, stride %zu of %zu", growth_iterations(&r), r.mk.stride,
+	      r.mk.found);
+	size_t bad = 0;
+	for (size_t k = 0; k < r.mk.n; k++)
+		bad += r.mk.times[k] != (2 + 2 * k) * S;
+	CHECK(!bad && r.mk.n == 100001, "many: %zu boundaries at the wrong time", bad);
+	double step;
+	CHECK(r.devs[0].v.kind == GV_LEAK && growth_rate_per_step(&r, &r.devs[0], &step) &&
+		  step == 2.0 * MiB,
+	      "many: kind %d, %g per iteration", r.devs[0].v.kind, step);
+	done(&t, &r);
+}
+
 int main(void)
 {
 	test_rule_staircase();
@@ -601,5 +629,6 @@ int main(void)
 	test_segments();
 	test_plateau();
 	test_devices();
+	test_many_iterations();
 	return failures ? 1 : 0;
 }

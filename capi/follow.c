@@ -1,0 +1,331 @@
+/* Following a trace as it is written, window by window (gmtr_follow_*,
+ * include/gpumemtrace/trace-reader.h): the pytest plugin's per-test
+ * figures. A window is a range pushed with a given prefix and popped on
+ * the same thread; its figures are those of the allocations made between
+ * its push and its pop (by any thread), replayed by analysis/replay.h. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpumemtrace/trace-reader.h>
+
+#include "analysis/replay.h"
+#include "analysis/trace.h"
+#include "common/api.h"
+#include "common/events.h"
+#include "common/text.h"
+#include "reader/reader.h"
+
+#define GMTR_EXPORT __attribute__((visibility("default")))
+#define TOP_SITES   10
+
+struct win {
+	char *name;
+	uint64_t tid, start, end; /* absolute times */
+	bool closed, done;
+	uint64_t peak, live, allocs, failed, ooms;
+	char *sites_json;
+};
+
+/* A thread's open ranges: which are windows (index), which not (-1). */
+struct open_stack {
+	uint64_t tid;
+	int64_t *v;
+	size_t n, cap;
+};
+
+struct gmtr_follow {
+	struct trace t;
+	bool open;
+	char *path, *prefix;
+	size_t prefix_len;
+	struct win *w;
+	size_t nw, wcap;
+	struct open_stack *threads;
+	size_t nthreads;
+	struct gmt_event *ev; /* events not yet behind every window */
+	size_t nev, evcap;
+	char *status;
+};
+
+static struct open_stack *thread_of(struct gmtr_follow *f, uint64_t tid)
+{
+	for (size_t i = 0; i < f->nthreads; i++)
+		if (f->threads[i].tid == tid)
+			return &f->threads[i];
+	f->threads = xrealloc(f->threads, (f->nthreads + 1) * sizeof(*f->threads));
+	struct open_stack *s = &f->threads[f->nthreads++];
+	memset(s, 0, sizeof(*s));
+	s->tid = tid;
+	return s;
+}
+
+static void on_range(struct gmtr_follow *f, const struct gmt_record *rec)
+{
+	uint64_t op = rec->u.range.op;
+	if (op != GMT_RANGE_PUSH && op != GMT_RANGE_POP)
+		return;
+	struct open_stack *s = thread_of(f, rec->u.range.tid);
+	if (op == GMT_RANGE_POP) {
+		if (!s->n)
+			return; /* a pop without its push (lost, or before the trace) */
+		int64_t wi = s->v[--s->n];
+		if (wi >= 0) {
+			f->w[wi].end = rec->u.range.time_ns;
+			f->w[wi].closed = true;
+		}
+		return;
+	}
+	int64_t wi = -1;
+	const struct gmt_str *text = &rec->u.range.text;
+	if (text->len >= f->prefix_len && memcmp(text->s, f->prefix, f->prefix_len) == 0) {
+		if (f->nw == f->wcap) {
+			f->wcap = f->wcap ? f->wcap * 2 : 64;
+			f->w = xrealloc(f->w, f->wcap * sizeof(*f->w));
+		}
+		struct win *w = &f->w[f->nw];
+		memset(w, 0, sizeof(*w));
+		w->name = xstrdup(text->s + f->prefix_len);
+		w->tid = rec->u.range.tid;
+		w->start = rec->u.range.time_ns;
+		wi = (int64_t)f->nw++;
+	}
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 16;
+		s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
+	}
+	s->v[s->n++] = wi;
+}
+
+static void follow_record(void *ctx, const struct gmt_record *rec)
+{
+	if (rec->type == GMT_REC_RANGE)
+		on_range(ctx, rec);
+}
+
+static void follow_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	struct gmtr_follow *f = ctx;
+	if (f->nev == f->evcap) {
+		f->evcap = f->evcap ? f->evcap * 2 : 1024;
+		f->ev = xrealloc(f->ev, f->evcap * sizeof(*f->ev));
+	}
+	f->ev[f->nev++] = *e;
+}
+
+static int ev_cmp(const void *a, const void *b)
+{
+	const struct gmt_event *x = a, *y = b;
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+struct site_sum {
+	char *site;
+	uint64_t bytes, allocs;
+};
+
+static int site_cmp(const void *a, const void *b)
+{
+	const struct site_sum *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(x->site, y->site);
+}
+
+/* The window's own allocations live at its peak, by site, as JSON. */
+static char *sites_at_peak(struct gmtr_follow *f, const struct gmt_event *evs, size_t n,
+			   uint64_t peak_seq)
+{
+	struct replay rp;
+	replay_init(&rp);
+	for (size_t i = 0; i < n && rp.seq < peak_seq; i++)
+		replay_apply(&rp, &evs[i]);
+	struct site_sum *s = NULL;
+	size_t ns = 0;
+	char text[1024];
+	for (int sp = 0; sp < GMT_SPACES; sp++) {
+		struct rp_live *l, *tmp;
+		RP_EACH(&rp, sp, l, tmp)
+		{
+			if (l->bucket != BK_DEVICE)
+				continue;
+			struct trace_frame fr;
+			const char *site = "(no stack)";
+			if (l->stack_id && trace_site(&f->t, l->stack_id, &fr)) {
+				/* the site and two callers: a test's helper, then the test */
+				site = trace_frame_text(&fr, text, sizeof(text));
+				trace_callers_text(&f->t, l->stack_id, fr.depth, 2, text,
+						   sizeof(text));
+			}
+			size_t k = 0;
+			while (k < ns && strcmp(s[k].site, site) != 0)
+				k++;
+			if (k == ns) {
+				s = xrealloc(s, (ns + 1) * sizeof(*s));
+				s[ns++] = (struct site_sum){xstrdup(site), 0, 0};
+			}
+			s[k].bytes += l->size;
+			s[k].allocs++;
+		}
+	}
+	replay_free(&rp);
+	if (ns > 1)
+		qsort(s, ns, sizeof(*s), site_cmp);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	fputc('[', out);
+	for (size_t k = 0; k < ns; k++) {
+		if (k < TOP_SITES) {
+			fputs(k ? ", {\"site\": " : "{\"site\": ", out);
+			json_cstr(out, s[k].site);
+			fprintf(out, ", \"bytes\": %" PRIu64 ", \"allocs\": %" PRIu64 "}",
+				s[k].bytes, s[k].allocs);
+		}
+		free(s[k].site);
+	}
+	fputc(']', out);
+	fclose(out);
+	free(s);
+	return buf;
+}
+
+static void compute(struct gmtr_follow *f, struct win *w)
+{
+	size_t n = 0;
+	struct gmt_event *evs = xcalloc(f->nev ? f->nev : 1, sizeof(*evs));
+	for (size_t i = 0; i < f->nev; i++)
+		if (f->ev[i].time_ns >= w->start && f->ev[i].time_ns <= w->end)
+			evs[n++] = f->ev[i];
+	qsort(evs, n, sizeof(*evs), ev_cmp);
+	struct replay rp;
+	replay_init(&rp);
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_event *e = &evs[i];
+		const struct api_info *a = api_lookup(e->api);
+		if (a && a->op == GMT_OP_ALLOC) {
+			bool failed = gmt_failed(e->result, e->flags);
+			w->allocs += !failed;
+			w->failed += failed;
+			w->ooms += failed && gmt_out_of_memory(e->result);
+		}
+		replay_apply(&rp, e);
+	}
+	w->peak = rp.buckets[BK_DEVICE].peak;
+	w->live = rp.buckets[BK_DEVICE].bytes;
+	uint64_t peak_seq = rp.buckets[BK_DEVICE].peak_seq;
+	replay_free(&rp);
+	w->sites_json = peak_seq ? sites_at_peak(f, evs, n, peak_seq) : xstrdup("[]");
+	w->done = true;
+	free(evs);
+}
+
+/* Drops the events no open window can need. */
+static void prune(struct gmtr_follow *f)
+{
+	uint64_t keep_from = UINT64_MAX;
+	for (size_t i = 0; i < f->nw; i++)
+		if (!f->w[i].closed && f->w[i].start < keep_from)
+			keep_from = f->w[i].start;
+	size_t k = 0;
+	for (size_t i = 0; i < f->nev; i++)
+		if (f->ev[i].time_ns >= keep_from)
+			f->ev[k++] = f->ev[i];
+	f->nev = k;
+}
+
+GMTR_EXPORT struct gmtr_follow *gmtr_follow_open(const char *path, const char *prefix, char *err,
+						 size_t errlen)
+{
+	struct gmt_read_error re;
+	struct gmt_reader *r = gmt_reader_open(path, &re);
+	if (!r) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s", re.msg);
+		return NULL;
+	}
+	gmt_reader_close(r);
+	struct gmtr_follow *f = xcalloc(1, sizeof(*f));
+	f->path = xstrdup(path);
+	f->prefix = xstrdup(prefix ? prefix : "");
+	f->prefix_len = strlen(f->prefix);
+	if (trace_open_follow(&f->t, "reader", f->path) != -1) {
+		if (err && errlen)
+			snprintf(err, errlen, "cannot read the trace");
+		free(f->path);
+		free(f->prefix);
+		free(f);
+		return NULL;
+	}
+	f->open = true;
+	return f;
+}
+
+GMTR_EXPORT int64_t gmtr_follow_poll(struct gmtr_follow *f)
+{
+	trace_follow(&f->t, follow_event, follow_record, f);
+	for (size_t i = 0; i < f->nw; i++)
+		if (f->w[i].closed && !f->w[i].done)
+			compute(f, &f->w[i]);
+	prune(f);
+	return (int64_t)f->nw;
+}
+
+GMTR_EXPORT int gmtr_follow_window(struct gmtr_follow *f, int64_t i, struct gmtr_window *out)
+{
+	if (i < 0 || (size_t)i >= f->nw)
+		return -1;
+	const struct win *w = &f->w[i];
+	memset(out, 0, sizeof(*out));
+	out->name = w->name;
+	out->closed = w->done;
+	out->tid = w->tid;
+	out->start_ns = trace_rel(&f->t, w->start);
+	out->end_ns = w->closed ? trace_rel(&f->t, w->end) : -1;
+	out->peak_bytes = w->peak;
+	out->live_bytes = w->live;
+	out->allocs = w->allocs;
+	out->failed = w->failed;
+	out->ooms = w->ooms;
+	out->sites_json = w->sites_json ? w->sites_json : "[]";
+	return 0;
+}
+
+GMTR_EXPORT const char *gmtr_follow_status_json(struct gmtr_follow *f)
+{
+	free(f->status);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	fprintf(out,
+		"{\"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
+		", \"lost_in_children\": %" PRIu64 "}",
+		f->t.events, f->t.lost, f->t.lost_in_children);
+	fclose(out);
+	f->status = buf;
+	return buf;
+}
+
+GMTR_EXPORT void gmtr_follow_close(struct gmtr_follow *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->nw; i++) {
+		free(f->w[i].name);
+		free(f->w[i].sites_json);
+	}
+	for (size_t i = 0; i < f->nthreads; i++)
+		free(f->threads[i].v);
+	if (f->open)
+		trace_close(&f->t);
+	free(f->threads);
+	free(f->w);
+	free(f->ev);
+	free(f->status);
+	free(f->path);
+	free(f->prefix);
+	free(f);
+}
