@@ -45,7 +45,8 @@ UNIT_SRCS_test-check-measure := analysis/check-measure.c $(UNIT_TRACE)
 UNIT_SRCS_test-report-base := analysis/report-base.c cli/report-print.c cli/output.c cli/options.c $(UNIT_TRACE)
 UNIT_SRCS_test-fragmentation := analysis/fragmentation.c $(UNIT_TRACE)
 UNIT_SRCS_test-follow := capi/follow.c analysis/phase.c $(UNIT_TRACE)
-UNIT_SRCS_test-oom := analysis/oom.c analysis/oom-judge.c analysis/accounting.c analysis/peakset.c \
+UNIT_SRCS_test-oom := analysis/oom.c analysis/oom-judge.c analysis/oom-fw.c analysis/fwoom.c \
+	analysis/fwoom-msg.c analysis/accounting.c analysis/peakset.c \
 	analysis/report-base.c $(UNIT_TRACE)
 UNIT_SRCS_test-accounting := analysis/accounting.c cli/accounting-print.c analysis/peakset.c \
 	cli/report-print.c cli/output.c cli/options.c analysis/report-base.c $(UNIT_TRACE)
@@ -60,6 +61,8 @@ UNIT_LIBS_test-report-base := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-fragmentation := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-follow := $(UNIT_LIBS_TRACE)
 UNIT_LIBS_test-oom := $(UNIT_LIBS_TRACE)
+UNIT_SRCS_test-oom-fw := $(UNIT_SRCS_test-oom)
+UNIT_LIBS_test-oom-fw := $(UNIT_LIBS_TRACE)
 UNIT_SRCS_test-sites := $(UNIT_TRACE)
 UNIT_SRCS_test-frameworks := $(UNIT_TRACE)
 UNIT_LIBS_test-frameworks := $(UNIT_LIBS_TRACE)
@@ -72,7 +75,7 @@ UNIT_SRCS_test-peak-watch := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-torchalloc := model/torchalloc.c
 UNIT_LIBS_test-torchalloc := -lm
 # explain reads the other aggregators: all their files, however they split
-UNIT_SRCS_test-explain := $(wildcard analysis/explain*.c analysis/growth*.c analysis/oom*.c) \
+UNIT_SRCS_test-explain := $(wildcard analysis/explain*.c analysis/growth*.c analysis/oom*.c analysis/fwoom*.c) \
 	analysis/accounting.c analysis/peakset.c analysis/report-base.c $(UNIT_TRACE)
 UNIT_LIBS_test-explain := $(UNIT_LIBS_TRACE)
 include tests/unit/unit.mk

@@ -24,9 +24,10 @@ _gpumemtrace() {
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--stack-depth) COMPREPLY=(); return ;;
 		--check-max-peak) COMPREPLY=(); return ;;
+		--check-max-smi) COMPREPLY=(); return ;;
 		--history-entries) COMPREPLY=(); return ;;
 		esac
-		opts="--output -o --stack-depth --check-max-peak --allow-no-trace --allow-lost --framework-counters --framework-history --history-entries --no-follow --quiet -q --per-tensor --help --" ;;
+		opts="--output -o --stack-depth --check-max-peak --check-max-smi --allow-no-trace --allow-lost --framework-counters --framework-history --history-entries --no-follow --quiet -q --per-tensor --help --" ;;
 	dump)
 		opts="--help" ;;
 	summary)
@@ -89,6 +90,8 @@ _gpumemtrace() {
 	check)
 		case $prev in
 		--max-peak) COMPREPLY=(); return ;;
+		--max-smi) COMPREPLY=(); return ;;
+		--max-framework-reserved) COMPREPLY=(); return ;;
 		--max-live-at-end) COMPREPLY=(); return ;;
 		--baseline) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--max-increase) COMPREPLY=(); return ;;
@@ -96,7 +99,7 @@ _gpumemtrace() {
 		--ignore-library) COMPREPLY=(); return ;;
 		--junit) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		esac
-		opts="--max-peak --max-live-at-end --baseline --max-increase --device --ignore-library --fail-on-oom --allow-lost --junit --json --help" ;;
+		opts="--max-peak --max-smi --max-framework-reserved --max-live-at-end --baseline --max-increase --device --ignore-library --fail-on-oom --allow-lost --junit --json --help" ;;
 	accounting)
 		case $prev in
 		--device) COMPREPLY=(); return ;;

@@ -29,9 +29,11 @@ static void drv_free(void *ctx, uint64_t ptr, uint64_t size)
 
 static uint64_t drv_device_free(void *ctx)
 {
+	struct torch_alloc *a = ctx;
 	size_t free_b = 0, total = 0;
-	(void)ctx;
 	cudaMemGetInfo(&free_b, &total);
+	a->oom_free = free_b;
+	a->oom_total = total;
 	return free_b;
 }
 
@@ -127,6 +129,46 @@ static struct block *direct_malloc(struct torch_alloc *a, size_t size)
 	return b;
 }
 
+/* What the helper records (EMU_HELPER): the observer's record, called with
+ * (device, alloc_size, the fraction's bytes or the total, free), with
+ * memory_stats() then; the error's when it reaches the top, with
+ * DeviceCachingAllocator::malloc's message (framework-view.md §2.2, §2.3). */
+static void helper_oom(struct torch_alloc *a, uint64_t alloc_size)
+{
+	static const char *const names[] = {"alloc_size",
+					    "limit_or_total",
+					    "device_free",
+					    "reserved_bytes.all.current",
+					    "allocated_bytes.all.current",
+					    "num_ooms",
+					    "num_alloc_retries"};
+	const struct ta_stats *s = ta_stats(a->model);
+	const uint64_t limit = ta_config(a->model)->allowed_max;
+	const uint64_t v[] = {alloc_size,   limit ? limit : a->oom_total,
+			      a->oom_free,  s->reserved,
+			      s->allocated, s->num_ooms,
+			      s->num_alloc_retries};
+	emu_fwoom(0, "torch", "", names, v, 7, "");
+	char f[5][32], allowed[64] = "", msg[900];
+	if (limit)
+		snprintf(allowed, sizeof allowed, "%s allowed; ",
+			 emu_format_size(f[4], sizeof f[4], limit));
+	snprintf(msg, sizeof msg,
+		 "CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of "
+		 "which %s is free. %sOf the allocated memory %s is allocated by PyTorch, and %s "
+		 "is reserved by PyTorch but unallocated. If reserved but unallocated memory is "
+		 "large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+		 "fragmentation.  See documentation for Memory Management  "
+		 "(https://docs.pytorch.org/docs/stable/notes/"
+		 "cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)",
+		 emu_format_size(f[0], sizeof f[0], alloc_size),
+		 emu_format_size(f[1], sizeof f[1], a->oom_total),
+		 emu_format_size(f[2], sizeof f[2], a->oom_free), allowed,
+		 emu_format_size(f[3], sizeof f[3], s->allocated),
+		 emu_format_size(f[4], sizeof f[4], s->reserved - s->allocated));
+	emu_fwoom(1, "torch", "torch.OutOfMemoryError", NULL, NULL, 0, msg);
+}
+
 static struct block *cached_malloc(struct torch_alloc *a, size_t size)
 {
 	uint64_t ptr;
@@ -141,6 +183,7 @@ static struct block *cached_malloc(struct torch_alloc *a, size_t size)
 		       ta_allocation_size(c, ta_round_size(c, size)) / (double)MiB,
 		       (unsigned long long)s->reserved, (unsigned long long)s->allocated,
 		       (unsigned long long)c->allowed_max);
+		helper_oom(a, ta_allocation_size(c, ta_round_size(c, size)));
 		return NULL;
 	}
 	struct block *b = calloc(1, sizeof *b);

@@ -38,6 +38,8 @@ struct torch_alloc {
 	/* async and nocache: their own counters */
 	size_t reserved, allocated, max_reserved;
 	unsigned ooms;
+	/* cudaMemGetInfo's figures in the model's last OOM path */
+	size_t oom_free, oom_total;
 	/* expandable: each mapped page's handle, by address */
 	struct {
 		uintptr_t va;
