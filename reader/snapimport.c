@@ -1322,7 +1322,7 @@ static int write_head(struct imp *m, const char *name)
 			    : " (recorded without _record_memory_history: its end state only)");
 	if (tw_note(&m->w, 0, text))
 		return write_failed(m);
-	if (m->nbefore) {
+	if (m->nbefore && m->entries) { /* no history: the end state is all there is */
 		uint64_t total = 0;
 		for (size_t i = 0; i < m->nbefore; i++)
 			total += m->before[i].size;

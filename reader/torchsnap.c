@@ -19,9 +19,19 @@ enum {
 #define DEV_SHIFT 8
 #define DEV_MAX	  ((1u << 23) - 1)
 
+/* Frames the pickle shares (one dict per distinct frame, as PyTorch's
+ * py_symbolize makes them), parsed once: by the dict's address, which a
+ * reference held here keeps unique. */
+struct fcache {
+	struct pk_obj **key;
+	struct ts_frame *f;
+	size_t n, cap; /* cap: a power of two */
+};
+
 struct ts {
 	struct pk *pk;
 	struct pk_error err;
+	struct fcache fc;
 	struct ts_item item;
 	bool root_list, snapshot;
 	int64_t only_device;
@@ -109,6 +119,75 @@ static int need_u64(struct ts *s, const struct pk_val *d, const char *what, cons
 
 /* ---- frames ---- */
 
+static size_t fc_slot(const struct fcache *c, const struct pk_obj *o)
+{
+	uint64_t x = (uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ull;
+	return (size_t)(x >> 24) & (c->cap - 1);
+}
+
+static const struct ts_frame *fc_find(const struct fcache *c, const struct pk_obj *o)
+{
+	if (!c->cap)
+		return NULL;
+	for (size_t i = fc_slot(c, o);; i = (i + 1) & (c->cap - 1)) {
+		if (c->key[i] == o)
+			return &c->f[i];
+		if (!c->key[i])
+			return NULL;
+	}
+}
+
+static void fc_clear(struct fcache *c)
+{
+	for (size_t i = 0; i < c->cap; i++)
+		if (c->key[i])
+			pk_obj_unref(c->key[i]);
+	pk_budget_discharge((uint64_t)c->cap * (sizeof *c->key + sizeof *c->f));
+	free(c->key);
+	free(c->f);
+	memset(c, 0, sizeof *c);
+}
+
+/* Keeps f, parsed from the shared dict o (a reference is taken). false
+ * when the budget or memory says no: the frame is then parsed each time. */
+static bool fc_add(struct fcache *c, struct pk_obj *o, const struct ts_frame *f)
+{
+	if ((c->n + 1) * 2 > c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		if (!pk_budget_charge((uint64_t)cap * (sizeof *c->key + sizeof *c->f)))
+			return false;
+		struct pk_obj **k = calloc(cap, sizeof *k);
+		struct ts_frame *v = calloc(cap, sizeof *v);
+		if (!k || !v) {
+			free(k);
+			free(v);
+			pk_budget_discharge((uint64_t)cap * (sizeof *c->key + sizeof *c->f));
+			return false;
+		}
+		struct fcache nc = {k, v, c->n, cap};
+		for (size_t i = 0; i < c->cap; i++)
+			if (c->key[i]) {
+				size_t j = fc_slot(&nc, c->key[i]);
+				while (k[j])
+					j = (j + 1) & (cap - 1);
+				k[j] = c->key[i];
+				v[j] = c->f[i];
+			}
+		pk_budget_discharge((uint64_t)c->cap * (sizeof *c->key + sizeof *c->f));
+		free(c->key);
+		free(c->f);
+		*c = nc;
+	}
+	size_t j = fc_slot(c, o);
+	while (c->key[j])
+		j = (j + 1) & (c->cap - 1);
+	pk_obj_ref(o);
+	c->key[j] = o;
+	c->f[j] = *f;
+	c->n++;
+	return true;
+}
+
 static int reserve_frames(struct ts *s, size_t n)
 {
 	if (s->nframes + n <= s->frames_cap)
@@ -141,6 +220,11 @@ static int take_frames(struct ts *s, const struct pk_val *v, size_t *first, size
 	for (size_t i = 0; i < len; i++) {
 		const struct pk_val *f = pk_item(v, i);
 		struct ts_frame *out = &s->frames[s->nframes++];
+		const struct ts_frame *hit = f->kind == PK_DICT ? fc_find(&s->fc, f->o) : NULL;
+		if (hit) {
+			*out = *hit;
+			continue;
+		}
 		const struct pk_val *fn = pk_get(f, "filename"), *nm = pk_get(f, "name");
 		out->filename = fn ? pk_str(fn, &out->filename_len) : NULL;
 		out->name = nm ? pk_str(nm, &out->name_len) : NULL;
@@ -158,6 +242,8 @@ static int take_frames(struct ts *s, const struct pk_val *v, size_t *first, size
 		out->shared = f->kind == PK_DICT && f->o->refs > 1 ? f->o : NULL;
 		if (!fn || !nm)
 			out->shared = NULL;
+		if (out->shared && !fc_add(&s->fc, out->shared, out))
+			out->shared = NULL; /* no room to keep it: no identity either */
 	}
 	*n = len;
 	return 0;
@@ -450,6 +536,7 @@ int ts_next(struct ts *s, const struct ts_item **out)
 
 void ts_rewind(struct ts *s)
 {
+	fc_clear(&s->fc);
 	pk_rewind(s->pk);
 	memset(&s->err, 0, sizeof s->err);
 	s->snapshot = false;
@@ -479,6 +566,7 @@ void ts_close(struct ts *s)
 {
 	if (!s)
 		return;
+	fc_clear(&s->fc);
 	pk_close(s->pk);
 	free(s->frames);
 	free(s->blocks);

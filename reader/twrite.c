@@ -11,6 +11,8 @@
 
 /* Written once, read many times: a little more effort than the library's 1. */
 #define ZSTD_LEVEL 3
+/* well under the reader's default limit (reader.c, EXPANSION_DEFAULT) */
+#define TW_MAX_EXPANSION 64u
 
 static int failed(struct tw *w, int err)
 {
@@ -46,6 +48,7 @@ int tw_open(struct tw *w, int fd, const struct tw_header *h, bool compress)
 		w->compress = w->cctx != NULL;
 	}
 	uint8_t hdr[GMT_HEADER_SIZE] = {0};
+	w->file_bytes = GMT_HEADER_SIZE;
 	memcpy(hdr + GMT_HDR_MAGIC, GMT_MAGIC, GMT_MAGIC_LEN);
 	gmt_put_le16(hdr + GMT_HDR_VERSION, GMT_FORMAT_VERSION);
 	gmt_put_le16(hdr + GMT_HDR_HEADER_SIZE, GMT_HEADER_SIZE);
@@ -87,6 +90,15 @@ int tw_flush(struct tw *w)
 		return 0;
 	uint32_t payload = (uint32_t)(w->len - GMT_CHUNK_HEADER_SIZE);
 	size_t zlen = w->compress ? compress_chunk(w, payload) : 0;
+	/* The reader refuses a file that decompresses to more than
+	 * GPUMEMTRACE_MAX_EXPANSION (256) times its size: a history of
+	 * identical steps compresses further than that, so a chunk that would
+	 * take the file past TW_MAX_EXPANSION goes uncompressed. */
+	if (zlen && w->raw_bytes + payload >
+			(w->file_bytes + GMT_CHUNK_HEADER_SIZE + zlen) * TW_MAX_EXPANSION)
+		zlen = 0;
+	w->raw_bytes += payload;
+	w->file_bytes += GMT_CHUNK_HEADER_SIZE + (zlen ? zlen : payload);
 	uint8_t *c = zlen ? w->zbuf : w->chunk;
 	uint32_t len = zlen ? (uint32_t)zlen : payload;
 	gmt_put_le32(c, zlen ? GMT_CHUNK_MAGIC_ZSTD : GMT_CHUNK_MAGIC);

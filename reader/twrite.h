@@ -28,6 +28,7 @@ struct tw {
 	size_t len, cap, zcap;
 	uint32_t seq;
 	uint64_t events, nodes;
+	uint64_t raw_bytes, file_bytes; /* payload bytes written, file bytes */
 	/* the open EVENTS batch */
 	uint8_t *ev;
 	size_t ev_len, ev_cap;
