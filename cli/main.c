@@ -39,6 +39,10 @@ static const struct command commands[] = {
     {"export", cmd_export, "convert a trace: Perfetto/Chrome JSON, CSV, or pprof"},
     {"import", cmd_import,
      "convert a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) into a trace"},
+    {"replay", cmd_replay,
+     "PyTorch's allocator history through gpumemtrace's model: how often it chose alike"},
+    {"whatif", cmd_whatif,
+     "a PyTorch history under other allocator settings: reserved peak, fragmentation, OOM"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -776,6 +776,10 @@ static void unmap_block(struct ta *a, struct blk *b)
 		a->b.unmap(a->b.ctx, uptr, x->page, end - begin);
 	pool_erase(a, b);
 	uint64_t before = uptr - b->ptr, after = b->size - before - usize;
+	/* a mapped range is cut in two, shortened, or gone */
+	a->st.mapped_ranges += (uint64_t)((before || (b->prev && b->prev->mapped)) +
+					  (after || (b->next && b->next->mapped))) -
+			       1;
 	if (before) { /* prev? -> before_free -> b */
 		struct blk *f = blk_new(a, b->ptr, before, b->stream, b->pool);
 		if (!f)
@@ -986,11 +990,16 @@ static uint64_t device_total(const struct ta *a)
 
 /* A new expandable segment: its whole reservation, one unmapped block.
  * At `va` when the caller knows it (replay), else from the backend. */
-static struct blk *new_xseg(struct ta *a, uint64_t stream, int pool, bool have_va, uint64_t va)
+static struct blk *new_xseg(struct ta *a, uint64_t stream, int pool, bool have_va, uint64_t va,
+			    uint64_t max_bytes)
 {
 	uint64_t page = pool == SMALL ? TA_SMALL_BUFFER : a->c.large_segment_size;
 	uint64_t total = device_total(a);
 	uint64_t pages = (total + total / 8 + page - 1) / page;
+	if (max_bytes && pages * page > max_bytes)
+		pages = max_bytes / page; /* a recorded reservation ends where the next begins */
+	if (!pages)
+		return NULL;
 	if (!have_va && (!a->b.reserve || a->b.reserve(a->b.ctx, pages * page, &va)))
 		return NULL;
 	struct xseg *x = calloc(1, sizeof *x);
@@ -1023,7 +1032,7 @@ static struct blk *find_expandable(struct ta *a, uint64_t stream, int pool, uint
 		if (has_room(c, size))
 			return c;
 	}
-	struct blk *b = new_xseg(a, stream, pool, false, 0);
+	struct blk *b = new_xseg(a, stream, pool, false, 0, 0);
 	if (b && b->size < size) {
 		release_expandable_segment(a, b);
 		return NULL;
@@ -1041,6 +1050,9 @@ static bool map_block(struct ta *a, struct blk *m, uint64_t size)
 	if (end > begin && a->b.map && a->b.map(a->b.ctx, m->ptr, x->page, end - begin))
 		return false;
 	unmapped_erase(a, m);
+	/* a new range, one grown, or two joined */
+	a->st.mapped_ranges += 1 - (uint64_t)(m->prev && m->prev->mapped) -
+			       (uint64_t)(msize == m->size && m->next && m->next->mapped);
 	m->mapped = true;
 	if (msize < m->size) {
 		struct blk *rest = blk_new(a, m->ptr + msize, m->size - msize, m->stream, m->pool);
@@ -1342,8 +1354,42 @@ int ta_take(struct ta *a, uint64_t ptr, uint64_t size, uint64_t stream)
 	return got && !a->failed ? 0 : -1;
 }
 
+/* A recorded history shows where reservations are, not how large: one
+ * made when the device's size was unknown may run into the next. Its
+ * unmapped tail t is cut at `at` (the start of another segment). */
+static bool xseg_cut(struct ta *a, struct blk *t, uint64_t at)
+{
+	struct xseg *x = t->xs;
+	if (!x || t->mapped || t->allocated || t->next || at < t->ptr || at >= t->ptr + t->size)
+		return false;
+	unmapped_erase(a, t);
+	x->size = at - x->base;
+	if (at > t->ptr) {
+		t->size = at - t->ptr;
+		unmapped_insert(a, t);
+		return true;
+	}
+	if (t->prev) {
+		t->prev->next = NULL;
+	} else { /* nothing mapped: the reservation goes */
+		for (struct xseg **p = &a->xsegs; *p; p = &(*p)->next)
+			if (*p == x) {
+				*p = x->next;
+				break;
+			}
+		free(x);
+	}
+	blk_delete(a, t);
+	return true;
+}
+
 int ta_add_segment(struct ta *a, uint64_t ptr, uint64_t size, uint64_t stream, bool small)
 {
+	struct blk *t = hfind(a, ptr);
+	if (t && !xseg_cut(a, t, ptr))
+		return -1;
+	if (!t && (t = block_at_or_before(a, ptr)))
+		xseg_cut(a, t, ptr);
 	if (hfind(a, ptr) || !size)
 		return -1;
 	struct blk *b = blk_new(a, ptr, size, stream, small ? SMALL : LARGE);
@@ -1362,12 +1408,27 @@ int ta_add_segment(struct ta *a, uint64_t ptr, uint64_t size, uint64_t stream, b
 int ta_map(struct ta *a, uint64_t ptr, uint64_t size, uint64_t stream, bool small)
 {
 	struct blk *m = hfind(a, ptr);
+	if (m && m->xs && !m->mapped &&
+	    (m->pool != (small ? SMALL : LARGE) || m->stream != stream)) {
+		if (!xseg_cut(a, m, ptr))
+			return -1;
+		m = NULL;
+	}
+	if (!m) {
+		struct blk *t = block_at_or_before(a, ptr);
+		if (t && t->ptr < ptr)
+			xseg_cut(a, t, ptr);
+	}
 	if (m && (m->mapped || !m->xs))
 		return -1;
 	if (!m) {
 		if (block_at_or_before(a, ptr))
 			return -1; /* inside a segment, not at an unmapped range's start */
-		m = new_xseg(a, stream, small ? SMALL : LARGE, true, ptr);
+		/* the device's size, hence the reservation's, may be unknown: it
+		 * ends at the next segment the history shows */
+		size_t i = seg_index(a, ptr + 1);
+		m = new_xseg(a, stream, small ? SMALL : LARGE, true, ptr,
+			     i < a->nsegs ? a->seg_base[i] - ptr : 0);
 		if (!m)
 			return -1;
 	}

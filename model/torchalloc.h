@@ -118,6 +118,9 @@ struct ta_stats {
 	uint64_t segments, max_segments;
 	uint64_t inactive_split; /* inactive_split_bytes.all.current */
 	uint64_t num_alloc_retries, num_ooms, num_device_alloc, num_device_free;
+	/* expandable segments' contiguous mapped ranges (not in memory_stats:
+	 * what a snapshot lists as their segments) */
+	uint64_t mapped_ranges;
 };
 
 struct ta;

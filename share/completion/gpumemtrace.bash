@@ -4,7 +4,7 @@ _gpumemtrace() {
 	local cur prev cmd opts
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export import help"
+	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export import replay whatif help"
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
 		return
@@ -132,6 +132,20 @@ _gpumemtrace() {
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		esac
 		opts="--output -o --help" ;;
+	replay)
+		case $prev in
+		--device) COMPREPLY=(); return ;;
+		--device-size) COMPREPLY=(); return ;;
+		esac
+		opts="--json --device --device-size --help" ;;
+	whatif)
+		case $prev in
+		--alloc-conf) COMPREPLY=(); return ;;
+		--fraction) COMPREPLY=(); return ;;
+		--device-size) COMPREPLY=(); return ;;
+		--device) COMPREPLY=(); return ;;
+		esac
+		opts="--alloc-conf --fraction --device-size --json --device --help" ;;
 	help) COMPREPLY=($(compgen -W "$cmds" -- "$cur")); return ;;
 	esac
 	if [[ $cur == -* ]]; then

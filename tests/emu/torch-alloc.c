@@ -144,10 +144,9 @@ static void helper_oom(struct torch_alloc *a, uint64_t alloc_size)
 					    "num_alloc_retries"};
 	const struct ta_stats *s = ta_stats(a->model);
 	const uint64_t limit = ta_config(a->model)->allowed_max;
-	const uint64_t v[] = {alloc_size,   limit ? limit : a->oom_total,
-			      a->oom_free,  s->reserved,
-			      s->allocated, s->num_ooms,
-			      s->num_alloc_retries};
+	const uint64_t v[] = {
+	    alloc_size,	 limit ? limit : a->oom_total, a->oom_free, s->reserved, s->allocated,
+	    s->num_ooms, s->num_alloc_retries};
 	emu_fwoom(0, "torch", "", names, v, 7, "");
 	char f[5][32], allowed[64] = "", msg[900];
 	if (limit)

@@ -46,6 +46,7 @@ class Device:
         self.segments = {}  # address -> [size, blocks {addr: [size, req, state, tb]}, tb, small]
         self.t = 1_700_000_000_000_000 + index * 1000
         self.next_addr = BASE + index * (1 << 36)
+        self.next_large = self.next_addr + (1 << 34)  # expandable: the large reservation
         self.tb_cache = {}
 
     def tb(self, *frames):
@@ -64,8 +65,13 @@ class Device:
         self.trace.append(e)
 
     def new_segment(self, size, tb, small=False):
-        addr = self.next_addr
-        self.next_addr += size + 32 * MiB
+        if self.args.expandable and not small:
+            # the large pool's one reservation: its pages mapped in turn
+            addr = self.next_large
+            self.next_large += size
+        else:
+            addr = self.next_addr
+            self.next_addr += size + 32 * MiB
         if self.args.expandable:
             self.entry("segment_map", addr, size, tb)
         else:
@@ -95,9 +101,11 @@ class Device:
                       frame(f, "/home/user/train.py", 92, "main"))
         bwd = self.tb(frame(f, "/home/user/train.py", 57, "step"),
                       frame(f, "/home/user/train.py", 92, "main"))
+        # each new segment right before the alloc it was made for, as
+        # PyTorch records them
         small_seg = self.new_segment(2 * MiB, setup, small=True)
-        weights = self.new_segment(40 * MiB, setup)
         self.alloc(small_seg, 0, 512, 100, setup)
+        weights = self.new_segment(40 * MiB, setup)
         self.alloc(weights, 0, 40 * MiB, 40 * MiB - 300, setup)
         act_seg = None
         for step in range(self.args.steps):
@@ -106,8 +114,9 @@ class Device:
                               frame(f, "/home/user/train.py", 55, "step"))
             if act_seg is None:
                 act_seg = self.new_segment(20 * MiB, fwd)
-            a = self.alloc(act_seg, 0, 6 * MiB, 6 * MiB - 1000, fwd)
-            b = self.alloc(act_seg, 6 * MiB, 4 * MiB, 4 * MiB, bwd)
+            # 6 MiB - 1000 rounds up to 6 MiB - 512; the next block starts there
+            a = self.alloc(act_seg, 0, 6 * MiB - 512, 6 * MiB - 1000, fwd)
+            b = self.alloc(act_seg, 6 * MiB - 512, 4 * MiB, 4 * MiB, bwd)
             self.free(act_seg, a)
             self.free(act_seg, b)
             if self.args.annotations and step < 3:

@@ -289,11 +289,35 @@ static void test_expandable(void)
 	ta_malloc(a, 20 * MiB, 0, &r); /* 5 MiB free at the end + 1 page */
 	CHECK(d.mapped == 60 * MiB && r == q + 5 * MiB, "grows by one page at the end: %llu",
 	      (unsigned long long)d.mapped);
+	CHECK(ta_stats(a)->mapped_ranges == 1 && ta_stats(a)->segments == 0,
+	      "one mapped range, no cudaMalloc segment");
+	ta_free(a, q); /* [30, 35) free: its page [20, 40) is partly p's, kept */
+	ta_free(a, r); /* [35, 60) free with q's: page [40, 60) unmappable */
+	ta_empty_cache(a);
+	CHECK(d.mapped == 40 * MiB && ta_stats(a)->mapped_ranges == 1, "the tail page unmapped");
+	uint64_t s2;
+	ta_malloc(a, 5 * MiB, 0, &s2); /* best fit [30, 35) */
+	ta_malloc(a, 20 * MiB, 0, &r); /* [35, 40) free + [40, 60) mapped again */
+	CHECK(r == s2 + 5 * MiB && d.mapped == 60 * MiB, "r after s2, one page mapped");
+	ta_free(a, s2);
 	ta_free(a, p);
-	ta_free(a, q);
+	ta_empty_cache(a); /* [0, 35) free: page [0, 20) goes; [20, 40) holds r's start */
+	CHECK(d.mapped == 40 * MiB && ta_stats(a)->mapped_ranges == 1, "the head unmapped: %llu",
+	      (unsigned long long)d.mapped);
 	ta_free(a, r);
 	ta_empty_cache(a);
-	CHECK(d.mapped == 0 && ta_stats(a)->reserved == 0, "empty_cache unmaps every free page");
+	CHECK(d.mapped == 0 && ta_stats(a)->reserved == 0 && ta_stats(a)->mapped_ranges == 0,
+	      "empty_cache unmaps every free page");
+	/* a page freed between two: two ranges, joined again when remapped */
+	uint64_t x[3];
+	for (int i = 0; i < 3; i++)
+		ta_malloc(a, 20 * MiB, 0, &x[i]);
+	ta_free(a, x[1]);
+	ta_empty_cache(a);
+	CHECK(d.mapped == 40 * MiB && ta_stats(a)->mapped_ranges == 2, "a hole: two ranges (%llu)",
+	      (unsigned long long)ta_stats(a)->mapped_ranges);
+	ta_malloc(a, 20 * MiB, 0, &x[1]);
+	CHECK(ta_stats(a)->mapped_ranges == 1, "the hole mapped: one range");
 	ta_free_model(a);
 }
 
@@ -342,6 +366,22 @@ static void test_follow(void)
 	      (unsigned long long)ta_stats(a)->allocated);
 	ta_choose(a, 3 * MiB, 0, &ptr, &fresh, &seg);
 	CHECK(!fresh && ptr == 0x9000000, "3 MiB: the 4 MiB free before it (best fit)");
+	ta_free_model(a);
+
+	/* expandable mappings of a history on a device of unknown size: a
+	 * reservation (90 GiB by default) ends where the history's next one
+	 * begins */
+	ta_config_parse(&c, "expandable_segments:True", NULL, 0);
+	a = ta_new(&c, NULL);
+	const uint64_t base = 1ull << 44;
+	CHECK(!ta_map(a, base, 2 * MiB, 0, true), "the small pool's first page");
+	CHECK(!ta_map(a, base + (16ull << 30), 40 * MiB, 0, false), "the large pool's, 16 GiB on");
+	CHECK(!ta_map(a, base + (16ull << 30) + 40 * MiB, 20 * MiB, 0, false), "and its next page");
+	CHECK(!ta_add_segment(a, base + (8ull << 30), 2 * MiB, 0, true), "a cudaMalloc between");
+	CHECK(ta_stats(a)->mapped_ranges == 2 && ta_stats(a)->segments == 1,
+	      "two mapped ranges and a segment: %llu",
+	      (unsigned long long)ta_stats(a)->mapped_ranges);
+	CHECK(!ta_take(a, base + (16ull << 30), 50 * MiB, 0), "a block across both pages");
 	ta_free_model(a);
 }
 
