@@ -40,3 +40,9 @@ bench-pyframes: ## ns per Python frame on the hook path, cached and not (PY=pyth
 .PHONY: bench-python
 bench-python: bench-progs ## the Python reader's events/s into Arrow vs CSV + pandas, the pytest plugin's ms per test
 	@BUILD=$(abspath $(BUILD)) bench/python.sh $(BENCH)
+# Naming frames after the run: 10k and 100k distinct frames in one compile
+# unit, 10k stacks over 1,022 frames, nameless against named reports
+# (bench/naming.sh; docs/performance.md, "Naming frames").
+.PHONY: bench-naming
+bench-naming: all sim ## naming speed: symbolize 10k/100k frames, reports on nameless vs named traces
+	@BUILD=$(abspath $(BUILD)) bench/naming.sh

@@ -35,6 +35,7 @@ int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
 
 /* ---- doc-tables.c ---- */
 /* Writes docs/reports.md's table KIND ("md-site-rules", "md-frameworks")

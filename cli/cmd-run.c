@@ -52,6 +52,10 @@ static const char more[] =
     "makes in $TMPDIR (GPUMEMTRACE_TRACE_LIST): run reports exactly those\n"
     "traces, never one of another run in the same directory.\n"
     "\n"
+    "Once COMMAND has ended, run names the frames of its traces from the module\n"
+    "files (as 'gpumemtrace symbolize' does), outside the traced processes, so\n"
+    "the traces read with names on another machine; --no-symbolize skips it.\n"
+    "\n"
     "exit status: COMMAND's own status (128+N when killed by signal N); when\n"
     "COMMAND exits 0, 1 if --check-max-peak or --check-max-smi failed, 3 or 4\n"
     "if a trace could not be read (or is gone), 3 if a gate was given and no trace\n"
@@ -84,7 +88,7 @@ static const struct opt_usage usage = {.name = "run",
 struct run_args {
 	const char *output, *stack_depth, *max_peak, *max_smi, *history_entries;
 	bool no_follow, quiet, allow_no_trace, allow_lost, per_tensor, framework_counters,
-	    framework_history;
+	    framework_history, no_symbolize;
 	char **command; /* malloc'd, NULL-terminated */
 };
 
@@ -175,6 +179,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		     "trace only COMMAND's own process, not its children"),
 	    OPT_BOOL("quiet", &a->quiet, "print only the trace paths, no summary",
 		     .short_name = 'q'),
+	    OPT_BOOL("no-symbolize", &a->no_symbolize,
+		     "leave the traces' frames unnamed (reports on this\nmachine still name them "
+		     "from the module files)"),
 	    OPT_BOOL("per-tensor", &a->per_tensor,
 		     "turn the frameworks' caching allocators off, so every\n"
 		     "tensor is a driver call with its own stack (slower;\n"
@@ -455,6 +462,22 @@ static int run_child(const struct run_args *a)
 	return WEXITSTATUS(status);
 }
 
+/* The frames of the traces named into them, now that the command is over
+ * (outside the traced processes, whose exit never waits on naming), so
+ * that they read with names on any machine. A trace that cannot take the
+ * names (torn, still open in a process) gets its one line and is left. */
+static void name_frames(char **paths, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct trace t;
+		if (trace_open(&t, CMD, paths[i]) >= 0)
+			continue; /* its line is said; the summary says it too */
+		struct trace_symbolize res;
+		trace_symbolize(&t, -1, &res);
+		trace_close(&t);
+	}
+}
+
 /* Runs a report command with its stdout on our stderr. */
 static int report_to_stderr(int (*fn)(int, char **), int argc, char **argv)
 {
@@ -522,6 +545,8 @@ int cmd_run(int argc, char **argv)
 	for (int i = 0; i < npaths; i++)
 		paths[5 + i] = found[i];
 
+	if (!a.no_symbolize)
+		name_frames(found, npaths);
 	int report_rc = 0;
 	if (npaths == 0 && !missing) {
 		report_rc = no_trace(&a, status);

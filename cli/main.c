@@ -43,6 +43,8 @@ static const struct command commands[] = {
      "PyTorch's allocator history through gpumemtrace's model: how often it chose alike"},
     {"whatif", cmd_whatif,
      "a PyTorch history under other allocator settings: reserved peak, fragmentation, OOM"},
+    {"symbolize", cmd_symbolize,
+     "name a trace's frames from this machine's files, into the trace, so it reads anywhere"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -25,7 +25,7 @@ UNIT_SRCS_test-clock := preload/clock.c
 UNIT_SRCS_test-callers := preload/callers.c
 # The writer against the reader: the writer's three files and what they use.
 UNIT_SRCS_test-writer := preload/writer.c preload/encode.c preload/procinfo.c common/frameworks.c preload/stacks.c \
-	preload/modules.c preload/clock.c common/symbolize.c common/log.c
+	preload/modules.c preload/clock.c common/symbolize.c common/symbolize-files.c common/log.c
 UNIT_LIBS_test-writer := -ldw -lelf
 UNIT_SRCS_test-python-layouts := preload/python-layouts.c
 UNIT_SRCS_test-python-walk := preload/python.c preload/python-layouts.c
@@ -33,10 +33,12 @@ UNIT_LIBS_test-python-walk := -rdynamic # python.c finds the fake CPython with d
 # The analysis layer: without trace.c, or with it (and what it needs).
 UNIT_ANALYSIS := common/api.c common/text.c common/frameworks.c reader/diag.c reader/xalloc.c
 UNIT_TRACE := analysis/trace.c analysis/trace-records.c analysis/trace-stacks.c analysis/sites.c \
-	analysis/frameworks.c \
+	analysis/frameworks.c analysis/trace-names.c \
 	analysis/trace-rows.c analysis/replay.c analysis/counters.c analysis/fwhist.c common/symbolize.c \
-	$(UNIT_ANALYSIS)
+	common/symbolize-files.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-reorder := analysis/replay.c $(UNIT_ANALYSIS)
+UNIT_SRCS_test-symbolize := common/symbolize.c common/symbolize-files.c
+UNIT_LIBS_test-symbolize := -ldw -lelf
 UNIT_SRCS_test-replay := analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-peakset := analysis/peakset.c analysis/replay.c $(UNIT_ANALYSIS)
 UNIT_SRCS_test-phase := analysis/phase.c analysis/replay.c $(UNIT_ANALYSIS)

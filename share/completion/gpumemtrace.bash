@@ -4,7 +4,7 @@ _gpumemtrace() {
 	local cur prev cmd opts
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export import replay whatif help"
+	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export import replay whatif symbolize help"
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
 		return
@@ -27,7 +27,7 @@ _gpumemtrace() {
 		--check-max-smi) COMPREPLY=(); return ;;
 		--history-entries) COMPREPLY=(); return ;;
 		esac
-		opts="--output -o --stack-depth --check-max-peak --check-max-smi --allow-no-trace --allow-lost --framework-counters --framework-history --history-entries --no-follow --quiet -q --per-tensor --help --" ;;
+		opts="--output -o --stack-depth --check-max-peak --check-max-smi --allow-no-trace --allow-lost --framework-counters --framework-history --history-entries --no-follow --quiet -q --no-symbolize --per-tensor --help --" ;;
 	dump)
 		opts="--help" ;;
 	summary)
@@ -146,6 +146,12 @@ _gpumemtrace() {
 		--device) COMPREPLY=(); return ;;
 		esac
 		opts="--alloc-conf --fraction --device-size --json --device --help" ;;
+	symbolize)
+		case $prev in
+		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+		--symbol-path) COMPREPLY=(); return ;;
+		esac
+		opts="--output -o --symbol-path --quiet -q --help" ;;
 	help) COMPREPLY=($(compgen -W "$cmds" -- "$cur")); return ;;
 	esac
 	if [[ $cur == -* ]]; then
