@@ -8,7 +8,10 @@
 # tensorflow and cupy; a framework not installed there is skipped with the
 # reason, and the test skips when none is (CI does not install them: CPU
 # torch, jax and tensorflow add ~1.5 GB and minutes to a clean run; install
-# them in a venv and set GMT_FW_PYTHON to check here).
+# them in a venv and set GMT_FW_PYTHON to check here). PyPI's torch is the
+# CUDA build, whose import needs the nvidia-* wheels' libraries: it is then
+# checked from its sources without importing it (installed, or an unpacked
+# wheel's folder in GMT_TORCH_SRC).
 . "$(dirname "$0")/lib.sh"
 py=${GMT_FW_PYTHON:-python3}
 command -v "$py" >/dev/null || skip "$py not found"

@@ -75,8 +75,91 @@ def helper_source(exc):
     return mod._OomWatch.source_of(exc)  # pylint: disable=protected-access
 
 
+def torch_sources():
+    """The folder of an installed torch whose import fails (PyPI's wheel is
+    the CUDA build: it needs the nvidia-* wheels' libraries), or
+    GMT_TORCH_SRC (an unpacked wheel's folder holding torch/). None: none."""
+    root = os.environ.get("GMT_TORCH_SRC")
+    if root:
+        return os.path.join(root, "torch")
+    spec = importlib.util.find_spec("torch")  # finds it, runs nothing
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return list(spec.submodule_search_locations)[0]
+
+
+def defs(path):
+    """Top-level functions, classes and assignments of a Python file, by
+    name: (kind, parameter names or bases or the assigned source)."""
+    import ast
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            a = node.args
+            out[node.name] = ("def", [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs])
+        elif isinstance(node, ast.ClassDef):
+            out[node.name] = ("class", [ast.unparse(b) for b in node.bases])
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    out[t.id] = ("=", ast.unparse(node.value))
+    return out
+
+
+def check_torch_sources(src):
+    """Without importing torch: the stand-in's functions against the real
+    ones' definitions in the sources (every parameter the stand-in takes
+    exists in the real one), the exception's class in the _C stub, the
+    observer's binding name, and _memory_viz.py's presence."""
+    import inspect
+    ours, mods = standin("torch")
+    memory = defs(os.path.join(src, "cuda", "memory.py"))
+    cuda = defs(os.path.join(src, "cuda", "__init__.py"))
+    # _record_memory_history is (enabled, *args, **kwargs) forwarding to _impl
+    memory["_record_memory_history"] = memory.get("_record_memory_history_impl")
+    ours_memory = getattr(ours.cuda, "memory", None) or mods.get("torch._memory")
+    for where, real, mod, names in (
+            ("torch.cuda.memory", memory, ours_memory,
+             ("_record_memory_history", "_snapshot", "_dump_snapshot", "get_allocator_backend",
+              "memory_stats", "set_per_process_memory_fraction")),
+            ("torch.cuda", cuda, ours.cuda, ("_lazy_call", "is_initialized"))):
+        for name in names:
+            fn = getattr(mod, name, None) or getattr(ours.cuda, name, None)
+            if fn is None:
+                problems.append("%s.%s: the stand-in lacks it" % (where, name))
+                continue
+            if name not in real or real[name] is None or real[name][0] != "def":
+                problems.append("%s.%s: not a function in the real sources" % (where, name))
+                continue
+            extra = [p for p in inspect.signature(fn).parameters
+                     if p not in real[name][1] and p not in ("args", "kwargs")]
+            same("%s.%s: stand-in parameters the real one lacks" % (where, name), [], extra)
+    same("torch.cuda.OutOfMemoryError", cuda.get("OutOfMemoryError"),
+         ("=", "torch._C.OutOfMemoryError"))
+    stub = defs(os.path.join(src, "_C", "__init__.pyi"))
+    same("torch._C.OutOfMemoryError bases", stub.get("OutOfMemoryError"), ("class", ["RuntimeError"]))
+    same("OutOfMemoryError bases (stand-in)", [b.__name__ for b in ours.OutOfMemoryError.__bases__],
+         ["RuntimeError"])
+    with open(os.path.join(src, "_dynamo", "trace_rules.py"), encoding="utf-8") as f:
+        same("the observer's binding is named in torch", "_cuda_attach_out_of_memory_observer"
+             in f.read(), True)
+    same("torch/cuda/_memory_viz.py exists",
+         os.path.exists(os.path.join(src, "cuda", "_memory_viz.py")), True)
+    print("note: torch checked from its sources (%s); its import needs CUDA libraries" % src)
+
+
 def check_torch():
-    torch = real_module("torch")
+    try:
+        torch = importlib.import_module("torch")
+    except Exception as err:  # pylint: disable=broad-except
+        src = torch_sources()
+        if src is None:
+            print("torch is not importable here (%s: %s)" % (type(err).__name__, err))
+            sys.exit(77)
+        check_torch_sources(src)
+        return
     same("torch.OutOfMemoryError is torch.cuda.OutOfMemoryError",
          torch.OutOfMemoryError is torch.cuda.OutOfMemoryError, True)
     ours, _ = standin("torch")

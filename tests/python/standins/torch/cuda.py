@@ -48,13 +48,13 @@ def _message(n, free, total, allowed):
 _queued = []
 
 
-def _lazy_call(fn, **kwargs):  # pylint: disable=unused-argument
-    """Runs fn now if CUDA is initialized, else when it is (torch/cuda/
-    __init__.py)."""
+def _lazy_call(callable, **kwargs):  # pylint: disable=unused-argument,redefined-builtin
+    """Runs callable now if CUDA is initialized, else when it is (torch/cuda/
+    __init__.py; the real parameter's name)."""
     if is_initialized():
-        fn()
+        callable()
     else:
-        _queued.append(fn)
+        _queued.append(callable)
 
 
 _initialized = False
