@@ -484,7 +484,7 @@ static void seed(struct ctx *c, int64_t di, struct ta *m, bool count)
 			o->before_segment_bytes += x->size;
 		}
 	}
-	if (count)
+	if (count && d->nbefore) /* qsort's base may not be NULL, even for 0 */
 		qsort(d->before, d->nbefore, sizeof *d->before, range_cmp);
 	/* blocks: the end's allocated ones the history did not allocate, and
 	 * the ones it freed without allocating */

@@ -64,7 +64,28 @@ struct args {
 	double fraction;
 	const char *fraction_s;
 	uint64_t device_size;
+	/* the trace's own partial data, said first (nothing is lost silently) */
+	bool complete;
+	uint64_t lost;
+	char partial_what[160], partial_text[256]; /* "" when whole */
 };
+
+/* Text: the PARTIAL DATA line under the first; JSON: its keys. */
+static void print_partial(const struct args *a)
+{
+	if (a->partial_text[0])
+		printf("  %s\n", a->partial_text);
+}
+
+static void json_partial(const struct args *a)
+{
+	printf(", \"complete\": %s, \"lost_events\": %" PRIu64 ", \"partial\": ",
+	       a->complete ? "true" : "false", a->lost);
+	if (a->partial_what[0])
+		json_cstr0(stdout, a->partial_what);
+	else
+		fputs("null", stdout);
+}
 
 static double pct(uint64_t a, uint64_t b)
 {
@@ -243,6 +264,11 @@ static int run_replay(const char *cmd, const struct opt_usage *u, const struct o
 	if (rc >= 0)
 		return rc;
 	if (!ar_has_history(&t)) {
+		int fin = trace_finish(&t); /* a damaged trace: the reader's own line */
+		if (fin > 0) {
+			trace_close(&t);
+			return fin;
+		}
 		say_error(cmd,
 			  "%s: no allocator history: %s needs a PyTorch memory snapshot recorded "
 			  "with torch.cuda.memory._record_memory_history (its pickle, or a trace "
@@ -252,12 +278,18 @@ static int run_replay(const char *cmd, const struct opt_usage *u, const struct o
 		return EXIT_INPUT;
 	}
 	rc = ar_replay(&t, o, r);
+	int fin = trace_finish(&t);
+	a->complete = t.complete;
+	a->lost = trace_lost_own(&t);
+	if (trace_partial(&t)) {
+		trace_partial_what(&t, a->partial_what, sizeof a->partial_what);
+		trace_partial_text(&t, a->partial_text, sizeof a->partial_text);
+	}
 	if (rc < 0 && a->has_device && !r->ndev) {
 		say_usage_error(cmd, "%s: no history on device %" PRId64, *path, a->device);
 		ar_free(r);
 		rc = EXIT_USAGE;
 	}
-	int fin = trace_finish(&t);
 	trace_close(&t);
 	if (rc < 0 && fin > 0) {
 		ar_free(r);
@@ -301,6 +333,7 @@ int cmd_replay(int argc, char **argv)
 		json_cstr0(stdout, path);
 		printf(", \"settings\": ");
 		json_cstr0(stdout, r.conf);
+		json_partial(&a);
 		printf(", \"order\": \"%s\", \"devices\": [", r.order_tied ? "either"
 							      : r.order == TA_ORDER_AGE
 								  ? "age"
@@ -316,6 +349,7 @@ int cmd_replay(int argc, char **argv)
 	printf(
 	    "replay %s: PyTorch's caching allocator, modelled, under the recorded settings (%s)\n",
 	    path, r.conf[0] ? r.conf : "defaults");
+	print_partial(&a);
 	if (r.order_tied)
 		printf(
 		    "  free blocks of one size: ordered by segment age (PyTorch since 2025) or by "
@@ -377,6 +411,7 @@ static void print_whatif(const struct args *a, const struct ar_result *r, const 
 		snprintf(ask + n, sizeof ask - n, "%sfraction %s", n ? ", " : "", a->fraction_s);
 	}
 	printf("whatif %s: PyTorch's caching allocator, modelled\n", path);
+	print_partial(a);
 	printf("  recorded: %s\n  asked:    %s\n", rec, ask);
 	for (size_t i = 0; i < r->ndev; i++) {
 		const struct ar_device *d = &r->dev[i];
@@ -428,6 +463,7 @@ static void print_whatif_json(const struct args *a, const struct ar_result *r, c
 	char rec[160], ask[160];
 	printf("{\"history\": ");
 	json_cstr0(stdout, path);
+	json_partial(a);
 	printf(", \"recorded_settings\": ");
 	json_cstr0(stdout, ar_config_text(&r->recorded_config, rec, sizeof rec));
 	printf(", \"asked_settings\": ");

@@ -393,17 +393,23 @@ static bool ends_with(const char *s, size_t n, const char *suffix)
 
 /* Python's frames end in .py (or are <string>, <frozen ...>); the rest
  * are C++ (stacks="all"): the interpreter's own C, the C library, or
- * PyTorch's. */
+ * PyTorch's. A C++ frame's file is often "" or "??" (no line table):
+ * real 2.x snapshots name NativeCachingAllocator::malloc with "". Our
+ * own marker frames ("[reserved before the history began]") have no file
+ * and a bracketed name: PYFRAMEs, like "[thread runs no Python]". */
 static int frame_module(const struct ts_frame *f)
 {
-	if (!f->filename_len || ends_with(f->filename, f->filename_len, ".py") ||
-	    f->filename[0] == '<')
+	if (!f->filename_len && f->name_len && f->name[0] == '[')
+		return MOD_PYTHON;
+	if (f->filename_len &&
+	    (ends_with(f->filename, f->filename_len, ".py") || f->filename[0] == '<'))
 		return MOD_PYTHON;
 	if (!strncmp(f->name, "_Py", 3) || !strncmp(f->name, "Py", 2) ||
 	    !strncmp(f->name, "method_vectorcall", 17) || !strncmp(f->name, "cfunction_", 10) ||
 	    !strncmp(f->filename, "Python/", 7) || !strncmp(f->filename, "Objects/", 8) ||
 	    !strncmp(f->filename, "Modules/", 8) || !strncmp(f->filename, "Include/", 8) ||
-	    strstr(f->filename, "/Python/") || strstr(f->filename, "/Objects/"))
+	    strstr(f->filename, "/Python/") || strstr(f->filename, "/Objects/") ||
+	    strstr(f->filename, "/Modules/") || strstr(f->filename, "/Include/"))
 		return MOD_INTERP;
 	if (!strncmp(f->name, "__libc_", 7) || !strcmp(f->name, "_start") ||
 	    !strcmp(f->name, "start_thread") || !strcmp(f->name, "clone") ||

@@ -1,11 +1,13 @@
 # Sourced by the tests that run every trace-reading command and format:
 # cli_commands (each entry: a command and its options, the trace(s) go
-# last; diff takes the trace twice) and cli_commands_cover, which fails
+# last; diff takes the trace twice; replay and whatif need a PyTorch
+# allocator history, and say so with exit 3 on a trace without one) and cli_commands_cover, which fails
 # when `gpumemtrace --help` lists a command that is not in it.
 cli_commands=(dump "summary --json" summary explain "explain --json" top growth fragmentation oom
 	leaks "check --max-peak 1GiB" diff accounting "top --by range" "plot -o p.svg"
 	"flamegraph -o f.svg" "flamegraph --folded" "export --format perfetto"
-	"export --format csv" "export --format pprof -o p.pb.gz" "symbolize -o named.gmt")
+	"export --format csv" "export --format pprof -o p.pb.gz" "symbolize -o named.gmt" replay
+	"whatif --alloc-conf expandable_segments:True")
 cli_commands_cover() {
 	$GMT_CLI --help | grep -qE '^  (dump|summary|top|growth|fragmentation|oom|leaks|diff|check) ' ||
 		fail "command list changed"

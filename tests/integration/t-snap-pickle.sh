@@ -4,7 +4,8 @@
 # by Python's own pickle at protocols 2 to 5 read alike (a wrapped history,
 # two devices, expandable segments, an oom entry, no time_us, annotations);
 # `import` writes the same trace, 0600; every hostile pickle gets one line
-# and exit 4, and nothing from it runs.
+# and exit 4, and nothing from it runs; C++ frames leave the sites the
+# user's Python lines.
 . "$(dirname "$0")/lib.sh"
 G=$GMT_CLI
 GEN=$TESTS_DIR/python/snapgen.py
@@ -125,4 +126,18 @@ rc=0; GPUMEMTRACE_PICKLE_MAX_MB=1 "$G" summary big.pickle >o 2>e || rc=$?
 expect_eq "budget: exit" "$rc" 4
 grep -q "more than 1 MiB held at once (GPUMEMTRACE_PICKLE_MAX_MB)" e || fail "budget: $(cat e)"
 "$G" summary big.pickle >/dev/null || fail "big.pickle within the default budget"
+
+# C++ frames (stacks="all"), as real 2.x snapshots hold them: the allocator's
+# own frames first, some with no file (""), the interpreter's C between the
+# Python frames. The sites are the same Python lines as without them (the
+# importer once took a frame without a file for a Python one, and every site
+# read NativeCachingAllocator::malloc).
+python3 "$GEN" py.pickle --steps 5 || fail "snapgen"
+python3 "$GEN" cpp.pickle --steps 5 --cpp-frames || fail "snapgen --cpp-frames"
+sites() { "$G" top --json "$1" | python3 -c 'import json,sys
+for r in json.load(sys.stdin)["devices"][0]["rows"]: print(r["peak_bytes"], r["key"], r["site_rule"])'; }
+sites py.pickle >py.sites || fail "top py.pickle"
+sites cpp.pickle >cpp.sites || fail "top cpp.pickle"
+grep -q "forward (/home/user/model.py:42)" cpp.sites || fail "C++ frames: $(cat cpp.sites)"
+cmp -s py.sites cpp.sites || fail "C++ frames change the sites: $(diff py.sites cpp.sites)"
 exit 0

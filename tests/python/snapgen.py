@@ -14,11 +14,14 @@ caching allocator's rules (segment sizes, splits at the block's start):
 
   snapgen.py OUT.pickle [--protocol N] [--devices N] [--expandable]
                         [--oom] [--no-time] [--wrap K] [--annotations]
-                        [--steps N] [--distinct-frames]
+                        [--steps N] [--distinct-frames] [--cpp-frames]
 
 --wrap K drops the first K entries of each device's history, as PyTorch's
 ring of max_entries does; --steps repeats the training step (for a large
-history: 100,000 steps is ~1M entries).
+history: 100,000 steps is ~1M entries); --cpp-frames gives each stack the
+C++ frames of stacks="all" as real 2.x snapshots have them (the allocator's
+own frames first, files "??" or "", the interpreter's C between Python
+frames, the C library last).
 """
 import argparse
 import pickle
@@ -52,7 +55,15 @@ class Device:
     def tb(self, *frames):
         key = tuple(id(f) for f in frames)
         if key not in self.tb_cache:
-            self.tb_cache[key] = list(frames)
+            if self.args.cpp_frames:
+                f = self.frames
+                out = [frame(f, file, line, name) for file, line, name in CPP_TOP]
+                for py in frames:
+                    out += [py, frame(f, "??", 0, "_PyEval_EvalFrameDefault")]
+                out += [frame(f, "??", 0, "__libc_start_main"), frame(f, "??", 0, "_start")]
+                self.tb_cache[key] = out
+            else:
+                self.tb_cache[key] = list(frames)
         return self.tb_cache[key]
 
     def entry(self, action, addr, size, tb, key="addr"):
@@ -155,6 +166,22 @@ class Device:
 
 
 EMPTY = []
+# The innermost frames of a real snapshot's stacks="all" traceback (names as
+# 2.x records them; the files are what its symbolizer finds: often none).
+CPP_TOP = [
+    ("??", 0, "torch::unwind::unwind()"),
+    ("??", 0, "torch::CapturedTraceback::gather(bool, bool, bool)"),
+    ("memory_snapshot.cpp", 0, "torch::cuda::(anonymous namespace)::gather_with_cpp()"),
+    ("CUDACachingAllocator.cpp", 0, "c10::cuda::CUDACachingAllocator::Native::"
+     "DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)"),
+    ("", 0, "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::"
+     "malloc(void**, signed char, unsigned long, CUstream_st*)"),
+    ("??", 0, "at::detail::empty_cuda(c10::ArrayRef<long>, c10::ScalarType, "
+     "std::optional<c10::Device>, std::optional<c10::MemoryFormat>)"),
+    ("python_torch_functions_0.cpp", 0,
+     "torch::autograd::THPVariable_empty(_object*, _object*, _object*)"),
+    ("/usr/src/python-3.11/Objects/methodobject.c", 543, "cfunction_call"),
+]
 
 
 def build(args):
@@ -198,6 +225,7 @@ def main():
     p.add_argument("--no-time", action="store_true")
     p.add_argument("--wrap", type=int, default=0)
     p.add_argument("--annotations", action="store_true")
+    p.add_argument("--cpp-frames", action="store_true")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--distinct-frames", action="store_true")
     args = p.parse_args()
