@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "reader/diag.h"
+#include "analysis/diag.h"
 #include "reader/pickle.h"
 #include "reader/snapimport.h"
 

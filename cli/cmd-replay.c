@@ -11,7 +11,7 @@
 #include "analysis/allocreplay.h"
 #include "analysis/trace.h"
 #include "common/text.h"
-#include "reader/diag.h"
+#include "analysis/diag.h"
 
 static const char replay_about[] =
     "Feeds a PyTorch allocator history, a memory snapshot pickle\n"

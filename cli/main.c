@@ -122,6 +122,7 @@ int main(int argc, char **argv)
 	 * writes fail with EPIPE instead of killing us, commands stop at the
 	 * first failed write, and we exit with the command's status. */
 	signal(SIGPIPE, SIG_IGN);
+	xalloc_on_failure(diag_out_of_memory);
 	if (argc < 2)
 		return say_usage_error(NULL, "no command given");
 	const char *a = argv[1];

@@ -11,7 +11,7 @@ FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_BIN := $(FUZZ_DIR)/fuzz-reader
 # The CLI's own sources (cli/cli.mk), less its main: one list to keep.
 FUZZ_SRCS := tests/fuzz/fuzz-reader.c $(filter-out cli/main.c,$(CLI_SRCS))
-FUZZ_FLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -I. -Iinclude \
+FUZZ_FLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -DGMT_VERSION='"$(VERSION)"' -I. -Iinclude \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
 $(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard cli/*.h analysis/*.h model/*.h reader/*.h common/*.h \
