@@ -122,7 +122,7 @@ _gpumemtrace() {
 		opts="--output -o --at --folded --tensors --raw-sites --help" ;;
 	export)
 		case $prev in
-		-f | --format) COMPREPLY=($(compgen -W "perfetto csv pprof parquet" -- "$cur")); return ;;
+		-f | --format) COMPREPLY=($(compgen -W "perfetto chrome-json csv pprof parquet" -- "$cur")); return ;;
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--at) COMPREPLY=($(compgen -W "peak end" -- "$cur")); return ;;
 		esac

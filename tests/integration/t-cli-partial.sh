@@ -78,8 +78,10 @@ for kind in lost cut; do
 		"flamegraph -o f.svg") grep -q 'id="partial".*PARTIAL DATA' f.svg || fail "$kind: flamegraph" ;;
 		"flamegraph --folded") grep -qE "^gpumemtrace flamegraph: warning: $T: (PARTIAL DATA|incomplete trace)" err ||
 			fail "$kind: folded: $(cat err)" ;;
-		"export --format perfetto") json_says "$kind: perfetto" out "$kind"
-			head -c 600 out | grep -q '"name":"PARTIAL DATA' || fail "$kind: perfetto marker" ;;
+		"export --format perfetto") # the marker: an instant event's name, in the first packets
+			head -c 600 out | grep -aq 'PARTIAL DATA' || fail "$kind: perfetto marker" ;;
+		"export --format chrome-json") json_says "$kind: chrome-json" out "$kind"
+			head -c 600 out | grep -q '"name":"PARTIAL DATA' || fail "$kind: chrome-json marker" ;;
 		"export --format csv") head -1 out | grep -q '^# PARTIAL DATA: ' || fail "$kind: csv: $(head -1 out)" ;;
 		"export --format pprof -o p.pb.gz")
 			python3 -c 'import gzip,sys; sys.exit(b"PARTIAL DATA" not in gzip.open("p.pb.gz").read())' ||
