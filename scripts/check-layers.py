@@ -26,7 +26,8 @@ LAYERS = [
     ("hooks", "preload/hooks/", ["preload", "common", "include"]),
     ("preload", "preload/", ["common", "include"]),
     ("reader", "reader/", ["common", "include"]),
-    ("analysis", "analysis/", ["reader", "common", "include"]),
+    ("model", "model/", ["common", "include"]),
+    ("analysis", "analysis/", ["model", "reader", "common", "include"]),
     ("cli", "cli/", ["analysis", "reader", "common", "include"]),
     ("capi", "capi/", ["analysis", "reader", "common", "include"]),
 ]
@@ -153,7 +154,9 @@ def main():
     n_calls = check_calls(build, root, out)
     for line in out:
         print("check-layers: " + line)
-    order = "include/ <- common/ <- preload/ <- preload/hooks/; common/ <- reader/ <- analysis/ <- cli/"
+    order = (
+        "include/ <- common/ <- preload/ <- preload/hooks/; common/ <- reader/, model/ <- analysis/ <- cli/"
+    )
     status = "OK" if not out else f"{len(out)} violation(s)"
     print(f"check-layers: {n_inc} includes and {n_calls} calls between our objects "
           f"checked against {order}: {status}")
