@@ -28,7 +28,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size);
 cudaError_t cudaFree(void *devPtr);
 ssize_t __write(int fd, const void *buf, size_t n); /* glibc's, under the name we take */
 
-static pid_t armed;	  /* this process's flush thread's writes stall */
+static pid_t armed;	   /* this process's flush thread's writes stall */
 static int stuck, release; /* a write is stuck; let it go */
 static long pairs;
 
