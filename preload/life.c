@@ -44,10 +44,14 @@ enum { FINAL_WAIT_MS = 10000, SYMBOLS_WRITE_WAIT_MS = 2000 };
  * trace ends at its last write, readable, and the program still ends. */
 /* Waits for final_done to move from done: FINAL_WAIT_MS at most, and no
  * longer once the trace's write has been stuck GPUMEMTRACE_FULL_WAIT_MS (a
- * frozen file system: the trace ends at its last write). Returns its value. */
+ * frozen file system: the trace ends at its last write), or 100 ms where
+ * that is less (0: a final write under way is not a stuck one). Returns
+ * its value. */
 static uint32_t wait_final_done(uint32_t done)
 {
 	uint64_t stall_ns = (uint64_t)gmt_rt.set.full_wait_ms * 1000000u;
+	if (stall_ns < 100000000u)
+		stall_ns = 100000000u;
 	uint32_t now = done;
 	for (unsigned slice = 0; slice < FINAL_WAIT_MS / 20 && now == done; slice++) {
 		now = gmt_futex_wait_while(&gmt_rt.final_done, done, 20);
