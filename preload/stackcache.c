@@ -15,6 +15,7 @@ enum {
 	WAYS = 8,
 	SEEN = 512,
 	OWN_FRAMES = 16, /* more frames of ours than this: give up on the cache */
+	SLACK = 16,	 /* backtrace_trimmed's room for our own frames */
 };
 
 struct entry {
@@ -42,6 +43,20 @@ static __thread int tls_cache_failed __attribute__((tls_model("initial-exec")));
  * default path. */
 static uint64_t stat_hits, stat_misses, stat_mismatches;
 
+/* At the end of a thread's mapping: room for the walks that check a
+ * chain (two of depth) and verify mode's reference (depth + SLACK), so
+ * that no stack array sized by the depth lands on the program's thread. */
+static size_t scratch_bytes(unsigned depth)
+{
+	return (3 * (size_t)depth + SLACK) * sizeof(uint64_t);
+}
+
+static uint64_t *scratch(struct cache *c, unsigned i)
+{
+	uint64_t *s = (uint64_t *)((char *)c + c->map_bytes - scratch_bytes(c->depth));
+	return s + (size_t)i * c->depth;
+}
+
 static struct cache *cache_for_thread(unsigned depth)
 {
 	struct cache *c = tls_cache;
@@ -52,7 +67,7 @@ static struct cache *cache_for_thread(unsigned depth)
 	if (c)		     /* the depth grew: start over */
 		gmt_stack_cache_release();
 	size_t stride = sizeof(struct entry) + 2 * sizeof(uint64_t) * depth;
-	size_t bytes = sizeof(struct cache) + SETS * WAYS * stride;
+	size_t bytes = sizeof(struct cache) + SETS * WAYS * stride + scratch_bytes(depth);
 	/* Once per thread, like its ring (pthread_getattr_np may malloc).
 	 * mmap: pages are touched only as entries fill. */
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -233,7 +248,6 @@ static void insert(struct cache *c, uint64_t slot0, const uint64_t *ips, const u
 static unsigned backtrace_trimmed(uint64_t *ips, unsigned depth, uintptr_t self_lo,
 				  uintptr_t self_hi)
 {
-	enum { SLACK = 16 }; /* our own frames, trimmed below */
 	/* libunwind reads a pipe to check an address it doubts (the end of a
 	 * thread's stack): a cancellation point, on the program's thread. */
 	int cancel = gmt_nocancel_begin();
@@ -292,7 +306,7 @@ capture_cached(struct cache *c, uint64_t *ips, unsigned depth, uintptr_t self_lo
 	n = backtrace_trimmed(ips, depth, self_lo, self_hi);
 	if (!slot0 || !n || !worth_learning(c, slot0, ips, n))
 		return n;
-	uint64_t slots[depth], again[depth];
+	uint64_t *slots = scratch(c, 0), *again = scratch(c, 1);
 	int cancel = gmt_nocancel_begin(); /* as in backtrace_trimmed */
 	unsigned m = unwind(again, slots, depth, self_lo, self_hi);
 	gmt_nocancel_end(cancel);
@@ -313,7 +327,7 @@ unsigned gmt_stack_capture(uint64_t *ips, unsigned depth, int mode, uintptr_t se
 
 	/* Verify: the cached answer must be unw_backtrace's, hit or miss. */
 	unsigned n = capture_cached(c, ips, depth, self_lo, self_hi, hook_frame, 1);
-	uint64_t ref[depth + 16];
+	uint64_t *ref = scratch(c, 2); /* depth + SLACK: the rest of the scratch */
 	unsigned m = backtrace_trimmed(ref, depth, self_lo, self_hi);
 	if (n != m || memcmp(ips, ref, n * sizeof *ips) != 0)
 		__atomic_add_fetch(&stat_mismatches, 1, __ATOMIC_RELAXED);
