@@ -24,8 +24,14 @@ DOC = os.path.join(ROOT, "docs", "questions.md")
 MARK = re.compile(r"^<!-- explain: (.*) -->$")
 
 
+# The folders of the machines the traces were made on (/work/main/,
+# /work/wt/NAME/): cut, so a command or a file reads from the repository's
+# root and no page shows a host's paths (t-docs-clean).
+HOST = re.compile(r"/work/(?:wt/)?[^/\s]+/")
+
+
 def excerpt(text, ids):
-    lines = text.rstrip("\n").split("\n")
+    lines = HOST.sub("", text).rstrip("\n").split("\n")
     if not ids:
         return lines
     out, keep = lines[:3], False
