@@ -47,7 +47,12 @@ struct cache {
 	 * entries: touched only once a thread is past COLD_MISSES, so a
 	 * thread that allocates from a few places touches two pages */
 	uint64_t *seen;
-	uint8_t entries[];
+	uint8_t *entries; /* after the scratch */
+	/* Room for the walks that check a chain (two of depth) and verify
+	 * mode's reference (depth + SLACK), so that no stack array sized by
+	 * the depth lands on the program's thread: on the header's page,
+	 * which every thread touches anyway. */
+	uint64_t scratch[];
 };
 
 static __thread struct cache *tls_cache __attribute__((tls_model("initial-exec")));
@@ -125,9 +130,6 @@ int gmt_unwinder_may_check(void)
  * default path. */
 static uint64_t stat_hits, stat_misses, stat_mismatches;
 
-/* At the end of a thread's mapping: room for the walks that check a
- * chain (two of depth) and verify mode's reference (depth + SLACK), so
- * that no stack array sized by the depth lands on the program's thread. */
 static size_t scratch_bytes(unsigned depth)
 {
 	return (3 * (size_t)depth + SLACK) * sizeof(uint64_t);
@@ -135,8 +137,7 @@ static size_t scratch_bytes(unsigned depth)
 
 static uint64_t *scratch(struct cache *c, unsigned i)
 {
-	uint64_t *s = (uint64_t *)((char *)c + c->map_bytes - scratch_bytes(c->depth));
-	return s + (size_t)i * c->depth;
+	return c->scratch + (size_t)i * c->depth;
 }
 
 static struct cache *cache_for_thread(unsigned depth)
@@ -149,8 +150,8 @@ static struct cache *cache_for_thread(unsigned depth)
 	if (c)		     /* the depth grew: start over */
 		gmt_stack_cache_release();
 	size_t stride = sizeof(struct entry) + 2 * sizeof(uint64_t) * depth;
-	size_t bytes = sizeof(struct cache) + SETS * WAYS * stride + SEEN * sizeof(uint64_t) +
-		       scratch_bytes(depth);
+	size_t bytes = sizeof(struct cache) + scratch_bytes(depth) + SETS * WAYS * stride +
+		       SEEN * sizeof(uint64_t);
 	/* Once per thread, like its ring (pthread_getattr_np may malloc).
 	 * mmap: pages are touched only as entries fill. */
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -159,6 +160,7 @@ static struct cache *cache_for_thread(unsigned depth)
 		return NULL;
 	}
 	c = m;
+	c->entries = (uint8_t *)m + sizeof(struct cache) + scratch_bytes(depth);
 	c->seen = (uint64_t *)(c->entries + SETS * WAYS * stride);
 	c->stride = stride;
 	c->map_bytes = bytes;
