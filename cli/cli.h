@@ -32,6 +32,7 @@ int cmd_run(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 
 /* ---- doc-tables.c ---- */
 /* Writes docs/reports.md's table KIND ("md-site-rules", "md-frameworks")
