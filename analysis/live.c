@@ -426,18 +426,20 @@ bool live_leak(const struct live *lv, const struct live_dev *d, struct live_leak
 	if (lv->steps < LIVE_STEPS)
 		return false;
 	uint64_t first = lv->steps - LIVE_STEPS, last = lv->steps - 1;
-	uint64_t prev = value_at(d->born_step, d->at_step, first);
+	uint64_t prev = value_at(d->born_step, d->at_step, first), early = 0;
 	for (uint64_t b = first + 1; b <= last; b++) {
 		uint64_t v = value_at(d->born_step, d->at_step, b);
 		if (v < prev)
 			return false;
 		out->rises += v > prev;
+		if (b - first <= (LIVE_STEPS - 1) / 2)
+			early = out->rises;
 		prev = v;
 	}
 	out->steps = LIVE_STEPS - 1;
 	out->grew = prev - value_at(d->born_step, d->at_step, first);
-	if (out->rises < LIVE_LEAK_RISES)
-		return false;
+	if (!early || out->rises == early)
+		return false; /* it rose in one half only */
 	for (const struct live_row *r = lv->rows; r; r = r->hh.next) {
 		if (r->group != LIVE_BY_SITE || r->device != d->ordinal)
 			continue;

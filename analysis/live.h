@@ -37,10 +37,12 @@
 #include "analysis/trace.h"
 
 #define LIVE_HISTORY_S 600 /* seconds of live-bytes history per device */
-#define LIVE_STEPS     8   /* step boundaries remembered per device and row */
-/* A leak suspect: over the last LIVE_STEPS boundaries, live bytes never
- * fell and rose in at least LIVE_LEAK_RISES of the steps between them. */
-#define LIVE_LEAK_RISES 4
+/* Step boundaries remembered per device and row. A leak suspect: over the
+ * last LIVE_STEPS boundaries, live bytes never fell, and rose in both the
+ * first half of the steps between them and the second. A caching
+ * allocator's staircase (a new segment every few steps) counts; growth
+ * that stops (a cache warming up in the first steps) does not. */
+#define LIVE_STEPS	16
 #define LIVE_WINDOW_NS	(250ull * 1000000ull) /* default hold-back for time order */
 #define LIVE_STEP_REGEX "step|iter|batch"     /* default, case-insensitive */
 
@@ -141,7 +143,7 @@ struct live_row **live_rows(struct live *lv, int64_t device, enum live_group g, 
  * that rose most over them (NULL when none did). */
 struct live_leak {
 	uint64_t steps; /* steps looked at (LIVE_STEPS - 1) */
-	uint64_t rises; /* of them, how many rose */
+	uint64_t rises; /* of them, how many rose (in both halves) */
 	uint64_t grew;	/* bytes, first boundary to last */
 	const struct live_row *site;
 	uint64_t site_grew;

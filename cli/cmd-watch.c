@@ -53,10 +53,11 @@ static const char more[] =
     "\n"
     "A step is a MARK, a START range, or a range pushed at depth 0 on its\n"
     "thread (NVTX or gpumemtrace.range) whose text matches --step\n"
-    "(case-insensitive). A leak suspect: over the last 8 steps' starts, the\n"
-    "live bytes never fell and rose in at least 4, named with the site that\n"
-    "rose most. A device is nearly full at 90% (NVML's used memory of every\n"
-    "process, else the traced bytes against the device's total).\n"
+    "(case-insensitive). A leak suspect: over the last 16 steps' starts, the\n"
+    "live bytes never fell and rose in both the first half and the second\n"
+    "(a cache warming up is not one), named with the site that rose most.\n"
+    "A device is nearly full at 90% (NVML's used memory of every process,\n"
+    "else the traced bytes against the device's total).\n"
     "\n"
     "With -- COMMAND on a terminal, COMMAND's output goes to --log (default\n"
     "gpumemtrace-watch.PID.log), its input is /dev/null, and quitting leaves\n"
@@ -835,6 +836,9 @@ static int start_command(struct watch *w, bool tui)
 		setenv("GPUMEMTRACE_OUTPUT", tmpl, 1);
 		setenv("GPUMEMTRACE_TRACE_LIST", w->list.path, 1);
 		if (logfd >= 0) {
+			/* a session of its own: the terminal's hangup (ssh gone) and
+			 * its keys never reach it, only the view's */
+			setsid();
 			int nul = open("/dev/null", O_RDONLY);
 			if (nul >= 0)
 				dup2(nul, 0);

@@ -28,6 +28,18 @@ static void add(struct watch_lines *l, int style, const char *fmt, ...)
 	l->v[l->n++] = (struct watch_line){s, style};
 }
 
+static char *strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *strf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = xstrdup("");
+	va_end(ap);
+	return s;
+}
+
 void watch_lines_free(struct watch_lines *l)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -247,13 +259,32 @@ static void warnings(struct live *lv, const struct watch_frame *f, struct watch_
 	}
 	uint64_t lost = trace_lost_own(&lv->t);
 	if (lost)
-		add(out, WS_WARN, "! %" PRIu64 " events lost (a full ring): figures may be low",
+		add(out, WS_WARN,
+		    "! PARTIAL DATA: %" PRIu64 " events lost: allocations and frees may be missing",
 		    lost);
 	if (lv->t.lost_in_children)
 		add(out, WS_WARN,
 		    "! %" PRIu64 " events of children made without fork handlers lost",
 		    lv->t.lost_in_children);
 	(void)c;
+}
+
+/* The title's command in cols columns: its arguments cut, its pid kept. */
+static char *fit_title(const char *title, size_t cols, bool utf8)
+{
+	const char *pid = strstr(title, " (pid ");
+	size_t tail = pid ? watch_width(pid) : 0, dots = utf8 ? 1 : 3;
+	char *s = xstrdup(title);
+	if (watch_width(s) <= cols)
+		return s;
+	if (cols < tail + dots + 4) {
+		watch_cut(s, cols);
+		return s;
+	}
+	watch_cut(s, cols - tail - dots);
+	char *r = strf("%s%s%s", s, utf8 ? "\xe2\x80\xa6" : "...", pid ? pid : "");
+	free(s);
+	return r;
 }
 
 static void title(struct live *lv, const struct watch_frame *f, struct watch_lines *out)
@@ -266,16 +297,28 @@ static void title(struct live *lv, const struct watch_frame *f, struct watch_lin
 		return;
 	}
 	int64_t el = lv->newest_ns ? trace_rel(&lv->t, lv->newest_ns) : 0;
-	add(out, WS_TITLE, "gpumemtrace watch%s%s%s%s%s%" PRIu64 " events%s%s", dot, f->state, dot,
-	    fmt_age(e, el), dot, lv->t.events, dot, f->title);
-	char ago[32];
+	char *head = strf("gpumemtrace watch%s%s%s%s%s%" PRIu64 " events%s", dot, f->state, dot,
+			  fmt_age(e, el), dot, lv->t.events, dot);
+	size_t hw = watch_width(head);
+	char *cmd = f->tui && hw < (size_t)f->width
+			? fit_title(f->title, (size_t)f->width - hw, f->utf8)
+			: xstrdup(f->title);
+	add(out, WS_TITLE, "%s%s", head, cmd);
+	free(head);
+	free(cmd);
+	char ago[32], *steps = NULL;
 	if (lv->steps)
-		add(out, WS_PLAIN, "%s%s%" PRIu64 " step%s, the last \"%s\" %s ago", f->path, dot,
-		    lv->steps, lv->steps == 1 ? "" : "s", lv->step_text,
-		    fmt_age(ago, (int64_t)(lv->newest_ns - lv->step_time_ns)));
+		steps = strf("%" PRIu64 " step%s, the last \"%s\" %s ago", lv->steps,
+			     lv->steps == 1 ? "" : "s", lv->step_text,
+			     fmt_age(ago, (int64_t)(lv->newest_ns - lv->step_time_ns)));
 	else
-		add(out, WS_PLAIN, "%s%sno steps yet (ranges or marks matching '%s')", f->path, dot,
-		    f->step_re);
+		steps = strf("no steps yet (ranges or marks matching '%s')", f->step_re);
+	/* a path too long for the line: its file name */
+	const char *path = f->path;
+	if (f->tui && watch_width(path) + watch_width(dot) + watch_width(steps) > (size_t)f->width)
+		path = path_basename(path);
+	add(out, WS_PLAIN, "%s%s%s", path, dot, steps);
+	free(steps);
 }
 
 /* Long lines broken at spaces into lines of at most width columns, the

@@ -95,11 +95,11 @@ $(cat pane.txt)"
 
 # ---- the terminal view --------------------------------------------------
 tm new-session -d -s w -x 80 -y 24 \
-	"cd '$PWD' && LC_ALL=C.UTF-8 '$GMT_CLI' watch --interval 0.2 -- '$prog' 10 '$PWD'; echo \$? >watch.rc; sleep 600"
+	"cd '$PWD' && LC_ALL=C.UTF-8 '$GMT_CLI' watch --interval 0.2 -- '$prog' 18 '$PWD'; echo \$? >watch.rc; sleep 600"
 wait_pane '1 step, the last "step 1"'
 check_figures
 grep -q "watch · running" pane.txt || fail "no state: $(cat pane.txt)"
-grep -q "live-steps 10 " pane.txt || fail "no command in the title: $(cat pane.txt)"
+grep -q "live-steps 18 " pane.txt || fail "no command in the title: $(cat pane.txt)"
 grep -q "^q quit  p pause  g group: sites" pane.txt || fail "no key line: $(cat pane.txt)"
 python3 -c 'import sys; sys.exit(any(len(l) > 80 for l in open("pane.txt", encoding="utf-8").read().splitlines()))' ||
 	fail "wider than 80 columns"
@@ -141,9 +141,9 @@ grep -Eq "^ +64\.0 MiB +\+64\.0 MiB .*load_weights" pane.txt || fail "vs start b
 keys r
 wait_pane "^ +64\.0 MiB +0 B .*load_weights"
 
-# eight steps more: a leak suspect, named with its site
-for k in 2 3 4 5 6 7 8 9; do touch go.$k; done
-wait_pane '10 steps, the last "step 10"'
+# sixteen steps more: a leak suspect, named with its site
+for k in $(seq 2 17); do touch go.$k; done
+wait_pane '18 steps, the last "step 18"'
 wait_pane "leak suspect on GPU 0"
 wait_pane "most at leak_cache"
 check_figures
@@ -160,6 +160,19 @@ for i in $(seq 1200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 grep -q "^done$" gpumemtrace-watch.*.log || fail "the program's output is not in the log"
 tm kill-server
 rm -f go.* end gpumemtrace.*.gmt
+
+# ---- the terminal closes under the view (ssh gone): the program runs on ----
+mkdir h
+tm new-session -d -s w -x 80 -y 24 \
+	"cd '$PWD/h' && LC_ALL=C.UTF-8 '$GMT_CLI' watch --interval 0.2 -- '$prog' 2 '$PWD/h'; sleep 600"
+wait_pane '1 step, the last "step 1"'
+hpid=$(cd h && the_trace | sed 's/[^0-9]//g')
+tm kill-server
+for i in $(seq 10); do kill -0 "$hpid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$hpid" 2>/dev/null || fail "the terminal's hangup ended the program"
+touch h/go.1 h/end
+for i in $(seq 1200); do kill -0 "$hpid" 2>/dev/null || break; sleep 0.1; done
+grep -q "^done$" h/gpumemtrace-watch.*.log || fail "the program did not finish after the hangup"
 
 # ---- snapshots: not a terminal ----------------------------------------------
 rc=0

@@ -7,16 +7,21 @@
  *     k.2 s  tid 1             +8 MiB at load (train.py:10), freed at k.3 s
  *   a PUSH "train" at depth 0 before them (not a step: no "step" in it),
  *   and a PUSH "optimizer.step" inside it (depth 1: not a boundary).
- * Chunk 1 holds up to step 4, chunk 2 steps 5..9, chunk 3 two threads'
- * batches out of time order: tid 1 frees P at 10.1 s, then tid 2's batch
- * allocates P (4 MiB) at 10.05 s.
+ * Chunk 1 holds up to step 4, chunk 2 steps 5..20, chunk 3 two threads'
+ * batches out of time order: tid 1 frees P at 21.1 s, then tid 2's batch
+ * allocates P (4 MiB) at 21.05 s.
  *
  * Worked out: after chunk 1, live = 64 + 4 = 68 MiB, peak 64 + 4 + 8 = 76
  * MiB (at 4.2 s), 4 boundaries, the last at 4 s when 67 MiB were live: +1
- * MiB since the step. The baseline is set there. After chunk 2: 73 MiB live,
- * +5 MiB since the start; boundaries 1..9 saw 64 + (k - 1) MiB, so the last
- * eight (steps 2..9) rose in all 7 steps, +7 MiB, all at leak. After chunk
- * 3: P allocated then freed, in time order: 73 MiB, no unmatched free. */
+ * MiB since the step. The baseline is set there. After chunk 2: 84 MiB live,
+ * +16 MiB since the start; boundaries 1..20 saw 64 + (k - 1) MiB, so the
+ * last sixteen (steps 5..20) rose in all 15 steps, +15 MiB, all at leak.
+ * After chunk 3: P allocated then freed, in time order: 84 MiB, no
+ * unmatched free.
+ *
+ * Then the leak rule on traces of 20 steps with a given growth per step:
+ * a cache that warms up in the first steps is no suspect, a staircase (a
+ * segment every 3 steps) is, and so is any fall-free rise in both halves. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +82,30 @@ static void poll2(struct live *lv)
 	CHECK(!live_poll(lv), "a second poll reads nothing new");
 }
 
+/* 20 steps; before step k's mark, grow[k - 1] MiB more is allocated and kept. */
+static bool suspect_of(const int *grow)
+{
+	struct tb *b = tb_new(NULL);
+	uint64_t parents[] = {0}, ip[] = {GMT_PYFRAME_IP(1)};
+	tb_pyframe(b, 1, "grow", "g.py", 1);
+	tb_stack(b, 1, parents, ip);
+	for (uint64_t k = 1; k <= 20; k++) {
+		if (grow[k - 1])
+			ev(b, 1, k * S - S / 10, MALLOC, 0x100000 * k, (uint64_t)grow[k - 1] * MiB,
+			   1);
+		tb_range(b, 1, k * S, GMT_RANGE_MARK, 0, GMT_RANGE_SRC_API, "step");
+	}
+	const char *path = trace_file(b, "rule.gmt");
+	struct live lv;
+	CHECK(live_open(&lv, "watch", path, NULL) == -1, "open rule.gmt");
+	poll2(&lv);
+	struct live_leak lk;
+	bool yes = live_dev(&lv, 0) && live_leak(&lv, live_dev(&lv, 0), &lk);
+	live_close(&lv);
+	tb_free(b);
+	return yes;
+}
+
 int main(void)
 {
 	struct tb *b = tb_new(NULL);
@@ -102,13 +131,13 @@ int main(void)
 	tb_sample(b, 4 * S + S / 2, 0, uuid, 16, 200 * MiB, 16384 * MiB, GMT_SAMPLE_PROCESS_KNOWN,
 		  150 * MiB, 0);
 	tb_chunk(b);
-	for (uint64_t k = 5; k <= 9; k++)
+	for (uint64_t k = 5; k <= 20; k++)
 		step(b, k);
 	tb_chunk(b);
-	ev(b, 1, 10 * S + S / 10, FREE, 0x5000, 0, 1);
-	ev(b, 2, 10 * S + S / 20, MALLOC, 0x5000, 4 * MiB, 2);
+	ev(b, 1, 21 * S + S / 10, FREE, 0x5000, 0, 1);
+	ev(b, 2, 21 * S + S / 20, MALLOC, 0x5000, 4 * MiB, 2);
 	tb_chunk(b);
-	tb_trailer(b, 11 * S, 30, 0, 2, 0);
+	tb_trailer(b, 22 * S, 63, 0, 2, 0);
 	const char *path = trace_file(b, "live.gmt");
 	size_t len;
 	const uint8_t *data = tb_data(b, &len);
@@ -161,34 +190,45 @@ int main(void)
 	write_prefix(path, data, c2);
 	poll2(&lv);
 	d = live_dev(&lv, 0);
-	CHECK(d->live == 73 * MiB && lv.steps == 9, "after chunk 2: %" PRIu64 ", %" PRIu64 " steps",
-	      d->live / MiB, lv.steps);
+	CHECK(d->live == 84 * MiB && lv.steps == 20,
+	      "after chunk 2: %" PRIu64 ", %" PRIu64 " steps", d->live / MiB, lv.steps);
 	leak = row(&lv, LIVE_BY_SITE, "leak (train.py:20)");
-	CHECK(live_row_since_start(leak) == (int64_t)(5 * MiB), "leak +5 MiB since the start");
+	CHECK(live_row_since_start(leak) == (int64_t)(16 * MiB), "leak +16 MiB since the start");
 	CHECK(live_row_since_start(row(&lv, LIVE_BY_SITE, "load (train.py:10)")) == 0, "load +0");
-	CHECK(live_leak(&lv, d, &lk) && lk.rises == 7 && lk.steps == 7 && lk.grew == 7 * MiB &&
-		  lk.site == leak && lk.site_grew == 7 * MiB,
+	CHECK(live_leak(&lv, d, &lk) && lk.rises == 15 && lk.steps == 15 && lk.grew == 15 * MiB &&
+		  lk.site == leak && lk.site_grew == 15 * MiB,
 	      "leak suspect: rises %" PRIu64 " grew %" PRIu64, lk.rises, lk.grew);
 	size_t n;
 	struct live_row **v = live_rows(&lv, 0, LIVE_BY_SITE, LIVE_SORT_START, &n);
 	CHECK(n == 2 && v[0] == leak, "sorted by the change since the start: leak first");
 	free(v);
 	/* a wider view than the trace is long: the early columns are empty */
-	uint64_t wide[20];
-	live_history(&lv, d, wide, 20, &span, &empty);
-	CHECK(span == 1 && empty == 10 && wide[19] == 81 * MiB, "wide: empty %zu last %" PRIu64,
-	      empty, wide[19] / MiB);
+	uint64_t wide[40];
+	live_history(&lv, d, wide, 40, &span, &empty);
+	CHECK(span == 1 && empty == 19 && wide[39] == 92 * MiB, "wide: empty %zu last %" PRIu64,
+	      empty, wide[39] / MiB);
 
 	/* chunk 3: out of time order in the file, applied in order */
 	write_prefix(path, data, c3);
 	poll2(&lv);
-	CHECK(lv.rp.unmatched_frees == 0 && live_dev(&lv, 0)->live == 73 * MiB &&
-		  live_dev(&lv, 0)->peak == 81 * MiB,
+	CHECK(lv.rp.unmatched_frees == 0 && live_dev(&lv, 0)->live == 84 * MiB &&
+		  live_dev(&lv, 0)->peak == 92 * MiB,
 	      "reordered: unmatched %" PRIu64, lv.rp.unmatched_frees);
 	write_prefix(path, data, len);
 	poll2(&lv);
 	CHECK(lv.t.has_trailer && lv.t.complete, "the trailer ends it");
 	live_close(&lv);
+
+	/* the rule */
+	static const int warmup[20] = {64, 32, 16, 8},
+			 stairs[20] = {0, 0,  20, 0, 0,	 20, 0, 0,  20, 0,
+				       0, 20, 0,  0, 20, 0,  0, 20, 0,	0};
+	static const int late[20] = {[18] = 5},
+			 every[20] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+	CHECK(!suspect_of(warmup), "a cache warming up is no leak suspect");
+	CHECK(suspect_of(stairs), "a staircase is");
+	CHECK(suspect_of(every), "a rise every step is");
+	CHECK(!suspect_of(late), "one late rise is not");
 
 	/* a bad step expression: one usage line */
 	struct live_opts o = {.step_regex = "("};
