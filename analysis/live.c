@@ -7,7 +7,7 @@
 #include "analysis/counters.h"
 #include "analysis/live.h"
 
-#define LIVE_REORDER_LIMIT (1u << 20)
+#define LIVE_REORDER_LIMIT (1u << 18) /* 24 MiB of events at most, whatever their times */
 #define NS_PER_S	   1000000000ull
 
 const char *const live_group_name[LIVE_GROUPS] = {"sites", "libraries", "threads"};
@@ -216,29 +216,27 @@ static void add_step(struct live *lv, const struct trace_range *r)
 	lv->npending++;
 }
 
-/* This poll's ranges (time order): a step is a MARK, a START, or a PUSH at
- * depth 0 on its thread, whose text matches the step expression. */
-static void read_ranges(struct live *lv)
+/* A range as it is read (file order: each thread's in time order): a step
+ * is a MARK, a START, or a PUSH at depth 0 on its thread, whose text
+ * matches the step expression. Taken at once, before the events after it
+ * are applied. */
+static void take_range(struct live *lv, const struct trace_range *r)
 {
-	const struct trace *t = &lv->t;
-	for (size_t i = 0; i < t->nranges; i++) {
-		const struct trace_range *r = &t->ranges[i];
-		bool top = true;
-		if (r->op == GMT_RANGE_PUSH || r->op == GMT_RANGE_POP) {
-			struct live_thread *th = thread_get(lv, (uint64_t)r->tid);
-			if (r->op == GMT_RANGE_POP) {
-				th->depth -= th->depth ? 1 : 0;
-				continue;
-			}
-			top = th->depth++ == 0;
+	bool top = true;
+	if (r->op == GMT_RANGE_PUSH || r->op == GMT_RANGE_POP) {
+		struct live_thread *th = thread_get(lv, (uint64_t)r->tid);
+		if (r->op == GMT_RANGE_POP) {
+			th->depth -= th->depth ? 1 : 0;
+			return;
 		}
-		if (r->op == GMT_RANGE_END || !top)
-			continue;
-		if (r->time_ns > lv->newest_ns)
-			lv->newest_ns = r->time_ns;
-		if (regexec(&lv->step_re, r->text, 0, NULL, 0) == 0)
-			add_step(lv, r);
+		top = th->depth++ == 0;
 	}
+	if (r->op == GMT_RANGE_END || !top)
+		return;
+	if (r->time_ns > lv->newest_ns)
+		lv->newest_ns = r->time_ns;
+	if (regexec(&lv->step_re, r->text, 0, NULL, 0) == 0)
+		add_step(lv, r);
 }
 
 /* ---- NVML samples, framework counters ------------------------------------ */
@@ -284,17 +282,29 @@ static void read_counters(struct live *lv)
 
 /* ---- events ------------------------------------------------------------ */
 
+static void apply_event(struct live *lv, const struct gmt_event *e);
+
+/* An event as it is read: held for time order, and those older than the
+ * window applied at once, so a poll that reads hours of trace (watch
+ * started late) holds only the window's events. */
 static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
 {
 	struct live *lv = ctx;
 	reorder_push(&lv->q, e);
 	if (e->time_ns > lv->newest_ns)
 		lv->newest_ns = e->time_ns;
+	const struct gmt_event *go;
+	while ((go = reorder_next(&lv->q, false)))
+		apply_event(lv, go);
 }
 
 static void on_record(void *ctx, const struct gmt_record *rec)
 {
 	struct live *lv = ctx;
+	if (rec->type == GMT_REC_RANGE && lv->t.nranges) {
+		take_range(lv, &lv->t.ranges[lv->t.nranges - 1]); /* trace_on_record's */
+		return;
+	}
 	if (rec->type != GMT_REC_THREAD)
 		return;
 	struct live_thread *th = thread_get(lv, rec->u.thread.tid);
@@ -326,7 +336,6 @@ bool live_poll(struct live *lv)
 	bool got = trace_follow(&lv->t, on_event, on_record, lv);
 	if (lv->t.has_trailer && lv->t.trailer_end_ns > lv->newest_ns)
 		lv->newest_ns = lv->t.trailer_end_ns;
-	read_ranges(lv);
 	read_samples(lv);
 	read_counters(lv);
 	for (size_t i = 0; i < lv->t.ndevs; i++) {

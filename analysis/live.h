@@ -15,7 +15,9 @@
  *
  * Events are applied in time order: the threads' batches interleave in the
  * file, so each is held until it is `window_ns` older than the newest read
- * (a reorder), and all are applied when a poll finds nothing new.
+ * (a reorder; applied during the read, so a long backlog costs no memory),
+ * and all are applied when a poll finds nothing new. Ranges are taken as
+ * they are read, before the events after them are applied.
  *
  *     struct live lv;
  *     int rc = live_open(&lv, "watch", path, NULL);   // -1: ok, else the exit code

@@ -98,12 +98,8 @@ static void open_end(struct trace *t)
 	if (t->ndevs > 1)
 		if (t->ndevs)
 			qsort(t->devs, t->ndevs, sizeof(*t->devs), dev_cmp);
-	for (size_t i = 0; i < t->nmods; i++) {
-		struct trace_module *m = &t->mods[i];
-		m->library = path_basename(m->path);
-		m->fw = fw_of_module(m->library, m->path);
-		m->cuda = gmt_frameworks[m->fw].kind == GMT_FWK_CUDA && m->fw != GMT_FW_NONE;
-	}
+	for (size_t i = 0; i < t->nmods; i++)
+		trace_module_classify(&t->mods[i]);
 	static const uint8_t no_uuid[16];
 	for (size_t i = 0; i < t->nsamples; i++) {
 		struct trace_sample *sm = &t->samples[i];

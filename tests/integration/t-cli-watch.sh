@@ -230,6 +230,25 @@ grep -q "is gone and the trace has no trailer" gone.err || fail "no line for a s
 expect_eq "one line" "$(wc -l <gone.err)" 1
 grep -q "watch - stopped: no trailer" gone.txt || fail "state: $(cat gone.txt)"
 
+# ---- a trace that grows past GPUMEMTRACE_MAX_EXPANSION times the size it
+# had when watch opened it: the bound grows with the file
+mkdir x
+LD_PRELOAD=$GMT_LIB GPUMEMTRACE_OUTPUT=$PWD/x/grow.gmt "$prog" 300 "$PWD/x" >/dev/null &
+bg_pids+=($!)
+until_file x/grow.gmt
+GPUMEMTRACE_MAX_EXPANSION=2 "$GMT_CLI" watch --json --interval 0.2 x/grow.gmt >grow.json 2>grow.err &
+gw=$!
+bg_pids+=($gw)
+for i in $(seq 1200); do grep -q '"steps": 1' grow.json 2>/dev/null && break; sleep 0.1; done
+grep -q '"steps": 1' grow.json || fail "watch of a growing trace: $(cat grow.json grow.err)"
+for k in $(seq 1 299); do touch x/go.$k; done
+touch x/end
+rc=0
+wait "$gw" || rc=$?
+expect_eq "a trace that grew past the expansion bound" "$rc" 0
+[ ! -s grow.err ] || fail "a growing trace read as damaged: $(cat grow.err)"
+tail -n 1 grow.json | grep -q '"steps": 300' || fail "not followed to its end: $(tail -n 1 grow.json)"
+
 # ---- a torn tail, bad input ---------------------------------------------------
 size=$(stat -c %s "$t")
 head -c $((size - 7)) "$t" >torn.gmt
