@@ -257,6 +257,29 @@ static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused
 
 /* ---- oom ---- */
 
+/* The framework's error behind a failure, for the findings. */
+static void fw_facts(struct ex_oom *xo, const struct oom_failure *o)
+{
+	const struct fwoom *w = o->fw;
+	xo->fw = true;
+	xo->fw_only = o->fw_only;
+	xo->raised = w->raised != NULL;
+	xo->caught = o->caught;
+	xo->fw_name = fwoom_fw_name(w);
+	xo->fw_source = w->source;
+	snprintf(xo->fw_type, sizeof(xo->fw_type), "%s", w->type);
+	const char *m = w->raised ? w->raised->message : "";
+	int n = (int)strcspn(m, "\n");
+	snprintf(xo->fw_message, sizeof(xo->fw_message), "%.*s%s", n < 200 ? n : 200, m,
+		 n > 200 ? "..." : "");
+	if (w->limit.bytes.known) {
+		xo->limit_knob = w->limit.knob;
+		snprintf(xo->limit_what, sizeof(xo->limit_what), "%s", w->limit.what);
+	}
+	if (o->fw_only)
+		xo->api = xo->fw_name;
+}
+
 static int from_oom(struct trace *t, struct ex_facts *f, const struct xpass *p)
 {
 	struct oom_result r;
@@ -264,6 +287,12 @@ static int from_oom(struct trace *t, struct ex_facts *f, const struct xpass *p)
 	f->ooms_total = r.ooms_total;
 	for (size_t i = 0; i < r.nblind && f->nblind < 4; i++)
 		snprintf(f->blind[f->nblind++], sizeof(f->blind[0]), "%s", r.blind[i].text);
+	snprintf(f->ending, sizeof(f->ending), "%s", r.ending);
+	f->abnormal = r.end == OOM_END_STATUS || r.end == OOM_END_NO_TRAILER;
+	f->hidden = r.hidden;
+	f->pool_fw = r.pool_fw;
+	snprintf(f->hidden_text, sizeof(f->hidden_text), "%s", r.hidden_text);
+	bool fatal_seen = false;
 	for (size_t i = 0; i < r.nfails; i++) {
 		const struct oom_failure *o = &r.fails[i];
 		if (o->kase == OOM_NOT_AN_OOM)
@@ -291,6 +320,11 @@ static int from_oom(struct trace *t, struct ex_facts *f, const struct xpass *p)
 		xo->freed = o->next.freed;
 		xo->retry_ns = retry_ns;
 		rb_site(t, o->e.stack_id, xo->site, sizeof(xo->site));
+		snprintf(xo->why, sizeof(xo->why), "%s", o->why);
+		xo->fatal = !fatal_seen && o->kase != OOM_RECOVERED && !o->caught;
+		fatal_seen |= xo->fatal;
+		if (o->fw)
+			fw_facts(xo, o);
 	}
 	oom_free(&r);
 	(void)p;
@@ -369,7 +403,8 @@ static void from_counters(struct trace *t, struct ex_facts *f)
 		 * recovered ones are the rest */
 		if (s->alloc_retries > s->ooms)
 			f->counter_retries += s->alloc_retries - s->ooms;
-		for (size_t k = 0; k < s->n; k++)
+		/* the FWOOM records list those errors themselves (from_oom) */
+		for (size_t k = 0; k < s->n && !t->nfwooms; k++)
 			if (s->pts[k].reason == GMT_COUNTERS_WHY_OOM &&
 			    !near_failure(f, s->device, (uint64_t)trace_rel(t, s->pts[k].time_ns)))
 				f->ooms_unseen++;

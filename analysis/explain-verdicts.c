@@ -64,8 +64,106 @@ void ex_growth(const struct ex_facts *f, const struct ex_recog *r, const struct 
 	(void)r;
 }
 
-static const char *oom_advice(const struct ex_recog *r, const char *kase)
+/* Fragmentation inside a framework's cache or pool: what to change, for
+ * its framework (sources: the PyTorch CUDA semantics notes, "Optimizing
+ * memory usage with PYTORCH_CUDA_ALLOC_CONF"; the JAX GPU memory
+ * allocation page; TensorFlow's GPU guide; CuPy's memory management page;
+ * frameworks.md §1.5, §2.1, §3). */
+static const char *frag_advice(char *buf, size_t size, const char *fw, const struct ex_facts *f)
 {
+	if (!strcmp(fw, "torch")) {
+		const char *conf = explain_env(f, "PYTORCH_CUDA_ALLOC_CONF");
+		char own[200] = "";
+		if (conf)
+			snprintf(own, sizeof(own),
+				 " (add it to your PYTORCH_CUDA_ALLOC_CONF=%.100s)", conf);
+		snprintf(
+		    buf, size,
+		    "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True%s: segments grow in "
+		    "place, so freed blocks merge instead of staying split (newer PyTorch also "
+		    "reads PYTORCH_ALLOC_CONF; PYTORCH_CUDA_ALLOC_CONF wins when both are set). "
+		    "Or max_split_size_mb:N with N below the failing request, so large cached "
+		    "blocks are not split for small ones. Only then a smaller batch. "
+		    "`gpumemtrace fragmentation` shows the segments.",
+		    own);
+	} else if (!strcmp(fw, "jax")) {
+		snprintf(
+		    buf, size,
+		    "XLA_PYTHON_CLIENT_ALLOCATOR=platform gives each buffer its own driver "
+		    "allocation: no pool to fragment, at some speed. Or keep one preallocated "
+		    "region (XLA_PYTHON_CLIENT_PREALLOCATE left on, a lower "
+		    "XLA_PYTHON_CLIENT_MEM_FRACTION if other processes share the GPU): BFC's free "
+		    "chunks merge only inside a region, and growth mode's regions never merge.");
+	} else if (!strcmp(fw, "tensorflow")) {
+		snprintf(
+		    buf, size,
+		    "TF_GPU_ALLOCATOR=cuda_malloc_async uses CUDA's stream-ordered pool instead "
+		    "of BFC. Or preallocate (no TF_FORCE_GPU_ALLOW_GROWTH): BFC's free chunks "
+		    "merge only inside a region, and growth mode's regions never merge.");
+	} else if (!strcmp(fw, "cupy")) {
+		snprintf(
+		    buf, size,
+		    "Allocate the largest arrays first, or call "
+		    "cupy.get_default_memory_pool().free_all_blocks() between phases (it frees "
+		    "only unsplit chunks); cupy.cuda.set_allocator(cupy.cuda.MemoryAsyncPool()"
+		    ".malloc) uses CUDA's stream-ordered pool instead.");
+	} else {
+		snprintf(buf, size,
+			 "Free space inside the pool was in pieces too small: allocate "
+			 "the largest buffers first, or use the framework's direct "
+			 "allocator.");
+	}
+	return buf;
+}
+
+static const char *limit_advice(char *buf, size_t size, const struct ex_oom *o)
+{
+	if (!o->limit_knob && o->fw_source && !strcmp(o->fw_source, "tensorflow")) {
+		snprintf(
+		    buf, size,
+		    "TensorFlow's pool is the free memory less a reserve for the system (225 "
+		    "MiB to 1.8 GiB by GPU generation), and the device had more: "
+		    "TF_DEVICE_MIN_SYS_MEMORY_IN_MB lowers the reserve, or "
+		    "tf.config.set_logical_device_configuration(gpu, "
+		    "[tf.config.LogicalDeviceConfiguration(memory_limit=MiB)]) sets the pool's "
+		    "size; else make the work smaller.");
+		return buf;
+	}
+	const char *knob = o->limit_knob ? o->limit_knob : "the limit";
+	const char *fw = o->fw_source ? o->fw_source : "";
+	const char *how =
+	    !strcmp(fw, "jax") ? " (XLA_CLIENT_MEM_FRACTION is its newer name; setting both is an "
+				 "error), e.g. .90 when no other process needs the rest of the GPU"
+	    : !strcmp(fw, "tensorflow") ? " in tf.config.set_logical_device_configuration"
+					: "";
+	snprintf(buf, size,
+		 "The limit, %s, refused memory the device had: raise %s%s, or make the work "
+		 "smaller. `gpumemtrace top` names the sites that held it.",
+		 o->limit_what[0] ? o->limit_what : knob, knob, how);
+	return buf;
+}
+
+static const char *working_set_advice(const char *fw)
+{
+	if (!strcmp(fw, "torch"))
+		return "The tensors themselves needed the memory: a smaller batch, activation "
+		       "checkpointing (torch.utils.checkpoint), mixed precision (torch.autocast). "
+		       "`gpumemtrace top` names the sites that held it.";
+	if (!strcmp(fw, "jax") || !strcmp(fw, "tensorflow"))
+		return "The buffers themselves needed the memory: a smaller batch, "
+		       "rematerialization (jax.checkpoint, tf.recompute_grad), bfloat16. "
+		       "`gpumemtrace top` names the sites that held it.";
+	if (!strcmp(fw, "cupy"))
+		return "The arrays themselves needed the memory: del the ones no longer needed "
+		       "before the large one (the pool reuses their blocks), or work in smaller "
+		       "pieces.";
+	return NULL;
+}
+
+static const char *oom_advice(char *buf, size_t size, const struct ex_facts *f,
+			      const struct ex_recog *r, const struct ex_oom *o)
+{
+	const char *kase = o->kase, *fw = o->fw_source ? o->fw_source : "";
 	if (strcmp(kase, "exceeds-device-total") == 0)
 		return "No setting makes it fit: check the size computed at the site (a wrong "
 		       "shape or dtype, an unbounded batch); split the work, or use a larger "
@@ -80,12 +178,32 @@ static const char *oom_advice(const struct ex_recog *r, const char *kase)
 		       "process preallocates most of a GPU by default "
 		       "(XLA_PYTHON_CLIENT_MEM_FRACTION, TF_FORCE_GPU_ALLOW_GROWTH); give each "
 		       "process its own GPU with CUDA_VISIBLE_DEVICES.";
+	if (strcmp(kase, "fragmentation") == 0)
+		return frag_advice(buf, size, fw, f);
+	if (strcmp(kase, "limit") == 0)
+		return limit_advice(buf, size, o);
+	if (o->fw && working_set_advice(fw))
+		return working_set_advice(fw);
+	/* a cache or pool, and no figure of the framework's own: it may be
+	 * either, and the wrong advice costs a day */
+	char next[600];
+	if (explain_oom_next(r, next, sizeof(next))) {
+		snprintf(buf, size,
+			 "%s's %s held the memory; whether its tensors filled it (the working set) "
+			 "or its free space was in pieces too small (fragmentation) needs its own "
+			 "figures: rerun with `gpumemtrace run --framework-counters`.%s%.300s",
+			 r->fw_name, r->fw == FW_PYTORCH ? "cache" : "pool",
+			 r->fw == FW_PYTORCH
+			     ? " Meanwhile the error message says: when \"reserved by PyTorch but "
+			       "unallocated\" is at least the request, set "
+			       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; else a smaller "
+			       "batch, activation checkpointing, mixed precision."
+			     : " ",
+			 r->fw == FW_PYTORCH ? "" : next + strlen("next: "));
+		return buf;
+	}
 	if (r->fw == FW_PYTORCH)
-		return "This process held the memory: a smaller batch, activation checkpointing "
-		       "(torch.utils.checkpoint), mixed precision; if the error says much is "
-		       "\"reserved by PyTorch but unallocated\", "
-		       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True. `gpumemtrace top` "
-		       "names the sites that held it.";
+		return working_set_advice("torch");
 	return "This process held the memory: `gpumemtrace top` names the sites that held it; "
 	       "free what is no longer needed before the failing step, or make the work "
 	       "smaller.";
@@ -166,6 +284,31 @@ static void oom_blind(const struct ex_facts *f, struct ex_findings *out)
 		     "settings named above decide when it happens.");
 }
 
+/* The process ended badly with a pool framework loaded, and nothing in
+ * the trace says why: the OOM may be inside the pool (oom.h, hidden). */
+static void oom_hidden(const struct ex_facts *f, struct ex_findings *out)
+{
+	struct ex_finding *x = ex_add(out, "oom-hidden", -1, 0);
+	x->rank = 1;
+	ex_answer(x,
+		  "the process ended abnormally (%s) while %s held its memory in a pool: an "
+		  "out-of-memory error inside that pool makes no driver call, so this trace "
+		  "cannot show whether one ended the run",
+		  f->ending, f->pool_fw);
+	ex_ev(x, "oom", "%s", f->hidden_text);
+	for (size_t i = 0; i < f->nblind; i++)
+		ex_ev(x, "oom", "%s", f->blind[i]);
+	ex_change(x,
+		  "Rerun with `gpumemtrace run --framework-counters -- ...`: it records the "
+		  "framework's own out-of-memory error with its figures, and `gpumemtrace oom` "
+		  "then names its case (fragmentation, a limit, the working set). Until then the "
+		  "program's stderr has the framework's text (%s).",
+		  !strcmp(f->pool_fw, "CuPy") ? "OutOfMemoryError"
+		  : !strcmp(f->pool_fw, "TensorFlow")
+		      ? "\"ran out of memory\", ResourceExhaustedError"
+		      : "\"ran out of memory\", RESOURCE_EXHAUSTED");
+}
+
 static const struct ex_dev *fdev_of(const struct ex_facts *f, int64_t device)
 {
 	for (size_t i = 0; i < f->ndevs; i++)
@@ -174,50 +317,79 @@ static const struct ex_dev *fdev_of(const struct ex_facts *f, int64_t device)
 	return f->devs;
 }
 
+/* One OOM case's finding: its first failure, how many more. */
+static void oom_case(const struct ex_facts *f, const struct ex_recog *r, const struct ex_oom *o,
+		     size_t more, const char *id, const char *why, struct ex_findings *out)
+{
+	char b[4][32], t1[32], advice[1000];
+	struct ex_finding *x = ex_add(out, id, o->device, o->size);
+	x->rank = o->fatal;
+	char tail[64] = "";
+	if (more)
+		snprintf(tail, sizeof(tail), " (and %zu more like it)", more);
+	if (o->fw_only)
+		ex_answer(x, "%s raised an out-of-memory error for %s at %s%s: %s%s", o->fw_name,
+			  fmt_size(b[0], o->size), rb_time(t1, (int64_t)o->time_ns),
+			  o->caught ? ", which the program caught" : "", why, tail);
+	else
+		ex_answer(x, "%s of %s failed at %s%s: %s%s", o->api, fmt_size(b[0], o->size),
+			  rb_time(t1, (int64_t)o->time_ns),
+			  o->caught ? " (the program caught the error)" : "", why, tail);
+	if (o->fw) {
+		ex_ev(x, "oom", "%s", o->why);
+		if (o->fw_message[0])
+			ex_ev(x, "oom", "%s%s%s: %s", o->fw_name, o->fw_type[0] ? " " : "",
+			      o->fw_type, o->fw_message);
+	} else if (o->meminfo) {
+		ex_ev(x, "oom", "free then: %s of %s; this process held %s, others %s",
+		      fmt_size(b[0], o->free_bytes), fmt_size(b[1], o->total_bytes),
+		      fmt_size(b[2], o->held), fmt_size(b[3], o->others));
+	} else {
+		ex_ev(x, "oom", "this process held %s (no free-memory reading at the failure)",
+		      fmt_size(b[0], o->held));
+	}
+	if (!o->fw_only)
+		ex_ev(x, "oom", "site: %s", o->site);
+	if (o->counters)
+		ex_cnt_oom(x, o);
+	else if (r->fw == FW_PYTORCH && !o->fw && !strcmp(o->kase, "this-process"))
+		ex_cnt_or_note(x, fdev_of(f, o->device),
+			       "reserved and allocated at the OOM (its fragmentation)");
+	ex_change(x, "%s", oom_advice(advice, sizeof(advice), f, r, o));
+}
+
 void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out)
 {
-	if (f->nblind || f->ooms_unseen)
+	if (f->hidden)
+		oom_hidden(f, out);
+	else if (f->nblind || f->ooms_unseen)
 		oom_blind(f, out);
-	static const char *const cases[] = {"exceeds-device-total", "other-processes",
-					    "this-process", "unknown"};
-	static const char *const ids[] = {"oom-exceeds-device-total", "oom-other-processes",
-					  "oom-this-process", "oom-unknown"};
+	static const char *const cases[] = {"exceeds-device-total", "fragmentation", "limit",
+					    "other-processes",	    "this-process",  "unknown"};
+	static const char *const ids[] = {
+	    "oom-exceeds-device-total", "oom-fragmentation", "oom-limit",
+	    "oom-other-processes",	"oom-this-process",  "oom-unknown"};
+	static const char *const whys[] = {
+	    "larger than the whole device",
+	    "free space inside the framework's cache or pool was enough, but in pieces too small "
+	    "(fragmentation)",
+	    "a limit set below the device refused it",
+	    "another process held the memory",
+	    "this process held the memory",
+	    "whose memory stood in the way is unknown (no free-memory reading then)"};
 	if (f->retried || f->counter_retries)
 		oom_retried(f, r, out);
-	for (size_t k = 0; k < 4; k++) {
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		const struct ex_oom *o = NULL;
 		size_t n = 0;
+		/* the finding shows the fatal failure of its case, else the first */
 		for (size_t i = 0; i < f->nooms; i++)
 			if (strcmp(f->ooms[i].kase, cases[k]) == 0 && n++ == 0)
 				o = &f->ooms[i];
-		if (!o)
-			continue;
-		char b[4][32], t1[32];
-		struct ex_finding *x = ex_add(out, ids[k], o->device, o->size);
-		static const char *const whys[] = {
-		    "larger than the whole device", "another process held the memory",
-		    "this process held the memory",
-		    "whose memory stood in the way is unknown (no free-memory reading then)"};
-		const char *why = whys[k];
-		char more[48] = "";
-		if (n > 1)
-			snprintf(more, sizeof(more), " (and %zu more like it)", n - 1);
-		ex_answer(x, "%s of %s failed at %s: %s%s", o->api, fmt_size(b[0], o->size),
-			  rb_time(t1, (int64_t)o->time_ns), why, more);
-		if (o->meminfo)
-			ex_ev(x, "oom", "free then: %s of %s; this process held %s, others %s",
-			      fmt_size(b[0], o->free_bytes), fmt_size(b[1], o->total_bytes),
-			      fmt_size(b[2], o->held), fmt_size(b[3], o->others));
-		else
-			ex_ev(x, "oom",
-			      "this process held %s (no free-memory reading at the failure)",
-			      fmt_size(b[0], o->held));
-		ex_ev(x, "oom", "site: %s", o->site);
-		if (o->counters)
-			ex_cnt_oom(x, o);
-		else if (r->fw == FW_PYTORCH && k == 2)
-			ex_cnt_or_note(x, fdev_of(f, o->device),
-				       "reserved and allocated at the OOM (its fragmentation)");
-		ex_change(x, "%s", oom_advice(r, cases[k]));
+		for (size_t i = 0; i < f->nooms; i++)
+			if (f->ooms[i].fatal && !strcmp(f->ooms[i].kase, cases[k]))
+				o = &f->ooms[i];
+		if (o)
+			oom_case(f, r, o, n - 1, ids[k], whys[k], out);
 	}
 }

@@ -282,6 +282,8 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 	if (r->fw == FW_NONE) /* no library names it: the framework's own counters do */
 		for (size_t i = 0; i < f->ndevs && r->fw == FW_NONE; i++)
 			r->fw = counters_fw(f->devs[i].counters.source);
+	for (size_t i = 0; i < f->nooms && r->fw == FW_NONE; i++) /* or its own errors */
+		r->fw = counters_fw(f->ooms[i].fw_source);
 	const char *from_env = "";
 	if (r->fw == FW_NONE && (r->fw = env_fw(f)) != FW_NONE)
 		from_env = " (from the environment)";
@@ -466,6 +468,8 @@ const char *ex_counters_note(const char *what, char *buf, size_t size)
 static int by_bytes(const void *a, const void *b)
 {
 	const struct ex_finding *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? 1 : -1;
 	if (x->bytes != y->bytes)
 		return x->bytes < y->bytes ? 1 : -1;
 	return strcmp(x->id, y->id);

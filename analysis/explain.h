@@ -106,6 +106,17 @@ struct ex_oom {
 	/* the framework's counters read by its OOM observer at this failure */
 	bool counters;
 	uint64_t c_allocated, c_reserved, c_inactive_split;
+	/* oom's explanation of the case; the verdict's failure: the first not
+	 * recovered and not caught (explain names it first) */
+	char why[640];
+	bool fatal;
+	/* the framework's own error, when one explains it (run
+	 * --framework-counters): fw_only when no driver call failed */
+	bool fw, fw_only, raised, caught;
+	const char *fw_name, *fw_source;   /* "PyTorch", "torch" */
+	char fw_type[96], fw_message[240]; /* the message's first line, cut */
+	const char *limit_knob;		   /* the setting that holds the limit */
+	char limit_what[200];
 };
 
 struct ex_module {
@@ -131,6 +142,11 @@ struct ex_facts {
 	/* ways this trace cannot show an OOM (no failing call): oom's notes */
 	char blind[4][400];
 	size_t nblind;
+	/* how the process ended, and oom-hidden (oom.h) */
+	char ending[200];
+	bool abnormal, hidden;
+	const char *pool_fw;
+	char hidden_text[700];
 	uint64_t duration_ns;
 };
 
@@ -219,6 +235,7 @@ struct ex_finding {
 	size_t nev;
 	char change[1000];
 	bool needs_counters; /* the framework's counters would make it exact */
+	int rank;	     /* sorts before bytes: what ended the run comes first */
 };
 
 struct ex_findings {

@@ -29,6 +29,8 @@ const char *const oom_case_name[OOM_NCASES] = {
     [OOM_NOT_AN_OOM] = "not-an-oom",
     [OOM_RECOVERED] = "recovered-by-retry",
     [OOM_EXCEEDS_TOTAL] = "exceeds-device-total",
+    [OOM_FRAGMENTATION] = "fragmentation",
+    [OOM_LIMIT] = "limit",
     [OOM_THIS_PROCESS] = "this-process",
     [OOM_OTHER_PROCESSES] = "other-processes",
     [OOM_UNKNOWN] = "unknown",
@@ -196,26 +198,32 @@ void oom_judge(struct oom_failure *o)
 
 const char *oom_verdict(const struct oom_result *const *rs, size_t n)
 {
-	bool recovered = false, failed = false;
+	bool recovered = false, failed = false, caught = false, hidden = false;
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < rs[i]->nfails; k++) {
-			enum oom_case c = rs[i]->fails[k].kase;
+			const struct oom_failure *o = &rs[i]->fails[k];
 			failed = true;
-			if (c == OOM_RECOVERED)
+			if (o->kase == OOM_RECOVERED)
 				recovered = true;
-			else if (c != OOM_NOT_AN_OOM)
-				return oom_case_name[c];
+			else if (o->kase != OOM_NOT_AN_OOM && o->caught)
+				caught = true;
+			else if (o->kase != OOM_NOT_AN_OOM)
+				return oom_case_name[o->kase];
 		}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		failed |= rs[i]->fails_total > 0;
-	return recovered ? oom_case_name[OOM_RECOVERED]
-	       : failed	 ? oom_case_name[OOM_NOT_AN_OOM]
-			 : "none";
+		hidden |= rs[i]->hidden;
+	}
+	return hidden	   ? "oom-hidden"
+	       : caught	   ? "caught"
+	       : recovered ? oom_case_name[OOM_RECOVERED]
+	       : failed	   ? oom_case_name[OOM_NOT_AN_OOM]
+			   : "none";
 }
 
-static bool unrecovered(enum oom_case c)
+static bool unrecovered(const struct oom_failure *o)
 {
-	return c != OOM_RECOVERED && c != OOM_NOT_AN_OOM;
+	return o->kase != OOM_RECOVERED && o->kase != OOM_NOT_AN_OOM && !o->caught;
 }
 
 uint64_t oom_unrecovered(const struct oom_result *r, bool has_device, int64_t device,
@@ -225,25 +233,17 @@ uint64_t oom_unrecovered(const struct oom_result *r, bool has_device, int64_t de
 	*kase = "none";
 	for (size_t i = 0; i < r->nfails; i++) {
 		const struct oom_failure *o = &r->fails[i];
-		if (!unrecovered(o->kase) || (has_device && o->e.device != device))
+		if (!unrecovered(o) || (has_device && o->e.device != device))
 			continue;
 		if (!n++)
 			*kase = oom_case_name[o->kase];
 	}
-	if (!has_device && r->fails_total > r->nfails) { /* past the kept ones: the totals */
+	if (!has_device && r->fails_total > OOM_MAX) { /* past the kept ones: the totals */
 		n = 0;
 		for (int c = 0; c < OOM_NCASES; c++)
-			n += unrecovered((enum oom_case)c) ? r->cases[c] : 0;
+			n += c != OOM_RECOVERED && c != OOM_NOT_AN_OOM ? r->cases[c] : 0;
 	}
 	return n;
-}
-
-static const char *env_of(const struct trace *t, const char *key)
-{
-	for (size_t i = 0; i < t->nenv; i++)
-		if (strcmp(t->env[i].key, key) == 0)
-			return t->env[i].value;
-	return NULL;
 }
 
 static struct oom_blind *blind_add(struct oom_result *r, const char *key)
@@ -266,10 +266,10 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 	    (double)big->size >= PREALLOC_PEAK_SHARE * (double)r->largest_peak &&
 	    (double)r->second < PREALLOC_RIVAL * (double)big->size &&
 	    (b = blind_add(r, "preallocated"))) {
-		const char *pre = env_of(t, "XLA_PYTHON_CLIENT_PREALLOCATE");
-		const char *fra = env_of(t, "XLA_PYTHON_CLIENT_MEM_FRACTION");
+		const char *pre = rb_env(t, "XLA_PYTHON_CLIENT_PREALLOCATE");
+		const char *fra = rb_env(t, "XLA_PYTHON_CLIENT_MEM_FRACTION");
 		if (!fra)
-			fra = env_of(t, "XLA_CLIENT_MEM_FRACTION");
+			fra = rb_env(t, "XLA_CLIENT_MEM_FRACTION");
 		snprintf(
 		    b->text, sizeof(b->text),
 		    "one allocation of %s (%.0f%% of the device's %s) at %s, nearly all this "
@@ -282,7 +282,7 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 		    pre ? "; XLA_PYTHON_CLIENT_PREALLOCATE=" : "", pre ? pre : "",
 		    fra ? "; memory fraction " : "", fra ? fra : "");
 	}
-	const char *lim = env_of(t, "CUPY_GPU_MEMORY_LIMIT");
+	const char *lim = rb_env(t, "CUPY_GPU_MEMORY_LIMIT");
 	if ((lim || fw_loaded(t, GMT_FW_CUPY, false)) && (b = blind_add(r, "cupy-limit")))
 		snprintf(
 		    b->text, sizeof(b->text),

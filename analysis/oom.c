@@ -24,6 +24,7 @@ struct site_acc {
 struct chain {
 	int tid;
 	bool active;
+	uint32_t id;
 	size_t start; /* first failure index of the chain */
 	uint32_t api;
 	uint64_t last_size; /* the latest failed request */
@@ -38,7 +39,18 @@ struct oomrun {
 	struct oom_result *res;
 	struct chain *chains;
 	size_t nchains;
+	uint32_t next_chain;
+	/* the framework's errors, each as a failure of its own, taken in the
+	 * replay at its time (what was live then), and what was held */
+	struct oom_failure *fw_snap;
+	uint64_t *fw_held;
+	size_t fw_next;
 };
+
+/* A framework's error explains a failed call at most this long before it
+ * (BFC waits up to 10 s for frees before it raises, frameworks.md §2.4; the
+ * exception then unwinds the program). */
+#define FW_JOIN_NS 30000000000ull
 
 /* Each MEMINFO record goes to the latest stored failure of its thread at
  * or before it (the library writes it right after the failed call
@@ -241,9 +253,12 @@ static void record(struct oomrun *r, const struct gmt_event *e, const struct api
 		return;
 	struct chain *c = chain_of(r, (int)e->tid);
 	o->in_chain = true;
-	if (c->active)
+	if (c->active) {
+		o->chain = c->id;
 		return; /* follow() kept it going */
+	}
 	c->active = true;
+	c->id = o->chain = ++r->next_chain;
 	c->start = res->nfails - 1;
 	c->api = e->api;
 	c->last_size = e->size;
@@ -276,9 +291,36 @@ static void watch_largest(struct oomrun *r, const struct gmt_event *e)
 	res->largest_ctx = acct_contexts_now(&r->acct, e->device);
 }
 
+/* The framework's errors up to time `until`, each as a failure of its own
+ * with what was live then (used where no failed call is its). */
+static void snap_fw(struct oomrun *r, uint64_t until)
+{
+	struct fwoom_list *l = &r->res->fw;
+	for (; r->fw_next < l->n && l->v[r->fw_next].time_ns <= until; r->fw_next++) {
+		const struct fwoom *f = &l->v[r->fw_next];
+		struct oom_failure *o = &r->fw_snap[r->fw_next];
+		memset(o, 0, sizeof(*o));
+		o->e = (struct gmt_event){.time_ns = f->time_ns,
+					  .tid = (uint64_t)f->tid,
+					  .device = f->device,
+					  .size = f->request.known ? f->request.bytes : 0};
+		o->fw = f;
+		o->fw_only = true;
+		o->oom_result = true;
+		o->device = !f->host;
+		o->held = replay_dev(&r->rp, f->device)->lv.bytes;
+		o->held_all = r->rp.buckets[BK_DEVICE].bytes;
+		o->contexts = acct_contexts_now(&r->acct, f->device);
+		r->fw_held[r->fw_next] = o->held;
+		if (o->device)
+			holders(r, o);
+	}
+}
+
 static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
 {
 	struct oomrun *r = ctx;
+	snap_fw(r, e->time_ns);
 	const struct api_info *a = api_lookup(e->api);
 	if (a)
 		follow(r, e, a);
@@ -338,15 +380,104 @@ static void figures(const struct trace *t, struct oom_failure *o)
 		o->others = used > o->this_process ? used - o->this_process : 0;
 }
 
+/* The failure a framework's error explains: the latest out-of-memory
+ * failure of its device at most FW_JOIN_NS before it, not recovered, not
+ * yet explained; on its thread where one is. -1: none. */
+static long fw_target(const struct oom_result *res, const struct fwoom *f)
+{
+	long best = -1;
+	bool best_tid = false;
+	for (size_t k = 0; k < res->nfails; k++) {
+		const struct oom_failure *o = &res->fails[k];
+		if (!o->device || !o->oom_result || o->fw || o->kase == OOM_RECOVERED ||
+		    o->kase == OOM_NOT_AN_OOM || (f->device >= 0 && o->e.device != f->device) ||
+		    o->e.time_ns > f->time_ns || f->time_ns - o->e.time_ns > FW_JOIN_NS)
+			continue;
+		bool same = (int)o->e.tid == f->tid;
+		if (same || !best_tid) {
+			best = (long)k;
+			best_tid = same;
+		}
+	}
+	return best;
+}
+
+/* Each framework error to its failed calls (the one it explains and the
+ * unexplained ones before it on that thread within FW_JOIN_NS: its retry
+ * chains), else to a failure of its own; judged. */
+static void join_fw(struct oomrun *r)
+{
+	struct oom_result *res = r->res;
+	struct fwoom_list *l = &res->fw;
+	bool *joined = xcalloc(l->n + 1, sizeof(*joined));
+	bool abnormal = res->end == OOM_END_STATUS || res->end == OOM_END_NO_TRAILER;
+	for (size_t i = 0; i < l->n; i++) {
+		struct fwoom *f = &l->v[i];
+		/* seen by the observer only: caught, unless the process then
+		 * ended badly with nothing after it */
+		f->caught = f->observer && !f->raised && !(abnormal && i + 1 == l->n);
+		long k = fw_target(res, f);
+		if (k < 0)
+			continue;
+		joined[i] = true;
+		/* and the failures before it on that thread that nothing else
+		 * explains: its retry chains (BFC retries for up to 10 s) */
+		const struct oom_failure tk = res->fails[k];
+		for (size_t j = 0; j < res->nfails; j++) {
+			struct oom_failure *o = &res->fails[j];
+			if ((long)j != k &&
+			    (o->fw || !o->device || !o->oom_result || o->kase == OOM_RECOVERED ||
+			     o->kase == OOM_NOT_AN_OOM || o->e.tid != tk.e.tid ||
+			     o->e.device != tk.e.device || o->e.time_ns > tk.e.time_ns ||
+			     f->time_ns - o->e.time_ns > FW_JOIN_NS))
+				continue;
+			o->fw = f;
+			o->caught = f->caught;
+			oom_judge_fw(o, o->held);
+		}
+	}
+	size_t extra = 0;
+	for (size_t i = 0; i < l->n; i++)
+		extra += !joined[i];
+	res->fw_only_total = extra;
+	if (extra) { /* merged in time order */
+		struct oom_failure *all = xrealloc(NULL, (res->nfails + extra) * sizeof(*all));
+		size_t a = 0, n = 0;
+		for (size_t i = 0; i < l->n; i++) {
+			if (joined[i])
+				continue;
+			struct oom_failure *o = &r->fw_snap[i];
+			o->caught = o->fw->caught;
+			if (o->device)
+				o->sample = match_sample(r->t, &o->e);
+			figures(r->t, o);
+			oom_judge_fw(o, r->fw_held[i]);
+			while (a < res->nfails && res->fails[a].e.time_ns <= o->e.time_ns)
+				all[n++] = res->fails[a++];
+			all[n++] = *o;
+		}
+		while (a < res->nfails)
+			all[n++] = res->fails[a++];
+		free(res->fails);
+		res->fails = all;
+		res->nfails = n;
+	}
+	free(joined);
+}
+
 int oom_compute(struct trace *t, struct oom_result *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct oomrun r = {.t = t, .res = out};
 	out->fails = xrealloc(NULL, OOM_MAX * sizeof(*out->fails));
+	fwoom_collect(t, &out->fw);
+	r.fw_snap = xcalloc(out->fw.n + 1, sizeof(*r.fw_snap));
+	r.fw_held = xcalloc(out->fw.n + 1, sizeof(*r.fw_held));
 	replay_init(&r.rp);
 	peakset_attach(&r.ps, &r.rp);
 	acct_begin(&r.acct, t, &r.rp);
 	int x = trace_replay(t, NULL, on_event, &r);
+	snap_fw(&r, UINT64_MAX);
 	if (out->largest.size)
 		out->largest_peak = replay_dev(&r.rp, out->largest.device)->lv.peak;
 	for (size_t i = 0; i < r.nchains; i++)
@@ -362,11 +493,20 @@ int oom_compute(struct trace *t, struct oom_result *out)
 			o->sample = match_sample(t, &o->e);
 		figures(t, o);
 		oom_judge(o);
-		out->cases[o->kase]++;
 	}
+	oom_find_end(t, out);
+	join_fw(&r);
+	/* errors past FWOOM_MAX: counted as raised without a failed call */
+	out->fw_only_total += out->fw.total - out->fw.n;
+	out->ooms_total += out->fw_only_total;
+	for (size_t k = 0; k < out->nfails; k++)
+		out->cases[out->fails[k].kase]++;
+	oom_find_blind(t, out);
+	oom_find_hidden(t, out);
 	const struct oom_result *one = out;
 	out->verdict = oom_verdict(&one, 1);
-	oom_find_blind(t, out);
+	free(r.fw_snap);
+	free(r.fw_held);
 	free(r.chains);
 	replay_free(&r.rp);
 	return x;
@@ -377,4 +517,5 @@ void oom_free(struct oom_result *r)
 	free(r->fails);
 	r->fails = NULL;
 	r->nfails = 0;
+	fwoom_free(&r->fw);
 }

@@ -1,5 +1,7 @@
 /* The oom report's figures for one trace: every allocation call that
- * failed, named by its case (enum oom_case), with the figures that decide
+ * failed, and every out-of-memory error a framework raised (FWOOM records,
+ * analysis/fwoom.h: joined to the failed call it explains, else on its
+ * own), named by its case (enum oom_case), with the figures that decide
  * it: the device's total and free memory then (the MEMINFO record the
  * library writes after a failure, else an NVML sample), what this process
  * held (its allocations, by library and site, and its contexts and module
@@ -14,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "analysis/fwoom.h"
 #include "analysis/trace.h"
 
 #define OOM_MAX	      200 /* failed allocations analysed and kept; all are counted */
@@ -27,12 +30,18 @@
  * back-off (BFC's 0.9x, a probe's halving), not as an unrelated call. */
 #define OOM_BACKOFF_MIN 0.4
 
-/* In the order a failure is tested against them (oom_judge). */
+/* In the order a failure is tested against them (oom_judge, oom_judge_fw). */
 enum oom_case {
-	OOM_NOT_AN_OOM,	     /* not out of device memory: other error, host/VA, probe */
-	OOM_RECOVERED,	     /* the same request succeeded after frees: not a failure */
-	OOM_EXCEEDS_TOTAL,   /* larger than the device's total memory */
-	OOM_THIS_PROCESS,    /* this process's memory stood in the way */
+	OOM_NOT_AN_OOM,	   /* not out of device memory: other error, host/VA, probe */
+	OOM_RECOVERED,	   /* the same request succeeded after frees: not a failure */
+	OOM_EXCEEDS_TOTAL, /* larger than the device's total memory */
+	/* free inside the framework's cache or pool was at least the request,
+	 * but no block of it was large enough (its own figures only) */
+	OOM_FRAGMENTATION,
+	/* a limit set below the device refused it, and the device had room
+	 * (a memory fraction, memory_limit, XLA's fraction, CuPy's limit) */
+	OOM_LIMIT,
+	OOM_THIS_PROCESS,    /* this process's memory stood in the way: its working set */
 	OOM_OTHER_PROCESSES, /* other processes' memory stood in the way */
 	OOM_UNKNOWN,	     /* free memory unknown: no MEMINFO record, no sample */
 	OOM_NCASES,
@@ -80,12 +89,28 @@ struct oom_failure {
 	size_t nlibs, nsites, libs_total, sites_total;
 	enum oom_case kase;
 	char why[640];
-	bool in_chain; /* oom.c: waiting for the thread's next device allocation */
+	bool in_chain;	/* oom.c: waiting for the thread's next device allocation */
+	uint32_t chain; /* the retry chain it is in (one thread's failures until its next
+			   device allocation); 0: none */
+	/* the framework's error this failure is (NULL: none seen), and
+	 * whether only the framework saw it: no driver call failed (e holds
+	 * its time, thread, device and request; e.api is 0) */
+	const struct fwoom *fw;
+	bool fw_only;
+	bool caught; /* the program caught the error and went on (fw->caught) */
 };
 
 struct oom_other {
 	uint32_t api;
 	uint64_t result, count, first_time;
+};
+
+/* How the process ended, as the trace tells it. */
+enum oom_end {
+	OOM_END_UNKNOWN,    /* no EXIT record (a trace before version 5, an exec) */
+	OOM_END_OK,	    /* exit status 0 */
+	OOM_END_STATUS,	    /* a non-zero exit status */
+	OOM_END_NO_TRAILER, /* no trailer: killed by a signal, crashed, or still running */
 };
 
 /* A way the trace cannot show an out-of-memory error (no failing call). */
@@ -98,11 +123,14 @@ struct oom_result {
 	struct oom_failure *fails; /* the first OOM_MAX failed allocations, in trace order */
 	size_t nfails;
 	uint64_t fails_total; /* failed allocation calls */
-	uint64_t ooms_total;  /* of which out-of-memory results on device memory */
+	/* out-of-memory results on device memory, and framework errors with no
+	 * failed call (fw_only_total of them) */
+	uint64_t ooms_total, fw_only_total;
 	uint64_t cases[OOM_NCASES];
-	/* the case of the first failure that is an OOM and was not recovered,
-	 * else "recovered-by-retry" if any was, else "not-an-oom" if anything
-	 * failed, else "none" */
+	/* the case of the first failure that is an OOM, was not recovered and
+	 * not caught, else "oom-hidden" (hidden), else "caught" if the program
+	 * caught one, else "recovered-by-retry" if any was recovered, else
+	 * "not-an-oom" if anything failed, else "none" */
 	const char *verdict;
 	struct oom_other others[OOM_MAX_OTHER]; /* failed calls that allocate nothing */
 	size_t nothers;
@@ -114,6 +142,16 @@ struct oom_result {
 	 * the largest other device request (failed or not) */
 	struct gmt_event largest;
 	uint64_t largest_ctx, largest_peak, second;
+	struct fwoom_list fw; /* the framework's errors (their failures point here) */
+	enum oom_end end;
+	int64_t exit_status;
+	char ending[200]; /* "exit status 1", "no trailer: ..." */
+	/* oom-hidden: the process ended abnormally while a framework that
+	 * allocates inside a pool was loaded, and no OOM in the trace explains
+	 * it: one inside the pool makes no driver call */
+	bool hidden;
+	const char *pool_fw; /* the framework named: "TensorFlow or JAX (BFC)"... */
+	char hidden_text[700];
 };
 
 /* One replay of `t`. Returns the trace's exit code, or -1; `out` is filled
@@ -122,14 +160,25 @@ int oom_compute(struct trace *t, struct oom_result *out);
 void oom_free(struct oom_result *r);
 /* Names the case of `o` from its figures and writes o->why. */
 void oom_judge(struct oom_failure *o);
+/* The same for a failure the framework's error explains (o->fw): its own
+ * figures first, then the driver's. `pool_held`: what the driver saw this
+ * process hold on the device then (a BFC pool's regions). */
+void oom_judge_fw(struct oom_failure *o, uint64_t pool_held);
 /* The verdict over several results, in the same way: "none"... */
 const char *oom_verdict(const struct oom_result *const *rs, size_t n);
 /* The out-of-memory failures the framework did not recover by retry (cases
- * other than recovered-by-retry and not-an-oom), on `device` only when
- * has_device; *kase: the first one's case name ("none" without any). */
+ * other than recovered-by-retry and not-an-oom) and the program did not
+ * catch, on `device` only when has_device; *kase: the first one's case name ("none" without any).
+ */
 uint64_t oom_unrecovered(const struct oom_result *r, bool has_device, int64_t device,
 			 const char **kase);
 /* Fills r->blind: where this trace cannot show an out-of-memory error. */
 void oom_find_blind(const struct trace *t, struct oom_result *r);
+/* Fills r->end, r->exit_status and r->ending from the trace's EXIT record
+ * and trailer. */
+void oom_find_end(const struct trace *t, struct oom_result *r);
+/* Fills r->hidden, r->pool_fw and r->hidden_text (after the failures are
+ * judged, r->blind and r->end are filled). */
+void oom_find_hidden(const struct trace *t, struct oom_result *r);
 
 #endif

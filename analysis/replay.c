@@ -20,7 +20,7 @@
 
 #include "common/api.h"
 #include "common/text.h"
-#include "reader/diag.h"
+#include "analysis/diag.h"
 #include "reader/reader.h"
 #include "reader/xalloc.h"
 

@@ -110,6 +110,14 @@ const char *rb_site(struct trace *t, uint64_t stack_id, char *buf, size_t size)
 	return trace_frame_text(&fr, buf, size);
 }
 
+const char *rb_env(const struct trace *t, const char *key)
+{
+	for (size_t i = 0; i < t->nenv; i++)
+		if (strcmp(t->env[i].key, key) == 0)
+			return t->env[i].value;
+	return NULL;
+}
+
 uint64_t rb_dev_total(const struct trace *t, int64_t ordinal)
 {
 	for (size_t i = 0; i < t->ndevs; i++)

@@ -39,6 +39,8 @@ const char *rb_dur(char *buf, int64_t ns);
 /* The allocation site of a stack as text ("(no stack)" for 0). */
 const char *rb_site(struct trace *t, uint64_t stack_id, char *buf, size_t size);
 
+/* The value the PROCESS record holds for an environment variable, or NULL. */
+const char *rb_env(const struct trace *t, const char *key);
 /* The DEVICE record's total bytes, 0 when unknown. */
 uint64_t rb_dev_total(const struct trace *t, int64_t ordinal);
 /* true when `u` (UTF-8 locale) block characters may be used. */

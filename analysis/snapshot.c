@@ -1,7 +1,8 @@
 /* The live set at one moment, and device-memory kinds: see snapshot.h. */
-#include "analysis/snapshot.h"
-
+#include <stdlib.h>
 #include <string.h>
+
+#include "analysis/snapshot.h"
 
 const char *const dev_kind_label[DK_COUNT] = {"cudaMalloc / cuMemAlloc", "stream-ordered pools",
 					      "VMM (cuMemCreate)"};
@@ -67,4 +68,105 @@ int snapshot_live(struct trace *t, bool at_end, snapshot_fn fn, void *ctx, uint6
 out:
 	replay_free(&s.rp);
 	return rc;
+}
+
+/* ---- every event, with the live memory by kind ------------------------- */
+
+struct walk {
+	snapshot_event_fn fn;
+	void *ctx;
+	struct replay rp;
+	uint64_t kinds[SNAPSHOT_DEVS][DK_COUNT];
+	bool changed[SNAPSHOT_DEVS];
+};
+
+static void walk_change(void *ctx, const struct rp_live *l, bool counted)
+{
+	struct walk *w = ctx;
+	int k = dev_kind_of(l);
+	if (k < 0 || l->device < 0 || l->device >= SNAPSHOT_DEVS)
+		return;
+	uint64_t *v = &w->kinds[l->device][k];
+	*v = counted ? *v + l->size : *v - (l->size < *v ? l->size : *v);
+	w->changed[l->device] = true;
+}
+
+static void walk_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	struct walk *w = ctx;
+	replay_apply(&w->rp, e);
+	w->fn(w->ctx, e, (const uint64_t(*)[DK_COUNT])w->kinds, w->changed);
+	memset(w->changed, 0, sizeof(w->changed));
+}
+
+static void plain_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	struct walk *w = ctx;
+	w->fn(w->ctx, e, NULL, NULL);
+}
+
+int snapshot_walk(struct trace *t, bool live, snapshot_event_fn fn, void *ctx)
+{
+	struct walk *w = xcalloc(1, sizeof(*w));
+	w->fn = fn;
+	w->ctx = ctx;
+	replay_init(&w->rp);
+	w->rp.on_change = walk_change;
+	w->rp.on_change_ctx = w;
+	int rc = trace_replay(t, NULL, live ? walk_event : plain_event, w);
+	replay_free(&w->rp);
+	free(w);
+	return rc;
+}
+
+/* ---- device memory by stack ----------------------------------------------- */
+
+static struct snapshot_stack *stack_get(struct snapshot_stack **stacks, uint64_t stack_id)
+{
+	struct snapshot_stack *s;
+	HASH_FIND(hh, *stacks, &stack_id, sizeof(stack_id), s);
+	if (!s) {
+		s = xcalloc(1, sizeof(*s));
+		s->stack_id = stack_id;
+		HASH_ADD(hh, *stacks, stack_id, sizeof(s->stack_id), s);
+	}
+	return s;
+}
+
+static void stack_alloc(void *ctx, const struct gmt_event *e, struct replay *unused)
+{
+	const struct api_info *a = api_lookup(e->api);
+	if (!a || a->op != GMT_OP_ALLOC || gmt_failed(e->result, e->flags) ||
+	    replay_kind_bucket(a->kind, e->aux) != BK_DEVICE)
+		return;
+	struct snapshot_stack *s = stack_get(ctx, e->stack_id);
+	s->v[0]++;
+	s->v[1] += (int64_t)e->size;
+}
+
+static void stack_live(void *ctx, const struct rp_live *l)
+{
+	struct snapshot_stack *s = stack_get(ctx, l->stack_id);
+	s->v[2]++;
+	s->v[3] += (int64_t)l->size;
+}
+
+int snapshot_stacks(struct trace *t, bool at_end, struct snapshot_stack **out)
+{
+	*out = NULL;
+	int rc = trace_replay(t, NULL, stack_alloc, out);
+	uint64_t when = 0;
+	if (rc < 0)
+		rc = snapshot_live(t, at_end, stack_live, out, &when);
+	return rc;
+}
+
+void snapshot_stacks_free(struct snapshot_stack **stacks)
+{
+	struct snapshot_stack *s, *tmp;
+	HASH_ITER(hh, *stacks, s, tmp)
+	{
+		HASH_DEL(*stacks, s);
+		free(s);
+	}
 }

@@ -1,10 +1,13 @@
 /* Shared by plot, flamegraph and export: the kinds device memory is split
- * into, and the live set at the device peak or at the end of a trace. */
+ * into, the live set at the device peak or at the end of a trace, the
+ * events with the live memory after each, and the memory by stack. */
 #ifndef GMT_ANALYSIS_SNAPSHOT_H
 #define GMT_ANALYSIS_SNAPSHOT_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <uthash.h>
 
 #include "analysis/trace.h"
 
@@ -19,5 +22,26 @@ int dev_kind_of(const struct rp_live *l);
  * *when_ns: that moment (absolute). Returns -1, or the exit code. */
 typedef void (*snapshot_fn)(void *ctx, const struct rp_live *l);
 int snapshot_live(struct trace *t, bool at_end, snapshot_fn fn, void *ctx, uint64_t *when_ns);
+
+/* Every event in order, for the exports that write one record per event.
+ * With live, the live device memory by kind on each device below
+ * SNAPSHOT_DEVS after the event (kinds[device][dev_kind]), and which
+ * devices it changed; without, kinds and changed are NULL. Returns -1, or
+ * the exit code. */
+#define SNAPSHOT_DEVS 64
+typedef void (*snapshot_event_fn)(void *ctx, const struct gmt_event *e,
+				  const uint64_t (*kinds)[DK_COUNT], const bool *changed);
+int snapshot_walk(struct trace *t, bool live, snapshot_event_fn fn, void *ctx);
+
+/* Device memory by stack: what every stack allocated over the run (count,
+ * bytes) and what it held live at a moment (as snapshot_live's). */
+struct snapshot_stack {
+	UT_hash_handle hh;
+	uint64_t stack_id;
+	int64_t v[4]; /* alloc_objects, alloc_space, inuse_objects, inuse_space */
+};
+/* Into *out (a uthash table: snapshot_stacks_free). -1, or the exit code. */
+int snapshot_stacks(struct trace *t, bool at_end, struct snapshot_stack **out);
+void snapshot_stacks_free(struct snapshot_stack **stacks);
 
 #endif

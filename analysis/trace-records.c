@@ -149,12 +149,24 @@ static void on_symbol(struct trace *t, const struct gmt_record *rec)
 	struct trace_symbol *sym = NULL;
 	uint64_t ip = rec->u.symbol.ip;
 	HASH_FIND(hh, t->symbols, &ip, sizeof(ip), sym);
-	if (sym)
-		return; /* the first one wins */
+	/* The first one wins, but a name wins over a miss: `gpumemtrace
+	 * symbolize` appends the names a process could not give. */
+	if (sym && (sym->function[0] || !rec->u.symbol.function.s[0]))
+		return;
 	char *function = trace_demangle(rec->u.symbol.function.s);
-	trace_add_symbol(t, ip, rec->u.symbol.module_id,
-			 function ? function : xstrdup(rec->u.symbol.function.s),
-			 rec->u.symbol.file.s, rec->u.symbol.line);
+	if (!function)
+		function = xstrdup(rec->u.symbol.function.s);
+	if (sym) {
+		free(sym->function);
+		free(sym->file);
+		sym->function = function;
+		sym->file = xstrdup(rec->u.symbol.file.s);
+		sym->line = rec->u.symbol.line;
+		sym->module_id = rec->u.symbol.module_id;
+		return;
+	}
+	trace_add_symbol(t, ip, rec->u.symbol.module_id, function, rec->u.symbol.file.s,
+			 rec->u.symbol.line);
 }
 
 static void on_lost(struct trace *t, const struct gmt_record *rec)
@@ -299,12 +311,15 @@ static void on_trailer(struct trace *t, const struct gmt_record *rec)
 	t->trailer_events = rec->u.trailer.events;
 	t->trailer_lost = rec->u.trailer.lost;
 	t->trailer_reason = rec->u.trailer.reason;
+	t->trailer_stack_nodes = rec->u.trailer.stack_nodes;
 }
 
 /* No default: -Wswitch names a new record type. Types the metadata pass
  * has no use for are listed too, doing nothing. */
 void trace_on_record(struct trace *t, const struct gmt_record *rec)
 {
+	if (rec->type != GMT_REC_CHUNK)
+		t->ends_with_trailer = rec->type == GMT_REC_TRAILER;
 	switch (rec->type) {
 	case GMT_REC_PROCESS:
 		on_process(t, rec);
@@ -359,9 +374,11 @@ void trace_on_record(struct trace *t, const struct gmt_record *rec)
 	case GMT_REC_EVENT:
 		on_event_meta(t, &rec->u.event);
 		break;
+	case GMT_REC_CHUNK:
+		t->last_seq = rec->u.chunk.seq;
+		break;
 	case GMT_REC_THREAD:
 	case GMT_REC_EVENTS:
-	case GMT_REC_CHUNK:
 		break;
 	}
 }

@@ -10,8 +10,9 @@ struct trace_symbol {
 	UT_hash_handle hh;
 	uint64_t ip;
 	uint64_t module_id;
-	char *function, *file;
+	char *function, *file; /* function "": unknown */
 	uint64_t line;
+	bool looked_up; /* named from the module files (or tried): final */
 };
 
 struct trace_pyframe {
@@ -33,6 +34,13 @@ char *trace_demangle(const char *name);
 /* An entry of the symbol table; it takes function (malloc'd), copies file. */
 struct trace_symbol *trace_add_symbol(struct trace *t, uint64_t ip, uint64_t module_id,
 				      char *function, const char *file, uint64_t line);
+
+/* Frame ip named from the module files (trace-names.c), kept in sym (a
+ * SYMBOL without a function) or in a new entry; returned looked_up. */
+struct trace_symbol *trace_name_from_files(struct trace *t, uint64_t ip, struct trace_symbol *sym);
+/* One warning line on stderr when naming was cut short by its bound. */
+void trace_names_warn(const struct trace *t);
+void trace_names_free(struct trace *t);
 
 /* The metadata pass's handling of a record (an event: on_event_meta). */
 void trace_on_record(struct trace *t, const struct gmt_record *rec);

@@ -1,11 +1,10 @@
 /* A trace's stacks as the reports show them: stack ids to frames, frames
- * to symbols (from the trace's SYMBOL and PYFRAME records, else the
- * symbolizer on the modules), and frames and callers as text. */
+ * to symbols (from the trace's SYMBOL and PYFRAME records, else the module
+ * files: trace-names.c), and frames and callers as text. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "common/symbolize.h"
 #include "analysis/sites.h"
 #include "analysis/trace-records.h"
 
@@ -43,41 +42,21 @@ static void resolve(struct trace *t, struct trace_frame *f)
 	struct trace_symbol *sym = NULL;
 	uint64_t ip = f->ip;
 	HASH_FIND(hh, t->symbols, &ip, sizeof(ip), sym);
-	if (!sym && ip) {
+	if (!sym && ip) { /* a SYMBOL keyed by the call's address */
+		struct trace_symbol *at_call = NULL;
 		ip--;
-		HASH_FIND(hh, t->symbols, &ip, sizeof(ip), sym);
+		HASH_FIND(hh, t->symbols, &ip, sizeof(ip), at_call);
+		if (at_call && at_call->function[0])
+			sym = at_call;
 	}
-	if (sym && sym->function[0]) {
+	/* No name in the trace (the process died before naming, or could not
+	 * name it): from the module files on this machine, once per address. */
+	if (!sym || (!sym->function[0] && !sym->looked_up))
+		sym = trace_name_from_files(t, f->ip, sym);
+	if (sym->function[0]) {
 		f->function = sym->function;
 		f->file = sym->file[0] ? sym->file : NULL;
 		f->line = sym->line;
-		return;
-	}
-	/* no SYMBOL record (the process died before symbolizing): look the
-	 * address up in the module files, when they are still here */
-	if (!t->symbolizer_tried) {
-		t->symbolizer_tried = true;
-		struct gmt_symbolizer *s = gmt_symbolizer_new();
-		for (size_t i = 0; s && i < t->nmods; i++) {
-			const struct trace_module *m = &t->mods[i];
-			gmt_symbolizer_add_module(s, m->path, m->bias, m->start, m->end,
-						  m->build_id_len ? m->build_id : NULL,
-						  (unsigned)m->build_id_len);
-		}
-		t->symbolizer = s;
-	}
-	struct gmt_symbol out = {0};
-	if (t->symbolizer &&
-	    gmt_symbolize(t->symbolizer, f->depth ? f->ip - 1 : f->ip, &out) == 0 && out.function) {
-		/* owned by the symbolizer, which lives until trace_close */
-		f->function = out.function;
-		f->file = out.file;
-		f->line = out.line;
-		char *d = trace_demangle(out.function);
-		if (d) /* kept as a SYMBOL would be: freed with the others */
-			f->function =
-			    trace_add_symbol(t, f->ip, 0, d, out.file ? out.file : "", out.line)
-				->function;
 	}
 }
 

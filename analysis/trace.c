@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/symbolize.h"
 #include "analysis/fwhist.h"
 #include "analysis/trace.h"
 #include "analysis/frameworks.h"
@@ -252,8 +251,7 @@ void trace_close(struct trace *t)
 	free(t->command);
 	free(t->exe);
 	free(t->host);
-	if (t->symbolizer)
-		gmt_symbolizer_free(t->symbolizer);
+	trace_names_free(t);
 	if (t->reader)
 		gmt_reader_close(t->reader);
 	memset(t, 0, sizeof(*t));
@@ -481,6 +479,7 @@ int trace_open_replay(struct trace *t, const char *cmd, const char *path, struct
 
 int trace_finish(struct trace *t)
 {
+	trace_names_warn(t);
 	return reader_finish_cmd(t->cmd, t->path, &t->info);
 }
 

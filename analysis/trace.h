@@ -21,7 +21,7 @@
 #include "common/api.h"
 #include "common/frameworks.h"
 #include "common/text.h"
-#include "reader/diag.h"
+#include "analysis/diag.h"
 #include "reader/reader.h"
 #include "reader/xalloc.h"
 #include "analysis/replay.h"
@@ -129,6 +129,7 @@ struct trace_fwoom {
 };
 
 struct trace_pyframe;
+struct trace_demangled;
 struct fwhist;
 struct site_opts;
 struct site_cache;
@@ -181,6 +182,9 @@ struct trace {
 	/* the trailer, as written, against what the records hold */
 	bool has_trailer;
 	uint64_t trailer_end_ns, trailer_events, trailer_lost, trailer_reason;
+	uint64_t trailer_stack_nodes;
+	bool ends_with_trailer;			/* the last record read is a TRAILER */
+	uint64_t last_seq;			/* of the last good chunk */
 	uint64_t lost_in_records, lost_records; /* LOST records; lost = max(these, trailer) */
 	/* LOST records of tid 0: events of children made without fork
 	 * handlers (_Fork, a raw clone), not of this process. */
@@ -193,8 +197,10 @@ struct trace {
 	struct site_cache *site_cache;
 	struct site_api_cache *api_cache;
 	struct site_name *short_cache;
-	void *symbolizer;
+	void *symbolizer; /* frames named from the module files (trace-names.c) */
 	bool symbolizer_tried;
+	uint64_t name_seconds; /* its bound (GPUMEMTRACE_NAME_SECONDS) */
+	struct trace_demangled *demangled;
 	size_t mods_cap, nodes_cap, devs_cap, meminfo_cap, notes_cap;
 	size_t samples_cap, ranges_cap, counters_cap, fwooms_cap;
 	bool have_last_dev;
@@ -310,6 +316,28 @@ const char *trace_partial_what(const struct trace *t, char *buf, size_t size);
 /* "PARTIAL DATA: " what ": allocations and frees may be missing", into
  * buf (>= 256): the line every report and export carries. */
 const char *trace_partial_text(const struct trace *t, char *buf, size_t size);
+/* ---- naming after the run (gpumemtrace symbolize, run) ---- */
+
+struct trace_symbolize {
+	uint64_t frames; /* distinct native frames in the trace's stacks */
+	uint64_t had;	 /* of those, named by the trace's own SYMBOL records */
+	uint64_t named;	 /* named now, from the module files on this machine */
+	uint64_t cut;	 /* not looked up: naming's bound passed (GPUMEMTRACE_NAME_SECONDS) */
+	bool appended;	 /* records were added */
+};
+/* Names the frames of t that the trace does not name, from the module
+ * files on this machine, and adds their SYMBOL records (with an info NOTE
+ * saying so, a warning NOTE if naming was cut short, and a fresh TRAILER
+ * when the trace was complete) to its file, or writes a copy to the empty
+ * file `out` (-1: in place; a copy holds the readable part, and a NOTE says
+ * what was left out). In place only when the file ends in whole chunks and
+ * no process holds it open. Returns -1, or the exit code after its one
+ * error line. */
+int trace_symbolize(struct trace *t, int out, struct trace_symbolize *res);
+/* The symbolizer that names t's frames from the module files
+ * (common/symbolize.h: what became of each module), made on first use. */
+struct gmt_symbolizer;
+struct gmt_symbolizer *trace_symbolizer(struct trace *t);
 
 /* ---- several traces ---- */
 

@@ -46,3 +46,9 @@ bench-python: bench-progs ## the Python reader's events/s into Arrow vs CSV + pa
 .PHONY: bench-watch
 bench-watch: bench-progs ## watch's CPU and memory as a share of a 100 s run writing 10M events
 	@BUILD=$(abspath $(BUILD)) bench/watch.sh
+# Naming frames after the run: 10k and 100k distinct frames in one compile
+# unit, 10k stacks over 1,022 frames, nameless against named reports
+# (bench/naming.sh; docs/performance.md, "Naming frames").
+.PHONY: bench-naming
+bench-naming: all sim ## naming speed: symbolize 10k/100k frames, reports on nameless vs named traces
+	@BUILD=$(abspath $(BUILD)) bench/naming.sh

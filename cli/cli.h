@@ -9,7 +9,7 @@
 
 #include "common/api.h"
 #include "common/text.h"
-#include "reader/diag.h"
+#include "analysis/diag.h"
 #include "reader/reader.h"
 #include "reader/xalloc.h"
 #include "cli/report-print.h"
@@ -33,6 +33,7 @@ int cmd_plot(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
 
 /* ---- doc-tables.c ---- */
 /* Writes docs/reports.md's table KIND ("md-site-rules", "md-frameworks")

@@ -11,6 +11,7 @@
 
 #include "analysis/check-measure.h"
 #include "analysis/oom.h"
+#include "analysis/smi-footprint.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "cli/output.h"
@@ -21,7 +22,19 @@ static const char about[] =
     "device (or only device N), checks the peak of live device memory, the device\n"
     "memory still live at the end, and the peak's increase over the same device's\n"
     "peak in a baseline trace. Prints one line per check, PASS or FAIL, with the\n"
-    "measured figure and the limit. A figure equal to its limit passes.\n";
+    "measured figure and the limit. A figure equal to its limit passes.\n"
+    "\n"
+    "Three peaks, three meanings:\n"
+    "  --max-peak        the traced allocations: what the program's allocation calls\n"
+    "                    held (a framework's cache or pool counts whole: PyTorch's\n"
+    "                    reserved segments, a BFC region);\n"
+    "  --max-smi         what nvidia-smi showed for the process: NVML's per-process\n"
+    "                    peak where the tracer sampled it, else the traced peak +\n"
+    "                    the contexts and module code + a stream-ordered pool's\n"
+    "                    reserve; the line says which;\n"
+    "  --max-framework-reserved  the framework's own reserved peak (PyTorch's\n"
+    "                    reserved_bytes, JAX's pool_bytes), from the counters of\n"
+    "                    `run --framework-counters`: a trace without them fails.\n";
 static const char more[] =
     "SIZE: bytes, or with a unit: 1.5GiB, 512MiB, 2GB (GB = 10^9, GiB = 2^30).\n"
     "\n"
@@ -52,8 +65,9 @@ static const struct opt_usage usage = {
  * (the other commands' 3, cannot read, is 2 here) */
 #define EXIT_PARTIAL 3
 
-enum check_kind { CK_PEAK, CK_LIVE_END, CK_INCREASE, CK_OOM };
-static const char *const check_name[] = {"max-peak", "max-live-at-end", "max-increase", "no-oom"};
+enum check_kind { CK_PEAK, CK_LIVE_END, CK_INCREASE, CK_OOM, CK_SMI, CK_FW };
+static const char *const check_name[] = {"max-peak", "max-live-at-end", "max-increase",
+					 "no-oom",   "max-smi",		"max-framework-reserved"};
 
 struct check_result {
 	const char *trace;
@@ -62,11 +76,14 @@ struct check_result {
 	uint64_t measured, limit, baseline;
 	double increase_pct; /* INFINITY: the baseline had 0 */
 	bool pass;
+	char source[320]; /* max-smi: where the figure comes from; max-framework-reserved:
+			     its API, or why there is none */
 };
 
 struct check_args {
-	bool has_peak, has_live, has_increase, has_device, json, fail_on_oom, allow_lost;
-	uint64_t max_peak, max_live;
+	bool has_peak, has_live, has_increase, has_device, json, fail_on_oom, allow_lost, has_smi,
+	    has_fw;
+	uint64_t max_peak, max_live, max_smi, max_fw;
 	double max_increase;
 	int64_t device;
 	const char *baseline, *junit;
@@ -87,6 +104,7 @@ struct check_state {
 		int64_t end_ns;	   /* where the trace ends (its last flush when incomplete) */
 		uint64_t lost;	   /* this process's events lost */
 		char partial[160]; /* trace_partial_what, "" when complete and none lost */
+		char hidden[720];  /* oom-hidden's note, or "" */
 	} * tinfo;
 	size_t ntinfo;
 	char base_partial[160]; /* the baseline's */
@@ -128,6 +146,15 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	const struct option opts[] = {
 	    OPT_SIZE("max-peak", &a->max_peak, "SIZE", "fail when a device's peak is above SIZE",
 		     .given = &a->has_peak),
+	    OPT_SIZE("max-smi", &a->max_smi, "SIZE",
+		     "fail when what nvidia-smi showed for the process on\n"
+		     "a device peaked above SIZE (NVML's per-process peak,\n"
+		     "else traced + contexts + a pool's reserve)",
+		     .given = &a->has_smi),
+	    OPT_SIZE("max-framework-reserved", &a->max_fw, "SIZE",
+		     "fail when the framework's own reserved peak (its\n"
+		     "counters: run --framework-counters) is above SIZE",
+		     .given = &a->has_fw),
 	    OPT_SIZE("max-live-at-end", &a->max_live, "SIZE",
 		     "fail when more than SIZE is live at the end", .given = &a->has_live),
 	    OPT_FILE("baseline", &a->baseline, "TRACE",
@@ -160,8 +187,10 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	a->ntraces = (size_t)n;
 	if (a->junit && !*a->junit)
 		return say_usage_error(CMD, "--junit: empty file name");
-	if (!a->has_peak && !a->has_live && !a->has_increase && !a->baseline && !a->fail_on_oom)
-		return say_usage_error(CMD, "no check given: use --max-peak, --max-live-at-end, "
+	if (!a->has_peak && !a->has_live && !a->has_increase && !a->baseline && !a->fail_on_oom &&
+	    !a->has_smi && !a->has_fw)
+		return say_usage_error(CMD, "no check given: use --max-peak, --max-smi, "
+					    "--max-framework-reserved, --max-live-at-end, "
 					    "--fail-on-oom or --baseline with --max-increase");
 	if (a->baseline && !a->has_increase)
 		return say_usage_error(CMD, "--baseline needs --max-increase PCT");
@@ -204,21 +233,64 @@ static void check_trace(struct check_state *s, const struct check_args *a, const
 		struct rp_level lv = d >= 0 ? check_measure_dev(m, d) : m->rp.buckets[BK_DEVICE];
 		if (a->has_peak)
 			add_result(s, (struct check_result){path, CK_PEAK, d, lv.peak, a->max_peak,
-							    0, 0, lv.peak <= a->max_peak});
+							    0, 0, lv.peak <= a->max_peak, ""});
 		if (a->has_live)
 			add_result(s, (struct check_result){path, CK_LIVE_END, d, lv.bytes,
 							    a->max_live, 0, 0,
-							    lv.bytes <= a->max_live});
+							    lv.bytes <= a->max_live, ""});
 		if (a->has_increase) {
 			struct rp_level bl =
 			    d >= 0 ? check_measure_dev(base, d) : base->rp.buckets[BK_DEVICE];
-			add_result(
-			    s, (struct check_result){path, CK_INCREASE, d, lv.peak, 0, bl.peak,
-						     increase(lv.peak, bl.peak),
-						     within(lv.peak, bl.peak, a->max_increase)});
+			add_result(s, (struct check_result){
+					  path, CK_INCREASE, d, lv.peak, 0, bl.peak,
+					  increase(lv.peak, bl.peak),
+					  within(lv.peak, bl.peak, a->max_increase), ""});
 		}
 	}
 	free(devs);
+}
+
+/* What nvidia-smi showed (--max-smi) and the framework's reserved peak
+ * (--max-framework-reserved), per device. */
+static void smi_trace(struct check_state *s, const struct check_args *a, const char *path,
+		      struct measure *m)
+{
+	if (!a->has_smi && !a->has_fw)
+		return;
+	struct smi_footprint *fp;
+	size_t n;
+	smi_footprint(&m->t, &fp, &n); /* a read error is trace_finish's to report */
+	for (size_t i = 0; i < n; i++) {
+		const struct smi_footprint *x = &fp[i];
+		if (a->has_device && x->device != a->device)
+			continue;
+		if (a->has_smi) {
+			struct check_result r = {.trace = path,
+						 .kind = CK_SMI,
+						 .device = x->device,
+						 .measured = x->bytes,
+						 .limit = a->max_smi,
+						 .pass = x->bytes <= a->max_smi};
+			smi_source_text(x, r.source, sizeof(r.source));
+			add_result(s, r);
+		}
+		if (a->has_fw) {
+			struct check_result r = {.trace = path,
+						 .kind = CK_FW,
+						 .device = x->device,
+						 .measured = x->fw_reserved,
+						 .limit = a->max_fw,
+						 .pass =
+						     x->fw_known && x->fw_reserved <= a->max_fw};
+			snprintf(r.source, sizeof(r.source), "%s",
+				 x->fw_known
+				     ? x->fw_api
+				     : "no framework counters in the trace (record them with "
+				       "`gpumemtrace run --framework-counters`): nothing to pass");
+			add_result(s, r);
+		}
+	}
+	free(fp);
 }
 
 /* Whether the run ran out of memory for good (oom's cases), and where the
@@ -230,13 +302,15 @@ static void oom_trace(struct check_state *s, const struct check_args *a, const c
 	const char *kase;
 	oom_compute(&m->t, &r); /* a read error is trace_finish's to report */
 	uint64_t n = oom_unrecovered(&r, a->has_device, a->device, &kase);
+	snprintf(s->tinfo[s->ntinfo].hidden, sizeof(s->tinfo[0].hidden), "%s",
+		 r.hidden ? r.hidden_text : "");
 	oom_free(&r);
 	s->tinfo[s->ntinfo].ooms = n;
 	s->tinfo[s->ntinfo].kase = kase;
 	s->tinfo[s->ntinfo].end_ns = trace_duration_ns(&m->t);
 	if (a->fail_on_oom)
 		add_result(s, (struct check_result){path, CK_OOM, a->has_device ? a->device : -1, n,
-						    0, 0, 0, n == 0});
+						    0, 0, 0, n == 0, ""});
 }
 
 static void print_notes(FILE *f, const struct check_state *s)
@@ -252,6 +326,11 @@ static void print_notes(FILE *f, const struct check_state *s)
 			    "reached first; `gpumemtrace oom` says why (--fail-on-oom fails on it)",
 			    s->tinfo[i].path, s->tinfo[i].ooms, s->tinfo[i].ooms == 1 ? "" : "s",
 			    s->tinfo[i].kase);
+			rb_wrap(f, 0, width, line);
+		}
+		if (s->tinfo[i].hidden[0]) {
+			snprintf(line, sizeof(line), "note: %s: %s", s->tinfo[i].path,
+				 s->tinfo[i].hidden);
 			rb_wrap(f, 0, width, line);
 		}
 		if (!s->tinfo[i].complete) {
@@ -348,6 +427,18 @@ static void print_line(FILE *f, const struct check_result *r, const struct check
 		fprintf(f, "%" PRIu64 " out-of-memory failure%s not recovered by retry\n",
 			r->measured, r->measured == 1 ? "" : "s");
 		break;
+	case CK_SMI:
+		fprintf(f, "nvidia-smi peak %s %s limit %s (%s)\n", size_exact(b1, r->measured),
+			r->pass ? "<=" : ">", size_exact(b2, r->limit), r->source);
+		break;
+	case CK_FW:
+		if (strncmp(r->source, "no framework", 12) == 0)
+			fprintf(f, "%s\n", r->source);
+		else
+			fprintf(f, "framework reserved peak %s %s limit %s (%s)\n",
+				size_exact(b1, r->measured), r->pass ? "<=" : ">",
+				size_exact(b2, r->limit), r->source);
+		break;
 	}
 }
 
@@ -395,10 +486,11 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 			", \"complete\": %s, \"lost_events\": %" PRIu64
 			", \"ignored_allocations\": %" PRIu64 ", \"ignored_bytes\": %" PRIu64
 			", \"unrecovered_ooms\": %" PRIu64
-			", \"oom_case\": \"%s\", \"end_time_ns\": %" PRId64 "}",
+			", \"oom_case\": \"%s\", \"oom_hidden\": %s, \"end_time_ns\": %" PRId64 "}",
 			s->tinfo[i].complete ? "true" : "false", s->tinfo[i].lost,
 			s->tinfo[i].ignored_allocs, s->tinfo[i].ignored_bytes, s->tinfo[i].ooms,
-			s->tinfo[i].kase, s->tinfo[i].end_ns);
+			s->tinfo[i].kase, s->tinfo[i].hidden[0] ? "true" : "false",
+			s->tinfo[i].end_ns);
 	}
 	fputs("],\n \"checks\": [", f);
 	for (size_t i = 0; i < s->n; i++) {
@@ -422,6 +514,10 @@ static void print_json(FILE *f, const struct check_state *s, const struct check_
 			json_pct(f, a->max_increase);
 		} else {
 			fprintf(f, ", \"limit_bytes\": %" PRIu64, r->limit);
+		}
+		if (r->kind == CK_SMI || r->kind == CK_FW) {
+			fputs(", \"source\": ", f);
+			json_cstr(f, r->source);
 		}
 		fputc('}', f);
 	}
@@ -544,6 +640,7 @@ int cmd_check(int argc, char **argv)
 		}
 		if (rc < 0) {
 			check_trace(&s, &a, a.traces[i], &m, &base);
+			smi_trace(&s, &a, a.traces[i], &m);
 			oom_trace(&s, &a, a.traces[i], &m);
 			s.tinfo[s.ntinfo].path = a.traces[i];
 			s.tinfo[s.ntinfo].complete = m.t.complete;

@@ -47,9 +47,6 @@ static const struct opt_usage usage = {
 struct pf {
 	FILE *f;
 	struct trace *t;
-	struct replay rp;
-	uint64_t cur[64][DK_COUNT]; /* per device ordinal below 64 */
-	bool dirty[64];
 	bool first;
 };
 
@@ -64,25 +61,13 @@ static double pf_us(const struct trace *t, uint64_t ns)
 	return (double)trace_rel(t, ns) / 1000.0;
 }
 
-static void pf_change(void *ctx, const struct rp_live *l, bool counted)
+static void pf_event(void *ctx, const struct gmt_event *e, const uint64_t (*kinds)[DK_COUNT],
+		     const bool *changed)
 {
 	struct pf *p = ctx;
-	int k = dev_kind_of(l);
-	if (k < 0 || l->device < 0 || l->device >= 64)
-		return;
-	uint64_t *v = &p->cur[l->device][k];
-	*v = counted ? *v + l->size : *v - (l->size < *v ? l->size : *v);
-	p->dirty[l->device] = true;
-}
-
-static void pf_event(void *ctx, const struct gmt_event *e, struct replay *unused)
-{
-	struct pf *p = ctx;
-	replay_apply(&p->rp, e);
-	for (int d = 0; d < 64; d++) {
-		if (!p->dirty[d])
+	for (int d = 0; d < SNAPSHOT_DEVS; d++) {
+		if (!changed[d])
 			continue;
-		p->dirty[d] = false;
 		pf_sep(p);
 		fprintf(p->f,
 			"{\"name\":\"GPU %d memory\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%" PRIu64
@@ -90,7 +75,7 @@ static void pf_event(void *ctx, const struct gmt_event *e, struct replay *unused
 			d, pf_us(p->t, e->time_ns), p->t->pid);
 		for (int k = 0; k < DK_COUNT; k++)
 			fprintf(p->f, "%s\"%s\":%" PRIu64, k ? "," : "", dev_kind_key[k],
-				p->cur[d][k]);
+				kinds[d][k]);
 		fputs("}}", p->f);
 	}
 	const struct api_info *a = api_lookup(e->api);
@@ -164,11 +149,7 @@ static int export_perfetto(FILE *f, struct trace *t)
 			",\"tid\":%d,\"args\":{\"name\":\"thread %d\"}}",
 			t->pid, t->ranges[i].tid, t->ranges[i].tid);
 	}
-	replay_init(&p.rp);
-	p.rp.on_change = pf_change;
-	p.rp.on_change_ctx = &p;
-	int rc = trace_replay(t, NULL, pf_event, &p);
-	replay_free(&p.rp);
+	int rc = snapshot_walk(t, true, pf_event, &p);
 	for (size_t i = 0; i < t->nranges; i++) {
 		const struct trace_range *r = &t->ranges[i];
 		static const char *const ph[] = {"", "B", "E", "b", "e", "i"};
@@ -220,7 +201,8 @@ static void csv_field(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void csv_event(void *ctx, const struct gmt_event *e, struct replay *unused)
+static void csv_event(void *ctx, const struct gmt_event *e, const uint64_t (*kinds)[DK_COUNT],
+		      const bool *changed)
 {
 	struct trace *t = ((void **)ctx)[0];
 	FILE *f = ((void **)ctx)[1];
@@ -262,7 +244,7 @@ static int export_csv(FILE *f, struct trace *t)
 	}
 	fputs("time_s,tid,device,api,result,ptr,size,stack,function,file,line,library\n", f);
 	void *ctx[2] = {t, f};
-	return trace_replay(t, NULL, csv_event, ctx);
+	return snapshot_walk(t, false, csv_event, ctx);
 }
 
 /* ---- pprof ------------------------------------------------------------- */
@@ -333,54 +315,11 @@ static uint64_t str_id(struct strtab *st, const char *s)
 	return e->id;
 }
 
-struct pp_stack {
-	UT_hash_handle hh;
-	uint64_t stack_id;
-	int64_t v[4]; /* alloc_objects, alloc_space, inuse_objects, inuse_space */
-};
-
 struct pp_id {
 	UT_hash_handle hh;
 	char *key;
 	uint64_t id;
 };
-
-struct pp {
-	struct trace *t;
-	struct pp_stack *stacks;
-	struct replay rp;
-};
-
-static struct pp_stack *pp_get(struct pp *p, uint64_t stack_id)
-{
-	struct pp_stack *s;
-	HASH_FIND(hh, p->stacks, &stack_id, sizeof(stack_id), s);
-	if (!s) {
-		s = xcalloc(1, sizeof(*s));
-		s->stack_id = stack_id;
-		HASH_ADD(hh, p->stacks, stack_id, sizeof(s->stack_id), s);
-	}
-	return s;
-}
-
-static void pp_event(void *ctx, const struct gmt_event *e, struct replay *unused)
-{
-	struct pp *p = ctx;
-	const struct api_info *a = api_lookup(e->api);
-	if (!a || a->op != GMT_OP_ALLOC || gmt_failed(e->result, e->flags) ||
-	    replay_kind_bucket(a->kind, e->aux) != BK_DEVICE)
-		return;
-	struct pp_stack *s = pp_get(p, e->stack_id);
-	s->v[0]++;
-	s->v[1] += (int64_t)e->size;
-}
-
-static void pp_live(void *ctx, const struct rp_live *l)
-{
-	struct pp_stack *s = pp_get(ctx, l->stack_id);
-	s->v[2]++;
-	s->v[3] += (int64_t)l->size;
-}
 
 /* An id for key in table (1-based); *fresh tells whether it is new. */
 static uint64_t pp_intern(struct pp_id **table, const char *key, uint64_t *next, bool *fresh)
@@ -500,7 +439,7 @@ static uint64_t pp_location(struct pp_out *o, const struct trace_frame *fr)
 
 /* One sample: the stack's locations, leaf first as pprof wants, and its
  * four values. */
-static void pp_sample(struct pp_out *o, struct trace *t, const struct pp_stack *s)
+static void pp_sample(struct pp_out *o, struct trace *t, const struct snapshot_stack *s)
 {
 	struct buf sample = {0}, ids = {0}, vals = {0};
 	int depth = trace_stack_depth(t, s->stack_id);
@@ -521,14 +460,14 @@ static void pp_sample(struct pp_out *o, struct trace *t, const struct pp_stack *
 }
 
 /* The whole profile.proto message into o->prof. */
-static void pp_build(struct pp_out *o, struct trace *t, struct pp_stack *stacks)
+static void pp_build(struct pp_out *o, struct trace *t, struct snapshot_stack *stacks)
 {
 	str_id(&o->st, "");
 	value_type(&o->prof, &o->st, 1, "alloc_objects", "count");
 	value_type(&o->prof, &o->st, 1, "alloc_space", "bytes");
 	value_type(&o->prof, &o->st, 1, "inuse_objects", "count");
 	value_type(&o->prof, &o->st, 1, "inuse_space", "bytes");
-	struct pp_stack *s, *tmp;
+	struct snapshot_stack *s, *tmp;
 	HASH_ITER(hh, stacks, s, tmp)
 	{
 		pp_sample(o, t, s);
@@ -600,23 +539,15 @@ static void pp_out_free(struct pp_out *o)
 
 static int export_pprof(FILE *f, struct trace *t, bool at_end, bool raw)
 {
-	struct pp p = {.t = t};
-	int rc = trace_replay(t, NULL, pp_event, &p);
-	uint64_t when = 0;
-	if (rc < 0)
-		rc = snapshot_live(t, at_end, pp_live, &p, &when);
+	struct snapshot_stack *stacks;
+	int rc = snapshot_stacks(t, at_end, &stacks);
 	if (rc < 0) {
 		struct pp_out o = {.raw = raw};
-		pp_build(&o, t, p.stacks);
+		pp_build(&o, t, stacks);
 		rc = pp_write_gzip(f, &o.prof);
 		pp_out_free(&o);
 	}
-	struct pp_stack *s, *tmp;
-	HASH_ITER(hh, p.stacks, s, tmp)
-	{
-		HASH_DEL(p.stacks, s);
-		free(s);
-	}
+	snapshot_stacks_free(&stacks);
 	return rc;
 }
 

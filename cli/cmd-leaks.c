@@ -1,13 +1,12 @@
 /* gpumemtrace leaks: allocations still live at the end of the trace, grouped
- * by stack (or function, library, API), with counts and bytes. One replay
- * per trace; what is left in the live set is what was never freed. */
+ * by stack (or function, library, API), with counts and bytes. The figures
+ * are analysis/leaks.c's; this file prints them. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/explain.h"
-#include "analysis/trace.h"
+#include "analysis/leaks.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "cli/report-print.h"
@@ -39,56 +38,6 @@ static const struct opt_usage usage = {
     .name = "leaks", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
 static const char *const group_names[] = {"stack", "function", "library", "api"};
-
-struct leak_trace {
-	struct trace t;
-	uint64_t bytes, allocs;
-	uint64_t bucket[BK_COUNT];
-	char held_by[300]; /* what holds them until exit (explain_held_by), or "" */
-};
-
-static bool counted(int bucket)
-{
-	return bucket >= 0 && bucket < BK_COUNT && bucket != BK_VA && bucket != BK_POOL;
-}
-
-static int leaks_one(struct trace_rows *rows, struct leak_trace *lt)
-{
-	struct replay rp;
-	replay_init(&rp);
-	int rc = trace_replay(&lt->t, &rp, NULL, NULL);
-	if (rc < 0) {
-		GMT_EACH_SPACE(sp)
-		{
-			struct rp_live *l, *tmp;
-			RP_EACH(&rp, sp, l, tmp)
-			{
-				if (!counted(l->bucket))
-					continue;
-				struct trace_row *r =
-				    trace_rows_get(rows, &lt->t, -1, l->stack_id, l->api);
-				trace_row_add(r, &lt->t, l->stack_id, TM_END, l->size);
-				r->end_allocs++;
-				r->bucket_end[l->bucket] += l->size;
-				uint64_t rel = (uint64_t)trace_rel(&lt->t, l->time_ns);
-				if (rel < r->first_ns)
-					r->first_ns = rel;
-				if (rel > r->last_ns)
-					r->last_ns = rel;
-				lt->bytes += l->size;
-				lt->allocs++;
-				lt->bucket[l->bucket] += l->size;
-			}
-		}
-	}
-	trace_rows_fold(rows);
-	replay_free(&rp);
-	struct ex_recog rec;
-	if (rc < 0 && lt->bytes && explain_allocator(&lt->t, false, 0, &rec) < 0 &&
-	    explain_held_by(&rec, lt->held_by, sizeof(lt->held_by)) == NULL)
-		lt->held_by[0] = '\0';
-	return rc;
-}
 
 static const char *incomplete_why(const struct trace *t)
 {
@@ -289,7 +238,7 @@ static void json_kinds(FILE *f, const uint64_t *bucket)
 	fputc('{', f);
 	bool first = true;
 	for (int k = 0; k < BK_COUNT; k++) {
-		if (!counted(k))
+		if (!leaks_counted(k))
 			continue;
 		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", bucket_key[k], bucket[k]);
 		first = false;
@@ -433,7 +382,7 @@ int cmd_leaks(int argc, char **argv)
 		ls[i].t.site_opts = &sa.opts;
 		ls[i].t.short_names = !json;
 		opened++;
-		rc = leaks_one(&rows, &ls[i]);
+		rc = leaks_add_trace(&rows, &ls[i]);
 	}
 	if (rc < 0) {
 		if (json)

@@ -18,9 +18,11 @@
 #define HUMAN_OOMS 20
 
 static const char about[] =
-    "Every allocation call that failed, and the verdict: the case of the first\n"
-    "failure that was out of device memory and not recovered. Each failure is\n"
-    "named by its case, tested in this order, with the figures that decide it:\n"
+    "Every allocation call that failed, every out-of-memory error a framework\n"
+    "raised (recorded by `run --framework-counters`: joined to the failed call it\n"
+    "explains, else on its own), and the verdict: the case of the first one that\n"
+    "was out of device memory, not recovered and not caught by the program. Each\n"
+    "is named by its case, tested in this order, with the figures that decide it:\n"
     "  not-an-oom            not device memory running out: a result other than\n"
     "                        out-of-memory (a probe, a fallback), a host, managed\n"
     "                        or address-space allocation, or a request the same\n"
@@ -30,11 +32,20 @@ static const char about[] =
     "                        thread, after frees: the framework emptied its cache\n"
     "                        and retried (PyTorch, CuPy): not a program failure;\n"
     "  exceeds-device-total  the request is larger than the device's total memory;\n"
+    "  fragmentation         (the framework's own figures) free inside its cache or\n"
+    "                        pool was at least the request, yet no block was large\n"
+    "                        enough: PyTorch's reserved but unallocated, BFC's free\n"
+    "                        bytes against its largest free block, CuPy's pool;\n"
+    "  limit                 (the framework's own figures) a limit set below the\n"
+    "                        device refused it while the device had room: a memory\n"
+    "                        fraction, memory_limit, XLA's fraction, CuPy's limit;\n"
     "  other-processes       memory in use that is not this process's (total - free\n"
     "                        - this process) is more than this process's and at\n"
     "                        least the shortfall: without it the request would fit;\n"
     "  this-process          otherwise: this process's allocations, contexts and\n"
-    "                        module code stood in the way;\n"
+    "                        module code stood in the way: its working set (under\n"
+    "                        a cache without the framework's figures, fragmentation\n"
+    "                        cannot be told from it);\n"
     "  unknown               the free memory is unknown and this process's memory\n"
     "                        plus the request does not exceed the device's total.\n"
     "Free and total come from the cuMemGetInfo the tracer calls on the failing\n"
@@ -44,9 +55,13 @@ static const char about[] =
     "(as in accounting). What it held then is shown by library and by site.\n"
     "The report also says where the trace cannot show an out-of-memory error:\n"
     "a preallocated pool (TensorFlow, JAX), a CuPy limit, a PyTorch memory\n"
-    "fraction: these fail without a driver call. Other failed calls are counted\n"
-    "by API and result. Several traces: a section each, then the failures per\n"
-    "process.\n";
+    "fraction: these fail without a driver call. When the process ended badly\n"
+    "(a non-zero exit status, or no trailer: killed or crashed) while such a pool\n"
+    "was loaded and nothing in the trace explains it, the verdict is oom-hidden.\n"
+    "A framework error only PyTorch's observer saw, in a run that went on, was\n"
+    "caught by the program (verdict caught when nothing else failed). Other failed\n"
+    "calls are counted by API and result. Several traces: a section each, then the\n"
+    "failures per process.\n";
 static const char more[] =
     "examples:\n"
     "  gpumemtrace oom gpumemtrace.1234.gmt\n"
@@ -113,26 +128,76 @@ static void figures_json(FILE *f, struct trace *t, const struct oom_failure *o)
 		fputs(",\n     \"next\": null", f);
 }
 
+static void size_json(FILE *f, const char *key, const struct fw_size *s)
+{
+	json_u(f, key, s->known, s->bytes);
+}
+
+static void fw_json(FILE *f, struct trace *t, const struct fwoom *w)
+{
+	static const char *const how[] = {"observer", "excepthook", "thread", "at-exit"};
+	const struct trace_fwoom *r = w->raised ? w->raised : w->observer;
+	fputs(",\n     \"framework\": {\"source\": ", f);
+	rb_json_s(f, w->source);
+	fputs(", \"type\": ", f);
+	rb_json_s(f, w->type);
+	fprintf(f, ", \"time_ns\": %" PRId64 ", \"observer\": %s, \"raised\": %s, \"how\": \"%s\"",
+		trace_rel(t, w->time_ns), w->observer ? "true" : "false",
+		w->raised ? "true" : "false", r && r->how >= 0 && r->how < 4 ? how[r->how] : "?");
+	fprintf(f, ", \"caught\": %s, \"message_form\": \"%s\", \"message\": ",
+		w->caught ? "true" : "false", fwmsg_form_name[w->msg.form]);
+	rb_json_s(f, w->raised ? w->raised->message : "");
+	fputs(",\n      \"figures\": {\"", f);
+	fputs("unit\": \"bytes\"", f);
+	size_json(f, "request_bytes", &w->request);
+	size_json(f, "total_bytes", &w->total);
+	size_json(f, "free_bytes", &w->free_bytes);
+	size_json(f, "in_use_bytes", &w->in_use);
+	size_json(f, "pool_bytes", &w->pool);
+	size_json(f, "pool_free_bytes", &w->pool_free);
+	size_json(f, "largest_free_block_bytes", &w->largest_free);
+	size_json(f, "this_process_bytes", &w->self);
+	size_json(f, "other_processes_bytes", &w->others);
+	size_json(f, "limit_bytes", &w->limit.bytes);
+	fputs(", \"limit\": ", f);
+	if (w->limit.bytes.known)
+		rb_json_s(f, w->limit.what);
+	else
+		fputs("null", f);
+	fputs("}}", f);
+}
+
 static void oom_json(FILE *f, struct trace *t, const struct oom_failure *o, bool first)
 {
 	char site[512];
 	const struct gmt_event *e = &o->e;
 	fprintf(f, "%s\n    {\"time_ns\": %" PRId64 ", \"api\": ", first ? "" : ",",
 		trace_rel(t, e->time_ns));
-	rb_json_s(f, api_name(e->api));
-	fprintf(f,
-		", \"device\": %" PRId64 ", \"size\": %" PRIu64 ", \"result\": %" PRIu64
-		", \"result_name\": ",
-		e->device, e->size, e->result);
-	rb_json_s(f, result_name(e->api, e->result));
+	if (o->fw_only) /* no call failed: the framework raised it */
+		fprintf(f,
+			"null, \"device\": %" PRId64 ", \"size\": %" PRIu64
+			", \"result\": null, \"result_name\": null",
+			e->device, e->size);
+	else {
+		rb_json_s(f, api_name(e->api));
+		fprintf(f,
+			", \"device\": %" PRId64 ", \"size\": %" PRIu64 ", \"result\": %" PRIu64
+			", \"result_name\": ",
+			e->device, e->size, e->result);
+		rb_json_s(f, result_name(e->api, e->result));
+	}
 	fprintf(f, ", \"tid\": %" PRIu64 ", \"stack_id\": %" PRIu64 ", \"site\": ", e->tid,
 		e->stack_id);
 	rb_json_s(f, rb_site(t, e->stack_id, site, sizeof(site)));
 	fputs(",\n     \"case\": ", f);
 	rb_json_s(f, oom_case_name[o->kase]);
-	fputs(", \"explanation\": ", f);
+	fprintf(f, ", \"caught\": %s, \"explanation\": ", o->caught ? "true" : "false");
 	rb_json_s(f, o->why);
 	figures_json(f, t, o);
+	if (o->fw)
+		fw_json(f, t, o->fw);
+	else
+		fputs(",\n     \"framework\": null", f);
 	fputs(",\n     \"by_library\": [", f);
 	for (size_t i = 0; i < o->nlibs; i++) {
 		fputs(i ? ", {\"library\": " : "{\"library\": ", f);
@@ -159,8 +224,31 @@ static void trace_json(FILE *f, struct trace *t, const struct oom_result *r, boo
 	rb_json_s(f, r->verdict);
 	fprintf(f,
 		", \"meminfo_records\": %zu, \"failed_allocations_total\": %" PRIu64
-		", \"ooms_total\": %" PRIu64 ",\n   \"cases\": {",
-		t->nmeminfo, r->fails_total, r->ooms_total);
+		", \"ooms_total\": %" PRIu64 ", \"framework_errors_total\": %" PRIu64
+		", \"framework_only_total\": %" PRIu64 ",\n   \"end\": {\"how\": \"%s\", "
+		"\"exit_status\": ",
+		t->nmeminfo, r->fails_total, r->ooms_total, r->fw.total, r->fw_only_total,
+		r->end == OOM_END_OK	       ? "exit"
+		: r->end == OOM_END_STATUS     ? "abnormal"
+		: r->end == OOM_END_NO_TRAILER ? "no-trailer"
+					       : "unknown");
+	if (r->end == OOM_END_OK || r->end == OOM_END_STATUS)
+		fprintf(f, "%" PRId64, r->exit_status);
+	else
+		fputs("null", f);
+	fputs(", \"text\": ", f);
+	rb_json_s(f, r->ending);
+	fputs("}, \"hidden\": ", f);
+	if (r->hidden) {
+		fputs("{\"framework\": ", f);
+		rb_json_s(f, r->pool_fw);
+		fputs(", \"text\": ", f);
+		rb_json_s(f, r->hidden_text);
+		fputc('}', f);
+	} else {
+		fputs("null", f);
+	}
+	fputs(",\n   \"cases\": {", f);
 	for (int c = 0; c < OOM_NCASES; c++)
 		fprintf(f, "%s\"%s\": %" PRIu64, c ? ", " : "", oom_case_name[c], r->cases[c]);
 	fputs("},\n   \"invisible\": [", f);
@@ -188,6 +276,45 @@ static void trace_json(FILE *f, struct trace *t, const struct oom_result *r, boo
 	fputs("]}", f);
 }
 
+/* The framework's error: what it was, whether it reached the top, its
+ * message's first line and the figures it gave. */
+static void fw_human(FILE *f, struct trace *t, const struct fwoom *w, int width)
+{
+	char line[900], b[6][32];
+	const char *msg = w->raised ? w->raised->message : "";
+	size_t n = strcspn(msg, "\n");
+	snprintf(line, sizeof(line), "framework: %s%s%s, %s%s%.*s%s", fwoom_fw_name(w),
+		 w->type[0] ? " " : "", w->type[0] ? w->type : " out-of-memory error",
+		 w->raised   ? "raised to the top of a thread"
+		 : w->caught ? "seen by its observer only: the program caught it and went on"
+			     : "seen by its observer only, and the process ended badly after it",
+		 n ? ": " : "", (int)(n < 200 ? n : 200), msg, n > 200 ? "..." : "");
+	rb_wrap(f, 2, width, line);
+	size_t len = (size_t)snprintf(line, sizeof(line), "its figures:");
+	const struct {
+		const char *label;
+		const struct fw_size *s;
+	} figs[] = {{"asked", &w->request},
+		    {"device total", &w->total},
+		    {"device free", &w->free_bytes},
+		    {"in use", &w->in_use},
+		    {"pool", &w->pool},
+		    {"free inside", &w->pool_free},
+		    {"largest free block", &w->largest_free},
+		    {"limit", &w->limit.bytes}};
+	int k = 0;
+	for (size_t i = 0; i < sizeof(figs) / sizeof(figs[0]) && len < sizeof(line) - 64; i++)
+		if (figs[i].s->known)
+			len += (size_t)snprintf(line + len, sizeof(line) - len, "%s %s %s",
+						k++ ? "," : "", figs[i].label,
+						fmt_size(b[0], figs[i].s->bytes));
+	if (w->limit.bytes.known && len < sizeof(line) - 140)
+		snprintf(line + len, sizeof(line) - len, " (%s)", w->limit.what);
+	if (k)
+		rb_wrap(f, 2, width, line);
+	(void)t;
+}
+
 static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, const char *next)
 {
 	char b1[32], b2[32], b3[32], site[512];
@@ -195,17 +322,29 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 	const char *rn = result_name(e->api, e->result);
 	char cut[512];
 	int width = rb_text_width(f);
-	fprintf(f, "\n%s  %s of %s on device %" PRId64 " failed: %s\n",
-		rb_time(b1, trace_rel(t, e->time_ns)), api_name(site_api(t, e->stack_id, e->api)),
-		fmt_size(b2, e->size), e->device, rn ? rn : "?");
-	fprintf(f, "  site: %s\n",
-		rb_fit(rb_site(t, e->stack_id, site, sizeof(site)), width - 8, cut, sizeof(cut)));
+	if (o->fw_only) {
+		fprintf(f,
+			"\n%s  %s raised an out-of-memory error for %s on device %" PRId64
+			" (no driver call failed)\n",
+			rb_time(b1, trace_rel(t, e->time_ns)), fwoom_fw_name(o->fw),
+			fmt_size(b2, e->size), e->device);
+	} else {
+		fprintf(f, "\n%s  %s of %s on device %" PRId64 " failed: %s\n",
+			rb_time(b1, trace_rel(t, e->time_ns)),
+			api_name(site_api(t, e->stack_id, e->api)), fmt_size(b2, e->size),
+			e->device, rn ? rn : "?");
+		fprintf(f, "  site: %s\n",
+			rb_fit(rb_site(t, e->stack_id, site, sizeof(site)), width - 8, cut,
+			       sizeof(cut)));
+	}
+	if (o->fw)
+		fw_human(f, t, o->fw, width);
 	if (o->device) {
 		if (o->mi)
 			fprintf(f, "  device memory then: %s free of %s (cuMemGetInfo at %s)\n",
 				fmt_size(b1, o->mi->free_bytes), fmt_size(b2, o->mi->total_bytes),
 				rb_time(b3, trace_rel(t, o->mi->time_ns)));
-		else if (o->free_known)
+		else if (o->free_known && o->sample)
 			fprintf(f, "  device memory then: %s free of %s (NVML sample at %s)\n",
 				fmt_size(b1, o->free_bytes), fmt_size(b2, o->total),
 				rb_time(b3, trace_rel(t, o->sample->time_ns)));
@@ -252,7 +391,8 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 				       width - 24, cut, sizeof(cut)));
 	}
 	char line[800];
-	snprintf(line, sizeof(line), "case: %s: %s", oom_case_name[o->kase], o->why);
+	snprintf(line, sizeof(line), "case: %s%s: %s", oom_case_name[o->kase],
+		 o->caught ? " (caught)" : "", o->why);
 	rb_wrap(f, 2, width, line);
 	if (next && o->kase == OOM_THIS_PROCESS)
 		rb_wrap(f, 2, width, next);
@@ -264,8 +404,13 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 	if (!first)
 		fputc('\n', f);
 	rb_human_head(f, t);
-	if (!r->fails_total) {
+	if (!r->fails_total && !r->fw_only_total) {
 		fprintf(f, "  no allocation failed\n");
+	} else if (!r->fails_total) {
+		fprintf(f,
+			"  no allocation call failed; the framework raised %" PRIu64
+			" out-of-memory error%s without one\n",
+			r->fw_only_total, r->fw_only_total == 1 ? "" : "s");
 	} else {
 		fprintf(f, "  %" PRIu64 " allocation call%s failed:", r->fails_total,
 			r->fails_total == 1 ? "" : "s");
@@ -275,7 +420,15 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 					oom_case_name[c]);
 		fputc('\n', f);
 	}
-	fprintf(f, "  verdict: %s\n", r->verdict);
+	if (r->hidden) { /* in place of "verdict: none": what the trace cannot show */
+		char line[900];
+		snprintf(line, sizeof(line), "verdict: oom-hidden: %s", r->hidden_text);
+		rb_wrap(f, 2, rb_text_width(f), line);
+	} else {
+		fprintf(f, "  verdict: %s\n", r->verdict);
+	}
+	if (r->end != OOM_END_UNKNOWN)
+		fprintf(f, "  the process ended: %s\n", r->ending);
 	for (size_t k = 0; k < r->nblind; k++) {
 		char line[640];
 		snprintf(line, sizeof(line), "not visible here: %s", r->blind[k].text);

@@ -8,16 +8,11 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "cli/output.h"
-#include "analysis/counters.h"
 #include "analysis/snapshot.h"
-#include "analysis/trace.h"
+#include "analysis/timeline.h"
 
 #define CMD	"plot"
-#define NPTS	600 /* columns a trace is downsampled to (per-column max kept) */
-#define NGROUPS 10  /* stacked layers drawn; the rest join "other" */
-#define MAXG	64  /* groups tracked; beyond that they count as "other" */
-#define MAXOOM	200
+#define NGROUPS 10 /* stacked layers drawn; the rest join "other" */
 
 static const char about[] =
     "Draws live device memory over time as a static SVG: one panel per device,\n"
@@ -42,169 +37,6 @@ static const char more[] =
     "  rsvg-convert memory.svg -o memory.png    # a PNG, for a slide or a ticket\n";
 static const struct opt_usage usage = {
     .name = "plot", .args = "TRACE", .min_args = 1, .about = about, .more = more};
-
-struct column {
-	uint64_t total;
-	uint64_t g[MAXG];
-};
-
-struct panel {
-	int64_t ordinal;
-	uint64_t cur[MAXG], total;
-	struct column *cols;
-	int opened; /* columns filled so far */
-	uint64_t group_max[MAXG];
-};
-
-struct oom {
-	uint64_t time_ns, size;
-	int64_t device;
-};
-
-struct stack_group {
-	UT_hash_handle hh;
-	uint64_t stack_id;
-	int group;
-};
-
-struct plot {
-	struct trace *t;
-	struct replay rp;
-	bool by_library;
-	int64_t only_dev;
-	bool has_only_dev;
-	uint64_t origin;   /* the trace's time zero: times are printed from it */
-	uint64_t t0, span; /* the window drawn: absolute start, ns covered */
-	uint64_t now;
-	struct panel *panels;
-	size_t npanels, panels_cap;
-	char *names[MAXG];
-	int ngroups;
-	struct stack_group *cache;
-	struct oom ooms[MAXOOM];
-	size_t nooms, ooms_dropped;
-	bool chosen;		      /* --from or --to */
-	struct counters_set counters; /* the frameworks' own (COUNTERS records) */
-};
-
-static struct panel *panel_for(struct plot *p, int64_t ordinal)
-{
-	for (size_t i = 0; i < p->npanels; i++)
-		if (p->panels[i].ordinal == ordinal)
-			return &p->panels[i];
-	GROW(p->panels, p->npanels, p->panels_cap);
-	struct panel *pn = &p->panels[p->npanels++];
-	memset(pn, 0, sizeof(*pn));
-	pn->ordinal = ordinal;
-	pn->cols = xcalloc(NPTS, sizeof(*pn->cols));
-	return pn;
-}
-
-static int group_named(struct plot *p, const char *name)
-{
-	for (int i = 0; i < p->ngroups; i++)
-		if (strcmp(p->names[i], name) == 0)
-			return i;
-	if (p->ngroups == MAXG - 1) /* the last slot is "other" */
-		return MAXG - 1;
-	p->names[p->ngroups] = xstrdup(name);
-	return p->ngroups++;
-}
-
-static int group_of(struct plot *p, const struct rp_live *l)
-{
-	if (!p->by_library)
-		return dev_kind_of(l);
-	struct stack_group *sg;
-	HASH_FIND(hh, p->cache, &l->stack_id, sizeof(l->stack_id), sg);
-	if (sg)
-		return sg->group;
-	sg = xcalloc(1, sizeof(*sg));
-	sg->stack_id = l->stack_id;
-	sg->group = group_named(p, trace_library(p->t, l->stack_id));
-	HASH_ADD(hh, p->cache, stack_id, sizeof(sg->stack_id), sg);
-	return sg->group;
-}
-
-static int column_at(const struct plot *p, uint64_t time_ns)
-{
-	uint64_t rel = time_ns > p->t0 ? time_ns - p->t0 : 0;
-	uint64_t c = p->span ? (uint64_t)((double)rel / (double)p->span * NPTS) : 0;
-	return c >= NPTS ? NPTS - 1 : (int)c;
-}
-
-/* After the replay: the columns left, and each layer's highest in the
- * window (one allocated before it and held through it counts too). */
-static void open_columns(struct panel *pn, int upto);
-static void close_panel(struct panel *pn)
-{
-	open_columns(pn, NPTS - 1);
-	memset(pn->group_max, 0, sizeof(pn->group_max));
-	for (int c = 0; c < NPTS; c++)
-		for (int g = 0; g < MAXG; g++)
-			if (pn->cols[c].g[g] > pn->group_max[g])
-				pn->group_max[g] = pn->cols[c].g[g];
-}
-
-/* Columns up to `upto` start from the state before the next change. */
-static void open_columns(struct panel *pn, int upto)
-{
-	for (; pn->opened <= upto; pn->opened++) {
-		struct column *c = &pn->cols[pn->opened];
-		c->total = pn->total;
-		memcpy(c->g, pn->cur, sizeof(c->g));
-	}
-}
-
-static void on_change(void *ctx, const struct rp_live *l, bool counted)
-{
-	struct plot *p = ctx;
-	if (dev_kind_of(l) < 0 || (p->has_only_dev && l->device != p->only_dev))
-		return;
-	int g = group_of(p, l);
-	struct panel *pn = panel_for(p, l->device);
-	/* before the window: the state it opens with; after it: nothing */
-	bool before = p->now<p->t0, after = p->now> p->t0 + p->span;
-	if (after)
-		return;
-	int col = column_at(p, p->now);
-	if (!before)
-		open_columns(pn, col);
-	if (counted) {
-		pn->cur[g] += l->size;
-		pn->total += l->size;
-	} else {
-		pn->cur[g] -= l->size < pn->cur[g] ? l->size : pn->cur[g];
-		pn->total -= l->size < pn->total ? l->size : pn->total;
-	}
-	if (before)
-		return;
-	if (pn->cur[g] > pn->group_max[g])
-		pn->group_max[g] = pn->cur[g];
-	struct column *c = &pn->cols[col];
-	if (pn->total > c->total) {
-		c->total = pn->total;
-		memcpy(c->g, pn->cur, sizeof(c->g));
-	}
-}
-
-static void on_event(void *ctx, const struct gmt_event *e, struct replay *unused)
-{
-	struct plot *p = ctx;
-	p->now = e->time_ns;
-	replay_apply(&p->rp, e);
-	const struct api_info *a = api_lookup(e->api);
-	bool failed = gmt_failed(e->result, e->flags);
-	if (failed && a && a->op == GMT_OP_ALLOC &&
-	    replay_kind_bucket(a->kind, e->aux) == BK_DEVICE &&
-	    !(p->has_only_dev && e->device != p->only_dev)) {
-		if (p->nooms < MAXOOM)
-			p->ooms[p->nooms++] = (struct oom){e->time_ns, e->size, e->device};
-		else
-			p->ooms_dropped++;
-		panel_for(p, e->device);
-	}
-}
 
 /* ---- drawing ---------------------------------------------------------- */
 
@@ -286,7 +118,7 @@ struct frame {
 };
 
 /* Whether an absolute time falls in the window. */
-static bool in_window(const struct plot *p, uint64_t time_ns)
+static bool in_window(const struct timeline *p, uint64_t time_ns)
 {
 	return time_ns >= p->t0 && time_ns <= p->t0 + p->span;
 }
@@ -340,64 +172,8 @@ static void draw_axes(FILE *f, const struct frame *fr)
 		fr->y0 + fr->h / 2, fr->ya.name);
 }
 
-/* Phases from the trace's ranges: PUSH/POP nest per thread, START/END by id. */
-struct phase {
-	uint64_t start, end;
-	const char *text;
-	int depth;
-	bool mark;
-};
-
-static size_t collect_phases(const struct trace *t, struct phase **out)
-{
-	struct phase *v = NULL;
-	size_t n = 0, cap = 0;
-	struct open_range {
-		int tid;
-		uint64_t id;
-		bool by_id;
-		size_t idx;
-	} *open = NULL;
-	size_t nopen = 0, open_cap = 0;
-	uint64_t end = trace_end_ns(t);
-	for (size_t i = 0; i < t->nranges; i++) {
-		const struct trace_range *r = &t->ranges[i];
-		if (r->op == GMT_RANGE_PUSH || r->op == GMT_RANGE_START ||
-		    r->op == GMT_RANGE_MARK) {
-			int depth = 0;
-			for (size_t k = 0; k < nopen; k++)
-				depth += open[k].tid == r->tid && !open[k].by_id;
-			GROW(v, n, cap);
-			v[n] = (struct phase){r->time_ns, end, r->text, depth,
-					      r->op == GMT_RANGE_MARK};
-			if (r->op != GMT_RANGE_MARK) {
-				GROW(open, nopen, open_cap);
-				open[nopen++] =
-				    (struct open_range){r->tid, r->id, r->op == GMT_RANGE_START, n};
-			}
-			n++;
-			continue;
-		}
-		/* POP: the innermost push of the thread; END: the start with that id */
-		for (size_t k = nopen; k-- > 0;) {
-			bool match = r->op == GMT_RANGE_END
-					 ? open[k].by_id && open[k].id == r->id
-					 : !open[k].by_id && open[k].tid == r->tid;
-			if (match) {
-				v[open[k].idx].end = r->time_ns;
-				memmove(&open[k], &open[k + 1], (nopen - k - 1) * sizeof(*open));
-				nopen--;
-				break;
-			}
-		}
-	}
-	free(open);
-	*out = v;
-	return n;
-}
-
-static void draw_phases(FILE *f, const struct frame *fr, const struct plot *p,
-			const struct phase *ph, size_t n)
+static void draw_phases(FILE *f, const struct frame *fr, const struct timeline *p,
+			const struct timeline_phase *ph, size_t n)
 {
 	if (!n)
 		return;
@@ -447,11 +223,11 @@ static void draw_phases(FILE *f, const struct frame *fr, const struct plot *p,
 	fputs("</g>\n", f);
 }
 
-static int layer_order(const struct panel *pn, int ngroups, int *order)
+static int layer_order(const struct timeline_panel *pn, int ngroups, int *order)
 {
 	int n = 0;
-	for (int g = 0; g < MAXG; g++)
-		if (pn->group_max[g] && (g < ngroups || g == MAXG - 1))
+	for (int g = 0; g < TIMELINE_GROUPS; g++)
+		if (pn->group_max[g] && (g < ngroups || g == TIMELINE_GROUPS - 1))
 			order[n++] = g;
 	for (int i = 1; i < n; i++) /* biggest at the bottom */
 		for (int j = i; j > 0 && pn->group_max[order[j]] > pn->group_max[order[j - 1]];
@@ -465,12 +241,12 @@ static int layer_order(const struct panel *pn, int ngroups, int *order)
 
 /* The y axis's top: the peak, or NVML's process usage or the framework's
  * counters where higher. */
-static uint64_t panel_top(const struct plot *p, const struct panel *pn, bool *nvml,
+static uint64_t panel_top(const struct timeline *p, const struct timeline_panel *pn, bool *nvml,
 			  const struct counters_series *cs)
 {
 	const struct trace *t = p->t;
 	uint64_t top = 0;
-	for (int c = 0; c < NPTS; c++)
+	for (int c = 0; c < TIMELINE_COLS; c++)
 		if (pn->cols[c].total > top)
 			top = pn->cols[c].total;
 	if (cs && cs->max_allocated > top)
@@ -506,23 +282,25 @@ static void draw_title(FILE *f, const struct trace *t, int64_t ordinal, double y
 }
 
 /* The stacked layers, one step per column, then the total as a crisp outline. */
-static void draw_layers(FILE *f, const struct frame *fr, const struct panel *pn, const int *order,
-			int nl)
+static void draw_layers(FILE *f, const struct frame *fr, const struct timeline_panel *pn,
+			const int *order, int nl)
 {
 	fputs("<g id=\"layers\">\n", f);
-	static uint64_t below[NPTS];
+	static uint64_t below[TIMELINE_COLS];
 	memset(below, 0, sizeof(below));
 	for (int li = 0; li < nl; li++) {
 		int g = order[li];
 		fprintf(f, "<path class=\"layer\" fill=\"%s\" fill-opacity=\"0.85\" d=\"",
 			palette[li % 10]);
-		for (int c = 0; c < NPTS; c++) {
-			double xa = fr->x0 + fr->w * c / NPTS, xb = fr->x0 + fr->w * (c + 1) / NPTS;
+		for (int c = 0; c < TIMELINE_COLS; c++) {
+			double xa = fr->x0 + fr->w * c / TIMELINE_COLS,
+			       xb = fr->x0 + fr->w * (c + 1) / TIMELINE_COLS;
 			double y = fy(fr, (double)(below[c] + pn->cols[c].g[g]));
 			fprintf(f, "%s%.1f %.1f L%.1f %.1f ", c ? "L" : "M", xa, y, xb, y);
 		}
-		for (int c = NPTS; c-- > 0;) {
-			double xa = fr->x0 + fr->w * c / NPTS, xb = fr->x0 + fr->w * (c + 1) / NPTS;
+		for (int c = TIMELINE_COLS; c-- > 0;) {
+			double xa = fr->x0 + fr->w * c / TIMELINE_COLS,
+			       xb = fr->x0 + fr->w * (c + 1) / TIMELINE_COLS;
 			double y = fy(fr, (double)below[c]);
 			fprintf(f, "L%.1f %.1f L%.1f %.1f ", xb, y, xa, y);
 			below[c] += pn->cols[c].g[g];
@@ -530,15 +308,16 @@ static void draw_layers(FILE *f, const struct frame *fr, const struct panel *pn,
 		fputs("Z\"/>\n", f);
 	}
 	fputs("<path id=\"total\" fill=\"none\" stroke=\"#222\" stroke-width=\"1.2\" d=\"", f);
-	for (int c = 0; c < NPTS; c++) {
-		double xa = fr->x0 + fr->w * c / NPTS, xb = fr->x0 + fr->w * (c + 1) / NPTS;
+	for (int c = 0; c < TIMELINE_COLS; c++) {
+		double xa = fr->x0 + fr->w * c / TIMELINE_COLS,
+		       xb = fr->x0 + fr->w * (c + 1) / TIMELINE_COLS;
 		double y = fy(fr, (double)pn->cols[c].total);
 		fprintf(f, "%s%.1f %.1f L%.1f %.1f ", c ? "L" : "M", xa, y, xb, y);
 	}
 	fputs("\"/>\n</g>\n", f);
 }
 
-static void draw_nvml(FILE *f, const struct frame *fr, const struct plot *p, int64_t ordinal)
+static void draw_nvml(FILE *f, const struct frame *fr, const struct timeline *p, int64_t ordinal)
 {
 	const struct trace *t = p->t;
 	fputs("<polyline id=\"nvml\" class=\"nvml\" fill=\"none\" stroke=\"#d62728\" "
@@ -554,7 +333,7 @@ static void draw_nvml(FILE *f, const struct frame *fr, const struct plot *p, int
 }
 
 /* The framework's own figures as steps: each reading holds until the next. */
-static void draw_counter_line(FILE *f, const struct frame *fr, const struct plot *p,
+static void draw_counter_line(FILE *f, const struct frame *fr, const struct timeline *p,
 			      const struct counters_series *cs, unsigned bit, const char *id,
 			      const char *style)
 {
@@ -578,7 +357,7 @@ static const char counter_alloc_style[] = "stroke=\"#2ca02c\" stroke-width=\"1.8
 static const char counter_resv_style[] =
     "stroke=\"#9467bd\" stroke-width=\"1.8\" stroke-dasharray=\"2 2\"";
 
-static void draw_counters(FILE *f, const struct frame *fr, const struct plot *p,
+static void draw_counters(FILE *f, const struct frame *fr, const struct timeline *p,
 			  const struct counters_series *cs)
 {
 	if (cs->has & CNT_RESERVED)
@@ -608,7 +387,7 @@ static double legend_counters(FILE *f, const struct counters_series *cs, double 
 	return ly;
 }
 
-static void draw_ooms(FILE *f, const struct frame *fr, const struct plot *p, int64_t ordinal)
+static void draw_ooms(FILE *f, const struct frame *fr, const struct timeline *p, int64_t ordinal)
 {
 	char sz[32], tbuf[32];
 	for (size_t i = 0; i < p->nooms; i++) {
@@ -625,7 +404,7 @@ static void draw_ooms(FILE *f, const struct frame *fr, const struct plot *p, int
 	}
 }
 
-static void draw_peak(FILE *f, const struct frame *fr, const struct plot *p,
+static void draw_peak(FILE *f, const struct frame *fr, const struct timeline *p,
 		      const struct rp_level *lv)
 {
 	char sz[32], tbuf[32];
@@ -645,8 +424,8 @@ static void draw_peak(FILE *f, const struct frame *fr, const struct plot *p,
 
 /* The legend's fixed entries below the layers: total, peak, and NVML, OOMs
  * and phases where the panel has them. */
-static void draw_legend_marks(FILE *f, const struct plot *p, int64_t ordinal, double lx, double ly,
-			      bool nvml, size_t nph)
+static void draw_legend_marks(FILE *f, const struct timeline *p, int64_t ordinal, double lx,
+			      double ly, bool nvml, size_t nph)
 {
 	const struct counters_series *cs = counters_for_device(&p->counters, ordinal);
 	fprintf(f,
@@ -688,8 +467,8 @@ static void draw_legend_marks(FILE *f, const struct plot *p, int64_t ordinal, do
 	}
 }
 
-static void draw_legend(FILE *f, const struct plot *p, const struct panel *pn, double y0,
-			const int *order, int nl, bool nvml, size_t nph)
+static void draw_legend(FILE *f, const struct timeline *p, const struct timeline_panel *pn,
+			double y0, const int *order, int nl, bool nvml, size_t nph)
 {
 	char sz[32];
 	double lx = W - RIGHT + 24, ly = y0 + 8;
@@ -700,10 +479,10 @@ static void draw_legend(FILE *f, const struct plot *p, const struct panel *pn, d
 	ly += 20;
 	for (int li = 0; li < nl; li++) {
 		int g = order[li];
-		const char *name = g == MAXG - 1   ? "other"
-				   : p->by_library ? p->names[g]
-				   : g < DK_COUNT  ? dev_kind_label[g]
-						   : "?";
+		const char *name = g == TIMELINE_GROUPS - 1 ? "other"
+				   : p->by_library	    ? p->names[g]
+				   : g < DK_COUNT	    ? dev_kind_label[g]
+							    : "?";
 		fprintf(f,
 			"<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
 			"<text x=\"%.1f\" y=\"%.1f\">",
@@ -716,10 +495,9 @@ static void draw_legend(FILE *f, const struct plot *p, const struct panel *pn, d
 	fputs("</g>\n", f);
 }
 
-static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, const struct phase *ph,
-		       size_t nph)
+static void draw_panel(FILE *f, struct timeline *p, struct timeline_panel *pn, double y0,
+		       const struct timeline_phase *ph, size_t nph)
 {
-	struct rp_dev *rd = replay_dev(&p->rp, pn->ordinal);
 	bool nvml;
 	const struct counters_series *cs = counters_for_device(&p->counters, pn->ordinal);
 	uint64_t top = panel_top(p, pn, &nvml, cs);
@@ -736,24 +514,24 @@ static void draw_panel(FILE *f, struct plot *p, struct panel *pn, double y0, con
 	draw_title(f, p->t, pn->ordinal, y0);
 	draw_phases(f, &fr, p, ph, nph);
 	draw_axes(f, &fr);
-	int order[MAXG], nl = layer_order(pn, p->ngroups, order);
+	int order[TIMELINE_GROUPS], nl = layer_order(pn, p->ngroups, order);
 	draw_layers(f, &fr, pn, order, nl);
 	if (nvml)
 		draw_nvml(f, &fr, p, pn->ordinal);
 	if (cs)
 		draw_counters(f, &fr, p, cs);
 	draw_ooms(f, &fr, p, pn->ordinal);
-	if (rd->lv.peak && in_window(p, rd->lv.peak_time_ns))
-		draw_peak(f, &fr, p, &rd->lv);
+	if (pn->lv.peak && in_window(p, pn->lv.peak_time_ns))
+		draw_peak(f, &fr, p, &pn->lv);
 	draw_legend(f, p, pn, y0, order, nl, nvml, nph);
 	fputs("</g>\n", f);
 }
 
-static void write_svg(FILE *f, struct plot *p)
+static void write_svg(FILE *f, struct timeline *p)
 {
 	struct trace *t = p->t;
-	struct phase *ph = NULL;
-	size_t nph = collect_phases(t, &ph);
+	struct timeline_phase *ph = NULL;
+	size_t nph = timeline_phases(t, &ph);
 	double h = TOP + (double)p->npanels * (PANEL_H + GAP) + 20;
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -805,12 +583,6 @@ static void write_svg(FILE *f, struct plot *p)
 	free(ph);
 }
 
-static int cmp_panel(const void *a, const void *b)
-{
-	const struct panel *x = a, *y = b;
-	return (x->ordinal > y->ordinal) - (x->ordinal < y->ordinal);
-}
-
 /* "9.2", "+9.2s", "250ms", "1m": a time since the trace start, in ns. */
 static bool parse_time(const char *text, uint64_t *ns)
 {
@@ -830,19 +602,13 @@ static bool parse_time(const char *text, uint64_t *ns)
 	return false;
 }
 
-/* The window drawn: the activity (first to last event, 2% around), or
- * --from/--to. -1, or the exit code after the error line. */
-static int set_window(struct plot *p, const char *from, const char *to)
+/* The window drawn: the activity (timeline_activity), or --from/--to.
+ * -1, or the exit code after the error line. */
+static int set_window(struct timeline *p, const char *from, const char *to)
 {
 	const struct trace *t = p->t;
-	uint64_t origin = t->hdr.start_mono_ns, end = trace_end_ns(t);
-	uint64_t lo = origin, hi = end > origin ? end : origin;
-	if (t->events && t->last_time_ns >= t->first_time_ns) {
-		uint64_t a = t->first_time_ns, b = t->last_time_ns;
-		uint64_t margin = (b - a) / 50 ? (b - a) / 50 : 1000000; /* 2%, or 1 ms */
-		lo = a > origin + margin ? a - margin : origin;
-		hi = b + margin < hi ? b + margin : hi;
-	}
+	uint64_t origin = t->hdr.start_mono_ns, lo, hi;
+	timeline_activity(t, &lo, &hi);
 	uint64_t v;
 	if (from && !parse_time(from, &v))
 		return say_usage_error(CMD, "bad --from '%s': seconds since the trace start", from);
@@ -869,7 +635,7 @@ static int set_window(struct plot *p, const char *from, const char *to)
 
 int cmd_plot(int argc, char **argv)
 {
-	struct plot p = {0};
+	struct timeline p = {0};
 	const char *out = NULL, *from = NULL, *to = NULL;
 	int by = 0;
 	uint64_t dev = 0;
@@ -889,71 +655,23 @@ int cmd_plot(int argc, char **argv)
 	int rc = opt_parse(&usage, opts, argc, argv, &paths, &npaths);
 	if (rc >= 0)
 		return rc;
-	if (npaths != 1) {
-		free(paths);
-		return say_usage_error(CMD, "expected one TRACE, got %d", npaths);
-	}
 	p.by_library = by == 1;
 	p.only_dev = (int64_t)dev;
-	struct cli_out o;
-	rc = cli_out_open(&o, CMD, out, paths, 1);
-	if (rc >= 0) {
-		free(paths);
+	struct rb_one r;
+	rc = rb_one_open(&r, CMD, out, paths, npaths);
+	if (rc >= 0)
 		return rc;
-	}
-	struct trace t;
-	rc = trace_open(&t, CMD, paths[0]);
-	if (rc >= 0) {
-		cli_out_close(&o, CMD, false);
-		free(paths);
-		return rc;
-	}
-	p.t = &t;
-	counters_load(&t, &p.counters);
-	p.ngroups = p.by_library ? 0 : DK_COUNT;
+	p.t = &r.t;
 	rc = set_window(&p, from, to);
-	if (rc >= 0) {
-		cli_out_close(&o, CMD, false);
-		trace_close(&t);
-		free(paths);
-		return rc;
-	}
-	replay_init(&p.rp);
-	p.rp.on_change = on_change;
-	p.rp.on_change_ctx = &p;
-	rc = trace_replay(&t, NULL, on_event, &p);
-	if (rc < 0) {
-		for (size_t i = 0; i < p.npanels; i++)
-			close_panel(&p.panels[i]);
-		if (p.npanels > 1)
-			qsort(p.panels, p.npanels, sizeof(*p.panels), cmp_panel);
-		if (p.has_only_dev && p.npanels == 0) {
-			say_error(CMD, "%s: no device memory on device %" PRId64, paths[0],
-				  p.only_dev);
-			rc = EXIT_USAGE;
-		}
+	if (rc < 0)
+		rc = timeline_compute(&p);
+	if (rc < 0 && p.has_only_dev && p.npanels == 0) {
+		say_error(CMD, "%s: no device memory on device %" PRId64, r.t.path, p.only_dev);
+		rc = EXIT_USAGE;
 	}
 	if (rc < 0)
-		write_svg(o.f, &p);
-	int wrc = cli_out_close(&o, CMD, rc < 0);
-	if (rc < 0)
-		rc = wrc;
-	if (rc < 0)
-		rc = trace_finish(&t);
-	for (size_t i = 0; i < p.npanels; i++)
-		free(p.panels[i].cols);
-	free(p.panels);
-	for (int i = 0; i < p.ngroups; i++)
-		free(p.names[i]);
-	struct stack_group *sg, *tmp;
-	HASH_ITER(hh, p.cache, sg, tmp)
-	{
-		HASH_DEL(p.cache, sg);
-		free(sg);
-	}
-	replay_free(&p.rp);
-	counters_free(&p.counters);
-	trace_close(&t);
-	free(paths);
+		write_svg(r.out.f, &p);
+	timeline_free(&p);
+	rc = rb_one_close(&r, CMD, rc);
 	return rc;
 }

@@ -33,8 +33,11 @@ static const char more[] =
     "python/gpumemtrace/_counters in a source tree) to\n"
     "PYTHONPATH: its sitecustomize.py writes PyTorch's, JAX's and TF's own\n"
     "memory counters into the trace once the program has imported one, every\n"
-    "GPUMEMTRACE_SAMPLE_MS and at each PyTorch OOM, then runs the program's\n"
-    "own sitecustomize. Without the flag nothing is added.\n"
+    "GPUMEMTRACE_SAMPLE_MS and at each PyTorch OOM, and every framework\n"
+    "out-of-memory error with its message and figures: PyTorch's (its OOM\n"
+    "observer: caught ones too), and PyTorch's, JAX's, TF's and CuPy's that\n"
+    "reach the top of a thread; then it runs the program's own\n"
+    "sitecustomize. Without the flag nothing is added.\n"
     "\n"
     "--framework-history also has the helper turn on PyTorch's allocator\n"
     "history (torch.cuda.memory._record_memory_history, Python stacks, at\n"
@@ -50,9 +53,13 @@ static const char more[] =
     "makes in $TMPDIR (GPUMEMTRACE_TRACE_LIST): run reports exactly those\n"
     "traces, never one of another run in the same directory.\n"
     "\n"
+    "Once COMMAND has ended, run names the frames of its traces from the module\n"
+    "files (as 'gpumemtrace symbolize' does), outside the traced processes, so\n"
+    "the traces read with names on another machine; --no-symbolize skips it.\n"
+    "\n"
     "exit status: COMMAND's own status (128+N when killed by signal N); when\n"
-    "COMMAND exits 0, 1 if --check-max-peak failed, 3 or 4 if a trace could\n"
-    "not be read (or is gone), 3 if --check-max-peak was given and no trace\n"
+    "COMMAND exits 0, 1 if --check-max-peak or --check-max-smi failed, 3 or 4\n"
+    "if a trace could not be read (or is gone), 3 if a gate was given and no trace\n"
     "was written (a gate never passes on nothing; --allow-no-trace lets it)\n"
     "or a trace lost events or is incomplete (--allow-lost judges it);\n"
     "126/127 if COMMAND cannot be run; 2 on a usage error; 3 if the list\n"
@@ -61,6 +68,7 @@ static const char more[] =
     "examples:\n"
     "  gpumemtrace run -- python train.py\n"
     "  gpumemtrace run --check-max-peak 8GiB -- pytest tests/\n"
+    "  gpumemtrace run --check-max-smi 10GiB -- python train.py   # nvidia-smi's view\n"
     "  gpumemtrace run -o 'runs/%h.%p.gmt' --no-follow -- ./my_app --batch 64\n"
     "  gpumemtrace run --per-tensor -- python train.py   # a stack per tensor\n"
     "\n"
@@ -79,9 +87,9 @@ static const struct opt_usage usage = {.name = "run",
 #define RUN_HISTORY_ENTRIES "100000"
 
 struct run_args {
-	const char *output, *stack_depth, *max_peak, *history_entries;
+	const char *output, *stack_depth, *max_peak, *max_smi, *history_entries;
 	bool no_follow, quiet, allow_no_trace, allow_lost, per_tensor, framework_counters,
-	    framework_history;
+	    framework_history, no_symbolize;
 	char **command; /* malloc'd, NULL-terminated */
 };
 
@@ -91,11 +99,13 @@ static int no_trace(const struct run_args *a, int status)
 {
 	if (status == 126 || status == 127)
 		return 0; /* COMMAND never ran: its own line said why */
-	if (a->max_peak && !a->allow_no_trace) {
-		fprintf(stderr, "gpumemtrace run: --check-max-peak: no trace was written, so "
-				"nothing was checked (the command made no CUDA allocation call, or "
-				"the library could not write its trace: see the lines above; "
-				"--allow-no-trace passes such a run)\n");
+	if ((a->max_peak || a->max_smi) && !a->allow_no_trace) {
+		fprintf(stderr,
+			"gpumemtrace run: --check-max-%s: no trace was written, so "
+			"nothing was checked (the command made no CUDA allocation call, or "
+			"the library could not write its trace: see the lines above; "
+			"--allow-no-trace passes such a run)\n",
+			a->max_peak ? "peak" : "smi");
 		return EXIT_INPUT;
 	}
 	fprintf(stderr, "gpumemtrace run: no trace written (the command made no CUDA "
@@ -146,7 +156,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	    OPT_STRING("stack-depth", &a->stack_depth, "N",
 		       "native frames per event (GPUMEMTRACE_STACK_DEPTH)"),
 	    OPT_STRING("check-max-peak", &a->max_peak, "SIZE",
-		       "also gate like 'gpumemtrace check --max-peak SIZE'"),
+		       "also gate like 'gpumemtrace check --max-peak SIZE':\n"
+		       "the traced allocations' peak"),
+	    OPT_STRING("check-max-smi", &a->max_smi, "SIZE",
+		       "also gate like 'gpumemtrace check --max-smi SIZE':\n"
+		       "what nvidia-smi showed for the process"),
 	    OPT_BOOL("allow-no-trace", &a->allow_no_trace,
 		     "let the gate pass a run that wrote no trace (else exit 3)"),
 	    OPT_BOOL("allow-lost", &a->allow_lost,
@@ -166,6 +180,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		     "trace only COMMAND's own process, not its children"),
 	    OPT_BOOL("quiet", &a->quiet, "print only the trace paths, no summary",
 		     .short_name = 'q'),
+	    OPT_BOOL("no-symbolize", &a->no_symbolize,
+		     "leave the traces' frames unnamed (reports on this\nmachine still name them "
+		     "from the module files)"),
 	    OPT_BOOL("per-tensor", &a->per_tensor,
 		     "turn the frameworks' caching allocators off, so every\n"
 		     "tensor is a driver call with its own stack (slower;\n"
@@ -189,6 +206,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	if (a->max_peak && parse_size(a->max_peak, &v) != 0)
 		return say_usage_error(CMD, "--check-max-peak: bad size '%s' (e.g. 8GiB, 512MiB)",
 				       a->max_peak);
+	if (a->max_smi && parse_size(a->max_smi, &v) != 0)
+		return say_usage_error(CMD, "--check-max-smi: bad size '%s' (e.g. 8GiB, 512MiB)",
+				       a->max_smi);
 	if (a->output && !*a->output)
 		return say_usage_error(CMD, "--output: empty template");
 	if (a->history_entries &&
@@ -309,34 +329,42 @@ int cmd_run(int argc, char **argv)
 	unlink(list.path);
 	close(list.fd);
 	launch_list_forward(outer, found, npaths);
-	char **paths = xcalloc((size_t)npaths + 4, sizeof(*paths));
+	char **paths = xcalloc((size_t)npaths + 6, sizeof(*paths));
 	for (int i = 0; i < npaths; i++)
-		paths[3 + i] = found[i];
+		paths[5 + i] = found[i];
 
+	if (!a.no_symbolize)
+		launch_name_frames(CMD, found, npaths);
 	int report_rc = 0;
 	if (npaths == 0 && !missing) {
 		report_rc = no_trace(&a, status);
 	} else {
 		if (!a.quiet) {
-			paths[2] = "summary";
-			report_rc = report_to_stderr(cmd_summary, npaths + 1, paths + 2);
+			paths[4] = "summary";
+			report_rc = report_to_stderr(cmd_summary, npaths + 1, paths + 4);
 		}
-		if (a.max_peak && report_rc == 0) {
-			/* check [--allow-lost] --max-peak SIZE TRACE... */
-			char **cp = xcalloc((size_t)npaths + 5, sizeof(*cp));
+		if ((a.max_peak || a.max_smi) && report_rc == 0) {
+			/* check [--allow-lost] [--max-peak SIZE] [--max-smi SIZE] TRACE... */
+			char **cp = xcalloc((size_t)npaths + 7, sizeof(*cp));
 			int k = 0;
 			cp[k++] = "check";
 			if (a.allow_lost)
 				cp[k++] = "--allow-lost";
-			cp[k++] = "--max-peak";
-			cp[k++] = (char *)a.max_peak;
+			if (a.max_peak) {
+				cp[k++] = "--max-peak";
+				cp[k++] = (char *)a.max_peak;
+			}
+			if (a.max_smi) {
+				cp[k++] = "--max-smi";
+				cp[k++] = (char *)a.max_smi;
+			}
 			for (int i = 0; i < npaths; i++)
 				cp[k++] = found[i];
 			report_rc = report_to_stderr(cmd_check, k, cp);
 			free(cp);
 		}
 		for (int i = 0; i < npaths; i++)
-			fprintf(stderr, "gpumemtrace run: trace written to %s\n", paths[3 + i]);
+			fprintf(stderr, "gpumemtrace run: trace written to %s\n", paths[5 + i]);
 	}
 	if (missing && report_rc == 0)
 		report_rc = EXIT_INPUT;

@@ -1,12 +1,7 @@
 /* gpumemtrace summary [--json] TRACE: peak device memory and when it
  * happened, what was live at the end, calls per API, failures, lost events,
  * and the allocation sites holding the most memory at each device's peak.
- *
- * One read of the file: the metadata and the replay of the live set
- * (analysis/replay.c) together, which finds each peak, what was live there
- * (analysis/peakset.h) and the NVML reconciliation's figures. A trace with
- * ranges is read a second time for the phases: the ranges must all be known,
- * in time order, before the events are attributed to them. */
+ * The figures are analysis/summary.c's; this file prints them. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,21 +9,11 @@
 
 #include <uthash.h>
 
-#include "analysis/accounting.h"
-#include "analysis/oom.h"
 #include "cli/accounting-print.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "cli/report-print.h"
-#include "analysis/sites.h"
-#include "analysis/peakset.h"
-#include "analysis/phase.h"
-#include "analysis/replay.h"
-#include "analysis/trace.h"
 #include "cli/summary.h"
-
-#define MAX_FAILURES 1000 /* kept for the output; all are counted */
-#define TOP_SITES    10
 
 static const char about[] =
     "Replays the trace's allocations and frees and reports, per device, the peak\n"
@@ -58,365 +43,7 @@ static const char more[] = "examples:\n"
 static const struct opt_usage usage = {
     .name = "summary", .args = "TRACE...", .min_args = 1, .about = about, .more = more};
 
-static struct dev_info *dev_get(struct summary *s, int64_t ordinal)
-{
-	for (size_t i = 0; i < s->ndevs; i++)
-		if (s->devs[i].ordinal == ordinal)
-			return &s->devs[i];
-	GROW(s->devs, s->ndevs, s->devs_cap);
-	struct dev_info *d = &s->devs[s->ndevs++];
-	memset(d, 0, sizeof(*d));
-	d->ordinal = ordinal;
-	const struct trace_device *td = trace_device(&s->t, ordinal);
-	d->name = td ? td->name : "";
-	d->total = td ? td->total_bytes : 0;
-	return d;
-}
-
-/* ---- the pass: the live set, calls and failures ------------------------ */
-
-/* on_event's rare parts, out of line: an API not in by_api, a failure. */
-static __attribute__((noinline)) struct call *call_new(struct summary *s, uint32_t api)
-{
-	struct call *c;
-	HASH_FIND(hh, s->calls, &api, sizeof(api), c);
-	if (!c) {
-		c = xrealloc(NULL, sizeof(*c));
-		memset(c, 0, sizeof(*c));
-		c->api = api;
-		HASH_ADD(hh, s->calls, api, sizeof(c->api), c);
-	}
-	if (api <= GMT_API_MAX_)
-		s->by_api[api] = c;
-	return c;
-}
-
-static __attribute__((noinline)) void call_failed(struct summary *s, struct call *c,
-						  const struct gmt_event *e)
-{
-	c->failed++;
-	if (s->nfailures++ < MAX_FAILURES) {
-		if (!s->failures)
-			s->failures = xrealloc(NULL, MAX_FAILURES * sizeof(*s->failures));
-		s->failures[s->nfailures_kept++] = (struct failure){
-		    e->time_ns, e->size, e->result, e->stack_id, e->api, e->api, e->device};
-	}
-}
-
-/* A driver allocation or free: counted by (api, stack) until drv_fold. */
-static __attribute__((noinline)) void drv_event(struct summary *s, const struct gmt_event *e)
-{
-	uint64_t key[2] = {e->api, e->stack_id};
-	struct drv_call *d = s->drv_last;
-	if (!d || memcmp(d->key, key, sizeof(key)) != 0) {
-		HASH_FIND(hh, s->drv, key, sizeof(key), d);
-		if (!d) {
-			d = xcalloc(1, sizeof(*d));
-			memcpy(d->key, key, sizeof(key));
-			HASH_ADD(hh, s->drv, key, sizeof(d->key), d);
-		}
-		s->drv_last = d;
-	}
-	d->count++;
-	if (gmt_failed(e->result, e->flags)) {
-		d->failed++;
-		if (s->nfailures++ < MAX_FAILURES) {
-			if (!s->failures)
-				s->failures = xrealloc(NULL, MAX_FAILURES * sizeof(*s->failures));
-			s->failures[s->nfailures_kept++] = (struct failure){
-			    e->time_ns, e->size, e->result, e->stack_id, e->api, e->api, e->device};
-		}
-	} else {
-		d->bytes += e->size;
-	}
-	acct_event(&s->acct, e);
-}
-
-/* The APIs drv_event takes: the driver's calls of an operation the runtime
- * has an API for (allocations, frees, pool trims), which the static runtime
- * makes for that API (site_api). */
-static void drv_init(struct summary *s)
-{
-	bool rt_op[GMT_OP_CTX_DESTROY + 1] = {false};
-	for (uint32_t a = 0; a <= GMT_API_MAX_; a++) {
-		const struct api_info *i = api_lookup(a);
-		if (i && strncmp(i->name, "cuda", 4) == 0 && i->op >= 0 &&
-		    i->op <= GMT_OP_CTX_DESTROY)
-			rt_op[i->op] = true;
-	}
-	for (uint32_t a = 0; a <= GMT_API_MAX_; a++) {
-		const struct api_info *i = api_lookup(a);
-		s->drv_api[a] = i && strncmp(i->name, "cuda", 4) != 0 && i->op >= 0 &&
-				i->op <= GMT_OP_CTX_DESTROY && rt_op[i->op];
-	}
-}
-
-static struct call *call_get(struct summary *s, uint32_t api)
-{
-	struct call *c = api <= GMT_API_MAX_ ? s->by_api[api] : NULL;
-	return c ? c : call_new(s, api);
-}
-
-/* After the pass: each driver call counts as the API it stands for. */
-static void drv_fold(struct summary *s)
-{
-	struct drv_call *d, *dt;
-	HASH_ITER(hh, s->drv, d, dt)
-	{
-		struct call *c = call_get(s, site_api(&s->t, d->key[1], (uint32_t)d->key[0]));
-		c->count += d->count;
-		c->failed += d->failed;
-		c->bytes += d->bytes;
-		HASH_DEL(s->drv, d);
-		free(d);
-	}
-	s->drv_last = NULL;
-	for (size_t i = 0; i < s->nfailures_kept; i++)
-		s->failures[i].api = site_api(&s->t, s->failures[i].stack_id, s->failures[i].api);
-}
-
-static void on_event(void *ctx, const struct gmt_event *e, struct replay *rp)
-{
-	struct summary *s = ctx;
-	if (e->api <= GMT_API_MAX_ && s->drv_api[e->api]) {
-		drv_event(s, e);
-		return;
-	}
-	/* known APIs by index, no hash lookup per event */
-	struct call *c = e->api <= GMT_API_MAX_ ? s->by_api[e->api] : NULL;
-	if (!c)
-		c = call_new(s, e->api);
-	c->count++;
-	if (gmt_failed(e->result, e->flags))
-		call_failed(s, c, e);
-	else
-		c->bytes += e->size;
-	acct_event(&s->acct, e); /* last: a tail call */
-}
-
-/* ---- with ranges, a second pass: the phases ---------------------------- */
-
-static void on_phase_event(void *ctx, const struct gmt_event *e, struct replay *rp)
-{
-	struct summary *s = ctx;
-	uint64_t live = phase_device_bytes(rp);
-	phase_advance(&s->phases, e->time_ns, s->last_live);
-	phase_charge(&s->phases, e->tid); /* frees: phase_attach's hook */
-	phase_note_live(&s->phases, live);
-	if (phase_of(&s->phases, e->tid) == s->phases.none && live > s->phases.none->peak)
-		s->phases.none->peak = live;
-	s->last_live = live;
-}
-
-/* ---- what was live at each peak ---------------------------------------- */
-
-/* Largest bytes first, then most allocations, then the lower stack id. */
-static int rank_cmp(uint64_t xbytes, uint64_t xcount, uint64_t xstack, uint64_t ybytes,
-		    uint64_t ycount, uint64_t ystack)
-{
-	if (xbytes != ybytes)
-		return xbytes < ybytes ? 1 : -1;
-	if (xcount != ycount)
-		return xcount < ycount ? 1 : -1;
-	return xstack < ystack ? -1 : xstack > ystack;
-}
-
-static int site_cmp(const void *a, const void *b)
-{
-	const struct site *x = a, *y = b;
-	return rank_cmp(x->bytes, x->count, x->stack_id, y->bytes, y->count, y->stack_id);
-}
-
-static int lib_cmp(const void *a, const void *b)
-{
-	const struct acct_lib *x = a, *y = b;
-	if (x->bytes != y->bytes)
-		return x->bytes < y->bytes ? 1 : -1;
-	return strcmp(x->library, y->library);
-}
-
-static int api_kind(uint32_t api)
-{
-	const struct api_info *a = api_lookup(api);
-	return a && a->kind >= 0 && a->kind <= GMT_KIND_MAX_ ? a->kind : 0;
-}
-
-/* Live device bytes on dev's device by kind, into kinds[]. */
-static void kinds_now(struct replay *rp, int64_t ordinal, uint64_t *kinds)
-{
-	GMT_EACH_SPACE(sp)
-	{
-		struct rp_live *l, *lt;
-		RP_EACH(rp, sp, l, lt)
-		{
-			if (l->bucket == BK_DEVICE && l->device == ordinal)
-				kinds[api_kind(l->api)] += l->size;
-		}
-	}
-}
-
-struct peak_fill {
-	struct dev_info *dev;
-	struct site *groups;
-};
-
-static void peak_add(void *ctx, uint64_t stack_id, uint32_t api, uint64_t bytes, uint64_t count,
-		     uint64_t big, uint64_t rounding)
-{
-	struct peak_fill *pf = ctx;
-	struct site *g;
-	HASH_FIND(hh, pf->groups, &stack_id, sizeof(stack_id), g);
-	if (!g) {
-		g = xrealloc(NULL, sizeof(*g));
-		memset(g, 0, sizeof(*g));
-		g->stack_id = stack_id;
-		HASH_ADD(hh, pf->groups, stack_id, sizeof(g->stack_id), g);
-	}
-	g->bytes += bytes;
-	g->count += count;
-	pf->dev->kind_peak[api_kind(api)] += bytes;
-}
-
-/* Groups what was live on dev's device at its peak by stack id and by
- * library; keeps the top sites. */
-static void snapshot(struct summary *s, struct dev_info *dev)
-{
-	struct peak_fill pf = {dev, NULL};
-	peakset_each(&s->ps, dev->ordinal, peak_add, &pf);
-	struct site *groups = pf.groups, *g, *tmp;
-	size_t n = HASH_COUNT(groups), i = 0;
-	struct site *all = xrealloc(NULL, n * sizeof(*all));
-	HASH_ITER(hh, groups, g, tmp)
-	{
-		HASH_DEL(groups, g);
-		all[i++] = *g;
-		free(g);
-	}
-	if (n)
-		qsort(all, n, sizeof(*all), site_cmp);
-	/* by library: the libraries are few, a list will do */
-	dev->libs = xrealloc(NULL, n * sizeof(*dev->libs));
-	dev->nlibs = 0;
-	for (i = 0; i < n; i++) {
-		const char *lib = trace_library(&s->t, all[i].stack_id);
-		size_t k = 0;
-		while (k < dev->nlibs && strcmp(dev->libs[k].library, lib) != 0)
-			k++;
-		if (k == dev->nlibs)
-			dev->libs[dev->nlibs++] = (struct acct_lib){lib, 0, 0};
-		dev->libs[k].bytes += all[i].bytes;
-		dev->libs[k].count += all[i].count;
-	}
-	if (dev->nlibs)
-		qsort(dev->libs, dev->nlibs, sizeof(*dev->libs), lib_cmp);
-	dev->distinct_sites = n;
-	dev->nsites = n < TOP_SITES ? n : TOP_SITES;
-	dev->sites = all;
-	for (i = 0; i < dev->nsites; i++)
-		memset(&all[i].hh, 0, sizeof(all[i].hh));
-}
-
-static int dev_cmp(const void *a, const void *b)
-{
-	const struct dev_info *x = a, *y = b;
-	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
-}
-
-static int call_cmp(struct call *a, struct call *b)
-{
-	return a->api < b->api ? -1 : a->api > b->api;
-}
-
 /* ---- output ---------------------------------------------------------- */
-
-const struct summary_kind dev_kinds[NKINDS] = {
-    {GMT_KIND_DEVICE, "device", "device (cudaMalloc, cuMemAlloc)"},
-    {GMT_KIND_ASYNC, "stream_ordered", "stream-ordered pool"},
-    {GMT_KIND_VMM_PHYS, "vmm_physical", "VMM physical (cuMemCreate)"},
-};
-
-static void frame_text(FILE *f, const struct trace_frame *fr)
-{
-	char buf[1024];
-	fputs(trace_frame_text(fr, buf, sizeof(buf)), f);
-	if (fr->in_cuda)
-		fputs(" [all frames in CUDA libraries]", f);
-}
-
-/* " <- caller <- caller's caller": the site alone does not say which path
- * allocated (a caching allocator is one site for every tensor). */
-static void callers_text(FILE *f, struct summary *s, uint64_t stack_id, int site_depth)
-{
-	char buf[2048] = "";
-	fputs(trace_callers_text(&s->t, stack_id, site_depth, 3, buf, sizeof(buf)), f);
-}
-
-static int row_cmp(const void *a, const void *b)
-{
-	const struct site_row *x = a, *y = b;
-	return rank_cmp(x->bytes, x->count, x->stack_id, y->bytes, y->count, y->stack_id);
-}
-
-/* The text's rows: stacks that differ only below the 3 callers printed
- * read as one row (on an H100, PyTorch's allocator under seven deeper
- * callers made seven identical rows). --json keeps one entry per stack. */
-static void site_rows(struct summary *s, struct dev_info *dev)
-{
-	struct site_row *byname = NULL, *r, *tmp;
-	for (size_t i = 0; i < dev->distinct_sites; i++) {
-		const struct site *st = &dev->sites[i];
-		char *text = NULL;
-		size_t len = 0;
-		FILE *m = open_memstream(&text, &len);
-		if (!m)
-			xalloc_failed();
-		struct trace_frame fr;
-		if (trace_site(&s->t, st->stack_id, &fr)) {
-			frame_text(m, &fr);
-			callers_text(m, s, st->stack_id, fr.depth);
-		} else {
-			fputs("(no stack)", m);
-		}
-		if (fclose(m) || !text)
-			xalloc_failed();
-		HASH_FIND(hh, byname, text, len, r);
-		if (r) {
-			free(text);
-		} else {
-			r = xrealloc(NULL, sizeof(*r));
-			*r = (struct site_row){.text = text, .stack_id = st->stack_id};
-			HASH_ADD_KEYPTR(hh, byname, r->text, len, r);
-		}
-		r->bytes += st->bytes;
-		r->count += st->count;
-		r->stacks++;
-	}
-	size_t n = HASH_COUNT(byname), i = 0;
-	dev->rows = xrealloc(NULL, (n ? n : 1) * sizeof(*dev->rows));
-	HASH_ITER(hh, byname, r, tmp)
-	{
-		HASH_DEL(byname, r);
-		dev->rows[i++] = *r;
-		free(r);
-	}
-	if (n)
-		qsort(dev->rows, n, sizeof(*dev->rows), row_cmp);
-	dev->distinct_rows = n;
-	dev->nrows = n < TOP_SITES ? n : TOP_SITES;
-}
-
-struct phase **summary_phases(struct summary *s, size_t *n)
-{
-	size_t all;
-	struct phase **ps = phase_list(&s->phases, &all);
-	*n = 0;
-	for (size_t i = 0; i < all; i++)
-		if (ps[i] != s->phases.none && (ps[i]->allocs || ps[i]->frees || ps[i]->seen_open))
-			ps[(*n)++] = ps[i];
-	if (s->phases.none->allocs || s->phases.none->frees)
-		ps[(*n)++] = s->phases.none;
-	return ps;
-}
 
 /* Nested phases share their parents' prefix ("NCCL: ncclCommInitRankConfig/
  * ...", "XlaCompile:#module=...#/pass"): a name too long for the column
@@ -585,7 +212,7 @@ static void print_devices(FILE *f, const struct summary *s)
 	if (!s->ndevs)
 		fprintf(f, "  (no devices)\n");
 	for (size_t i = 0; i < s->ndevs; i++) {
-		const struct dev_info *d = &s->devs[i];
+		const struct summary_dev *d = &s->devs[i];
 		fprintf(f, "  %-4" PRId64 " %-28.28s %10s %10s %16s %12s %13" PRIu64 "\n",
 			d->ordinal, d->name[0] ? d->name : "?",
 			d->total ? fmt_size(b1, d->total) : "?", fmt_size(b2, d->lv.peak),
@@ -594,18 +221,19 @@ static void print_devices(FILE *f, const struct summary *s)
 			fmt_size(b4, d->lv.bytes), d->lv.count);
 	}
 	for (size_t i = 0; i < s->ndevs; i++) {
-		const struct dev_info *d = &s->devs[i];
+		const struct summary_dev *d = &s->devs[i];
 		bool mixed = false;
 		for (size_t k = 1; k < NKINDS; k++)
-			mixed |= d->kind_peak[dev_kinds[k].kind] || d->kind_end[dev_kinds[k].kind];
+			mixed |= d->kind_peak[summary_kinds[k].kind] ||
+				 d->kind_end[summary_kinds[k].kind];
 		if (!mixed)
 			continue;
 		fprintf(f, "\ndevice %" PRId64 " memory by kind\n  %-34s %12s %12s\n", d->ordinal,
 			"kind", "at the peak", "live at end");
 		for (size_t k = 0; k < NKINDS; k++)
-			fprintf(f, "  %-34s %12s %12s\n", dev_kinds[k].label,
-				fmt_size(b1, d->kind_peak[dev_kinds[k].kind]),
-				fmt_size(b2, d->kind_end[dev_kinds[k].kind]));
+			fprintf(f, "  %-34s %12s %12s\n", summary_kinds[k].label,
+				fmt_size(b1, d->kind_peak[summary_kinds[k].kind]),
+				fmt_size(b2, d->kind_end[summary_kinds[k].kind]));
 	}
 }
 
@@ -630,59 +258,40 @@ static void print_other_memory(FILE *f, const struct summary *s)
 	}
 }
 
-/* A driver failure counted as a runtime API (the static runtime) keeps the
- * driver's code, but out of memory reads as the runtime says it. */
-const char *failure_result(const struct failure *x)
-{
-	if (x->api != x->recorded_api && x->result == 2)
-		return result_name(x->api, x->result);
-	return result_name(x->recorded_api, x->result);
-}
-
-/* A failed call's case, as oom names it (matched by time, size, device). */
-static const char *failure_case(const struct oom_result *r, const struct failure *x)
-{
-	for (size_t i = 0; i < r->nfails; i++) {
-		const struct gmt_event *e = &r->fails[i].e;
-		if (e->time_ns == x->time_ns && e->size == x->size && e->device == x->device)
-			return oom_case_name[r->fails[i].kase];
-	}
-	return NULL;
-}
-
 /* The failed calls, each with oom's case: two failed cudaMalloc that the
  * framework's retry recovered are no failure of the program. */
 static void print_failures(FILE *f, struct summary *s)
 {
 	char b1[32], b2[32];
-	struct oom_result r;
-	oom_compute(&s->t, &r); /* a read error is the summary's own to report */
+	const char **kase = xcalloc(s->nfailures_kept + 1, sizeof(*kase));
+	bool any, recovered;
+	summary_failure_cases(s, kase, &any, &recovered);
 	fprintf(f, "\nfailed calls (%" PRIu64 ")\n", s->nfailures);
 	size_t show = s->nfailures_kept < 20 ? s->nfailures_kept : 20;
 	for (size_t i = 0; i < show; i++) {
-		const struct failure *x = &s->failures[i];
-		const char *rn = failure_result(x), *kase = failure_case(&r, x);
+		const struct summary_failure *x = &s->failures[i];
+		const char *rn = summary_failure_result(x);
 		fprintf(f, "  %16s  %-28s dev %-3" PRId64 " size %-10s %s (%" PRIu64 ")%s%s\n",
 			fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
 			x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result,
-			kase ? "  " : "", kase ? kase : "");
+			kase[i] ? "  " : "", kase[i] ? kase[i] : "");
 	}
 	if (s->nfailures > show)
 		fprintf(f, "  ... %" PRIu64 " more (--json lists up to %d)\n", s->nfailures - show,
-			MAX_FAILURES);
-	if (r.nfails)
+			SUMMARY_MAX_FAILURES);
+	if (any)
 		fprintf(f, "  the cases are oom's%s: `gpumemtrace oom` gives each one's figures\n",
-			r.cases[OOM_RECOVERED] ? " (recovered-by-retry: the framework freed "
-						 "memory and the same request then succeeded)"
-					       : "");
-	oom_free(&r);
+			recovered ? " (recovered-by-retry: the framework freed "
+				    "memory and the same request then succeeded)"
+				  : "");
+	free(kase);
 }
 
 static void print_calls(FILE *f, struct summary *s)
 {
 	char b1[32];
 	fprintf(f, "\ncalls\n  %-32s %10s %8s %12s\n", "api", "calls", "failed", "bytes");
-	struct call *c, *ct;
+	struct summary_call *c, *ct;
 	HASH_ITER(hh, s->calls, c, ct)
 	{
 		fprintf(f, "  %-32s %10" PRIu64 " %8" PRIu64 " %12s\n", api_name(c->api), c->count,
@@ -695,7 +304,7 @@ static void print_calls(FILE *f, struct summary *s)
 }
 
 /* The top sites and the libraries at one device's peak. */
-static void print_peak_sites(FILE *f, struct summary *s, struct dev_info *d)
+static void print_peak_sites(FILE *f, struct summary *s, struct summary_dev *d)
 {
 	char b1[32], b2[32];
 	fprintf(f, "\ntop allocation sites at the device %" PRId64 " peak (%s at %s s)\n",
@@ -703,10 +312,10 @@ static void print_peak_sites(FILE *f, struct summary *s, struct dev_info *d)
 		fmt_reltime(b2, summary_rel(s, d->lv.peak_time_ns)) + 1);
 	fprintf(f, "  %10s %8s %8s  %s\n", "bytes", "allocs", "stack", "site");
 	if (!d->rows)
-		site_rows(s, d);
+		summary_site_rows(s, d);
 	int width = rb_text_width(f);
 	for (size_t k = 0; k < d->nrows; k++) {
-		const struct site_row *r = &d->rows[k];
+		const struct summary_row *r = &d->rows[k];
 		char extra[48] = "";
 		const char *tails[2] = {extra, ""};
 		if (r->stacks > 1)
@@ -795,128 +404,19 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 		fprintf(f, "  %s\n", t->notes[i]);
 }
 
-static void summary_free(struct summary *s)
-{
-	struct drv_call *d, *dt;
-	HASH_ITER(hh, s->drv, d, dt)
-	{
-		HASH_DEL(s->drv, d);
-		free(d);
-	}
-	for (size_t i = 0; i < s->ndevs; i++) {
-		free(s->devs[i].sites);
-		for (size_t k = 0; k < s->devs[i].distinct_rows; k++)
-			free(s->devs[i].rows[k].text);
-		free(s->devs[i].rows);
-		free(s->devs[i].libs);
-	}
-	free(s->devs);
-	struct call *c, *ct;
-	HASH_ITER(hh, s->calls, c, ct)
-	{
-		HASH_DEL(s->calls, c);
-		free(c);
-	}
-	free(s->failures);
-	if (s->has_acct)
-		acct_free(&s->acct);
-	if (s->has_phases)
-		phase_free(&s->phases);
-	counters_free(&s->counters);
-	peakset_free(&s->ps);
-	replay_free(&s->rp);
-	trace_close(&s->t);
-}
-
-/* Reads one trace: returns -1, or the exit code (error already printed). */
-static int summarize(struct summary *s, const char *path, const struct site_opts *sopts, bool json)
-{
-	memset(s, 0, sizeof(*s));
-	drv_init(s);
-	replay_init(&s->rp);
-	peakset_attach(&s->ps, &s->rp);
-	acct_begin(&s->acct, &s->t, &s->rp);
-	int rc = trace_open_replay(&s->t, "summary", path, &s->rp, on_event, s);
-	s->has_acct = true; /* acct_end or acct_free below */
-	if (rc >= 0)
-		return rc;
-	s->path = path;
-	s->hdr = &s->t.hdr;
-	s->t.site_opts = sopts;
-	s->t.short_names = !json;
-	drv_fold(s);
-	counters_load(&s->t, &s->counters);
-	if (s->t.nsamples || s->t.nvml_missing)
-		acct_end(&s->acct, &s->ps);
-	else
-		s->has_acct = false, acct_free(&s->acct);
-	if (s->t.nranges) {
-		phase_init(&s->phases, &s->t);
-		s->has_phases = true;
-		struct replay rp2;
-		replay_init(&rp2);
-		phase_attach(&s->phases, &rp2);
-		rc = trace_replay(&s->t, &rp2, on_phase_event, s);
-		replay_free(&rp2);
-		if (rc >= 0)
-			return rc;
-	}
-
-	for (size_t i = 0; i < s->t.ndevs; i++)
-		dev_get(s, s->t.devs[i].ordinal);
-	/* devices seen only in the replay (an allocation on device -1) */
-	for (size_t i = 0; i < s->rp.ndevs; i++)
-		dev_get(s, s->rp.devs[i].ordinal);
-	if (s->ndevs > 1)
-		if (s->ndevs)
-			qsort(s->devs, s->ndevs, sizeof(*s->devs), dev_cmp);
-	for (size_t i = 0; i < s->ndevs; i++) {
-		struct dev_info *d = &s->devs[i];
-		for (size_t k = 0; k < s->rp.ndevs; k++)
-			if (s->rp.devs[k].ordinal == d->ordinal)
-				d->lv = s->rp.devs[k].lv;
-		kinds_now(&s->rp, d->ordinal, d->kind_end);
-		if (d->lv.peak_seq) {
-			snapshot(s, d);
-			for (size_t k = 0; k < d->nsites; k++) {
-				struct site *st = &d->sites[k];
-				st->has_frame = trace_site(&s->t, st->stack_id, &st->frame);
-			}
-		}
-	}
-	HASH_SORT(s->calls, call_cmp);
-	return rc;
-}
-
-static struct proc_row proc_row(const struct summary *s)
-{
-	struct proc_row r = {
-	    .complete = s->t.complete, .failures = s->nfailures, .events = s->t.events};
-	for (size_t i = 0; i < s->ndevs; i++) {
-		const struct dev_info *d = &s->devs[i];
-		if (d->lv.peak > r.peak) {
-			r.peak = d->lv.peak;
-			r.peak_time = summary_rel(s, d->lv.peak_time_ns);
-		}
-		r.live_end += d->lv.bytes;
-		r.allocs_end += d->lv.count;
-	}
-	return r;
-}
-
 static int summary_many(const char *const *paths, int n, bool json, const struct site_opts *sopts)
 {
 	struct summary *all = xrealloc(NULL, (size_t)n * sizeof(*all));
 	struct trace **ts = xrealloc(NULL, (size_t)n * sizeof(*ts));
 	uint64_t *peaks = xrealloc(NULL, (size_t)n * sizeof(*peaks));
 	uint64_t *ends = xrealloc(NULL, (size_t)n * sizeof(*ends));
-	struct proc_row *rows = xrealloc(NULL, (size_t)n * sizeof(*rows));
+	struct summary_proc *rows = xrealloc(NULL, (size_t)n * sizeof(*rows));
 	int rc = -1, opened = 0;
 	for (int i = 0; i < n && rc < 0; i++) {
-		rc = summarize(&all[i], paths[i], sopts, json);
+		rc = summary_read(&all[i], "summary", paths[i], sopts, !json);
 		opened = i + 1;
 		if (rc < 0) {
-			rows[i] = proc_row(&all[i]);
+			rows[i] = summary_proc_row(&all[i]);
 			ts[i] = &all[i].t;
 			peaks[i] = rows[i].peak;
 			ends[i] = rows[i].live_end;
@@ -929,15 +429,7 @@ static int summary_many(const char *const *paths, int n, bool json, const struct
 		return rc;
 	}
 	FILE *f = stdout;
-	struct proc_row tot = {.complete = true};
-	for (int i = 0; i < n; i++) {
-		tot.peak += rows[i].peak;
-		tot.live_end += rows[i].live_end;
-		tot.allocs_end += rows[i].allocs_end;
-		tot.failures += rows[i].failures;
-		tot.events += rows[i].events;
-		tot.complete &= rows[i].complete;
-	}
+	struct summary_proc tot = summary_proc_total(rows, n);
 	if (json) {
 		summary_print_many_json(all, ts, rows, &tot, peaks, ends, n);
 	} else {
@@ -994,7 +486,7 @@ int cmd_summary(int argc, char **argv)
 		return rc;
 	}
 	struct summary s;
-	rc = summarize(&s, paths[0], &sa.opts, json);
+	rc = summary_read(&s, "summary", paths[0], &sa.opts, !json);
 	free(paths);
 	if (rc >= 0) {
 		summary_free(&s);

@@ -1,17 +1,12 @@
 /* gpumemtrace top: allocation sites ranked by bytes at the peak, at the end,
  * in total, or by calls.
- *
- * Per trace, two passes: the first replays the live set to find each
- * device's peak and counts what every site allocated; the second replays
- * up to each peak and charges what is live there to its site. Several
- * traces (one per process) add up per device ordinal and site. */
+ * The figures are analysis/top.c's; this file prints them. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/phase.h"
-#include "analysis/trace.h"
+#include "analysis/top.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "cli/report-print.h"
@@ -48,190 +43,7 @@ static const struct opt_usage usage = {
 static const char *const metric_names[TM_COUNT] = {"peak", "end", "total", "calls"};
 static const char *const group_names[] = {"stack", "function", "library", "api", "range"};
 
-struct top_trace {
-	struct trace t;
-	struct rp_dev *devs;
-	size_t ndevs;
-	uint64_t peak; /* the highest device peak */
-	/* pass 2 */
-	struct rp_dev **targets;
-	size_t ntargets, next;
-};
-
-struct top {
-	struct trace_rows rows;
-	struct top_trace *cur;
-	struct phase_tracker phases; /* --by range: this pass's */
-};
-
-/* The row an event's allocation counts in. */
-static struct trace_row *event_row(struct top *tp, const struct gmt_event *e)
-{
-	if (tp->rows.by != GROUP_RANGE)
-		return trace_rows_get(&tp->rows, &tp->cur->t, e->device, e->stack_id, e->api);
-	struct phase *ph = phase_of(&tp->phases, e->tid);
-	const struct api_info *a = api_lookup(e->api);
-	if (a && !gmt_failed(e->result, e->flags))
-		phase_remember(&tp->phases, a->space, e->ptr, ph);
-	return trace_rows_get_key(&tp->rows, e->device, ph->name, e->stack_id, e->api);
-}
-
-static void range_pass(struct top *tp, const struct gmt_event *e)
-{
-	const struct api_info *a = api_lookup(e->api);
-	phase_advance(&tp->phases, e->time_ns, 0);
-	if (a && a->op == GMT_OP_ALLOC && trace_alloc_bucket(e) == BK_DEVICE)
-		event_row(tp, e);
-}
-
-static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
-{
-	struct top *tp = ctx;
-	const struct api_info *a = api_lookup(e->api);
-	if (tp->rows.by == GROUP_RANGE)
-		phase_advance(&tp->phases, e->time_ns, 0);
-	if (!a || a->op != GMT_OP_ALLOC)
-		return;
-	bool failed = gmt_failed(e->result, e->flags);
-	if (failed) {
-		if (gmt_device_memory(a->kind, e->aux))
-			event_row(tp, e)->failed++;
-		return;
-	}
-	if (trace_alloc_bucket(e) != BK_DEVICE)
-		return;
-	struct trace_row *r = event_row(tp, e);
-	trace_row_add(r, &tp->cur->t, e->stack_id, TM_TOTAL, e->size);
-	trace_row_add(r, &tp->cur->t, e->stack_id, TM_CALLS, 1);
-}
-
-static void charge_live(struct top *tp, struct replay *rp, int64_t device, int metric)
-{
-	GMT_EACH_SPACE(sp)
-	{
-		struct rp_live *l, *lt;
-		RP_EACH(rp, sp, l, lt)
-		{
-			if (l->bucket != BK_DEVICE || (device != INT64_MIN && l->device != device))
-				continue;
-			struct trace_row *r =
-			    tp->rows.by == GROUP_RANGE
-				? trace_rows_get_key(
-				      &tp->rows, l->device,
-				      phase_recall(&tp->phases, l->space, l->key)->name,
-				      l->stack_id, l->api)
-				: trace_rows_get(&tp->rows, &tp->cur->t, l->device, l->stack_id,
-						 l->api);
-			trace_row_add(r, &tp->cur->t, l->stack_id, metric, l->size);
-			if (metric == TM_PEAK)
-				r->peak_allocs++;
-			else
-				r->end_allocs++;
-		}
-	}
-}
-
-static void on_event2(void *ctx, const struct gmt_event *e, struct replay *rp)
-{
-	struct top *tp = ctx;
-	struct top_trace *tt = tp->cur;
-	if (tp->rows.by == GROUP_RANGE)
-		range_pass(tp, e);
-	while (tt->next < tt->ntargets && tt->targets[tt->next]->lv.peak_seq == rp->seq)
-		charge_live(tp, rp, tt->targets[tt->next++]->ordinal, TM_PEAK);
-}
-
-static int target_cmp(const void *a, const void *b)
-{
-	const struct rp_dev *x = *(struct rp_dev *const *)a, *y = *(struct rp_dev *const *)b;
-	return x->lv.peak_seq < y->lv.peak_seq ? -1 : x->lv.peak_seq > y->lv.peak_seq;
-}
-
-static int devpeak_cmp(const void *a, const void *b)
-{
-	const struct rp_dev *x = a, *y = b;
-	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
-}
-
-/* Both passes over one opened trace. -1 or an exit code. */
-static int top_one(struct top *tp, struct top_trace *tt)
-{
-	struct replay rp;
-	tp->cur = tt;
-	replay_init(&rp);
-	phase_init(&tp->phases, &tt->t);
-	int rc = trace_replay(&tt->t, &rp, on_event1, tp);
-	if (rc >= 0) {
-		replay_free(&rp);
-		phase_free(&tp->phases);
-		return rc;
-	}
-	charge_live(tp, &rp, INT64_MIN, TM_END);
-	phase_free(&tp->phases);
-	tt->ndevs = rp.ndevs;
-	tt->devs = xrealloc(NULL, rp.ndevs * sizeof(*tt->devs));
-	tt->targets = xrealloc(NULL, rp.ndevs * sizeof(*tt->targets));
-	for (size_t i = 0; i < rp.ndevs; i++) {
-		tt->devs[i] = rp.devs[i];
-		if (rp.devs[i].lv.peak > tt->peak)
-			tt->peak = rp.devs[i].lv.peak;
-	}
-	if (tt->ndevs)
-		qsort(tt->devs, tt->ndevs, sizeof(*tt->devs), devpeak_cmp);
-	for (size_t i = 0; i < tt->ndevs; i++)
-		if (tt->devs[i].lv.peak_seq)
-			tt->targets[tt->ntargets++] = &tt->devs[i];
-	replay_free(&rp);
-	if (tt->ntargets) {
-		if (tt->ntargets)
-			qsort(tt->targets, tt->ntargets, sizeof(*tt->targets), target_cmp);
-		replay_init(&rp);
-		phase_init(&tp->phases, &tt->t);
-		rc = trace_replay(&tt->t, &rp, on_event2, tp);
-		replay_free(&rp);
-		phase_free(&tp->phases);
-	}
-	trace_rows_fold(&tp->rows);
-	return rc;
-}
-
 /* ---- output ----------------------------------------------------------- */
-
-struct devsum {
-	int64_t ordinal;
-	uint64_t peak; /* summed over the traces */
-	int64_t peak_time;
-	size_t ntraces;
-};
-
-static struct devsum *device_list(struct top_trace *ts, int n, size_t *ndev)
-{
-	size_t cap = 0, nd = 0;
-	for (int i = 0; i < n; i++)
-		cap += ts[i].ndevs;
-	struct devsum *d = xrealloc(NULL, cap * sizeof(*d));
-	for (int i = 0; i < n; i++)
-		for (size_t k = 0; k < ts[i].ndevs; k++) {
-			const struct rp_dev *p = &ts[i].devs[k];
-			size_t j = 0;
-			while (j < nd && d[j].ordinal != p->ordinal)
-				j++;
-			if (j == nd)
-				d[nd++] = (struct devsum){p->ordinal, 0, 0, 0};
-			d[j].peak += p->lv.peak;
-			d[j].peak_time =
-			    p->lv.peak_seq ? trace_rel(&ts[i].t, p->lv.peak_time_ns) : 0;
-			d[j].ntraces++;
-		}
-	for (size_t i = 1; i < nd; i++)
-		for (size_t j = i; j > 0 && d[j - 1].ordinal > d[j].ordinal; j--) {
-			struct devsum x = d[j];
-			d[j] = d[j - 1];
-			d[j - 1] = x;
-		}
-	*ndev = nd;
-	return d;
-}
 
 static const char *metric_text(int m, uint64_t v, char *buf)
 {
@@ -272,7 +84,7 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	char b[5][32], lb[64];
 	size_t nrows, ndev;
 	struct trace_row **rows = trace_rows_sorted(&tp->rows, metric, &nrows);
-	struct devsum *devs = device_list(ts, n, &ndev);
+	struct top_dev *devs = top_devices(ts, n, &ndev);
 	static const char *const what[TM_COUNT] = {"bytes live at the device's peak",
 						   "bytes live at the end", "total bytes allocated",
 						   "allocation calls"};
@@ -428,7 +240,7 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 	FILE *f = stdout;
 	size_t nrows, ndev;
 	struct trace_row **rows = trace_rows_sorted(&tp->rows, metric, &nrows);
-	struct devsum *devs = device_list(ts, n, &ndev);
+	struct top_dev *devs = top_devices(ts, n, &ndev);
 	fprintf(f, "{\"by\": \"%s\", \"depth\": %d, \"sort\": \"%s\", \"limit\": %" PRIu64 ",\n",
 		group_names[tp->rows.by], depth, metric_names[metric], limit);
 	fputs(" \"traces\": [", f);
@@ -509,7 +321,7 @@ int cmd_top(int argc, char **argv)
 		ts[i].t.site_opts = &sa.opts;
 		ts[i].t.short_names = !json;
 		opened++;
-		rc = top_one(&tp, &ts[i]);
+		rc = top_add_trace(&tp, &ts[i]);
 	}
 	if (rc < 0) {
 		if (json)
@@ -524,8 +336,7 @@ int cmd_top(int argc, char **argv)
 		}
 	}
 	for (int i = 0; i < opened; i++) {
-		free(ts[i].devs);
-		free(ts[i].targets);
+		top_trace_free(&ts[i]);
 		trace_close(&ts[i].t);
 	}
 	trace_rows_free(&tp.rows);

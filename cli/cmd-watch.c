@@ -60,8 +60,10 @@ static const char more[] =
     "else the traced bytes against the device's total).\n"
     "\n"
     "With -- COMMAND on a terminal, COMMAND's output goes to --log (default\n"
-    "gpumemtrace-watch.PID.log), its input is /dev/null, and quitting leaves\n"
-    "it running; otherwise its output passes through and ^C reaches it.\n"
+    "gpumemtrace-watch.PID.log), its input is /dev/null, it runs in a session\n"
+    "of its own, and quitting (or the terminal's hangup) leaves it running;\n"
+    "otherwise its output passes through and ^C reaches it. Once it has ended,\n"
+    "watch names the trace's frames into it, as run does.\n"
     "\n"
     "exit status: 0 when the trace ended or you quit; with -- COMMAND,\n"
     "COMMAND's status once it ended; 2 on a usage error; 3 when the input\n"
@@ -990,6 +992,8 @@ int cmd_watch(int argc, char **argv)
 	}
 	if (w.open)
 		live_close(&w.lv);
+	if (w.child && w.child_done && w.path) /* as run does, once it ended */
+		launch_name_frames(CMD, &w.path, 1);
 	free(w.path);
 	free(w.log);
 	free(a.pos);

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/launch.h"
+#include "analysis/trace.h"
 
 static char *self_dir(void)
 {
@@ -203,4 +204,20 @@ void launch_set_preload(const char *lib)
 {
 	launch_prepend_env("LD_PRELOAD", lib);
 	setenv("NVTX_INJECTION64_PATH", lib, 0);
+}
+
+/* The frames of the traces named into them, now that the command is over
+ * (outside the traced processes, whose exit never waits on naming), so
+ * that they read with names on any machine. A trace that cannot take the
+ * names (torn, still open in a process) gets its one line and is left. */
+void launch_name_frames(const char *cmd, char *const *paths, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct trace t;
+		if (trace_open(&t, cmd, paths[i]) >= 0)
+			continue; /* its line is said; the summary says it too */
+		struct trace_symbolize res;
+		trace_symbolize(&t, -1, &res);
+		trace_close(&t);
+	}
 }

@@ -34,5 +34,8 @@ int launch_list_create(const char *cmd, struct launch_list *l);
 char **launch_list_read(const char *cmd, struct launch_list *l, int *n, bool *missing);
 /* A `run` inside a `run`: the outer one's list gets our traces too. */
 void launch_list_forward(const char *outer, char *const *paths, int n);
+/* The frames of the traces named into them once their command has ended
+ * (outside the traced processes), so they read with names anywhere. */
+void launch_name_frames(const char *cmd, char *const *paths, int n);
 
 #endif

@@ -39,6 +39,8 @@ static const struct command commands[] = {
     {"export", cmd_export, "convert a trace: Perfetto/Chrome JSON, CSV, or pprof"},
     {"watch", cmd_watch,
      "a trace as it grows: live bytes, history, top sites, leak suspects (a terminal view)"},
+    {"symbolize", cmd_symbolize,
+     "name a trace's frames from this machine's files, into the trace, so it reads anywhere"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -116,6 +118,7 @@ int main(int argc, char **argv)
 	 * writes fail with EPIPE instead of killing us, commands stop at the
 	 * first failed write, and we exit with the command's status. */
 	signal(SIGPIPE, SIG_IGN);
+	xalloc_on_failure(diag_out_of_memory);
 	if (argc < 2)
 		return say_usage_error(NULL, "no command given");
 	const char *a = argv[1];

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "analysis/trace.h"
-#include "reader/diag.h"
+#include "analysis/diag.h"
 #include "reader/xalloc.h"
 
 static const struct opt_gen_state *gen;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli/output.h"
-#include "reader/diag.h"
+#include "analysis/diag.h"
 #include "reader/xalloc.h"
 
 /* The temporary file being written, removed if a signal ends the command

@@ -93,7 +93,7 @@ void rb_json_head(FILE *f, struct trace *t)
 	if (t->info.damage) {
 		char why[256];
 		fputs(", \"damaged\": ", f);
-		rb_json_s(f, reader_damage_text(&t->info, why, sizeof(why)));
+		rb_json_s(f, gmt_read_damage_text(&t->info, why, sizeof(why)));
 	}
 }
 

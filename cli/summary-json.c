@@ -26,8 +26,8 @@ static void json_kinds(FILE *f, const uint64_t *kinds)
 {
 	fputc('{', f);
 	for (size_t k = 0; k < NKINDS; k++)
-		fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", dev_kinds[k].key,
-			kinds[dev_kinds[k].kind]);
+		fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", summary_kinds[k].key,
+			kinds[summary_kinds[k].kind]);
 	fputc('}', f);
 }
 
@@ -44,7 +44,7 @@ static void json_head(FILE *f, const struct summary *s, const struct gmt_read_in
 	if (in->damage) {
 		char why[256];
 		fprintf(f, " \"damaged\": ");
-		json_cstr0(f, reader_damage_text(in, why, sizeof(why)));
+		json_cstr0(f, gmt_read_damage_text(in, why, sizeof(why)));
 		fputs(",\n", f);
 	}
 	fprintf(f, " \"path\": ");
@@ -70,7 +70,7 @@ static void json_head(FILE *f, const struct summary *s, const struct gmt_read_in
 		t->events, t->lost, t->lost_in_records, t->trailer_lost, s->rp.unmatched_frees);
 }
 
-static void json_site(FILE *f, struct summary *s, const struct site *st, bool first)
+static void json_site(FILE *f, struct summary *s, const struct summary_site *st, bool first)
 {
 	const struct trace_frame *fr = &st->frame;
 	fprintf(f,
@@ -94,7 +94,7 @@ static void json_site(FILE *f, struct summary *s, const struct site *st, bool fi
 	fputc('}', f);
 }
 
-static void json_device(FILE *f, struct summary *s, const struct dev_info *d, bool first)
+static void json_device(FILE *f, struct summary *s, const struct summary_dev *d, bool first)
 {
 	fprintf(f, "%s\n  {\"index\": %" PRId64 ", \"name\": ", first ? "" : ",", d->ordinal);
 	json_cstr0(f, d->name);
@@ -120,7 +120,7 @@ static void json_device(FILE *f, struct summary *s, const struct dev_info *d, bo
 static void json_calls(FILE *f, const struct summary *s)
 {
 	fputs("},\n \"calls\": {", f);
-	struct call *c, *ct;
+	struct summary_call *c, *ct;
 	int first = 1;
 	HASH_ITER(hh, s->calls, c, ct)
 	{
@@ -138,8 +138,8 @@ static void json_failures(FILE *f, const struct summary *s)
 {
 	fprintf(f, "},\n \"failures_total\": %" PRIu64 ", \"failures\": [", s->nfailures);
 	for (size_t i = 0; i < s->nfailures_kept; i++) {
-		const struct failure *x = &s->failures[i];
-		const char *rn = failure_result(x);
+		const struct summary_failure *x = &s->failures[i];
+		const char *rn = summary_failure_result(x);
 		fprintf(f, "%s\n  {\"time_ns\": %" PRId64 ", \"api\": ", i ? "," : "",
 			summary_rel(s, x->time_ns));
 		json_cstr0(f, api_name(x->api));
@@ -284,9 +284,9 @@ void summary_print_json(struct summary *s, const struct gmt_read_info *in)
 	fputs("}", f);
 }
 
-void summary_print_many_json(struct summary *all, struct trace **ts, const struct proc_row *rows,
-			     const struct proc_row *tot, const uint64_t *peaks,
-			     const uint64_t *ends, int n)
+void summary_print_many_json(struct summary *all, struct trace **ts,
+			     const struct summary_proc *rows, const struct summary_proc *tot,
+			     const uint64_t *peaks, const uint64_t *ends, int n)
 {
 	FILE *f = stdout;
 	fputs("{\"traces\": [\n", f);

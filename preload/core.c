@@ -336,6 +336,43 @@ void gmt_record_counters(unsigned reason, const char *source, const char *device
 	errno = saved_errno;
 }
 
+/* As gmt_record_counters, with the error's type and message. */
+void gmt_record_fwoom(unsigned how, const char *source, const char *type, int64_t ordinal, size_t n,
+		      const char *const *names, const uint64_t *values, const char *message)
+{
+	enum { TEXT_MAX = GMT_VARINT_MAX + 128 };
+	uint8_t body[5 * GMT_VARINT_MAX + 2 * TEXT_MAX +
+		     GMT_FWOOM_VALUES_MAX * (TEXT_MAX + GMT_VARINT_MAX) + GMT_VARINT_MAX +
+		     GMT_FWOOM_MESSAGE_MAX];
+	int saved_errno = errno;
+	if (n > GMT_FWOOM_VALUES_MAX)
+		n = GMT_FWOOM_VALUES_MAX;
+	uint8_t *p = gmt_put_varint(body, gmt_now_ns());
+	p = gmt_put_varint(p, how);
+	p = put_text(p, source);
+	p = put_text(p, type);
+	p = gmt_put_varint(p, gmt_zigzag(ordinal));
+	p = gmt_put_varint(p, names && values ? n : 0);
+	for (size_t i = 0; names && values && i < n; i++) {
+		p = put_text(p, names[i]);
+		p = gmt_put_varint(p, values[i]);
+	}
+	size_t m = message ? strnlen(message, GMT_FWOOM_MESSAGE_MAX) : 0;
+	p = gmt_put_varint(p, m);
+	if (m)
+		memcpy(p, message, m);
+	size_t blen = (size_t)(p + m - body), len;
+	gmt_enter();
+	struct gmt_ring_hdr *h = reserve_other(GMT_RING_FWOOM, blen, &len);
+	if (h) {
+		h->nframes = (uint16_t)blen;
+		memcpy(h + 1, body, blen);
+		commit_other(len, 1);
+	}
+	gmt_leave();
+	errno = saved_errno;
+}
+
 void gmt_record_sample(const struct gmt_raw_sample *s)
 {
 	int saved_errno = errno;

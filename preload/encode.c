@@ -463,6 +463,15 @@ void gmt_writer_ring_record(struct gmt_writer *w, struct gmt_ring *r, const stru
 		p = gmt_put_varint(p, (uint64_t)r->tid);
 		memcpy(p, body, n);
 		gmt_writer_commit(w, p + n);
+	} else if (h->type == GMT_RING_FWOOM) {
+		size_t n = h->nframes; /* the body, encoded by gmt_record_fwoom */
+		uint8_t *p = gmt_writer_room(w, 2 * GMT_VARINT_MAX + n);
+		if (!p)
+			return;
+		p = gmt_put_varint(p, GMT_TAG_FWOOM);
+		p = gmt_put_varint(p, (uint64_t)r->tid);
+		memcpy(p, body, n);
+		gmt_writer_commit(w, p + n);
 	} else if (h->type == GMT_RING_THREAD) {
 		put_thread(w, r->tid, (const char *)body, strnlen((const char *)body, h->nframes));
 	} else if (h->type == GMT_RING_FWSNAP) {
@@ -549,6 +558,20 @@ int gmt_writer_symbols(struct gmt_writer *w)
 	}
 	w->nodes_symbolized = w->stacks.n;
 	return added;
+}
+
+void gmt_writer_exit(struct gmt_writer *w, uint64_t time_ns, unsigned how, int status)
+{
+	gmt_writer_end_batch(w);
+	uint8_t *p = gmt_writer_room(w, 5 * GMT_VARINT_MAX);
+	if (!p)
+		return;
+	p = gmt_put_varint(p, GMT_TAG_EXIT);
+	p = gmt_put_varint(p, time_ns);
+	p = gmt_put_varint(p, how);
+	p = gmt_put_varint(p, gmt_zigzag(status));
+	p = gmt_put_varint(p, 0); /* the signal: the library sees none */
+	gmt_writer_commit(w, p);
 }
 
 void gmt_writer_trailer(struct gmt_writer *w, unsigned reason, uint64_t end_ns)

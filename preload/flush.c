@@ -270,6 +270,11 @@ static void flush_with_trailer_at(unsigned reason, uint64_t end_ns)
 		gmt_writer_note(&gmt_rt.w, 1, text);
 		gmt_rt.child_lost_noted = gmt_rt.child_lost_reported;
 	}
+	/* Pairs with the release store in gmt_exit_status (life.c). */
+	unsigned how = __atomic_load_n(&gmt_rt.exit_how, __ATOMIC_ACQUIRE);
+	if (how && reason != GMT_END_EXEC)
+		gmt_writer_exit(&gmt_rt.w, __atomic_load_n(&gmt_rt.exit_ns, __ATOMIC_RELAXED),
+				how - 1, __atomic_load_n(&gmt_rt.exit_status, __ATOMIC_RELAXED));
 	gmt_writer_trailer(&gmt_rt.w, reason, end_ns);
 	if (gmt_writer_flush(&gmt_rt.w) < 0)
 		set_state(ST_OFF);

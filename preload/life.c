@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "preload/clock.h"
 #include "preload/nocancel.h"
 #include "preload/flush.h"
 #include "preload/life.h"
@@ -166,6 +167,38 @@ void gmt_exec_returned(void)
 __attribute__((destructor)) static void at_unload(void)
 {
 	gmt_finish(GMT_END_EXIT);
+}
+
+/* ---- the exit status ------------------------------------------------------- */
+
+void gmt_exit_status(unsigned how, int status)
+{
+	int st = load_state();
+	if ((st != ST_ACTIVE && st != ST_FINISHED) || getpid() != gmt_rt.pid)
+		return; /* no trace of ours, or a vfork child sharing our memory */
+	__atomic_store_n(&gmt_rt.exit_status, status, __ATOMIC_RELAXED);
+	__atomic_store_n(&gmt_rt.exit_ns, gmt_now_ns(), __ATOMIC_RELAXED);
+	/* Pairs with the acquire load in flush.c (the EXIT record). */
+	__atomic_store_n(&gmt_rt.exit_how, how + 1, __ATOMIC_RELEASE);
+}
+
+/* main's return reaches libc's exit, not our hook: an on_exit handler
+ * hears its status. */
+static void status_at_exit(int status, void *arg)
+{
+	(void)arg;
+	gmt_exit_status(GMT_EXIT_EXIT, status);
+}
+
+void gmt_exit_watch(void)
+{
+	static uint32_t registered;
+	/* Registered once the trace exists, from main on: a handler
+	 * registered before __libc_start_main registers the loader's
+	 * destructors (ours, from our constructor) would run after them, past
+	 * the final flush. Inherited by children: once per image. */
+	if (!__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL))
+		on_exit(status_at_exit, NULL);
 }
 
 /* ---- fork -------------------------------------------------------------------- */

@@ -5,6 +5,10 @@
 
 #include "preload/state.h"
 
+/* Registers the handler that hears main's return status (once, when the
+ * trace is created: see life.c). */
+void gmt_exit_watch(void);
+
 /* The fork handlers setup.c registers. */
 void gmt_fork_prepare(void);
 void gmt_fork_parent(void);

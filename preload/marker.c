@@ -42,3 +42,13 @@ GMT_EXPORT void gpumemtrace_counters_v1(unsigned reason, const char *source, con
 {
 	gmt_record_counters(reason, source, device, ordinal, n, names, values);
 }
+
+/* A framework's out-of-memory error (GMT_TAG_FWOOM): how the helper saw it
+ * (GMT_FWOOM_*), the exception's class, n figures, and its message. The
+ * helper of `run --framework-counters` calls it through ctypes. */
+GMT_EXPORT void gpumemtrace_framework_oom_v1(unsigned how, const char *source, const char *type,
+					     int64_t ordinal, size_t n, const char *const *names,
+					     const uint64_t *values, const char *message)
+{
+	gmt_record_fwoom(how, source, type, ordinal, n, names, values, message);
+}

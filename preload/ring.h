@@ -22,6 +22,7 @@ enum gmt_ring_rec_type {
 	GMT_RING_FWSNAP = 8,   /* body: a FWSNAP body after tid, encoded; its length in the body */
 	GMT_RING_FWTRACE = 9,  /* body: struct gmt_raw_fwtrace and what follows it */
 	GMT_RING_FWSEG = 10,   /* body: struct gmt_raw_fwseg and what follows it */
+	GMT_RING_FWOOM = 11,   /* body: a FWOOM body after tid, encoded; nframes: its length */
 };
 
 struct gmt_ring_hdr {

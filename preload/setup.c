@@ -208,6 +208,7 @@ struct gmt_ring *gmt_ring_for_this_thread(void)
 		} else {
 			set_state(ST_ACTIVE);
 			gmt_sampler_start(gmt_rt.set.sample_ms);
+			gmt_exit_watch();
 			made_file = 1;
 		}
 	}

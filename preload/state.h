@@ -65,6 +65,12 @@ struct gmt_runtime {
 	 * exit at once, and one's _exit would end the others' finish. */
 	uint32_t exit_tid;
 	uint32_t finishing;
+	/* The status exit(), _exit() or main's return passed (life.c), for the
+	 * EXIT record before the final trailer: exit_how is GMT_EXIT_* + 1 (0:
+	 * not known), stored last (release; flush.c loads it acquire). */
+	uint32_t exit_how;
+	int exit_status;
+	uint64_t exit_ns;
 	pid_t pid;
 	/* 1 in a process our fork handler set up; 0 in a child made without
 	 * one (_Fork, a raw clone): the page is MADV_WIPEONFORK (life.c). */

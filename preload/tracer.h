@@ -120,6 +120,16 @@ void gmt_record_meminfo(enum gmt_api api, int32_t device, uint64_t free_bytes,
 void gmt_record_counters(unsigned reason, const char *source, const char *device, int64_t ordinal,
 			 size_t n, const char *const *names, const uint64_t *values);
 
+/* A framework's out-of-memory error (GMT_TAG_FWOOM) from the calling thread
+ * (the marker API): texts cut at 128 bytes, the message at
+ * GMT_FWOOM_MESSAGE_MAX, the list at GMT_FWOOM_VALUES_MAX entries. */
+void gmt_record_fwoom(unsigned how, const char *source, const char *type, int64_t ordinal, size_t n,
+		      const char *const *names, const uint64_t *values, const char *message);
+
+/* The process's exit status as the exit hooks and main's return pass it
+ * (GMT_EXIT_*), for the EXIT record the final flush writes before its
+ * trailer. Async-signal-safe: a store, no lock. */
+void gmt_exit_status(unsigned how, int status);
 /* A record other than an event from the calling thread (a GMT_RING_* type
  * whose body the caller fills): its body's room in the thread's ring, or
  * NULL (tracing off, or the ring stayed full: counted as lost). A non-NULL

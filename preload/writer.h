@@ -139,6 +139,8 @@ void gmt_writer_devices(struct gmt_writer *w);
 int gmt_writer_symbols(struct gmt_writer *w);
 void gmt_writer_reserve(struct gmt_writer *w);
 void gmt_writer_note(struct gmt_writer *w, int level, const char *text);
+/* An EXIT record (GMT_EXIT_* how): written right before the final trailer. */
+void gmt_writer_exit(struct gmt_writer *w, uint64_t time_ns, unsigned how, int status);
 void gmt_writer_trailer(struct gmt_writer *w, unsigned reason, uint64_t end_ns);
 
 #endif

@@ -1,14 +1,23 @@
 /* Allocation that cannot fail, for the reading side (never the library). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "reader/diag.h"
 #include "reader/xalloc.h"
+
+static void (*failure_fn)(void);
+
+void xalloc_on_failure(void (*fn)(void))
+{
+	failure_fn = fn;
+}
 
 _Noreturn void xalloc_failed(void)
 {
-	say_error(NULL, "out of memory");
-	exit(EXIT_INPUT);
+	if (failure_fn)
+		failure_fn();
+	fputs("out of memory\n", stderr);
+	abort();
 }
 
 void *xrealloc(void *p, size_t n)

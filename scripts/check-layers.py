@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """make check-layers: the tree's dependencies run one way (README, Layout).
 
-Two checks, each against the table below:
+Three checks, each against the tables below:
   includes  every #include "x/..." in a layer names a layer it may use;
   calls     every symbol an object leaves undefined, and another of our
             objects defines, is defined in a layer it may use. The library
             links with -Bsymbolic, so a plain dlsym() in the core would call
-            our own dlsym hook: such calls count too.
+            our own dlsym hook: such calls count too;
+  walks     cli/ parses and renders: no file of it walks a trace's events
+            itself (the reader's record loop, the replay, the passes'
+            trackers): analysis/ does, behind an aggregator's entry point.
+            cmd-dump.c, which prints each record as it is read, is the one
+            exception.
 The hooks reach the core through one narrow header, preload/tracer.h.
 Usage: check-layers.py BUILD   (objects under BUILD/obj/lib and BUILD/obj/cli;
 GMT_LAYERS_ROOT names another tree to read, for the test)
@@ -27,6 +32,10 @@ LAYERS = [
 ]
 NARROW = "preload/tracer.h"  # the one header through which the hooks call the core
 ALLOWED = {name: set(uses) | {name} for name, _, uses in LAYERS}
+# What walks events: cli/ may not call these (WALK_EXEMPT aside).
+WALKERS = re.compile(r"^(gmt_reader_next|trace_replay|trace_open_replay|replay_[a-z_]+|"
+                     r"peakset_[a-z_]+|phase_(attach|advance|charge|note_live|init))$")
+WALK_EXEMPT = {"cli/cmd-dump.c"}
 
 
 def layer_of(path):
@@ -111,6 +120,10 @@ def check_calls(build, root, out):
             src = layer_of(rel)
             if src is None:
                 continue
+            if src == "cli" and rel[:-2] + ".c" not in WALK_EXEMPT:
+                for s in sorted(u for u in undefined if WALKERS.match(u)):
+                    out.append(f"{rel[:-2]}.c: cli walks events itself ({s}): give analysis/ "
+                               "an entry point for it")
             for s in sorted(undefined):
                 if s not in where:
                     continue

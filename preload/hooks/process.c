@@ -68,6 +68,7 @@ static void *real_end(int i)
  * a second thread's exit racing the first needs us (gmt_exit_called). */
 GMT_EXPORT __attribute__((noreturn)) void exit(int status)
 {
+	gmt_exit_status(GMT_EXIT_EXIT, status);
 	gmt_exit_called();
 	exit_fn real = (exit_fn)real_end(END_EXIT);
 	if (real)
@@ -78,6 +79,7 @@ GMT_EXPORT __attribute__((noreturn)) void exit(int status)
 
 GMT_EXPORT __attribute__((noreturn)) void _exit(int status)
 {
+	gmt_exit_status(GMT_EXIT__EXIT, status);
 	gmt_finish_async(GMT_END__EXIT);
 	exit_fn real = (exit_fn)real_end(END__EXIT);
 	if (real)
@@ -88,6 +90,7 @@ GMT_EXPORT __attribute__((noreturn)) void _exit(int status)
 
 GMT_EXPORT __attribute__((noreturn)) void _Exit(int status)
 {
+	gmt_exit_status(GMT_EXIT__EXIT, status);
 	gmt_finish_async(GMT_END__EXIT);
 	exit_fn real = (exit_fn)real_end(END__EXIT_UPPER);
 	if (real)

@@ -4,7 +4,7 @@ _gpumemtrace() {
 	local cur prev cmd opts
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export watch help"
+	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export watch symbolize help"
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
 		return
@@ -24,9 +24,10 @@ _gpumemtrace() {
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--stack-depth) COMPREPLY=(); return ;;
 		--check-max-peak) COMPREPLY=(); return ;;
+		--check-max-smi) COMPREPLY=(); return ;;
 		--history-entries) COMPREPLY=(); return ;;
 		esac
-		opts="--output -o --stack-depth --check-max-peak --allow-no-trace --allow-lost --framework-counters --framework-history --history-entries --no-follow --quiet -q --per-tensor --help --" ;;
+		opts="--output -o --stack-depth --check-max-peak --check-max-smi --allow-no-trace --allow-lost --framework-counters --framework-history --history-entries --no-follow --quiet -q --no-symbolize --per-tensor --help --" ;;
 	dump)
 		opts="--help" ;;
 	summary)
@@ -89,6 +90,8 @@ _gpumemtrace() {
 	check)
 		case $prev in
 		--max-peak) COMPREPLY=(); return ;;
+		--max-smi) COMPREPLY=(); return ;;
+		--max-framework-reserved) COMPREPLY=(); return ;;
 		--max-live-at-end) COMPREPLY=(); return ;;
 		--baseline) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--max-increase) COMPREPLY=(); return ;;
@@ -96,7 +99,7 @@ _gpumemtrace() {
 		--ignore-library) COMPREPLY=(); return ;;
 		--junit) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		esac
-		opts="--max-peak --max-live-at-end --baseline --max-increase --device --ignore-library --fail-on-oom --allow-lost --junit --json --help" ;;
+		opts="--max-peak --max-smi --max-framework-reserved --max-live-at-end --baseline --max-increase --device --ignore-library --fail-on-oom --allow-lost --junit --json --help" ;;
 	accounting)
 		case $prev in
 		--device) COMPREPLY=(); return ;;
@@ -136,6 +139,12 @@ _gpumemtrace() {
 		--log) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		esac
 		opts="--interval -n --by --sort --device --top --step --json --once --output -o --log --framework-counters --help" ;;
+	symbolize)
+		case $prev in
+		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+		--symbol-path) COMPREPLY=(); return ;;
+		esac
+		opts="--output -o --symbol-path --quiet -q --help" ;;
 	help) COMPREPLY=($(compgen -W "$cmds" -- "$cur")); return ;;
 	esac
 	if [[ $cur == -* ]]; then

@@ -43,6 +43,8 @@ static struct {
 	struct chunk c[MAX_CHUNKS]; /* sorted by address within a region */
 	int n;
 	unsigned ooms;
+	size_t memory_limit; /* TF: the logical device's memory_limit (0: none) */
+	int caught;	     /* the program catches its OOM errors */
 } B;
 
 static void insert_chunk(int at, struct chunk c)
@@ -124,6 +126,44 @@ static int find_chunk(size_t rounded)
 	return best;
 }
 
+/* The largest free chunk (BFC's LargestFreeBlock, JAX's
+ * largest_free_block_bytes). */
+static size_t largest_free(void)
+{
+	size_t m = 0;
+	for (int i = 0; i < B.n; i++)
+		if (!B.c[i].used && B.c[i].size > m)
+			m = B.c[i].size;
+	return m;
+}
+
+/* What the helper records (EMU_HELPER) when the error reaches the top:
+ * JAX's JaxRuntimeError with XLA's text and Device.memory_stats(); TF's
+ * ResourceExhaustedError with OpKernelContext's text, get_memory_info()'s
+ * current and the logical device's memory_limit (framework-view.md §3, §4). */
+static void helper_oom(size_t size)
+{
+	char msg[400];
+	if (B.tf) {
+		static const char *const names[] = {"current", "peak", "memory_limit"};
+		const uint64_t v[] = {B.in_use, B.in_use, B.memory_limit};
+		snprintf(msg, sizeof msg,
+			 "OOM when allocating tensor with shape[%zu] and type float on "
+			 "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+			 size / 4);
+		emu_fwoom(1, "tensorflow",
+			  "tensorflow.python.framework.errors_impl.ResourceExhaustedError", names,
+			  v, B.memory_limit ? 3 : 2, msg);
+		return;
+	}
+	static const char *const names[] = {"bytes_in_use", "bytes_limit", "pool_bytes",
+					    "largest_free_block_bytes"};
+	const uint64_t v[] = {B.in_use, B.limit, B.pool_bytes, largest_free()};
+	snprintf(msg, sizeof msg,
+		 "RESOURCE_EXHAUSTED: Out of memory while trying to allocate %zu bytes.", size);
+	emu_fwoom(1, "jax", "jax.errors.JaxRuntimeError", names, v, 4, msg);
+}
+
 /* AllocateRaw: §2.4's order, then the retry window, then the error. */
 static uintptr_t bfc_alloc(size_t size)
 {
@@ -153,9 +193,11 @@ static uintptr_t bfc_alloc(size_t size)
 		emu_sleep_ms(50); /* AllocateRawInternalWithRetry: nothing frees */
 	}
 	printf("EMU Allocator (GPU_0_bfc) ran out of memory trying to allocate %zu (rounded to "
-	       "%zu); in use %zu of a pool of %zu, limit %zu\n",
-	       size, rounded, B.in_use, B.pool_bytes, B.limit);
+	       "%zu); in use %zu of a pool of %zu, limit %zu, largest free chunk %zu\n",
+	       size, rounded, B.in_use, B.pool_bytes, B.limit, largest_free());
 	B.ooms++;
+	if (!B.caught)
+		helper_oom(size);
 	return 0;
 }
 
@@ -244,8 +286,11 @@ static int train(int steps, size_t leak, size_t scale)
 		uintptr_t buf[NBUF] = {0};
 		for (size_t i = 0; i < NBUF; i++) {
 			emu_launch(i % 2 ? &k_gemm : &k_fusion);
-			if (!(buf[i] = bfc_alloc(step_buffers[i] * (s == steps - 1 ? scale : 1))))
+			if (!(buf[i] = bfc_alloc(step_buffers[i] * (s == steps - 1 ? scale : 1)))) {
+				for (size_t k = 0; k < i; k++) /* the error unwinds the step */
+					bfc_free(buf[k]);
 				return 1;
+			}
 		}
 		if (leak && !bfc_alloc(leak))
 			return 1;
@@ -309,6 +354,30 @@ static int jax_oom(void)
  * live buffers after 15 of 16 are dropped; a 300 MiB request fits no free
  * chunk, and Extend's cuMemAlloc_v2 fails down the 0.9x backpedal (JAX: no
  * garbage collection). 490 MiB sit free inside the regions. */
+/* TF with tf.config.set_logical_device_configuration(gpu,
+ * [LogicalDeviceConfiguration(memory_limit=1024)]): the BFC limit is 1 GiB
+ * [that memory_limit becomes BFC's Limit is unverified, framework-view.md
+ * §4; TF's GPU guide documents it as the cap]; steps of 60 MiB buffers
+ * then one 50x larger: over the limit, on a device with room. */
+static int tf_oom_limit(void)
+{
+	setup(1);
+	B.memory_limit = B.limit = GiB;
+	B.curr = B.growth ? 2 * MiB : B.limit / ROUND * ROUND;
+	return finish(train(20, 0, 50));
+}
+
+/* The last step 50x larger, the OOM caught by the program (a smaller batch
+ * then): JAX preallocated, the error never reaches the top. */
+static int jax_oom_caught(void)
+{
+	setup(0);
+	B.caught = 1;
+	int rc = train(20, 0, 50);
+	printf("EMU the program caught the OOM (rc %d) and went on with the small batch\n", rc);
+	return finish(train(20, 0, 1));
+}
+
 static int jax_oom_fragmented(void)
 {
 	setup(0);
@@ -332,6 +401,8 @@ int main(int argc, char **argv)
 	    {"jax-leak", jax_leak, "150 steps keeping 4 MiB each"},
 	    {"jax-oom", jax_oom, "a last step 50x larger than the others"},
 	    {"jax-oom-fragmented", jax_oom_fragmented, "regions mostly free, a request fits none"},
+	    {"tf-oom-limit", tf_oom_limit, "memory_limit of 1 GiB, a step over it"},
+	    {"jax-oom-caught", jax_oom_caught, "the 50x step's OOM caught, smaller steps then"},
 	};
 	return emu_main(argc, argv, s, sizeof s / sizeof *s);
 }

@@ -72,6 +72,26 @@ static int try_malloc(size_t size, void **p)
 	return -1;
 }
 
+/* What the helper records (EMU_HELPER) when the error reaches the top:
+ * OutOfMemoryError's text (framework-view.md §5) and the pool's figures. */
+static void helper_oom(size_t size)
+{
+	static const char *const names[] = {"used_bytes", "total_bytes", "limit"};
+	const uint64_t v[] = {P.used, P.total, P.limit};
+	char n[32], m[32], l[32], msg[300];
+	if (P.limit)
+		snprintf(msg, sizeof msg,
+			 "Out of memory allocating %s bytes (allocated so far: %s bytes, limit set "
+			 "to: %s bytes).",
+			 emu_commas(n, sizeof n, size), emu_commas(m, sizeof m, P.total),
+			 emu_commas(l, sizeof l, P.limit));
+	else
+		snprintf(msg, sizeof msg,
+			 "Out of memory allocating %s bytes (allocated so far: %s bytes).",
+			 emu_commas(n, sizeof n, size), emu_commas(m, sizeof m, P.total));
+	emu_fwoom(1, "cupy", "cupy.cuda.memory.OutOfMemoryError", names, v, 3, msg);
+}
+
 static uintptr_t pool_malloc(size_t size)
 {
 	size = emu_round_up(size ? size : 1, UNIT);
@@ -87,6 +107,7 @@ static uintptr_t pool_malloc(size_t size)
 			       "(allocated so far: %zu bytes%s)\n",
 			       size, P.total, P.limit ? ", limit set" : "");
 			P.ooms++;
+			helper_oom(size);
 			return 0;
 		}
 		P.total += size;
@@ -187,6 +208,32 @@ static int oom(void)
 /* §3 (c) recovered: 20 cached chunks of 40 and 45 MB from a wider pass, freed; a
  * 600 MB array fits none; cudaMalloc fails on a 1 GiB device,
  * free_all_blocks gives them back and the retry succeeds. */
+/* §3 (d): the device filled with 100 MiB arrays; each in turn dropped and
+ * a 60 MiB array made, which best fit puts into that chunk (the 40 MiB left
+ * of each fits no other 60 MiB one): every allocation split, 40 MiB free in
+ * each. 150 MiB then fits no chunk, the device has less than 100 MiB left,
+ * and free_all_blocks frees nothing: OutOfMemoryError with the pool's free
+ * space, all in split chunks, far above the request. */
+static int oom_fragmented(void)
+{
+	setup();
+	size_t free_b, total;
+	cudaMemGetInfo(&free_b, &total);
+	int n = (int)(free_b / (100 * MiB));
+	static uintptr_t big[64], small[64];
+	n = n > 64 ? 64 : n;
+	for (int i = 0; i < n; i++)
+		big[i] = pool_malloc(100 * MiB);
+	for (int i = 0; i < n; i++) {
+		pool_free(big[i]);
+		small[i] = pool_malloc(60 * MiB);
+	}
+	int rc = pool_malloc(150 * MiB) ? 0 : 1;
+	printf("EMU %d arrays of 60 MiB in %d split 100 MiB allocations\n", n, n);
+	(void)small;
+	return finish(rc);
+}
+
 static int oom_recovered(void)
 {
 	static uintptr_t t[10];
@@ -212,6 +259,8 @@ int main(int argc, char **argv)
 	    {"leak", leak, "keeps a 3 MB array per iteration"},
 	    {"oom", oom, "a last iteration 50x larger (CUPY_GPU_MEMORY_LIMIT: no failing call)"},
 	    {"oom-recovered", oom_recovered, "free_all_blocks and the retry succeed"},
+	    {"oom-fragmented", oom_fragmented,
+	     "split chunks hold the free space, a request fits none"},
 	};
 	return emu_main(argc, argv, s, sizeof s / sizeof *s);
 }

@@ -135,6 +135,55 @@ static inline void emu_launch(struct emu_kernel *k)
 	cuLaunchKernel(k->fn, 1, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL);
 }
 
+/* ---- the helper of `run --framework-counters` (EMU_HELPER=1) ----
+ * What python/gpumemtrace/_counters/sitecustomize.py records when the
+ * framework raises an out-of-memory error: a FWOOM record through the
+ * library's gpumemtrace_framework_oom_v1 (include/gpumemtrace/format.h),
+ * with the figures the helper reads then under the names it uses
+ * (analysis/fwoom.c) and the framework's own message, in the form its
+ * source writes it (/work/shared/notes/framework-view.md). Nothing without
+ * EMU_HELPER, as a run without --framework-counters. */
+static inline void emu_fwoom(unsigned how, const char *source, const char *type,
+			     const char *const *names, const uint64_t *values, size_t n,
+			     const char *message)
+{
+	typedef void (*fwoom_fn)(unsigned, const char *, const char *, int64_t, size_t,
+				 const char *const *, const uint64_t *, const char *);
+	if (!emu_env_on("EMU_HELPER"))
+		return;
+	fwoom_fn fn = (fwoom_fn)dlsym(RTLD_DEFAULT, "gpumemtrace_framework_oom_v1");
+	if (fn)
+		fn(how, source, type, 0, n, names, values, message);
+}
+
+/* c10's format_size: "N bytes" up to 1 KiB, else x.xx KiB, MiB, GiB. */
+static inline const char *emu_format_size(char *buf, size_t len, size_t n)
+{
+	if (n <= 1024)
+		snprintf(buf, len, "%zu bytes", n);
+	else if (n <= MiB)
+		snprintf(buf, len, "%.2f KiB", n / 1024.0);
+	else if (n <= GiB)
+		snprintf(buf, len, "%.2f MiB", n / (double)MiB);
+	else
+		snprintf(buf, len, "%.2f GiB", n / (double)GiB);
+	return buf;
+}
+
+/* Python's "{:,}": 1,073,741,824. */
+static inline const char *emu_commas(char *buf, size_t len, size_t n)
+{
+	char d[32];
+	int k = snprintf(d, sizeof d, "%zu", n), o = 0;
+	for (int i = 0; i < k && o + 2 < (int)len; i++) {
+		if (i && (k - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = d[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 /* ---- scenarios ---- */
 struct emu_scenario {
 	const char *name;

@@ -102,6 +102,43 @@ static void release_cached_blocks(struct torch_alloc *a)
 	}
 }
 
+/* What the helper records (EMU_HELPER): the observer's record, called with
+ * (device, alloc_size, the fraction's bytes or the total, free), with
+ * memory_stats() then; the error's when it reaches the top, with
+ * DeviceCachingAllocator::malloc's message (framework-view.md §2.2, §2.3). */
+static void helper_oom(struct torch_alloc *a, size_t alloc_size, size_t free_b, size_t total)
+{
+	static const char *const names[] = {"alloc_size",
+					    "limit_or_total",
+					    "device_free",
+					    "reserved_bytes.all.current",
+					    "allocated_bytes.all.current",
+					    "num_ooms",
+					    "num_alloc_retries"};
+	const uint64_t v[] = {
+	    alloc_size, a->limit ? a->limit : total, free_b, a->reserved, a->allocated,
+	    a->ooms,	a->retries + a->ooms};
+	emu_fwoom(0, "torch", "", names, v, 7, "");
+	char f[5][32], allowed[64] = "", msg[900];
+	if (a->limit)
+		snprintf(allowed, sizeof allowed, "%s allowed; ",
+			 emu_format_size(f[4], sizeof f[4], a->limit));
+	snprintf(msg, sizeof msg,
+		 "CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of "
+		 "which %s is free. %sOf the allocated memory %s is allocated by PyTorch, and %s "
+		 "is reserved by PyTorch but unallocated. If reserved but unallocated memory is "
+		 "large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+		 "fragmentation.  See documentation for Memory Management  "
+		 "(https://docs.pytorch.org/docs/stable/notes/"
+		 "cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)",
+		 emu_format_size(f[0], sizeof f[0], alloc_size),
+		 emu_format_size(f[1], sizeof f[1], total),
+		 emu_format_size(f[2], sizeof f[2], free_b), allowed,
+		 emu_format_size(f[3], sizeof f[3], a->allocated),
+		 emu_format_size(f[4], sizeof f[4], a->reserved - a->allocated));
+	emu_fwoom(1, "torch", "torch.OutOfMemoryError", NULL, NULL, 0, msg);
+}
+
 /* §1.4: the OOM sequence. A failed cudaMalloc, cudaGetLastError (clears the
  * sticky error), the cudaFree burst, the retry; on a second failure
  * cudaGetLastError and cudaMemGetInfo for the message, then the raise. */
@@ -123,6 +160,7 @@ static struct block *native_segment(struct torch_alloc *a, enum pool pool, size_
 			       "(reserved %zu, allocated %zu, limit %zu)\n",
 			       alloc_size / (double)MiB, a->reserved, a->allocated, a->limit);
 			a->ooms++;
+			helper_oom(a, alloc_size, free_b, total);
 			return NULL;
 		}
 		a->retries++;

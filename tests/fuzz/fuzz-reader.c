@@ -29,6 +29,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (trace_fd < 0)
 		abort();
 	snprintf(trace_path, sizeof trace_path, "/proc/self/fd/%d", trace_fd);
+	xalloc_on_failure(diag_out_of_memory); /* as the CLI's main */
 	/* The reports themselves are not under test: keep them off the log. */
 	if (!freopen("/dev/null", "w", stdout))
 		abort();

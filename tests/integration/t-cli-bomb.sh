@@ -33,7 +33,7 @@ for cmd in "${cli_commands[@]}"; do
 		fail "$cmd: $(cat err)"
 	# nothing of the bomb's events was read (what is written is the head)
 	out_size=$(stat -c %s out)
-	for f in p.svg f.svg p.pb.gz; do
+	for f in p.svg f.svg p.pb.gz named.gmt; do
 		[ -f $f ] && out_size=$((out_size + $(stat -c %s $f))) && rm -f $f
 	done
 	[ "$out_size" -lt 100000 ] || fail "$cmd wrote $out_size bytes"

@@ -155,11 +155,26 @@ static uint64_t write_trace(const char *path, int compress, uint64_t ip)
 	p = gmt_put_varint(p, 1 << 20);
 	gmt_writer_ring_record(
 	    &w, &r, ring_rec(GMT_RING_COUNTERS, (uint16_t)(p - cb), cb, (size_t)(p - cb)));
+	uint8_t fb[64], *q = fb; /* a FWOOM body: as gmt_record_fwoom encodes it */
+	q = gmt_put_varint(q, t0 + 55);
+	q = gmt_put_varint(q, GMT_FWOOM_EXCEPTHOOK);
+	q = gmt_put_varint(q, 3);
+	memcpy(q, "jax", 3);
+	q += 3;
+	q = gmt_put_varint(q, 0); /* no type */
+	q = gmt_put_varint(q, gmt_zigzag(-1));
+	q = gmt_put_varint(q, 0); /* no figures */
+	q = gmt_put_varint(q, 18);
+	memcpy(q, "RESOURCE_EXHAUSTED", 18);
+	q += 18;
+	gmt_writer_ring_record(&w, &r,
+			       ring_rec(GMT_RING_FWOOM, (uint16_t)(q - fb), fb, (size_t)(q - fb)));
 	gmt_writer_end_batch(&w);
 	gmt_writer_lost(&w, 42, 3, t0 + 60);
 	gmt_writer_note(&w, 1, "a note");
 	gmt_writer_devices(&w);
 	CHECK(gmt_writer_symbols(&w) > 0, "the program's own frames named");
+	gmt_writer_exit(&w, t0 + 65, GMT_EXIT_EXIT, 3);
 	gmt_writer_trailer(&w, GMT_END_EXIT, t0 + 70);
 	CHECK(gmt_writer_flush(&w) == 0, "flush");
 	uint64_t nodes = w.stacks.n;
@@ -266,6 +281,18 @@ static void read_back(const char *path, int compressed, uint64_t ip, uint64_t no
 				  rec.u.counters.v[0].value == 1 << 20,
 			      "counters");
 			break;
+		case GMT_REC_FWOOM:
+			CHECK(rec.u.fwoom.tid == 42 && streq(rec.u.fwoom.source, "jax") &&
+				  rec.u.fwoom.how == GMT_FWOOM_EXCEPTHOOK &&
+				  rec.u.fwoom.ordinal == -1 && rec.u.fwoom.count == 0 &&
+				  streq(rec.u.fwoom.message, "RESOURCE_EXHAUSTED"),
+			      "fwoom");
+			break;
+		case GMT_REC_EXIT:
+			CHECK(rec.u.exit.how == GMT_EXIT_EXIT && rec.u.exit.status == 3 &&
+				  rec.u.exit.time_ns == 1000065,
+			      "exit");
+			break;
 		case GMT_REC_LOST:
 			CHECK(rec.u.lost.tid == 42 && rec.u.lost.count == 3, "lost");
 			break;
@@ -284,7 +311,8 @@ static void read_back(const char *path, int compressed, uint64_t ip, uint64_t no
 	static const int tags[] = {
 	    GMT_TAG_PROCESS, GMT_TAG_MODULE, GMT_TAG_DEVICE, GMT_TAG_STACK,   GMT_TAG_THREAD,
 	    GMT_TAG_EVENTS,  GMT_TAG_LOST,   GMT_TAG_SYMBOL, GMT_TAG_NOTE,    GMT_TAG_TRAILER,
-	    GMT_TAG_MEMINFO, GMT_TAG_SAMPLE, GMT_TAG_RANGE,  GMT_TAG_PYFRAME, GMT_TAG_COUNTERS};
+	    GMT_TAG_MEMINFO, GMT_TAG_SAMPLE, GMT_TAG_RANGE,  GMT_TAG_PYFRAME, GMT_TAG_COUNTERS,
+	    GMT_TAG_FWOOM,   GMT_TAG_EXIT};
 	for (size_t i = 0; i < sizeof tags / sizeof *tags; i++)
 		CHECK(seen & (1u << tags[i]), "%s: a %s record read back", path,
 		      gmt_rec_type_name(tags[i]));

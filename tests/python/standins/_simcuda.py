@@ -6,6 +6,7 @@ import ctypes
 _rt = ctypes.CDLL("libcudart.so.13")
 _rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
 _rt.cudaFree.argtypes = [ctypes.c_void_p]
+_rt.cudaMemGetInfo.argtypes = [ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]
 
 
 def mem_info():
@@ -38,6 +39,10 @@ class Cache:
 
     def reserved(self):
         return sum(s[1] for s in self.segs)
+
+    def free_room(self):
+        """The most one segment still has free."""
+        return max([s[1] - s[2] for s in self.segs] or [0])
 
     def inactive_split(self):
         return sum(s[1] - s[2] for s in self.segs if s[2])

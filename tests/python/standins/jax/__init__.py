@@ -12,9 +12,13 @@ the counters helper (python/gpumemtrace/_counters/sitecustomize.py) calls.
   https://jax.readthedocs.io/en/latest/_autosummary/jax.Device.html
   (xla/pjrt/pjrt_client.h, PjRtDevice::GetAllocatorStats;
   tsl/framework/allocator.h, AllocatorStats)
+- jax.errors.JaxRuntimeError (module jax.errors): a full pool
+  raises it with error_code 8 and "RESOURCE_EXHAUSTED: Out of memory while
+  trying to allocate N bytes." (framework-view.md §3.1, §3.2).
 Here the pool is 64 MiB (the sim's device is small). Test-only:
 jax.zeros(nbytes) places an array in the pool.
 """
+from jax import errors  # noqa: F401
 from jax._src import xla_bridge
 
 

@@ -4,24 +4,57 @@ import os
 import _simcuda
 
 from . import _C, _caching
+from ._C import OutOfMemoryError  # noqa: F401
 
 _cache = None
 
 
-class OutOfMemoryError(RuntimeError):
-    pass
+def set_per_process_memory_fraction(fraction, device=None):
+    """The allocator refuses a new segment over fraction x the total, with
+    no driver call (framework-view.md §2.5)."""
+    init()
+    _, total = _simcuda.mem_info()
+    _cache.allowed = int(fraction * total)
+
+
+def _format_size(n):
+    """c10's format_size: bytes up to 1 KiB, else two decimals of KiB, MiB,
+    GiB (framework-view.md §2.2)."""
+    if n <= 1024:
+        return "%d bytes" % n
+    if n <= 1 << 20:
+        return "%.2f KiB" % (n / 1024.0)
+    if n <= 1 << 30:
+        return "%.2f MiB" % (n / 1048576.0)
+    return "%.2f GiB" % (n / 1073741824.0)
+
+
+def _message(n, free, total, allowed):
+    """DeviceCachingAllocator::malloc's message (framework-view.md §2.2)."""
+    c = _cache
+    return ("CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of "
+            "which %s is free. Including non-PyTorch memory, this process has %s memory in "
+            "use. %sOf the allocated memory %s is allocated by PyTorch, and %s is reserved by "
+            "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+            "documentation for Memory Management  (https://docs.pytorch.org/docs/stable/notes/"
+            "cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"
+            % (_format_size(n), _format_size(total), _format_size(free),
+               _format_size(c.reserved()), "%s allowed; " % _format_size(allowed)
+               if allowed is not None else "", _format_size(c.allocated),
+               _format_size(c.reserved() - c.allocated)))
 
 
 _queued = []
 
 
-def _lazy_call(fn, **kwargs):  # pylint: disable=unused-argument
-    """Runs fn now if CUDA is initialized, else when it is (torch/cuda/
-    __init__.py)."""
+def _lazy_call(callable, **kwargs):  # pylint: disable=unused-argument,redefined-builtin
+    """Runs callable now if CUDA is initialized, else when it is (torch/cuda/
+    __init__.py; the real parameter's name)."""
     if is_initialized():
-        fn()
+        callable()
     else:
-        _queued.append(fn)
+        _queued.append(callable)
 
 
 _initialized = False
@@ -87,12 +120,13 @@ def empty(nbytes, stream=0):
     """A tensor of nbytes on the device: its address (raises OutOfMemoryError)."""
     init()
     addr = _cache.malloc(nbytes, stream)
-    if addr is None:
+    if addr is None:  # the observers (device, alloc, the fraction's bytes or the total, free)
         alloc, free = _cache.last_oom
         _, total = _simcuda.mem_info()
+        allowed = _cache.allowed
         for fn in _C._oom_observers:  # pylint: disable=protected-access
-            fn(0, alloc, total, free)
-        raise OutOfMemoryError("CUDA out of memory. Tried to allocate %d bytes" % alloc)
+            fn(0, alloc, allowed if allowed is not None else total, free)
+        raise OutOfMemoryError(_message(alloc, free, total, allowed))
     return addr
 
 

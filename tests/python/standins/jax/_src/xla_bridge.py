@@ -15,8 +15,11 @@ class Device:
         self.in_use = self.peak = self.num_allocs = self.largest = 0
 
     def place(self, nbytes):
-        if self.in_use + nbytes > POOL:
-            raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory")
+        if self.in_use + nbytes > POOL:  # XLA's MemoryAllocationError (§3.2)
+            from jax.errors import JaxRuntimeError
+
+            raise JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+                                  "%d bytes." % nbytes, 8, "RESOURCE_EXHAUSTED")
         self.in_use += nbytes
         self.num_allocs += 1
         self.largest = max(self.largest, nbytes)

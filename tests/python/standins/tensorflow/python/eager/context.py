@@ -14,6 +14,11 @@ class Context:
         return self
 
     def alloc(self, nbytes):
+        from tensorflow import config
+
+        limit = config.limit_bytes()
+        if limit is not None and self.cache.allocated + nbytes > limit:
+            return None  # BFC's memory_limit: no driver call
         return self.cache.alloc(nbytes)
 
 

@@ -1,9 +1,11 @@
 /* The one-line messages and exit codes every command shares (docs/cli.md),
- * and a trace's open and end of read said as those lines. */
-#ifndef GMT_READER_DIAG_H
-#define GMT_READER_DIAG_H
+ * and the reader's outcomes (reader/outcome.h) mapped to them: the reader
+ * says what happened, the reports and the CLI say it as "gpumemtrace CMD:
+ * ..." and exit with the code. */
+#ifndef GMT_ANALYSIS_DIAG_H
+#define GMT_ANALYSIS_DIAG_H
 
-#include "reader/reader.h"
+#include "reader/outcome.h"
 
 /* Exit codes (docs/cli.md). */
 enum {
@@ -19,6 +21,11 @@ void say_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
 /* A usage error: the message plus " (see gpumemtrace CMD --help)"; returns EXIT_USAGE. */
 int say_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The exit code of a reader line's kind: 0 (a warning), EXIT_INPUT, EXIT_TRACE. */
+int diag_exit_code(enum gmt_read_kind kind);
+/* Prints a reader line as "gpumemtrace CMD: [warning: ]text"; its exit code. */
+int say_read_line(const char *cmd, const struct gmt_read_line *l);
+
 /* Opens a trace for command `cmd`; on failure prints the one error line and
  * stores the exit code in *rc. */
 struct gmt_reader *reader_open_cmd(const char *cmd, const char *path, int *rc);
@@ -27,7 +34,7 @@ struct gmt_reader *reader_open_cmd(const char *cmd, const char *path, int *rc);
  * error (corruption, read error, chunks missing or repeated) line about how the read ended, and
  * returns the exit code: 0, EXIT_INPUT or EXIT_TRACE. */
 int reader_finish_cmd(const char *cmd, const char *path, const struct gmt_read_info *info);
-/* Why a trace is damaged (info->damage), one phrase, into buf. */
-const char *reader_damage_text(const struct gmt_read_info *in, char *buf, size_t size);
+/* Out of memory on the reading side (xalloc): the one line, exit EXIT_INPUT. */
+_Noreturn void diag_out_of_memory(void);
 
 #endif

@@ -1,0 +1,46 @@
+/* leaks' pass (leaks.h). */
+#include "analysis/explain.h"
+#include "analysis/leaks.h"
+
+bool leaks_counted(int bucket)
+{
+	return bucket >= 0 && bucket < BK_COUNT && bucket != BK_VA && bucket != BK_POOL;
+}
+
+int leaks_add_trace(struct trace_rows *rows, struct leak_trace *lt)
+{
+	struct replay rp;
+	replay_init(&rp);
+	int rc = trace_replay(&lt->t, &rp, NULL, NULL);
+	if (rc < 0) {
+		GMT_EACH_SPACE(sp)
+		{
+			struct rp_live *l, *tmp;
+			RP_EACH(&rp, sp, l, tmp)
+			{
+				if (!leaks_counted(l->bucket))
+					continue;
+				struct trace_row *r =
+				    trace_rows_get(rows, &lt->t, -1, l->stack_id, l->api);
+				trace_row_add(r, &lt->t, l->stack_id, TM_END, l->size);
+				r->end_allocs++;
+				r->bucket_end[l->bucket] += l->size;
+				uint64_t rel = (uint64_t)trace_rel(&lt->t, l->time_ns);
+				if (rel < r->first_ns)
+					r->first_ns = rel;
+				if (rel > r->last_ns)
+					r->last_ns = rel;
+				lt->bytes += l->size;
+				lt->allocs++;
+				lt->bucket[l->bucket] += l->size;
+			}
+		}
+	}
+	trace_rows_fold(rows);
+	replay_free(&rp);
+	struct ex_recog rec;
+	if (rc < 0 && lt->bytes && explain_allocator(&lt->t, false, 0, &rec) < 0 &&
+	    explain_held_by(&rec, lt->held_by, sizeof(lt->held_by)) == NULL)
+		lt->held_by[0] = '\0';
+	return rc;
+}

@@ -1,0 +1,171 @@
+/* top's passes (top.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/top.h"
+
+/* The row an event's allocation counts in. */
+static struct trace_row *event_row(struct top *tp, const struct gmt_event *e)
+{
+	if (tp->rows.by != GROUP_RANGE)
+		return trace_rows_get(&tp->rows, &tp->cur->t, e->device, e->stack_id, e->api);
+	struct phase *ph = phase_of(&tp->phases, e->tid);
+	const struct api_info *a = api_lookup(e->api);
+	if (a && !gmt_failed(e->result, e->flags))
+		phase_remember(&tp->phases, a->space, e->ptr, ph);
+	return trace_rows_get_key(&tp->rows, e->device, ph->name, e->stack_id, e->api);
+}
+
+static void range_pass(struct top *tp, const struct gmt_event *e)
+{
+	const struct api_info *a = api_lookup(e->api);
+	phase_advance(&tp->phases, e->time_ns, 0);
+	if (a && a->op == GMT_OP_ALLOC && trace_alloc_bucket(e) == BK_DEVICE)
+		event_row(tp, e);
+}
+
+static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
+{
+	struct top *tp = ctx;
+	const struct api_info *a = api_lookup(e->api);
+	if (tp->rows.by == GROUP_RANGE)
+		phase_advance(&tp->phases, e->time_ns, 0);
+	if (!a || a->op != GMT_OP_ALLOC)
+		return;
+	bool failed = gmt_failed(e->result, e->flags);
+	if (failed) {
+		if (gmt_device_memory(a->kind, e->aux))
+			event_row(tp, e)->failed++;
+		return;
+	}
+	if (trace_alloc_bucket(e) != BK_DEVICE)
+		return;
+	struct trace_row *r = event_row(tp, e);
+	trace_row_add(r, &tp->cur->t, e->stack_id, TM_TOTAL, e->size);
+	trace_row_add(r, &tp->cur->t, e->stack_id, TM_CALLS, 1);
+}
+
+static void charge_live(struct top *tp, struct replay *rp, int64_t device, int metric)
+{
+	GMT_EACH_SPACE(sp)
+	{
+		struct rp_live *l, *lt;
+		RP_EACH(rp, sp, l, lt)
+		{
+			if (l->bucket != BK_DEVICE || (device != INT64_MIN && l->device != device))
+				continue;
+			struct trace_row *r =
+			    tp->rows.by == GROUP_RANGE
+				? trace_rows_get_key(
+				      &tp->rows, l->device,
+				      phase_recall(&tp->phases, l->space, l->key)->name,
+				      l->stack_id, l->api)
+				: trace_rows_get(&tp->rows, &tp->cur->t, l->device, l->stack_id,
+						 l->api);
+			trace_row_add(r, &tp->cur->t, l->stack_id, metric, l->size);
+			if (metric == TM_PEAK)
+				r->peak_allocs++;
+			else
+				r->end_allocs++;
+		}
+	}
+}
+
+static void on_event2(void *ctx, const struct gmt_event *e, struct replay *rp)
+{
+	struct top *tp = ctx;
+	struct top_trace *tt = tp->cur;
+	if (tp->rows.by == GROUP_RANGE)
+		range_pass(tp, e);
+	while (tt->next < tt->ntargets && tt->targets[tt->next]->lv.peak_seq == rp->seq)
+		charge_live(tp, rp, tt->targets[tt->next++]->ordinal, TM_PEAK);
+}
+
+static int target_cmp(const void *a, const void *b)
+{
+	const struct rp_dev *x = *(struct rp_dev *const *)a, *y = *(struct rp_dev *const *)b;
+	return x->lv.peak_seq < y->lv.peak_seq ? -1 : x->lv.peak_seq > y->lv.peak_seq;
+}
+
+static int devpeak_cmp(const void *a, const void *b)
+{
+	const struct rp_dev *x = a, *y = b;
+	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
+}
+
+int top_add_trace(struct top *tp, struct top_trace *tt)
+{
+	struct replay rp;
+	tp->cur = tt;
+	replay_init(&rp);
+	phase_init(&tp->phases, &tt->t);
+	int rc = trace_replay(&tt->t, &rp, on_event1, tp);
+	if (rc >= 0) {
+		replay_free(&rp);
+		phase_free(&tp->phases);
+		return rc;
+	}
+	charge_live(tp, &rp, INT64_MIN, TM_END);
+	phase_free(&tp->phases);
+	tt->ndevs = rp.ndevs;
+	tt->devs = xrealloc(NULL, rp.ndevs * sizeof(*tt->devs));
+	tt->targets = xrealloc(NULL, rp.ndevs * sizeof(*tt->targets));
+	for (size_t i = 0; i < rp.ndevs; i++) {
+		tt->devs[i] = rp.devs[i];
+		if (rp.devs[i].lv.peak > tt->peak)
+			tt->peak = rp.devs[i].lv.peak;
+	}
+	if (tt->ndevs)
+		qsort(tt->devs, tt->ndevs, sizeof(*tt->devs), devpeak_cmp);
+	for (size_t i = 0; i < tt->ndevs; i++)
+		if (tt->devs[i].lv.peak_seq)
+			tt->targets[tt->ntargets++] = &tt->devs[i];
+	replay_free(&rp);
+	if (tt->ntargets) {
+		qsort(tt->targets, tt->ntargets, sizeof(*tt->targets), target_cmp);
+		replay_init(&rp);
+		phase_init(&tp->phases, &tt->t);
+		rc = trace_replay(&tt->t, &rp, on_event2, tp);
+		replay_free(&rp);
+		phase_free(&tp->phases);
+	}
+	trace_rows_fold(&tp->rows);
+	return rc;
+}
+
+void top_trace_free(struct top_trace *tt)
+{
+	free(tt->devs);
+	free(tt->targets);
+	tt->devs = NULL;
+	tt->targets = NULL;
+}
+
+struct top_dev *top_devices(const struct top_trace *ts, int n, size_t *ndev)
+{
+	size_t cap = 0, nd = 0;
+	for (int i = 0; i < n; i++)
+		cap += ts[i].ndevs;
+	struct top_dev *d = xrealloc(NULL, cap * sizeof(*d));
+	for (int i = 0; i < n; i++)
+		for (size_t k = 0; k < ts[i].ndevs; k++) {
+			const struct rp_dev *p = &ts[i].devs[k];
+			size_t j = 0;
+			while (j < nd && d[j].ordinal != p->ordinal)
+				j++;
+			if (j == nd)
+				d[nd++] = (struct top_dev){p->ordinal, 0, 0, 0};
+			d[j].peak += p->lv.peak;
+			d[j].peak_time =
+			    p->lv.peak_seq ? trace_rel(&ts[i].t, p->lv.peak_time_ns) : 0;
+			d[j].ntraces++;
+		}
+	for (size_t i = 1; i < nd; i++)
+		for (size_t j = i; j > 0 && d[j - 1].ordinal > d[j].ordinal; j--) {
+			struct top_dev x = d[j];
+			d[j] = d[j - 1];
+			d[j - 1] = x;
+		}
+	*ndev = nd;
+	return d;
+}

@@ -1,0 +1,50 @@
+/* top's model: allocation sites (or functions, libraries, APIs, phases)
+ * with the bytes each held at its device's peak, at the end, in total, and
+ * its calls. Per trace two passes: the first replays the live set to find
+ * each device's peak and counts what every row allocated; the second
+ * replays up to each peak and charges what is live there to its row.
+ * Several traces (one per process) add up per device ordinal and row.
+ * cli/cmd-top.c prints it. */
+#ifndef GMT_ANALYSIS_TOP_H
+#define GMT_ANALYSIS_TOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/phase.h"
+#include "analysis/trace.h"
+
+struct top_trace {
+	struct trace t;
+	struct rp_dev *devs;
+	size_t ndevs;
+	uint64_t peak; /* the highest device peak */
+	/* pass 2 */
+	struct rp_dev **targets;
+	size_t ntargets, next;
+};
+
+struct top {
+	struct trace_rows rows;
+	struct top_trace *cur;
+	struct phase_tracker phases; /* --by range: this pass's */
+};
+
+/* Both passes over one opened trace (tp->rows initialised: trace_rows_init),
+ * its rows added to tp->rows: -1, or the exit code after the error line. */
+int top_add_trace(struct top *tp, struct top_trace *tt);
+/* What top_add_trace kept of a trace (tt->t stays open). */
+void top_trace_free(struct top_trace *tt);
+
+struct top_dev {
+	int64_t ordinal;
+	uint64_t peak; /* summed over the traces */
+	int64_t peak_time;
+	size_t ntraces;
+};
+
+/* The devices of n traces, by ordinal, each with its peaks summed (and,
+ * for one trace, when it peaked). malloc'd, *ndev of them. */
+struct top_dev *top_devices(const struct top_trace *ts, int n, size_t *ndev);
+
+#endif

@@ -1,0 +1,89 @@
+#!/bin/bash
+# Naming frames after the run (make bench-naming; docs/performance.md,
+# "Naming frames"). Programs from bench/naming-gen.py, traced without names
+# (GPUMEMTRACE_SYMBOLIZE=0, as a killed process leaves them):
+#   10k    10,000 distinct frames in one compile unit (flat 1000 10)
+#   100k   100,000 distinct frames in one compile unit (flat 1000 100)
+#   paths  1,022 functions, 10,000 distinct stacks 5 deep (paths 1022)
+#   tiny   4 events (flat 1 2): the fixed cost
+# For each: `gpumemtrace symbolize` on a copy (the naming itself: every
+# frame), then `summary` and `top` on the nameless trace and on the named
+# copy, ROUNDS times alternating, medians of wall and user CPU, each with
+# the ratio nameless/named (the target: <= 2; GNU time's 10 ms resolution
+# makes the tiny trace's CPU ratio meaningless). And the library's naming at exit
+# (GPUMEMTRACE_SYMBOLIZE=1 against 0) on tiny, for the per-process cost.
+# Knobs: ROUNDS (3). Results: printed, and bench/results/naming.txt.
+set -u
+BUILD=${BUILD:-$(pwd)/build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=${ROUNDS:-3}
+CLI=$BUILD/gpumemtrace
+LIB=$BUILD/libgpumemtrace.so
+W=$BUILD/bench/naming
+mkdir -p "$W" "$ROOT/bench/results"
+OUT=$ROOT/bench/results/naming.txt
+export LD_LIBRARY_PATH=$BUILD/sim
+command -v /usr/bin/time >/dev/null || { echo "bench-naming: needs GNU time (apt-get install time)"; exit 1; }
+
+build() { # name gen-args...
+	local name=$1
+	shift
+	if [ ! -x "$W/$name" ] || [ "$ROOT/bench/naming-gen.py" -nt "$W/$name" ]; then
+		echo "building $name ($*): a large compile unit, this takes a while" >&2
+		python3 "$ROOT/bench/naming-gen.py" "$@" >"$W/$name.c"
+		cc -std=gnu11 -O1 -g -I"$ROOT" -I"$ROOT/include" -I"$ROOT/tests/sim" "$W/$name.c" \
+			-o "$W/$name" -L"$BUILD/sim" -l:libcuda.so.1 || exit 1
+	fi
+}
+# "WALL USER" seconds of a command, its output dropped
+timed() { /usr/bin/time -f "%e %U" -o "$W/time" "$@" >/dev/null 2>&1; cat "$W/time"; }
+ratio() { echo "$1 $2" | awk '{ if ($2 > 0) printf "%.2f", $1 / $2; else print "-" }'; }
+median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2)}'; }
+
+build 10k flat 1000 10
+build 100k flat 1000 100
+build paths paths 1022
+build tiny flat 1 2
+{
+	echo "naming: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)," \
+		"commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null), ROUNDS=$ROUNDS"
+	printf "%-6s %8s %8s | %-7s %9s %9s %6s | %9s %9s %6s\n" trace frames name_s report \
+		nameless_s named_s ratio cpu_less cpu_named ratio
+} | tee "$OUT"
+for name in 10k 100k paths tiny; do
+	args=()
+	[ $name = paths ] && args=(10000 5)
+	rm -f "$W/$name.gmt"
+	GPUMEMTRACE_SYMBOLIZE=0 GPUMEMTRACE_OUTPUT="$W/$name.gmt" LD_PRELOAD=$LIB "$W/$name" "${args[@]}"
+	: >"$W/name.t"
+	for r in $(seq "$ROUNDS"); do
+		cp "$W/$name.gmt" "$W/$name.named.gmt"
+		timed "$CLI" symbolize "$W/$name.named.gmt" >>"$W/name.t"
+	done
+	frames=$("$CLI" dump "$W/$name.named.gmt" | grep -c ' SYMBOL ')
+	name_s=$(cut -d' ' -f1 "$W/name.t" | median)
+	for report in summary top; do
+		: >"$W/a.t"
+		: >"$W/b.t"
+		for r in $(seq "$ROUNDS"); do
+			timed "$CLI" $report "$W/$name.gmt" >>"$W/a.t"
+			timed "$CLI" $report "$W/$name.named.gmt" >>"$W/b.t"
+		done
+		a=$(cut -d' ' -f1 "$W/a.t" | median) b=$(cut -d' ' -f1 "$W/b.t" | median)
+		ac=$(cut -d' ' -f2 "$W/a.t" | median) bc=$(cut -d' ' -f2 "$W/b.t" | median)
+		printf "%-6s %8s %8s | %-7s %9s %9s %6s | %9s %9s %6s\n" $name "$frames" "$name_s" \
+			$report "$a" "$b" "$(ratio "$a" "$b")" "$ac" "$bc" "$(ratio "$ac" "$bc")" |
+			tee -a "$OUT"
+	done
+done
+# The library's naming at exit, per process (tiny: 4 events)
+: >"$W/on.t"
+: >"$W/off.t"
+for r in $(seq $((ROUNDS * 5))); do
+	GPUMEMTRACE_OUTPUT="$W/x.gmt" LD_PRELOAD=$LIB timed "$W/tiny" >>"$W/on.t"
+	rm -f "$W/x.gmt"
+	GPUMEMTRACE_SYMBOLIZE=0 GPUMEMTRACE_OUTPUT="$W/x.gmt" LD_PRELOAD=$LIB timed "$W/tiny" >>"$W/off.t"
+	rm -f "$W/x.gmt"
+done
+echo "tiny process, wall s: named at exit $(cut -d' ' -f1 "$W/on.t" | median)," \
+	"not named $(cut -d' ' -f1 "$W/off.t" | median) (median of $((ROUNDS * 5)))" | tee -a "$OUT"

@@ -1,0 +1,2 @@
+"""cupy.cuda stand-in (shapes: cupy/__init__.py)."""
+from cupy.cuda import memory, runtime  # noqa: F401
