@@ -26,6 +26,7 @@
 #include "cli/launch.h"
 #include "cli/options.h"
 #include "cli/watch.h"
+#include "analysis/report-base.h"
 
 #define CMD	       "watch"
 #define STALE_CHECK_MS 2000  /* no growth this long: is the writer still there? */
@@ -387,11 +388,6 @@ static void reap_child(struct watch *w)
 	w->child_status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
-static const char *stop_text(const struct gmt_read_info *in)
-{
-	return in->stop == GMT_STOP_IO ? "a read error" : "a corrupt chunk";
-}
-
 /* One refresh's reading: what the trace gained, and what became of it. */
 static bool refresh(struct watch *w)
 {
@@ -431,9 +427,16 @@ static bool refresh(struct watch *w)
 	if (in->stop == GMT_STOP_CORRUPT || in->stop == GMT_STOP_IO) {
 		w->state = W_DAMAGED;
 		w->rc = in->stop == GMT_STOP_IO ? EXIT_INPUT : EXIT_TRACE;
-		snprintf(w->note, sizeof(w->note),
-			 "the trace stops at byte %" PRIu64 " (%s: %s): figures up to there",
-			 in->stop_offset, stop_text(in), in->stop_msg);
+		if (in->stop == GMT_STOP_CORRUPT) /* as every command says it */
+			snprintf(w->note, sizeof(w->note),
+				 "corrupt trace: bad chunk at offset %" PRIu64
+				 " (%s): figures up to there",
+				 in->stop_offset, in->stop_msg);
+		else
+			snprintf(w->note, sizeof(w->note),
+				 "cannot read it: %s (chunk at offset %" PRIu64
+				 "): figures up to there",
+				 in->stop_msg, in->stop_offset);
 		return false;
 	}
 	if (got)
@@ -530,7 +533,9 @@ static void frame_of(struct watch *w, struct watch_frame *f, char *state, size_t
 				  .utf8 = w->utf8,
 				  .top = (size_t)w->a->top,
 				  .full_pct = FULL_PCT,
-				  .step_re = w->lo.step_regex ? w->lo.step_regex : LIVE_STEP_REGEX};
+				  .step_re = w->lo.step_regex ? w->lo.step_regex : LIVE_STEP_REGEX,
+				  .incomplete =
+				      w->a->once || w->state == W_GONE || w->state == W_DAMAGED};
 }
 
 static bool print_snapshot(struct watch *w)
@@ -893,6 +898,26 @@ static int watch_source(struct watch *w, bool tui)
 	return -1;
 }
 
+/* --device N of a trace that will not grow (its trailer read, or its writer
+ * gone) and has no device N: the one line and EXIT_USAGE, before anything
+ * is shown, as every command says it. A trace still written may yet have
+ * it: the view waits. -1 when fine. */
+static int check_device(struct watch *w)
+{
+	if (!w->a->has_device || w->a->command)
+		return -1;
+	refresh(w);
+	const struct trace *t = &w->lv.t;
+	if (trace_device(t, w->a->device) || w->writer_other)
+		return -1;
+	if (!t->has_trailer && w->writer && writer_alive(w->writer, w->dev, w->ino))
+		return -1;
+	const char *paths[] = {w->path};
+	struct rb_opts o = {
+	    .has_device = true, .device = w->a->device, .paths = paths, .npaths = 1};
+	return rb_check_device(CMD, &o, &w->lv.t);
+}
+
 static void say_end(struct watch *w, bool tui)
 {
 	if (w->note[0] && w->state != W_RUNNING)
@@ -978,6 +1003,8 @@ int cmd_watch(int argc, char **argv)
 	sa.sa_handler = on_child;
 	sigaction(SIGCHLD, &sa, NULL);
 	rc = watch_source(&w, tui);
+	if (rc < 0)
+		rc = check_device(&w);
 	if (rc < 0) {
 		if (tui)
 			view(&w);

@@ -257,11 +257,6 @@ static void warnings(struct live *lv, const struct watch_frame *f, struct watch_
 			    fmt_size(b, total),
 			    d->has_nvml && d->nvml_total ? "used (NVML, every process)" : "traced");
 	}
-	uint64_t lost = trace_lost_own(&lv->t);
-	if (lost)
-		add(out, WS_WARN,
-		    "! PARTIAL DATA: %" PRIu64 " events lost: allocations and frees may be missing",
-		    lost);
 	if (lv->t.lost_in_children)
 		add(out, WS_WARN,
 		    "! %" PRIu64 " events of children made without fork handlers lost",
@@ -349,11 +344,35 @@ static void wrap(struct watch_lines *l, size_t width)
 	*l = out;
 }
 
+/* Partial data, said first, as every report says it. */
+static void partial(struct live *lv, const struct watch_frame *f, struct watch_lines *out)
+{
+	uint64_t lost = trace_lost_own(&lv->t);
+	if (lost)
+		add(out, WS_WARN,
+		    "! PARTIAL DATA: %" PRIu64 " events lost: allocations and frees may be missing",
+		    lost);
+	if (f->incomplete && !lv->t.has_trailer)
+		add(out, WS_WARN,
+		    "! PARTIAL DATA: incomplete trace (no trailer: killed, crashed or still "
+		    "running): figures up to its last write");
+}
+
 void watch_render(struct live *lv, const struct watch_frame *f, struct watch_lines *out)
 {
 	title(lv, f, out);
 	if (!lv)
 		return;
+	struct watch_lines part = {0};
+	partial(lv, f, &part);
+	if (f->tui)
+		wrap(&part, (size_t)f->width);
+	for (size_t i = 0; i < part.n; i++) {
+		GROW(out->v, out->n, out->cap);
+		out->v[out->n++] = part.v[i];
+	}
+	free(part.v);
+	long head = (long)out->n;
 	size_t ndev = 0;
 	for (size_t i = 0; i < lv->ndevs; i++)
 		ndev += !f->one_device || lv->devs[i].ordinal == f->device;
@@ -365,8 +384,9 @@ void watch_render(struct live *lv, const struct watch_frame *f, struct watch_lin
 		wrap(&warn, (size_t)f->width);
 	size_t per_dev = f->top;
 	if (f->tui) {
-		/* title 2, a device's own lines and the column heads, warnings, footer */
-		long room = (long)f->height - 2 - (long)warn.n - 1 -
+		/* the title and partial data, a device's own lines and the column
+		 * heads, warnings, footer */
+		long room = (long)f->height - head - (long)warn.n - 1 -
 			    (long)ndev * (DEVICE_LINES + 1) - (ndev ? (long)ndev : 0);
 		per_dev = room > 0 && ndev ? (size_t)room / ndev : 1;
 		per_dev = per_dev ? per_dev : 1;
@@ -440,9 +460,10 @@ void watch_json(struct live *lv, const struct watch_frame *f, FILE *out)
 	}
 	fprintf(out,
 		", \"elapsed_ns\": %" PRId64 ", \"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
-		", \"steps\": %" PRIu64 ", \"step\": ",
+		", \"complete\": %s, \"steps\": %" PRIu64 ", \"step\": ",
 		lv->newest_ns ? trace_rel(&lv->t, lv->newest_ns) : 0, lv->t.events,
-		trace_lost_own(&lv->t), lv->steps);
+		trace_lost_own(&lv->t), lv->t.complete && lv->t.has_trailer ? "true" : "false",
+		lv->steps);
 	if (lv->step_text)
 		json_cstr(out, lv->step_text);
 	else

@@ -27,6 +27,7 @@ struct watch_frame {
 	size_t top;	     /* rows per device in a snapshot */
 	uint64_t full_pct;   /* "nearly full" at this share of the device */
 	const char *step_re; /* the step expression, for the hint */
+	bool incomplete;     /* no trailer and it will not grow (or --once): PARTIAL DATA */
 };
 
 enum watch_style { WS_PLAIN, WS_TITLE, WS_HEAD, WS_WARN, WS_FOOT };

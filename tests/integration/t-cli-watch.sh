@@ -95,7 +95,7 @@ $(cat pane.txt)"
 
 # ---- the terminal view --------------------------------------------------
 tm new-session -d -s w -x 80 -y 24 \
-	"cd '$PWD' && LC_ALL=C.UTF-8 '$GMT_CLI' watch --interval 0.2 -- '$prog' 18 '$PWD'; echo \$? >watch.rc; sleep 600"
+	"cd '$PWD' && LC_ALL=C.UTF-8 '$GMT_CLI' watch --interval 0.2 -- '$prog' 18 '$PWD'; echo \$? >watch.rc.tmp; mv watch.rc.tmp watch.rc; sleep 600"
 wait_pane '1 step, the last "step 1"'
 check_figures
 grep -q "watch · running" pane.txt || fail "no state: $(cat pane.txt)"
@@ -235,7 +235,10 @@ grep -q "watch - stopped: no trailer" gone.txt || fail "state: $(cat gone.txt)"
 mkdir x
 LD_PRELOAD=$GMT_LIB GPUMEMTRACE_OUTPUT=$PWD/x/grow.gmt "$prog" 300 "$PWD/x" >/dev/null &
 bg_pids+=($!)
-until_file x/grow.gmt
+for i in $(seq 1200); do # its header written
+	[ "$(stat -c %s x/grow.gmt 2>/dev/null || echo 0)" -ge 64 ] && break
+	sleep 0.1
+done
 GPUMEMTRACE_MAX_EXPANSION=2 "$GMT_CLI" watch --json --interval 0.2 x/grow.gmt >grow.json 2>grow.err &
 gw=$!
 bg_pids+=($gw)
