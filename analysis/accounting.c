@@ -679,7 +679,7 @@ uint64_t acct_contexts_now(const struct acct *a, int64_t ordinal)
 static void fill_cache(const struct counters_set *set, int64_t ordinal, struct acct_moment *m)
 {
 	const struct counters_series *s = counters_for_device(set, ordinal);
-	const struct counters_point *p = counters_at(s, m->time_ns);
+	const struct counters_point *p = counters_for_moment(s, m->time_ns, m->device);
 	if (!p || !(p->has & CNT_ALLOCATED))
 		return;
 	m->cache = (struct acct_cache){

@@ -175,6 +175,17 @@ const struct counters_point *counters_at(const struct counters_series *s, uint64
 	return best;
 }
 
+const struct counters_point *counters_for_moment(const struct counters_series *s, uint64_t time_ns,
+						 uint64_t bytes)
+{
+	const struct counters_point *p = counters_at(s, time_ns);
+	const struct counters_point *next = p && p + 1 < s->pts + s->n ? p + 1 : NULL;
+	if (p && p->time_ns <= time_ns && next && (p->has & next->has & CNT_RESERVED) &&
+	    p->reserved < next->reserved && next->reserved <= bytes)
+		return next;
+	return p;
+}
+
 bool counters_cache_free(const struct counters_point *p, uint64_t *free_bytes)
 {
 	if (!p || (p->has & (CNT_ALLOCATED | CNT_RESERVED)) != (CNT_ALLOCATED | CNT_RESERVED))

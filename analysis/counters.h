@@ -80,6 +80,13 @@ const struct counters_series *counters_for_device(const struct counters_set *set
 /* The last reading at or before time_ns, else the first one after it; NULL
  * for an empty series. */
 const struct counters_point *counters_at(const struct counters_series *s, uint64_t time_ns);
+/* The reading that stands for a moment when the device held `bytes` of
+ * traced device memory: counters_at's, unless it saw less reserved than
+ * the next reading, which holds no more than `bytes`: it was taken before
+ * the moment's allocations (a sampling thread's reading can precede the
+ * allocations that make a peak), and the next one stands for it. */
+const struct counters_point *counters_for_moment(const struct counters_series *s, uint64_t time_ns,
+						 uint64_t bytes);
 /* reserved - allocated: free inside the framework's cache. false when the
  * reading lacks either. */
 bool counters_cache_free(const struct counters_point *p, uint64_t *free_bytes);

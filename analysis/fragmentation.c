@@ -303,7 +303,7 @@ static void fill_counters(const struct counters_set *set, struct frag_dev *d)
 {
 	const struct counters_series *s = counters_for_device(set, d->ordinal);
 	const struct counters_point *p =
-	    counters_at(s, d->at_peak.taken ? d->at_peak.time_ns : UINT64_MAX);
+	    counters_for_moment(s, d->at_peak.taken ? d->at_peak.time_ns : UINT64_MAX, d->peak);
 	uint64_t free_bytes;
 	if (!p || !counters_cache_free(p, &free_bytes))
 		return;
@@ -321,6 +321,17 @@ static void fill_counters(const struct counters_set *set, struct frag_dev *d)
 	};
 }
 
+static void fill_blocks(const struct fw_snapshot *s, int64_t device, struct frag_blocks *b)
+{
+	if (!s)
+		return;
+	b->known = true;
+	b->time_ns = s->time_ns;
+	b->seq = s->seq;
+	b->reason = s->reason;
+	fwhist_blocks(s, device, &b->fig);
+}
+
 int frag_compute(struct trace *t, bool has_device, int64_t device, struct frag_result *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -332,8 +343,13 @@ int frag_compute(struct trace *t, bool has_device, int64_t device, struct frag_r
 		qsort(out->devs, out->ndevs, sizeof(*out->devs), dev_cmp);
 	struct counters_set set;
 	counters_load(t, &set);
-	for (size_t i = 0; i < out->ndevs; i++)
-		fill_counters(&set, &out->devs[i]);
+	for (size_t i = 0; i < out->ndevs; i++) {
+		struct frag_dev *d = &out->devs[i];
+		fill_counters(&set, d);
+		fill_blocks(fwhist_last(t, d->ordinal), d->ordinal, &d->blocks_last);
+		fill_blocks(fwhist_first(t, GMT_FWSNAP_WHY_OOM, d->ordinal), d->ordinal,
+			    &d->blocks_oom);
+	}
 	counters_free(&set);
 	free(g.ages);
 	return r;

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "analysis/fwhist.h"
 #include "analysis/trace.h"
 
 /* Segment size classes: PyTorch's caching allocator takes 2 MiB segments
@@ -71,6 +72,14 @@ struct frag_dev {
 	struct frag_segs at_peak, at_end, at_oom;
 	uint64_t oom_freed, oom_frees; /* the failing thread's frees after it */
 	struct frag_counters counters;
+	/* the framework's own blocks (run --framework-history): at its last
+	 * snapshot and at its first OOM's */
+	struct frag_blocks {
+		bool known;
+		uint64_t time_ns, seq;
+		int reason; /* GMT_FWSNAP_WHY_* */
+		struct fw_blocks_fig fig;
+	} blocks_last, blocks_oom;
 };
 
 struct frag_vmm {

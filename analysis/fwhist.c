@@ -470,6 +470,90 @@ void fwhist_figures(const struct fw_snapshot *s, int64_t device, struct fw_state
 	}
 }
 
+static struct fw_stream_fig *stream_fig(struct fw_blocks_fig *o, uint64_t stream)
+{
+	for (size_t i = 0; i < o->nstreams; i++)
+		if (o->streams[i].stream == stream)
+			return &o->streams[i];
+	o->streams_total++;
+	if (o->nstreams == FW_STREAMS_MAX)
+		return NULL;
+	o->streams[o->nstreams] = (struct fw_stream_fig){stream, 0, 0};
+	return &o->streams[o->nstreams++];
+}
+
+static int stream_cmp(const void *a, const void *b)
+{
+	const struct fw_stream_fig *x = a, *y = b;
+	return x->largest_free != y->largest_free
+		   ? (x->largest_free < y->largest_free ? 1 : -1)
+		   : (x->stream > y->stream) - (x->stream < y->stream);
+}
+
+void fwhist_blocks(const struct fw_snapshot *s, int64_t device, struct fw_blocks_fig *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; s && i < s->nsegs; i++) {
+		const struct fw_segment *g = &s->segs[i];
+		if (device >= 0 && g->device != device)
+			continue;
+		out->reserved += g->size;
+		out->segments++;
+		out->blocks += g->nblocks;
+		if (g->flags & GMT_FWSEG_EXPANDABLE)
+			out->expandable_bytes += g->size;
+		bool live = false;
+		uint64_t free = 0;
+		for (size_t j = 0; j < g->nblocks; j++)
+			live |= g->blocks[j].state != GMT_FWBLOCK_INACTIVE;
+		struct fw_stream_fig *sf = stream_fig(out, g->stream);
+		for (size_t j = 0; j < g->nblocks; j++) {
+			const struct fw_block *b = &g->blocks[j];
+			if (b->state == GMT_FWBLOCK_ACTIVE_ALLOCATED) {
+				out->allocated += b->size;
+				out->requested += b->requested;
+			} else if (b->state == GMT_FWBLOCK_ACTIVE_PENDING_FREE) {
+				out->pending += b->size;
+			} else if (b->state == GMT_FWBLOCK_INACTIVE) {
+				free += b->size;
+				uint64_t *big = g->flags & GMT_FWSEG_SMALL
+						    ? &out->largest_free_small
+						    : &out->largest_free_large;
+				*big = b->size > *big ? b->size : *big;
+				out->largest_free =
+				    b->size > out->largest_free ? b->size : out->largest_free;
+				if (sf && b->size > sf->largest_free)
+					sf->largest_free = b->size;
+			}
+		}
+		out->inactive += free;
+		if (sf)
+			sf->free += free;
+		if (live) /* a segment that holds a block: its free blocks stay */
+			out->inactive_split += free;
+		if (!live && free) {
+			out->empty_segments++;
+			out->empty_bytes += free;
+		}
+	}
+	if (out->nstreams > 1)
+		qsort(out->streams, out->nstreams, sizeof(*out->streams), stream_cmp);
+}
+
+const struct fw_snapshot *fwhist_first(const struct trace *t, int reason, int64_t device)
+{
+	const struct fwhist *h = t->fw;
+	for (size_t i = 0; h && i < h->nsnaps; i++) {
+		const struct fw_snapshot *s = &h->snaps[i];
+		if (s->reason != reason)
+			continue;
+		for (size_t j = 0; j < s->nsegs; j++)
+			if (device < 0 || s->segs[j].device == device)
+				return s;
+	}
+	return NULL;
+}
+
 const struct rp_live *fwhist_segment_driver(struct replay *rp, const struct fw_segment *s)
 {
 	if (s->flags & GMT_FWSEG_EXPANDABLE)
@@ -630,7 +714,7 @@ static const struct fw_window **cur_window(struct replay_pass *p, int64_t device
 }
 
 static void replay_record(struct trace *t, struct replay_pass *p, const struct gmt_record *rec,
-			  fw_entry_fn fn, void *ctx)
+			  const struct fw_replay_cbs *cb)
 {
 	struct fwhist *h = t->fw;
 	int64_t device = rec->u.fwtrace.device;
@@ -662,14 +746,23 @@ static void replay_record(struct trace *t, struct replay_pass *p, const struct g
 	for (size_t i = 0; i < rec->u.fwtrace.count; i++) {
 		const struct gmt_fw_entry *e = &rec->u.fwtrace.v[i];
 		uint64_t time_ns = fwhist_time_ns(s, e->time_us);
+		struct fw_event ev = {seq, device, p->index, time_ns, e, opens && i == 0};
+		if (cb->before)
+			cb->before(cb->ctx, &ev, &p->st);
 		apply_entry(h, &p->st, d, e, time_ns);
-		struct fw_event ev = {seq, device, p->index++, time_ns, e, opens && i == 0};
-		if (fn)
-			fn(ctx, &ev, &p->st);
+		p->index++;
+		if (cb->after)
+			cb->after(cb->ctx, &ev, &p->st);
 	}
 }
 
 int fwhist_replay(struct trace *t, fw_entry_fn fn, void *ctx)
+{
+	struct fw_replay_cbs cb = {.after = fn, .ctx = ctx};
+	return fwhist_replay_cb(t, &cb);
+}
+
+int fwhist_replay_cb(struct trace *t, const struct fw_replay_cbs *cb)
 {
 	if (!t->fw)
 		return -1;
@@ -685,8 +778,10 @@ int fwhist_replay(struct trace *t, fw_entry_fn fn, void *ctx)
 		if (!gmt_reader_next(t->reader, &rec))
 			break;
 		if (rec.type == GMT_REC_FWTRACE)
-			replay_record(t, &p, &rec, fn, ctx);
+			replay_record(t, &p, &rec, cb);
 	}
+	if (cb->end)
+		cb->end(cb->ctx, &p.st);
 	free_tensors(&p.st.tensors);
 	free(p.st.devs);
 	const struct gmt_read_info *in = gmt_reader_info(t->reader);

@@ -139,6 +139,28 @@ struct fw_state_figures {
 };
 void fwhist_figures(const struct fw_snapshot *s, int64_t device, struct fw_state_figures *out);
 
+/* A snapshot's blocks on one device (-1: all), as fragmentation reads
+ * them: where the free bytes are and the largest free block per stream
+ * (PyTorch reuses a cached block only on its own stream). */
+#define FW_STREAMS_MAX 8
+struct fw_blocks_fig {
+	uint64_t reserved, segments, blocks;
+	uint64_t allocated, requested, pending; /* block bytes; what the tensors asked */
+	uint64_t inactive;			/* free blocks */
+	uint64_t inactive_split;		/* in segments that hold a live block */
+	uint64_t empty_segments, empty_bytes;	/* wholly free: empty_cache() returns them */
+	uint64_t largest_free, largest_free_small, largest_free_large;
+	uint64_t expandable_bytes; /* segments that are expandable */
+	struct fw_stream_fig {
+		uint64_t stream, free, largest_free;
+	} streams[FW_STREAMS_MAX];
+	size_t nstreams, streams_total;
+};
+void fwhist_blocks(const struct fw_snapshot *s, int64_t device, struct fw_blocks_fig *out);
+/* The first snapshot of `reason` (GMT_FWSNAP_WHY_*) with a state on
+ * device, or NULL. */
+const struct fw_snapshot *fwhist_first(const struct trace *t, int reason, int64_t device);
+
 /* The driver allocation a segment lives in, in the driver's live set at the
  * same moment (the end of a trace_replay for the last snapshot): the
  * cudaMalloc of that address, or for an expandable segment the
@@ -170,5 +192,13 @@ const struct fw_dev *fw_state_dev(const struct fw_state *st, int64_t device);
  * code when reading failed. */
 typedef void (*fw_entry_fn)(void *ctx, const struct fw_event *ev, const struct fw_state *st);
 int fwhist_replay(struct trace *t, fw_entry_fn fn, void *ctx);
+/* The same with a call before each entry is applied (the state before it)
+ * and one after the last (the final state). */
+struct fw_replay_cbs {
+	fw_entry_fn before, after;
+	void (*end)(void *ctx, const struct fw_state *st);
+	void *ctx;
+};
+int fwhist_replay_cb(struct trace *t, const struct fw_replay_cbs *cb);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include <uthash.h>
 
+#include "analysis/fwhist.h"
 #include "analysis/oom.h"
 #include "analysis/sites.h"
 #include "analysis/summary.h"
@@ -139,6 +140,8 @@ static void drv_fold(struct summary *s)
 void summary_pass_event(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct summary *s = ctx;
+	if (rp->seq == rp->buckets[BK_DEVICE].peak_seq || rp->ndevs > 1)
+		fwt_note_peak(&s->peak_ptrs, e, rp); /* a device's peak: for the history */
 	if (e->api <= GMT_API_MAX_ && s->drv_api[e->api]) {
 		drv_event(s, e);
 		return;
@@ -436,9 +439,30 @@ void summary_free(struct summary *s)
 	if (s->has_phases)
 		phase_free(&s->phases);
 	counters_free(&s->counters);
+	fwt_free(&s->fwt);
+	free(s->peak_ptrs.v);
 	peakset_free(&s->ps);
 	replay_free(&s->rp);
 	trace_close(&s->t);
+}
+
+/* What the framework's segments held at each device's peak. */
+static int fw_capture(struct summary *s)
+{
+	int64_t *devs = xcalloc(s->ndevs + 1, sizeof(*devs));
+	uint64_t *times = xcalloc(s->ndevs + 1, sizeof(*times));
+	uint64_t *ptrs = xcalloc(s->ndevs + 1, sizeof(*ptrs));
+	for (size_t i = 0; i < s->ndevs; i++) {
+		devs[i] = s->devs[i].ordinal;
+		times[i] = s->devs[i].lv.peak_seq ? s->devs[i].lv.peak_time_ns : UINT64_MAX;
+		ptrs[i] = fwt_peak_ptr(&s->peak_ptrs, devs[i]);
+	}
+	int rc = fwt_capture(&s->t, s->ndevs, devs, times, ptrs, &s->fwt);
+	free(ptrs);
+	s->has_fw = true;
+	free(devs);
+	free(times);
+	return rc;
 }
 
 void summary_pass_begin(struct summary *s)
@@ -495,6 +519,8 @@ int summary_pass_end(struct summary *s)
 		}
 	}
 	HASH_SORT(s->calls, call_cmp);
+	if (fwhist_present(&s->t))
+		rc = fw_capture(s);
 	return rc;
 }
 

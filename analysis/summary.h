@@ -14,6 +14,7 @@
 
 #include "analysis/accounting.h"
 #include "analysis/counters.h"
+#include "analysis/fwtensors.h"
 #include "analysis/peakset.h"
 #include "analysis/phase.h"
 #include "analysis/replay.h"
@@ -94,6 +95,11 @@ struct summary {
 	bool has_phases;
 	/* with COUNTERS records: the frameworks' own counters */
 	struct counters_set counters;
+	/* with the framework's history (run --framework-history): what was
+	 * inside its segments at each device's peak */
+	struct fwt_set fwt;
+	struct fwt_peaks peak_ptrs;
+	bool has_fw;
 	uint64_t last_live; /* device bytes before the event */
 };
 

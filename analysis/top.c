@@ -2,7 +2,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/fwhist.h"
 #include "analysis/top.h"
+
+struct charge {
+	struct top *tp;
+	const struct rp_live *l;
+	int metric;
+};
+
+static void charge_tensor(void *ctx, const struct fwt_tensor *x)
+{
+	struct charge *c = ctx;
+	struct trace *t = &c->tp->cur->t;
+	struct trace_row *r = trace_rows_get(&c->tp->rows, t, c->l->device, x->stack_id, c->l->api);
+	trace_row_add(r, t, x->stack_id, c->metric, x->size);
+	if (c->metric == TM_PEAK)
+		r->peak_allocs++;
+	else
+		r->end_allocs++;
+}
+
+/* A framework segment: its tensors and what the cache held free, each in
+ * its own row. false: not a segment. */
+static bool charge_segment(struct top *tp, const struct rp_live *l, int metric)
+{
+	uint64_t rest;
+	struct charge c = {tp, l, metric};
+	if (!tp->fwt || !fwt_split(tp->fwt, l->device, l->key, l->size, charge_tensor, &c, &rest))
+		return false;
+	if (rest) {
+		struct trace_row *r =
+		    trace_rows_get_key(&tp->rows, l->device, TOP_CACHED, l->stack_id, l->api);
+		trace_row_add(r, &tp->cur->t, l->stack_id, metric, rest);
+	}
+	return true;
+}
 
 /* The row an event's allocation counts in. */
 static struct trace_row *event_row(struct top *tp, const struct gmt_event *e)
@@ -28,6 +63,8 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 {
 	struct top *tp = ctx;
 	const struct api_info *a = api_lookup(e->api);
+	if (tp->tensors)
+		fwt_note_peak(&tp->cur->peak_ptrs, e, rp);
 	if (tp->rows.by == GROUP_RANGE)
 		phase_advance(&tp->phases, e->time_ns, 0);
 	if (!a || a->op != GMT_OP_ALLOC)
@@ -53,6 +90,8 @@ static void charge_live(struct top *tp, struct replay *rp, int64_t device, int m
 		RP_EACH(rp, sp, l, lt)
 		{
 			if (l->bucket != BK_DEVICE || (device != INT64_MIN && l->device != device))
+				continue;
+			if (charge_segment(tp, l, metric))
 				continue;
 			struct trace_row *r =
 			    tp->rows.by == GROUP_RANGE
@@ -93,19 +132,48 @@ static int devpeak_cmp(const void *a, const void *b)
 	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
+/* --tensors: the tensors at each device's peak (peaks) or at the end. */
+static int capture_tensors(struct top *tp, struct top_trace *tt, bool peaks, struct fwt_set *set)
+{
+	struct trace *t = &tt->t;
+	size_t n = peaks ? tt->ndevs : t->ndevs;
+	int64_t *devs = xcalloc(n + 1, sizeof(*devs));
+	uint64_t *times = xcalloc(n + 1, sizeof(*times));
+	uint64_t *ptrs = xcalloc(n + 1, sizeof(*ptrs));
+	for (size_t i = 0; i < n; i++) {
+		devs[i] = peaks ? tt->devs[i].ordinal : t->devs[i].ordinal;
+		times[i] = peaks ? tt->devs[i].lv.peak_time_ns : UINT64_MAX;
+		ptrs[i] = peaks ? fwt_peak_ptr(&tt->peak_ptrs, devs[i]) : 0;
+	}
+	int rc = fwt_capture(t, n, devs, times, ptrs, set);
+	free(devs);
+	free(times);
+	free(ptrs);
+	return rc;
+}
+
 int top_add_trace(struct top *tp, struct top_trace *tt)
 {
 	struct replay rp;
+	struct fwt_set end_set = {0}, peak_set = {0};
+	bool fw = tp->tensors && fwhist_present(&tt->t);
 	tp->cur = tt;
+	tp->fwt = NULL;
+	int rc = fw ? capture_tensors(tp, tt, false, &end_set) : -1;
+	if (rc >= 0)
+		return rc;
 	replay_init(&rp);
 	phase_init(&tp->phases, &tt->t);
-	int rc = trace_replay(&tt->t, &rp, on_event1, tp);
+	rc = trace_replay(&tt->t, &rp, on_event1, tp);
 	if (rc >= 0) {
 		replay_free(&rp);
 		phase_free(&tp->phases);
 		return rc;
 	}
+	tp->fwt = fw ? &end_set : NULL;
 	charge_live(tp, &rp, INT64_MIN, TM_END);
+	tp->fwt = NULL;
+	fwt_free(&end_set);
 	phase_free(&tp->phases);
 	tt->ndevs = rp.ndevs;
 	tt->devs = xrealloc(NULL, rp.ndevs * sizeof(*tt->devs));
@@ -121,14 +189,22 @@ int top_add_trace(struct top *tp, struct top_trace *tt)
 		if (tt->devs[i].lv.peak_seq)
 			tt->targets[tt->ntargets++] = &tt->devs[i];
 	replay_free(&rp);
+	if (tt->ntargets && fw && (rc = capture_tensors(tp, tt, true, &peak_set)) >= 0)
+		return rc;
+	for (size_t i = 0; i < peak_set.n; i++)
+		tt->early |= peak_set.devs[i].early && peak_set.devs[i].seen;
 	if (tt->ntargets) {
-		qsort(tt->targets, tt->ntargets, sizeof(*tt->targets), target_cmp);
+		if (tt->ntargets)
+			qsort(tt->targets, tt->ntargets, sizeof(*tt->targets), target_cmp);
+		tp->fwt = fw ? &peak_set : NULL;
 		replay_init(&rp);
 		phase_init(&tp->phases, &tt->t);
 		rc = trace_replay(&tt->t, &rp, on_event2, tp);
 		replay_free(&rp);
 		phase_free(&tp->phases);
+		tp->fwt = NULL;
 	}
+	fwt_free(&peak_set);
 	trace_rows_fold(&tp->rows);
 	return rc;
 }
@@ -137,10 +213,11 @@ void top_trace_free(struct top_trace *tt)
 {
 	free(tt->devs);
 	free(tt->targets);
+	free(tt->peak_ptrs.v);
 	tt->devs = NULL;
 	tt->targets = NULL;
+	tt->peak_ptrs.v = NULL;
 }
-
 struct top_dev *top_devices(const struct top_trace *ts, int n, size_t *ndev)
 {
 	size_t cap = 0, nd = 0;

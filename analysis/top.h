@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/fwtensors.h"
 #include "analysis/phase.h"
 #include "analysis/trace.h"
 
@@ -18,7 +19,9 @@ struct top_trace {
 	struct trace t;
 	struct rp_dev *devs;
 	size_t ndevs;
-	uint64_t peak; /* the highest device peak */
+	uint64_t peak;		    /* the highest device peak */
+	bool early;		    /* --tensors: a peak came before the history's first entry */
+	struct fwt_peaks peak_ptrs; /* --tensors */
 	/* pass 2 */
 	struct rp_dev **targets;
 	size_t ntargets, next;
@@ -28,10 +31,17 @@ struct top {
 	struct trace_rows rows;
 	struct top_trace *cur;
 	struct phase_tracker phases; /* --by range: this pass's */
+	bool tensors;		     /* --tensors: PyTorch's segments split into tensors */
+	struct fwt_set *fwt;	     /* the tensors at the moment charged; NULL: none */
 };
 
+/* --tensors: the row of what a framework segment held beyond its tensors. */
+#define TOP_CACHED "(free in PyTorch's cache)"
+
 /* Both passes over one opened trace (tp->rows initialised: trace_rows_init),
- * its rows added to tp->rows: -1, or the exit code after the error line. */
+ * its rows added to tp->rows: -1, or the exit code after the error line.
+ * With tp->tensors and the framework's history in the trace, a framework
+ * segment is charged as its tensors (their stacks) and TOP_CACHED. */
 int top_add_trace(struct top *tp, struct top_trace *tt);
 /* What top_add_trace kept of a trace (tt->t stays open). */
 void top_trace_free(struct top_trace *tt);

@@ -88,6 +88,10 @@ static void on_process(struct trace *t, const struct gmt_record *rec)
 		o += p->argv[i].len;
 	}
 	*o = 0;
+	if (!p->argc && p->exe.len) { /* GPUMEMTRACE_RECORD_ARGV=0: the program's path */
+		free(t->command);
+		t->command = xstrdup(p->exe.s);
+	}
 	free(t->exe);
 	free(t->host);
 	t->exe = xstrdup(p->exe.s);

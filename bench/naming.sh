@@ -76,6 +76,21 @@ for name in 10k 100k paths tiny; do
 			tee -a "$OUT"
 	done
 done
+# Many processes (run -- pytest, a job's ranks): 8 tiny traces named by one
+# symbolize (each module file read once) against 8 symbolize processes.
+for i in 1 2 3 4 5 6 7 8; do
+	GPUMEMTRACE_SYMBOLIZE=0 GPUMEMTRACE_OUTPUT="$W/r$i.gmt" LD_PRELOAD=$LIB "$W/tiny"
+done
+: >"$W/one.t"
+: >"$W/each.t"
+for r in $(seq "$ROUNDS"); do
+	for i in 1 2 3 4 5 6 7 8; do cp "$W/r$i.gmt" "$W/s$i.gmt"; done
+	timed "$CLI" symbolize "$W"/s[1-8].gmt >>"$W/one.t"
+	for i in 1 2 3 4 5 6 7 8; do cp "$W/r$i.gmt" "$W/s$i.gmt"; done
+	timed sh -c "for i in 1 2 3 4 5 6 7 8; do '$CLI' symbolize '$W'/s\$i.gmt; done" >>"$W/each.t"
+done
+echo "8 tiny traces, wall s: one symbolize $(cut -d' ' -f1 "$W/one.t" | median)," \
+	"8 symbolize processes $(cut -d' ' -f1 "$W/each.t" | median)" | tee -a "$OUT"
 # The library's naming at exit, per process (tiny: 4 events)
 : >"$W/on.t"
 : >"$W/off.t"

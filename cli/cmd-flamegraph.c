@@ -7,6 +7,8 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "analysis/fwhist.h"
+#include "analysis/fwtensors.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
@@ -37,6 +39,9 @@ struct fg {
 	struct node root;
 	bool multi_dev, raw; /* raw: the interpreter's frames kept */
 	size_t nframes;
+	bool keep; /* --tensors: the live allocations kept until the moment is known */
+	struct rp_live *kept;
+	size_t nkept, kept_cap;
 };
 
 static struct node *child_named(struct node *n, const char *name)
@@ -67,30 +72,95 @@ static const char *frame_name(const struct trace_frame *f, char *buf, size_t siz
 	return buf;
 }
 
-static void add_live(void *ctx, const struct rp_live *l)
+/* bytes under stack_id's frames (and a last frame named leaf, if any). */
+static void add_stack(struct fg *g, int64_t device, uint64_t stack_id, uint64_t size,
+		      const char *leaf)
 {
-	struct fg *g = ctx;
 	struct node *n = &g->root;
-	n->bytes += l->size;
+	n->bytes += size;
 	if (g->multi_dev) {
 		char dev[32];
-		snprintf(dev, sizeof(dev), "device %" PRId64, l->device);
+		snprintf(dev, sizeof(dev), "device %" PRId64, device);
 		n = child_named(n, dev);
-		n->bytes += l->size;
+		n->bytes += size;
 	}
-	int depth = trace_stack_depth(g->t, l->stack_id);
+	int depth = trace_stack_depth(g->t, stack_id);
 	if (depth == 0) {
 		n = child_named(n, "(no stack)");
-		n->bytes += l->size;
+		n->bytes += size;
 	}
 	for (int d = depth - 1; d >= 0; d--) {
 		struct trace_frame f;
 		char buf[256];
-		if (!trace_frame(g->t, l->stack_id, d, &f) || (!g->raw && site_is_interpreter(&f)))
+		if (!trace_frame(g->t, stack_id, d, &f) || (!g->raw && site_is_interpreter(&f)))
 			continue; /* the interpreter's own frames, as the README says */
 		n = child_named(n, frame_name(&f, buf, sizeof(buf)));
-		n->bytes += l->size;
+		n->bytes += size;
 	}
+	if (leaf) {
+		n = child_named(n, leaf);
+		n->bytes += size;
+	}
+}
+
+static void add_live(void *ctx, const struct rp_live *l)
+{
+	struct fg *g = ctx;
+	if (g->keep) { /* --tensors: split once the moment is known */
+		GROW(g->kept, g->nkept, g->kept_cap);
+		g->kept[g->nkept++] = *l;
+		return;
+	}
+	add_stack(g, l->device, l->stack_id, l->size, NULL);
+}
+
+/* --tensors: a PyTorch segment's tensors under their own stacks, the rest
+ * under the segment's. */
+#define FG_CACHED "(free in PyTorch's cache)"
+struct fg_split {
+	struct fg *g;
+	int64_t device;
+};
+static void add_tensor(void *ctx, const struct fwt_tensor *x)
+{
+	struct fg_split *sp = ctx;
+	add_stack(sp->g, sp->device, x->stack_id, x->size, NULL);
+}
+
+static int add_tensors(struct fg *g, uint64_t when)
+{
+	struct trace *t = g->t;
+	int64_t *devs = xcalloc(t->ndevs + 1, sizeof(*devs));
+	uint64_t *times = xcalloc(t->ndevs + 1, sizeof(*times));
+	for (size_t i = 0; i < t->ndevs; i++) {
+		devs[i] = t->devs[i].ordinal;
+		times[i] = when;
+	}
+	struct fwt_set set;
+	/* the allocation that made the peak: the newest live one then */
+	uint64_t *ptrs = xcalloc(t->ndevs + 1, sizeof(*ptrs)), *seqs = xcalloc(t->ndevs + 1, 8);
+	for (size_t k = 0; when != UINT64_MAX && k < g->nkept; k++)
+		for (size_t i = 0; i < t->ndevs; i++)
+			if (g->kept[k].device == devs[i] && g->kept[k].seq > seqs[i]) {
+				seqs[i] = g->kept[k].seq;
+				ptrs[i] = g->kept[k].key;
+			}
+	int rc = fwt_capture(t, t->ndevs, devs, times, ptrs, &set);
+	free(ptrs);
+	free(seqs);
+	for (size_t i = 0; rc < 0 && i < g->nkept; i++) {
+		const struct rp_live *l = &g->kept[i];
+		struct fg_split sp = {g, l->device};
+		uint64_t rest;
+		if (!fwt_split(&set, l->device, l->key, l->size, add_tensor, &sp, &rest))
+			add_stack(g, l->device, l->stack_id, l->size, NULL);
+		else if (rest)
+			add_stack(g, l->device, l->stack_id, rest, FG_CACHED);
+	}
+	fwt_free(&set);
+	free(devs);
+	free(times);
+	return rc;
 }
 
 static void free_tree(struct node *n)
@@ -319,7 +389,7 @@ int cmd_flamegraph(int argc, char **argv)
 {
 	const char *out = NULL;
 	int at = 0; /* peak, end */
-	bool fold = false, raw = false;
+	bool fold = false, raw = false, tensors = false;
 	const struct option opts[] = {
 	    OPT_FILE("output", &out, "FILE",
 		     "write to FILE; .html gives an HTML page, anything else\n"
@@ -329,6 +399,9 @@ int cmd_flamegraph(int argc, char **argv)
 	    OPT_BOOL("folded", &fold,
 		     "print folded stacks instead: 'outer;...;inner BYTES',\n"
 		     "for flamegraph.pl, inferno and speedscope"),
+	    OPT_BOOL("tensors", &tensors,
+		     "split PyTorch's segments into the tensors they held\n"
+		     "(a trace recorded with run --framework-history)"),
 	    OPT_RB_RAW_FRAMES(&raw, ""),
 	    OPT_END(),
 	};
@@ -346,8 +419,18 @@ int cmd_flamegraph(int argc, char **argv)
 	struct fg g = {.t = t, .root = {.name = "all"}};
 	g.multi_dev = t->ndevs > 1;
 	g.raw = raw;
+	g.keep = tensors && fwhist_present(t);
+	if (tensors && !g.keep)
+		fprintf(
+		    stderr,
+		    "gpumemtrace flamegraph: %s: --tensors: no framework history (record it with "
+		    "`gpumemtrace run --framework-history`); segments stay whole\n",
+		    t->path);
 	uint64_t when = 0;
 	rc = snapshot_live(t, at_end, add_live, &g, &when);
+	if (rc < 0 && g.keep)
+		rc = add_tensors(&g, at_end ? UINT64_MAX : when);
+	free(g.kept);
 	if (rc < 0) {
 		sort_tree(&g.root);
 		FILE *f = r.out.f;

@@ -195,6 +195,49 @@ static void cache_free_human(FILE *f, struct trace *t, const struct frag_dev *d,
 	rb_wrap(f, 2, rb_text_width(f), line);
 }
 
+/* The framework's own blocks at one of its snapshots. */
+static void blocks_human(FILE *f, struct trace *t, const struct frag_blocks *b)
+{
+	static const char *const at[] = {"when asked", "at its OOM", "at exit",
+					 "before the program changed the recording", "imported"};
+	char b1[32], b2[32], b3[32], b4[32], tb[32], line[700];
+	const struct fw_blocks_fig *x = &b->fig;
+	int w = rb_text_width(f);
+	snprintf(line, sizeof(line),
+		 "PyTorch's blocks (its own snapshot %s, %s): reserved %s in %" PRIu64
+		 " segments, tensors' blocks %s (asked %s)%s%s",
+		 b->reason >= 0 && b->reason <= 4 ? at[b->reason] : "",
+		 trace_fmt_time(tb, trace_rel(t, b->time_ns)), fmt_size(b1, x->reserved),
+		 x->segments, fmt_size(b2, x->allocated), fmt_size(b3, x->requested),
+		 x->pending ? ", waiting for their streams " : "",
+		 x->pending ? fmt_size(b4, x->pending) : "");
+	rb_wrap(f, 2, w, line);
+	snprintf(line, sizeof(line),
+		 "free in the cache %s: %s inside segments that hold a tensor (inactive split: "
+		 "they stay reserved until the tensors go), %s in %" PRIu64
+		 " empty segment%s (empty_cache() returns them)",
+		 fmt_size(b1, x->inactive), fmt_size(b2, x->inactive_split),
+		 fmt_size(b3, x->empty_bytes), x->empty_segments,
+		 x->empty_segments == 1 ? "" : "s");
+	rb_wrap(f, 4, w, line);
+	if (!x->inactive)
+		return;
+	size_t n = snprintf(line, sizeof(line),
+			    "largest free block %s (small pool %s, large pool %s): a request above "
+			    "it needs a new segment",
+			    fmt_size(b1, x->largest_free), fmt_size(b2, x->largest_free_small),
+			    fmt_size(b3, x->largest_free_large));
+	if (x->streams_total > 1) {
+		n += (size_t)snprintf(line + n, sizeof(line) - n,
+				      "; per stream (a block serves only its own):");
+		for (size_t i = 0; i < x->nstreams && n < sizeof(line); i++)
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "%s 0x%" PRIx64 " %s",
+					      i ? "," : "", x->streams[i].stream,
+					      fmt_size(b4, x->streams[i].largest_free));
+	}
+	rb_wrap(f, 4, w, line);
+}
+
 static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d,
 		      const struct ex_recog *rec)
 {
@@ -228,6 +271,10 @@ static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d,
 			   "MiB, 2 MiB "
 			   "multiples): a cache may hold free space inside them\n");
 	cache_free_human(f, t, d, rec);
+	if (d->blocks_oom.known)
+		blocks_human(f, t, &d->blocks_oom);
+	if (d->blocks_last.known && d->blocks_last.seq != d->blocks_oom.seq)
+		blocks_human(f, t, &d->blocks_last);
 }
 
 static void grant_json(FILE *f, const char *key, const struct frag_grant *g, bool granted)
@@ -238,6 +285,37 @@ static void grant_json(FILE *f, const char *key, const struct frag_grant *g, boo
 		fprintf(f, ", \"granted_bytes\": %" PRIu64 "}", g->granted);
 	else
 		fputs(", \"granted_bytes\": null}", f);
+}
+
+static void blocks_json(FILE *f, struct trace *t, const char *key, const struct frag_blocks *b)
+{
+	static const char *const why[] = {"requested", "oom", "exit", "change", "import"};
+	const struct fw_blocks_fig *x = &b->fig;
+	fprintf(f, "\"%s\": ", key);
+	if (!b->known) {
+		fputs("null", f);
+		return;
+	}
+	fprintf(f,
+		"{\"time_ns\": %" PRId64 ", \"reason\": \"%s\", \"reserved_bytes\": %" PRIu64
+		", \"segments\": %" PRIu64 ", \"blocks\": %" PRIu64
+		", \"allocated_bytes\": %" PRIu64 ", \"requested_bytes\": %" PRIu64
+		", \"pending_free_bytes\": %" PRIu64 ", \"free_bytes\": %" PRIu64
+		", \"inactive_split_bytes\": %" PRIu64 ", \"empty_segments\": %" PRIu64
+		", \"empty_segment_bytes\": %" PRIu64 ", \"largest_free_block\": %" PRIu64
+		", \"largest_free_small\": %" PRIu64 ", \"largest_free_large\": %" PRIu64
+		", \"streams\": [",
+		trace_rel(t, b->time_ns), b->reason >= 0 && b->reason <= 4 ? why[b->reason] : "?",
+		x->reserved, x->segments, x->blocks, x->allocated, x->requested, x->pending,
+		x->inactive, x->inactive_split, x->empty_segments, x->empty_bytes, x->largest_free,
+		x->largest_free_small, x->largest_free_large);
+	for (size_t i = 0; i < x->nstreams; i++)
+		fprintf(f,
+			"%s{\"stream\": %" PRIu64 ", \"free_bytes\": %" PRIu64
+			", \"largest_free_block\": %" PRIu64 "}",
+			i ? ", " : "", x->streams[i].stream, x->streams[i].free,
+			x->streams[i].largest_free);
+	fputs("]}", f);
 }
 
 static void dev_json(FILE *f, struct trace *t, const struct frag_dev *d, bool first)
@@ -292,12 +370,20 @@ static void dev_json(FILE *f, struct trace *t, const struct frag_dev *d, bool fi
 			fprintf(f, "%" PRIu64, c->inactive_split);
 		else
 			fputs("null", f);
-		fprintf(f, ", \"max_bytes\": %" PRIu64 ", \"readings\": %zu}}", c->max_free,
+		fprintf(f, ", \"max_bytes\": %" PRIu64 ", \"readings\": %zu}", c->max_free,
 			c->readings);
 	} else
 		fputs(
-		    ",\n    \"cache_free\": {\"known\": false, \"bytes\": null, \"source\": null}}",
+		    ",\n    \"cache_free\": {\"known\": false, \"bytes\": null, \"source\": null}",
 		    f);
+	if (d->blocks_last.known) { /* only with the history: older outputs stay */
+		fputs(",\n    \"framework_blocks\": {", f);
+		blocks_json(f, t, "at_first_oom", &d->blocks_oom);
+		fputs(", ", f);
+		blocks_json(f, t, "last", &d->blocks_last);
+		fputc('}', f);
+	}
+	fputc('}', f);
 }
 
 static void frag_json(FILE *f, struct trace *t, const struct frag_result *g, int first)

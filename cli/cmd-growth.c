@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/fwgrowth.h"
+#include "analysis/fwhist.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "analysis/growth.h"
@@ -252,6 +254,49 @@ static void print_dev_human(FILE *f, struct growth_result *g, struct growth_dev 
 	rb_wrap_hang(f, 4, width, next);
 }
 
+/* The tensors' own verdict (PyTorch's history), under the device's. */
+static void print_tensors_human(FILE *f, struct trace *t, const struct fwg_result *fw,
+				const struct fwg_dev *d)
+{
+	char b1[32], b2[32], b3[32], site[512], line[1400];
+	int width = rb_text_width(f);
+	size_t n = d->nfloor;
+	const struct growth_verdict *v = &d->v;
+	size_t k = snprintf(line, sizeof(line),
+			    "  tensors (PyTorch's own history): %s: ", verdict_label(v->kind));
+	if (v->kind == GV_LEAK)
+		k += (size_t)snprintf(line + k, sizeof(line) - k,
+				      "+%s per iteration, what the tensors keep (%s to %s from "
+				      "iteration %" PRIu64 " to %" PRIu64 ")",
+				      fmt_size(b1, (uint64_t)(v->rate + 0.5)),
+				      fmt_size(b2, v->from_level), fmt_size(b3, v->to_level),
+				      v->from_x, v->to_x);
+	else if (v->kind == GV_NO_LEAK)
+		k += (size_t)snprintf(line + k, sizeof(line) - k,
+				      "their level %s, steady for the last %" PRIu64 " iterations",
+				      fmt_size(b1, v->level), v->steady);
+	else
+		k += (size_t)snprintf(line + k, sizeof(line) - k, "%zu iterations: too few to tell",
+				      n);
+	rb_wrap_hang(f, 4, width, line);
+	for (size_t i = 0; i < d->nsites; i++) {
+		snprintf(line, sizeof(line),
+			 "    held by %s: %s in %" PRIu64 " tensors, still live",
+			 rb_site(t, d->sites[i].stack_id, site, sizeof(site)),
+			 fmt_size(b1, d->sites[i].bytes), d->sites[i].count);
+		rb_wrap_hang(f, 6, width, line);
+	}
+	if (fw->pattern_stack)
+		snprintf(line, sizeof(line),
+			 "    iterations: %zu, between repeats of a %s tensor at %s (the tensors' "
+			 "own)",
+			 n, fmt_size(b1, fw->pattern_size),
+			 rb_site(t, fw->pattern_stack, site, sizeof(site)));
+	else
+		snprintf(line, sizeof(line), "    iterations: %zu, the trace's own (above)", n);
+	rb_wrap_hang(f, 6, width, line);
+}
+
 static int64_t iround(double v)
 {
 	return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
@@ -302,7 +347,12 @@ static void print_verdict_json(FILE *f, struct growth_result *g, struct growth_d
 	}
 }
 
-static void print_dev_json(FILE *f, struct growth_result *g, struct growth_dev *d, bool first)
+static void print_tensors_json(FILE *f, struct trace *t, const struct fwg_result *fw,
+			       const struct fwg_dev *d);
+static const struct fwg_dev *fw_dev_of(const struct fwg_result *fw, int64_t device);
+
+static void print_dev_json(FILE *f, struct growth_result *g, const struct fwg_result *fw,
+			   struct growth_dev *d, bool first)
 {
 	struct trace *t = g->t;
 	char site[512];
@@ -345,14 +395,58 @@ static void print_dev_json(FILE *f, struct growth_result *g, struct growth_dev *
 		trace_rel(t, g->t0), trace_rel(t, g->t1));
 	for (int c = 0; c < g->ncols; c++)
 		fprintf(f, "%s%" PRIu64, c ? ", " : "", d->cols[c]);
-	fputs("]}}", f);
+	fputs("]}", f);
+	if (fw) /* only with the history: older outputs stay as they were */
+		print_tensors_json(f, g->t, fw, fw_dev_of(fw, d->ordinal));
+	fputc('}', f);
 }
 
 struct proc {
 	uint64_t peak, live_end;
 };
 
-static void growth_print(FILE *f, const struct rb_opts *o, struct growth_result *g, int first)
+static const struct fwg_dev *fw_dev_of(const struct fwg_result *fw, int64_t device)
+{
+	for (size_t i = 0; fw && i < fw->ndevs; i++)
+		if (fw->devs[i].device == device)
+			return &fw->devs[i];
+	return NULL;
+}
+
+static void print_tensors_json(FILE *f, struct trace *t, const struct fwg_result *fw,
+			       const struct fwg_dev *d)
+{
+	fputs(",\n    \"tensors\": ", f);
+	if (!d) {
+		fputs("null", f);
+		return;
+	}
+	const struct growth_verdict *v = &d->v;
+	fprintf(f,
+		"{\"verdict\": \"%s\", \"iterations\": %zu, \"iterations_source\": \"%s\", "
+		"\"bytes_per_iteration\": %" PRId64 ", \"from_level_bytes\": %" PRIu64
+		", \"to_level_bytes\": %" PRIu64 ", \"level_bytes\": %" PRIu64
+		", \"held_bytes\": %" PRIu64 ", \"held_tensors\": %" PRIu64 ", \"sites\": [",
+		growth_kind_name(v->kind), d->nfloor, fw->pattern_stack ? "tensors" : "trace",
+		v->kind == GV_LEAK ? iround(v->rate) : 0, v->from_level, v->to_level, v->level,
+		d->held_bytes, d->held_count);
+	for (size_t i = 0; i < d->nsites; i++) {
+		struct trace_frame fr;
+		bool known = trace_site(t, d->sites[i].stack_id, &fr);
+		fprintf(f,
+			"%s{\"stack_id\": %" PRIu64 ", \"bytes\": %" PRIu64
+			", \"tensors\": %" PRIu64 ", \"function\": ",
+			i ? ", " : "", d->sites[i].stack_id, d->sites[i].bytes, d->sites[i].count);
+		json_cstr0(f, known && fr.function ? fr.function : "");
+		fputs(", \"file\": ", f);
+		json_cstr0(f, known && fr.file ? fr.file : "");
+		fprintf(f, ", \"line\": %" PRIu64 "}", known ? fr.line : 0);
+	}
+	fputs("]}", f);
+}
+
+static void growth_print(FILE *f, const struct rb_opts *o, struct growth_result *g,
+			 const struct fwg_result *fw, int first)
 {
 	if (o->json) {
 		fprintf(f, "%s\n  {", first ? "" : ",");
@@ -362,7 +456,7 @@ static void growth_print(FILE *f, const struct rb_opts *o, struct growth_result 
 			",\n   \"devices\": [",
 			g->process_peak, g->process_live);
 		for (size_t k = 0; k < g->ndevs; k++)
-			print_dev_json(f, g, &g->devs[k], k == 0);
+			print_dev_json(f, g, fw, &g->devs[k], k == 0);
 		fputs("]}", f);
 	} else {
 		if (!first)
@@ -370,8 +464,12 @@ static void growth_print(FILE *f, const struct rb_opts *o, struct growth_result 
 		rb_human_head(f, g->t);
 		if (!g->ndevs)
 			fprintf(f, "  no device memory was allocated\n");
-		for (size_t k = 0; k < g->ndevs; k++)
+		for (size_t k = 0; k < g->ndevs; k++) {
 			print_dev_human(f, g, &g->devs[k]);
+			const struct fwg_dev *d = fw_dev_of(fw, g->devs[k].ordinal);
+			if (d)
+				print_tensors_human(f, g->t, fw, d);
+		}
 	}
 }
 
@@ -439,11 +537,15 @@ int cmd_growth(int argc, char **argv)
 		if (p.ncols < 8)
 			p.ncols = 8;
 		struct growth_result g;
+		struct fwg_result fw = {0};
 		int r = growth_compute(&ts[i], &p, &g);
+		if (r < 0 && fwhist_present(&ts[i]))
+			r = fwg_compute(&ts[i], &g, &fw);
 		if (r > worst)
 			worst = r;
 		procs[i] = (struct proc){g.process_peak, g.process_live};
-		growth_print(f, &o, &g, i == 0);
+		growth_print(f, &o, &g, fw.ndevs ? &fw : NULL, i == 0);
+		fwg_free(&fw);
 		growth_result_free(&g);
 	}
 	growth_totals(f, &o, ts, procs);

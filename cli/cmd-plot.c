@@ -543,9 +543,13 @@ static void write_svg(FILE *f, struct timeline *p)
 		W, h, W, h, LEFT);
 	const char *cmd = t->command && *t->command ? t->command : "(unknown command)";
 	char shortcmd[96];
-	snprintf(shortcmd, sizeof(shortcmd), "%s%s", cmd, strlen(cmd) > 80 ? "" : "");
-	if (strlen(cmd) > 80)
-		strcpy(shortcmd + 77, "...");
+	snprintf(shortcmd, sizeof(shortcmd), "%s", cmd);
+	if (strlen(cmd) > 80) { /* cut at 77 bytes, never inside a UTF-8 character */
+		size_t cut = 77;
+		while (cut > 0 && ((unsigned char)shortcmd[cut] & 0xc0) == 0x80)
+			cut--;
+		strcpy(shortcmd + cut, "...");
+	}
 	xml_text(f, shortcmd);
 	fputs(" on ", f);
 	xml_text(f, t->host && *t->host ? t->host : "(unknown host)");

@@ -14,6 +14,7 @@
 #include "cli/options.h"
 #include "cli/report-print.h"
 #include "cli/summary.h"
+#include "analysis/fwhist.h"
 
 static const char about[] =
     "Replays the trace's allocations and frees and reports, per device, the peak\n"
@@ -335,6 +336,56 @@ static void print_peak_sites(FILE *f, struct summary *s, struct summary_dev *d)
 			d->libs[k].count, d->libs[k].library);
 }
 
+/* The framework's own view (run --framework-history): per device, what
+ * its segments held at the device's peak, its own peaks, the end. */
+static void print_fwhist(FILE *f, struct summary *s)
+{
+	if (!s->has_fw)
+		return;
+	const struct fwhist *h = s->t.fw;
+	char b1[32], b2[32], b3[32], b4[32], line[640];
+	size_t gaps = 0;
+	for (size_t i = 0; i < h->nsnaps; i++)
+		gaps += h->snaps[i].gap;
+	snprintf(line, sizeof(line),
+		 "PyTorch's allocator history (%zu snapshot%s, %" PRIu64 " entries%s; top, "
+		 "flamegraph --tensors show the tensors' lines)",
+		 h->nsnaps, h->nsnaps == 1 ? "" : "s", h->entries,
+		 gaps ? "; entries before a window dropped: what was live then is rebuilt from the "
+			"segments"
+		      : "");
+	fputc('\n', f);
+	rb_wrap_hang(f, 0, rb_text_width(f), line);
+	for (size_t i = 0; i < s->fwt.n; i++) {
+		const struct fwt_dev *d = &s->fwt.devs[i];
+		if (!d->seen && !d->nsegs)
+			continue;
+		const struct summary_dev *di = NULL;
+		for (size_t k = 0; k < s->ndevs; k++)
+			if (s->devs[k].ordinal == d->device)
+				di = &s->devs[k];
+		if (di && di->lv.peak_seq) {
+			snprintf(
+			    line, sizeof(line),
+			    "device %" PRId64 " at its peak (%s): %s in %zu tensors, %s free in "
+			    "PyTorch's cache (segments %s)%s",
+			    d->device, fmt_size(b1, di->lv.peak), fmt_size(b2, d->bytes), d->n,
+			    fmt_size(b3, d->reserved > d->bytes ? d->reserved - d->bytes : 0),
+			    fmt_size(b4, d->reserved),
+			    d->early ? "; the history begins after the peak: as it begins" : "");
+			rb_wrap(f, 2, rb_text_width(f), line);
+		}
+		snprintf(
+		    line, sizeof(line),
+		    "device %" PRId64 " tensors: peak %s at %s s, reserved peak %s; at the end "
+		    "%s in %" PRIu64 " tensors",
+		    d->device, fmt_size(b1, d->peak_allocated),
+		    fmt_reltime(b2, summary_rel(s, d->peak_allocated_ns)) + 1,
+		    fmt_size(b3, d->peak_reserved), fmt_size(b4, d->end_allocated), d->end_tensors);
+		rb_wrap(f, 2, rb_text_width(f), line);
+	}
+}
+
 /* The frameworks' own counters (run --framework-counters), per framework
  * and device. */
 static void print_counters(FILE *f, const struct counters_set *cs)
@@ -376,6 +427,7 @@ static void print_human(struct summary *s, const struct gmt_read_info *in)
 	if (s->has_acct)
 		acct_print_brief(f, &s->acct);
 	print_counters(f, &s->counters);
+	print_fwhist(f, s);
 	print_other_memory(f, s);
 	if (s->has_phases)
 		print_phases(f, s);

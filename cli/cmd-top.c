@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/fwhist.h"
 #include "analysis/top.h"
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -78,6 +79,40 @@ static void print_site(FILE *f, struct top *tp, struct top_trace *ts, const stru
 	rb_site_line(f, r->key, room, t, 3);
 }
 
+/* What --tensors did, or that it could. */
+static void tensors_note(FILE *f, struct top *tp, struct top_trace *ts, int n)
+{
+	int with = 0;
+	for (int i = 0; i < n; i++)
+		with += fwhist_present(&ts[i].t);
+	const char *text =
+	    !tp->tensors && with
+		? "PyTorch's allocator history is in the trace: --tensors splits its segments "
+		  "into the tensors they held"
+	    : tp->tensors && with < n
+		? "--tensors: no framework history in some trace (record it with `gpumemtrace run "
+		  "--framework-history`): their segments stay whole"
+	    : tp->tensors
+		? "--tensors: PyTorch's segments split into the tensors they held (bytes as "
+		  "requested) and " TOP_CACHED
+		: NULL;
+	if (text)
+		rb_wrap_hang(f, 2, rb_text_width(f), text);
+	for (int i = 0; tp->tensors && i < n; i++)
+		if (ts[i].early) {
+			char *t = NULL;
+			if (asprintf(
+				&t,
+				"note: %s: the history begins after the peak: the tensors are "
+				"those live when it begins (--history-entries sets how far back "
+				"it reaches)",
+				ts[i].t.path) < 0)
+				xalloc_failed();
+			rb_wrap_hang(f, 2, rb_text_width(f), t);
+			free(t);
+		}
+}
+
 static void print_human(struct top *tp, struct top_trace *ts, int n, int metric, uint64_t limit)
 {
 	FILE *f = stdout;
@@ -93,6 +128,7 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 		fprintf(f, " (the site and %d caller%s)", tp->rows.depth,
 			tp->rows.depth == 1 ? "" : "s");
 	fputc('\n', f);
+	tensors_note(f, tp, ts, n);
 	if (n > 1)
 		fprintf(f, "%d traces: the figures add up over the processes\n", n);
 	for (int i = 0; i < n; i++)
@@ -241,8 +277,11 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 	size_t nrows, ndev;
 	struct trace_row **rows = trace_rows_sorted(&tp->rows, metric, &nrows);
 	struct top_dev *devs = top_devices(ts, n, &ndev);
-	fprintf(f, "{\"by\": \"%s\", \"depth\": %d, \"sort\": \"%s\", \"limit\": %" PRIu64 ",\n",
-		group_names[tp->rows.by], depth, metric_names[metric], limit);
+	fprintf(f,
+		"{\"by\": \"%s\", \"depth\": %d, \"sort\": \"%s\", \"limit\": %" PRIu64
+		", \"tensors\": %s,\n",
+		group_names[tp->rows.by], depth, metric_names[metric], limit,
+		tp->tensors ? "true" : "false");
 	fputs(" \"traces\": [", f);
 	bool complete = true;
 	for (int i = 0; i < n; i++) {
@@ -288,6 +327,7 @@ int cmd_top(int argc, char **argv)
 {
 	bool json = false;
 	struct site_args sa = {0};
+	struct top tp = {0};
 	int by = GROUP_STACK, metric = TM_PEAK; /* the choices are in enum order */
 	uint64_t depth = 3, limit = 10;
 	const struct option opts[] = {
@@ -300,6 +340,10 @@ int cmd_top(int argc, char **argv)
 		       "peak, end, total or calls (default peak)", .argh = "M"),
 	    OPT_UINT("limit", &limit, "N", "rows per device (default 10; 0: all)",
 		     .short_name = 'n'),
+	    OPT_BOOL("tensors", &tp.tensors,
+		     "split PyTorch's segments into the tensors they held\n"
+		     "and what its cache held free (a trace recorded with\n"
+		     "run --framework-history; --sort peak or end)"),
 	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
 	    OPT_SITES(&sa),
 	    OPT_END(),
@@ -307,10 +351,16 @@ int cmd_top(int argc, char **argv)
 	const char **paths;
 	int npaths;
 	int rc = opt_parse_sites(&usage, opts, argc, argv, &paths, &npaths, &sa);
+	if (rc < 0 && tp.tensors &&
+	    (metric == TM_TOTAL || metric == TM_CALLS || by == GROUP_RANGE)) {
+		free(paths);
+		site_opts_free(&sa.opts);
+		rc = say_usage_error(usage.name,
+				     "--tensors: with --sort peak or end, and not --by range");
+	}
 	if (rc >= 0)
 		return rc;
 
-	struct top tp;
 	trace_rows_init(&tp.rows, (enum trace_group)by, (int)depth);
 	struct top_trace *ts = xcalloc((size_t)npaths, sizeof(*ts));
 	int opened = 0;

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/report-print.h"
+#include "analysis/fwhist.h"
 #include "cli/summary.h"
 #include "cli/accounting-print.h"
 
@@ -236,10 +237,46 @@ static void json_counters(FILE *f, const struct summary *s)
 	fputs("]", f);
 }
 
+/* Only in traces with the framework's history. */
+static void json_fwhist(FILE *f, const struct summary *s)
+{
+	if (!s->has_fw)
+		return;
+	const struct fwhist *h = s->t.fw;
+	size_t gaps = 0;
+	for (size_t i = 0; i < h->nsnaps; i++)
+		gaps += h->snaps[i].gap;
+	fprintf(f,
+		",\n \"framework_history\": {\"source\": \"torch\", \"snapshots\": %zu, "
+		"\"entries\": %" PRIu64 ", \"windows_with_gap\": %zu, \"devices\": [",
+		h->nsnaps, h->entries, gaps);
+	bool first = true;
+	for (size_t i = 0; i < s->fwt.n; i++) {
+		const struct fwt_dev *d = &s->fwt.devs[i];
+		if (!d->seen && !d->nsegs)
+			continue;
+		fprintf(f,
+			"%s\n  {\"index\": %" PRId64 ", \"at_peak\": {\"tensor_bytes\": %" PRIu64
+			", \"tensors\": %zu, \"reserved_bytes\": %" PRIu64
+			", \"cache_free_bytes\": %" PRIu64 ", \"before_history\": %s}, "
+			"\"tensor_peak_bytes\": %" PRIu64 ", \"tensor_peak_time_ns\": %" PRId64
+			", \"reserved_peak_bytes\": %" PRIu64 ", \"end_tensor_bytes\": %" PRIu64
+			", \"end_tensors\": %" PRIu64 "}",
+			first ? "" : ",", d->device, d->bytes, d->n, d->reserved,
+			d->reserved > d->bytes ? d->reserved - d->bytes : 0,
+			d->early ? "true" : "false", d->peak_allocated,
+			summary_rel(s, d->peak_allocated_ns), d->peak_reserved, d->end_allocated,
+			d->end_tensors);
+		first = false;
+	}
+	fputs("]}", f);
+}
+
 static void json_tail(FILE *f, const struct summary *s)
 {
 	const struct trace *t = &s->t;
 	json_counters(f, s);
+	json_fwhist(f, s);
 	if (t->has_trailer)
 		fprintf(f,
 			",\n \"trailer\": {\"end_time_ns\": %" PRId64 ", \"events\": %" PRIu64

@@ -20,7 +20,7 @@ static inline const char *gmt_fw_action_name(uint32_t action)
 	static const char *const names[GMT_FW_ACTION_MAX_ + 1] = {
 	    "unknown",	     "alloc",	     "free_requested", "free_completed",
 	    "segment_alloc", "segment_free", "segment_map",    "segment_unmap",
-	    "oom",	     "snapshot",
+	    "oom",	     "snapshot",     "annotate",
 	};
 	return action <= GMT_FW_ACTION_MAX_ ? names[action] : "unknown";
 }

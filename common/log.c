@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct out {
@@ -108,9 +109,46 @@ int gmt_format(char *buf, size_t size, const char *fmt, ...)
 	return n;
 }
 
+/* The stderr the program started with (gmt_log_bind): its device and
+ * inode, and whether it was open. Written once, before threads of ours. */
+static int log_bound; /* 0: not bound (the CLI, or too early): write; 1: bound */
+static int log_open;  /* stderr was open when bound */
+static uint64_t log_dev, log_ino;
+static uint64_t log_unsaid; /* lines not written: stderr is not that file now */
+
+void gmt_log_bind(void)
+{
+	struct stat st;
+	log_open = fstat(STDERR_FILENO, &st) == 0;
+	log_dev = log_open ? (uint64_t)st.st_dev : 0;
+	log_ino = log_open ? (uint64_t)st.st_ino : 0;
+	log_bound = 1;
+}
+
+uint64_t gmt_log_unsaid(void)
+{
+	return __atomic_load_n(&log_unsaid, __ATOMIC_RELAXED);
+}
+
+/* Whether descriptor 2 is still the stderr the program started with: a
+ * daemon that closed it may have opened its own data file there. */
+static int stderr_is_ours(void)
+{
+	if (!log_bound)
+		return 1;
+	struct stat st;
+	return log_open && fstat(STDERR_FILENO, &st) == 0 && (uint64_t)st.st_dev == log_dev &&
+	       (uint64_t)st.st_ino == log_ino;
+}
+
 void gmt_log(const char *fmt, ...)
 {
 	int saved_errno = errno;
+	if (!stderr_is_ours()) {
+		__atomic_add_fetch(&log_unsaid, 1, __ATOMIC_RELAXED);
+		errno = saved_errno;
+		return;
+	}
 	char buf[512];
 	static const char prefix[] = "gpumemtrace: ";
 	memcpy(buf, prefix, sizeof prefix - 1);

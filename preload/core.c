@@ -112,6 +112,21 @@ static __attribute__((noinline, cold)) void flush_finished(void)
 	gmt_nocancel_end(cancel);
 }
 
+/* The program closed the trace's descriptor: reopened here, on its own
+ * thread between its own calls (gmt_writer_reclaim says why), if the flush
+ * thread is not busy (never waited for: it may be stuck in a write). Only
+ * the open: the pending chunk is the flush thread's to write. */
+static __attribute__((noinline, cold)) void reopen_trace(void)
+{
+	if (not_our_process() || pthread_mutex_trylock(&gmt_rt.flush_lock) != 0)
+		return;
+	int cancel = gmt_nocancel_begin();
+	if (gmt_rt.w.fd_lost && gmt_writer_reclaim(&gmt_rt.w) < 0)
+		set_state(ST_OFF);
+	gmt_nocancel_end(cancel);
+	pthread_mutex_unlock(&gmt_rt.flush_lock);
+}
+
 /* Inline: on every event's path, where the answer is almost always no. */
 static inline void flush_if_finished(void)
 {
@@ -123,6 +138,9 @@ static inline void flush_if_finished(void)
 	gmt_fence_recorded();
 	if (__builtin_expect(load_state() == ST_FINISHED, 0))
 		flush_finished();
+	/* set by the flush thread under flush_lock; read again under it */
+	if (__builtin_expect(__atomic_load_n(&gmt_rt.w.fd_lost, __ATOMIC_RELAXED), 0))
+		reopen_trace();
 }
 
 static unsigned capture_stack(uint64_t *ips, unsigned depth, uintptr_t hook_frame)

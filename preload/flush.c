@@ -254,6 +254,32 @@ static int symbolize_safe(void)
 	return ok;
 }
 
+/* What befell the trace's descriptor and the tracer's own lines, said
+ * once in the trace (the lines themselves could not be). */
+static void notes_of_the_file(void)
+{
+	static uint64_t unsaid_noted;
+	char text[256];
+	struct gmt_writer *w = &gmt_rt.w;
+	if (w->reopened > w->reopened_noted) {
+		gmt_format(text, sizeof text,
+			   "the program closed or reused the trace's descriptor (%u times): the "
+			   "trace was opened again by its path each time, nothing was lost",
+			   (unsigned)w->reopened);
+		gmt_writer_note(w, 0, text);
+		w->reopened_noted = w->reopened;
+	}
+	uint64_t unsaid = gmt_log_unsaid();
+	if (unsaid > unsaid_noted) {
+		gmt_format(text, sizeof text,
+			   "%llu line%s of the tracer not printed: descriptor 2 was no longer the "
+			   "stderr the program started with",
+			   (unsigned long long)unsaid, unsaid == 1 ? "" : "s");
+		gmt_writer_note(w, 1, text);
+		unsaid_noted = unsaid;
+	}
+}
+
 static void flush_with_trailer_at(unsigned reason, uint64_t end_ns)
 {
 	if (reason != GMT_END_EXEC) /* an exec may fail, and the trace go on */
@@ -270,13 +296,16 @@ static void flush_with_trailer_at(unsigned reason, uint64_t end_ns)
 		gmt_writer_note(&gmt_rt.w, 1, text);
 		gmt_rt.child_lost_noted = gmt_rt.child_lost_reported;
 	}
+	notes_of_the_file();
 	/* Pairs with the release store in gmt_exit_status (life.c). */
 	unsigned how = __atomic_load_n(&gmt_rt.exit_how, __ATOMIC_ACQUIRE);
 	if (how && reason != GMT_END_EXEC)
 		gmt_writer_exit(&gmt_rt.w, __atomic_load_n(&gmt_rt.exit_ns, __ATOMIC_RELAXED),
 				how - 1, __atomic_load_n(&gmt_rt.exit_status, __ATOMIC_RELAXED));
 	gmt_writer_trailer(&gmt_rt.w, reason, end_ns);
-	if (gmt_writer_flush(&gmt_rt.w) < 0)
+	/* the end: a descriptor the program closed is reopened now, whoever
+	 * writes (gmt_writer_reopen) */
+	if (gmt_writer_reopen(&gmt_rt.w) < 0)
 		set_state(ST_OFF);
 }
 

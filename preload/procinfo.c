@@ -3,6 +3,7 @@
  * (preload/writer.h). Written once, as the trace is created. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -33,6 +34,74 @@ static const char *prefixed_env(const char *e, size_t *klen)
 	return NULL;
 }
 
+/* ---- privacy: what may hold a secret is written as <redacted> ---- */
+
+static const char redacted[] = "<redacted>";
+
+/* The one rule for names (of a variable, an option, a key=value word):
+ * one that suggests a secret, in any case. Every value the PROCESS record
+ * takes from the environment or the command line passes here. */
+static int secret_name(const char *name, size_t n)
+{
+	static const char *const words[] = {"PASSWORD", "PASSWD", "TOKEN",
+					    "SECRET",	"KEY",	  "CREDENTIAL"};
+	for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+		size_t k = strlen(words[w]);
+		for (size_t i = 0; i + k <= n; i++)
+			if (strncasecmp(name + i, words[w], k) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+/* An argv word's name, where it has one: "--api-key" of "--api-key=x" or
+ * of "--api-key" (then *eq is NULL), "API_TOKEN" of "API_TOKEN=x". */
+static const char *arg_name(const char *a, size_t len, size_t *n, const char **eq)
+{
+	*eq = memchr(a, '=', len);
+	size_t dashes = 0;
+	while (dashes < len && dashes < 2 && a[dashes] == '-')
+		dashes++;
+	if (!dashes && !*eq)
+		return NULL;
+	*n = (*eq ? (size_t)(*eq - a) : len) - dashes;
+	return a + dashes;
+}
+
+/* How many bytes argv word a (len bytes) takes in the record, as written
+ * by put_arg; *secret_next: the word names a secret and the next one is
+ * its value ("--password hunter2"). */
+static size_t arg_size(const char *a, size_t len, int prev_secret, int *secret_next)
+{
+	size_t n;
+	const char *eq;
+	const char *name = arg_name(a, len, &n, &eq);
+	*secret_next = 0;
+	if (prev_secret && !(len && a[0] == '-'))
+		return sizeof redacted - 1;
+	if (!name || !secret_name(name, n))
+		return len;
+	if (!eq) {
+		*secret_next = 1;
+		return len;
+	}
+	return (size_t)(eq - a) + 1 + sizeof redacted - 1;
+}
+
+/* Word a as the record keeps it, into p: redacted as arg_size says. */
+static uint8_t *put_arg(uint8_t *p, const char *a, size_t len, int prev_secret)
+{
+	int next;
+	size_t n = arg_size(a, len, prev_secret, &next);
+	if (n == len)
+		return gmt_writer_put_str(p, a, len);
+	p = gmt_put_varint(p, n);
+	size_t keep = n - (sizeof redacted - 1); /* "--api-key=" or nothing */
+	memcpy(p, a, keep);
+	memcpy(p + keep, redacted, sizeof redacted - 1);
+	return p + n;
+}
+
 static size_t read_small_file(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -55,7 +124,12 @@ void gmt_writer_process(struct gmt_writer *w)
 	static char cmdline[32768];
 	size_t cl = read_small_file("/proc/self/cmdline", cmdline, sizeof cmdline);
 
-	size_t need = 64 + strlen(host) + strlen(exe) + cl + 2 * GMT_VARINT_MAX * 64;
+	/* each word may grow by "<redacted>", and takes a length */
+	size_t words = 1;
+	for (size_t i = 0; i < cl; i++)
+		words += cmdline[i] == '\0';
+	size_t need = 64 + strlen(host) + strlen(exe) + cl + 2 * GMT_VARINT_MAX * 64 +
+		      words * (sizeof redacted + GMT_VARINT_MAX);
 	/* Read once: what is sized is what is written, should the program
 	 * change its environment meanwhile. */
 	struct {
@@ -77,8 +151,13 @@ void gmt_writer_process(struct gmt_writer *w)
 			nprefixed++;
 		}
 	}
-	for (size_t i = 0; i < nenv; i++)
+	for (size_t i = 0; i < nenv; i++) {
+		if (secret_name(env[i].k, env[i].kl)) {
+			env[i].v = redacted;
+			env[i].vl = sizeof redacted - 1;
+		}
 		need += env[i].kl + env[i].vl + 2 * GMT_VARINT_MAX;
+	}
 	uint8_t *p = gmt_writer_room(w, need);
 	if (!p)
 		return;
@@ -93,10 +172,16 @@ void gmt_writer_process(struct gmt_writer *w)
 		argc += cmdline[i] == '\0';
 	if (cl && cmdline[cl - 1] != '\0')
 		argc++; /* truncated last argument */
+	if (w->omit_argv)
+		argc = cl = 0; /* GPUMEMTRACE_RECORD_ARGV=0 */
 	p = gmt_put_varint(p, argc);
+	int secret = 0;
 	for (size_t i = 0; i < cl;) {
 		size_t k = strnlen(cmdline + i, cl - i);
-		p = gmt_writer_put_str(p, cmdline + i, k);
+		int next;
+		arg_size(cmdline + i, k, secret, &next);
+		p = put_arg(p, cmdline + i, k, secret);
+		secret = next;
 		i += k + 1;
 	}
 	p = gmt_put_varint(p, nenv);

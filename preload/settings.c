@@ -37,4 +37,5 @@ void gmt_settings_load(struct gmt_settings *s)
 	s->sample_ms = (int)env_long("GPUMEMTRACE_SAMPLE_MS", 100, 0, 60000);
 	s->compress = (int)env_long("GPUMEMTRACE_COMPRESS", 1, 0, 1);
 	s->clock = (int)env_long("GPUMEMTRACE_CLOCK", 1, 0, 2);
+	s->record_argv = (int)env_long("GPUMEMTRACE_RECORD_ARGV", 1, 0, 1);
 }

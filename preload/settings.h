@@ -15,11 +15,12 @@ struct gmt_settings {
 	int symbolize;		     /* GPUMEMTRACE_SYMBOLIZE, 0 or 1, default 1 */
 	int disabled;		     /* GPUMEMTRACE_DISABLE=1 */
 	int python;		     /* GPUMEMTRACE_PYTHON, 0 or 1, default 1 */
-	long pid_only; /* GPUMEMTRACE_PID_ONLY: trace only this pid (0: every process) */
-	int sample_ms; /* GPUMEMTRACE_SAMPLE_MS, 0..60000, default 100; 0: not periodic */
-	int compress;  /* GPUMEMTRACE_COMPRESS, 0 or 1, default 1: zstd chunks */
-	int clock;     /* GPUMEMTRACE_CLOCK: 0 CLOCK_MONOTONIC, 1 TSC where vouched for
-			  (default), 2 TSC where invariant */
+	long pid_only;	 /* GPUMEMTRACE_PID_ONLY: trace only this pid (0: every process) */
+	int sample_ms;	 /* GPUMEMTRACE_SAMPLE_MS, 0..60000, default 100; 0: not periodic */
+	int compress;	 /* GPUMEMTRACE_COMPRESS, 0 or 1, default 1: zstd chunks */
+	int clock;	 /* GPUMEMTRACE_CLOCK: 0 CLOCK_MONOTONIC, 1 TSC where vouched for
+			    (default), 2 TSC where invariant */
+	int record_argv; /* GPUMEMTRACE_RECORD_ARGV, 0 or 1, default 1: the command line */
 	/* GPUMEMTRACE_TRACE_LIST (or NULL): the file `gpumemtrace run` made, to
 	 * which the trace's path is added (gmt_writer_list) */
 	const char *trace_list;

@@ -58,6 +58,7 @@ static void configure_locked(void)
 		set_state(ST_OFF);
 		return;
 	}
+	gmt_log_bind(); /* our lines go to this stderr, or nowhere */
 	gmt_settings_load(&gmt_rt.set);
 	/* `gpumemtrace run --no-follow`: descendants inherit LD_PRELOAD but stay inert. */
 	if (gmt_rt.set.disabled || (gmt_rt.set.pid_only && gmt_rt.set.pid_only != getpid())) {
@@ -136,6 +137,7 @@ static void learn_devices_early(void)
  * reason logged. Caller holds setup_lock. */
 static int create_trace(void)
 {
+	gmt_rt.w.omit_argv = !gmt_rt.set.record_argv;
 	int opened = gmt_writer_open(&gmt_rt.w, gmt_rt.set.output_template, gmt_rt.set.stack_depth,
 				     gmt_rt.set.compress, gmt_rt.start_mono);
 	int err = errno;

@@ -1,9 +1,13 @@
 #include "preload/stackcache.h"
 #include "preload/nocancel.h"
+#include "preload/tracer.h"
+#include "preload/writer.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -15,6 +19,12 @@ enum {
 	WAYS = 8,
 	SEEN = 512,
 	OWN_FRAMES = 16, /* more frames of ours than this: give up on the cache */
+	/* A thread's first misses are walked with unw_step, never
+	 * unw_backtrace: libunwind's fast trace keeps a cache per thread
+	 * that costs 256 KiB the first time (2^14 frames of 16 bytes, every
+	 * one written), 2,000 threads 559 MB. A thread that misses more
+	 * than this is hot enough to pay for it. */
+	COLD_MISSES = 32,
 };
 
 struct entry {
@@ -29,14 +39,86 @@ struct cache {
 	uintptr_t stack_lo, stack_hi; /* this thread's stack; 0: none known */
 	size_t stride;		      /* bytes per entry */
 	size_t map_bytes;
-	unsigned depth;	     /* what the entries were sized for */
-	int disabled;	     /* setting up failed: libunwind only */
-	uint64_t seen[SEEN]; /* fingerprints of chains missed once */
+	unsigned depth;	 /* what the entries were sized for */
+	int disabled;	 /* setting up failed: libunwind only */
+	unsigned misses; /* walked with unw_step, up to COLD_MISSES */
+	/* fingerprints of chains missed once (SEEN of them), after the
+	 * entries: touched only once a thread is past COLD_MISSES, so a
+	 * thread that allocates from a few places touches two pages */
+	uint64_t *seen;
 	uint8_t entries[];
 };
 
 static __thread struct cache *tls_cache __attribute__((tls_model("initial-exec")));
 static __thread int tls_cache_failed __attribute__((tls_model("initial-exec")));
+
+/* ---- libunwind's descriptors ----------------------------------------------
+ * libunwind (1.6, and later ones alike) checks an address it doubts (a frame
+ * without unwind info, the end of a stack) by writing a byte from it to a
+ * pipe it keeps at the numbers pipe2() gave it: the lowest free, 3 and 4.
+ * When that read or write fails (a daemon closed them), it closes both
+ * numbers and makes a new pipe; if the program had opened its own files
+ * there meanwhile, libunwind reads from, writes into and closes the
+ * program's files (t-life-fds: a daemon's log closed, 4 runs in 6). So
+ * its pipe2 comes to us (preload/hooks/fds.c) and the pipe goes high, as
+ * the trace's descriptor does, where a program that closes every
+ * descriptor and opens its own does not reach. And libunwind asks
+ * mincore (or msync) about the address before it uses the pipe: that call
+ * comes to us too, and when the program has taken one of the pipe's
+ * numbers (a process with ~768 files open after closing ours) it fails, so
+ * libunwind takes the address as bad and ends the stack there, never
+ * touching the program's file. One check per address libunwind doubts
+ * (a few per run: it remembers good pages), none per event. */
+static __thread int tls_unwinding __attribute__((tls_model("initial-exec")));
+static int unw_pipe[2] = {-1, -1}; /* under unw_lock */
+static uint64_t unw_pipe_ino[2];
+static int unw_unsafe; /* the program has one of its numbers: no more libunwind */
+static pthread_mutex_t unw_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void gmt_unwinder_pipe(int fds[2])
+{
+	if (!tls_unwinding)
+		return; /* the program's own pipe */
+	int err = errno;
+	pthread_mutex_lock(&unw_lock);
+	for (int i = 0; i < 2; i++) {
+		int hi = gmt_fd_high(fds[i]);
+		struct stat st;
+		if (hi >= 0)
+			fds[i] = hi;
+		unw_pipe[i] = fds[i];
+		unw_pipe_ino[i] = fstat(fds[i], &st) == 0 ? (uint64_t)st.st_ino : 0;
+	}
+	pthread_mutex_unlock(&unw_lock);
+	errno = err;
+}
+
+/* Whether libunwind may use its pipe: it is still where it was made, or
+ * closed (then libunwind makes a new one, through us). */
+static int unwinder_safe(void)
+{
+	if (__atomic_load_n(&unw_unsafe, __ATOMIC_RELAXED))
+		return 0;
+	int taken = 0;
+	pthread_mutex_lock(&unw_lock);
+	for (int i = 0; i < 2 && unw_pipe[i] >= 0; i++) {
+		struct stat st;
+		if (fstat(unw_pipe[i], &st) == 0 &&
+		    (!S_ISFIFO(st.st_mode) || (uint64_t)st.st_ino != unw_pipe_ino[i]))
+			taken = 1;
+	}
+	pthread_mutex_unlock(&unw_lock);
+	if (taken && !__atomic_exchange_n(&unw_unsafe, 1, __ATOMIC_RELAXED))
+		gmt_note(1, "stacks may end early from here on: the program opened files on the "
+			    "numbers of libunwind's pipe, which libunwind would have read, written "
+			    "and closed to check an address; such addresses are taken as bad");
+	return !taken;
+}
+
+int gmt_unwinder_may_check(void)
+{
+	return !tls_unwinding || unwinder_safe();
+}
 
 /* Verify mode only (a test setting): shared counters, never touched on the
  * default path. */
@@ -52,7 +134,7 @@ static struct cache *cache_for_thread(unsigned depth)
 	if (c)		     /* the depth grew: start over */
 		gmt_stack_cache_release();
 	size_t stride = sizeof(struct entry) + 2 * sizeof(uint64_t) * depth;
-	size_t bytes = sizeof(struct cache) + SETS * WAYS * stride;
+	size_t bytes = sizeof(struct cache) + SETS * WAYS * stride + SEEN * sizeof(uint64_t);
 	/* Once per thread, like its ring (pthread_getattr_np may malloc).
 	 * mmap: pages are touched only as entries fill. */
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -61,6 +143,7 @@ static struct cache *cache_for_thread(unsigned depth)
 		return NULL;
 	}
 	c = m;
+	c->seen = (uint64_t *)(c->entries + SETS * WAYS * stride);
 	c->stride = stride;
 	c->map_bytes = bytes;
 	c->depth = depth;
@@ -199,6 +282,19 @@ static unsigned unwind(uint64_t *ips, uint64_t *slots, unsigned depth, uintptr_t
 	return n;
 }
 
+/* unwind, where libunwind may run, not cancellable (as backtrace_trimmed),
+ * its pipe2 known as its own. */
+static unsigned unwind_guarded(uint64_t *ips, uint64_t *slots, unsigned depth, uintptr_t self_lo,
+			       uintptr_t self_hi)
+{
+	int cancel = gmt_nocancel_begin();
+	tls_unwinding = 1;
+	unsigned n = unwind(ips, slots, depth, self_lo, self_hi);
+	tls_unwinding = 0;
+	gmt_nocancel_end(cancel);
+	return n;
+}
+
 static void insert(struct cache *c, uint64_t slot0, const uint64_t *ips, const uint64_t *slots,
 		   unsigned n)
 {
@@ -237,7 +333,9 @@ static unsigned backtrace_trimmed(uint64_t *ips, unsigned depth, uintptr_t self_
 	/* libunwind reads a pipe to check an address it doubts (the end of a
 	 * thread's stack): a cancellation point, on the program's thread. */
 	int cancel = gmt_nocancel_begin();
+	tls_unwinding = 1;
 	int n = unw_backtrace((void **)ips, (int)(depth + SLACK));
+	tls_unwinding = 0;
 	gmt_nocancel_end(cancel);
 	if (n <= 0)
 		return 0;
@@ -289,13 +387,20 @@ capture_cached(struct cache *c, uint64_t *ips, unsigned depth, uintptr_t self_lo
 		__atomic_add_fetch(n ? &stat_hits : &stat_misses, 1, __ATOMIC_RELAXED);
 	if (n)
 		return n;
+	if (c->misses < COLD_MISSES) { /* one walk: the chain and its slots */
+		c->misses++;
+		uint64_t slots[depth];
+		n = unwind_guarded(ips, slots, depth, self_lo, self_hi);
+		if (n && slot0)
+			insert(c, slot0, ips, slots, n);
+		if (n)
+			return n;
+	}
 	n = backtrace_trimmed(ips, depth, self_lo, self_hi);
 	if (!slot0 || !n || !worth_learning(c, slot0, ips, n))
 		return n;
 	uint64_t slots[depth], again[depth];
-	int cancel = gmt_nocancel_begin(); /* as in backtrace_trimmed */
-	unsigned m = unwind(again, slots, depth, self_lo, self_hi);
-	gmt_nocancel_end(cancel);
+	unsigned m = unwind_guarded(again, slots, depth, self_lo, self_hi);
 	/* Both walks must agree before the chain is trusted. */
 	if (m == n && memcmp(again, ips, n * sizeof *ips) == 0)
 		insert(c, slot0, ips, slots, n);

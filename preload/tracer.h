@@ -172,6 +172,14 @@ int gmt_trace_started(void);
 #define GMT_MAX_NOTES 32
 void gmt_note(int level, const char *text);
 
+/* After every pipe2 of the process: a pipe libunwind made for itself (the
+ * calling thread is capturing a stack) is moved high (preload/stackcache.c). */
+void gmt_unwinder_pipe(int fds[2]);
+/* Before every mincore and msync of the process: 0 when libunwind asks
+ * (the calling thread is capturing a stack) and its pipe's numbers are
+ * the program's now: the call must fail, so libunwind never uses them. */
+int gmt_unwinder_may_check(void);
+
 /* exit() was called: returns at once for the first call; a racing call
  * from another thread waits a little for the first to end the process,
  * then finishes the trace itself. Keeps errno. */

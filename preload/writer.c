@@ -28,13 +28,23 @@ static const struct gmt_dl libc_dl = {gmt_libc_dlopen, gmt_libc_dlsym, gmt_libc_
 #define CHUNK_TARGET (256u << 10) /* write a chunk once this much is pending */
 /* zstd level: 1 and the negative (faster) levels measured in
  * docs/performance.md "Trace size". */
-#define ZSTD_LEVEL 1
+#define ZSTD_LEVEL	 1
+#define LOST_PENDING_MAX (4u << 20) /* bytes a chunk waits for a reopen: << 16 MiB */
 
 /* ---- chunk buffer ---------------------------------------------------- */
 uint8_t *gmt_writer_room(struct gmt_writer *w, size_t n)
 {
-	if (w->len > GMT_CHUNK_HEADER_SIZE && w->len + n > CHUNK_TARGET)
+	if (w->len > GMT_CHUNK_HEADER_SIZE && w->len + n > CHUNK_TARGET) {
 		gmt_writer_flush(w);
+		/* The program closed our descriptor and makes no call that would
+		 * reopen it (gmt_writer_reopen): past this, reopened here, on the
+		 * flush thread, rather than a chunk too big to read. */
+		if (w->fd_lost && w->len + n > LOST_PENDING_MAX) {
+			w->may_reopen = 1;
+			gmt_writer_flush(w);
+			w->may_reopen = 0;
+		}
+	}
 	if (w->len + n > w->cap) {
 		size_t cap = w->cap ? w->cap : CHUNK_TARGET + 4096;
 		while (cap < w->len + n)
@@ -61,6 +71,34 @@ static int fd_is_ours(const struct gmt_writer *w, struct stat *st)
 	       (uint64_t)st->st_ino == w->ino;
 }
 
+/* The program closed our descriptor (a daemon closing every one, then
+ * opening its own files at 0-2), or made its number one of its own
+ * (dup2): the trace is opened again by its path, at a new high number,
+ * if the path still names the file we made (device and inode; never a
+ * FIFO's wait). The old number is the program's: never written, never
+ * closed. open() takes the lowest free number for a moment, which the
+ * program's own next open() would have had: so this runs on a thread of
+ * the program, between its own calls (gmt_writer_reopen), never on the
+ * flush thread while the program runs. Returns 0 when fd is ours again. */
+static int reopen(struct gmt_writer *w)
+{
+	int fd = open(w->abs, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_dev != w->dev ||
+	    (uint64_t)st.st_ino != w->ino || fcntl(fd, F_SETFL, 0) != 0 ||
+	    lseek(fd, (off_t)w->written, SEEK_SET) != (off_t)w->written) {
+		close(fd);
+		return -1;
+	}
+	if ((fd = gmt_fd_high(fd)) < 0)
+		return -1;
+	w->fd = fd;
+	w->reopened++;
+	return 0;
+}
+
 static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 {
 	/* RLIMIT_FSIZE raises SIGXFSZ in the writing thread, whose default
@@ -71,14 +109,22 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 	sigaddset(&xfsz, SIGXFSZ);
 	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
 	/* The program closed our descriptor (a daemon closing every fd) and
-	 * maybe opened a file of its own on its number: never write there. */
+	 * maybe opened a file of its own on its number: never write there.
+	 * Reopened by its path where that is safe (reopen); else the chunk
+	 * waits, pending, for a thread of the program to do it. */
 	struct stat st;
 	if (!w->failed && !fd_is_ours(w, &st)) {
-		gmt_log("%s: descriptor %d is no longer the trace (the program closed or "
-			"reused it); tracing stops here, the program runs on",
-			w->path, w->fd);
-		w->failed = 1;
 		w->fd = -1; /* not ours to write, nor to close */
+		__atomic_store_n(&w->fd_lost, 1, __ATOMIC_RELAXED);
+		if (!w->may_reopen)
+			goto out;
+		if (reopen(w) != 0 || !fd_is_ours(w, &st)) {
+			gmt_log("%s: the program closed or reused the trace's descriptor and the "
+				"path no longer names it; tracing stops here, the program runs on",
+				w->path);
+			w->failed = 1;
+		}
+		__atomic_store_n(&w->fd_lost, 0, __ATOMIC_RELAXED);
 	}
 	/* Someone deleted or truncated the file: writing on would leave a
 	 * hole of zeros (or nothing at all) instead of a readable trace. */
@@ -106,7 +152,32 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 			w->failed = 1;
 		}
 	}
+out:
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+int gmt_writer_reclaim(struct gmt_writer *w)
+{
+	if (!w->failed && w->fd_lost) { /* also with nothing pending */
+		struct stat st;
+		if (reopen(w) != 0 || !fd_is_ours(w, &st)) {
+			gmt_log("%s: the program closed or reused the trace's descriptor and the "
+				"path no longer names it; tracing stops here, the program runs on",
+				w->path);
+			w->failed = 1;
+		}
+		__atomic_store_n(&w->fd_lost, 0, __ATOMIC_RELAXED);
+	}
+	return w->failed ? -1 : 0;
+}
+
+int gmt_writer_reopen(struct gmt_writer *w)
+{
+	w->may_reopen = 1;
+	gmt_writer_reclaim(w);
+	int rc = gmt_writer_flush(w);
+	w->may_reopen = 0;
+	return rc;
 }
 
 void gmt_writer_compress_init(struct gmt_writer *w)
@@ -164,6 +235,10 @@ int gmt_writer_flush(struct gmt_writer *w)
 	gmt_put_le32(c + 12, gmt_crc32c(0, c + GMT_CHUNK_HEADER_SIZE, len));
 	/* One write per chunk: a kill leaves whole chunks and one torn tail. */
 	write_all(w, c, GMT_CHUNK_HEADER_SIZE + (size_t)len);
+	if (w->fd_lost) { /* not written: pending until the trace is reopened */
+		w->seq--;
+		return 0;
+	}
 	w->len = GMT_CHUNK_HEADER_SIZE;
 	return w->failed ? -1 : 0;
 }
@@ -226,8 +301,9 @@ static int create_exclusive(struct gmt_writer *w, const char *base)
 		} else {
 			gmt_format(w->path, sizeof w->path, "%s.%d", base, attempt);
 		}
-		/* O_EXCL never follows a symlink and never truncates. */
-		int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		/* O_EXCL never follows a symlink and never truncates; 0600: a
+		 * trace holds the command line and settings (private by default). */
+		int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			return fd;
 		if (errno != EEXIST)
@@ -251,10 +327,7 @@ static int high_fd_floor(void)
 	return lim - lim / 4 > 3 ? lim - lim / 4 : 3;
 }
 
-/* Moves fd to a high close-on-exec number, never 0-2: with stdout closed,
- * open() hands us 1, and the program's printf would land in the trace.
- * Returns the new fd, or -1 (errno set; fd closed) when only 0-2 were free. */
-static int move_high(int fd)
+int gmt_fd_high(int fd)
 {
 	int hi = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_floor());
 	if (hi < 0)
@@ -280,7 +353,7 @@ int gmt_writer_create(struct gmt_writer *w, const char *path_template, int stack
 		return -1;
 	}
 	int fd = create_exclusive(w, base);
-	if (fd >= 0 && (fd = move_high(fd)) < 0)
+	if (fd >= 0 && (fd = gmt_fd_high(fd)) < 0)
 		unlink(w->path); /* no descriptor for it but 0-2: the program's */
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0) {
@@ -296,6 +369,14 @@ int gmt_writer_create(struct gmt_writer *w, const char *path_template, int stack
 	w->ino = (uint64_t)st.st_ino;
 	w->failed = 0;
 	w->written = 0;
+	w->reopened = w->reopened_noted = 0;
+	/* absolute, for reopening it: the program may chdir before it closes fd */
+	size_t n = 0;
+	if (w->path[0] != '/' && getcwd(w->abs, sizeof w->abs - sizeof w->path - 1)) {
+		n = strlen(w->abs);
+		w->abs[n++] = '/';
+	}
+	memcpy(w->abs + n, w->path, strlen(w->path) + 1);
 	w->len = GMT_CHUNK_HEADER_SIZE;
 
 	uint8_t hdr[GMT_HEADER_SIZE] = {0};

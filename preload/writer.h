@@ -32,7 +32,16 @@ struct gmt_writer {
 	uint64_t dev, ino; /* the file fd must still be: the program may close and reuse it */
 	int failed;	   /* a write failed: the trace ends at the last good chunk */
 	uint64_t written;  /* bytes written: a smaller file was truncated under us */
+	uint32_t reopened; /* times the program closed fd and the path gave the file back */
+	int omit_argv;	   /* GPUMEMTRACE_RECORD_ARGV=0: the PROCESS record keeps no argv */
+	/* The program closed or reused fd: chunks stay pending until a thread
+	 * of the program reopens the trace (gmt_writer_reopen), or the end
+	 * does (may_reopen set by whoever writes the last trailer). */
+	int fd_lost; /* written under flush_lock; read without it by the event path */
+	int may_reopen;
+	uint32_t reopened_noted;
 	char path[4096];
+	char abs[4096 + 256]; /* path made absolute at creation: the program may chdir */
 
 	uint8_t *chunk; /* GMT_CHUNK_HEADER_SIZE bytes of room, then payload */
 	size_t len, cap;
@@ -75,6 +84,12 @@ struct gmt_writer {
 
 /* ---- the file (writer.c) ---- */
 
+/* Moves fd to a high close-on-exec number, never 0-2: with stdout closed,
+ * open() hands us 1, and the program's printf would land in the trace; a
+ * daemon that closes 3-1023 and opens its files there never meets it.
+ * Returns the new fd, or -1 (errno set; fd closed) when only 0-2 were free. */
+int gmt_fd_high(int fd);
+
 /* Creates the file from the template (never following a symlink, never
  * overwriting: a taken name gets .1, .2 ... before .gmt) and writes the
  * file header. start_mono: the trace's time zero (0: now); no event may be
@@ -97,8 +112,18 @@ static inline void gmt_writer_commit(struct gmt_writer *w, uint8_t *end)
 {
 	w->len = (size_t)(end - w->chunk);
 }
-/* Writes the pending chunk. Returns 0, or -1 once writing has failed. */
+/* Writes the pending chunk. Returns 0, or -1 once writing has failed.
+ * With fd_lost, and may_reopen clear, keeps it pending and returns 0. */
 int gmt_writer_flush(struct gmt_writer *w);
+/* Reopens the trace by its path if the program closed or reused its
+ * descriptor, writing nothing: on a thread of the program, between its
+ * own calls (the number open() takes for a moment is not one the program
+ * is opening); the pending chunk waits for the flush thread. Returns 0,
+ * or -1 once writing has failed (the path no longer names the trace). */
+int gmt_writer_reclaim(struct gmt_writer *w);
+/* gmt_writer_reclaim, then gmt_writer_flush: at the end, by whoever writes
+ * the last trailer. */
+int gmt_writer_reopen(struct gmt_writer *w);
 /* Closes our descriptor (unless the program made it its own) and frees
  * the file's buffers, without writing. */
 void gmt_writer_file_abandon(struct gmt_writer *w);

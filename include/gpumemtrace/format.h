@@ -247,7 +247,8 @@ enum gmt_fw_action {
 	GMT_FW_SEGMENT_UNMAP = 7,  /* and unmapped */
 	GMT_FW_OOM = 8,		   /* an allocation failed: addr = device free bytes */
 	GMT_FW_SNAPSHOT = 9,	   /* a snapshot was taken */
-	GMT_FW_ACTION_MAX_ = 9,
+	GMT_FW_ANNOTATE = 10,	   /* metadata attached to a live block (torch 2.14) */
+	GMT_FW_ACTION_MAX_ = 10,
 };
 enum gmt_fwtrace_flag {
 	/* Entries before this record's first one are missing: the history

@@ -50,7 +50,7 @@ _gpumemtrace() {
 		--hide) COMPREPLY=(); return ;;
 		--focus) COMPREPLY=(); return ;;
 		esac
-		opts="--by --depth --sort --limit -n --json --hide --focus --raw-sites --full-names --help" ;;
+		opts="--by --depth --sort --limit -n --tensors --json --hide --focus --raw-sites --full-names --help" ;;
 	growth)
 		case $prev in
 		--device) COMPREPLY=(); return ;;
@@ -119,7 +119,7 @@ _gpumemtrace() {
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--at) COMPREPLY=($(compgen -W "peak end" -- "$cur")); return ;;
 		esac
-		opts="--output -o --at --folded --raw-sites --help" ;;
+		opts="--output -o --at --folded --tensors --raw-sites --help" ;;
 	export)
 		case $prev in
 		-f | --format) COMPREPLY=($(compgen -W "perfetto csv pprof parquet" -- "$cur")); return ;;

@@ -20,9 +20,12 @@ run_fw() { # fw flag... -> out.$fw, err.$fw, $fw.gmt
 }
 counters() { "$GMT_CLI" dump "$1" | grep ' COUNTERS ' || true; }
 
+# Deterministic under any load: the torch program waits until the helper has
+# taken two readings (WAIT_READINGS, counted by the stand-in) where it would
+# sleep; jax and tensorflow are checked on their exit readings.
 for fw in torch jax tensorflow none; do
 	"$py" "$prog" "$fw" >"plain.$fw" 2>&1 || fail "$fw untraced: $(cat "plain.$fw")"
-	run_fw "$fw" --framework-counters
+	WAIT_READINGS=2 run_fw "$fw" --framework-counters
 	diff "plain.$fw" "out.$fw" || fail "$fw: the program's output changed with the helper"
 	grep -q "user sitecustomize ran" "out.$fw" || fail "$fw: the program's own sitecustomize did not run"
 	! grep -q "gpumemtrace:" "err.$fw" || fail "$fw: the helper spoke: $(cat "err.$fw")"
@@ -37,7 +40,13 @@ done
 grep -q '"num_ooms" 1$' oom.txt || fail "torch: the OOM reading lacks num_ooms 1: $(cat oom.txt)"
 grep -q '"num_alloc_retries" 1$' oom.txt || fail "torch: the OOM reading lacks the retry"
 # three 8 MiB tensors and a freed 6 MiB one in two 20 MiB segments:
-# reserved 40 MiB, allocated 24 MiB, 16 MiB free in the cache
+# reserved 40 MiB, allocated 24 MiB, 16 MiB free in the cache. The figures
+# come from a run whose readings are only the OOM's and the exit's (the
+# sampler's first is a minute away): a sampled reading taken between the
+# allocations would stand for the peak by when it happened to run.
+mv torch.gmt torch-sampled.gmt
+GPUMEMTRACE_SAMPLE_MS=60000 run_fw torch --framework-counters
+counters torch.gmt | grep -q 'reason periodic' && fail "torch: a periodic reading with a minute's period"
 COLUMNS=10000 "$GMT_CLI" summary torch.gmt >s.txt 2>&1 || fail "summary: $(cat s.txt)" # one line, unwrapped
 grep -q 'torch cuda:0 (torch.cuda.memory_stats(), .*peak reserved 40.0 MiB, most free in the cache 16.0 MiB; 1 allocation retried after freeing the cache, 1 OOM' s.txt ||
 	fail "summary: no torch counters line: $(grep -A2 'framework counters' s.txt)"
@@ -66,7 +75,7 @@ counters tensorflow.gmt | grep -q 'source "tensorflow" device "gpu:0"' || fail "
 
 # A backend that refuses the OOM observer: readings go on, no message.
 rm -f torch.gmt
-STANDIN_NO_OBSERVER=1 run_fw torch --framework-counters
+STANDIN_NO_OBSERVER=1 WAIT_READINGS=2 run_fw torch --framework-counters
 diff plain.torch out.torch || fail "no observer: output changed"
 ! grep -q "gpumemtrace:" err.torch || fail "no observer: stderr: $(cat err.torch)"
 counters torch.gmt >c.txt
@@ -74,7 +83,7 @@ grep -q 'reason periodic source "torch"' c.txt || fail "no observer: no periodic
 ! grep -q 'reason oom' c.txt || fail "no observer: an OOM reading"
 
 # fork: the helper's thread restarts in the child, whose trace has counters.
-"$GMT_CLI" run -q --framework-counters -o "$PWD/fork.%p.gmt" -- "$py" "$prog" fork >out.fork 2>err.fork ||
+WAIT_READINGS=2 "$GMT_CLI" run -q --framework-counters -o "$PWD/fork.%p.gmt" -- "$py" "$prog" fork >out.fork 2>err.fork ||
 	fail "fork: $(cat err.fork)"
 grep -q "child done" out.fork || fail "fork: the child did not finish"
 n=0

@@ -42,6 +42,67 @@ grep -q '"expandable_segments" "False"' d.leak || fail "leak: no allocator setti
 # the blocks at exit: the 30 kept tensors and the weights are active
 expect_eq "leak: active blocks at exit" "$(grep -c ' active_allocated ' d.leak)" 31
 
+# The reports, --tensors: at the device's peak (74 MiB of segments: the
+# weights' 12 MiB, three 20 MiB large segments, one 2 MiB small one), the
+# tensors: the weights (12 MiB), one step's activations (4 x 3 MiB) and
+# gradients (3 x 600 KiB), 25 kept tensors of 1 MiB + 4 KiB; the rest is
+# free in the cache. Rows add up to the peak.
+"$GMT_CLI" top leak.gmt >top0.txt || fail "top"
+grep -q "PyTorch's allocator history is in the trace: --tensors" top0.txt || fail "top: no hint"
+COLUMNS=200 "$GMT_CLI" top --tensors leak.gmt >top.txt || fail "top --tensors: $(cat top.txt)"
+grep -Eq '^ +25\.1 MiB +25 +30\.1 MiB .* step \(.*history-train.py:23\)' top.txt ||
+	fail "top --tensors: the kept tensors' line: $(cat top.txt)"
+grep -Eq "^ +23\.1 MiB +0 .*\(free in PyTorch's cache\)" top.txt || fail "top --tensors: the cache row"
+grep -Eq '^ +12\.0 MiB +1 +12\.0 MiB .*<module> \(.*history-train.py:31\)' top.txt ||
+	fail "top --tensors: the weights"
+"$GMT_CLI" top --tensors --json leak.gmt >top.json || fail "top --tensors --json"
+expect_eq "top --tensors: rows add up to the peak" \
+	"$(PYTHONPATH= json top.json 'sum(r["peak_bytes"] for r in d["devices"][0]["rows"])')" \
+	"$(PYTHONPATH= json top.json 'd["devices"][0]["peak_bytes"]')"
+"$GMT_CLI" top --tensors --sort total leak.gmt >/dev/null 2>&1 && fail "top --tensors --sort total: accepted"
+COLUMNS=200 "$GMT_CLI" summary leak.gmt >s.txt || fail "summary"
+grep -q "device 0 at its peak (74.0 MiB): 50.9 MiB in 33 tensors, 23.1 MiB free in PyTorch's cache (segments 74.0 MiB)" s.txt ||
+	fail "summary: $(grep -A3 'allocator history' s.txt)"
+grep -q "at the end 42.1 MiB in 31 tensors" s.txt || fail "summary: the end"
+"$GMT_CLI" summary --json leak.gmt >s.json || fail "summary --json"
+expect_eq "summary json cache free at the peak" \
+	"$(PYTHONPATH= json s.json 'd["framework_history"]["devices"][0]["at_peak"]["cache_free_bytes"]')" \
+	$((74 * 1048576 - 12582912 - 4 * 3145728 - 3 * 614400 - 25 * 1052672))
+"$GMT_CLI" flamegraph --tensors --folded leak.gmt >fg.txt || fail "flamegraph --tensors"
+expect_eq "flamegraph --tensors: the peak" "$(awk '{s += $NF} END {print s}' fg.txt)" 77594624
+grep -q "step (history-train.py);(.*)\? [0-9]" fg.txt || grep -q ';step (history-train.py) [0-9]*$' fg.txt ||
+	fail "flamegraph --tensors: no tensor frame: $(cat fg.txt)"
+grep -q "(free in PyTorch's cache) [0-9]*$" fg.txt || fail "flamegraph --tensors: no cache leaf"
+
+# growth: the driver sees a few 20 MiB segments; the tensors keep exactly
+# the kept tensor per step (1 MiB + 4 KiB, as asked), on the line that keeps it
+"$GMT_CLI" growth --json leak.gmt >g.json || fail "growth --json"
+expect_eq "growth: tensors' verdict" "$(PYTHONPATH= json g.json 'd["traces"][0]["devices"][0]["tensors"]["verdict"]')" leak
+expect_eq "growth: tensors kept per iteration" \
+	"$(PYTHONPATH= json g.json 'd["traces"][0]["devices"][0]["tensors"]["bytes_per_iteration"]')" 1052672
+expect_eq "growth: the line that keeps them" \
+	"$(PYTHONPATH= json g.json 'd["traces"][0]["devices"][0]["tensors"]["sites"][0]["line"]')" 23
+expect_eq "growth: iterations from the tensors' own repeats" \
+	"$(PYTHONPATH= json g.json 'd["traces"][0]["devices"][0]["tensors"]["iterations_source"]')" tensors
+COLUMNS=200 "$GMT_CLI" growth leak.gmt >g.txt || fail "growth"
+grep -q "tensors (PyTorch's own history): LEAK: +1.00 MiB per iteration" g.txt || fail "growth: $(grep tensors g.txt)"
+"$GMT_CLI" growth --json "$TESTS_DIR/golden/leak.gmt" | grep -q '"tensors"' && fail "growth: a key without the history"
+
+# fragmentation: PyTorch's blocks at its OOM: the cache had given back its
+# empty segments (the OOM path), so every free byte sits in a segment that
+# holds a tensor; reserved = the weights' 12 MiB + three 20 MiB segments
+"$GMT_CLI" fragmentation --json oom.gmt >f.json || fail "fragmentation --json"
+fb() { PYTHONPATH= json f.json "d['traces'][0]['devices'][0]['framework_blocks']['at_first_oom']['$1']"; }
+expect_eq "fragmentation: reserved at the OOM" "$(fb reserved_bytes)" $((72 * 1048576))
+expect_eq "fragmentation: reason" "$(fb reason)" oom
+expect_eq "fragmentation: free = reserved - blocks" "$(fb free_bytes)" $(($(fb reserved_bytes) - $(fb allocated_bytes)))
+expect_eq "fragmentation: all free is split" "$(fb inactive_split_bytes)" "$(fb free_bytes)"
+expect_eq "fragmentation: empty segments" "$(fb empty_segments)" 0
+[ "$(fb largest_free_block)" -lt "$(fb free_bytes)" ] || fail "fragmentation: the largest free block"
+COLUMNS=200 "$GMT_CLI" fragmentation oom.gmt >f.txt || fail "fragmentation"
+grep -q "PyTorch's blocks (its own snapshot at its OOM" f.txt || fail "fragmentation: $(cat f.txt)"
+grep -q "largest free block .*: a request above it needs a new segment" f.txt || fail "fragmentation: largest"
+
 # oom: the OOM's snapshot holds the oom entry; the exit's adds nothing twice
 grep -q 'FWSNAP .* seq 1 reason oom ' d.oom || fail "oom: no snapshot at the OOM"
 grep -q 'FWSNAP .* seq 2 reason exit ' d.oom || fail "oom: no snapshot at exit"

@@ -23,6 +23,7 @@ fwsnap seq=1 t=1000004500 wall=1700000000004500000 tid=7 reason=oom max=1000 set
 fwtrace seq=1 dev=0 gap=1
 fwe action=alloc addr=0x7f0000000000 size=1000 us=1700000000004400 stack=1
 fwe action=oom addr=1048576 size=20971520 us=1700000000004401
+fwe action=annotate addr=0x7f0000000000 us=1700000000004402
 fwseg seq=1 addr=0x7f0000000000 total=2097152 flags=2 stack=1
 fwblk addr=0x7f0000000000 size=1024 req=1000 state=active_allocated stack=1
 fwblk addr=0x7f0000000400 size=2096128 state=inactive
@@ -52,9 +53,10 @@ has 'SYMBOL 0x400123 module 1 function "main" file "app.c" line 3'
 has 'NOTE warning "a \"quoted\" note"'
 has 'FWSNAP +0.000004500 tid 7 seq 1 reason oom source "torch" wall 2023-11-14T22:13:20.004500000Z flags 0x3 history python-stacks max_entries 1000 settings 1'
 has '          "expandable_segments" "False"'
-has 'FWTRACE seq 1 dev 0 flags 0x1 gap base_time_us 1700000000004400 count 2'
+has 'FWTRACE seq 1 dev 0 flags 0x1 gap base_time_us 1700000000004400 count 3'
 has '#0 alloc addr 0x7f0000000000 size 1000 (1000 B) stream 0x0 time_us 1700000000004400 stack 1'
 has '#1 oom device_free 1048576 (1.00 MiB) size 20971520 (20.0 MiB) stream 0x0 time_us 1700000000004401 stack 0'
+has '#2 annotate addr 0x7f0000000000 size 0 (0 B) stream 0x0 time_us 1700000000004402 stack 0'
 has 'FWSEG seq 1 dev 0 addr 0x7f0000000000 total 2097152 (2.00 MiB) stream 0x0 flags 0x2 small pool 0,0 stack 1 blocks 2'
 has 'block 0x7f0000000000 size 1024 (1.00 KiB) requested 1000 active_allocated stack 1'
 has 'block 0x7f0000000400 size 2096128 (2.00 MiB) requested 0 inactive stack 0'
@@ -66,9 +68,9 @@ has 'TRAILER end +0.000005000 events 4 lost 4 stack_nodes 1 reason 1 (_exit)'
 tail -n 1 d.txt | grep -Eq '^END 2 chunks, 15 records, 4 events, ([0-9]+) of \1 bytes readable, complete$' ||
 	fail "last line: $(tail -n 1 d.txt)"
 # one line per record: 1 header + 1 comment + 2 chunks + 15 records + 4
-# events + END, and the lines below some: FWOOM 2, FWSNAP 1, FWTRACE 2,
+# events + END, and the lines below some: FWOOM 2, FWSNAP 1, FWTRACE 3,
 # FWSEG 2
-expect_eq lines "$(wc -l <d.txt)" 31
+expect_eq lines "$(wc -l <d.txt)" 32
 
 # a reader that stops early is not an error (lib.sh sets pipefail)
 { echo "events tid=1"; seq 1 20000 | awk '{ printf "ev api=cudaMalloc t=%d ptr=%d size=64 dev=0\n", $1, $1 * 4096 }'; } |

@@ -23,6 +23,18 @@ phases = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if (g.get("class
 assert len(phases) >= 12, "phases: %d" % len(phases)
 assert any("cudaMalloc / cuMemAlloc" in t for t in texts), "legend kinds"
 PY
+# A command over 80 bytes is cut to 77 and "...", never inside a UTF-8
+# character: "python3 " is 8 bytes, so byte 77 is the second of an "é".
+long=$(printf 'é%.0s' $(seq 60))
+printf '%s\n' "process pid=7 host=h exe=/bin/x arg=python3 arg=$long" "device ord=0 name=G total=0x40000000" \
+	"events tid=7 base=1000" "ev api=cudaMalloc t=1100 ptr=0x7f0000000000 size=4096" >long.gmt.txt
+"$MKTRACE" long.gmt <long.gmt.txt || fail "mktrace"
+"$GMT_CLI" plot long.gmt -o long.svg || fail "plot of a long command"
+python3 - long.svg <<'PY' || fail "long command's title"
+import sys, xml.etree.ElementTree as ET
+t = ET.parse(sys.argv[1]).getroot().find(".//{http://www.w3.org/2000/svg}text[@id='title']").text
+assert t == "gpumemtrace: python3 " + "\u00e9" * 34 + "... on h", t
+PY
 "$GMT_CLI" plot --by library tr.gmt >lib.svg || fail "plot --by library"
 grep -q "libnccl.so.2 (2.00 GiB)" lib.svg || fail "library legend"
 python3 -c 'import sys,xml.etree.ElementTree as E; E.parse(sys.argv[1])' lib.svg || fail "lib.svg not XML"

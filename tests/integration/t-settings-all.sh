@@ -4,7 +4,7 @@
 untraced "$PROG_DIR/life" exit 4 >want.txt
 declare -A bad=([STACK_DEPTH]=-1 [FLUSH_MS]=0 [RING_KB]=1x [FULL_WAIT_MS]=99999999999999999999
 	[SYMBOLIZE]=2 [DISABLE]=yes [PYTHON]=on [PID_ONLY]=-5 [SAMPLE_MS]=-1 [STACK_CACHE]=3
-	[COMPRESS]=2 [CLOCK]=3)
+	[COMPRESS]=2 [CLOCK]=3 [RECORD_ARGV]=no)
 for var in "${!bad[@]}"; do
 	rm -f gpumemtrace.*
 	rc=0

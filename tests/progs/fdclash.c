@@ -9,13 +9,28 @@
  *   reuse LOG: allocates, then dup2()s LOG onto the trace's own descriptor
  *            (found in /proc/self/fd), and allocates on.
  *   nofile:  sets RLIMIT_NOFILE to 4, allocates, and prints how many files
- *            it can then open. */
+ *            it can then open.
+ *   closeall DIR: allocates, closes every descriptor (close_range(0, ~0)),
+ *            opens DIR/0, DIR/1 and DIR/2 (it gets 0, 1 and 2: its stdin,
+ *            stdout and stderr now) and writes lines to 1 and 2 between
+ *            more allocations; with "unlink" as a third argument it
+ *            removes the trace first (the tracer must say so nowhere).
+ *   stderr-swap LOG: closes stderr and opens LOG (it gets 2) before its
+ *            first CUDA call, then allocates and writes a line to LOG.
+ *   crowd DIR N: (DIR absolute) allocates, closes every descriptor from 3
+ *            up, opens DIR/0, DIR/1 ... read-write until one gets N-1 or
+ *            more (they take 3 .. N-1: the numbers the tracer and libunwind
+ *            had), a line in each, allocates more, then adds a line to
+ *            each: exits 5 if one is no longer its file (closed, reused),
+ *            6 if its bytes are not its two lines (read or written by
+ *            someone else). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/cuda-types.h"
@@ -89,6 +104,84 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (!strcmp(mode, "closeall") && argc > 2) {
+		churn(10);
+		char trace[4096] = "";
+		int t = trace_fd();
+		if (argc > 3 && t >= 0) {
+			char p[64];
+			snprintf(p, sizeof p, "/proc/self/fd/%d", t);
+			ssize_t k = readlink(p, trace, sizeof trace - 1);
+			trace[k > 0 ? k : 0] = '\0';
+		}
+		/* the raw call: glibc's close_range wrapper is 2.34+ */
+		if (syscall(SYS_close_range, 0u, ~0u, 0u) != 0)
+			for (int fd = 0; fd < 65536; fd++)
+				close(fd);
+		for (int i = 0; i < 3; i++) {
+			char p[4200];
+			snprintf(p, sizeof p, "%s/%d", argv[2], i);
+			if (open(p, O_RDWR | O_CREAT | O_TRUNC, 0644) != i)
+				_exit(4);
+		}
+		if (trace[0])
+			unlink(trace);
+		for (int i = 0; i < 5; i++) {
+			dprintf(1, "out line %d\n", i);
+			dprintf(2, "err line %d\n", i);
+			churn(2000); /* more than a chunk's worth: the flush thread writes */
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "crowd") && argc > 3) {
+		int n = atoi(argv[3]), top = 0;
+		churn(10);
+		if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+			for (int fd = 3; fd < 65536; fd++)
+				close(fd);
+		/* file k gets whatever number open() gives (a tracer thread's
+		 * own open may take one for a moment), up to N-1 */
+		static int fds[4096];
+		while (top < 4096 && (top == 0 || fds[top - 1] < n - 1)) {
+			char p[4200];
+			snprintf(p, sizeof p, "%s/%d", argv[2], top);
+			fds[top] = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+			if (fds[top] < 0 || dprintf(fds[top], "file %d\n", top) < 0)
+				return 4;
+			top++;
+		}
+		for (int i = 0; i < 3; i++)
+			churn(2000);
+		for (int k = 0; k < top; k++) {
+			char p[4200], l[4200];
+			snprintf(p, sizeof p, "/proc/self/fd/%d", fds[k]);
+			ssize_t len = readlink(p, l, sizeof l - 1);
+			l[len > 0 ? len : 0] = '\0';
+			snprintf(p, sizeof p, "%s/%d", argv[2], k);
+			if (len <= 0 || strcmp(l, p) != 0 || dprintf(fds[k], "again\n") != 6) {
+				fprintf(stderr, "fdclash: file %d, fd %d, is now %s\n", k, fds[k],
+					l);
+				return 5;
+			}
+			char want[64], got[64] = "";
+			int w = snprintf(want, sizeof want, "file %d\nagain\n", k);
+			if (pread(fds[k], got, sizeof got - 1, 0) != w ||
+			    memcmp(got, want, (size_t)w) != 0) {
+				fprintf(stderr, "fdclash: file %d, fd %d, holds other bytes\n", k,
+					fds[k]);
+				return 6; /* someone else read or wrote it */
+			}
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "stderr-swap") && argc > 2) {
+		close(2);
+		if (open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644) != 2)
+			return 4;
+		churn(10);
+		dprintf(2, "the program's line\n");
+		return 0;
+	}
 	if (!strcmp(mode, "nofile")) {
 		struct rlimit rl = {4, 4};
 		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
@@ -100,6 +193,7 @@ int main(int argc, char **argv)
 		printf("opened %d\n", n);
 		return 0;
 	}
-	fprintf(stderr, "usage: fdclash stdout|stderr|daemon LOG|reuse LOG|nofile\n");
+	fprintf(stderr, "usage: fdclash stdout|stderr|daemon LOG|reuse LOG|nofile|closeall DIR "
+			"[unlink]|stderr-swap LOG|crowd DIR N\n");
 	return 2;
 }

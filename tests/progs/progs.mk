@@ -178,10 +178,22 @@ $(PROG_DIR)/bypass-main: tests/progs/bypass-main.c common/cuda-types.h | sim
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -ldl $(SAN_LDFLAGS)
 
 # Descriptors: the program's fds 0-2 closed, a daemon that closes and reopens (t-life-fds).
-life-progs: $(PROG_DIR)/fdclash
+# fdclash-noeh: the same without unwind tables, so that libunwind falls back
+# to checking addresses through its pipe on every walk.
+life-progs: $(PROG_DIR)/fdclash $(PROG_DIR)/fdclash-noeh
 $(PROG_DIR)/fdclash: tests/progs/fdclash.c $(PROG_DEPS) | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) $< -o $@ $(PROG_LINK_RT) $(SAN_LDFLAGS)
+$(PROG_DIR)/fdclash-noeh: tests/progs/fdclash.c $(PROG_DEPS) | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -fno-asynchronous-unwind-tables -fno-unwind-tables $< -o $@ \
+		$(PROG_LINK_RT) $(SAN_LDFLAGS)
+
+# Many threads alive at once (t-stress-thread-memory).
+life-progs: $(PROG_DIR)/manythreads
+$(PROG_DIR)/manythreads: tests/progs/manythreads.c $(PROG_DEPS) | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) $< -o $@ $(PROG_LINK_DRV) -lpthread $(SAN_LDFLAGS)
 
 # Ends at odd moments (t-life-stuck-loader, t-life-cancel, t-life-exit-threads),
 # and a library whose constructor holds the loader's lock.

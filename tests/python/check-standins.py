@@ -60,8 +60,8 @@ def cls_shape(c):
     return (c.__module__, c.__qualname__, [b.__name__ for b in c.__mro__[1:]])
 
 
-def helper_source(exc):
-    """What the helper's _OomWatch says the exception is."""
+def helper_module():
+    """The helper, loaded apart (untraced: it installs nothing)."""
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(here, "..", "..", "python", "gpumemtrace", "_counters",
                         "sitecustomize.py")
@@ -72,7 +72,12 @@ def helper_source(exc):
     spec.loader.exec_module(mod)  # untraced: it installs nothing
     if saved is not None:
         sys.modules["sitecustomize"] = saved
-    return mod._OomWatch.source_of(exc)  # pylint: disable=protected-access
+    return mod
+
+
+def helper_source(exc):
+    """What the helper's _OomWatch says the exception is."""
+    return helper_module()._OomWatch.source_of(exc)  # pylint: disable=protected-access
 
 
 def torch_sources():
@@ -147,7 +152,69 @@ def check_torch_sources(src):
              in f.read(), True)
     same("torch/cuda/_memory_viz.py exists",
          os.path.exists(os.path.join(src, "cuda", "_memory_viz.py")), True)
+    check_history_sources(src, ours_memory)
     print("note: torch checked from its sources (%s); its import needs CUDA libraries" % src)
+
+
+def check_history_sources(src, ours_memory):
+    """The allocator history (run --framework-history) against torch's own
+    sources, importable or not: the stand-in's _record_memory_history
+    defaults are the real one's (programs call it with defaults), the
+    keywords the helper passes exist, every trace action and block state of
+    _snapshot's documented shape is one the helper names, and the keys the
+    helper reads are torch's own (that docstring's TypedDicts, or
+    _memory_viz.py, torch's reader of them). Keys only C++ emits (time_us,
+    is_expandable, allocator_settings, active_pending_free) are in no
+    Python source: framework-view.md §1.2 has them from the C++."""
+    import ast
+    import inspect
+    import re
+    path = os.path.join(src, "cuda", "memory.py")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    tree = ast.parse(text, path)
+    fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    impl = fns.get("_record_memory_history_impl") or fns.get("_record_memory_history")
+    if impl is None:
+        problems.append("torch.cuda.memory: no _record_memory_history")
+        return
+    pos = impl.args.args
+    real = dict(zip([a.arg for a in pos[len(pos) - len(impl.args.defaults):]],
+                    [ast.unparse(d) for d in impl.args.defaults]))
+    for name, p in inspect.signature(ours_memory._record_memory_history).parameters.items():  # pylint: disable=protected-access
+        if p.default is inspect.Parameter.empty or name not in real:
+            continue  # a missing one is check_torch_sources' line
+        ours = "sys.maxsize" if p.default == sys.maxsize and name == "max_entries" else repr(p.default)
+        same("_record_memory_history's %s default" % name, real[name].replace('"', "'"), ours)
+    for name in ("enabled", "context", "stacks", "max_entries"):  # the helper's own call
+        same("_record_memory_history takes %s" % name, name in real, True)
+    doc = (ast.get_docstring(fns["_snapshot"]) if "_snapshot" in fns else None) or ""
+
+    def literal(field):
+        m = re.search(r"\b%s: Literal\[(.*?)\]" % field, doc, re.S)
+        return re.findall(r'"(\w+)"', re.sub(r"#[^\n]*", "", m.group(1))) if m else None
+
+    helper = helper_module()._History  # pylint: disable=protected-access
+    actions = literal("action")
+    same("_snapshot's documented TraceEntry actions", actions is not None, True)
+    header = os.path.join(src, "include", "c10", "core", "CachingDeviceAllocator.h")
+    if os.path.exists(header):  # an installed wheel has the C++ parser's own table
+        with open(header, encoding="utf-8") as f:
+            m = re.search(r"kActionTable\[\] = \{(.*?)\};", f.read(), re.S)
+        actions = (actions or []) + (re.findall(r'\{"(\w+)"', m.group(1)) if m else [])
+    for what, names, known in (("trace action", actions, helper.ACTIONS),
+                               ("block state", literal("state"), helper.STATES)):
+        for name in names or ():
+            if name not in known:
+                problems.append("torch's %s %r: the helper does not name it" % (what, name))
+    with open(os.path.join(src, "cuda", "_memory_viz.py"), encoding="utf-8") as f:
+        viz = f.read()
+    for key in ("device_traces", "segments", "blocks", "frames", "action", "addr", "size",
+                "stream", "device_free", "address", "total_size", "requested_size", "state",
+                "segment_type", "segment_pool_id", "filename", "line", "name", "device"):
+        same("the snapshot key %r in torch's sources" % key,
+             bool(re.search(r"[\"']%s[\"']|^ +%s: " % (key, key), doc + "\n" + viz, re.M)),
+             True)
 
 
 def check_torch():
@@ -176,6 +243,8 @@ def check_torch():
              hasattr(ours._C, "_cuda_attach_out_of_memory_observer"))  # pylint: disable=protected-access
     else:
         print("note: this torch build has no _cuda_attach_out_of_memory_observer (a CPU build)")
+    _, mods = standin("torch")
+    check_history_sources(os.path.dirname(torch.__file__), mods["torch._memory"])
     same("helper: torch OOM", helper_source(torch.OutOfMemoryError("CUDA out of memory. Tried "
                                                                     "to allocate 2.00 MiB")),
          "torch")

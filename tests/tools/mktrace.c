@@ -69,7 +69,7 @@ static int lineno;
 static const char *const fw_actions[] = {"unknown",	   "alloc",	    "free_requested",
 					 "free_completed", "segment_alloc", "segment_free",
 					 "segment_map",	   "segment_unmap", "oom",
-					 "snapshot"};
+					 "snapshot",	   "annotate"};
 static const char *const fw_states[] = {"inactive", "active_allocated", "active_pending_free"};
 static const char *const fw_reasons[] = {"requested", "oom", "exit", "change", "import"};
 
@@ -436,7 +436,8 @@ int main(int argc, char **argv)
 			if (fw.kind != 1 || fw.n == sizeof fw.e / sizeof *fw.e)
 				die("fwe outside a fwtrace batch (or too many)%s", "");
 			fw.e[fw.n++] = (struct tb_fw_entry){
-			    name_or_num(fw_actions, 10, get(t, n, "action"), "action"),
+			    name_or_num(fw_actions, sizeof fw_actions / sizeof *fw_actions,
+					get(t, n, "action"), "action"),
 			    getnum(t, n, "addr", 0),
 			    getnum(t, n, "size", 0),
 			    getnum(t, n, "stream", 0),

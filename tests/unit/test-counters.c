@@ -126,18 +126,20 @@ int main(void)
 	counters_free(&set);
 
 	/* fragmentation: device 0's peak is at 5000 (60 + 20 MiB); torch's
-	 * reading at or before it is the OOM one at 4000: 60 - 55 = 5 MiB free,
-	 * 5 MiB of it split; the most over the 3 readings is 30 MiB. Only
-	 * device 0 has events. */
+	 * reading at or before it is the OOM one at 4000 (60 MiB reserved),
+	 * taken before the peak's 20 MiB: the next one, at 6000 (80 MiB, no
+	 * more than the peak), stands for the peak: 80 - 50 = 30 MiB free, 10
+	 * MiB of it split; the most over the 3 readings is 30 MiB. Only device
+	 * 0 has events. */
 	struct frag_result r;
 	CHECK(frag_compute(&t, false, 0, &r) == -1, "frag_compute");
 	const struct frag_counters *c = r.ndevs == 1 ? &r.devs[0].counters : NULL;
-	CHECK(c && c->known && c->reserved == 60 * MiB && c->allocated == 55 * MiB &&
-		  c->time_ns == 4000 && c->has_split && c->inactive_split == 5 * MiB &&
+	CHECK(c && c->known && c->reserved == 80 * MiB && c->allocated == 50 * MiB &&
+		  c->time_ns == 6000 && c->has_split && c->inactive_split == 10 * MiB &&
 		  c->max_free == 30 * MiB && c->readings == 3 &&
 		  !strcmp(c->source, "torch.cuda.memory_stats()") &&
 		  !strcmp(c->device_name, "cuda:0"),
-	      "frag: cache_free from torch's reading before the peak");
+	      "frag: cache_free from the reading that stands for the peak");
 	frag_free(&r);
 	trace_close(&t);
 	return failures ? 1 : 0;

@@ -269,7 +269,7 @@ class _History:
     EXPANDABLE, SMALL = 1, 2  # GMT_FWSEG_*
     ACTIONS = {"alloc": 1, "free_requested": 2, "free_completed": 3, "segment_alloc": 4,
                "segment_free": 5, "segment_map": 6, "segment_unmap": 7, "oom": 8,
-               "snapshot": 9}
+               "snapshot": 9, "annotate": 10}
     STATES = {"inactive": 0, "active_allocated": 1, "active_pending_free": 2,
               "active_awaiting_free": 2}
     BATCH = 2048  # entries or blocks a call
@@ -300,6 +300,10 @@ class _History:
         self.broken = False
         self.seq = 0
         self.frames = {}  # (name, filename, line) -> PYFRAME id
+        self.stacks = {}  # a stack's (name, filename, line)s -> their ids
+        import operator
+
+        self.getter = operator.itemgetter("name", "filename", "line")
         self.tails = {}  # device -> keys of the last entries written
         self.queue = None
         self.thread = None
@@ -461,14 +465,27 @@ class _History:
         return str(v)
 
     def frame_ids(self, frames, out):
-        """Appends the PYFRAME ids of frames (innermost first) to out."""
-        for f in frames:
-            key = (f.get("name", ""), f.get("filename", ""), self.u64(f.get("line", 0)))
-            fid = self.frames.get(key)
-            if fid is None:
-                fid = self.name_frames([key])[0]
-            out.append(fid)
-        return len(frames)
+        """Appends the PYFRAME ids of frames (innermost first) to out; a
+        whole stack seen before costs one lookup."""
+        try:
+            key = tuple(map(self.getter, frames))
+        except (KeyError, TypeError):
+            key = tuple((f.get("name", ""), f.get("filename", ""), f.get("line", 0))
+                        for f in frames)
+        ids = self.stacks.get(key)
+        if ids is None:
+            ids = []
+            for k in key:
+                k = (k[0], k[1], self.u64(k[2]))
+                fid = self.frames.get(k)
+                if fid is None:
+                    fid = self.name_frames([k])[0]
+                ids.append(fid)
+            if len(self.stacks) >= 100000:  # bounded: distinct stacks, then again
+                self.stacks.clear()
+            self.stacks[key] = ids
+        out.extend(ids)
+        return len(ids)
 
     def name_frames(self, keys):
         import ctypes

@@ -95,7 +95,14 @@ def device_count():
     return 1
 
 
+# Readings taken (not torch's): a test program waits on it for the helper's
+# readings instead of sleeping through a sampling period.
+stats_calls = 0
+
+
 def memory_stats(device=None):
+    global stats_calls
+    stats_calls += 1
     if os.environ.get("STANDIN_BREAK"):  # the helper's own error path
         raise ValueError("stand-in broken on purpose")
     if not _initialized:
