@@ -281,9 +281,11 @@ static void print_tensors_human(FILE *f, struct trace *t, const struct fwg_resul
 	rb_wrap_hang(f, 4, width, line);
 	for (size_t i = 0; i < d->nsites; i++) {
 		snprintf(line, sizeof(line),
-			 "    held by %s: %s in %" PRIu64 " tensors, still live",
+			 "    held by %s: %s in %" PRIu64 " tensors from %" PRIu64
+			 " iteration%s, still live",
 			 rb_site(t, d->sites[i].stack_id, site, sizeof(site)),
-			 fmt_size(b1, d->sites[i].bytes), d->sites[i].count);
+			 fmt_size(b1, d->sites[i].bytes), d->sites[i].count, d->sites[i].iterations,
+			 d->sites[i].iterations == 1 ? "" : "s");
 		rb_wrap_hang(f, 6, width, line);
 	}
 	if (fw->pattern_stack)
@@ -435,8 +437,9 @@ static void print_tensors_json(FILE *f, struct trace *t, const struct fwg_result
 		bool known = trace_site(t, d->sites[i].stack_id, &fr);
 		fprintf(f,
 			"%s{\"stack_id\": %" PRIu64 ", \"bytes\": %" PRIu64
-			", \"tensors\": %" PRIu64 ", \"function\": ",
-			i ? ", " : "", d->sites[i].stack_id, d->sites[i].bytes, d->sites[i].count);
+			", \"tensors\": %" PRIu64 ", \"iterations\": %" PRIu64 ", \"function\": ",
+			i ? ", " : "", d->sites[i].stack_id, d->sites[i].bytes, d->sites[i].count,
+			d->sites[i].iterations);
 		json_cstr0(f, known && fr.function ? fr.function : "");
 		fputs(", \"file\": ", f);
 		json_cstr0(f, known && fr.file ? fr.file : "");

@@ -39,6 +39,12 @@ static const struct command commands[] = {
     {"export", cmd_export, "convert a trace: Perfetto/Chrome JSON, CSV, or pprof"},
     {"watch", cmd_watch,
      "a trace as it grows: live bytes, history, top sites, leak suspects (a terminal view)"},
+    {"import", cmd_import,
+     "convert a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) into a trace"},
+    {"replay", cmd_replay,
+     "PyTorch's allocator history through gpumemtrace's model: how often it chose alike"},
+    {"whatif", cmd_whatif,
+     "a PyTorch history under other allocator settings: reserved peak, fragmentation, OOM"},
     {"symbolize", cmd_symbolize,
      "name a trace's frames from this machine's files, into the trace, so it reads anywhere"},
 };

@@ -48,7 +48,7 @@ expect_usage "range" "^gpumemtrace growth: option '--width' wants an integer fro
 expect_usage "choice" "^gpumemtrace diff: --by: unknown grouping 'api' \(stack, function, library\)" \
 	diff --by api good.gmt good.gmt
 expect_usage "size" "^gpumemtrace check: --max-peak: bad size '1x'" check --max-peak 1x good.gmt
-expect_usage "required" "^gpumemtrace export: missing --format perfetto\|csv\|pprof" export good.gmt
+expect_usage "required" "^gpumemtrace export: missing --format perfetto\|chrome-json\|csv\|pprof" export good.gmt
 expect_usage "flag value" "^gpumemtrace flamegraph: option '--folded' takes no value" \
 	flamegraph --folded=yes good.gmt
 expect_usage "no trace" "^gpumemtrace oom: missing TRACE argument" oom --json
