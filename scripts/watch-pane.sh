@@ -26,4 +26,4 @@ for _ in $(seq 1200); do
 	[ "${n:-0}" -ge "$step" ] && break
 	sleep 0.1
 done
-sed 's/ *$//' "$work/pane.txt" | sed "s|$work|/home/me/run|g"
+sed 's/ *$//' "$work/pane.txt" | sed "s|$work|~/run|g"
