@@ -220,32 +220,66 @@ static int site_cmp(const void *a, const void *b)
 	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
+static int size_cmp(const void *a, const void *b)
+{
+	const size_t *x = a, *y = b;
+	return *x < *y ? -1 : *x > *y;
+}
+
+/* The held tensors [i, j) of one stack on d: bytes, count and distinct
+ * iterations of those allocated from `from` on. */
+static struct fwg_site held_site(const struct fwg_result *r, const struct fwg_dev *d,
+				 const struct floor_pass *fp, size_t i, size_t j, uint64_t from)
+{
+	struct fwg_site s = {fp->held[i].stack_id, 0, 0, 0};
+	size_t *it = xcalloc(j - i + 1, sizeof(*it));
+	for (size_t k = i; k < j; k++)
+		if (fp->held[k].device == d->device && fp->held[k].time_ns >= from) {
+			bool inside;
+			s.bytes += fp->held[k].size;
+			it[s.count++] = iteration_of(r, fp->held[k].time_ns, &inside);
+		}
+	if (s.count > 1)
+		qsort(it, s.count, sizeof(*it), size_cmp);
+	for (size_t k = 0; k < s.count; k++)
+		s.iterations += !k || it[k] != it[k - 1];
+	free(it);
+	return s;
+}
+
 /* A leak's lines: the tensors live at the end allocated from its first
- * step on, by stack, largest first. */
+ * step on, by stack, largest first; the lines that keep them from
+ * FWG_SITE_ITERATIONS iterations at least, if any does. */
 static void leak_sites(struct fwg_result *r, struct fwg_dev *d, struct floor_pass *fp)
 {
 	size_t start = d->v.start_x ? d->v.start_x - 1 : 0;
 	uint64_t from = r->times[start < r->ntimes ? start : 0];
 	struct fwg_site all[64];
 	size_t n = 0;
+	bool repeated = false;
 	for (size_t i = 0, j; i < fp->nheld; i = j) {
-		struct fwg_site s = {fp->held[i].stack_id, 0, 0};
 		for (j = i; j < fp->nheld && !held_cmp(&fp->held[j], &fp->held[i]); j++)
-			if (fp->held[j].device == d->device && fp->held[j].time_ns >= from) {
-				s.bytes += fp->held[j].size;
-				s.count++;
-			}
+			;
+		struct fwg_site s = held_site(r, d, fp, i, j, from);
+		repeated |= s.iterations >= FWG_SITE_ITERATIONS;
 		if (!s.count)
 			continue;
-		d->held_bytes += s.bytes;
-		d->held_count += s.count;
 		if (n < 64)
 			all[n++] = s;
-		else if (s.bytes > all[63].bytes) {
+		else if (s.bytes > all[63].bytes)
 			all[63] = s;
+		if (n == 64) /* the smallest last */
 			qsort(all, n, sizeof(*all), site_cmp);
-		}
 	}
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (repeated && all[i].iterations < FWG_SITE_ITERATIONS)
+			continue;
+		d->held_bytes += all[i].bytes;
+		d->held_count += all[i].count;
+		all[kept++] = all[i];
+	}
+	n = kept;
 	if (n > 1)
 		qsort(all, n, sizeof(*all), site_cmp);
 	d->nsites = n < FWG_SITES ? n : FWG_SITES;

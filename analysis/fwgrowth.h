@@ -20,16 +20,23 @@
 
 #define FWG_SITES 5
 
+/* A line that keeps tensors: its tensors live at the end, allocated in how
+ * many distinct iterations. */
 struct fwg_site {
-	uint64_t stack_id, bytes, count;
+	uint64_t stack_id, bytes, count, iterations;
 };
+/* A leak's lines are those whose live tensors come from this many
+ * iterations at least (a state made once, like an optimizer's, is not a
+ * leak's line); all of them if none does. */
+#define FWG_SITE_ITERATIONS 3
 
 struct fwg_dev {
 	int64_t device;
 	uint64_t *floor; /* per iteration: the lowest tensor bytes in it */
 	size_t nfloor;
 	struct growth_verdict v; /* rate: bytes per iteration */
-	/* tensors live at the end, allocated in the verdict's growth: by line */
+	/* tensors live at the end, allocated in the verdict's growth: by line,
+	 * the lines that keep them (FWG_SITE_ITERATIONS) */
 	struct fwg_site sites[FWG_SITES];
 	size_t nsites;
 	uint64_t held_bytes, held_count;

@@ -54,10 +54,14 @@ struct gmt_symbolizer *trace_symbolizer(struct trace *t)
 	/* elfutils may ask a debuginfod server when this is set (a dwz
 	 * file's lookup): the reader makes no network requests. */
 	unsetenv("DEBUGINFOD_URLS");
-	struct gmt_symbolizer *s = gmt_symbolizer_new();
+	/* The files are read once for all the traces a command reads (the
+	 * ranks of a job, the processes of a run load the same libraries). */
+	static struct gmt_symfiles *files;
+	if (!files)
+		files = gmt_symfiles_new(getenv("GPUMEMTRACE_SYMBOL_PATH"));
+	struct gmt_symbolizer *s = gmt_symbolizer_new_shared(files);
 	if (!s)
 		return NULL;
-	gmt_symbolizer_set_path(s, getenv("GPUMEMTRACE_SYMBOL_PATH"));
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t secs = name_seconds(t->cmd);

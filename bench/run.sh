@@ -11,8 +11,11 @@
 #   rss         peak RSS of every command and export format at RSS_EVENTS
 #               (1M and 20M events): flat when memory follows live
 #               allocations and stacks, not events
+#   exports     each export format: CPU per event (to /dev/null and to a
+#               file) and bytes per event, with summary's CPU in the same
+#               round as the anchor, at EXPORT_EVENTS (1M)
 # Knobs (environment): ROUNDS (5), PAIRS (300000), READER_EVENTS (20000000),
-# READER_ROUNDS (3), RSS_EVENTS ("1000000 20000000").
+# READER_ROUNDS (3), RSS_EVENTS ("1000000 20000000"), EXPORT_EVENTS (1000000).
 # Results: printed, and written to bench/results/PART.txt.
 set -u
 BUILD=${BUILD:-$(pwd)/build}
@@ -233,7 +236,7 @@ part_rss() {
 	local sizes=${RSS_EVENTS:-1000000 20000000} n c
 	local cmds=(dump summary "summary --json" explain top growth fragmentation oom leaks
 		"check --max-peak 1TiB" accounting "plot -o $TMP/o.svg" "flamegraph -o $TMP/o.svg"
-		"flamegraph --folded" "export --format perfetto -o $TMP/o.json"
+		"flamegraph --folded" "export --format perfetto -o $TMP/o.pftrace" "export --format chrome-json -o $TMP/o.json"
 		"export --format csv -o $TMP/o.csv" "export --format pprof -o $TMP/o.pb.gz")
 	{
 		machine
@@ -259,11 +262,53 @@ part_rss() {
 	} | tee "$RESULTS/rss.txt"
 }
 
+cpu_of() { # cpu_of CMD...: user+system seconds
+	/usr/bin/time -f "%U %S" -o "$TMP/time" "$@" >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; return 1; }
+	awk '{print $1 + $2}' "$TMP/time"
+}
+
+part_exports() {
+	local n=${EXPORT_EVENTS:-1000000} f r c s
+	local formats=(perfetto chrome-json csv pprof)
+	{
+		machine
+		echo "exports: a trace of bench/workload with $n calls (a live set of at most 4096"
+		echo "allocations, 256 stacks); CPU (user+system, GNU time) per event, to /dev/null and"
+		echo "to a file in $TMP; bytes of the output per event; median of ROUNDS=$ROUNDS;"
+		echo "summary's CPU on the same trace in the same rounds is the anchor"
+		traced "$TMP/x.gmt" -- "$B/workload" cuda "$n" >/dev/null
+		local ev
+		ev=$("$CLI" summary "$TMP/x.gmt" | sed -n 's/.* \([0-9]*\) events, .*/\1/p')
+		printf "trace: %d events, %.1f bytes per event\n" "$ev" "$(echo "$(stat -c %s "$TMP/x.gmt") / $ev" | bc -l)"
+		med() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+		local sums=()
+		for ((r = 1; r <= ROUNDS; r++)); do sums+=("$(cpu_of "$CLI" summary "$TMP/x.gmt")"); done
+		s=$(printf '%s\n' "${sums[@]}" | med)
+		printf "%-12s %10s %10s %10s %12s\n" format "us/event" "to a file" "x summary" "bytes/event"
+		printf "%-12s %10.3f %10s %10s %12s\n" summary "$(echo "$s * 1000000 / $ev" | bc -l)" - 1.00 -
+		for f in "${formats[@]}"; do
+			local nul=() fil=()
+			for ((r = 1; r <= ROUNDS; r++)); do
+				nul+=("$(cpu_of "$CLI" export --format "$f" "$TMP/x.gmt" -o /dev/null)")
+				fil+=("$(cpu_of "$CLI" export --format "$f" "$TMP/x.gmt" -o "$TMP/o.$f")")
+			done
+			c=$(printf '%s\n' "${nul[@]}" | med)
+			local cf
+			cf=$(printf '%s\n' "${fil[@]}" | med)
+			printf "%-12s %10.3f %10.3f %10.2f %12.1f\n" "$f" "$(echo "$c * 1000000 / $ev" | bc -l)" \
+				"$(echo "$cf * 1000000 / $ev" | bc -l)" "$(echo "$c / $s" | bc -l)" \
+				"$(echo "$(stat -c %s "$TMP/o.$f") / $ev" | bc -l)"
+			rm -f "$TMP/o.$f"
+		done
+		rm -f "$TMP/x.gmt"
+	} | tee "$RESULTS/exports.txt"
+}
+
 command -v bc >/dev/null || { echo "bench: needs bc"; exit 2; }
-parts=${*:-hook throughput size reader rss}
+parts=${*:-hook throughput size reader rss exports}
 for p in $parts; do
 	case $p in
-	hook | throughput | size | reader | rss) "part_$p" ;;
-	*) echo "bench: unknown part '$p' (hook throughput size reader rss)"; exit 2 ;;
+	hook | throughput | size | reader | rss | exports) "part_$p" ;;
+	*) echo "bench: unknown part '$p' (hook throughput size reader rss exports)"; exit 2 ;;
 	esac
 done

@@ -2,9 +2,9 @@
 # Objects under $(BUILD)/obj/cli/ (built without -fPIC, unlike the library's).
 
 CLI := $(BUILD)/gpumemtrace
-CLI_SRCS := $(wildcard cli/*.c analysis/*.c reader/*.c) common/api.c common/text.c common/crc32c.c \
-	common/frameworks.c \
-	common/symbolize.c common/symbolize-files.c common/zstd.c
+CLI_SRCS := $(wildcard cli/*.c analysis/*.c model/*.c reader/*.c) common/api.c common/text.c \
+	common/crc32c.c common/frameworks.c \
+	common/symbolize.c common/symbolize-files.c common/symbolize-tables.c common/zstd.c
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/cli/%.o,$(CLI_SRCS))
 CLI_LIBS := -ldw -lelf -lz -lm -ldl -lpthread
 

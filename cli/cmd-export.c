@@ -1,5 +1,6 @@
-/* gpumemtrace export: a trace in the formats other tools read: Perfetto /
- * Chrome Trace Event JSON, CSV, and gzipped pprof profile.proto. */
+/* gpumemtrace export: a trace in the formats other tools read: Perfetto's
+ * protobuf trace or Chrome Trace Event JSON (cli/export-perfetto.c), CSV,
+ * and gzipped pprof profile.proto. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +10,9 @@
 #include <zlib.h>
 
 #include "cli/cli.h"
+#include "cli/export-perfetto.h"
 #include "cli/options.h"
+#include "cli/pbuf.h"
 #include "analysis/snapshot.h"
 #include "analysis/trace.h"
 
@@ -17,11 +20,15 @@
 
 static const char about[] =
     "formats:\n"
-    "  perfetto  Chrome Trace Event JSON: a counter track per device with its\n"
-    "            kinds of memory, the NVML process usage as a counter, phases\n"
-    "            (NVTX ranges) as slices per thread, marks and failed\n"
-    "            allocations (OOMs) as instant events. Opens in\n"
-    "            https://ui.perfetto.dev and chrome://tracing.\n"
+    "  perfetto  Perfetto's protobuf trace: a counter track per device and kind\n"
+    "            of memory, the NVML process usage as a counter, phases (NVTX\n"
+    "            ranges) as slices per thread, marks and failed allocations\n"
+    "            (OOMs) as instant events. Opens in https://ui.perfetto.dev\n"
+    "            and Perfetto's trace_processor (SQL).\n"
+    "  chrome-json\n"
+    "            the same timeline as Chrome Trace Event JSON, for\n"
+    "            chrome://tracing and the tools that read that format (about\n"
+    "            4 times larger, 2.5 times slower to write).\n"
     "  csv       one row per event: time_s, tid, device, api, result, ptr, size,\n"
     "            stack, function, file, line, library (the allocation site).\n"
     "  pprof     gzipped profile.proto of device memory by stack, with sample\n"
@@ -36,202 +43,164 @@ static const char about[] =
     "            docs/python.md).\n";
 static const char more[] =
     "examples:\n"
-    "  gpumemtrace export --format perfetto run.gmt -o run.json   # ui.perfetto.dev\n"
+    "  gpumemtrace export --format perfetto run.gmt -o run.pftrace   # ui.perfetto.dev\n"
     "  gpumemtrace export --format csv run.gmt > events.csv\n"
     "  gpumemtrace export --format pprof run.gmt -o mem.pb.gz && go tool pprof -top mem.pb.gz\n";
 static const struct opt_usage usage = {
     .name = "export", .args = "TRACE", .min_args = 1, .about = about, .more = more};
 
-/* ---- perfetto ---------------------------------------------------------- */
-
-struct pf {
-	FILE *f;
-	struct trace *t;
-	bool first;
-};
-
-static void pf_sep(struct pf *p)
-{
-	fputs(p->first ? "\n" : ",\n", p->f);
-	p->first = false;
-}
-
-static double pf_us(const struct trace *t, uint64_t ns)
-{
-	return (double)trace_rel(t, ns) / 1000.0;
-}
-
-static void pf_event(void *ctx, const struct gmt_event *e, const uint64_t (*kinds)[DK_COUNT],
-		     const bool *changed)
-{
-	struct pf *p = ctx;
-	for (int d = 0; d < SNAPSHOT_DEVS; d++) {
-		if (!changed[d])
-			continue;
-		pf_sep(p);
-		fprintf(p->f,
-			"{\"name\":\"GPU %d memory\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%" PRIu64
-			",\"args\":{",
-			d, pf_us(p->t, e->time_ns), p->t->pid);
-		for (int k = 0; k < DK_COUNT; k++)
-			fprintf(p->f, "%s\"%s\":%" PRIu64, k ? "," : "", dev_kind_key[k],
-				kinds[d][k]);
-		fputs("}}", p->f);
-	}
-	const struct api_info *a = api_lookup(e->api);
-	bool failed = gmt_failed(e->result, e->flags);
-	if (failed && a && a->op == GMT_OP_ALLOC) {
-		char sz[32], site[512] = "";
-		struct trace_frame fr;
-		if (trace_site(p->t, e->stack_id, &fr))
-			trace_frame_text(&fr, site, sizeof(site));
-		const char *res = result_name(e->api, e->result);
-		pf_sep(p);
-		fprintf(p->f,
-			"{\"name\":\"OOM: %s %s\",\"cat\":\"oom\",\"ph\":\"i\",\"s\":\"p\","
-			"\"ts\":%.3f,\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"args\":{\"api\":",
-			api_name(e->api), fmt_size(sz, e->size), pf_us(p->t, e->time_ns), p->t->pid,
-			e->tid);
-		json_cstr(p->f, api_name(e->api));
-		fprintf(p->f, ",\"size\":%" PRIu64 ",\"device\":%" PRId64 ",\"result\":", e->size,
-			e->device);
-		if (res)
-			json_cstr(p->f, res);
-		else
-			fprintf(p->f, "%" PRIu64, e->result);
-		fputs(",\"site\":", p->f);
-		json_cstr(p->f, site);
-		fputs("}}", p->f);
-	}
-}
-
-static int export_perfetto(FILE *f, struct trace *t)
-{
-	struct pf p = {.f = f, .t = t, .first = true};
-	char text[256];
-	/* otherData: the Trace Event Format's place for the trace's own facts */
-	fprintf(
-	    f,
-	    "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"complete\":%s,\"lost_events\":%" PRIu64
-	    ",\"partial\":",
-	    t->complete ? "true" : "false", trace_lost_own(t));
-	if (trace_partial(t))
-		json_cstr(f, trace_partial_what(t, text, sizeof(text)));
-	else
-		fputs("null", f);
-	fputs("},\"traceEvents\":[", f);
-	if (trace_partial(t)) { /* and a marker across the timeline, where it is seen */
-		pf_sep(&p);
-		fputs("{\"name\":", f);
-		json_cstr(f, trace_partial_text(t, text, sizeof(text)));
-		fprintf(f, ",\"ph\":\"i\",\"s\":\"g\",\"ts\":0,\"pid\":%" PRIu64 ",\"tid\":0}",
-			t->pid);
-	}
-	pf_sep(&p);
-	fprintf(f,
-		"{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRIu64 ",\"args\":{\"name\":",
-		t->pid);
-	char label[512];
-	snprintf(label, sizeof(label), "%s (pid %" PRIu64 ")",
-		 t->command && *t->command ? t->command : "process", t->pid);
-	json_cstr(f, label);
-	fputs("}}", f);
-	/* thread names for the threads that have phases */
-	for (size_t i = 0; i < t->nranges; i++) {
-		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = t->ranges[j].tid == t->ranges[i].tid;
-		if (seen)
-			continue;
-		pf_sep(&p);
-		fprintf(f,
-			"{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu64
-			",\"tid\":%d,\"args\":{\"name\":\"thread %d\"}}",
-			t->pid, t->ranges[i].tid, t->ranges[i].tid);
-	}
-	int rc = snapshot_walk(t, true, pf_event, &p);
-	for (size_t i = 0; i < t->nranges; i++) {
-		const struct trace_range *r = &t->ranges[i];
-		static const char *const ph[] = {"", "B", "E", "b", "e", "i"};
-		if (r->op < GMT_RANGE_PUSH || r->op > GMT_RANGE_MARK)
-			continue;
-		pf_sep(&p);
-		fprintf(f,
-			"{\"ph\":\"%s\",\"cat\":\"%s\",\"ts\":%.3f,\"pid\":%" PRIu64 ",\"tid\":%d",
-			ph[r->op], r->source == GMT_RANGE_SRC_NVTX ? "nvtx" : "gpumemtrace",
-			pf_us(t, r->time_ns), t->pid, r->tid);
-		if (r->op != GMT_RANGE_POP) {
-			fputs(",\"name\":", f);
-			json_cstr(f, r->text && *r->text ? r->text : "range");
-		}
-		if (r->op == GMT_RANGE_START || r->op == GMT_RANGE_END)
-			fprintf(f, ",\"id\":\"0x%" PRIx64 "\"", r->id);
-		if (r->op == GMT_RANGE_MARK)
-			fputs(",\"s\":\"t\"", f);
-		fputs("}", f);
-	}
-	for (size_t i = 0; i < t->nsamples; i++) {
-		const struct trace_sample *s = &t->samples[i];
-		if (!s->process_known)
-			continue;
-		pf_sep(&p);
-		fprintf(f,
-			"{\"name\":\"GPU %" PRId64 " NVML process usage\",\"ph\":\"C\",\"ts\":%.3f,"
-			"\"pid\":%" PRIu64 ",\"args\":{\"bytes\":%" PRIu64 "}}",
-			s->device, pf_us(t, s->time_ns), t->pid, s->process_used_bytes);
-	}
-	fputs("\n]}\n", f);
-	return rc;
-}
-
 /* ---- csv --------------------------------------------------------------- */
 
-static void csv_field(FILE *f, const char *s)
+/* A field quoted as RFC 4180 wants when it has a comma, quote or newline. */
+static void csv_field(struct pbuf *b, const char *s)
 {
 	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
+		pb_put(b, s, strlen(s));
 		return;
 	}
-	fputc('"', f);
+	pb_put(b, "\"", 1);
 	for (; *s; s++) {
 		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
+			pb_put(b, "\"", 1);
+		pb_put(b, s, 1);
 	}
-	fputc('"', f);
+	pb_put(b, "\"", 1);
+}
+
+/* Decimal and hex digits without printf (the row is most of the time). */
+static char *csv_u(char *p, uint64_t v, int width)
+{
+	char d[24];
+	int n = 0;
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v || n < width);
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
+static char *csv_x(char *p, uint64_t v)
+{
+	char d[16];
+	int n = 0;
+	do {
+		d[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	*p++ = '0';
+	*p++ = 'x';
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
+/* Each stack's last columns (stack,function,file,line,library), made once. */
+struct csv_site {
+	UT_hash_handle hh;
+	uint64_t stack_id;
+	size_t n;
+	char text[];
+};
+
+struct csv_out {
+	FILE *f;
+	struct trace *t;
+	struct csv_site *sites;	 /* all, by stack id */
+	struct csv_site **by_id; /* the same below CSV_BY_ID, a quicker look-up */
+	size_t nby_id;
+	struct pbuf row;
+};
+#define CSV_BY_ID (1u << 20)
+
+static const struct csv_site *csv_site_of(struct csv_out *o, uint64_t stack_id)
+{
+	struct csv_site *s;
+	if (stack_id < o->nby_id && o->by_id[stack_id])
+		return o->by_id[stack_id];
+	HASH_FIND(hh, o->sites, &stack_id, sizeof(stack_id), s);
+	if (s)
+		return s;
+	struct pbuf b = {0};
+	char num[24];
+	struct trace_frame fr;
+	pb_put(&b, num, (size_t)(csv_u(num, stack_id, 1) - num));
+	pb_put(&b, ",", 1);
+	if (stack_id && trace_site(o->t, stack_id, &fr)) {
+		csv_field(&b, fr.function ? fr.function : "");
+		pb_put(&b, ",", 1);
+		csv_field(&b, fr.file ? fr.file : "");
+		pb_put(&b, ",", 1);
+		if (fr.line)
+			pb_put(&b, num, (size_t)(csv_u(num, fr.line, 1) - num));
+		pb_put(&b, ",", 1);
+		csv_field(&b, trace_library(o->t, stack_id));
+	} else {
+		pb_put(&b, ",,,", 3);
+	}
+	s = xcalloc(1, sizeof(*s) + b.n);
+	s->stack_id = stack_id;
+	s->n = b.n;
+	if (b.n)
+		memcpy(s->text, b.p, b.n);
+	pb_free(&b);
+	HASH_ADD(hh, o->sites, stack_id, sizeof(s->stack_id), s);
+	if (stack_id < CSV_BY_ID) {
+		if (stack_id >= o->nby_id) {
+			size_t n = o->nby_id ? o->nby_id : 256;
+			while (n <= stack_id)
+				n *= 2;
+			o->by_id = xrealloc(o->by_id, n * sizeof(*o->by_id));
+			memset(o->by_id + o->nby_id, 0, (n - o->nby_id) * sizeof(*o->by_id));
+			o->nby_id = n;
+		}
+		o->by_id[stack_id] = s;
+	}
+	return s;
 }
 
 static void csv_event(void *ctx, const struct gmt_event *e, const uint64_t (*kinds)[DK_COUNT],
 		      const bool *changed)
 {
-	struct trace *t = ((void **)ctx)[0];
-	FILE *f = ((void **)ctx)[1];
+	struct csv_out *o = ctx;
+	struct pbuf *b = &o->row;
+	char num[96], *p = num;
+	int64_t rel = trace_rel(o->t, e->time_ns);
+	uint64_t mag = rel < 0 ? -(uint64_t)rel : (uint64_t)rel;
+	if (rel < 0)
+		*p++ = '-';
+	p = csv_u(p, mag / 1000000000u, 1);
+	*p++ = '.';
+	p = csv_u(p, mag % 1000000000u, 9);
+	*p++ = ',';
+	p = csv_u(p, e->tid, 1);
+	*p++ = ',';
+	if (e->device < 0)
+		*p++ = '-';
+	p = csv_u(p, e->device < 0 ? -(uint64_t)e->device : (uint64_t)e->device, 1);
+	*p++ = ',';
+	b->n = 0;
+	pb_put(b, num, (size_t)(p - num));
+	csv_field(b, api_name(e->api));
+	pb_put(b, ",", 1);
 	const char *res = e->result ? result_name(e->api, e->result) : "0";
-	char num[32];
-	if (!res) {
-		snprintf(num, sizeof(num), "%" PRIu64, e->result);
-		res = num;
-	}
-	fprintf(f, "%.9f,%" PRIu64 ",%" PRId64 ",", (double)trace_rel(t, e->time_ns) / 1e9, e->tid,
-		e->device);
-	csv_field(f, api_name(e->api));
-	fputc(',', f);
-	csv_field(f, res);
-	fprintf(f, ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64 ",", e->ptr, e->size, e->stack_id);
-	struct trace_frame fr;
-	if (e->stack_id && trace_site(t, e->stack_id, &fr)) {
-		csv_field(f, fr.function ? fr.function : "");
-		fputc(',', f);
-		csv_field(f, fr.file ? fr.file : "");
-		if (fr.line)
-			fprintf(f, ",%" PRIu64 ",", fr.line);
-		else
-			fputs(",,", f);
-		csv_field(f, trace_library(t, e->stack_id));
+	if (res) {
+		csv_field(b, res);
+		p = num;
 	} else {
-		fputs(",,,", f);
+		p = csv_u(num, e->result, 1);
 	}
-	fputc('\n', f);
+	*p++ = ',';
+	p = csv_x(p, e->ptr);
+	*p++ = ',';
+	p = csv_u(p, e->size, 1);
+	*p++ = ',';
+	pb_put(b, num, (size_t)(p - num));
+	const struct csv_site *s = csv_site_of(o, e->stack_id);
+	pb_put(b, s->text, s->n);
+	pb_put(b, "\n", 1);
+	fwrite(b->p, 1, b->n, o->f);
 }
 
 static int export_csv(FILE *f, struct trace *t)
@@ -243,53 +212,20 @@ static int export_csv(FILE *f, struct trace *t)
 		fprintf(f, "# %s\n", trace_partial_text(t, text, sizeof(text)));
 	}
 	fputs("time_s,tid,device,api,result,ptr,size,stack,function,file,line,library\n", f);
-	void *ctx[2] = {t, f};
-	return snapshot_walk(t, false, csv_event, ctx);
+	struct csv_out o = {.f = f, .t = t};
+	int rc = snapshot_walk(t, false, csv_event, &o);
+	struct csv_site *s, *tmp;
+	HASH_ITER(hh, o.sites, s, tmp)
+	{
+		HASH_DEL(o.sites, s);
+		free(s);
+	}
+	free(o.by_id);
+	pb_free(&o.row);
+	return rc;
 }
 
 /* ---- pprof ------------------------------------------------------------- */
-
-struct buf {
-	uint8_t *p;
-	size_t n, cap;
-};
-
-static void put(struct buf *b, const void *d, size_t n)
-{
-	while (b->n + n > b->cap) {
-		b->cap = b->cap ? 2 * b->cap : 256;
-		b->p = xrealloc(b->p, b->cap);
-	}
-	memcpy(b->p + b->n, d, n);
-	b->n += n;
-}
-
-static void varint(struct buf *b, uint64_t v)
-{
-	uint8_t x[10];
-	size_t n = 0;
-	do {
-		x[n] = (uint8_t)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			x[n] |= 0x80;
-		n++;
-	} while (v);
-	put(b, x, n);
-}
-
-static void field_u(struct buf *b, int field, uint64_t v)
-{
-	varint(b, (uint64_t)field << 3);
-	varint(b, v);
-}
-
-static void field_bytes(struct buf *b, int field, const void *d, size_t n)
-{
-	varint(b, (uint64_t)field << 3 | 2);
-	varint(b, n);
-	put(b, d, n);
-}
 
 struct strtab {
 	struct strent {
@@ -297,7 +233,7 @@ struct strtab {
 		char *s;
 		uint64_t id;
 	} * map;
-	struct buf out; /* the string_table fields, in id order */
+	struct pbuf out; /* the string_table fields, in id order */
 	uint64_t n;
 };
 
@@ -311,7 +247,7 @@ static uint64_t str_id(struct strtab *st, const char *s)
 	e->s = xstrdup(s);
 	e->id = st->n++;
 	HASH_ADD_KEYPTR(hh, st->map, e->s, strlen(e->s), e);
-	field_bytes(&st->out, 6, s, strlen(s));
+	pb_bytes(&st->out, 6, s, strlen(s));
 	return e->id;
 }
 
@@ -347,13 +283,13 @@ static void pp_free_ids(struct pp_id **table)
 	}
 }
 
-static void value_type(struct buf *out, struct strtab *st, int field, const char *type,
+static void value_type(struct pbuf *out, struct strtab *st, int field, const char *type,
 		       const char *unit)
 {
-	struct buf m = {0};
-	field_u(&m, 1, str_id(st, type));
-	field_u(&m, 2, str_id(st, unit));
-	field_bytes(out, field, m.p, m.n);
+	struct pbuf m = {0};
+	pb_u(&m, 1, str_id(st, type));
+	pb_u(&m, 2, str_id(st, unit));
+	pb_bytes(out, field, m.p, m.n);
 	free(m.p);
 }
 
@@ -361,7 +297,7 @@ static void value_type(struct buf *out, struct strtab *st, int field, const char
  * and the ids given to locations, functions and mappings. */
 struct pp_out {
 	struct strtab st;
-	struct buf prof, locs, funcs, maps;
+	struct pbuf prof, locs, funcs, maps;
 	struct pp_id *loc_ids, *fn_ids, *map_ids;
 	uint64_t nloc, nfn, nmap;
 	bool raw; /* the interpreter's own frames kept */
@@ -375,13 +311,13 @@ static uint64_t pp_mapping(struct pp_out *o, const struct trace_module *mod)
 	snprintf(key, sizeof(key), "%" PRIu64, mod->id);
 	uint64_t mid = pp_intern(&o->map_ids, key, &o->nmap, &fresh);
 	if (fresh) {
-		struct buf m = {0};
-		field_u(&m, 1, mid);
-		field_u(&m, 2, mod->start);
-		field_u(&m, 3, mod->end);
-		field_u(&m, 4, mod->start - mod->bias);
-		field_u(&m, 5, str_id(&o->st, mod->path));
-		field_bytes(&o->maps, 3, m.p, m.n);
+		struct pbuf m = {0};
+		pb_u(&m, 1, mid);
+		pb_u(&m, 2, mod->start);
+		pb_u(&m, 3, mod->end);
+		pb_u(&m, 4, mod->start - mod->bias);
+		pb_u(&m, 5, str_id(&o->st, mod->path));
+		pb_bytes(&o->maps, 3, m.p, m.n);
 		free(m.p);
 	}
 	return mid;
@@ -395,12 +331,12 @@ static uint64_t pp_function(struct pp_out *o, const char *name, const char *file
 	snprintf(key, sizeof(key), "%s\x1f%s", name, file);
 	uint64_t fid = pp_intern(&o->fn_ids, key, &o->nfn, &fresh);
 	if (fresh) {
-		struct buf m = {0};
-		field_u(&m, 1, fid);
-		field_u(&m, 2, str_id(&o->st, name));
-		field_u(&m, 3, str_id(&o->st, name));
-		field_u(&m, 4, str_id(&o->st, file));
-		field_bytes(&o->funcs, 5, m.p, m.n);
+		struct pbuf m = {0};
+		pb_u(&m, 1, fid);
+		pb_u(&m, 2, str_id(&o->st, name));
+		pb_u(&m, 3, str_id(&o->st, name));
+		pb_u(&m, 4, str_id(&o->st, file));
+		pb_bytes(&o->funcs, 5, m.p, m.n);
 		free(m.p);
 	}
 	return fid;
@@ -422,16 +358,16 @@ static uint64_t pp_location(struct pp_out *o, const struct trace_frame *fr)
 	else
 		trace_frame_text(fr, name, sizeof(name));
 	uint64_t fid = pp_function(o, name, fr->file ? fr->file : "");
-	struct buf loc = {0}, line = {0};
-	field_u(&loc, 1, lid);
+	struct pbuf loc = {0}, line = {0};
+	pb_u(&loc, 1, lid);
 	if (mid)
-		field_u(&loc, 2, mid);
+		pb_u(&loc, 2, mid);
 	if (!fr->python)
-		field_u(&loc, 3, fr->ip);
-	field_u(&line, 1, fid);
-	field_u(&line, 2, fr->line);
-	field_bytes(&loc, 4, line.p, line.n);
-	field_bytes(&o->locs, 4, loc.p, loc.n);
+		pb_u(&loc, 3, fr->ip);
+	pb_u(&line, 1, fid);
+	pb_u(&line, 2, fr->line);
+	pb_bytes(&loc, 4, line.p, line.n);
+	pb_bytes(&o->locs, 4, loc.p, loc.n);
 	free(loc.p);
 	free(line.p);
 	return lid;
@@ -441,19 +377,19 @@ static uint64_t pp_location(struct pp_out *o, const struct trace_frame *fr)
  * four values. */
 static void pp_sample(struct pp_out *o, struct trace *t, const struct snapshot_stack *s)
 {
-	struct buf sample = {0}, ids = {0}, vals = {0};
+	struct pbuf sample = {0}, ids = {0}, vals = {0};
 	int depth = trace_stack_depth(t, s->stack_id);
 	for (int d = 0; d < depth; d++) {
 		struct trace_frame fr;
 		if (trace_frame(t, s->stack_id, d, &fr) && (o->raw || !site_is_interpreter(&fr)))
-			varint(&ids, pp_location(o, &fr));
+			pb_varint(&ids, pp_location(o, &fr));
 	}
 	for (int k = 0; k < 4; k++)
-		varint(&vals, (uint64_t)s->v[k]);
+		pb_varint(&vals, (uint64_t)s->v[k]);
 	if (ids.n)
-		field_bytes(&sample, 1, ids.p, ids.n);
-	field_bytes(&sample, 2, vals.p, vals.n);
-	field_bytes(&o->prof, 2, sample.p, sample.n);
+		pb_bytes(&sample, 1, ids.p, ids.n);
+	pb_bytes(&sample, 2, vals.p, vals.n);
+	pb_bytes(&o->prof, 2, sample.p, sample.n);
 	free(sample.p);
 	free(ids.p);
 	free(vals.p);
@@ -473,25 +409,25 @@ static void pp_build(struct pp_out *o, struct trace *t, struct snapshot_stack *s
 		pp_sample(o, t, s);
 	}
 	if (o->maps.n)
-		put(&o->prof, o->maps.p, o->maps.n);
+		pb_put(&o->prof, o->maps.p, o->maps.n);
 	if (o->locs.n)
-		put(&o->prof, o->locs.p, o->locs.n);
+		pb_put(&o->prof, o->locs.p, o->locs.n);
 	if (o->funcs.n)
-		put(&o->prof, o->funcs.p, o->funcs.n);
+		pb_put(&o->prof, o->funcs.p, o->funcs.n);
 	uint64_t end = trace_end_ns(t);
-	field_u(&o->prof, 9, t->start_wall_ns);
-	field_u(&o->prof, 10, end > t->hdr.start_mono_ns ? end - t->hdr.start_mono_ns : 0);
+	pb_u(&o->prof, 9, t->start_wall_ns);
+	pb_u(&o->prof, 10, end > t->hdr.start_mono_ns ? end - t->hdr.start_mono_ns : 0);
 	if (trace_partial(t)) { /* comment (13): what `go tool pprof -comments` prints */
 		char text[256];
-		field_u(&o->prof, 13, str_id(&o->st, trace_partial_text(t, text, sizeof(text))));
+		pb_u(&o->prof, 13, str_id(&o->st, trace_partial_text(t, text, sizeof(text))));
 	}
 	value_type(&o->prof, &o->st, 11, "space", "bytes");
-	field_u(&o->prof, 14, str_id(&o->st, "inuse_space"));
-	put(&o->prof, o->st.out.p, o->st.out.n); /* after the last str_id */
+	pb_u(&o->prof, 14, str_id(&o->st, "inuse_space"));
+	pb_put(&o->prof, o->st.out.p, o->st.out.n); /* after the last str_id */
 }
 
 /* Writes prof gzipped; returns -1, or EXIT_INPUT (error printed). */
-static int pp_write_gzip(FILE *f, const struct buf *prof)
+static int pp_write_gzip(FILE *f, const struct pbuf *prof)
 {
 	/* windowBits 15 + 16 asks zlib for the gzip wrapper */
 	z_stream z = {0};
@@ -553,17 +489,17 @@ static int export_pprof(FILE *f, struct trace *t, bool at_end, bool raw)
 
 int cmd_export(int argc, char **argv)
 {
-	enum { F_PERFETTO, F_CSV, F_PPROF, F_PARQUET };
+	enum { F_PERFETTO, F_CHROME_JSON, F_CSV, F_PPROF, F_PARQUET };
 	const char *out = NULL;
 	int fmt = F_PERFETTO, at = 1; /* peak, end */
 	bool has_fmt = false, raw = false;
 	const struct option opts[] = {
-	    OPT_CHOICE("format", &fmt, "perfetto|csv|pprof|parquet", "format",
-		       "perfetto, csv, pprof or parquet (required)", .short_name = 'f',
+	    OPT_CHOICE("format", &fmt, "perfetto|chrome-json|csv|pprof|parquet", "format",
+		       "perfetto, chrome-json, csv, pprof or parquet (required)", .short_name = 'f',
 		       .argh = "FORMAT", .given = &has_fmt, .required = true),
 	    OPT_FILE("output", &out, "FILE",
-		     "write to FILE (default stdout; pprof needs a file\n"
-		     "unless stdout is redirected)",
+		     "write to FILE (default stdout; perfetto and pprof\n"
+		     "need a file unless stdout is redirected)",
 		     .short_name = 'o'),
 	    OPT_RB_AT(&at, "pprof: the moment of the inuse samples (default end)"),
 	    OPT_RB_RAW_FRAMES(&raw, "pprof: "),
@@ -582,16 +518,24 @@ int cmd_export(int argc, char **argv)
 				       "with its gpumemtrace (or python -m gpumemtrace)");
 	}
 	bool to_stdout = !out || strcmp(out, "-") == 0;
-	if (npaths == 1 && fmt == F_PPROF && to_stdout && isatty(1)) {
+	if (npaths == 1 && (fmt == F_PPROF || fmt == F_PERFETTO) && to_stdout && isatty(1)) {
 		free(paths);
-		return say_usage_error(CMD, "pprof is binary: give -o FILE or redirect stdout");
+		return say_usage_error(
+		    CMD, fmt == F_PPROF ? "pprof is binary: give -o FILE or redirect stdout"
+					: "perfetto is binary: give -o FILE or redirect stdout "
+					  "(--format chrome-json is text)");
 	}
 	struct rb_one r;
 	rc = rb_one_open(&r, CMD, out, paths, npaths);
 	if (rc >= 0)
 		return rc;
+	/* nothing written yet: a larger buffer, fewer write calls for the
+	 * hundreds of MB an export of a long trace can be */
+	setvbuf(r.out.f, NULL, _IOFBF, 1 << 20);
 	if (fmt == F_PERFETTO)
 		rc = export_perfetto(r.out.f, &r.t);
+	else if (fmt == F_CHROME_JSON)
+		rc = export_chrome_json(r.out.f, &r.t);
 	else if (fmt == F_CSV)
 		rc = export_csv(r.out.f, &r.t);
 	else

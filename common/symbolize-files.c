@@ -92,7 +92,7 @@ static const char *build_id_path(char *buf, size_t cap, const char *root, const 
 	return buf;
 }
 
-static void keep_found(struct gmt_symbolizer *s, const char *path, const void *id, size_t len)
+static void keep_found(struct gmt_symfiles *s, const char *path, const void *id, size_t len)
 {
 	if (s->nfound >= SCAN_MAX_FOUND || !len)
 		return;
@@ -116,7 +116,7 @@ static void keep_found(struct gmt_symbolizer *s, const char *path, const void *i
 }
 
 /* Every ELF file under dir (depth and entries bounded), by build-id. */
-static void scan_dir(struct gmt_symbolizer *s, const char *dir, int depth, size_t *budget)
+static void scan_dir(struct gmt_symfiles *s, const char *dir, int depth, size_t *budget)
 {
 	DIR *d = opendir(dir); /* O_DIRECTORY: a FIFO fails at once */
 	if (!d)
@@ -156,7 +156,7 @@ static void scan_dir(struct gmt_symbolizer *s, const char *dir, int depth, size_
 	closedir(d);
 }
 
-static int set_found(struct sym_mod *m, const char *path, int fd)
+static int set_found(struct sym_file *m, const char *path, int fd)
 {
 	free(m->found_at);
 	m->found_at = strdup(path);
@@ -164,7 +164,7 @@ static int set_found(struct sym_mod *m, const char *path, int fd)
 }
 
 /* m's file found by its build-id in the folders of the path. */
-static int find_by_id(struct gmt_symbolizer *s, struct sym_mod *m)
+static int find_by_id(struct gmt_symfiles *s, struct sym_file *m)
 {
 	char path[PATH_MAX];
 	const uint8_t *id = m->build_id;
@@ -204,7 +204,7 @@ static int find_by_id(struct gmt_symbolizer *s, struct sym_mod *m)
 	return -1;
 }
 
-int gmt_sym_open_module(struct gmt_symbolizer *s, struct sym_mod *m)
+int gmt_sym_open_file(struct gmt_symfiles *s, struct sym_file *m)
 {
 	enum gmt_symmod_state why = GMT_SYMMOD_NO_PATH;
 	if (m->path[0] == '/') {
@@ -265,7 +265,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
-	const struct gmt_symbolizer *s = userdata ? *userdata : NULL;
+	const struct gmt_symfiles *s = userdata ? *userdata : NULL;
 	size_t ndirs = s ? s->ndirs : 0;
 	const unsigned char *id = NULL;
 	GElf_Addr vaddr;

@@ -24,13 +24,25 @@ struct gmt_symbol {
 	unsigned line;	      /* 0: unknown */
 };
 
+/* The module files read for naming, each once per (recorded path,
+ * build-id): symbolizers made on one share them, so the processes of a run
+ * (one trace each, the same libraries at other addresses) read each file
+ * once. dirs: folders, ':'-separated (NULL: none), to look in for a module
+ * whose file moved or was replaced, and for separate debug files, by
+ * build-id: DIR/.build-id/xx/rest[.debug], DIR/BASENAME, then the ELF
+ * files under DIR. /usr/lib/debug is always looked in. NULL on ENOMEM. */
+struct gmt_symfiles;
+struct gmt_symfiles *gmt_symfiles_new(const char *dirs);
+/* After every symbolizer made on it. */
+void gmt_symfiles_free(struct gmt_symfiles *fs);
+
+/* A symbolizer with files of its own, or on shared ones. NULL on ENOMEM. */
 struct gmt_symbolizer *gmt_symbolizer_new(void);
+struct gmt_symbolizer *gmt_symbolizer_new_shared(struct gmt_symfiles *fs);
 void gmt_symbolizer_free(struct gmt_symbolizer *s);
 
-/* Folders, ':'-separated, to look in for a module whose file moved or was
- * replaced, and for separate debug files, by build-id: DIR/.build-id/xx/
- * rest[.debug], DIR/BASENAME, then the ELF files under DIR. /usr/lib/debug
- * is always looked in. Call before the first lookup; 0, or -1 on ENOMEM. */
+/* The folders of the path of a symbolizer with files of its own (see
+ * gmt_symfiles_new), before its first lookup: 0, or -1. */
 int gmt_symbolizer_set_path(struct gmt_symbolizer *s, const char *dirs);
 
 /* Naming stops at deadline_ns (CLOCK_MONOTONIC; 0: never): an address not

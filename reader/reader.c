@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "reader/internal.h"
+#include "reader/pickle.h"
+#include "reader/snapimport.h"
 
 /* No default: -Wswitch names a new type without a name here. */
 const char *gmt_rec_type_name(int type)
@@ -192,6 +195,52 @@ static int read_header(int fd, uint64_t size, struct gmt_header *hdr, struct gmt
 	return 0;
 }
 
+static bool is_pickle(int fd, uint64_t size)
+{
+	uint8_t b[2];
+	return size >= 2 && rd_read_at(fd, b, 2, 0) == 0 && pk_sniff(b, 2);
+}
+
+/* An unlinked file of our own for the converted trace: O_TMPFILE in
+ * $TMPDIR (else /tmp), else memory. */
+static int temp_file(void)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && dir && *dir)
+		fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fd = memfd_create("gpumemtrace-snapshot", MFD_CLOEXEC);
+	return fd;
+}
+
+/* A PyTorch snapshot pickle (reader/snapimport.h), converted: the
+ * trace's descriptor, or -1 with *err. */
+static int convert_pickle(int fd, uint64_t size, const char *path, struct gmt_read_error *err)
+{
+	int out = temp_file();
+	if (out < 0) {
+		set_err(err, GMT_READ_ERR_OPEN, errno,
+			"a PyTorch snapshot, and no temporary file to convert it into: %s",
+			strerror(errno));
+		return -1;
+	}
+	struct pk_error pe;
+	if (snap_import(fd, size, out, path, false, &pe)) {
+		enum gmt_read_err code = pe.code == PK_ERR_IO || pe.code == PK_ERR_NOMEM
+					     ? GMT_READ_ERR_OPEN
+					     : GMT_READ_ERR_PICKLE;
+		if (pe.offset)
+			set_err(err, code, 0, "PyTorch snapshot: %s (at byte %llu)", pe.msg,
+				(unsigned long long)pe.offset);
+		else
+			set_err(err, code, 0, "PyTorch snapshot: %s", pe.msg);
+		close(out);
+		return -1;
+	}
+	return out;
+}
+
 struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 {
 	memset(err, 0, sizeof(*err));
@@ -217,6 +266,18 @@ struct gmt_reader *gmt_reader_open(const char *path, struct gmt_read_error *err)
 	}
 	uint64_t size = (uint64_t)st.st_size;
 	struct gmt_header hdr = {0};
+	if (is_pickle(fd, size)) { /* read through the trace it converts to */
+		int tfd = convert_pickle(fd, size, path, err);
+		close(fd);
+		if (tfd < 0)
+			return NULL;
+		fd = tfd;
+		if (fstat(fd, &st) < 0) {
+			set_err(err, GMT_READ_ERR_OPEN, errno, "%s", strerror(errno));
+			goto fail;
+		}
+		size = (uint64_t)st.st_size;
+	}
 	if (read_header(fd, size, &hdr, err) < 0)
 		goto fail;
 
@@ -554,6 +615,11 @@ int gmt_reader_follow(struct gmt_reader *r)
 	r->chunk_pending = 0;
 	r->k = NULL;
 	in->file_size = size;
+	/* the bound on decompressed bytes grows with the file: a trace followed
+	 * from its first chunks would otherwise stop at 256 times those */
+	r->file_bytes = size;
+	r->raw_limit =
+	    !r->expansion || size > UINT64_MAX / r->expansion ? UINT64_MAX : size * r->expansion;
 	in->eof = false;
 	in->complete = false;
 	in->damage = 0;

@@ -42,6 +42,7 @@ enum gmt_read_err {
 	GMT_READ_ERR_VERSION = 3,   /* version newer than GMT_FORMAT_VERSION */
 	GMT_READ_ERR_HEADER = 4,    /* magic ok, header fields invalid */
 	GMT_READ_ERR_ZSTD = 5,	    /* zstd-compressed chunks, and no libzstd to read them */
+	GMT_READ_ERR_PICKLE = 6,    /* a PyTorch snapshot pickle we refuse or cannot read */
 };
 
 struct gmt_read_error {

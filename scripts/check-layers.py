@@ -26,7 +26,8 @@ LAYERS = [
     ("hooks", "preload/hooks/", ["preload", "common", "include"]),
     ("preload", "preload/", ["common", "include"]),
     ("reader", "reader/", ["common", "include"]),
-    ("analysis", "analysis/", ["reader", "common", "include"]),
+    ("model", "model/", ["common", "include"]),
+    ("analysis", "analysis/", ["model", "reader", "common", "include"]),
     ("cli", "cli/", ["analysis", "reader", "common", "include"]),
     ("capi", "capi/", ["analysis", "reader", "common", "include"]),
 ]
@@ -51,6 +52,10 @@ def include_target(inc):
     return layer_of(inc)
 
 
+# Layers whose allocations fail through xalloc_failed (reader/xalloc.h).
+READING = ("reader", "analysis", "cli", "capi", "model")
+
+
 def check_includes(root, out):
     files = subprocess.run(["git", "-C", root, "ls-files", "*.c", "*.h"], capture_output=True,
                            text=True, check=True).stdout.split()
@@ -60,6 +65,10 @@ def check_includes(root, out):
         if src is None:
             continue
         for n, line in enumerate(open(os.path.join(root, f), errors="replace"), 1):
+            if (src in READING and f != "reader/hash.h"
+                    and re.match(r'\s*#\s*include\s+<uthash\.h>', line)):
+                out.append(f"{f}:{n}: the reading side includes \"reader/hash.h\", not "
+                           "<uthash.h> (whose out-of-memory is exit(-1))")
             m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
             if not m:
                 continue
@@ -145,7 +154,9 @@ def main():
     n_calls = check_calls(build, root, out)
     for line in out:
         print("check-layers: " + line)
-    order = "include/ <- common/ <- preload/ <- preload/hooks/; common/ <- reader/ <- analysis/ <- cli/"
+    order = (
+        "include/ <- common/ <- preload/ <- preload/hooks/; common/ <- reader/, model/ <- analysis/ <- cli/"
+    )
     status = "OK" if not out else f"{len(out)} violation(s)"
     print(f"check-layers: {n_inc} includes and {n_calls} calls between our objects "
           f"checked against {order}: {status}")

@@ -10,11 +10,13 @@ EMU_PROGS := $(addprefix $(EMU_DIR)/,emu-torch emu-bfc emu-cupy emu-nccl)
 emu-progs: sim $(EMU_PROGS) ## build the framework emulators into build/tests/emu
 
 # PyTorch: libc10_cuda.so links the dynamic runtime (frameworks.md §0.1).
+# The caching allocator's rules are the product's model (model/), driven
+# against the simulated CUDA.
 $(EMU_DIR)/emu-torch: tests/emu/emu-torch.c tests/emu/torch-alloc.c tests/emu/torch-alloc.h \
-		$(EMU_DEPS) $(SIM_LIBCUDART) $(SIM_LIBCUDA)
+		model/torchalloc.c model/torchalloc.h $(EMU_DEPS) $(SIM_LIBCUDART) $(SIM_LIBCUDA)
 	@mkdir -p $(dir $@)
-	$(CC) $(EMU_CFLAGS) -o $@ tests/emu/emu-torch.c tests/emu/torch-alloc.c \
-		-L$(SIM_DIR) -l:libcudart.so.13 -l:libcuda.so.1 -ldl -lpthread $(SAN_LDFLAGS)
+	$(CC) $(EMU_CFLAGS) -o $@ tests/emu/emu-torch.c tests/emu/torch-alloc.c model/torchalloc.c \
+		-L$(SIM_DIR) -l:libcudart.so.13 -l:libcuda.so.1 -ldl -lpthread -lm $(SAN_LDFLAGS)
 
 # TF/XLA/JAX: libcuda by dlopen + dlsym (implib trampolines, §0.3); linked
 # to libcuda only for the kernel launches of emu.h.

@@ -1,13 +1,14 @@
 /* PyTorch's CUDA allocator, as the driver sees it (frameworks.md §1), for
  * emu-torch.c. Four backends, chosen as PyTorch chooses them, from the
  * environment:
- *   native       CUDACachingAllocator (§1.1-1.4): cudaMalloc of 2 MiB,
- *                20 MiB or 2 MiB-rounded segments, blocks split inside,
- *                no driver free on a tensor free;
+ *   native       CUDACachingAllocator: the product's own model of it
+ *                (model/torchalloc.h) driving the simulated CUDA: cudaMalloc
+ *                of 2 MiB, 20 MiB or 2 MiB-rounded segments, blocks split
+ *                inside, no driver free on a tensor free;
  *   expandable   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (§1.5):
- *                cuMemCreate/cuMemMap pages of 2 or 20 MiB in a reservation
- *                of 1.125x the device, the driver reached through
- *                cudaGetDriverEntryPointByVersion (§0.1);
+ *                the same model, cuMemCreate/cuMemMap pages of 2 or 20 MiB
+ *                in a reservation of 1.125x the device, the driver reached
+ *                through cudaGetDriverEntryPointByVersion (§0.1);
  *   async        PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (§1.6):
  *                cudaMallocAsync/cudaFreeAsync per tensor, unrounded;
  *   nocache      PYTORCH_NO_CUDA_MEMORY_CACHING=1 (§1.7): cudaMalloc and
@@ -17,51 +18,34 @@
 #define TORCH_ALLOC_H
 
 #include "emu.h"
+#include "model/torchalloc.h"
 
 enum backend { NATIVE, EXPANDABLE, ASYNC, NOCACHE };
-enum pool { SMALL, LARGE };
 
-/* §1.1 constants */
-#define K_MIN_BLOCK    512ull
-#define K_SMALL_SIZE   (1 * MiB)
-#define K_SMALL_BUFFER (2 * MiB)
-#define K_MIN_LARGE    (10 * MiB)
-#define K_LARGE_BUFFER (20 * MiB)
-#define K_ROUND_LARGE  (2 * MiB)
-#define MAX_PAGES      4096
+#define MAX_PAGES 8192
 
-struct seg;
+/* A tensor. */
 struct block {
 	uintptr_t ptr;
 	size_t size;
-	int used;
-	struct seg *seg; /* NULL: a tensor of the async or nocache backends */
-	struct block *prev, *next;
-};
-
-struct seg {
-	uintptr_t base;
-	size_t size; /* mapped bytes for an expandable segment */
-	enum pool pool;
-	struct block *head;
-	struct seg *next;
-	/* expandable only */
-	size_t page, reserved;
-	CUmemGenericAllocationHandle *handles;
 };
 
 struct torch_alloc {
 	pthread_mutex_t lock;
 	enum backend backend;
-	struct seg *segs;
-	struct seg *expandable[2];
+	struct ta *model; /* native and expandable */
 	size_t total;	  /* the device's memory (cudaMemGetInfo) */
-	size_t limit;	  /* set_per_process_memory_fraction, 0: none */
-	size_t reserved;  /* memory_reserved() */
-	size_t allocated; /* memory_allocated() */
-	size_t max_reserved;
-	unsigned retries; /* num_alloc_retries */
+	/* async and nocache: their own counters */
+	size_t reserved, allocated, max_reserved;
 	unsigned ooms;
+	/* cudaMemGetInfo's figures in the model's last OOM path */
+	size_t oom_free, oom_total;
+	/* expandable: each mapped page's handle, by address */
+	struct {
+		uintptr_t va;
+		CUmemGenericAllocationHandle h;
+	} pages[MAX_PAGES];
+	size_t npages;
 	struct {
 		CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
 		CUresult (*create)(CUmemGenericAllocationHandle *, size_t,
@@ -71,6 +55,7 @@ struct torch_alloc {
 		CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
 		CUresult (*unmap)(CUdeviceptr, size_t);
 		CUresult (*release)(CUmemGenericAllocationHandle);
+		CUresult (*addr_free)(CUdeviceptr, size_t);
 	} drv;
 };
 

@@ -1,6 +1,8 @@
 # Fuzzing the trace reader and every CLI command with libFuzzer (clang and
 # libclang-rt-14-dev): `make fuzz [FUZZ_SECONDS=300]`. The corpus starts from
-# the golden traces and tests/fuzz/seeds/*.txt (mktrace scripts); crashes are
+# the golden traces, tests/fuzz/seeds/*.txt (mktrace scripts) and the
+# PyTorch snapshot pickles tests/fuzz/seeds/*.pickle (tests/python/snapgen.py,
+# which every command reads through the pickle reader); crashes are
 # written to $(FUZZ_DIR)/crash-*; add each to tests/fuzz/regressions/, which
 # integration/t-fuzz-regressions replays in `make check`.
 FUZZ_CC ?= clang
@@ -12,7 +14,8 @@ FUZZ_SRCS := tests/fuzz/fuzz-reader.c $(filter-out cli/main.c,$(CLI_SRCS))
 FUZZ_FLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -DGMT_VERSION='"$(VERSION)"' -I. -Iinclude \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
-$(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard cli/*.h analysis/*.h reader/*.h common/*.h include/gpumemtrace/*.h)
+$(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard cli/*.h analysis/*.h model/*.h reader/*.h common/*.h \
+		include/gpumemtrace/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SRCS) -o $@ -ldw -lelf -lz -lm -ldl -lpthread
 
@@ -21,7 +24,8 @@ fuzz-build: $(FUZZ_BIN) ## build the libFuzzer target (clang)
 
 fuzz-corpus: $(MKTRACE)
 	@mkdir -p $(FUZZ_DIR)/corpus
-	@cp tests/golden/*.gmt tests/fuzz/regressions/* $(FUZZ_DIR)/corpus/ 2>/dev/null || true
+	@cp tests/golden/*.gmt tests/fuzz/regressions/* tests/fuzz/seeds/*.pickle $(FUZZ_DIR)/corpus/ \
+		2>/dev/null || true
 	@for s in tests/fuzz/seeds/*.txt; do \
 		$(MKTRACE) $(FUZZ_DIR)/corpus/seed-$$(basename $$s .txt).gmt <$$s || exit 1; done
 

@@ -11,13 +11,14 @@ check=$root/scripts/check-layers.py
 tail -n 1 real.txt | grep -q ': OK$' || fail "no OK line: $(tail -n 1 real.txt)"
 
 # A small tree that breaks each rule once.
-mkdir -p bad/analysis bad/cli bad/preload/hooks bad/common b/obj/cli/analysis b/obj/cli/cli \
+mkdir -p bad/analysis bad/cli bad/preload/hooks bad/common bad/model b/obj/cli/analysis b/obj/cli/cli \
 	b/obj/lib/preload/hooks b/obj/lib/preload b/obj/lib/analysis
 git -C bad init -q
 printf '#include "cli/cli.h"\n' >bad/analysis/a.c
 printf '#include "preload/hooks/hooks.h"\n' >bad/preload/core.c
 printf '#include "preload/tracer.h"\n#include "preload/ring.h"\n' >bad/preload/hooks/w.c
 printf '#include "reader/reader.h"\n' >bad/common/c.c
+printf '#include "reader/reader.h"\n' >bad/model/m.c
 printf 'int cli_thing(void) { return 1; }\n' >b.c
 printf 'int cli_thing(void);\nint analysis_fn(void) { return cli_thing(); }\n' >a.c
 printf 'int hook_fn(void) { return 2; }\n' >h.c
@@ -39,6 +40,7 @@ cat bad.txt
 for want in 'analysis/a.c:1: analysis may not include cli' \
 	'preload/core.c:1: preload may not include hooks' \
 	'common/c.c:1: common may not include reader' \
+	'model/m.c:1: model may not include reader' \
 	'preload/hooks/w.c:2: hooks reach the core through preload/tracer.h alone' \
 	'analysis/a.c: analysis calls cli_thing, defined in cli' \
 	'preload/p.c: preload calls hook_fn, defined in hooks' \

@@ -36,7 +36,9 @@ grep -q "^note:" o && fail "a recovered OOM noted: $(cat o)"
 grep -q '"unrecovered_ooms": 2, "oom_case": "this-process"' o ||
 	fail "check --json: no unrecovered_ooms"
 f=$V/torch.clean.gmt
-head -c $(($(stat -c %s "$f") - 300)) "$f" >torn.gmt
+# half the file: torn among the events (the last chunk, after a complete
+# trailer, holds only the symbols: a trace cut there still reads whole)
+head -c $(($(stat -c %s "$f") / 2)) "$f" >torn.gmt
 # partial data gets no verdict (exit 3) unless --allow-lost
 rc=0; "$G" check --max-peak 10GiB torn.gmt >o 2>/dev/null || rc=$?
 expect_eq "torn, exit" "$rc" 3
@@ -85,5 +87,5 @@ if [ -f "$H/torch-async.837.gmt" ]; then
 fi
 rc=0; "$G" plot --from 20s "$f" >/dev/null 2>e || rc=$?
 expect_eq "plot empty window" "$rc" 2
-grep -q "empty window: .* (the trace lasts 539.7 ms)" e || fail "plot: $(cat e)"
+grep -qE "empty window: .* \(the trace lasts [0-9.]+ ms\)" e || fail "plot: $(cat e)"
 echo ok

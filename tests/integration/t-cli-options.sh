@@ -39,7 +39,7 @@ expect_run "range" 2 "^gpumemtrace growth: option '--width' wants an integer fro
 expect_run "choice" 2 "^gpumemtrace diff: --by: unknown grouping 'api' \(stack, function, library\)" "$GMT_CLI" \
 	diff --by api good.gmt good.gmt
 expect_run "size" 2 "^gpumemtrace check: --max-peak: bad size '1x'" "$GMT_CLI" check --max-peak 1x good.gmt
-expect_run "required" 2 "^gpumemtrace export: missing --format perfetto\|csv\|pprof" "$GMT_CLI" export good.gmt
+expect_run "required" 2 "^gpumemtrace export: missing --format perfetto\|chrome-json\|csv\|pprof" "$GMT_CLI" export good.gmt
 expect_run "flag value" 2 "^gpumemtrace flamegraph: option '--folded' takes no value" "$GMT_CLI" \
 	flamegraph --folded=yes good.gmt
 expect_run "no trace" 2 "^gpumemtrace oom: missing TRACE argument" "$GMT_CLI" oom --json

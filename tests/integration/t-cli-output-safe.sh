@@ -12,7 +12,7 @@ cp "$TESTS_DIR/golden/train.gmt" T.gmt
 ln -s T.gmt L.gmt
 ln T.gmt H.gmt
 sum=$(md5sum <T.gmt)
-writers=("export --format csv -o" "export --format perfetto -o" "export --format pprof -o"
+writers=("export --format csv -o" "export --format perfetto -o" "export --format chrome-json -o" "export --format pprof -o"
 	"plot -o" "flamegraph -o" "flamegraph --folded -o" "check --max-peak 1GiB --junit")
 for w in "${writers[@]}"; do
 	for out in T.gmt L.gmt H.gmt; do

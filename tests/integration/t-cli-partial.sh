@@ -7,6 +7,7 @@
 # comment; folded stacks: a warning on stderr); `check` gives no verdict
 # (exit 3, one line) unless --allow-lost. Events lost only by untraced
 # children (_Fork) are not this process's: no PARTIAL line, check passes.
+# The traces hold a small PyTorch allocator history, for replay and whatif.
 # Before: top, leaks, check, flamegraph (SVG and folded) and the three
 # exports said nothing; check printed PASS, exit 0; leaks listed the
 # allocations whose frees were lost as leaks.
@@ -21,7 +22,14 @@ device ord=0 name=sim total=0x40000000
 events tid=1
 ev api=cudaMalloc t=$((S + 5000000)) ptr=0x1000 size=4096 dev=0
 ev api=cudaMalloc t=$((S + 7000000)) ptr=0x2000 size=8192 dev=0
-ev api=cudaFree t=$((S + 8000000)) ptr=0x1000"
+ev api=cudaFree t=$((S + 8000000)) ptr=0x1000
+fwsnap seq=1 t=$((S + 8500000)) tid=1 reason=exit
+fwtrace seq=1 dev=0
+fwe action=segment_alloc addr=0x2000 size=8192 us=7000
+fwe action=alloc addr=0x2000 size=512 us=7001
+fwseg seq=1 addr=0x2000 total=8192
+fwblk addr=0x2000 size=512 state=active_allocated
+fwblk addr=0x2200 size=7680 state=inactive"
 "$MKTRACE" lost.gmt <<<"$body
 lost tid=1 count=500 t=$((S + 9000000))
 trailer t=$((S + 10000000)) lost=500"
@@ -78,8 +86,10 @@ for kind in lost cut; do
 		"flamegraph -o f.svg") grep -q 'id="partial".*PARTIAL DATA' f.svg || fail "$kind: flamegraph" ;;
 		"flamegraph --folded") grep -qE "^gpumemtrace flamegraph: warning: $T: (PARTIAL DATA|incomplete trace)" err ||
 			fail "$kind: folded: $(cat err)" ;;
-		"export --format perfetto") json_says "$kind: perfetto" out "$kind"
-			head -c 600 out | grep -q '"name":"PARTIAL DATA' || fail "$kind: perfetto marker" ;;
+		"export --format perfetto") # the marker: an instant event's name, in the first packets
+			head -c 600 out | grep -aq 'PARTIAL DATA' || fail "$kind: perfetto marker" ;;
+		"export --format chrome-json") json_says "$kind: chrome-json" out "$kind"
+			head -c 600 out | grep -q '"name":"PARTIAL DATA' || fail "$kind: chrome-json marker" ;;
 		"export --format csv") head -1 out | grep -q '^# PARTIAL DATA: ' || fail "$kind: csv: $(head -1 out)" ;;
 		"export --format pprof -o p.pb.gz")
 			python3 -c 'import gzip,sys; sys.exit(b"PARTIAL DATA" not in gzip.open("p.pb.gz").read())' ||

@@ -39,7 +39,7 @@ out=$(bash -c '. "$1"; COMP_WORDS=(gpumemtrace fl); COMP_CWORD=1; _gpumemtrace; 
 	COMP_WORDS=(gpumemtrace export --f); COMP_CWORD=2; _gpumemtrace; echo "${COMPREPLY[*]}";
 	COMP_WORDS=(gpumemtrace export --format ""); COMP_CWORD=3; _gpumemtrace; echo "${COMPREPLY[*]}"' _ \
 	"$s/share/bash-completion/completions/gpumemtrace") || fail "completion script"
-expect_eq "completion" "$(echo $out)" "flamegraph --format perfetto csv pprof parquet"
+expect_eq "completion" "$(echo $out)" "flamegraph --format perfetto chrome-json csv pprof parquet"
 # the installed CLI finds the installed library by its own path
 LD_LIBRARY_PATH=$SIM_DIR inst/bin/gpumemtrace run -q -o run.gmt -- "$PROG_DIR/life" exit 2 2>run.err || fail "run: $(cat run.err)"
 [ -f run.gmt ] || fail "installed run wrote no trace"

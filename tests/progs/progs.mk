@@ -9,7 +9,7 @@ PROG_LINK_DRV := -L$(SIM_DIR) -l:libcuda.so.1
 
 PROGS := runtime-basic runtime-basic-static driver-basic dlsym-route procaddr-route static-runtime stackmix \
 	hookloop entrypoint-route early-calls threads oom nvtx-client marker accounting clockcheck \
-	peak-agree nextmain
+	peak-agree nextmain live-steps
 PROG_LIBS := libnextcheck.so libnextcheck2.so libfakeblas.so libearly.so
 
 .PHONY: progs
@@ -17,7 +17,7 @@ progs: sim $(addprefix $(PROG_DIR)/,$(PROGS) $(PROG_LIBS)) ## build the test pro
 
 # Linked against the simulated runtime.
 $(PROG_DIR)/runtime-basic $(PROG_DIR)/entrypoint-route $(PROG_DIR)/threads $(PROG_DIR)/oom \
-		$(PROG_DIR)/nvtx-client $(PROG_DIR)/marker $(PROG_DIR)/stackmix: \
+		$(PROG_DIR)/nvtx-client $(PROG_DIR)/marker $(PROG_DIR)/stackmix $(PROG_DIR)/live-steps: \
 		$(PROG_DIR)/%: tests/progs/%.c $(PROG_DEPS) $(SIM_LIBCUDART)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -o $@ $< $(PROG_LINK_RT) -ldl -lpthread $(SAN_LDFLAGS)
@@ -82,6 +82,13 @@ $(LIFE): tests/progs/life.c common/cuda-types.h | sim
 # it defines write and syscall, which the tracer's calls reach (-rdynamic).
 life-progs: $(PROG_DIR)/exitwake
 $(PROG_DIR)/exitwake: tests/progs/exitwake.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
+
+# The trace's write stuck until the program lets it go (t-life-stall): it
+# defines write, which the tracer's calls reach (-rdynamic).
+life-progs: $(PROG_DIR)/stallwrite
+$(PROG_DIR)/stallwrite: tests/progs/stallwrite.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -rdynamic $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
 
@@ -228,3 +235,11 @@ life-progs: $(PROG_DIR)/harsh
 $(PROG_DIR)/harsh: tests/progs/harsh.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -ldl -lpthread $(SAN_LDFLAGS)
+
+# The reader library with each allocation failing in turn (t-capi-oom): it
+# defines malloc, calloc and realloc, which the library's calls reach
+# (-rdynamic). Never a sanitizer build: it replaces the allocator.
+progs: $(PROG_DIR)/capi-oom
+$(PROG_DIR)/capi-oom: tests/progs/capi-oom.c include/gpumemtrace/trace-reader.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fsanitize%,$(ALL_CFLAGS)) -rdynamic $< -o $@ -ldl

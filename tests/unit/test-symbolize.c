@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "common/symbolize.h"
+#include "common/symbolize-int.h" /* the shared files, counted */
 
 /* ---- the reference: libdwfl's lookups, as the old symbolizer made them ---- */
 
@@ -252,6 +252,31 @@ int main(void)
 	gmt_symbolizer_module(cut, 0, &mi);
 	CHECK(mi.state == GMT_SYMMOD_UNUSED, "a module opened after the deadline");
 	gmt_symbolizer_free(cut);
+
+	/* Two processes' symbolizers on shared files: the same module at two
+	 * load addresses is read once and named alike at both. */
+	struct gmt_symfiles *fs = gmt_symfiles_new(NULL);
+	struct gmt_symbolizer *p1 = gmt_symbolizer_new_shared(fs),
+			      *p2 = gmt_symbolizer_new_shared(fs);
+	const struct mod *m0 = &mods[0];
+	uint64_t shift = 0x100000000ull;
+	gmt_symbolizer_add_module(p1, m0->path, m0->bias, m0->start, m0->end, NULL, 0);
+	gmt_symbolizer_add_module(p2, m0->path, m0->bias + shift, m0->start + shift,
+				  m0->end + shift, NULL, 0);
+	int differ = 0, named = 0;
+	for (uint64_t pc = m0->text_start; pc < m0->text_end; pc += 97) {
+		struct gmt_symbol x, y;
+		gmt_symbolize(p1, pc, &x);
+		gmt_symbolize(p2, pc + shift, &y);
+		named += x.function != NULL;
+		differ +=
+		    !same(x.function, y.function) || !same(x.file, y.file) || x.line != y.line;
+	}
+	CHECK(named > 100 && differ == 0, "shared files: %d named, %d differ", named, differ);
+	CHECK(fs->n == 1, "the module's file was read %zu times", fs->n);
+	gmt_symbolizer_free(p1);
+	gmt_symbolizer_free(p2);
+	gmt_symfiles_free(fs);
 
 	gmt_symbolizer_free(s);
 	dwfl_end(ref);

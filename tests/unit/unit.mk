@@ -2,7 +2,7 @@
 # $(BUILD)/tests/unit/test-NAME; tests/run.sh runs each binary there.
 #
 # Each links the test-only trace builder (tests/tools) and one static
-# library per layer (reader, analysis, capi, cli without its main, common,
+# library per layer (reader, model, analysis, capi, cli without its main, common,
 # the preload core without its hooks), built from every source of the
 # layer: the linker takes the objects the test needs, so no list is kept
 # by hand. The hooks stay out: they define exit, dlsym and the CUDA entry
@@ -16,11 +16,12 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(TEST_BUILD)/unit/%,$(wildcard tests/un
 UNIT_SRCS_ALL := $(sort $(LIB_SRCS) $(CLI_SRCS) $(CAPI_SRCS))
 UNIT_LAYER_reader := $(filter reader/%,$(UNIT_SRCS_ALL))
 UNIT_LAYER_analysis := $(filter analysis/%,$(UNIT_SRCS_ALL))
+UNIT_LAYER_model := $(filter model/%,$(UNIT_SRCS_ALL))
 UNIT_LAYER_capi := $(filter capi/%,$(UNIT_SRCS_ALL))
 UNIT_LAYER_cli := $(filter-out cli/main.c,$(filter cli/%,$(UNIT_SRCS_ALL)))
 UNIT_LAYER_common := $(filter common/%,$(UNIT_SRCS_ALL))
 UNIT_LAYER_preload := $(filter-out preload/hooks/%,$(filter preload/%,$(UNIT_SRCS_ALL)))
-UNIT_LAYER_NAMES := capi cli analysis reader preload common
+UNIT_LAYER_NAMES := capi cli analysis model reader preload common
 UNIT_LAYERS := $(foreach l,$(UNIT_LAYER_NAMES),$(UNIT_OBJ)/lib$(l).a)
 UNIT_LINK_LIBS := -ldw -lelf -lz -lm -lunwind -ldl -lpthread
 

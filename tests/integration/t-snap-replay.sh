@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# replay and whatif: a PyTorch allocator history through the caching
+# allocator's model. The stand-in snapshots (tests/python/snapgen.py) follow
+# the rules, so the model makes every choice the allocator made; histories
+# of the stand-in torch's own allocator (tests/python/standins/torch, its
+# rules written apart from model/torchalloc.c, by address) through
+# `run --framework-history` too. whatif sets the recorded settings against
+# asked ones; usage and input errors have their exit codes.
+. "$(dirname "$0")/lib.sh"
+G=$GMT_CLI
+GEN=$TESTS_DIR/python/snapgen.py
+command -v python3 >/dev/null || skip "python3 is needed to make the pickles"
+json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
+
+# 1. a stand-in snapshot: every choice the allocator's, the peak exact
+python3 "$GEN" s.pickle --steps 20 || fail "snapgen"
+"$G" replay s.pickle >o || fail "replay: $(cat o)"
+grep -q "device 0: 43 allocations; the model made the allocator's choice in 43 (100.00%)" o ||
+	fail "replay: $(head -5 o)"
+grep -q "reserved peak: the model 62.0 MiB, recorded 62.0 MiB (exact)" o || fail "replay peak: $(cat o)"
+grep -q "no divergence" o || fail "replay: a divergence: $(cat o)"
+"$G" replay --json s.pickle >r.json || fail "replay --json"
+expect_eq "fidelity" "$(json r.json 'd["devices"][0]["fidelity"]')" 1.0
+expect_eq "new segments chosen" "$(json r.json 'd["devices"][0]["same_new_segment"]')" 3
+# the same from the imported trace
+"$G" import s.pickle -o s.gmt || fail "import"
+"$G" replay --json s.gmt | sed 's/s\.gmt/S/' >t.json
+sed 's/s\.pickle/S/' r.json | cmp -s - t.json || fail "replay of the trace differs from the pickle's"
+
+# 1b. an allocator that chose otherwise: the second step's 4 MiB tensor put
+# 1 MiB into the free block, not at its start: the first divergence, named
+python3 - <<'PY' || fail "edit the pickle"
+import pickle
+d = pickle.load(open("s.pickle", "rb"))
+tr = d["device_traces"][0]
+allocs = [i for i, e in enumerate(tr) if e["action"] == "alloc" and e["size"] == 4 << 20]
+old = tr[allocs[1]]["addr"]
+for e in tr[allocs[1]:]:
+    if e["addr"] == old and e["action"] != "alloc" or e is tr[allocs[1]]:
+        e["addr"] = old + (1 << 20)
+    if e["action"] == "free_completed" and e["addr"] == old + (1 << 20):
+        break
+pickle.dump(d, open("x.pickle", "wb"))
+PY
+"$G" replay x.pickle >o || fail "replay x: $(cat o)"
+grep -q "first divergence: entry 12, 4.00 MiB requested on stream 0 at step (/home/user/train.py:57)" o ||
+	fail "no divergence named: $(cat o)"
+grep -q "the model: the cached block at 0x7f0006fffe00; the allocator: the cached block at 0x7f00070ffe00" o ||
+	fail "the choices: $(cat o)"
+
+# 2. a wrapped history: the state before it rebuilt, still exact
+python3 "$GEN" w.pickle --steps 20 --wrap 4 || fail "snapgen --wrap"
+"$G" replay w.pickle >o || fail "replay wrapped"
+grep -q "the history starts mid-run: 2 segments (42.0 MiB) and 2 blocks" o || fail "wrapped: $(cat o)"
+grep -q "(100.00%)" o || fail "wrapped: not every choice: $(cat o)"
+
+# 3. the stand-in torch's own allocator, recorded by run --framework-history
+py=$(python3 -c 'import sys; print(sys.executable)')
+LD_LIBRARY_PATH=$SIM_DIR SIMCUDA_CAPACITY=1G GPUMEMTRACE_SAMPLE_MS=0 \
+	PYTHONPATH=$TESTS_DIR/python/standins:$TESTS_DIR/python/usersite \
+	"$G" run -q --framework-history -o "$PWD/h.gmt" -- "$py" "$TESTS_DIR/python/history-train.py" \
+	leak >/dev/null 2>err || fail "run --framework-history: $(tail -1 err)"
+"$G" replay --json h.gmt >h.json || fail "replay of a recorded history: $(cat h.json)"
+expect_eq "recorded history: fidelity" "$(json h.json 'd["devices"][0]["fidelity"]')" 1.0
+expect_eq "recorded history: order" "$(json h.json 'd["order"]')" either
+
+# 4. whatif: expandable segments on a history that splits its segments
+"$G" whatif s.pickle --alloc-conf expandable_segments:True >o || fail "whatif: $(cat o)"
+grep -q "asked: *expandable_segments:True" o || fail "whatif: $(head -4 o)"
+grep -q "reserved peak *62.0 MiB" o || fail "whatif: no recorded peak: $(cat o)"
+"$G" whatif --json s.pickle --alloc-conf max_split_size_mb:30 --device-size 1GiB >w.json ||
+	fail "whatif --json"
+expect_eq "whatif device size" "$(json w.json 'd["devices"][0]["device_size"]')" 1073741824
+rc=0; "$G" whatif s.pickle >o 2>e || rc=$?
+expect_eq "whatif without a question" "$rc" 2
+rc=0; "$G" whatif s.pickle --alloc-conf expandable_segments:maybe 2>e || rc=$?
+expect_eq "whatif bad conf" "$rc" 2
+grep -q "expandable_segments: 'maybe' is not True or False" e || fail "bad conf: $(cat e)"
+rc=0; "$G" whatif s.pickle --fraction 1.5 2>e || rc=$?
+expect_eq "whatif bad fraction" "$rc" 2
+
+# 5. no history: a driver-only trace, an end-state-only snapshot
+python3 - <<'PY'
+import pickle
+pickle.dump({"segments": [], "device_traces": [], "allocator_settings": {}}, open("e.pickle", "wb"))
+PY
+rc=0; "$G" replay e.pickle 2>e || rc=$?
+expect_eq "replay without history" "$rc" 3
+grep -q "no allocator history" e || fail "no history: $(cat e)"
+exit 0
