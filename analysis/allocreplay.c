@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "analysis/allocreplay.h"
 #include "analysis/fwhist.h"

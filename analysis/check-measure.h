@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "analysis/trace.h"
 

@@ -7,6 +7,8 @@
 
 #include "analysis/diag.h"
 
+_Thread_local struct diag_capture *gmt_diag_capture;
+
 static void vmsg(const char *cmd, const char *fmt, va_list ap, const char *suffix)
 {
 	char buf[1024];
@@ -15,8 +17,12 @@ static void vmsg(const char *cmd, const char *fmt, va_list ap, const char *suffi
 	for (char *p = buf; *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
-	fprintf(stderr, "gpumemtrace%s%s: %s%s\n", cmd ? " " : "", cmd ? cmd : "", buf,
-		suffix ? suffix : "");
+	if (gmt_diag_capture && gmt_diag_capture->size)
+		snprintf(gmt_diag_capture->buf, gmt_diag_capture->size, "%s%s", buf,
+			 suffix ? suffix : "");
+	else
+		fprintf(stderr, "gpumemtrace%s%s: %s%s\n", cmd ? " " : "", cmd ? cmd : "", buf,
+			suffix ? suffix : "");
 }
 
 void say_error(const char *cmd, const char *fmt, ...)

@@ -5,6 +5,8 @@
 #ifndef GMT_ANALYSIS_DIAG_H
 #define GMT_ANALYSIS_DIAG_H
 
+#include <stddef.h>
+
 #include "reader/outcome.h"
 
 /* Exit codes (docs/cli.md). */
@@ -15,6 +17,15 @@ enum {
 	EXIT_INPUT = 3, /* cannot read the input */
 	EXIT_TRACE = 4, /* invalid or corrupt trace */
 };
+
+/* A library front end (capi/) is loaded into another program, whose stderr
+ * is not ours: while set, each line goes here instead (the last one kept,
+ * without the "gpumemtrace CMD: " prefix), for the call to return. */
+struct diag_capture {
+	char *buf;
+	size_t size;
+};
+extern _Thread_local struct diag_capture *gmt_diag_capture;
 
 /* "gpumemtrace CMD: message\n" on stderr; cmd NULL: "gpumemtrace: ". */
 void say_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "analysis/replay.h"
 #include "reader/reader.h"

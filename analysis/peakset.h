@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "analysis/replay.h"
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "analysis/trace.h"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "analysis/fwhist.h"
 #include "analysis/oom.h"

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "analysis/accounting.h"
 #include "analysis/counters.h"

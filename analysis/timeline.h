@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "analysis/counters.h"
 #include "analysis/replay.h"

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "common/api.h"
 #include "common/frameworks.h"

@@ -10,8 +10,8 @@
 # frame), then `summary` and `top` on the nameless trace and on the named
 # copy, ROUNDS times alternating, medians of wall and user CPU, each with
 # the ratio nameless/named (the target: <= 2; GNU time's 10 ms resolution
-# makes the tiny trace's CPU ratio meaningless). And the library's naming at exit
-# (GPUMEMTRACE_SYMBOLIZE=1 against 0) on tiny, for the per-process cost.
+# makes the tiny trace's CPU ratio meaningless). And the per-process cost
+# on tiny: untraced, traced, SYMBOLIZE=1, `run` naming after the command.
 # Knobs: ROUNDS (3). Results: printed, and bench/results/naming.txt.
 set -u
 BUILD=${BUILD:-$(pwd)/build}
@@ -91,14 +91,24 @@ for r in $(seq "$ROUNDS"); do
 done
 echo "8 tiny traces, wall s: one symbolize $(cut -d' ' -f1 "$W/one.t" | median)," \
 	"8 symbolize processes $(cut -d' ' -f1 "$W/each.t" | median)" | tee -a "$OUT"
-# The library's naming at exit, per process (tiny: 4 events)
-: >"$W/on.t"
-: >"$W/off.t"
+# The per-process cost (tiny: 4 events): untraced; traced (the library
+# names nothing by default: the CLI does, after the run); traced with the
+# library naming in its scanning thread (GPUMEMTRACE_SYMBOLIZE=1); and
+# `gpumemtrace run`, which names the trace's frames after the command ends,
+# against `run --no-symbolize`.
+for k in plain off on run norun; do : >"$W/$k.t"; done
 for r in $(seq $((ROUNDS * 5))); do
-	GPUMEMTRACE_OUTPUT="$W/x.gmt" LD_PRELOAD=$LIB timed "$W/tiny" >>"$W/on.t"
+	timed "$W/tiny" >>"$W/plain.t"
+	GPUMEMTRACE_OUTPUT="$W/x.gmt" LD_PRELOAD=$LIB timed "$W/tiny" >>"$W/off.t"
 	rm -f "$W/x.gmt"
-	GPUMEMTRACE_SYMBOLIZE=0 GPUMEMTRACE_OUTPUT="$W/x.gmt" LD_PRELOAD=$LIB timed "$W/tiny" >>"$W/off.t"
+	GPUMEMTRACE_SYMBOLIZE=1 GPUMEMTRACE_OUTPUT="$W/x.gmt" LD_PRELOAD=$LIB timed "$W/tiny" >>"$W/on.t"
+	rm -f "$W/x.gmt"
+	timed "$CLI" run -q -o "$W/x.gmt" -- "$W/tiny" >>"$W/run.t"
+	rm -f "$W/x.gmt"
+	timed "$CLI" run -q --no-symbolize -o "$W/x.gmt" -- "$W/tiny" >>"$W/norun.t"
 	rm -f "$W/x.gmt"
 done
-echo "tiny process, wall s: named at exit $(cut -d' ' -f1 "$W/on.t" | median)," \
-	"not named $(cut -d' ' -f1 "$W/off.t" | median) (median of $((ROUNDS * 5)))" | tee -a "$OUT"
+m() { cut -d' ' -f1 "$W/$1.t" | median; }
+echo "tiny process, wall s (median of $((ROUNDS * 5))): untraced $(m plain), traced $(m off)," \
+	"traced with GPUMEMTRACE_SYMBOLIZE=1 $(m on); gpumemtrace run $(m run)," \
+	"run --no-symbolize $(m norun)" | tee -a "$OUT"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "reader/xalloc.h"
 

@@ -11,14 +11,14 @@
 #include <gpumemtrace/trace-reader.h>
 
 #include "analysis/replay.h"
+#include "capi/guard.h"
 #include "analysis/trace.h"
 #include "common/api.h"
 #include "common/events.h"
 #include "common/text.h"
 #include "reader/reader.h"
 
-#define GMTR_EXPORT __attribute__((visibility("default")))
-#define TOP_SITES   10
+#define TOP_SITES 10
 
 struct win {
 	char *name;
@@ -46,7 +46,8 @@ struct gmtr_follow {
 	size_t nthreads;
 	struct gmt_event *ev; /* events not yet behind every window */
 	size_t nev, evcap;
-	char *status;
+	char status[128];   /* three 20-digit figures and their keys */
+	bool out_of_memory; /* a poll ran out: refuse the rest */
 };
 
 static struct open_stack *thread_of(struct gmtr_follow *f, uint64_t tid)
@@ -174,9 +175,9 @@ static char *sites_at_peak(struct gmtr_follow *f, const struct gmt_event *evs, s
 	replay_free(&rp);
 	if (ns > 1)
 		qsort(s, ns, sizeof(*s), site_cmp);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
+	char *buf;
+	size_t len;
+	FILE *out = xmemstream(&buf, &len);
 	fputc('[', out);
 	for (size_t k = 0; k < ns; k++) {
 		if (k < TOP_SITES) {
@@ -188,9 +189,8 @@ static char *sites_at_peak(struct gmtr_follow *f, const struct gmt_event *evs, s
 		free(s[k].site);
 	}
 	fputc(']', out);
-	fclose(out);
 	free(s);
-	return buf;
+	return xmemstream_close(out, &buf);
 }
 
 static void compute(struct gmtr_follow *f, struct win *w)
@@ -237,7 +237,7 @@ static void prune(struct gmtr_follow *f)
 	f->nev = k;
 }
 
-GMTR_EXPORT struct gmtr_follow *gmtr_follow_open(const char *path, const char *prefix, char *err,
+static struct gmtr_follow *gmtr_follow_open_body(const char *path, const char *prefix, char *err,
 						 size_t errlen)
 {
 	struct gmt_read_error re;
@@ -254,7 +254,8 @@ GMTR_EXPORT struct gmtr_follow *gmtr_follow_open(const char *path, const char *p
 	f->prefix_len = strlen(f->prefix);
 	if (trace_open_follow(&f->t, "reader", f->path) != -1) {
 		if (err && errlen)
-			snprintf(err, errlen, "cannot read the trace");
+			snprintf(err, errlen, "%s",
+				 gmtr_said[0] ? gmtr_said : "cannot read the trace");
 		free(f->path);
 		free(f->prefix);
 		free(f);
@@ -264,8 +265,18 @@ GMTR_EXPORT struct gmtr_follow *gmtr_follow_open(const char *path, const char *p
 	return f;
 }
 
-GMTR_EXPORT int64_t gmtr_follow_poll(struct gmtr_follow *f)
+GMTR_GUARDED(struct gmtr_follow *, gmtr_follow_open,
+	     (const char *path, const char *prefix, char *err, size_t errlen),
+	     (path, prefix, err, errlen), {
+		     if (err && errlen)
+			     snprintf(err, errlen, "out of memory");
+		     return NULL;
+	     })
+
+static int64_t gmtr_follow_poll_body(struct gmtr_follow *f)
 {
+	if (f->out_of_memory)
+		return -1;
 	trace_follow(&f->t, follow_event, follow_record, f);
 	for (size_t i = 0; i < f->nw; i++)
 		if (f->w[i].closed && !f->w[i].done)
@@ -273,6 +284,12 @@ GMTR_EXPORT int64_t gmtr_follow_poll(struct gmtr_follow *f)
 	prune(f);
 	return (int64_t)f->nw;
 }
+
+/* -1: out of memory, now or before (the windows so far stay readable). */
+GMTR_GUARDED(int64_t, gmtr_follow_poll, (struct gmtr_follow * f), (f), {
+	f->out_of_memory = true;
+	return -1;
+})
 
 GMTR_EXPORT int gmtr_follow_window(struct gmtr_follow *f, int64_t i, struct gmtr_window *out)
 {
@@ -296,23 +313,21 @@ GMTR_EXPORT int gmtr_follow_window(struct gmtr_follow *f, int64_t i, struct gmtr
 
 GMTR_EXPORT const char *gmtr_follow_status_json(struct gmtr_follow *f)
 {
-	free(f->status);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
-	fprintf(out,
-		"{\"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
-		", \"lost_in_children\": %" PRIu64 "}",
-		f->t.events, f->t.lost, f->t.lost_in_children);
-	fclose(out);
-	f->status = buf;
-	return buf;
+	snprintf(f->status, sizeof(f->status),
+		 "{\"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
+		 ", \"lost_in_children\": %" PRIu64 "}",
+		 f->t.events, f->t.lost, f->t.lost_in_children);
+	return f->status;
 }
 
 GMTR_EXPORT void gmtr_follow_close(struct gmtr_follow *f)
 {
 	if (!f)
 		return;
+	if (f->out_of_memory) { /* as gmtr_close: leaked, never half-freed */
+		free(f);
+		return;
+	}
 	for (size_t i = 0; i < f->nw; i++) {
 		free(f->w[i].name);
 		free(f->w[i].sites_json);
@@ -324,7 +339,6 @@ GMTR_EXPORT void gmtr_follow_close(struct gmtr_follow *f)
 	free(f->threads);
 	free(f->w);
 	free(f->ev);
-	free(f->status);
 	free(f->path);
 	free(f->prefix);
 	free(f);

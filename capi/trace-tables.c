@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "capi/columns.h"
+#include "capi/guard.h"
 #include "analysis/phase.h"
 #include "analysis/replay.h"
 #include "analysis/trace.h"
@@ -15,8 +16,6 @@
 #include "common/events.h"
 #include "common/text.h"
 #include "reader/reader.h"
-
-#define GMTR_EXPORT __attribute__((visibility("default")))
 
 /* ---- the schema: one list, which docs/python.md is made from ---------- */
 
@@ -147,6 +146,7 @@ struct gmtr {
 	uint8_t *stack_seen; /* bit per stack id an event names */
 	uint64_t nstack_bits;
 	bool stacks_known;
+	bool out_of_memory; /* a table build ran out: refuse the rest */
 };
 
 GMTR_EXPORT int gmtr_abi(void)
@@ -304,11 +304,9 @@ static void meta_status(FILE *f, struct trace *t)
 static char *make_meta(struct gmtr *g)
 {
 	struct trace *t = &g->t;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return NULL;
+	char *buf;
+	size_t len;
+	FILE *f = xmemstream(&buf, &len);
 	fputs("{\"path\": ", f);
 	json_cstr(f, g->path);
 	fprintf(f, ", \"format_version\": %u, ", (unsigned)t->hdr.version);
@@ -323,13 +321,12 @@ static char *make_meta(struct gmtr *g)
 	fputs("]", f);
 	meta_status(f, t);
 	fputs("}", f);
-	fclose(f);
-	return buf;
+	return xmemstream_close(f, &buf);
 }
 
 /* ---- open, close --------------------------------------------------------- */
 
-GMTR_EXPORT struct gmtr *gmtr_open(const char *path, char *err, size_t errlen)
+static struct gmtr *gmtr_open_body(const char *path, char *err, size_t errlen)
 {
 	/* The reader's own error first, as a line for the caller: trace_open
 	 * would print it on stderr. */
@@ -345,7 +342,8 @@ GMTR_EXPORT struct gmtr *gmtr_open(const char *path, char *err, size_t errlen)
 	g->path = xstrdup(path);
 	if (trace_open(&g->t, "reader", g->path) != -1) {
 		if (err && errlen)
-			snprintf(err, errlen, "cannot read the trace");
+			snprintf(err, errlen, "%s",
+				 gmtr_said[0] ? gmtr_said : "cannot read the trace");
 		free(g->path);
 		free(g);
 		return NULL;
@@ -360,10 +358,23 @@ GMTR_EXPORT struct gmtr *gmtr_open(const char *path, char *err, size_t errlen)
 	return g;
 }
 
+GMTR_GUARDED(struct gmtr *, gmtr_open, (const char *path, char *err, size_t errlen),
+	     (path, err, errlen), {
+		     if (err && errlen)
+			     snprintf(err, errlen, "out of memory");
+		     return NULL;
+	     })
+
 GMTR_EXPORT void gmtr_close(struct gmtr *g)
 {
 	if (!g)
 		return;
+	if (g->out_of_memory) {
+		/* A build jumped out mid-update: what it touched may not be
+		 * whole enough to free. Leaked, as the header says. */
+		free(g);
+		return;
+	}
 	for (size_t i = 0; i < NCOLS; i++)
 		col_free(&g->c[i]);
 	if (g->open)
@@ -654,9 +665,15 @@ static int want_columns(struct gmtr *g, int table, const char *list)
 	return 0;
 }
 
-GMTR_EXPORT int64_t gmtr_table(struct gmtr *g, const char *name, const char *columns)
+static int64_t gmtr_table_body(struct gmtr *g, const char *name, const char *columns)
 {
 	int table = table_id(name);
+	if (g->out_of_memory) { /* its tables may be half built */
+		snprintf(g->err, sizeof(g->err),
+			 "out of memory while building a table earlier: "
+			 "close the trace and open it again");
+		return -1;
+	}
 	g->err[0] = '\0';
 	if (table < 0) {
 		snprintf(g->err, sizeof(g->err), "no table '%s'", name ? name : "(null)");
@@ -697,6 +714,13 @@ GMTR_EXPORT int64_t gmtr_table(struct gmtr *g, const char *name, const char *col
 			return (int64_t)C(g, table, k)->n;
 	return 0;
 }
+
+GMTR_GUARDED(int64_t, gmtr_table, (struct gmtr * g, const char *name, const char *columns),
+	     (g, name, columns), {
+		     g->out_of_memory = true;
+		     snprintf(g->err, sizeof(g->err), "out of memory");
+		     return -1;
+	     })
 
 GMTR_EXPORT int gmtr_column(struct gmtr *g, const char *table_name, const char *name,
 			    struct gmtr_column *out)

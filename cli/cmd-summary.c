@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "cli/accounting-print.h"
 #include "cli/cli.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "reader/hash.h"
 
 #include "cli/cli.h"
 #include "cli/export-perfetto.h"

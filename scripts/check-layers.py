@@ -52,6 +52,10 @@ def include_target(inc):
     return layer_of(inc)
 
 
+# Layers whose allocations fail through xalloc_failed (reader/xalloc.h).
+READING = ("reader", "analysis", "cli", "capi", "model")
+
+
 def check_includes(root, out):
     files = subprocess.run(["git", "-C", root, "ls-files", "*.c", "*.h"], capture_output=True,
                            text=True, check=True).stdout.split()
@@ -61,6 +65,10 @@ def check_includes(root, out):
         if src is None:
             continue
         for n, line in enumerate(open(os.path.join(root, f), errors="replace"), 1):
+            if (src in READING and f != "reader/hash.h"
+                    and re.match(r'\s*#\s*include\s+<uthash\.h>', line)):
+                out.append(f"{f}:{n}: the reading side includes \"reader/hash.h\", not "
+                           "<uthash.h> (whose out-of-memory is exit(-1))")
             m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
             if not m:
                 continue

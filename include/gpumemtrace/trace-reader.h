@@ -18,6 +18,10 @@
  * binding wraps them without a copy. Everything stays valid until
  * gmtr_close. A handle is used from one thread at a time.
  *
+ * Out of memory never ends the caller's process: the call that ran out
+ * returns its error ("out of memory"), what it had built is leaked, and
+ * the handle refuses further reads (close it).
+ *
  * The ABI is versioned by gmtr_abi(): fields are only ever appended. */
 #ifndef GPUMEMTRACE_TRACE_READER_H
 #define GPUMEMTRACE_TRACE_READER_H
@@ -104,7 +108,8 @@ struct gmtr_follow;
 /* Opens a trace to follow (it must exist). NULL on failure, err as gmtr_open. */
 struct gmtr_follow *gmtr_follow_open(const char *path, const char *prefix, char *err,
 				     size_t errlen);
-/* Reads what the trace gained; returns how many windows it has opened so far. */
+/* Reads what the trace gained; returns how many windows it has opened so
+ * far, or -1 once a read ran out of memory (the windows so far stay). */
 int64_t gmtr_follow_poll(struct gmtr_follow *f);
 /* Window i (in the order opened). 0, or -1 past the last. */
 int gmtr_follow_window(struct gmtr_follow *f, int64_t i, struct gmtr_window *out);

@@ -368,8 +368,12 @@ class Follow:
             self._ptr = None
 
     def poll(self):
-        """Reads what the file gained; the windows opened so far."""
-        return self._lib.gmtr_follow_poll(self._ptr)
+        """Reads what the file gained; the windows opened so far. Raises
+        TraceError when the reader ran out of memory (now or before)."""
+        n = self._lib.gmtr_follow_poll(self._ptr)
+        if n < 0:
+            raise TraceError("gpumemtrace: out of memory while following the trace")
+        return n
 
     def windows(self):
         """Every window so far, as dicts (closed ones with their figures)."""

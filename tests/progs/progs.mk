@@ -228,3 +228,11 @@ life-progs: $(PROG_DIR)/harsh
 $(PROG_DIR)/harsh: tests/progs/harsh.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -ldl -lpthread $(SAN_LDFLAGS)
+
+# The reader library with each allocation failing in turn (t-capi-oom): it
+# defines malloc, calloc and realloc, which the library's calls reach
+# (-rdynamic). Never a sanitizer build: it replaces the allocator.
+progs: $(PROG_DIR)/capi-oom
+$(PROG_DIR)/capi-oom: tests/progs/capi-oom.c include/gpumemtrace/trace-reader.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fsanitize%,$(ALL_CFLAGS)) -rdynamic $< -o $@ -ldl
