@@ -97,7 +97,7 @@ static int gen_docs(int argc, char **argv)
 	if (argc < 3 || k == sizeof(kinds) / sizeof(kinds[0]))
 		return say_usage_error(NULL, "--gen: want one of completion, man-synopsis, "
 					     "man-heading, man-options, md-synopsis, md-options, "
-					     "md-site-rules, md-frameworks");
+					     "md-site-rules, md-frameworks, md-settings");
 	struct opt_gen_state g = {
 	    .what = (enum opt_gen)k, .out = stdout, .only = argc > 3 ? argv[3] : NULL};
 	if (g.only && !find(g.only))

@@ -60,7 +60,8 @@ static void *wait_for_space_(struct gmt_ring *r, size_t len)
 {
 	if (not_our_process())
 		return NULL;
-	uint64_t deadline = gmt_now_ns() + (uint64_t)gmt_rt.set.full_wait_ms * 1000000u;
+	uint64_t full_wait_ns = (uint64_t)gmt_rt.set.full_wait_ms * 1000000u;
+	uint64_t deadline = gmt_now_ns() + full_wait_ns;
 	long nap = 20000;
 	for (;;) {
 		int st = load_state();
@@ -80,6 +81,14 @@ static void *wait_for_space_(struct gmt_ring *r, size_t len)
 		    (__atomic_load_n(&gmt_rt.writes_held, __ATOMIC_RELAXED) &&
 		     __atomic_load_n(&gmt_rt.exec_hold, __ATOMIC_RELAXED)))
 			return NULL;
+		/* The trace's write is stuck (a frozen file system): the
+		 * program has waited for it long enough, in all threads
+		 * together; counted lost until the write returns. */
+		uint64_t stuck = gmt_writer_stuck_ns(&gmt_rt.w, gmt_now_ns());
+		if (stuck && stuck >= full_wait_ns) {
+			__atomic_add_fetch(&gmt_rt.stall_lost, 1, __ATOMIC_RELAXED);
+			return NULL;
+		}
 		gmt_flush_wake();
 		struct timespec ts = {0, nap};
 		nanosleep(&ts, NULL);

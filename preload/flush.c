@@ -51,12 +51,33 @@ static void report_child_lost(struct gmt_writer *w)
 	}
 }
 
+/* Events the program did not wait for while the trace's write was stuck
+ * (core.c): a NOTE each time more came, and one line on stderr, once the
+ * write is back (never while it is stuck: stderr may be on that disk). */
+static void say_stall(struct gmt_writer *w)
+{
+	uint64_t n = __atomic_load_n(&gmt_rt.stall_lost, __ATOMIC_RELAXED);
+	if (n <= gmt_rt.stall_noted)
+		return;
+	char text[256];
+	gmt_format(text, sizeof text,
+		   "the trace's file took no write for over %d ms (a stalled file system?): %llu "
+		   "events were counted as lost rather than wait longer (GPUMEMTRACE_FULL_WAIT_MS)",
+		   gmt_rt.set.full_wait_ms, (unsigned long long)n);
+	gmt_writer_note(w, 1, text);
+	if (!gmt_rt.stall_said)
+		gmt_log("%s", text);
+	gmt_rt.stall_said = 1;
+	gmt_rt.stall_noted = n;
+}
+
 /* Moves everything the rings hold into the writer's chunk, unwritten
  * (records past a chunk's target size go out as whole chunks). Caller
  * holds flush_lock. */
 static void drain_rings(void)
 {
 	struct gmt_writer *w = &gmt_rt.w;
+	say_stall(w);
 	gmt_writer_scan_modules(w);
 	pthread_mutex_lock(&gmt_rt_early.lock);
 	struct gmt_device_facts *f = gmt_rt_early.facts;

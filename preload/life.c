@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -41,6 +42,26 @@ enum { FINAL_WAIT_MS = 10000, SYMBOLS_WRITE_WAIT_MS = 2000 };
  * malloc, and anything that locks (malloc, libdw, the loader) would wait
  * for itself. The flush thread may need that very lock too; then the
  * trace ends at its last write, readable, and the program still ends. */
+/* Waits for final_done to move from done: FINAL_WAIT_MS at most, and no
+ * longer once the trace's write has been stuck GPUMEMTRACE_FULL_WAIT_MS (a
+ * frozen file system: the trace ends at its last write), or 100 ms where
+ * that is less (0: a final write under way is not a stuck one). Returns
+ * its value. */
+static uint32_t wait_final_done(uint32_t done)
+{
+	uint64_t stall_ns = (uint64_t)gmt_rt.set.full_wait_ms * 1000000u;
+	if (stall_ns < 100000000u)
+		stall_ns = 100000000u;
+	uint32_t now = done;
+	for (unsigned slice = 0; slice < FINAL_WAIT_MS / 20 && now == done; slice++) {
+		now = gmt_futex_wait_while(&gmt_rt.final_done, done, 20);
+		uint64_t stuck = gmt_writer_stuck_ns(&gmt_rt.w, gmt_now_ns());
+		if (now == done && stuck && stuck >= stall_ns)
+			break;
+	}
+	return now;
+}
+
 static void ask_final_flush(enum gmt_end_reason reason)
 {
 	uint32_t done = __atomic_load_n(&gmt_rt.final_done, __ATOMIC_ACQUIRE);
@@ -48,7 +69,7 @@ static void ask_final_flush(enum gmt_end_reason reason)
 	 * exec's hold to the flush thread before it writes the trailer. */
 	__atomic_store_n(&gmt_rt.final_req, (uint32_t)reason + 1, __ATOMIC_RELEASE);
 	gmt_flush_wake();
-	if (gmt_futex_wait_while(&gmt_rt.final_done, done, FINAL_WAIT_MS) != done)
+	if (wait_final_done(done) != done)
 		return;
 	/* Not in time: forbid the names' write, or let one under way end (a
 	 * chunk cut short by our exit would read as damaged). */
@@ -246,6 +267,34 @@ int gmt_untraced_child_event(void)
 	return 1;
 }
 
+/* flush_lock, setup_lock and io_gate for a fork. fork never waits on our
+ * I/O: while a write of the trace is under way (a frozen file system can
+ * hold it for minutes) the writer holds flush_lock, so the fork goes on
+ * without it, io_gate held: the writer, back from its write, waits there
+ * and touches nothing (writer.c); the child, which abandons the writer,
+ * makes flush_lock anew. Returns whether flush_lock was taken. */
+static int lock_flush_unless_stuck(void)
+{
+	for (;;) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 1000000; /* 1 ms slices: a cycle's work is short */
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		int held = pthread_mutex_timedlock(&gmt_rt.flush_lock, &until) == 0;
+		pthread_mutex_lock(&gmt_rt.setup_lock);
+		pthread_mutex_lock(&gmt_rt.io_gate);
+		/* Without flush_lock only while the write is still under way:
+		 * with io_gate held, its writer cannot get past it. */
+		if (held || gmt_writer_stuck_ns(&gmt_rt.w, gmt_now_ns()))
+			return held;
+		pthread_mutex_unlock(&gmt_rt.io_gate);
+		pthread_mutex_unlock(&gmt_rt.setup_lock);
+	}
+}
+
 void gmt_fork_prepare(void)
 {
 	/* None of our threads is in an allocator or in NVML at the fork: the
@@ -255,16 +304,17 @@ void gmt_fork_prepare(void)
 		gmt_futex_wait_while(&gmt_rt.flusher_up, 0, GMT_THREAD_UP_WAIT_MS);
 	gmt_sampler_fork_prepare(); /* before ours: a sample takes setup_lock */
 	/* The child gets the writer and ring list at a consistent point. */
-	pthread_mutex_lock(&gmt_rt.flush_lock);
-	pthread_mutex_lock(&gmt_rt.setup_lock);
+	gmt_rt.fork_flush_held = lock_flush_unless_stuck();
 	gmt_notes_fork_prepare();
 }
 
 void gmt_fork_parent(void)
 {
 	gmt_notes_fork_parent();
+	pthread_mutex_unlock(&gmt_rt.io_gate);
 	pthread_mutex_unlock(&gmt_rt.setup_lock);
-	pthread_mutex_unlock(&gmt_rt.flush_lock);
+	if (gmt_rt.fork_flush_held)
+		pthread_mutex_unlock(&gmt_rt.flush_lock);
 	gmt_sampler_fork_parent();
 }
 
@@ -302,6 +352,12 @@ void gmt_fork_child(void)
 	else if (gmt_rt.state == ST_ACTIVE || gmt_rt.state == ST_FINISHED)
 		set_state(ST_IDLE);
 	gmt_notes_fork_child(); /* the child's trace repeats what its parent learnt */
+	gmt_rt.stall_lost = gmt_rt.stall_noted = 0;
+	gmt_rt.stall_said = 0;
+	pthread_mutex_unlock(&gmt_rt.io_gate);
 	pthread_mutex_unlock(&gmt_rt.setup_lock);
-	pthread_mutex_unlock(&gmt_rt.flush_lock);
+	if (gmt_rt.fork_flush_held)
+		pthread_mutex_unlock(&gmt_rt.flush_lock);
+	else /* held by the parent's writer, stuck in its write: not here */
+		pthread_mutex_init(&gmt_rt.flush_lock, NULL);
 }

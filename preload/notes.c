@@ -30,19 +30,27 @@ void gmt_note(int level, const char *text)
 	pthread_mutex_unlock(&gmt_notes.lock);
 }
 
+/* fn is called without the lock: it may write the trace, and a write that
+ * does not return must not hold up fork, which takes the lock (life.c). */
 void gmt_notes_each_new(void (*fn)(void *arg, int level, const char *text), void *arg)
 {
+	static __typeof__(gmt_notes.v) copy; /* one caller: the writer, under flush_lock */
 	pthread_mutex_lock(&gmt_notes.lock);
-	for (; gmt_notes.handed < gmt_notes.n; gmt_notes.handed++)
-		fn(arg, gmt_notes.v[gmt_notes.handed].level, gmt_notes.v[gmt_notes.handed].text);
-	if (gmt_notes.dropped) {
+	int from = gmt_notes.handed, to = gmt_notes.n;
+	for (int i = from; i < to; i++)
+		copy[i] = gmt_notes.v[i];
+	gmt_notes.handed = to;
+	uint64_t dropped = gmt_notes.dropped;
+	gmt_notes.dropped = 0;
+	pthread_mutex_unlock(&gmt_notes.lock);
+	for (int i = from; i < to; i++)
+		fn(arg, copy[i].level, copy[i].text);
+	if (dropped) {
 		char text[96];
 		gmt_format(text, sizeof text, "%llu more notes were dropped",
-			   (unsigned long long)gmt_notes.dropped);
+			   (unsigned long long)dropped);
 		fn(arg, 1, text);
-		gmt_notes.dropped = 0;
 	}
-	pthread_mutex_unlock(&gmt_notes.lock);
 }
 
 void gmt_notes_fork_prepare(void)

@@ -138,6 +138,7 @@ static void learn_devices_early(void)
 static int create_trace(void)
 {
 	gmt_rt.w.omit_argv = !gmt_rt.set.record_argv;
+	gmt_rt.w.io_gate = &gmt_rt.io_gate;
 	int opened = gmt_writer_open(&gmt_rt.w, gmt_rt.set.output_template, gmt_rt.set.stack_depth,
 				     gmt_rt.set.compress, gmt_rt.start_mono);
 	int err = errno;

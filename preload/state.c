@@ -13,6 +13,7 @@ const uint32_t gmt_armed_always = 1;
 struct gmt_runtime gmt_rt = {
     .setup_lock = PTHREAD_MUTEX_INITIALIZER,
     .flush_lock = PTHREAD_MUTEX_INITIALIZER,
+    .io_gate = PTHREAD_MUTEX_INITIALIZER,
     .armed = &gmt_armed_always,
 };
 

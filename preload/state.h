@@ -30,6 +30,16 @@ struct gmt_runtime {
 	struct gmt_settings set;
 	pthread_mutex_t setup_lock;
 	pthread_mutex_t flush_lock;
+	/* Taken by a writer as its write returns, and by fork_prepare: a fork
+	 * while the write is stuck goes on without flush_lock, and the writer
+	 * waits here until it is done (life.c). After setup_lock. */
+	pthread_mutex_t io_gate;
+	int fork_flush_held; /* gmt_fork_prepare took flush_lock */
+	/* Events the program did not wait for because the trace's write was
+	 * stuck past GPUMEMTRACE_FULL_WAIT_MS (counted lost too), and what the
+	 * flush thread has said of them (flush.c). */
+	uint64_t stall_lost, stall_noted;
+	int stall_said;
 	struct gmt_ring *rings;
 	struct gmt_writer w;
 	pthread_t flusher;

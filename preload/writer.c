@@ -133,6 +133,13 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 			st.st_nlink == 0 ? "deleted" : "truncated");
 		w->failed = 1;
 	}
+	/* A write that does not return (a frozen file system, a hung NFS
+	 * mount) is seen by the event path (the program waits for it at most
+	 * GPUMEMTRACE_FULL_WAIT_MS in all) and by fork, which then goes on
+	 * without flush_lock: the gate keeps this thread from touching
+	 * anything of ours again until the fork is done (gmt_fork_prepare). */
+	if (n && !w->failed)
+		__atomic_store_n(&w->io_since, gmt_now_ns() | 1, __ATOMIC_RELEASE);
 	while (n && !w->failed) {
 		ssize_t k = write(w->fd, buf, n);
 		if (k > 0) {
@@ -152,8 +159,22 @@ static void write_all(struct gmt_writer *w, const uint8_t *buf, size_t n)
 			w->failed = 1;
 		}
 	}
+	if (__atomic_load_n(&w->io_since, __ATOMIC_RELAXED)) {
+		if (w->io_gate)
+			pthread_mutex_lock(w->io_gate);
+		/* Pairs with the acquire loads in gmt_writer_stuck_ns. */
+		__atomic_store_n(&w->io_since, 0, __ATOMIC_RELEASE);
+		if (w->io_gate)
+			pthread_mutex_unlock(w->io_gate);
+	}
 out:
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+uint64_t gmt_writer_stuck_ns(const struct gmt_writer *w, uint64_t now)
+{
+	uint64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
+	return since && now > since ? now - since : 0;
 }
 
 int gmt_writer_reclaim(struct gmt_writer *w)
@@ -370,6 +391,7 @@ int gmt_writer_create(struct gmt_writer *w, const char *path_template, int stack
 	w->failed = 0;
 	w->written = 0;
 	w->reopened = w->reopened_noted = 0;
+	w->io_since = 0; /* a child's copy of its parent's write under way */
 	/* absolute, for reopening it: the program may chdir before it closes fd */
 	size_t n = 0;
 	if (w->path[0] != '/' && getcwd(w->abs, sizeof w->abs - sizeof w->path - 1)) {

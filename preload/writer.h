@@ -9,6 +9,7 @@
 #ifndef GMT_WRITER_H
 #define GMT_WRITER_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -40,6 +41,10 @@ struct gmt_writer {
 	int fd_lost; /* written under flush_lock; read without it by the event path */
 	int may_reopen;
 	uint32_t reopened_noted;
+	/* A write under way since this time (gmt_now_ns, | 1), else 0; the
+	 * writing thread passes io_gate (when set) as it clears it. */
+	uint64_t io_since;
+	pthread_mutex_t *io_gate;
 	char path[4096];
 	char abs[4096 + 256]; /* path made absolute at creation: the program may chdir */
 
@@ -112,6 +117,9 @@ static inline void gmt_writer_commit(struct gmt_writer *w, uint8_t *end)
 {
 	w->len = (size_t)(end - w->chunk);
 }
+/* How long the write under way has been stuck at now (gmt_now_ns), or 0
+ * with none: any thread may ask. */
+uint64_t gmt_writer_stuck_ns(const struct gmt_writer *w, uint64_t now);
 /* Writes the pending chunk. Returns 0, or -1 once writing has failed.
  * With fd_lost, and may_reopen clear, keeps it pending and returns 0. */
 int gmt_writer_flush(struct gmt_writer *w);

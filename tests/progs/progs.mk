@@ -85,6 +85,13 @@ $(PROG_DIR)/exitwake: tests/progs/exitwake.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -rdynamic $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
 
+# The trace's write stuck until the program lets it go (t-life-stall): it
+# defines write, which the tracer's calls reach (-rdynamic).
+life-progs: $(PROG_DIR)/stallwrite
+$(PROG_DIR)/stallwrite: tests/progs/stallwrite.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
+
 # Killed with no exit path run, GAP_MS after its last event (t-flush-latency).
 KILLAFTER := $(PROG_DIR)/killafter
 life-progs: $(KILLAFTER)
