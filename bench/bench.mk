@@ -18,7 +18,7 @@ $(BENCH_DIR)/hookcost-nofp: bench/hookcost.c $(SIM_HEADERS) | sim
 
 $(BENCH_DIR)/workload: bench/workload.c $(SIM_HEADERS) | sim
 	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_CFLAGS) -fno-omit-frame-pointer $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1
+	$(CC) $(BENCH_CFLAGS) -fno-omit-frame-pointer $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1 -ldl
 
 bench: bench-progs ## run the benchmarks (minutes; needs heaptrack for the anchors), results in bench/results/
 	@BUILD=$(abspath $(BUILD)) bench/run.sh $(BENCH)
@@ -40,6 +40,12 @@ bench-pyframes: ## ns per Python frame on the hook path, cached and not (PY=pyth
 .PHONY: bench-python
 bench-python: bench-progs ## the Python reader's events/s into Arrow vs CSV + pandas, the pytest plugin's ms per test
 	@BUILD=$(abspath $(BUILD)) bench/python.sh $(BENCH)
+
+# gpumemtrace watch's own CPU and memory beside a program whose trace grows
+# at 100k events a second, 10M events (bench/watch.sh; about 2 minutes).
+.PHONY: bench-watch
+bench-watch: bench-progs ## watch's CPU and memory as a share of a 100 s run writing 10M events
+	@BUILD=$(abspath $(BUILD)) bench/watch.sh
 # Naming frames after the run: 10k and 100k distinct frames in one compile
 # unit, 10k stacks over 1,022 frames, nameless against named reports
 # (bench/naming.sh; docs/performance.md, "Naming frames").
