@@ -81,6 +81,16 @@ expect_eq "explain: reserve" \
 grep -q '^  peak 982 MiB at +[0-9.]* s after [0-9]* rises (mixed)' g.txt || fail "peak line: $(cat g.txt)"
 grep -q 'iterations: 310' g.txt || fail "iterations: $(cat g.txt)"
 
+# ---- leaks' note names only the pool's bytes (27.5): torch-async.837 said
+# all 193 MiB were "PyTorch's stream-ordered pool allocations", 128 MiB of
+# them cuBLAS's own cuMemAlloc ----
+"$GMT_CLI" leaks "$V1/torch-async.837.gmt" >l.txt || fail "leaks"
+grep -q "^note: 65.0 MiB of these are PyTorch's stream-ordered pool allocations" l.txt ||
+	fail "leaks note: $(head -5 l.txt)"
+"$GMT_CLI" leaks --json "$V1/torch-async.837.gmt" >l.json || fail "leaks json"
+expect_eq "leaks held_by_bytes" "$(json l.json '[d["traces"][0]["held_by_bytes"], d["traces"][0]["live_bytes"]]')" \
+	"[68157440, 202690068]"
+
 # ---- one instant for "at the end" (27.6): fragmentation's JSON named the
 # last event (torch-async.837: 10.03 s) where its text and summary name the
 # trace's end (+14.542 s) ----
