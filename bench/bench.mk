@@ -52,3 +52,10 @@ bench-watch: bench-progs ## watch's CPU and memory as a share of a 100 s run wri
 .PHONY: bench-naming
 bench-naming: all sim ## naming speed: symbolize 10k/100k frames, reports on nameless vs named traces
 	@BUILD=$(abspath $(BUILD)) bench/naming.sh
+
+# PyTorch memory snapshots: gpumemtrace's reader against PyTorch's own
+# _memory_viz.py on a large stand-in (bench/snapshot.sh; docs/performance.md,
+# "Memory snapshots"; MEMVIZ=path when torch is not installed).
+.PHONY: bench-snapshot
+bench-snapshot: all ## snapshot reading: summary/replay/import vs _memory_viz.py stats/trace, time and memory
+	@BUILD=$(abspath $(BUILD)) bench/snapshot.sh
