@@ -37,6 +37,8 @@ static const struct command commands[] = {
     {"flamegraph", cmd_flamegraph,
      "interactive flame graph (SVG/HTML) or folded stacks of live bytes"},
     {"export", cmd_export, "convert a trace: Perfetto/Chrome JSON, CSV, or pprof"},
+    {"watch", cmd_watch,
+     "a trace as it grows: live bytes, history, top sites, leak suspects (a terminal view)"},
     {"import", cmd_import,
      "convert a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) into a trace"},
     {"replay", cmd_replay,

@@ -13,7 +13,8 @@
 # - 8.81 MiB in use outside the process on an idle H100 is the driver's
 #   reserve, not "other processes";
 # - growth counts rises of the high-water mark, not "steps", beside
-#   iterations.
+#   iterations;
+# - fragmentation's "at the end" is the trace's end in text and JSON alike.
 . "$TESTS_DIR/integration/lib.sh"
 command -v python3 >/dev/null || skip "python3 not installed"
 V1=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
@@ -79,4 +80,25 @@ expect_eq "explain: reserve" \
 "$GMT_CLI" growth "$V2/torch-nocache.941.gmt" >g.txt || fail "growth"
 grep -q '^  peak 982 MiB at +[0-9.]* s after [0-9]* rises (mixed)' g.txt || fail "peak line: $(cat g.txt)"
 grep -q 'iterations: 310' g.txt || fail "iterations: $(cat g.txt)"
+
+# ---- leaks' note names only the pool's bytes (27.5): torch-async.837 said
+# all 193 MiB were "PyTorch's stream-ordered pool allocations", 128 MiB of
+# them cuBLAS's own cuMemAlloc ----
+"$GMT_CLI" leaks "$V1/torch-async.837.gmt" >l.txt || fail "leaks"
+grep -q "^note: 65.0 MiB of these are PyTorch's stream-ordered pool allocations" l.txt ||
+	fail "leaks note: $(head -5 l.txt)"
+"$GMT_CLI" leaks --json "$V1/torch-async.837.gmt" >l.json || fail "leaks json"
+expect_eq "leaks held_by_bytes" "$(json l.json '[d["traces"][0]["held_by_bytes"], d["traces"][0]["live_bytes"]]')" \
+	"[68157440, 202690068]"
+
+# ---- one instant for "at the end" (27.6): fragmentation's JSON named the
+# last event (torch-async.837: 10.03 s) where its text and summary name the
+# trace's end (+14.542 s) ----
+for t in "$V1"/*.gmt "$V2"/*.gmt; do
+	"$GMT_CLI" summary --json "$t" >s.json || fail "summary $t"
+	"$GMT_CLI" fragmentation --json "$t" >f.json || fail "fragmentation $t"
+	end=$(json s.json 'd.get("traces", [d])[0]["duration_ns"]')
+	fe=$(json f.json '{x["segments_at_end"]["time_ns"] for x in d.get("traces", [d])[0]["devices"] if x["segments_at_end"]}')
+	[ "$fe" = "{$end}" ] || [ "$fe" = "set()" ] || fail "$t: segments_at_end $fe, duration $end"
+done
 echo ok
