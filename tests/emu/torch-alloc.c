@@ -5,6 +5,7 @@
  * backends that bypass the cache. One stream: the emulated training uses
  * the default stream only. */
 #include "torch-alloc.h"
+#include "torch-history.h"
 
 /* ---- the model's driver: native segments ---- */
 
@@ -227,6 +228,53 @@ void torch_set_fraction(struct torch_alloc *a, double fraction)
 		ta_set_allowed(a->model, (uint64_t)(a->total * fraction));
 }
 
+/* ---- the history (EMU_HISTORY: torch-history.h) ---- */
+
+static void hist_trace(void *ctx, enum ta_action action, uint64_t addr, uint64_t size,
+		       uint64_t stream)
+{
+	(void)ctx;
+	emu_history_entry((unsigned)action, addr, size, stream); /* GMT_FW_* numbering */
+}
+
+struct hist_walk {
+	struct emu_hist_block *v;
+	size_t n, cap;
+	bool gap; /* an expandable segment's unmapped pages came before */
+};
+
+/* A snapshot lists an expandable segment's mapped ranges as its segments. */
+static void hist_block(void *ctx, const struct ta_block_info *b)
+{
+	struct hist_walk *w = ctx;
+	if (b->expandable && !b->mapped) {
+		w->gap = true;
+		return;
+	}
+	if (w->n == w->cap) {
+		w->cap = w->cap ? 2 * w->cap : 256;
+		if (!(w->v = realloc(w->v, w->cap * sizeof(*w->v))))
+			abort();
+	}
+	w->v[w->n++] =
+	    (struct emu_hist_block){b->ptr,    b->size,	      b->requested,
+				    b->stream, b->allocated,  b->pending,
+				    b->small,  b->expandable, b->segment_start || w->gap};
+	w->gap = false;
+}
+
+void torch_history_write(struct torch_alloc *a)
+{
+	if (!a->model)
+		return; /* cudaMallocAsync and no caching keep no history */
+	struct hist_walk w = {0};
+	pthread_mutex_lock(&a->lock);
+	ta_walk(a->model, hist_block, &w);
+	emu_history_write(w.v, w.n, getenv("PYTORCH_CUDA_ALLOC_CONF"), 100000);
+	pthread_mutex_unlock(&a->lock);
+	free(w.v);
+}
+
 /* Which backend, from the variables PyTorch reads (§1.5-1.7), and the
  * driver entry points the expandable segments use (§0.1). */
 void torch_init(struct torch_alloc *a)
@@ -268,7 +316,8 @@ void torch_init(struct torch_alloc *a)
 				.map = drv_map,
 				.unmap = drv_unmap,
 				.release = drv_release,
-				.device_free = drv_device_free};
+				.device_free = drv_device_free,
+				.trace = emu_history_on() ? hist_trace : NULL};
 	if (!(a->model = ta_new(&c, &be)))
 		abort();
 	if (a->backend != EXPANDABLE)
