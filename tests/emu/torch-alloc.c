@@ -4,8 +4,12 @@
  * for what the model asks (frameworks.md §1.4, §1.5), and the two
  * backends that bypass the cache. One stream: the emulated training uses
  * the default stream only. */
+#include "gpumemtrace/format.h"
+
 #include "torch-alloc.h"
 #include "torch-history.h"
+
+static void history_snapshot(struct torch_alloc *a, unsigned reason);
 
 /* ---- the model's driver: native segments ---- */
 
@@ -184,6 +188,7 @@ static struct block *cached_malloc(struct torch_alloc *a, size_t size)
 		       (unsigned long long)s->reserved, (unsigned long long)s->allocated,
 		       (unsigned long long)c->allowed_max);
 		helper_oom(a, ta_allocation_size(c, ta_round_size(c, size)));
+		history_snapshot(a, GMT_FWSNAP_WHY_OOM); /* the observer's _snapshot() */
 		return NULL;
 	}
 	struct block *b = calloc(1, sizeof *b);
@@ -263,16 +268,22 @@ static void hist_block(void *ctx, const struct ta_block_info *b)
 	w->gap = false;
 }
 
-void torch_history_write(struct torch_alloc *a)
+/* The allocator's lock held. */
+static void history_snapshot(struct torch_alloc *a, unsigned reason)
 {
-	if (!a->model)
+	if (!a->model || !emu_history_on())
 		return; /* cudaMallocAsync and no caching keep no history */
 	struct hist_walk w = {0};
-	pthread_mutex_lock(&a->lock);
 	ta_walk(a->model, hist_block, &w);
-	emu_history_write(w.v, w.n, getenv("PYTORCH_CUDA_ALLOC_CONF"), 100000);
-	pthread_mutex_unlock(&a->lock);
+	emu_history_write(reason, w.v, w.n, getenv("PYTORCH_CUDA_ALLOC_CONF"), 100000);
 	free(w.v);
+}
+
+void torch_history_write(struct torch_alloc *a)
+{
+	pthread_mutex_lock(&a->lock);
+	history_snapshot(a, GMT_FWSNAP_WHY_EXIT);
+	pthread_mutex_unlock(&a->lock);
 }
 
 /* Which backend, from the variables PyTorch reads (§1.5-1.7), and the

@@ -21,6 +21,8 @@ static struct {
 	size_t nsites;
 	struct emu_hist_entry *v;
 	size_t n, cap;
+	size_t written; /* entries an earlier snapshot wrote */
+	uint64_t seq;	/* the last snapshot's */
 	uint64_t *frame_ids;
 } emu_hist;
 static __thread int emu_hist_site;
@@ -89,11 +91,13 @@ static int emu_hist_alloc_site(uint64_t ptr)
 	return -1;
 }
 
+/* The entries no earlier snapshot wrote (the helper finds them by the last
+ * ones it wrote). */
 static void emu_hist_entries(void)
 {
 	enum { BATCH = 2048 };
 	static uint64_t vals[BATCH * 6], frames[BATCH * EMU_STACK_MAX];
-	for (size_t at = 0; at < emu_hist.n; at += BATCH) {
+	for (size_t at = emu_hist.written; at < emu_hist.n; at += BATCH) {
 		size_t n = emu_hist.n - at < BATCH ? emu_hist.n - at : BATCH, nf = 0;
 		for (size_t i = 0; i < n; i++) {
 			const struct emu_hist_entry *e = &emu_hist.v[at + i];
@@ -107,8 +111,9 @@ static void emu_hist_entries(void)
 			v[0] = e->action, v[1] = e->addr, v[2] = e->size, v[3] = e->stream;
 			v[4] = e->time_us, v[5] = k;
 		}
-		gpumemtrace_fw_entries(1, 0, 0, n, vals, frames);
+		gpumemtrace_fw_entries(emu_hist.seq, 0, 0, n, vals, frames);
 	}
+	emu_hist.written = emu_hist.n;
 }
 
 /* One segment (its blocks b[0..n)) as the helper writes it. */
@@ -144,17 +149,38 @@ static void emu_hist_segment(const struct emu_hist_block *b, size_t n)
 		}
 		head[3] =
 		    (head[3] & ~(uint64_t)GMT_FWSEG_CONTINUED) | (at ? GMT_FWSEG_CONTINUED : 0);
-		gpumemtrace_fw_segment(1, 0, head, &none, m, vals, frames);
+		gpumemtrace_fw_segment(emu_hist.seq, 0, head, &none, m, vals, frames);
 	}
 }
 
-/* At exit (torch-history.h): the frames named once, the snapshot, its
- * entries, each segment. */
-void emu_history_write(const struct emu_hist_block *blocks, size_t n, const char *conf,
-		       uint64_t max_entries)
+/* A snapshot: its FWSNAP, its new entries, each segment. */
+static void emu_hist_snapshot(unsigned reason, const struct emu_hist_block *blocks, size_t n,
+			      const char *conf, uint64_t max_entries)
+{
+	const char *keys[] = {"PYTORCH_CUDA_ALLOC_CONF"}, *vals[] = {conf ? conf : ""};
+	gpumemtrace_fw_snapshot(emu_hist.seq, reason, "torch",
+				GMT_FWSNAP_HISTORY | GMT_FWSNAP_PY_STACKS, max_entries, 1, keys,
+				vals);
+	emu_hist_entries();
+	for (size_t i = 0; i < n;) {
+		size_t k = i + 1;
+		while (k < n && !blocks[k].seg_start)
+			k++;
+		emu_hist_segment(blocks + i, k - i);
+		i = k;
+	}
+}
+
+/* The first names the frames (torch-history.h). */
+void emu_history_write(unsigned reason, const struct emu_hist_block *blocks, size_t n,
+		       const char *conf, uint64_t max_entries)
 {
 	if (!emu_hist.on)
 		return;
+	if (emu_hist.seq++) {
+		emu_hist_snapshot(reason, blocks, n, conf, max_entries);
+		return;
+	}
 	const char *fn[64], *file[64];
 	uint64_t line[64];
 	static uint64_t ids[64];
@@ -166,16 +192,5 @@ void emu_history_write(const struct emu_hist_block *blocks, size_t n, const char
 	}
 	gpumemtrace_fw_frames(nf, fn, file, line, ids);
 	emu_hist.frame_ids = ids;
-	const char *keys[] = {"PYTORCH_CUDA_ALLOC_CONF"}, *vals[] = {conf ? conf : ""};
-	gpumemtrace_fw_snapshot(1, GMT_FWSNAP_WHY_EXIT, "torch",
-				GMT_FWSNAP_HISTORY | GMT_FWSNAP_PY_STACKS, max_entries, 1, keys,
-				vals);
-	emu_hist_entries();
-	for (size_t i = 0; i < n;) {
-		size_t k = i + 1;
-		while (k < n && !blocks[k].seg_start)
-			k++;
-		emu_hist_segment(blocks + i, k - i);
-		i = k;
-	}
+	emu_hist_snapshot(reason, blocks, n, conf, max_entries);
 }

@@ -12,9 +12,9 @@
  * (emu_history_site, per thread: backward runs on the autograd thread) on
  * allocations and OOMs (PyTorch records the frees' stacks too; no report
  * reads them).
- * At exit: one snapshot (reason exit), the entries of device 0, and the
- * segments with their blocks (each allocated block with its allocation's
- * stack), as the helper writes them. Nothing without EMU_HISTORY, as a run
+ * At each OOM (the observer) and at exit: a snapshot, its new entries of
+ * device 0, and the segments with their blocks (each allocated block with
+ * its allocation's stack), as the helper writes them. Nothing without EMU_HISTORY, as a run
  * without --framework-history. */
 #ifndef EMU_TORCH_HISTORY_H
 #define EMU_TORCH_HISTORY_H
@@ -51,9 +51,11 @@ void emu_history_site(int site);
 /* One entry (GMT_FW_* action numbers, which are PyTorch's order), under the
  * allocator's lock. */
 void emu_history_entry(unsigned action, uint64_t addr, uint64_t size, uint64_t stream);
-/* At exit: the snapshot, as the helper writes torch.cuda.memory._snapshot().
- * blocks: the allocator's state then; conf: PYTORCH_CUDA_ALLOC_CONF. */
-void emu_history_write(const struct emu_hist_block *blocks, size_t n, const char *conf,
-		       uint64_t max_entries);
+/* A snapshot, as the helper writes torch.cuda.memory._snapshot() at an
+ * OOM (reason GMT_FWSNAP_WHY_OOM, from the observer) or at exit: the
+ * entries no earlier one wrote. blocks: the allocator's state then; conf:
+ * PYTORCH_CUDA_ALLOC_CONF. */
+void emu_history_write(unsigned reason, const struct emu_hist_block *blocks, size_t n,
+		       const char *conf, uint64_t max_entries);
 
 #endif
