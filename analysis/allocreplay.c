@@ -277,8 +277,12 @@ void ar_config_from(struct ta_config *c, const struct fw_snapshot *s)
 
 static void learn_segment(struct ctx *c, const struct fw_segment *g)
 {
-	if (!dev(c, g->device))
+	struct dstate *d = dev(c, g->device);
+	if (!d)
 		return;
+	struct ar_end *e = &d->out.end;
+	e->segments++;
+	e->reserved += g->size;
 	GROW(c->es, c->nes, c->escap);
 	struct endseg *s = &c->es[c->nes++];
 	*s = (struct endseg){g->device,
@@ -293,6 +297,14 @@ static void learn_segment(struct ctx *c, const struct fw_segment *g)
 	c->r->private_pool_segments += s->private_pool;
 	for (size_t i = 0; i < g->nblocks; i++) {
 		const struct fw_block *b = &g->blocks[i];
+		if (b->state == GMT_FWBLOCK_ACTIVE_ALLOCATED) {
+			e->allocated += b->size;
+			e->requested += b->requested;
+		} else if (b->state == GMT_FWBLOCK_ACTIVE_PENDING_FREE) {
+			e->pending += b->size;
+		} else {
+			e->inactive += b->size;
+		}
 		if (b->state != GMT_FWBLOCK_ACTIVE_ALLOCATED &&
 		    b->state != GMT_FWBLOCK_ACTIVE_PENDING_FREE)
 			continue;

@@ -65,6 +65,16 @@ struct ar_run {
 	uint64_t empty_caches;	    /* empty_cache() calls replayed */
 };
 
+/* The snapshot's end, from its segments and blocks: the figures
+ * _memory_viz.py stats prints (its "allocated" is requested_bytes, its
+ * free all the rest: inactive, pending and the rounding inside tensors). */
+struct ar_end {
+	uint64_t segments, reserved;
+	uint64_t allocated, requested; /* active_allocated blocks: size, asked */
+	uint64_t pending;	       /* active_pending_free blocks */
+	uint64_t inactive;	       /* free blocks in the cache */
+};
+
 struct ar_device {
 	int64_t device;
 	uint64_t device_size; /* the free runs' device: 0 unknown */
@@ -84,6 +94,7 @@ struct ar_device {
 	/* free runs: the recorded settings, and the asked ones (whatif) */
 	struct ar_run as_recorded, asked;
 	bool have_asked;
+	struct ar_end end;
 };
 
 struct ar_options {

@@ -147,11 +147,13 @@ void ex_cnt_used(struct ex_finding *x, const struct ex_recog *r, const struct ex
 			 "The program used at most %s: memory_limit=%" PRIu64
 			 " (MiB) holds it with a fifth to spare.",
 			 fmt_size(b[0], p), (need + (1 << 20) - 1) >> 20);
-	else
+	else {
+		char v[16], fr[200];
+		snprintf(v, sizeof(v), ".%02" PRIu64, (100 * need + d->total - 1) / d->total);
 		snprintf(advice, size,
-			 "The program used at most %s: XLA_PYTHON_CLIENT_MEM_FRACTION=.%02" PRIu64
-			 " holds it with a fifth to spare.",
-			 fmt_size(b[0], p), (100 * need + d->total - 1) / d->total);
+			 "The program used at most %s: %s holds it with a fifth to spare.",
+			 fmt_size(b[0], p), explain_fraction_advice(r, v, fr, sizeof(fr)));
+	}
 }
 
 /* An OOM with the reading its observer took: what the cache held then. */

@@ -453,10 +453,15 @@ static void xpass_free(struct xpass *p)
 
 static void modules(struct trace *t, struct ex_facts *f)
 {
+	const char *exe = t->exe ? strrchr(t->exe, '/') : NULL;
+	exe = exe ? exe + 1 : t->exe;
 	f->mods = xrealloc(NULL, (t->nmods + 1) * sizeof(*f->mods));
 	for (size_t i = 0; i < t->nmods; i++) {
 		struct ex_module *m = &f->mods[f->nmods++];
 		m->library = t->mods[i].library ? t->mods[i].library : "";
+		m->program = exe && *exe && strcmp(m->library, exe) == 0;
+		if (m->program)
+			f->program = m->library;
 		m->build_id[0] = '\0';
 		for (size_t k = 0; k < t->mods[i].build_id_len && k < 20; k++)
 			snprintf(m->build_id + 2 * k, 3, "%02x", t->mods[i].build_id[k]);
@@ -484,6 +489,10 @@ int explain_facts(struct trace *t, bool has_device, int64_t device, struct ex_fa
 	x = worse(x, from_oom(t, f, &p));
 	xpass_free(&p);
 	from_counters(t, f);
+	/* after the reads: a torn tail is known once the file is read */
+	f->partial = trace_partial(t);
+	f->lost = trace_lost_own(t);
+	f->incomplete_why = trace_incomplete_why(t);
 	return x;
 }
 

@@ -14,9 +14,12 @@ static const char *fw_api(const struct ex_recog *r)
 {
 	switch (r->fw) {
 	case FW_PYTORCH:
+		if (r->mode == MODE_PT_NOCACHE) /* forceUncachedAllocator: no stats kept */
+			return NULL;
 		return "torch.cuda.memory_reserved() (the cache) and memory_allocated() (tensors)";
 	case FW_JAX:
-		return "jax.devices()[0].memory_stats() (bytes_reserved, bytes_in_use)";
+		return "jax.devices()[0].memory_stats() (pool_bytes, what BFC holds; bytes_in_use, "
+		       "its live buffers)";
 	case FW_TF:
 		return "tf.config.experimental.get_memory_info('GPU:0')";
 	case FW_CUPY:
@@ -100,6 +103,13 @@ static void smi_change(struct ex_finding *x, const struct ex_recog *r, const str
 		len = (size_t)snprintf(x->change, sizeof(x->change),
 				       "The framework's own figure is %s; it leaves out the rest.",
 				       api);
+	else if (r->mode == MODE_PT_NOCACHE)
+		len = (size_t)snprintf(
+		    x->change, sizeof(x->change),
+		    "Without its cache (PYTORCH_NO_CUDA_MEMORY_CACHING) PyTorch counts nothing: "
+		    "torch.cuda.memory_reserved() and memory_allocated() read 0, and each tensor "
+		    "is its own cudaMalloc, which this trace shows; torch.cuda.mem_get_info() "
+		    "gives the device's free memory.");
 	struct {
 		int part;
 		uint64_t bytes;
@@ -229,15 +239,15 @@ void ex_prealloc(const struct ex_facts *f, const struct ex_recog *r, const struc
 			  "tf.config.set_logical_device_configuration(gpu, "
 			  "[tf.config.LogicalDeviceConfiguration(memory_limit=MiB)]) caps it.",
 			  used, *used ? " " : "");
-	else
-		ex_change(
-		    x,
-		    "%s%sXLA_PYTHON_CLIENT_PREALLOCATE=false grows the memory as needed (regions "
-		    "that double, never returned); XLA_PYTHON_CLIENT_MEM_FRACTION=.5 "
-		    "(XLA_CLIENT_MEM_FRACTION in new versions) preallocates a smaller "
-		    "share; XLA_PYTHON_CLIENT_ALLOCATOR=platform allocates exactly what is "
-		    "used and frees it (slow: for debugging).",
-		    used, *used ? " " : "");
+	else {
+		char fr[200];
+		ex_change(x,
+			  "%s%sXLA_PYTHON_CLIENT_PREALLOCATE=false grows the memory as needed "
+			  "(regions that double, never returned); %s preallocates a smaller share; "
+			  "XLA_PYTHON_CLIENT_ALLOCATOR=platform allocates exactly what is used and "
+			  "frees it (slow: for debugging).",
+			  used, *used ? " " : "", explain_fraction_advice(r, ".5", fr, sizeof(fr)));
+	}
 }
 
 static void regions_text(const struct ex_dev *d, char *buf, size_t size)
@@ -282,10 +292,14 @@ void ex_bfc_growth(const struct ex_facts *f, const struct ex_recog *r, const str
 			     "otherwise fail (TF_ENABLE_GPU_GARBAGE_COLLECTION, on by default). "
 			     "A cap: tf.config.set_logical_device_configuration(gpu, "
 			     "[tf.config.LogicalDeviceConfiguration(memory_limit=MiB)]).");
-	else
-		ex_change(x, "This is XLA_PYTHON_CLIENT_PREALLOCATE=false: regions are kept until "
-			     "the process ends. XLA_PYTHON_CLIENT_ALLOCATOR=platform frees each "
-			     "buffer (slow); XLA_PYTHON_CLIENT_MEM_FRACTION caps the arena.");
+	else {
+		char fr[200];
+		ex_change(x,
+			  "This is XLA_PYTHON_CLIENT_PREALLOCATE=false: regions are kept until the "
+			  "process ends. XLA_PYTHON_CLIENT_ALLOCATOR=platform frees each buffer "
+			  "(slow); %s caps the arena.",
+			  explain_fraction_advice(r, NULL, fr, sizeof(fr)));
+	}
 }
 
 void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const struct ex_dev *d,
@@ -333,18 +347,28 @@ void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const st
 		      f->retried, f->retried == 1 ? "" : "s");
 	/* the note first: an argument's order of evaluation is unspecified */
 	const char *cache_note = ex_cnt_cache_advice(d, note, sizeof(note));
-	ex_change(x,
-		  "%s%storch.cuda.empty_cache() returns unused segments to the driver: it helps "
-		  "other processes and libraries (NCCL, cuDNN), not this program's own peak, "
-		  "and later allocations pay to get them back. %s "
-		  "max_split_size_mb:N (in PYTORCH_CUDA_ALLOC_CONF) helps when an OOM reports "
-		  "much memory \"reserved by PyTorch but unallocated\": blocks above N MiB are "
-		  "no longer split.",
-		  cache_note, *note ? " " : "",
-		  exp ? "expandable_segments is on: segments grow in place, so odd sizes no "
-			"longer strand memory."
-		      : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True helps when shapes "
-			"vary (segments grow in place instead of piling up odd sizes).");
+	char es[400], ms[400];
+	explain_conf_advice(r, "expandable_segments:True", es, sizeof(es));
+	explain_conf_advice(r, "max_split_size_mb:N", ms, sizeof(ms));
+	if (exp)
+		ex_change(x,
+			  "%s%storch.cuda.empty_cache() returns unused segments to the driver: it "
+			  "helps other processes and libraries (NCCL, cuDNN), not this program's "
+			  "own peak, and later allocations pay to get them back. Expandable "
+			  "segments are on: segments grow in place, so odd sizes no longer strand "
+			  "memory. %s helps when an OOM reports much memory \"reserved by PyTorch "
+			  "but unallocated\": blocks above N MiB are no longer split.",
+			  cache_note, *note ? " " : "", ms);
+	else
+		ex_change(x,
+			  "%s%storch.cuda.empty_cache() returns unused segments to the driver: it "
+			  "helps other processes and libraries (NCCL, cuDNN), not this program's "
+			  "own peak, and later allocations pay to get them back. %s helps when "
+			  "shapes vary (segments grow in place instead of piling up odd sizes). "
+			  "max_split_size_mb:N in the same setting helps when an OOM reports much "
+			  "memory \"reserved by PyTorch but unallocated\": blocks above N MiB are "
+			  "no longer split.",
+			  cache_note, *note ? " " : "", es);
 }
 
 void ex_pool_reserve(const struct ex_facts *f, const struct ex_recog *r, const struct ex_dev *d,

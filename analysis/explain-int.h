@@ -13,7 +13,8 @@ void ex_ev(struct ex_finding *x, const char *cmd, const char *fmt, ...)
 /* "NAME", or "NAME --device N" when the trace has several devices. */
 const char *ex_cmd(char *buf, size_t size, const char *name, const struct ex_facts *f,
 		   const struct ex_dev *d);
-/* Largest first (then by id). */
+/* Problems first, then what explains the figures, then notes; within
+ * each, rank, then the largest first (then by id). */
 void ex_sort(struct ex_findings *out);
 
 /* explain-findings.c: one per question; each adds nothing when the facts
@@ -31,6 +32,8 @@ void ex_pool_reserve(const struct ex_facts *f, const struct ex_recog *r, const s
 void ex_growth(const struct ex_facts *f, const struct ex_recog *r, const struct ex_dev *d,
 	       struct ex_findings *out);
 void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out);
+/* A damaged or cut trace, or lost events: first among the problems' notes. */
+void ex_partial(const struct ex_facts *f, struct ex_findings *out);
 
 /* explain-counters.c: the framework's counters in the findings; each says
  * how to get them when the trace has none (and sets needs_counters). */

@@ -6,6 +6,7 @@
 
 #include "analysis/counters.h"
 #include "analysis/explain-int.h"
+#include "analysis/oom.h"
 #include "analysis/report-base.h"
 
 static const char *per_s(char *buf, double v)
@@ -28,7 +29,7 @@ void ex_growth(const struct ex_facts *f, const struct ex_recog *r, const struct 
 		struct ex_finding *x =
 		    ex_add(out, "leak", d->ordinal, est < d->peak ? est : d->peak);
 		if (d->has_rate_step)
-			snprintf(b[0], sizeof(b[0]), "%s per step, ",
+			snprintf(b[0], sizeof(b[0]), "%s per iteration, ",
 				 fmt_size(b[3], (uint64_t)(d->rate_step > 0 ? d->rate_step : 0)));
 		else
 			b[0][0] = '\0';
@@ -48,7 +49,17 @@ void ex_growth(const struct ex_facts *f, const struct ex_recog *r, const struct 
 		return;
 	}
 	struct ex_finding *x;
-	if (strcmp(d->verdict, "no-leak") == 0) {
+	if (strcmp(d->verdict, "no-leak") == 0 && !d->iterations) {
+		/* no steps to call a warm-up (one all_reduce, a script that runs
+		 * once): say what was seen, not a training loop's story */
+		x = ex_add(out, "warm-up", d->ordinal, 0);
+		ex_answer(x, "no leak seen: memory rose until %s, then nothing more was held",
+			  rb_time(t1, (int64_t)d->warmup_end_ns));
+		ex_change(x, "Nothing to change for this run. It has no repeating steps (no loop "
+			     "the trace could find, no NVTX range or marker), so it was judged on "
+			     "its highest point over time: a leak per step shows only in a run of "
+			     "several steps.");
+	} else if (strcmp(d->verdict, "no-leak") == 0) {
 		x = ex_add(out, "warm-up", d->ordinal, 0);
 		ex_answer(x, "not a leak: memory grew until %s (the warm-up), then stayed level",
 			  rb_time(t1, (int64_t)d->warmup_end_ns));
@@ -66,34 +77,28 @@ void ex_growth(const struct ex_facts *f, const struct ex_recog *r, const struct 
 
 /* Fragmentation inside a framework's cache or pool: what to change, for
  * its framework (sources: the PyTorch CUDA semantics notes, "Optimizing
- * memory usage with PYTORCH_CUDA_ALLOC_CONF"; the JAX GPU memory
- * allocation page; TensorFlow's GPU guide; CuPy's memory management page;
- * frameworks.md §1.5, §2.1, §3). */
-static const char *frag_advice(char *buf, size_t size, const char *fw, const struct ex_facts *f)
+ * memory usage with PYTORCH_ALLOC_CONF"; the JAX GPU memory allocation
+ * page; TensorFlow's GPU guide; CuPy's memory management page;
+ * frameworks.md §1.5, §2.1, §3). Settings in the names in force. */
+static const char *frag_advice(char *buf, size_t size, const char *fw, const struct ex_recog *r)
 {
+	char es[400], fr[200];
 	if (!strcmp(fw, "torch")) {
-		const char *conf = explain_env(f, "PYTORCH_CUDA_ALLOC_CONF");
-		char own[200] = "";
-		if (conf)
-			snprintf(own, sizeof(own),
-				 " (add it to your PYTORCH_CUDA_ALLOC_CONF=%.100s)", conf);
-		snprintf(
-		    buf, size,
-		    "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True%s: segments grow in "
-		    "place, so freed blocks merge instead of staying split (newer PyTorch also "
-		    "reads PYTORCH_ALLOC_CONF; PYTORCH_CUDA_ALLOC_CONF wins when both are set). "
-		    "Or max_split_size_mb:N with N below the failing request, so large cached "
-		    "blocks are not split for small ones. Only then a smaller batch. "
-		    "`gpumemtrace fragmentation` shows the segments.",
-		    own);
+		snprintf(buf, size,
+			 "Set %s: segments grow in place, so freed blocks merge instead of "
+			 "staying split. Or max_split_size_mb:N in the same setting, with N below "
+			 "the failing request, so large cached blocks are not split for small "
+			 "ones. Only then a smaller batch. `gpumemtrace fragmentation` shows the "
+			 "segments.",
+			 explain_conf_advice(r, "expandable_segments:True", es, sizeof(es)));
 	} else if (!strcmp(fw, "jax")) {
-		snprintf(
-		    buf, size,
-		    "XLA_PYTHON_CLIENT_ALLOCATOR=platform gives each buffer its own driver "
-		    "allocation: no pool to fragment, at some speed. Or keep one preallocated "
-		    "region (XLA_PYTHON_CLIENT_PREALLOCATE left on, a lower "
-		    "XLA_PYTHON_CLIENT_MEM_FRACTION if other processes share the GPU): BFC's free "
-		    "chunks merge only inside a region, and growth mode's regions never merge.");
+		snprintf(buf, size,
+			 "XLA_PYTHON_CLIENT_ALLOCATOR=platform gives each buffer its own driver "
+			 "allocation: no pool to fragment, at some speed. Or keep one "
+			 "preallocated region (XLA_PYTHON_CLIENT_PREALLOCATE left on, a lower %s "
+			 "if other processes share the GPU): BFC's free chunks merge only inside "
+			 "a region, and growth mode's regions never merge.",
+			 explain_fraction_advice(r, NULL, fr, sizeof(fr)));
 	} else if (!strcmp(fw, "tensorflow")) {
 		snprintf(
 		    buf, size,
@@ -131,9 +136,13 @@ static const char *limit_advice(char *buf, size_t size, const struct ex_oom *o)
 	}
 	const char *knob = o->limit_knob ? o->limit_knob : "the limit";
 	const char *fw = o->fw_source ? o->fw_source : "";
+	bool older = o->limit_knob && !strcmp(o->limit_knob, "XLA_PYTHON_CLIENT_MEM_FRACTION");
 	const char *how =
-	    !strcmp(fw, "jax") ? " (XLA_CLIENT_MEM_FRACTION is its newer name; setting both is an "
-				 "error), e.g. .90 when no other process needs the rest of the GPU"
+	    !strcmp(fw, "jax")
+		? (older ? " (deprecated: XLA_CLIENT_MEM_FRACTION replaces it, and setting both is "
+			   "an error), e.g. .90 when no other process needs the rest of the GPU"
+			 : " (XLA_PYTHON_CLIENT_MEM_FRACTION in older JAX), e.g. .90 when no other "
+			   "process needs the rest of the GPU")
 	    : !strcmp(fw, "tensorflow") ? " in tf.config.set_logical_device_configuration"
 					: "";
 	snprintf(buf, size,
@@ -175,11 +184,11 @@ static const char *oom_advice(char *buf, size_t size, const struct ex_facts *f,
 	if (strcmp(kase, "other-processes") == 0)
 		return "Another process held the memory: nvidia-smi "
 		       "--query-compute-apps=pid,used_memory names it. A JAX or TensorFlow "
-		       "process preallocates most of a GPU by default "
-		       "(XLA_PYTHON_CLIENT_MEM_FRACTION, TF_FORCE_GPU_ALLOW_GROWTH); give each "
-		       "process its own GPU with CUDA_VISIBLE_DEVICES.";
+		       "process preallocates most of a GPU by default (XLA_CLIENT_MEM_FRACTION, "
+		       "XLA_PYTHON_CLIENT_MEM_FRACTION in older JAX; TF_FORCE_GPU_ALLOW_GROWTH); "
+		       "give each process its own GPU with CUDA_VISIBLE_DEVICES.";
 	if (strcmp(kase, "fragmentation") == 0)
-		return frag_advice(buf, size, fw, f);
+		return frag_advice(buf, size, fw, r);
 	if (strcmp(kase, "limit") == 0)
 		return limit_advice(buf, size, o);
 	if (o->fw && working_set_advice(fw))
@@ -188,17 +197,19 @@ static const char *oom_advice(char *buf, size_t size, const struct ex_facts *f,
 	 * either, and the wrong advice costs a day */
 	char next[600];
 	if (explain_oom_next(r, next, sizeof(next))) {
+		char es[400], meanwhile[600] = " ";
+		if (r->fw == FW_PYTORCH)
+			snprintf(
+			    meanwhile, sizeof(meanwhile),
+			    " Meanwhile the error message says: when \"reserved by PyTorch but "
+			    "unallocated\" is at least the request, set %s; else a smaller "
+			    "batch, activation checkpointing, mixed precision.",
+			    explain_conf_advice(r, "expandable_segments:True", es, sizeof(es)));
 		snprintf(buf, size,
 			 "%s's %s held the memory; whether its tensors filled it (the working set) "
 			 "or its free space was in pieces too small (fragmentation) needs its own "
 			 "figures: rerun with `gpumemtrace run --framework-counters`.%s%.300s",
-			 r->fw_name, r->fw == FW_PYTORCH ? "cache" : "pool",
-			 r->fw == FW_PYTORCH
-			     ? " Meanwhile the error message says: when \"reserved by PyTorch but "
-			       "unallocated\" is at least the request, set "
-			       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; else a smaller "
-			       "batch, activation checkpointing, mixed precision."
-			     : " ",
+			 r->fw_name, r->fw == FW_PYTORCH ? "cache" : "pool", meanwhile,
 			 r->fw == FW_PYTORCH ? "" : next + strlen("next: "));
 		return buf;
 	}
@@ -256,15 +267,17 @@ static void oom_retried(const struct ex_facts *f, const struct ex_recog *r, stru
 		      "listed) and a successful retry of the same size",
 		      f->retried, f->retried == 1 ? "" : "s", fmt_size(b[1], freed));
 	retry_counters(x, f, r);
-	ex_change(x, "%s",
-		  r->fw == FW_PYTORCH
-		      ? "The cache is emptied and refilled each time: lower the peak so no "
-			"retry is needed (a smaller batch, "
-			"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True); "
-			"torch.cuda.memory_stats()['num_alloc_retries'] counts them."
-		      : "Lower the peak so no retry is needed; a pool limit "
-			"(cupy.get_default_memory_pool().set_limit) makes the pool free "
-			"earlier.");
+	char es[400];
+	if (r->fw == FW_PYTORCH)
+		ex_change(x,
+			  "The cache is emptied and refilled each time: lower the peak so no retry "
+			  "is needed (a smaller batch, %s); "
+			  "torch.cuda.memory_stats()['num_alloc_retries'] counts them.",
+			  explain_conf_advice(r, "expandable_segments:True", es, sizeof(es)));
+	else
+		ex_change(x, "Lower the peak so no retry is needed; a pool limit "
+			     "(cupy.get_default_memory_pool().set_limit) makes the pool free "
+			     "earlier.");
 }
 
 /* Ways the trace cannot show an OOM at all (oom's notes): one finding. */
@@ -341,9 +354,10 @@ static void oom_case(const struct ex_facts *f, const struct ex_recog *r, const s
 			ex_ev(x, "oom", "%s%s%s: %s", o->fw_name, o->fw_type[0] ? " " : "",
 			      o->fw_type, o->fw_message);
 	} else if (o->meminfo) {
-		ex_ev(x, "oom", "free then: %s of %s; this process held %s, others %s",
+		char ot[120];
+		ex_ev(x, "oom", "free then: %s of %s; this process held %s, %s",
 		      fmt_size(b[0], o->free_bytes), fmt_size(b[1], o->total_bytes),
-		      fmt_size(b[2], o->held), fmt_size(b[3], o->others));
+		      fmt_size(b[2], o->held), oom_others_text(ot, sizeof(ot), o->others));
 	} else {
 		ex_ev(x, "oom", "this process held %s (no free-memory reading at the failure)",
 		      fmt_size(b[0], o->held));
@@ -392,4 +406,38 @@ void ex_ooms(const struct ex_facts *f, const struct ex_recog *r, struct ex_findi
 		if (o)
 			oom_case(f, r, o, n - 1, ids[k], whys[k], out);
 	}
+}
+
+void ex_partial(const struct ex_facts *f, struct ex_findings *out)
+{
+	if (!f->partial)
+		return;
+	char what[200] = "";
+	int n = 0;
+	if (f->lost)
+		n = snprintf(what, sizeof(what), "%" PRIu64 " allocation or free event%s lost",
+			     f->lost, f->lost == 1 ? " was" : "s were");
+	if (f->incomplete_why && n >= 0 && (size_t)n < sizeof(what))
+		snprintf(what + n, sizeof(what) - (size_t)n, "%sthe trace is incomplete (%s)",
+			 n ? ", and " : "", f->incomplete_why);
+	struct ex_finding *x = ex_add(out, "partial-data", -1, 0);
+	ex_answer(x,
+		  "%s: allocations and frees are missing from it, so every figure below may be "
+		  "short and a missing free can look like a leak",
+		  what);
+	if (f->incomplete_why)
+		ex_ev(x, "dump",
+		      "an incomplete trace ends where the process stopped writing: killed, "
+		      "crashed, still running, or its disk full; it holds what happened up to "
+		      "GPUMEMTRACE_FLUSH_MS (20 ms) before");
+	if (f->lost)
+		ex_ev(x, "dump",
+		      "lost events: a thread's buffer was full for longer than "
+		      "GPUMEMTRACE_FULL_WAIT_MS while the disk was slow; the trace counts them");
+	ex_change(x, "%s",
+		  f->lost ? "Rerun with a larger buffer per thread (GPUMEMTRACE_RING_KB=8192; "
+			    "the default is 1024) on a disk that keeps up; `gpumemtrace check "
+			    "--allow-lost` judges a trace with losses anyway."
+			  : "Let the run finish (or trace the failing step alone) for whole "
+			    "figures; the findings below cover what was written.");
 }

@@ -22,6 +22,65 @@ const char *explain_env(const struct ex_facts *f, const char *key)
 	return NULL;
 }
 
+/* conf with kv set: kv's key dropped from conf (commas inside [...] kept),
+ * kv appended. */
+static void conf_merge(char *buf, size_t size, const char *conf, const char *kv)
+{
+	size_t klen = strcspn(kv, ":"), n = 0;
+	buf[0] = '\0';
+	for (const char *p = conf; p && *p;) {
+		const char *q = p;
+		int depth = 0;
+		while (*q && (*q != ',' || depth)) {
+			depth += *q == '[' ? 1 : *q == ']' ? -1 : 0;
+			q++;
+		}
+		size_t len = (size_t)(q - p);
+		bool same = len > klen && strncmp(p, kv, klen) == 0 && p[klen] == ':';
+		if (len && !same && n < size)
+			n += (size_t)snprintf(buf + n, size - n, "%s%.*s", n ? "," : "", (int)len,
+					      p);
+		p = *q ? q + 1 : q;
+	}
+	if (n < size)
+		snprintf(buf + n, size - n, "%s%s", n ? "," : "", kv);
+}
+
+const char *explain_conf_advice(const struct ex_recog *r, const char *kv, char *buf, size_t size)
+{
+	const struct fw_in_force *c = &r->alloc_conf;
+	char merged[300];
+	if (!c->value) {
+		snprintf(buf, size,
+			 "PYTORCH_ALLOC_CONF=%s (PYTORCH_CUDA_ALLOC_CONF before PyTorch 2.9)", kv);
+		return buf;
+	}
+	conf_merge(merged, sizeof(merged), c->value, kv);
+	if (!c->older)
+		snprintf(buf, size, "%s=%s", c->name, merged);
+	else if (c->ignored)
+		snprintf(buf, size,
+			 "%s=%s (the older name, in force here: PyTorch reads it and ignores %s "
+			 "while both are set)",
+			 c->name, merged, c->ignored);
+	else
+		snprintf(buf, size, "%s=%s (the older name of PYTORCH_ALLOC_CONF, in force here)",
+			 c->name, merged);
+	return buf;
+}
+
+const char *explain_fraction_advice(const struct ex_recog *r, const char *value, char *buf,
+				    size_t size)
+{
+	const struct fw_in_force *c = &r->mem_fraction;
+	snprintf(buf, size, "%s%s%s (%s)", c->older ? c->name : "XLA_CLIENT_MEM_FRACTION",
+		 value ? "=" : "", value ? value : "",
+		 c->older
+		     ? "the deprecated name, in force here: XLA_CLIENT_MEM_FRACTION replaces it"
+		     : "XLA_PYTHON_CLIENT_MEM_FRACTION in older JAX");
+	return buf;
+}
+
 static bool prefix(const char *s, const char *p)
 {
 	return strncmp(s, p, strlen(p)) == 0;
@@ -87,32 +146,41 @@ static void why(struct ex_recog *r, const char *key, const char *val)
 	snprintf(r->mode_why, sizeof(r->mode_why), "%s=%s", key, val);
 }
 
+/* mode_why for a setting read by one of two names: the name in force, and
+ * what of the other name is ignored. */
+static void why_conf(struct ex_recog *r, const struct fw_in_force *c)
+{
+	size_t n = (size_t)snprintf(r->mode_why, sizeof(r->mode_why), "%s=%s", c->name, c->value);
+	if (c->ignored && n < sizeof(r->mode_why))
+		snprintf(r->mode_why + n, sizeof(r->mode_why) - n, "; %s=%s is ignored", c->ignored,
+			 c->ignored_value);
+}
+
 static void recog_pytorch(const struct ex_facts *f, struct ex_recog *r)
 {
 	const char *nc = explain_env(f, "PYTORCH_NO_CUDA_MEMORY_CACHING");
-	const char *conf = explain_env(f, "PYTORCH_CUDA_ALLOC_CONF");
+	const struct fw_in_force *c = &r->alloc_conf;
+	const char *conf = c->value;
 	r->mode = MODE_PT_CACHING;
-	snprintf(r->mode_why, sizeof(r->mode_why), "the default: PYTORCH_CUDA_ALLOC_CONF unset");
-	if (nc && *nc) { /* any value turns the cache off */
+	snprintf(r->mode_why, sizeof(r->mode_why), "the default: PYTORCH_ALLOC_CONF unset");
+	if (nc) { /* any value turns the cache off */
 		r->mode = MODE_PT_NOCACHE;
 		why(r, "PYTORCH_NO_CUDA_MEMORY_CACHING", nc);
 	} else if (conf && strstr(conf, "cudaMallocAsync")) {
 		r->mode = MODE_PT_ASYNC;
-		why(r, "PYTORCH_CUDA_ALLOC_CONF", conf);
+		why_conf(r, c);
 	} else if (conf && (strstr(conf, "expandable_segments:True") ||
 			    strstr(conf, "expandable_segments:true"))) {
 		r->mode = MODE_PT_EXPANDABLE;
-		why(r, "PYTORCH_CUDA_ALLOC_CONF", conf);
+		why_conf(r, c);
 	} else if (conf) {
-		why(r, "PYTORCH_CUDA_ALLOC_CONF", conf);
+		why_conf(r, c);
 	}
 }
 
-static double xla_fraction(const struct ex_facts *f)
+static double xla_fraction(const struct ex_recog *r)
 {
-	const char *v = explain_env(f, "XLA_CLIENT_MEM_FRACTION");
-	if (!v)
-		v = explain_env(f, "XLA_PYTHON_CLIENT_MEM_FRACTION");
+	const char *v = r->mem_fraction.value;
 	double x = v ? strtod(v, NULL) : 0;
 	return x > 0 && x <= 1 ? x : 0.75;
 }
@@ -126,9 +194,12 @@ static void recog_xla(const struct ex_facts *f, struct ex_recog *r, const char *
 	r->mode = MODE_BFC_PREALLOC;
 	snprintf(r->mode_why, sizeof(r->mode_why), "the default%s", pattern_why);
 	if (r->fw == FW_JAX) {
-		r->fraction = xla_fraction(f);
+		r->fraction = xla_fraction(r);
 		if (alc && strcasecmp(alc, "platform") == 0) {
 			r->mode = MODE_XLA_PLATFORM;
+			why(r, "XLA_PYTHON_CLIENT_ALLOCATOR", alc);
+		} else if (alc && strcasecmp(alc, "cuda_async") == 0) {
+			r->mode = MODE_TF_ASYNC; /* XLA's stream-ordered allocator, TF's too */
 			why(r, "XLA_PYTHON_CLIENT_ALLOCATOR", alc);
 		} else if (xla_prealloc_off(pre)) {
 			r->mode = MODE_BFC_GROWTH;
@@ -267,9 +338,17 @@ static enum ex_fw counters_fw(const char *source)
 	return fw_of_row(fw_of_python(source));
 }
 
+/* The settings in force by whichever name (kept over a reset) */
+static void settings_in_force(const struct ex_facts *f, struct ex_recog *r)
+{
+	fw_in_force_of(f->env, f->nenv, "PYTORCH_ALLOC_CONF", &r->alloc_conf);
+	fw_in_force_of(f->env, f->nenv, "XLA_CLIENT_MEM_FRACTION", &r->mem_fraction);
+}
+
 void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 {
 	memset(r, 0, sizeof(*r));
+	settings_in_force(f, r);
 	/* TF loads XLA too: its own library decides */
 	for (size_t i = 0; i < f->nmods; i++) {
 		enum ex_fw w = lib_fw(f->mods[i].library);
@@ -308,6 +387,7 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 	}
 	if (*from_env && !env_agrees(f, r)) { /* a setting exported in a shell, no more */
 		memset(r, 0, sizeof(*r));
+		settings_in_force(f, r);
 		recog_pattern(f, r);
 		from_env = "";
 	}
@@ -323,10 +403,12 @@ void explain_recognize(const struct ex_facts *f, struct ex_recog *r)
 					    "BFC, preallocated",
 					    "BFC, growing (allow_growth)",
 					    "platform allocator (one call per buffer)",
-					    "cuda_malloc_async (stream-ordered pool)",
+					    "CUDA's stream-ordered pool (cuda_malloc_async)",
 					    "memory pool",
 					    "stream-ordered pool"};
 	r->mode_name = modes[r->mode];
+	if (r->mode == MODE_TF_ASYNC && r->fw == FW_JAX)
+		r->mode_name = "CUDA's stream-ordered pool (cuda_async)";
 }
 
 const char *explain_held_by(const struct ex_recog *r, char *buf, size_t size)
@@ -373,20 +455,24 @@ bool explain_frees_reach_driver(const struct ex_recog *r)
 
 const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size)
 {
+	char es[400], ms[400];
 	switch (r->mode) {
 	case MODE_PT_CACHING:
-		snprintf(buf, size,
-			 "next: PyTorch's cache may hold free space in pieces too small for this "
-			 "request: `gpumemtrace fragmentation` shows its segments; "
-			 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True grows segments in place "
-			 "instead, max_split_size_mb:N stops large cached blocks from being split; "
-			 "else lower the peak (a smaller batch)");
+		snprintf(
+		    buf, size,
+		    "next: PyTorch's cache may hold free space in pieces too small for this "
+		    "request: `gpumemtrace fragmentation` shows its segments; %s grows segments "
+		    "in place instead, %s stops large cached blocks from being split; else "
+		    "lower the peak (a smaller batch)",
+		    explain_conf_advice(r, "expandable_segments:True", es, sizeof(es)),
+		    explain_conf_advice(r, "max_split_size_mb:N", ms, sizeof(ms)));
 		break;
 	case MODE_PT_EXPANDABLE:
 		snprintf(buf, size,
-			 "next: `gpumemtrace fragmentation` shows the cache's segments; "
-			 "max_split_size_mb:N in PYTORCH_CUDA_ALLOC_CONF stops large cached blocks "
-			 "from being split; else lower the peak (a smaller batch)");
+			 "next: `gpumemtrace fragmentation` shows the cache's segments; %s stops "
+			 "large cached blocks from being split; else lower the peak (a smaller "
+			 "batch)",
+			 explain_conf_advice(r, "max_split_size_mb:N", ms, sizeof(ms)));
 		break;
 	case MODE_CUPY_POOL:
 	case MODE_BFC_GROWTH:
@@ -403,6 +489,29 @@ const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size)
 
 /* ---- building findings ---- */
 
+const char *explain_severity_name(enum ex_severity s)
+{
+	return s == EX_PROBLEM ? "problem" : s == EX_EXPLAINS ? "explains" : "note";
+}
+
+/* Each finding's severity, by its id: what failed or is wrong, then what
+ * explains the figures (the default, the comparisons too), then notes. */
+static enum ex_severity severity_of(const char *id)
+{
+	static const char *const problems[] = {"leak", "oom-hidden", "partial-data"};
+	static const char *const notes[] = {"warm-up", "growth-undetermined", "oom-invisible",
+					    "nothing"};
+	if (strncmp(id, "oom-", 4) == 0 && strcmp(id, "oom-retried") && strcmp(id, "oom-invisible"))
+		return EX_PROBLEM; /* each case of a failed allocation */
+	for (size_t i = 0; i < sizeof(problems) / sizeof(*problems); i++)
+		if (strcmp(id, problems[i]) == 0)
+			return EX_PROBLEM;
+	for (size_t i = 0; i < sizeof(notes) / sizeof(*notes); i++)
+		if (strcmp(id, notes[i]) == 0)
+			return EX_NOTE;
+	return EX_EXPLAINS;
+}
+
 struct ex_finding *ex_add(struct ex_findings *out, const char *id, int64_t device, uint64_t bytes)
 {
 	if (out->n == out->cap) {
@@ -412,6 +521,7 @@ struct ex_finding *ex_add(struct ex_findings *out, const char *id, int64_t devic
 	struct ex_finding *x = &out->v[out->n++];
 	memset(x, 0, sizeof(*x));
 	x->id = id;
+	x->severity = severity_of(id);
 	x->device = device;
 	x->bytes = bytes;
 	return x;
@@ -465,9 +575,11 @@ const char *ex_counters_note(const char *what, char *buf, size_t size)
 	return buf;
 }
 
-static int by_bytes(const void *a, const void *b)
+static int by_severity(const void *a, const void *b)
 {
 	const struct ex_finding *x = a, *y = b;
+	if (x->severity != y->severity)
+		return x->severity < y->severity ? -1 : 1;
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? 1 : -1;
 	if (x->bytes != y->bytes)
@@ -478,7 +590,7 @@ static int by_bytes(const void *a, const void *b)
 void ex_sort(struct ex_findings *out)
 {
 	if (out->n > 1)
-		qsort(out->v, out->n, sizeof(*out->v), by_bytes);
+		qsort(out->v, out->n, sizeof(*out->v), by_severity);
 }
 
 void explain_findings_free(struct ex_findings *out)
@@ -502,7 +614,8 @@ void explain_findings(const struct ex_facts *f, const struct ex_recog *r, struct
 		ex_growth(f, r, d, out);
 	}
 	ex_ooms(f, r, out);
-	if (!out->n) {
+	ex_partial(f, out);
+	if (!out->n || (out->n == 1 && f->partial)) {
 		struct ex_finding *x = ex_add(out, "nothing", -1, 0);
 		ex_answer(x, "nothing to explain: no device memory was traced");
 		ex_ev(x, "summary", "%zu device%s in the trace", f->ndevs,

@@ -1,6 +1,6 @@
 /* gpumemtrace explain: the questions people ask about GPU memory, answered
  * as findings (an id, a one-line answer, the evidence with the command that
- * shows more, what to change), largest first.
+ * shows more, what to change), problems first, then the largest.
  *
  * Two halves, so that the other aggregators can change without touching the
  * findings' logic:
@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/frameworks.h"
 #include "analysis/trace.h"
 
 #define EX_MAX_LIBS	12 /* traced bytes by library at a moment, largest first */
@@ -122,10 +123,12 @@ struct ex_oom {
 struct ex_module {
 	const char *library; /* trace-owned */
 	char build_id[41];   /* hex, "" when unknown */
+	bool program;	     /* the traced executable, not a library */
 };
 
 struct ex_facts {
 	const char *path, *command;
+	const char *program; /* the executable's file name (its module's library), or NULL */
 	const struct trace_env *env;
 	size_t nenv;
 	struct ex_module *mods;
@@ -148,6 +151,10 @@ struct ex_facts {
 	const char *pool_fw;
 	char hidden_text[700];
 	uint64_t duration_ns;
+	/* a damaged or cut trace, or events lost: every figure may be short */
+	bool partial;
+	uint64_t lost;		    /* this process's events lost */
+	const char *incomplete_why; /* trace_incomplete_why(), or NULL */
 };
 
 /* The adapter: one trace's facts (only device `device` when has_device).
@@ -189,6 +196,9 @@ struct ex_recog {
 	const char *mode_name;
 	char mode_why[200]; /* "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" */
 	double fraction;    /* MODE_BFC_PREALLOC: the share of the device asked (0: unknown) */
+	/* the settings in force, by whichever name was set (PyTorch's
+	 * PYTORCH_ALLOC_CONF or its older name; JAX's memory fraction) */
+	struct fw_in_force alloc_conf, mem_fraction;
 };
 
 void explain_recognize(const struct ex_facts *f, struct ex_recog *r);
@@ -207,6 +217,16 @@ bool explain_frees_reach_driver(const struct ex_recog *r);
 /* What to do next about an OOM of this process's own memory under a cache
  * or pool (fragmentation, the allocator's settings), or NULL. */
 const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size);
+/* Advice to set KEY:VALUE (kv) in PyTorch's allocator settings, in the
+ * name in force: "PYTORCH_ALLOC_CONF=kv (PYTORCH_CUDA_ALLOC_CONF before
+ * PyTorch 2.9)" when neither is set, the value set plus kv when one is,
+ * and a note when it is the older name or the other name is ignored. */
+const char *explain_conf_advice(const struct ex_recog *r, const char *kv, char *buf, size_t size);
+/* Advice to set JAX's memory fraction to value ("XLA_CLIENT_MEM_FRACTION=.5
+ * (XLA_PYTHON_CLIENT_MEM_FRACTION in older JAX)"), or by the deprecated
+ * name when that is the one set, saying so; value NULL: the name alone. */
+const char *explain_fraction_advice(const struct ex_recog *r, const char *value, char *buf,
+				    size_t size);
 /* The recorded value of an environment variable, or NULL. */
 const char *explain_env(const struct ex_facts *f, const char *key);
 /* Whose part of the breakdown a library's memory is: 0 the framework's
@@ -226,16 +246,24 @@ struct ex_evidence {
 	char cmd[80]; /* "accounting --device 0": run as `gpumemtrace CMD TRACE`; "" none */
 };
 
+/* What a finding is to the user, the first key of the order: what failed
+ * or is wrong (an OOM, a leak, a damaged trace) first, then what explains
+ * the figures, then notes. */
+enum ex_severity { EX_PROBLEM, EX_EXPLAINS, EX_NOTE };
+/* "problem", "explains", "note": --json's severity */
+const char *explain_severity_name(enum ex_severity s);
+
 struct ex_finding {
 	const char *id;
-	int64_t device; /* -1: the whole trace */
-	uint64_t bytes; /* what it accounts for: the order, largest first */
+	enum ex_severity severity; /* from the id (explain.c's table) */
+	int64_t device;		   /* -1: the whole trace */
+	uint64_t bytes;		   /* what it accounts for: the order, largest first */
 	char answer[400];
 	struct ex_evidence ev[EX_MAX_EVIDENCE];
 	size_t nev;
 	char change[1000];
 	bool needs_counters; /* the framework's counters would make it exact */
-	int rank;	     /* sorts before bytes: what ended the run comes first */
+	int rank;	     /* within a severity, before bytes: what ended the run comes first */
 };
 
 struct ex_findings {
@@ -243,7 +271,7 @@ struct ex_findings {
 	size_t n, cap;
 };
 
-/* The findings of one trace, largest first. */
+/* The findings of one trace: by severity, then rank, then size. */
 void explain_findings(const struct ex_facts *f, const struct ex_recog *r, struct ex_findings *out);
 /* Why b needed more (or less) than a: the two traces' differences. */
 void explain_compare(const struct ex_facts *a, const struct ex_recog *ra, const struct ex_facts *b,

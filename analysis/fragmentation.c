@@ -279,7 +279,9 @@ static int frag_replay(struct frag *g, struct trace *t)
 			struct rp_dev *rd = replay_dev(&g->rp, d->ordinal);
 			d->peak = rd->lv.peak;
 			d->peak_seq = rd->lv.peak_seq;
-			inventory(g, d->ordinal, t->last_time_ns, &d->at_end);
+			/* at the trace's end, the instant every report's "at the
+			 * end" names (the ages run to it), not the last event */
+			inventory(g, d->ordinal, trace_end_ns(t), &d->at_end);
 		}
 		replay_free(&g->rp);
 		if (r >= 0)

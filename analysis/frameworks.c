@@ -56,3 +56,39 @@ enum gmt_fw_id fw_of_python(const char *python)
 			return (enum gmt_fw_id)id;
 	return GMT_FW_NONE;
 }
+
+const char *fw_older_name(const char *current)
+{
+	for (size_t i = 0; i < gmt_fw_nenv; i++)
+		if (gmt_fw_env[i].current && strcmp(gmt_fw_env[i].current, current) == 0)
+			return gmt_fw_env[i].name;
+	return NULL;
+}
+
+static const char *env_value(const struct trace_env *env, size_t nenv, const char *key)
+{
+	for (size_t i = 0; key && i < nenv; i++)
+		if (strcmp(env[i].key, key) == 0)
+			return env[i].value;
+	return NULL;
+}
+
+void fw_in_force_of(const struct trace_env *env, size_t nenv, const char *current,
+		    struct fw_in_force *s)
+{
+	const char *old = fw_older_name(current);
+	bool old_first = false;
+	for (size_t i = 0; old && i < gmt_fw_nenv; i++)
+		if (strcmp(gmt_fw_env[i].name, old) == 0)
+			old_first = gmt_fw_env[i].read_first;
+	const char *vc = env_value(env, nenv, current), *vo = env_value(env, nenv, old);
+	*s = (struct fw_in_force){.name = current, .value = vc};
+	if (vo && (!vc || old_first)) {
+		*s = (struct fw_in_force){.name = old, .value = vo, .older = true};
+		if (vc)
+			s->ignored = current, s->ignored_value = vc;
+	} else if (vo && vc) { /* both set, and neither wins */
+		s->conflict = true;
+		s->ignored = old, s->ignored_value = vo;
+	}
+}

@@ -4,6 +4,7 @@
 #define GMT_ANALYSIS_FRAMEWORKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "common/frameworks.h"
 
@@ -29,5 +30,20 @@ bool fw_loaded(const struct trace *t, enum gmt_fw_id id, bool cuda);
 /* The row whose Python package is `python` ("torch": a COUNTERS record's
  * source); GMT_FW_NONE: none. */
 enum gmt_fw_id fw_of_python(const char *python);
+
+/* A setting with two names (common/frameworks.c: an older name's row
+ * names the current one): which one is in force in a recorded environment.
+ * name, value: the one read (NULL when neither is set); older: it is the
+ * older name; ignored, ignored_value: the other name, set but not read;
+ * conflict: both are set and that is an error (JAX's memory fraction). */
+struct fw_in_force {
+	const char *name, *value, *ignored, *ignored_value;
+	bool older, conflict;
+};
+struct trace_env;
+void fw_in_force_of(const struct trace_env *env, size_t nenv, const char *current,
+		    struct fw_in_force *s);
+/* The older name of a setting, or NULL. */
+const char *fw_older_name(const char *current);
 
 #endif

@@ -96,11 +96,12 @@ static void limit_of(struct fwoom *f, const struct trace *t)
 	case FWF_JAX:
 		if (value(f->raised, bfc_limit, &v) || value(f->observer, bfc_limit, &v))
 			l->bytes = exact(v);
+		/* by the name in force; the current name when neither is set */
 		env = rb_env(t, "XLA_CLIENT_MEM_FRACTION") ? "XLA_CLIENT_MEM_FRACTION"
 		      : rb_env(t, "XLA_PYTHON_CLIENT_MEM_FRACTION")
 			  ? "XLA_PYTHON_CLIENT_MEM_FRACTION"
 			  : NULL;
-		l->knob = env ? env : "XLA_PYTHON_CLIENT_MEM_FRACTION";
+		l->knob = env ? env : "XLA_CLIENT_MEM_FRACTION";
 		if (env)
 			snprintf(l->what, sizeof(l->what), "%s=%.40s", env, rb_env(t, env));
 		else

@@ -386,7 +386,7 @@ static void reason_time(const struct growth_result *g, const struct growth_dev *
 			 rb_time(b4, trace_rel(g->t, growth_time_end(g))));
 	else if (v->shape == GV_CUT) /* the peak line's figures: every step, first to peak */
 		snprintf(buf, size,
-			 "grew in %" PRIu64 " steps over %s up to the last driver call (%s), then "
+			 "grew in %" PRIu64 " rises over %s up to the last driver call (%s), then "
 			 "the process ran %s more without one: a leak cut short by the end of the "
 			 "run, or a cache that settled (NVTX ranges would decide)",
 			 d->steps_total,

@@ -1,6 +1,7 @@
 /* leaks' pass (leaks.h). */
 #include "analysis/explain.h"
 #include "analysis/leaks.h"
+#include "common/events.h"
 
 bool leaks_counted(int bucket)
 {
@@ -12,6 +13,7 @@ int leaks_add_trace(struct trace_rows *rows, struct leak_trace *lt)
 	struct replay rp;
 	replay_init(&rp);
 	int rc = trace_replay(&lt->t, &rp, NULL, NULL);
+	uint64_t async = 0; /* live stream-ordered bytes */
 	if (rc < 0) {
 		GMT_EACH_SPACE(sp)
 		{
@@ -31,6 +33,9 @@ int leaks_add_trace(struct trace_rows *rows, struct leak_trace *lt)
 				if (rel > r->last_ns)
 					r->last_ns = rel;
 				lt->bytes += l->size;
+				const struct api_info *a = api_lookup(l->api);
+				if (a && a->kind == GMT_KIND_ASYNC)
+					async += l->size;
 				lt->allocs++;
 				lt->bucket[l->bucket] += l->size;
 			}
@@ -42,5 +47,10 @@ int leaks_add_trace(struct trace_rows *rows, struct leak_trace *lt)
 	if (rc < 0 && lt->bytes && explain_allocator(&lt->t, false, 0, &rec) < 0 &&
 	    explain_held_by(&rec, lt->held_by, sizeof(lt->held_by)) == NULL)
 		lt->held_by[0] = '\0';
+	if (lt->held_by[0])
+		lt->held_bytes = rec.mode == MODE_PT_ASYNC || rec.mode == MODE_TF_ASYNC ||
+					 rec.mode == MODE_ASYNC_POOL
+				     ? async
+				     : lt->bytes;
 	return rc;
 }

@@ -17,6 +17,9 @@ struct leak_trace {
 	uint64_t bytes, allocs;
 	uint64_t bucket[BK_COUNT];
 	char held_by[300]; /* what holds them until exit (explain_held_by), or "" */
+	/* the bytes held_by names: under a stream-ordered pool only the pool's
+	 * allocations (a library's own cuMemAlloc beside them is not) */
+	uint64_t held_bytes;
 };
 
 /* Whether a bucket of memory counts as leaked: not VA reservations and

@@ -160,15 +160,16 @@ void oom_judge(struct oom_failure *o)
 		return;
 	}
 	uint64_t fr = o->free_bytes, short_by = req > fr ? req - fr : 0;
+	char ot[120];
 	bool others_more = o->others > o->this_process;
 	if (!short_by) { /* the case names the larger holder */
 		o->kase = others_more ? OOM_OTHER_PROCESSES : OOM_THIS_PROCESS;
 		snprintf(o->why, sizeof(o->why),
 			 "%s free of %s after the failure, enough for the %s asked: memory was "
 			 "freed meanwhile or no free range was large enough; this process held %s, "
-			 "other processes %s",
+			 "%s",
 			 fmt_size(b1, fr), fmt_size(b2, o->total), fmt_size(b3, req), who,
-			 fmt_size(b4, o->others));
+			 oom_others_text(ot, sizeof(ot), o->others));
 		return;
 	}
 	if (others_more && o->others >= short_by) {
@@ -188,12 +189,22 @@ void oom_judge(struct oom_failure *o)
 			 fmt_size(b1, fr), fmt_size(b2, o->total), fmt_size(b3, req), who);
 	else
 		snprintf(o->why, sizeof(o->why),
-			 "%s free of %s, %s asked; this process held %s; other processes %s%s",
-			 fmt_size(b1, fr), fmt_size(b2, o->total), fmt_size(b3, req), who,
-			 fmt_size(b4, o->others),
+			 "%s free of %s, %s asked; this process held %s; %s%s", fmt_size(b1, fr),
+			 fmt_size(b2, o->total), fmt_size(b3, req), who,
+			 oom_others_text(ot, sizeof(ot), o->others),
 			 o->others < short_by ? ", too little to matter: without them it would "
 						"still not fit"
 					      : "");
+}
+
+const char *oom_others_text(char *buf, size_t size, uint64_t others)
+{
+	char b[32];
+	bool reserve = others && others < OOM_RESERVE_MAX;
+	snprintf(buf, size, "%s %s%s", reserve ? "the driver's reserve" : "other processes",
+		 fmt_size(b, others),
+		 reserve ? " (too little for another process's CUDA context)" : "");
+	return buf;
 }
 
 const char *oom_verdict(const struct oom_result *const *rs, size_t n)
@@ -267,9 +278,9 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 	    (double)r->second < PREALLOC_RIVAL * (double)big->size &&
 	    (b = blind_add(r, "preallocated"))) {
 		const char *pre = rb_env(t, "XLA_PYTHON_CLIENT_PREALLOCATE");
-		const char *fra = rb_env(t, "XLA_PYTHON_CLIENT_MEM_FRACTION");
+		const char *fra = rb_env(t, "XLA_CLIENT_MEM_FRACTION");
 		if (!fra)
-			fra = rb_env(t, "XLA_CLIENT_MEM_FRACTION");
+			fra = rb_env(t, "XLA_PYTHON_CLIENT_MEM_FRACTION");
 		snprintf(
 		    b->text, sizeof(b->text),
 		    "one allocation of %s (%.0f%% of the device's %s) at %s, nearly all this "
@@ -291,7 +302,11 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 		    "not in the trace",
 		    lim ? "CUPY_GPU_MEMORY_LIMIT=" : "CuPy is loaded", lim ? lim : "",
 		    lim ? " is set" : "");
-	if (fw_loaded(t, GMT_FW_PYTORCH, true) && (b = blind_add(r, "pytorch-fraction")))
+	/* without its cache PyTorch calls cudaMalloc for each tensor and checks no
+	 * fraction (CUDACachingAllocator.cpp, forceUncachedAllocator): its OOMs
+	 * are failed driver calls, in the trace */
+	if (fw_loaded(t, GMT_FW_PYTORCH, true) && !rb_env(t, "PYTORCH_NO_CUDA_MEMORY_CACHING") &&
+	    (b = blind_add(r, "pytorch-fraction")))
 		snprintf(
 		    b->text, sizeof(b->text),
 		    "PyTorch is loaded: over a memory fraction "

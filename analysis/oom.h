@@ -166,6 +166,13 @@ void oom_judge(struct oom_failure *o);
 void oom_judge_fw(struct oom_failure *o, uint64_t pool_held);
 /* The verdict over several results, in the same way: "none"... */
 const char *oom_verdict(const struct oom_result *const *rs, size_t n);
+/* The memory in use that is not this process's, and who holds it: "other
+ * processes 2.00 GiB", or, below OOM_RESERVE_MAX (less than any CUDA
+ * context, which another process would hold), "the driver's reserve 8.81
+ * MiB (...)": an idle H100 shows 8.81 MiB so (docs/validation/2026-11-23-h100,
+ * plain-shared). */
+#define OOM_RESERVE_MAX (64ull << 20)
+const char *oom_others_text(char *buf, size_t size, uint64_t others);
 /* The out-of-memory failures the framework did not recover by retry (cases
  * other than recovered-by-retry and not-an-oom) and the program did not
  * catch, on `device` only when has_device; *kase: the first one's case name ("none" without any).

@@ -376,6 +376,7 @@ static inline void fill_live(struct rp_live *l, const struct replay *rp, const s
 	l->time_ns = e->time_ns;
 	l->seq = rp->seq;
 	l->api = e->api;
+	l->tid = (uint32_t)e->tid;
 	l->refs = 1;
 }
 

@@ -63,6 +63,7 @@ struct rp_live {
 	uint64_t size, stack_id, time_ns;
 	uint64_t seq; /* the replay ordinal of its allocation */
 	uint32_t api;
+	uint32_t tid;	     /* the allocating thread's (the struct's hole: no cost) */
 	uint64_t refs, maps; /* VMM handles */
 };
 

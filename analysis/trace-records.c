@@ -5,8 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frameworks.h"
 #include "analysis/fwhist.h"
 #include "analysis/trace-records.h"
+
+void trace_module_classify(struct trace_module *m)
+{
+	m->library = path_basename(m->path);
+	m->fw = fw_of_module(m->library, m->path);
+	m->cuda = gmt_frameworks[m->fw].kind == GMT_FWK_CUDA && m->fw != GMT_FW_NONE;
+}
 
 struct trace_device *trace_dev_get(struct trace *t, int64_t ordinal)
 {
@@ -128,6 +136,7 @@ static void on_module(struct trace *t, const struct gmt_record *rec)
 	m->build_id_len = rec->u.module.build_id.len;
 	m->build_id = xrealloc(NULL, m->build_id_len);
 	memcpy(m->build_id, rec->u.module.build_id.p, m->build_id_len);
+	trace_module_classify(m); /* now: a follower (watch) names sites before the end */
 }
 
 static void on_stack(struct trace *t, const struct gmt_record *rec)

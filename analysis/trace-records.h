@@ -22,6 +22,9 @@ struct trace_pyframe {
 	uint64_t line;
 };
 
+/* Its library name and framework row, from its path. */
+void trace_module_classify(struct trace_module *m);
+
 /* The device with this ordinal, added (nameless) if new. */
 struct trace_device *trace_dev_get(struct trace *t, int64_t ordinal);
 

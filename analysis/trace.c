@@ -97,12 +97,8 @@ static void open_end(struct trace *t)
 	if (t->ndevs > 1)
 		if (t->ndevs)
 			qsort(t->devs, t->ndevs, sizeof(*t->devs), dev_cmp);
-	for (size_t i = 0; i < t->nmods; i++) {
-		struct trace_module *m = &t->mods[i];
-		m->library = path_basename(m->path);
-		m->fw = fw_of_module(m->library, m->path);
-		m->cuda = gmt_frameworks[m->fw].kind == GMT_FWK_CUDA && m->fw != GMT_FW_NONE;
-	}
+	for (size_t i = 0; i < t->nmods; i++)
+		trace_module_classify(&t->mods[i]);
 	static const uint8_t no_uuid[16];
 	for (size_t i = 0; i < t->nsamples; i++) {
 		struct trace_sample *sm = &t->samples[i];
@@ -178,6 +174,27 @@ bool trace_follow(struct trace *t, trace_event_fn on_event, trace_record_fn on_r
 	return in->records + in->events != before;
 }
 
+/* The ranges, samples, counters and memory snapshots read so far, freed
+ * (their arrays kept for reuse). */
+static void forget_series(struct trace *t)
+{
+	for (size_t i = 0; i < t->nranges; i++)
+		free(t->ranges[i].text);
+	for (size_t i = 0; i < t->ncounters; i++) {
+		for (size_t j = 0; j < t->counters[i].n; j++)
+			free(t->counters[i].v[j].name);
+		free(t->counters[i].v);
+		free(t->counters[i].source);
+		free(t->counters[i].device_name);
+	}
+	t->nranges = t->ncounters = t->nsamples = t->nmeminfo = 0;
+}
+
+void trace_follow_forget(struct trace *t)
+{
+	forget_series(t);
+}
+
 void trace_close(struct trace *t)
 {
 	for (size_t i = 0; i < t->ndevs; i++)
@@ -206,16 +223,8 @@ void trace_close(struct trace *t)
 	free(t->notes);
 	free(t->meminfo);
 	free(t->samples);
-	for (size_t i = 0; i < t->nranges; i++)
-		free(t->ranges[i].text);
+	forget_series(t);
 	free(t->ranges);
-	for (size_t i = 0; i < t->ncounters; i++) {
-		for (size_t j = 0; j < t->counters[i].n; j++)
-			free(t->counters[i].v[j].name);
-		free(t->counters[i].v);
-		free(t->counters[i].source);
-		free(t->counters[i].device_name);
-	}
 	free(t->counters);
 	fwhist_free(t->fw);
 	t->fw = NULL;

@@ -236,6 +236,10 @@ int trace_open_replay(struct trace *t, const char *cmd, const char *path, struct
 typedef void (*trace_record_fn)(void *ctx, const struct gmt_record *rec);
 int trace_open_follow(struct trace *t, const char *cmd, const char *path);
 bool trace_follow(struct trace *t, trace_event_fn on_event, trace_record_fn on_record, void *ctx);
+/* A follower that has used the ranges, samples, counters and memory
+ * snapshots read so far drops them: the next trace_follow holds only what
+ * it adds, so a day-long follow keeps (and re-sorts) one poll's worth. */
+void trace_follow_forget(struct trace *t);
 
 /* After the last pass: the warning line for an incomplete trace (or the
  * error line for corruption); returns 0 or the exit code (reader_finish_cmd). */

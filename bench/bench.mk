@@ -18,7 +18,7 @@ $(BENCH_DIR)/hookcost-nofp: bench/hookcost.c $(SIM_HEADERS) | sim
 
 $(BENCH_DIR)/workload: bench/workload.c $(SIM_HEADERS) | sim
 	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_CFLAGS) -fno-omit-frame-pointer $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1
+	$(CC) $(BENCH_CFLAGS) -fno-omit-frame-pointer $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1 -ldl
 
 bench: bench-progs ## run the benchmarks (minutes; needs heaptrack for the anchors), results in bench/results/
 	@BUILD=$(abspath $(BUILD)) bench/run.sh $(BENCH)
@@ -40,9 +40,22 @@ bench-pyframes: ## ns per Python frame on the hook path, cached and not (PY=pyth
 .PHONY: bench-python
 bench-python: bench-progs ## the Python reader's events/s into Arrow vs CSV + pandas, the pytest plugin's ms per test
 	@BUILD=$(abspath $(BUILD)) bench/python.sh $(BENCH)
+
+# gpumemtrace watch's own CPU and memory beside a program whose trace grows
+# at 100k events a second, 10M events (bench/watch.sh; about 2 minutes).
+.PHONY: bench-watch
+bench-watch: bench-progs ## watch's CPU and memory as a share of a 100 s run writing 10M events
+	@BUILD=$(abspath $(BUILD)) bench/watch.sh
 # Naming frames after the run: 10k and 100k distinct frames in one compile
 # unit, 10k stacks over 1,022 frames, nameless against named reports
 # (bench/naming.sh; docs/performance.md, "Naming frames").
 .PHONY: bench-naming
 bench-naming: all sim ## naming speed: symbolize 10k/100k frames, reports on nameless vs named traces
 	@BUILD=$(abspath $(BUILD)) bench/naming.sh
+
+# PyTorch memory snapshots: gpumemtrace's reader against PyTorch's own
+# _memory_viz.py on a large stand-in (bench/snapshot.sh; docs/performance.md,
+# "Memory snapshots"; MEMVIZ=path when torch is not installed).
+.PHONY: bench-snapshot
+bench-snapshot: all ## snapshot reading: summary/replay/import vs _memory_viz.py stats/trace, time and memory
+	@BUILD=$(abspath $(BUILD)) bench/snapshot.sh

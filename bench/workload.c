@@ -1,16 +1,20 @@
 /* A realistic allocation workload, for the trace-size and reader benches.
  *
- * usage: workload cuda|malloc EVENTS
+ * usage: workload cuda|malloc EVENTS [RATE]
  * 256 distinct call stacks (64 sites, each reached from 4 callers), sizes
  * spread over 16 B .. 16 MiB (cuda) or 16 B .. 64 KiB (malloc), and mixed
  * lifetimes: a pool of 4096 slots where each step frees or allocates a
  * random slot, so some blocks live for one step and some for the whole run.
- * Makes about EVENTS allocation and free calls. */
+ * Makes about EVENTS allocation and free calls. With RATE, at RATE calls a
+ * second (a wait every 1000 calls) and a mark "step N" every RATE calls:
+ * a trace growing as a training run's does (bench/watch.sh). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "gpumemtrace/gpumemtrace.h"
 #include "sim-primary.h"
 
 #define SLOTS 4096
@@ -83,15 +87,30 @@ CALLER(0) CALLER(1) CALLER(2) CALLER(3)
 
     int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s cuda|malloc EVENTS\n", argv[0]);
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: %s cuda|malloc EVENTS [RATE]\n", argv[0]);
 		return 2;
 	}
 	use_cuda = !strcmp(argv[1], "cuda");
 	long events = atol(argv[2]);
+	long rate = argc == 4 ? atol(argv[3]) : 0;
 	if (use_cuda && sim_use_primary_context() != 0)
 		return 1;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (long i = 0; i < events; i++) {
+		if (rate > 0 && i % 1000 == 0) { /* on schedule: call i is due at i / rate s */
+			long long due = (long long)t0.tv_sec * 1000000000ll + t0.tv_nsec +
+					(long long)((double)i / (double)rate * 1e9);
+			struct timespec ts = {(time_t)(due / 1000000000ll),
+					      (long)(due % 1000000000ll)};
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		}
+		if (rate > 0 && i % rate == 0) {
+			char text[32];
+			snprintf(text, sizeof(text), "step %ld", i / rate + 1);
+			gpumemtrace_mark(text);
+		}
 		unsigned r = (unsigned)next_random();
 		switch (r % 4) {
 		case 0:

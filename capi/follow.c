@@ -18,7 +18,8 @@
 #include "common/text.h"
 #include "reader/reader.h"
 
-#define TOP_SITES 10
+#define TOP_SITES     10
+#define TIMELINE_BINS 256 /* a window's timeline: at most two points a bin */
 
 struct win {
 	char *name;
@@ -26,6 +27,7 @@ struct win {
 	bool closed, done;
 	uint64_t peak, live, allocs, failed, ooms;
 	char *sites_json;
+	char *timeline_json;
 };
 
 /* A thread's open ranges: which are windows (index), which not (-1). */
@@ -193,6 +195,71 @@ static char *sites_at_peak(struct gmtr_follow *f, const struct gmt_event *evs, s
 	return xmemstream_close(out, &buf);
 }
 
+/* A window's device bytes over its time, as JSON [[ns since its start,
+ * bytes]...]: in each of TIMELINE_BINS bins of its time, the most and the
+ * last value (in time order), so a step line drawn through them keeps
+ * every peak. */
+struct timeline {
+	FILE *out;
+	char *buf;
+	size_t len;
+	uint64_t start, span;
+	int64_t bin; /* the bin being filled; -1 none */
+	uint64_t max_t, max_v, last_t, last_v;
+	bool first;
+};
+
+static void timeline_begin(struct timeline *tl, const struct win *w)
+{
+	memset(tl, 0, sizeof(*tl));
+	tl->out = xmemstream(&tl->buf, &tl->len);
+	tl->start = w->start;
+	tl->span = w->end > w->start ? w->end - w->start : 1;
+	tl->bin = -1;
+	tl->first = true;
+	fputc('[', tl->out);
+}
+
+static void timeline_point(struct timeline *tl, uint64_t t, uint64_t v)
+{
+	fprintf(tl->out, "%s[%" PRIu64 ", %" PRIu64 "]", tl->first ? "" : ", ", t, v);
+	tl->first = false;
+}
+
+static void timeline_flush(struct timeline *tl)
+{
+	if (tl->bin < 0)
+		return;
+	if (tl->max_t < tl->last_t)
+		timeline_point(tl, tl->max_t, tl->max_v);
+	timeline_point(tl, tl->last_t, tl->last_v);
+}
+
+static void timeline_add(struct timeline *tl, uint64_t time_ns, uint64_t bytes)
+{
+	uint64_t t = time_ns > tl->start ? time_ns - tl->start : 0;
+	int64_t bin = (int64_t)((double)t / (double)tl->span * TIMELINE_BINS);
+	if (bin != tl->bin) {
+		timeline_flush(tl);
+		tl->bin = bin;
+		tl->max_v = 0;
+		tl->max_t = t;
+	}
+	if (bytes >= tl->max_v) {
+		tl->max_v = bytes;
+		tl->max_t = t;
+	}
+	tl->last_t = t;
+	tl->last_v = bytes;
+}
+
+static char *timeline_end(struct timeline *tl)
+{
+	timeline_flush(tl);
+	fputc(']', tl->out);
+	return xmemstream_close(tl->out, &tl->buf);
+}
+
 static void compute(struct gmtr_follow *f, struct win *w)
 {
 	size_t n = 0;
@@ -203,6 +270,8 @@ static void compute(struct gmtr_follow *f, struct win *w)
 	qsort(evs, n, sizeof(*evs), ev_cmp);
 	struct replay rp;
 	replay_init(&rp);
+	struct timeline tl;
+	timeline_begin(&tl, w);
 	for (size_t i = 0; i < n; i++) {
 		const struct gmt_event *e = &evs[i];
 		const struct api_info *a = api_lookup(e->api);
@@ -213,7 +282,9 @@ static void compute(struct gmtr_follow *f, struct win *w)
 			w->ooms += failed && gmt_out_of_memory(e->result);
 		}
 		replay_apply(&rp, e);
+		timeline_add(&tl, e->time_ns, rp.buckets[BK_DEVICE].bytes);
 	}
+	w->timeline_json = timeline_end(&tl);
 	w->peak = rp.buckets[BK_DEVICE].peak;
 	w->live = rp.buckets[BK_DEVICE].bytes;
 	uint64_t peak_seq = rp.buckets[BK_DEVICE].peak_seq;
@@ -311,6 +382,13 @@ GMTR_EXPORT int gmtr_follow_window(struct gmtr_follow *f, int64_t i, struct gmtr
 	return 0;
 }
 
+GMTR_EXPORT const char *gmtr_follow_timeline_json(struct gmtr_follow *f, int64_t i)
+{
+	if (i < 0 || (size_t)i >= f->nw)
+		return NULL;
+	return f->w[i].timeline_json ? f->w[i].timeline_json : "[]";
+}
+
 GMTR_EXPORT const char *gmtr_follow_status_json(struct gmtr_follow *f)
 {
 	snprintf(f->status, sizeof(f->status),
@@ -331,6 +409,7 @@ GMTR_EXPORT void gmtr_follow_close(struct gmtr_follow *f)
 	for (size_t i = 0; i < f->nw; i++) {
 		free(f->w[i].name);
 		free(f->w[i].sites_json);
+		free(f->w[i].timeline_json);
 	}
 	for (size_t i = 0; i < f->nthreads; i++)
 		free(f->threads[i].v);

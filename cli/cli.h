@@ -32,6 +32,7 @@ int cmd_run(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/accounting.h"
+#include "analysis/frameworks.h"
 #include "analysis/check-measure.h"
 #include "cli/cli.h"
 #include "common/frameworks.h"
@@ -19,7 +20,7 @@ static const char about[] =
     "  - the environment: GPU names, memory, compute capability, driver version,\n"
     "    the CUDA libraries loaded (libcudart, cuBLAS, cuDNN, NCCL file names),\n"
     "    host, command, and the allocator variables the tracer records\n"
-    "    (CUDA_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF, XLA_*, TF_*,\n"
+    "    (CUDA_VISIBLE_DEVICES, PYTORCH_ALLOC_CONF, XLA_*, TF_*,\n"
     "    NCCL_CUMEM_ENABLE...); only what differs is listed;\n"
     "  - the allocator environment side by side, set or not;\n"
     "  - per device, what nvidia-smi (the NVML samples) showed against the trace,\n"
@@ -348,6 +349,18 @@ static void print_alloc_env(FILE *f, struct diff_ctx *d)
 		fprintf(f, "  %-36s %-30s %s%s\n", k, va ? va : "(unset)", vb ? vb : "(unset)",
 			differs ? "  (differs)" : "");
 	}
+	/* a setting with two names: the one the framework did not read */
+	for (int side = 0; side < 2; side++)
+		for (size_t i = 0; i < gmt_fw_nenv; i++) {
+			const struct trace *t = side ? &d->b->t : &d->a->t;
+			struct fw_in_force c;
+			if (!gmt_fw_env[i].current)
+				continue;
+			fw_in_force_of(t->env, t->nenv, gmt_fw_env[i].current, &c);
+			if (c.ignored)
+				fprintf(f, "  %c: %s is %s while %s is set\n", side ? 'B' : 'A',
+					c.ignored, c.conflict ? "an error" : "ignored", c.name);
+		}
 }
 
 static const struct acct_dev *acct_dev_of(const struct acct *a, int64_t ordinal)
@@ -585,6 +598,25 @@ static void json_smi_env(FILE *f, struct diff_ctx *d)
 		fputc('}', f);
 		sep = ", ";
 	}
+	/* a setting with two names: the one the framework did not read */
+	fputs("],\n \"allocator_environment_ignored\": [", f);
+	sep = "";
+	for (int side = 0; side < 2; side++)
+		for (size_t i = 0; i < gmt_fw_nenv; i++) {
+			const struct trace *t = side ? &d->b->t : &d->a->t;
+			struct fw_in_force c;
+			if (!gmt_fw_env[i].current)
+				continue;
+			fw_in_force_of(t->env, t->nenv, gmt_fw_env[i].current, &c);
+			if (!c.ignored)
+				continue;
+			fprintf(f,
+				"%s{\"trace\": \"%c\", \"key\": \"%s\", \"read\": \"%s\", "
+				"\"error\": %s}",
+				sep, side ? 'b' : 'a', c.ignored, c.name,
+				c.conflict ? "true" : "false");
+			sep = ", ";
+		}
 	fprintf(f, "],\n \"nvidia_smi\": {\"a_available\": %s, \"b_available\": %s, \"devices\": [",
 		d->acct_a.nvml_why ? "false" : "true", d->acct_b.nvml_why ? "false" : "true");
 	for (size_t i = 0; i < d->ndevs; i++) {

@@ -16,13 +16,24 @@
 
 static const char about[] =
     "Answers the questions people ask about GPU memory, as a short list of\n"
-    "findings, largest first. Each has a one-line answer, the evidence (figures\n"
-    "from the trace, with the command that shows more) and what to change,\n"
-    "naming the environment variable, the API or the site in the code.\n"
+    "findings: first what failed or is wrong, then what explains the figures,\n"
+    "then notes; the largest first within each (--json: \"severity\" is\n"
+    "problem, explains or note). Each has a one-line answer, the evidence\n"
+    "(figures from the trace, with the command that shows more) and what to\n"
+    "change, naming the environment variable, the API or the site in the code.\n"
     "It recognizes the framework (PyTorch, JAX, TensorFlow, CuPy) from the loaded\n"
     "modules, and the allocator's mode from the recorded environment\n"
-    "(PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_*, TF_FORCE_GPU_ALLOW_GROWTH...)\n"
+    "(PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF, whichever is in force,\n"
+    "XLA_PYTHON_CLIENT_*, TF_FORCE_GPU_ALLOW_GROWTH...: docs/settings.md)\n"
     "and the allocation pattern. Findings (their ids, for --json):\n"
+    "problems:\n"
+    "  oom-exceeds-device-total, oom-fragmentation, oom-limit,\n"
+    "  oom-other-processes, oom-this-process, oom-unknown   each case of\n"
+    "                       out-of-memory, with what to do; oom-hidden: the run\n"
+    "                       ended badly with memory in a framework's pool;\n"
+    "  leak                 memory kept growing after the warm-up;\n"
+    "  partial-data         a cut or damaged trace, or events lost;\n"
+    "what explains the figures:\n"
     "  smi-breakdown        nvidia-smi's figure against the framework's part, other\n"
     "                       libraries (NCCL, cuBLAS, cuDNN), contexts, unexplained;\n"
     "  preallocation        JAX's 75% or TensorFlow's free memory taken at start-up;\n"
@@ -30,9 +41,10 @@ static const char about[] =
     "  torch-cache          PyTorch's cached segments, and empty_cache(),\n"
     "                       expandable_segments, max_split_size_mb;\n"
     "  pool-reserve         a stream-ordered pool's reserve and release threshold;\n"
-    "  leak, warm-up, growth-undetermined   from the growth verdict;\n"
-    "  oom-retried, oom-exceeds-device-total, oom-this-process,\n"
-    "  oom-other-processes  each case of OOM, with what to do.\n"
+    "  oom-retried          OOMs the framework recovered from by freeing its cache;\n"
+    "notes:\n"
+    "  warm-up, growth-undetermined   the growth verdict when it is no leak;\n"
+    "  oom-invisible        how an OOM could escape this trace.\n"
     "With two traces A and B, the comparison comes first: compare-peak,\n"
     "compare-gpu, compare-driver, compare-env, compare-libs, compare-sites.\n"
     "docs/questions.md walks each question on a trace.\n";
@@ -83,6 +95,14 @@ static void command_text(char *buf, size_t size, const struct ex_evidence *e, co
 		snprintf(buf, size, "gpumemtrace %s %s", e->cmd, a);
 }
 
+/* The heading of each severity's findings, before its first. */
+static void severity_heading(FILE *f, const struct ex_finding *x)
+{
+	static const char *const head[] = {"problems: what failed or is wrong",
+					   "what explains the figures", "notes"};
+	fprintf(f, "\n%s\n", head[x->severity]);
+}
+
 static void finding_human(FILE *f, size_t k, const struct ex_finding *x, const char *a,
 			  const char *b)
 {
@@ -118,7 +138,8 @@ static void finding_json(FILE *f, const struct ex_finding *x, bool first, const 
 		fprintf(f, ", \"device\": %" PRId64, x->device);
 	else
 		fputs(", \"device\": null", f);
-	fprintf(f, ", \"bytes\": %" PRIu64 ", \"answer\": ", x->bytes);
+	fprintf(f, ", \"severity\": \"%s\", \"bytes\": %" PRIu64 ", \"answer\": ",
+		explain_severity_name(x->severity), x->bytes);
 	rb_json_s(f, x->answer);
 	fputs(",\n     \"evidence\": [", f);
 	for (size_t i = 0; i < x->nev; i++) {
@@ -142,10 +163,13 @@ static void findings_out(FILE *f, bool json, const struct ex_findings *fs, const
 			 const char *b)
 {
 	for (size_t k = 0; k < fs->n; k++)
-		if (json)
+		if (json) {
 			finding_json(f, &fs->v[k], k == 0, a, b);
-		else
+		} else {
+			if (!k || fs->v[k].severity != fs->v[k - 1].severity)
+				severity_heading(f, &fs->v[k]);
 			finding_human(f, k, &fs->v[k], a, b);
+		}
 }
 
 static void recog_out(FILE *f, bool json, const struct ex_recog *r)

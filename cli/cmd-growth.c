@@ -2,7 +2,7 @@
  * device memory leak? The verdict per device (leak, no leak, undetermined)
  * with its reason, a leak's rate and site, the iterations it was judged
  * on, the peak, and a chart of live bytes over time; --json adds every
- * step of the high-water mark and each iteration's level.
+ * rise of the high-water mark and each iteration's level.
  *
  * The computation is analysis/growth.c and growth-verdict.c; this parses
  * and renders. */
@@ -29,12 +29,12 @@ static const char about[] =
     "  - It follows the memory kept from one iteration to the next. Iterations are\n"
     "    the repeats of the most frequent top-level range or mark (NVTX,\n"
     "    gpumemtrace_range_*), else of the allocation that comes back most often\n"
-    "    after being freed (a step's temporary). An iteration's level is the\n"
+    "    after being freed (an iteration's temporary). An iteration's level is the\n"
     "    lowest live bytes inside it. Without iterations: the high-water mark.\n"
     "  - leak: the level still rises at the end, in every iteration (a ramp) or in\n"
-    "    regular steps (a caching allocator's segments: PyTorch keeping 1 MiB a\n"
-    "    step allocates a 20 MiB segment every 20 steps). Shown with its rate per\n"
-    "    iteration and per second and the site holding the bytes.\n"
+    "    regular rises (a caching allocator's segments: PyTorch keeping 1 MiB an\n"
+    "    iteration allocates a 20 MiB segment every 20 iterations). Shown with its\n"
+    "    rate per iteration and per second and the site holding the bytes.\n"
     "  - no leak: the level stopped rising and stayed flat for 8 iterations or more\n"
     "    (without iterations: 10% of the time since the first allocation), and\n"
     "    for twice the longest flat stretch between earlier rises, however late\n"
@@ -44,7 +44,7 @@ static const char about[] =
     "    its memory, was cut (no trailer), or grew by doubling regions.\n"
     "Then the evidence (site, iterations, peak, the allocator's growth pattern:\n"
     "doubling, fixed blocks, one preallocation), a chart of live bytes over time,\n"
-    "and the command to see more. --json adds every step of the high-water mark\n"
+    "and the command to see more. --json adds every rise of the high-water mark\n"
     "with its site, the sizes that raised it, and each iteration's level.\n"
     "Several traces (one per rank or process): a section each, then the peaks side\n"
     "by side with the imbalance (largest peak / mean).\n";
@@ -196,7 +196,8 @@ static void print_evidence(FILE *f, struct growth_result *g, struct growth_dev *
 		return;
 	uint64_t block;
 	const char *pat = growth_pattern(d, rb_dev_total(t, d->ordinal), &block);
-	fprintf(f, "  peak %s at %s in %" PRIu64 " steps (%s", fmt_size(b1, d->peak),
+	/* rises of the high-water mark, not a program's steps (its iterations) */
+	fprintf(f, "  peak %s at %s after %" PRIu64 " rises (%s", fmt_size(b1, d->peak),
 		rb_time(b2, trace_rel(t, d->peak_time)), d->steps_total, pat);
 	if (block)
 		fprintf(f, ", %s", fmt_size(b3, block));
@@ -247,7 +248,7 @@ static void print_dev_human(FILE *f, struct growth_result *g, struct growth_dev 
 	print_chart(f, g, d);
 	char next[2048];
 	snprintf(next, sizeof(next),
-		 "  more: gpumemtrace growth --json %s (every step and its site%s)%s%s", g->t->path,
+		 "  more: gpumemtrace growth --json %s (every rise and its site%s)%s%s", g->t->path,
 		 growth_iterations(g) ? ", each iteration's level" : "",
 		 d->v.kind == GV_LEAK ? "; gpumemtrace leaks " : "",
 		 d->v.kind == GV_LEAK ? g->t->path : "");

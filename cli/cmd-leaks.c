@@ -77,12 +77,23 @@ static void held_note(FILE *f, const struct leak_trace *ls, int n)
 	for (int i = 0; i < n; i++) {
 		if (!ls[i].held_by[0])
 			continue;
-		snprintf(
+		char part[200] = "these are", b1[32], b2[32];
+		if (ls[i].held_bytes < ls[i].bytes) /* a library's own beside the pool's */
+			snprintf(part, sizeof(part), "%s of these are",
+				 fmt_size(b1, ls[i].held_bytes));
+		size_t k = (size_t)snprintf(
 		    line, sizeof(line),
-		    "note: %s%s%sthese are %s, held until exit, not necessarily leaked tensors; "
-		    "see `gpumemtrace growth` (leak verdict) and `explain`",
+		    "note: %s%s%s%s %s, held until exit, not necessarily leaked tensors",
 		    n > 1 ? "in " : "", n > 1 ? trace_label(&ls[i].t, lb, sizeof(lb)) : "",
-		    n > 1 ? ": " : "", ls[i].held_by);
+		    n > 1 ? ": " : "", part, ls[i].held_by);
+		if (ls[i].held_bytes < ls[i].bytes && k < sizeof(line))
+			k += (size_t)snprintf(line + k, sizeof(line) - k,
+					      "; the other %s are allocations outside the pool, "
+					      "made by the libraries' own driver calls",
+					      fmt_size(b2, ls[i].bytes - ls[i].held_bytes));
+		if (k < sizeof(line))
+			snprintf(line + k, sizeof(line) - k,
+				 "; see `gpumemtrace growth` (leak verdict) and `explain`");
 		rb_wrap(f, 0, rb_text_width(f), line);
 	}
 }
@@ -283,10 +294,11 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 		rb_json_partial(f, t);
 		fprintf(f, ", \"maybe_freed_allocations\": %" PRIu64, maybe_freed(&ls[i]));
 		fputs(", \"held_by\": ", f);
-		if (ls[i].held_by[0])
+		if (ls[i].held_by[0]) {
 			json_cstr0(f, ls[i].held_by);
-		else
-			fputs("null", f);
+			fprintf(f, ", \"held_by_bytes\": %" PRIu64, ls[i].held_bytes);
+		} else
+			fputs("null, \"held_by_bytes\": null", f);
 		fputc('}', f);
 	}
 	fprintf(f,

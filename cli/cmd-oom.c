@@ -317,7 +317,7 @@ static void fw_human(FILE *f, struct trace *t, const struct fwoom *w, int width)
 
 static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, const char *next)
 {
-	char b1[32], b2[32], b3[32], site[512];
+	char b1[32], b2[32], b3[32], site[512], ot[120];
 	const struct gmt_event *e = &o->e;
 	const char *rn = result_name(e->api, e->result);
 	char cut[512];
@@ -371,8 +371,8 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 			    fmt_size(b1, o->this_process), fmt_size(b2, o->held),
 			    fmt_size(b3, o->contexts));
 		if (o->free_known)
-			snprintf(line + strlen(line), sizeof(line) - strlen(line),
-				 "; other processes %s", fmt_size(b1, o->others));
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "; %s",
+				 oom_others_text(ot, sizeof(ot), o->others));
 		rb_wrap(f, 2, width, line);
 	}
 	if (o->nlibs) {

@@ -147,6 +147,20 @@ static void print_first(FILE *f, const struct ar_device *d)
 	fprintf(f, "    the model: %s; the allocator: %s\n", m, r);
 }
 
+/* The snapshot's end as _memory_viz.py stats sums it (its "allocated" is
+ * the bytes asked; its free, the rest), with the rounding said apart. */
+static void print_end(FILE *f, const struct ar_end *e)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	uint64_t asked = e->requested < e->reserved ? e->requested : e->reserved;
+	uint64_t rounding = e->allocated > e->requested ? e->allocated - e->requested : 0;
+	fprintf(f,
+		"  at the snapshot: %" PRIu64 " segments, %s reserved, %s asked by live tensors, "
+		"%s free (%s of it their blocks' rounding)\n",
+		e->segments, fmt_size(b1, e->reserved), fmt_size(b2, asked),
+		fmt_size(b3, e->reserved - asked), fmt_size(b4, rounding));
+}
+
 static void json_choice(FILE *f, const char *key, const struct ar_choice *c)
 {
 	fprintf(f,
@@ -193,6 +207,12 @@ static void json_device(FILE *f, const struct ar_device *d)
 		", \"ooms\": %" PRIu64 "}, ",
 		d->recorded_reserved_peak, d->recorded_allocated_peak, d->recorded_segments_at_peak,
 		d->recorded_ooms);
+	const struct ar_end *e = &d->end;
+	fprintf(f,
+		"\"end\": {\"segments\": %" PRIu64 ", \"reserved_bytes\": %" PRIu64
+		", \"allocated_bytes\": %" PRIu64 ", \"requested_bytes\": %" PRIu64
+		", \"pending_free_bytes\": %" PRIu64 ", \"inactive_bytes\": %" PRIu64 "}, ",
+		e->segments, e->reserved, e->allocated, e->requested, e->pending, e->inactive);
 	json_run(f, "model", &d->as_recorded);
 	if (d->have_asked) {
 		fputs(", ", f);
@@ -366,6 +386,7 @@ int cmd_replay(int argc, char **argv)
 		printf("  reserved peak: the model %s, recorded %s%s\n", fmt_size(b1, mp),
 		       fmt_size(b2, rp), mp == rp ? " (exact)" : "");
 		print_first(stdout, d);
+		print_end(stdout, &d->end);
 	}
 	if (r.private_pool_segments)
 		printf("note: %" PRIu64

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/launch.h"
 #include "cli/options.h"
 #include "analysis/trace.h"
 
@@ -222,203 +223,6 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	return -1;
 }
 
-static char *self_dir(void)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = '\0';
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return NULL;
-	*slash = '\0';
-	return xstrdup(exe);
-}
-
-/* The library to preload, or NULL after the error line. */
-static char *find_library(void)
-{
-	const char *env = getenv("GPUMEMTRACE_LIBRARY");
-	if (env && *env) {
-		if (access(env, R_OK) != 0) {
-			say_error(CMD, "GPUMEMTRACE_LIBRARY=%s: %s", env, strerror(errno));
-			return NULL;
-		}
-		return realpath(env, NULL);
-	}
-	char *dir = self_dir();
-	if (!dir) {
-		say_error(CMD, "cannot find the CLI's own path; set GPUMEMTRACE_LIBRARY");
-		return NULL;
-	}
-	static const char *const rel[] = {"/../lib/libgpumemtrace.so", "/libgpumemtrace.so"};
-	char path[PATH_MAX + 64];
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s%s", dir, rel[i]);
-		char *real = realpath(path, NULL);
-		if (real) {
-			free(dir);
-			return real;
-		}
-	}
-	say_error(CMD, "cannot find libgpumemtrace.so in %s/../lib or %s; set GPUMEMTRACE_LIBRARY",
-		  dir, dir);
-	free(dir);
-	return NULL;
-}
-
-/* The folder of the counters helper's sitecustomize.py, or NULL after the
- * error line. */
-static char *find_counters_helper(void)
-{
-	char *dir = self_dir();
-	if (!dir) {
-		say_error(CMD, "--framework-counters: cannot find the CLI's own path");
-		return NULL;
-	}
-	static const char *const rel[] = {"/../share/gpumemtrace/counters", "/../_counters",
-					  "/../python/gpumemtrace/_counters"};
-	char path[PATH_MAX + 64];
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s/sitecustomize.py", dir, rel[i]);
-		if (access(path, R_OK) == 0) {
-			snprintf(path, sizeof(path), "%s%s", dir, rel[i]);
-			free(dir);
-			return realpath(path, NULL);
-		}
-	}
-	say_error(CMD,
-		  "--framework-counters: no sitecustomize.py in %s/../share/gpumemtrace/counters",
-		  dir);
-	free(dir);
-	return NULL;
-}
-
-static void prepend_env(const char *name, const char *value)
-{
-	const char *old = getenv(name);
-	if (old && *old) {
-		char *v = xrealloc(NULL, strlen(value) + strlen(old) + 2);
-		sprintf(v, "%s:%s", value, old);
-		setenv(name, v, 1);
-		free(v);
-	} else {
-		setenv(name, value, 1);
-	}
-}
-
-/* The template as an absolute path, so a command that changes directory
- * still writes where we look. */
-static char *absolute_template(const char *t)
-{
-	if (t[0] == '/')
-		return xstrdup(t);
-	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof(cwd)))
-		return xstrdup(t);
-	char *out = xrealloc(NULL, strlen(cwd) + strlen(t) + 2);
-	sprintf(out, "%s/%s", cwd, t);
-	return out;
-}
-
-/* The list the library adds each trace's path to (GPUMEMTRACE_TRACE_LIST):
- * a private file, so that `run` reports exactly the traces its command and
- * the command's descendants made, never those of a run beside it. */
-struct trace_list {
-	int fd;
-	char *path;
-};
-
-static int list_create(struct trace_list *l)
-{
-	const char *tmp = getenv("TMPDIR");
-	const char *dirs[] = {tmp && *tmp ? tmp : "/tmp", "/tmp"};
-	int err = 0;
-	for (int i = 0; i < 2; i++) {
-		if (i && !strcmp(dirs[0], dirs[1]))
-			break;
-		l->path = xrealloc(NULL, strlen(dirs[i]) + 32);
-		sprintf(l->path, "%s/gpumemtrace-run.XXXXXX", dirs[i]);
-		l->fd = mkostemp(l->path, O_CLOEXEC);
-		if (l->fd >= 0)
-			return 0;
-		err = errno;
-		free(l->path);
-	}
-	l->path = NULL;
-	say_error(CMD, "cannot create the list of traces in %s: %s", dirs[0], strerror(err));
-	return -1;
-}
-
-/* The traces listed, each once, in the order they were made. A listed file
- * that is no longer there gets a line and sets *missing. */
-static char **list_read(struct trace_list *l, int *n, bool *missing)
-{
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	if (lseek(l->fd, 0, SEEK_SET) == 0) {
-		for (;;) {
-			if (cap - len < 4096) {
-				cap = cap ? 2 * cap : 8192;
-				buf = xrealloc(buf, cap + 1);
-			}
-			ssize_t k = read(l->fd, buf + len, cap - len);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				break;
-			len += (size_t)k;
-		}
-	}
-	char **v = NULL;
-	size_t nv = 0, vcap = 0;
-	for (size_t i = 0; i < len;) {
-		char *p = buf + i;
-		size_t k = strnlen(p, len - i);
-		p[k] = '\0'; /* an unterminated tail: buf has room for the NUL */
-		i += k + 1;
-		bool dup = !*p;
-		for (size_t j = 0; j < nv && !dup; j++)
-			dup = !strcmp(v[j], p);
-		if (dup)
-			continue;
-		struct stat st;
-		errno = 0;
-		if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) {
-			fprintf(stderr, "gpumemtrace run: the command's trace %s is gone: %s\n", p,
-				errno ? strerror(errno) : "not a regular file");
-			*missing = true;
-			continue;
-		}
-		GROW(v, nv, vcap);
-		v[nv++] = xstrdup(p);
-	}
-	free(buf);
-	*n = (int)nv;
-	return v;
-}
-
-/* A `run` inside a `run`: the outer one reports our traces too. */
-static void list_forward(const char *outer, char *const *paths, int n)
-{
-	if (!outer || !n)
-		return;
-	int fd = open(outer, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	for (int i = 0; i < n; i++)
-		if (write(fd, paths[i], strlen(paths[i]) + 1) < 0)
-			break;
-	close(fd);
-}
-
-static void set_preload(const char *lib)
-{
-	prepend_env("LD_PRELOAD", lib);
-	setenv("NVTX_INJECTION64_PATH", lib, 0);
-}
-
 /* Runs the command; returns its status as a shell reports it. */
 static int run_child(const struct run_args *a)
 {
@@ -462,22 +266,6 @@ static int run_child(const struct run_args *a)
 	return WEXITSTATUS(status);
 }
 
-/* The frames of the traces named into them, now that the command is over
- * (outside the traced processes, whose exit never waits on naming), so
- * that they read with names on any machine. A trace that cannot take the
- * names (torn, still open in a process) gets its one line and is left. */
-static void name_frames(char **paths, int n)
-{
-	for (int i = 0; i < n; i++) {
-		struct trace t;
-		if (trace_open(&t, CMD, paths[i]) >= 0)
-			continue; /* its line is said; the summary says it too */
-		struct trace_symbolize res;
-		trace_symbolize(&t, -1, &res);
-		trace_close(&t);
-	}
-}
-
 /* Runs a report command with its stdout on our stderr. */
 static int report_to_stderr(int (*fn)(int, char **), int argc, char **argv)
 {
@@ -496,8 +284,8 @@ int cmd_run(int argc, char **argv)
 {
 	struct run_args a = {0};
 	int rc = parse_args(argc, argv, &a);
-	char *lib = rc < 0 ? find_library() : NULL;
-	char *helper = lib && a.framework_counters ? find_counters_helper() : NULL;
+	char *lib = rc < 0 ? launch_find_library(CMD) : NULL;
+	char *helper = lib && a.framework_counters ? launch_find_counters_helper(CMD) : NULL;
 	if (!lib || (a.framework_counters && !helper)) {
 		free(lib);
 		free(a.command);
@@ -505,11 +293,11 @@ int cmd_run(int argc, char **argv)
 	}
 	/* -o, else the template the user exported, else the default */
 	const char *env_out = getenv("GPUMEMTRACE_OUTPUT");
-	char *tmpl = absolute_template(a.output		     ? a.output
-				       : env_out && *env_out ? env_out
-							     : "gpumemtrace.%p.gmt");
-	struct trace_list list;
-	if (list_create(&list) != 0) {
+	char *tmpl = launch_absolute_template(a.output		    ? a.output
+					      : env_out && *env_out ? env_out
+								    : "gpumemtrace.%p.gmt");
+	struct launch_list list;
+	if (launch_list_create(CMD, &list) != 0) {
 		free(helper);
 		free(tmpl);
 		free(lib);
@@ -519,9 +307,9 @@ int cmd_run(int argc, char **argv)
 	const char *outer_env = getenv("GPUMEMTRACE_TRACE_LIST");
 	char *outer = outer_env && *outer_env ? xstrdup(outer_env) : NULL;
 
-	set_preload(lib);
+	launch_set_preload(lib);
 	if (helper)
-		prepend_env("PYTHONPATH", helper);
+		launch_prepend_env("PYTHONPATH", helper);
 	if (a.framework_history)
 		setenv("GPUMEMTRACE_FRAMEWORK_HISTORY",
 		       a.history_entries ? a.history_entries : RUN_HISTORY_ENTRIES, 1);
@@ -537,16 +325,16 @@ int cmd_run(int argc, char **argv)
 
 	int npaths = 0;
 	bool missing = false;
-	char **found = list_read(&list, &npaths, &missing);
+	char **found = launch_list_read(CMD, &list, &npaths, &missing);
 	unlink(list.path);
 	close(list.fd);
-	list_forward(outer, found, npaths);
+	launch_list_forward(outer, found, npaths);
 	char **paths = xcalloc((size_t)npaths + 6, sizeof(*paths));
 	for (int i = 0; i < npaths; i++)
 		paths[5 + i] = found[i];
 
 	if (!a.no_symbolize)
-		name_frames(found, npaths);
+		launch_name_frames(CMD, found, npaths);
 	int report_rc = 0;
 	if (npaths == 0 && !missing) {
 		report_rc = no_trace(&a, status);

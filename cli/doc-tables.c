@@ -1,5 +1,6 @@
 /* The tables docs/reports.md shows, rendered from the framework table and
- * the site rules (gpumemtrace --gen md-frameworks | md-site-rules). */
+ * the site rules (gpumemtrace --gen md-frameworks | md-site-rules), and docs/settings.md's
+ * (md-settings). */
 #include <stdio.h>
 #include <string.h>
 
@@ -81,12 +82,31 @@ static void frameworks_md(FILE *f)
 	}
 }
 
+/* Every recorded variable that changes memory, by who reads it: what it
+ * changes, its newer name when it has one, and the source. */
+static void settings_md(FILE *f)
+{
+	fputs("| variable | read by | what it changes | source |\n| --- | --- | --- | --- |\n", f);
+	for (size_t i = 0; i < gmt_fw_nenv; i++) {
+		const struct gmt_fw_env *e = &gmt_fw_env[i];
+		if (!e->what)
+			continue;
+		fprintf(f, "| `%s%s` | %s | %s", e->name, e->how == GMT_ENV_PREFIX ? "*" : "",
+			gmt_frameworks[e->fw].name, e->what);
+		if (e->current)
+			fprintf(f, " (older name of `%s`)", e->current);
+		fprintf(f, " | %s |\n", e->source);
+	}
+}
+
 int cli_gen_table(const char *kind, FILE *f)
 {
 	if (strcmp(kind, "md-site-rules") == 0)
 		site_rules_md(f);
 	else if (strcmp(kind, "md-frameworks") == 0)
 		frameworks_md(f);
+	else if (strcmp(kind, "md-settings") == 0)
+		settings_md(f);
 	else
 		return -1;
 	return 0;

@@ -37,6 +37,8 @@ static const struct command commands[] = {
     {"flamegraph", cmd_flamegraph,
      "interactive flame graph (SVG/HTML) or folded stacks of live bytes"},
     {"export", cmd_export, "convert a trace: Perfetto/Chrome JSON, CSV, or pprof"},
+    {"watch", cmd_watch,
+     "a trace as it grows: live bytes, history, top sites, leak suspects (a terminal view)"},
     {"import", cmd_import,
      "convert a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) into a trace"},
     {"replay", cmd_replay,
@@ -97,7 +99,7 @@ static int gen_docs(int argc, char **argv)
 	if (argc < 3 || k == sizeof(kinds) / sizeof(kinds[0]))
 		return say_usage_error(NULL, "--gen: want one of completion, man-synopsis, "
 					     "man-heading, man-options, md-synopsis, md-options, "
-					     "md-site-rules, md-frameworks");
+					     "md-site-rules, md-frameworks, md-settings");
 	struct opt_gen_state g = {
 	    .what = (enum opt_gen)k, .out = stdout, .only = argc > 3 ? argv[3] : NULL};
 	if (g.only && !find(g.only))

@@ -101,16 +101,21 @@ enum gmt_env_how {
 #define GMT_ENV_PREFIXED 32
 
 /* An environment variable that shapes GPU memory, or says which process
- * of a job this is, and who reads it. */
+ * of a job this is, who reads it, what it changes and where that is
+ * documented or read (docs/settings.md is generated from these rows). */
 struct gmt_fw_env {
 	enum gmt_fw_id fw;
 	const char *name;
 	enum gmt_env_how how;
-	bool shown; /* diff's "allocator environment" shows it, set or not */
+	bool shown;	     /* diff's "allocator environment" shows it, set or not */
+	const char *current; /* an older name: the name that replaces it, else NULL */
+	bool read_first;     /* an older name: read when both are set (else both is an error) */
+	const char *what;    /* what it changes (NULL: a job's rank, not memory) */
+	const char *source;
 };
 extern const struct gmt_fw_env gmt_fw_env[];
 extern const size_t gmt_fw_nenv;
 /* An upper bound of the rows recorded by name (a test holds it) */
-#define GMT_ENV_NAMED_MAX 48
+#define GMT_ENV_NAMED_MAX 64
 
 #endif

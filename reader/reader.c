@@ -615,6 +615,11 @@ int gmt_reader_follow(struct gmt_reader *r)
 	r->chunk_pending = 0;
 	r->k = NULL;
 	in->file_size = size;
+	/* the bound on decompressed bytes grows with the file: a trace followed
+	 * from its first chunks would otherwise stop at 256 times those */
+	r->file_bytes = size;
+	r->raw_limit =
+	    !r->expansion || size > UINT64_MAX / r->expansion ? UINT64_MAX : size * r->expansion;
 	in->eof = false;
 	in->complete = false;
 	in->damage = 0;

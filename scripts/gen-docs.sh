@@ -2,7 +2,7 @@
 # Regenerates the parts of the docs made from the CLI's option tables and
 # the framework table: share/completion/gpumemtrace.bash whole, the man
 # pages' version (the CLI's, from the Makefile's VERSION), and in
-# share/man/gpumemtrace.1, docs/cli.md and docs/reports.md each region
+# share/man/gpumemtrace.1, docs/cli.md, docs/reports.md and docs/settings.md each region
 # between a "gen:begin KIND [COMMAND]" line and a "gen:end" line, from
 # `gpumemtrace --gen KIND [COMMAND]`. The rest of those files is
 # hand-written and kept.
@@ -51,9 +51,11 @@ th <"$tmp/man.raw" >"$tmp/man"
 th <"$root/share/man/gpumemtrace.7" >"$tmp/man7"
 splice "$root/docs/cli.md" "$tmp/cli.md"
 splice "$root/docs/reports.md" "$tmp/reports.md"
+splice "$root/docs/settings.md" "$tmp/settings.md"
 status=0
 for pair in completion:share/completion/gpumemtrace.bash man:share/man/gpumemtrace.1 \
-	man7:share/man/gpumemtrace.7 cli.md:docs/cli.md reports.md:docs/reports.md; do
+	man7:share/man/gpumemtrace.7 cli.md:docs/cli.md reports.md:docs/reports.md \
+	settings.md:docs/settings.md; do
 	new=$tmp/${pair%%:*} old=$root/${pair#*:}
 	if [ "$check" = --check ]; then
 		if ! diff -u "$old" "$new"; then

@@ -24,19 +24,35 @@ DOC = os.path.join(ROOT, "docs", "questions.md")
 MARK = re.compile(r"^<!-- explain: (.*) -->$")
 
 
+# A build machine's own paths, recorded in the traces' command lines and
+# sites: the part from the repository's build/ or tests/ on, else the file
+# name alone (the page is read on other machines: t-docs-clean).
+HOST_IN_REPO = re.compile(r"/(?:work|tmp|root|home)/[^\s:()]*?/((?:build|tests)/[^\s:()]*)")
+HOST_OTHER = re.compile(r"/(?:work|tmp|root|home)/[^\s:()]*/([^\s/:()]+)")
+
+
+def unhost(line):
+    return HOST_OTHER.sub(r"\1", HOST_IN_REPO.sub(r"\1", line))
+
+
 def excerpt(text, ids):
     lines = text.rstrip("\n").split("\n")
     if not ids:
         return lines
-    out, keep = lines[:3], False
+    out, keep, heading = lines[:3], False, None
     for line in lines[3:]:
         m = re.match(r"^\d+\. \[([a-z-]+)", line)
         if line.startswith("trace "):
             keep = False
+        elif line and not line[0].isspace() and not m:  # a severity's heading
+            keep, heading = False, line
+            continue
         elif m:
             keep = m.group(1) in ids
             if keep:
+                out += ["", heading] if heading else []
                 out.append("")
+                heading = None
         if keep and line:
             out.append(line)
     return out
@@ -63,7 +79,7 @@ def main():
         text = r.stdout
         if len(paths) == 2:  # the comparison, not each trace's own findings
             text = text.split("\ntrace ", 1)[0]
-        body = excerpt(text, ids[0] if ids else None)
+        body = [unhost(line) for line in excerpt(text, ids[0] if ids else None)]
         return ["```", "$ gpumemtrace explain " + " ".join(paths)] + body + ["```"]
 
     with open(DOC, encoding="utf-8") as f:

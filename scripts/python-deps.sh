@@ -7,7 +7,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=$root/build/pyvenv
-want=(pytest pyarrow pandas duckdb xdist:pytest-xdist) # module[:package]
+want=(pytest pyarrow pandas duckdb xdist:pytest-xdist nbclient nbformat ipykernel) # module[:package]
 if ! [ -x "$venv/bin/python" ]; then
 	python3 -m venv "$venv" || { echo "python-deps: cannot make a venv (python3-venv missing?)"; exit 0; }
 fi

@@ -113,6 +113,10 @@ struct gmtr_follow *gmtr_follow_open(const char *path, const char *prefix, char 
 int64_t gmtr_follow_poll(struct gmtr_follow *f);
 /* Window i (in the order opened). 0, or -1 past the last. */
 int gmtr_follow_window(struct gmtr_follow *f, int64_t i, struct gmtr_window *out);
+/* JSON: window i's device bytes over its time, [[ns since its start,
+ * bytes]...] (at most 512 points: in each of 256 bins of its time the most
+ * and the last value), "[]" while it is open; NULL past the last. */
+const char *gmtr_follow_timeline_json(struct gmtr_follow *f, int64_t i);
 /* JSON: {"events", "lost_events", "lost_in_children"} so far. */
 const char *gmtr_follow_status_json(struct gmtr_follow *f);
 void gmtr_follow_close(struct gmtr_follow *f);

@@ -92,6 +92,14 @@ def range(text):  # pylint: disable=redefined-builtin
 _READER_NAMES = ("load", "Trace", "Table", "TraceError", "IncompleteTraceWarning", "schema")
 
 
+def load_ipython_extension(ipython):
+    """`%load_ext gpumemtrace`: the %%gpumemtrace cell magic and the
+    %gpumemtrace line magics (gpumemtrace.notebook)."""
+    from . import notebook  # pylint: disable=import-outside-toplevel
+
+    notebook.load(ipython)
+
+
 def __getattr__(name):
     import importlib  # pylint: disable=import-outside-toplevel
 

@@ -24,6 +24,10 @@ def _parquet_export(argv):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["kernel"]:  # Jupyter: a traced kernel (gpumemtrace.kernel)
+        from . import kernel  # pylint: disable=import-outside-toplevel
+
+        return kernel.main(argv[1:])
     if _parquet_export(argv):
         from . import parquet  # pylint: disable=import-outside-toplevel
 

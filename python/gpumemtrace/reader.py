@@ -87,6 +87,8 @@ def _library():
     lib.gmtr_follow_poll.argtypes = [ctypes.c_void_p]
     lib.gmtr_follow_window.restype = ctypes.c_int
     lib.gmtr_follow_window.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(_Window)]
+    lib.gmtr_follow_timeline_json.restype = ctypes.c_char_p
+    lib.gmtr_follow_timeline_json.argtypes = [ctypes.c_void_p, ctypes.c_int64]
     lib.gmtr_follow_status_json.restype = ctypes.c_char_p
     lib.gmtr_follow_status_json.argtypes = [ctypes.c_void_p]
     lib.gmtr_follow_close.restype = None
@@ -398,6 +400,16 @@ class Follow:
                 "peak_bytes": w.peak_bytes, "live_bytes": w.live_bytes, "allocs": w.allocs,
                 "failed": w.failed, "ooms": w.ooms,
                 "sites": json.loads(w.sites_json.decode("utf-8", "replace"))}
+
+    def timeline(self, name):
+        """The last closed window of that name: [(ns since its start, device
+        bytes of its own allocations)...], or [] (after window())."""
+        for i in range(self.poll() - 1, -1, -1):
+            w = self._window(i)
+            if w["closed"] and w["name"] == name:
+                raw = self._lib.gmtr_follow_timeline_json(self._ptr, i)
+                return [tuple(p) for p in json.loads(raw.decode())] if raw else []
+        return []
 
     def status(self):
         """{"events", "lost_events", "lost_in_children"} so far."""

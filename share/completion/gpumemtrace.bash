@@ -4,7 +4,7 @@ _gpumemtrace() {
 	local cur prev cmd opts
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export import replay whatif symbolize help"
+	local cmds="run dump summary explain top growth fragmentation oom leaks diff check accounting plot flamegraph export watch import replay whatif symbolize help"
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
 		return
@@ -127,6 +127,18 @@ _gpumemtrace() {
 		--at) COMPREPLY=($(compgen -W "peak end" -- "$cur")); return ;;
 		esac
 		opts="--format -f --output -o --at --raw-sites --help" ;;
+	watch)
+		case $prev in
+		-n | --interval) COMPREPLY=(); return ;;
+		--by) COMPREPLY=($(compgen -W "site library thread" -- "$cur")); return ;;
+		--sort) COMPREPLY=($(compgen -W "live start step" -- "$cur")); return ;;
+		--device) COMPREPLY=(); return ;;
+		--top) COMPREPLY=(); return ;;
+		--step) COMPREPLY=(); return ;;
+		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+		--log) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+		esac
+		opts="--interval -n --by --sort --device --top --step --json --once --output -o --log --framework-counters --help" ;;
 	import)
 		case $prev in
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;

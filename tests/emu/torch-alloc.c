@@ -292,7 +292,10 @@ void torch_init(struct torch_alloc *a)
 {
 	memset(a, 0, sizeof *a);
 	pthread_mutex_init(&a->lock, NULL);
+	/* the older name first, as c10/cuda/CUDAAllocatorConfig.h reads them */
 	const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+	if (!conf)
+		conf = getenv("PYTORCH_ALLOC_CONF");
 	if (getenv("PYTORCH_NO_CUDA_MEMORY_CACHING"))
 		a->backend = NOCACHE;
 	else if (conf && strstr(conf, "backend:cudaMallocAsync"))

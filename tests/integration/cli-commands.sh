@@ -7,7 +7,7 @@ cli_commands=(dump "summary --json" summary explain "explain --json" top growth 
 	leaks "check --max-peak 1GiB" diff accounting "top --by range" "plot -o p.svg"
 	"flamegraph -o f.svg" "flamegraph --folded" "export --format perfetto"
 	"export --format chrome-json" "export --format csv" "export --format pprof -o p.pb.gz"
-	"symbolize -o named.gmt" replay "whatif --alloc-conf expandable_segments:True")
+	"symbolize -o named.gmt" replay "whatif --alloc-conf expandable_segments:True" "watch --once")
 cli_commands_cover() {
 	$GMT_CLI --help | grep -qE '^  (dump|summary|top|growth|fragmentation|oom|leaks|diff|check) ' ||
 		fail "command list changed"

@@ -38,7 +38,7 @@ for c in $cmds; do
 	[ "$rc" -eq 0 ] || fail "$c --device 0: exit $rc: $(cat err)"
 	tested="$tested $c"
 done
-expect_eq commands "$tested" " explain growth fragmentation check accounting plot replay whatif"
+expect_eq commands "$tested" " explain growth fragmentation check accounting plot watch replay whatif"
 # several traces: one lacking the device is enough to refuse
 rc=0
 "$GMT_CLI" growth --device 1 "$T" "$TESTS_DIR/golden/rank1.gmt" >out 2>err || rc=$?

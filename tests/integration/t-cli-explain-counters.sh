@@ -46,7 +46,7 @@ expect_eq no-recovered-retry "$(json torch.json "'oom-retried' in [f['id'] for f
 ex jax 96M
 expect_eq jax-fw "$(json jax.json "[d['traces'][0]['framework'], d['traces'][0]['allocator']]")" "['JAX', 'BFC, preallocated']"
 expect_eq jax-used "$(ev jax preallocation 'peak in use was 20.0 MiB, 31% of the 64.0 MiB taken')" True
-expect_eq jax-fraction "$(finding jax preallocation "['XLA_PYTHON_CLIENT_MEM_FRACTION=.25 holds it' in f['change'], f['needs_framework_counters']]")" "[True, False]"
+expect_eq jax-fraction "$(finding jax preallocation "['XLA_CLIENT_MEM_FRACTION=.25 (XLA_PYTHON_CLIENT_MEM_FRACTION in older JAX) holds it' in f['change'], f['needs_framework_counters']]")" "[True, False]"
 expect_eq jax-smi "$(finding jax smi-breakdown "'(tensors 20.0 MiB, free in its cache 44.0 MiB)' in f['answer']")" True
 
 # without counters: PyTorch's cache (retry.gmt of explain-traces.sh)

@@ -78,7 +78,7 @@ expect_eq retry-segs "$(finding retry torch-cache "f['evidence'][0]['text']")" \
 
 ex other other.gmt
 expect_eq other-case "$(finding other oom-other-processes "['query-compute-apps' in f['change'], f['evidence'][0]['text']]")" \
-	"[True, 'free then: 200 MiB of 1.00 GiB; this process held 100 MiB, others 724 MiB']"
+	"[True, 'free then: 200 MiB of 1.00 GiB; this process held 100 MiB, other processes 724 MiB']"
 
 # ---- two runs: B on a bigger GPU, another driver, expandable segments ----
 ex ab a.gmt b.gmt

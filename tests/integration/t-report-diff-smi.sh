@@ -34,7 +34,7 @@ expect_eq at-end "$(json d.json "[($E[s]['nvidia_smi_bytes'] // $MiB, $E[s]['tra
 P="d['nvidia_smi']['devices'][0]['at_peak']"
 expect_eq at-peak "$(json d.json "[$P[s]['nvidia_smi_bytes'] // $MiB for s in 'ab']")" "[2000, 812]"
 expect_eq alloc-env "$(json d.json "[(e['a'], e['b']) for e in d['allocator_environment'] if e['key'].startswith('PYTORCH')]")" \
-	"[('backend:cudaMallocAsync', None), (None, '1')]"
+	"[(None, None), ('backend:cudaMallocAsync', None), (None, '1')]"
 "$GMT_CLI" diff a.gmt b.gmt >d.txt 2>err || fail "diff text exit $?: $(cat err)"
 grep -Eq '^    nvidia-smi \(this process\) +1\.95 GiB +400 MiB +-1\.56 GiB$' d.txt || fail "no nvidia-smi row: $(cat d.txt)"
 grep -q "^      A: likely stream-ordered pools hold more than they hand out (the pool's reserve)$" d.txt || fail "no pool reserve: $(cat d.txt)"

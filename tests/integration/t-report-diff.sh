@@ -77,7 +77,7 @@ expect_eq calls "$(json d.json '[(x["api"], x["a_count"], x["b_count"], x["count
 expect_eq sites "$(json d.json '[(x["device"], x["status"], x["site"], x["a_bytes"], x["b_bytes"], x["delta_bytes"], x["a_allocations"], x["b_allocations"]) for x in d["sites"]]')" \
 	"[(0, 'added', 'cublasLtMatmul (libcublasLt.so.12+0x1000)', 0, 4096, 4096, 0, 1), (1, 'shrank', 'train (train.c:42)', 7000, 6000, -1000, 1, 1), (0, 'removed', 'eval (eval.c:7)', 800, 0, -800, 2, 0), (0, 'grew', 'train (train.c:42)', 1000, 1500, 500, 1, 1)]"
 expect_eq keys "$(json d.json 'sorted(d.keys())')" \
-	"['a', 'allocator_environment', 'b', 'calls', 'depth', 'devices', 'environment', 'group_by', 'memory', 'nvidia_smi', 'sites', 'sites_unchanged']"
+	"['a', 'allocator_environment', 'allocator_environment_ignored', 'b', 'calls', 'depth', 'devices', 'environment', 'group_by', 'memory', 'nvidia_smi', 'sites', 'sites_unchanged']"
 expect_eq grouping "$(json d.json '[d["group_by"], d["depth"], d["sites_unchanged"], d["a"]["path"], d["b"]["complete"]]')" "['stack', 3, 0, 'a.gmt', True]"
 
 # --by library: the app's sites merge

@@ -52,7 +52,7 @@ LC_ALL=C "$GMT_CLI" growth --width 60 ladder.gmt >l.txt 2>err || fail "growth te
 # the level between iterations, beside the peak inside one; prose wrapped
 sed -n 4,5p l.txt | sed 's/^  //' | paste -sd' ' | grep -q '^device 0 (1.00 GiB): NO LEAK: steady between iterations at 30.0 MiB (peak within a step 31.0 MiB) for the last 8 of 10 iterations (the last rise was in iteration 2)$' ||
 	fail "no verdict line first: $(cat l.txt)"
-grep -q 'peak 31.0 MiB at +5.000 s in 5 steps (doubling)' l.txt || fail "no peak line: $(cat l.txt)"
+grep -q 'peak 31.0 MiB at +5.000 s after 5 rises (doubling)' l.txt || fail "no peak line: $(cat l.txt)"
 grep -q 'live bytes over time' l.txt || fail "no chart: $(cat l.txt)"
 [ "$(grep -c ' |' l.txt)" -eq 8 ] || fail "chart not 8 rows: $(cat l.txt)"
 [ "$(grep ' |' l.txt | awk 'length($0) > 60' | wc -l)" -eq 0 ] || fail "chart wider than 60: $(cat l.txt)"

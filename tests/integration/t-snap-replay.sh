@@ -22,6 +22,21 @@ grep -q "no divergence" o || fail "replay: a divergence: $(cat o)"
 "$G" replay --json s.pickle >r.json || fail "replay --json"
 expect_eq "fidelity" "$(json r.json 'd["devices"][0]["fidelity"]')" 1.0
 expect_eq "new segments chosen" "$(json r.json 'd["devices"][0]["same_new_segment"]')" 3
+# the snapshot's end, as _memory_viz.py stats sums it (t-snap-memviz runs it)
+python3 - s.pickle r.json <<'PY' || fail "replay's end figures differ from the pickle's"
+import json, pickle, sys
+snap, ours = pickle.load(open(sys.argv[1], "rb")), json.load(open(sys.argv[2]))["devices"][0]["end"]
+blocks = [b for s in snap["segments"] for b in s["blocks"]]
+want = {"segments": len(snap["segments"]),
+        "reserved_bytes": sum(s["total_size"] for s in snap["segments"]),
+        "allocated_bytes": sum(b["size"] for b in blocks if b["state"] == "active_allocated"),
+        "requested_bytes": sum(b["requested_size"] for b in blocks if b["state"] == "active_allocated"),
+        "pending_free_bytes": sum(b["size"] for b in blocks if b["state"] == "active_pending_free"),
+        "inactive_bytes": sum(b["size"] for b in blocks if b["state"] == "inactive")}
+sys.exit(0 if want == ours else print(want, ours) or 1)
+PY
+grep -q "at the snapshot: 3 segments, 62.0 MiB reserved, 42.0 MiB asked by live tensors, 20.0 MiB free" o ||
+	fail "replay's end line: $(tail -2 o)"
 # the same from the imported trace
 "$G" import s.pickle -o s.gmt || fail "import"
 "$G" replay --json s.gmt | sed 's/s\.gmt/S/' >t.json

@@ -9,7 +9,7 @@ PROG_LINK_DRV := -L$(SIM_DIR) -l:libcuda.so.1
 
 PROGS := runtime-basic runtime-basic-static driver-basic dlsym-route procaddr-route static-runtime stackmix \
 	hookloop entrypoint-route early-calls threads oom nvtx-client marker accounting clockcheck \
-	peak-agree nextmain
+	peak-agree nextmain live-steps
 PROG_LIBS := libnextcheck.so libnextcheck2.so libfakeblas.so libearly.so
 
 .PHONY: progs
@@ -17,7 +17,7 @@ progs: sim $(addprefix $(PROG_DIR)/,$(PROGS) $(PROG_LIBS)) ## build the test pro
 
 # Linked against the simulated runtime.
 $(PROG_DIR)/runtime-basic $(PROG_DIR)/entrypoint-route $(PROG_DIR)/threads $(PROG_DIR)/oom \
-		$(PROG_DIR)/nvtx-client $(PROG_DIR)/marker $(PROG_DIR)/stackmix: \
+		$(PROG_DIR)/nvtx-client $(PROG_DIR)/marker $(PROG_DIR)/stackmix $(PROG_DIR)/live-steps: \
 		$(PROG_DIR)/%: tests/progs/%.c $(PROG_DEPS) $(SIM_LIBCUDART)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -o $@ $< $(PROG_LINK_RT) -ldl -lpthread $(SAN_LDFLAGS)

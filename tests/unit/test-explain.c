@@ -29,7 +29,7 @@ static void facts(struct ex_facts *f, struct ex_dev *d, const char *const *libs,
 	f->ndevs = 1;
 	f->mods = mods;
 	for (; libs && *libs; libs++)
-		mods[f->nmods++] = (struct ex_module){*libs, ""};
+		mods[f->nmods++] = (struct ex_module){*libs, "", false};
 	f->env = envs;
 	for (; kv && *kv; kv += 2)
 		envs[f->nenv++] = (struct trace_env){(char *)kv[0], (char *)kv[1]};
@@ -344,7 +344,7 @@ static void test_torch_cache_and_verdicts(void)
 	      "torch-cache: %s", c ? c->answer : "");
 	/* 10 MiB/s over 10 s = 100 MiB: the leak's weight */
 	const struct ex_finding *l = find(&out, "leak");
-	CHECK(l && l->bytes == 100 * MiB && has(l->answer, "1.00 MiB per step") &&
+	CHECK(l && l->bytes == 100 * MiB && has(l->answer, "1.00 MiB per iteration") &&
 		  has(l->answer, "+10.0 MiB/s") && has(l->answer, "train (train.py:42)"),
 	      "leak: %s (%" PRIu64 ")", l ? l->answer : "", l ? l->bytes : 0);
 	const struct ex_finding *o = find(&out, "oom-retried");
@@ -367,7 +367,7 @@ static void test_torch_cache_and_verdicts(void)
 	explain_recognize(&f, &r);
 	explain_findings(&f, &r, &out);
 	c = find(&out, "torch-cache");
-	CHECK(c && has(c->answer, "5 mapped pages") && has(c->change, "expandable_segments is on"),
+	CHECK(c && has(c->answer, "5 mapped pages") && has(c->change, "Expandable segments are on"),
 	      "expandable: %s", c ? c->answer : "");
 	CHECK(!find(&out, "growth-undetermined"), "no growth finding without traced bytes");
 	explain_findings_free(&out);
@@ -420,7 +420,7 @@ static void test_compare(void)
 	db.biggest = db.peak = 105 * GiB;
 	db.contexts = 600 * MiB;
 	db.driver_version = 13000;
-	mb[0] = (struct ex_module){"xla_cuda_plugin.so", "aaaa"};
+	mb[0] = (struct ex_module){"xla_cuda_plugin.so", "aaaa", false};
 	strcpy(ma[0].build_id, "bbbb");
 	b.mods = mb;
 	b.nmods = 1;
@@ -736,7 +736,9 @@ static void test_counters_bfc(void)
 	const struct ex_finding *p = find(&out, "preallocation");
 	CHECK(p && !p->needs_counters &&
 		  ev_has(p, "the program's peak in use was 10.0 GiB, 17% of the 60.0 GiB taken") &&
-		  has(p->change, "XLA_PYTHON_CLIENT_MEM_FRACTION=.15 holds it"),
+		  has(p->change,
+		      "XLA_CLIENT_MEM_FRACTION=.15 (XLA_PYTHON_CLIENT_MEM_FRACTION in older JAX) "
+		      "holds it"),
 	      "preallocation with counters: %s", p ? p->change : "");
 	explain_findings_free(&out);
 
@@ -789,8 +791,167 @@ static void test_counters_bfc(void)
 	explain_findings_free(&out);
 }
 
+/* The order a user reads: a small leak (100 MiB) before nvidia-smi's
+ * 80 GiB breakdown and the cache's 300 MiB; notes last; a cut trace is a
+ * problem. Within problems, the OOM that ended the run first. */
+static void test_severity_order(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	struct ex_findings out;
+	static const char *const torch[] = {"libc10_cuda.so", NULL};
+	facts(&f, &d, torch, NULL);
+	d.peak = 500 * MiB;
+	d.seg_mid = 15;
+	d.seg_bytes = 300 * MiB;
+	d.smi = d.smi_at_peak = d.smi_process = true;
+	d.smi_bytes = 80 * GiB;
+	d.contexts = 500 * MiB;
+	d.verdict = "leak";
+	d.rate_s = 10 * MiB; /* over 10 s: 100 MiB */
+	f.partial = true;
+	f.incomplete_why = "torn tail";
+	snprintf(f.blind[f.nblind++], sizeof(f.blind[0]), "a memory fraction");
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	static const char *const want[] = {"leak", "partial-data", "smi-breakdown", "torch-cache",
+					   "oom-invisible"};
+	CHECK(out.n == 5, "%zu findings", out.n);
+	for (size_t i = 0; i < out.n && i < 5; i++)
+		CHECK(strcmp(out.v[i].id, want[i]) == 0, "finding %zu: %s, expected %s", i,
+		      out.v[i].id, want[i]);
+	CHECK(out.v[0].severity == EX_PROBLEM && out.v[1].severity == EX_PROBLEM &&
+		  out.v[2].severity == EX_EXPLAINS && out.v[4].severity == EX_NOTE,
+	      "severities");
+	CHECK(!strcmp(explain_severity_name(EX_PROBLEM), "problem") &&
+		  !strcmp(explain_severity_name(EX_EXPLAINS), "explains") &&
+		  !strcmp(explain_severity_name(EX_NOTE), "note"),
+	      "severity names");
+	const struct ex_finding *p = find(&out, "partial-data");
+	CHECK(p && has(p->answer, "the trace is incomplete (torn tail)") &&
+		  has(p->answer, "a missing free can look like a leak"),
+	      "partial-data: %s", p ? p->answer : "");
+	explain_findings_free(&out);
+	/* a caught OOM of 1 GiB after the fatal one of 64 MiB: the fatal first */
+	facts(&f, &d, torch, NULL);
+	f.ooms[f.nooms++] = (struct ex_oom){
+	    .device = 0, .size = 1 * GiB, .api = "cudaMalloc", .kase = "exceeds-device-total"};
+	f.ooms[f.nooms++] = (struct ex_oom){.device = 0,
+					    .size = 64 * MiB,
+					    .api = "cudaMalloc",
+					    .kase = "this-process",
+					    .fatal = true};
+	f.lost = 3;
+	f.partial = true;
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	CHECK(out.n >= 3 && !strcmp(out.v[0].id, "oom-this-process") &&
+		  !strcmp(out.v[1].id, "oom-exceeds-device-total") &&
+		  !strcmp(out.v[2].id, "partial-data"),
+	      "fatal OOM first: %s %s %s", out.v[0].id, out.n > 1 ? out.v[1].id : "",
+	      out.n > 2 ? out.v[2].id : "");
+	p = find(&out, "partial-data");
+	CHECK(p && has(p->answer, "3 allocation or free events were lost") &&
+		  has(p->change, "GPUMEMTRACE_RING_KB"),
+	      "lost: %s", p ? p->answer : "");
+	explain_findings_free(&out);
+}
+
+/* PyTorch's settings by their names: PYTORCH_ALLOC_CONF is the current
+ * name, PYTORCH_CUDA_ALLOC_CONF the older one that wins when both are set
+ * (c10/cuda/CUDAAllocatorConfig.h; checked on the 2.14.1 wheel's libc10.so,
+ * docs/settings.md); JAX's fraction by XLA_CLIENT_MEM_FRACTION unless the
+ * deprecated name is the one set. */
+static void test_setting_names(void)
+{
+	struct ex_facts f;
+	struct ex_dev d;
+	struct ex_recog r;
+	char b[500];
+	static const char *const torch[] = {"libc10_cuda.so", NULL};
+	static const char *const jax[] = {"libjax_common.so", "xla_cuda_plugin.so", NULL};
+	facts(&f, &d, torch, NULL);
+	explain_recognize(&f, &r);
+	CHECK(!strcmp(explain_conf_advice(&r, "expandable_segments:True", b, sizeof(b)),
+		      "PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF before "
+		      "PyTorch 2.9)"),
+	      "neither set: %s", b);
+	CHECK(has(r.mode_why, "PYTORCH_ALLOC_CONF unset"), "default why: %s", r.mode_why);
+	/* the current name alone: its value kept, the key replaced */
+	facts(&f, &d, torch,
+	      (const char *const[]){"PYTORCH_ALLOC_CONF",
+				    "max_split_size_mb:64,roundup_power2_divisions:[64:8,>:1],"
+				    "expandable_segments:False",
+				    NULL});
+	explain_recognize(&f, &r);
+	CHECK(r.mode == MODE_PT_CACHING && !r.alloc_conf.older, "current name: %d", r.mode);
+	CHECK(!strcmp(explain_conf_advice(&r, "expandable_segments:True", b, sizeof(b)),
+		      "PYTORCH_ALLOC_CONF=max_split_size_mb:64,roundup_power2_divisions:[64:8,>:1],"
+		      "expandable_segments:True"),
+	      "merged: %s", b);
+	facts(&f, &d, torch,
+	      (const char *const[]){"PYTORCH_ALLOC_CONF", "expandable_segments:True", NULL});
+	explain_recognize(&f, &r);
+	CHECK(r.mode == MODE_PT_EXPANDABLE &&
+		  !strcmp(r.mode_why, "PYTORCH_ALLOC_CONF=expandable_segments:True"),
+	      "the current name sets the mode: %d %s", r.mode, r.mode_why);
+	/* both: the older one is read, the current one ignored */
+	facts(&f, &d, torch,
+	      (const char *const[]){"PYTORCH_ALLOC_CONF", "expandable_segments:True",
+				    "PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128", NULL});
+	explain_recognize(&f, &r);
+	CHECK(r.mode == MODE_PT_CACHING && r.alloc_conf.older &&
+		  !strcmp(r.mode_why, "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128; "
+				      "PYTORCH_ALLOC_CONF=expandable_segments:True is ignored"),
+	      "both set: %d %s", r.mode, r.mode_why);
+	explain_conf_advice(&r, "expandable_segments:True", b, sizeof(b));
+	CHECK(has(b, "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128,expandable_segments:True (the "
+		     "older name, in force here: PyTorch reads it and ignores PYTORCH_ALLOC_CONF"),
+	      "both set: %s", b);
+	/* the older name alone */
+	facts(&f, &d, torch,
+	      (const char *const[]){"PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", NULL});
+	explain_recognize(&f, &r);
+	CHECK(r.mode == MODE_PT_ASYNC, "older name sets the mode");
+	explain_conf_advice(&r, "max_split_size_mb:N", b, sizeof(b));
+	CHECK(has(b, "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync,max_split_size_mb:N (the "
+		     "older name of PYTORCH_ALLOC_CONF, in force here)"),
+	      "older alone: %s", b);
+	/* JAX: the deprecated fraction when it is the one set, else the current */
+	facts(&f, &d, jax, (const char *const[]){"XLA_PYTHON_CLIENT_MEM_FRACTION", ".6", NULL});
+	explain_recognize(&f, &r);
+	CHECK(r.fraction == 0.6 &&
+		  has(explain_fraction_advice(&r, ".5", b, sizeof(b)),
+		      "XLA_PYTHON_CLIENT_MEM_FRACTION=.5 (the deprecated name, in force here"),
+	      "jax older: %g %s", r.fraction, b);
+	facts(&f, &d, jax, NULL);
+	explain_recognize(&f, &r);
+	CHECK(!strcmp(explain_fraction_advice(&r, ".5", b, sizeof(b)),
+		      "XLA_CLIENT_MEM_FRACTION=.5 (XLA_PYTHON_CLIENT_MEM_FRACTION in older JAX)"),
+	      "jax current: %s", b);
+	facts(&f, &d, jax,
+	      (const char *const[]){"XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async", NULL});
+	explain_recognize(&f, &r);
+	CHECK(r.mode == MODE_TF_ASYNC && has(r.mode_name, "cuda_async"), "jax cuda_async: %s",
+	      r.mode_name);
+	/* the smi-breakdown names JAX's pool figure, pool_bytes (analysis/counters.c) */
+	struct ex_findings out;
+	facts(&f, &d, jax, NULL);
+	d.smi = true;
+	d.smi_bytes = 10 * GiB;
+	explain_recognize(&f, &r);
+	explain_findings(&f, &r, &out);
+	const struct ex_finding *x = find(&out, "smi-breakdown");
+	CHECK(x && has(x->change, "pool_bytes") && !has(x->change, "bytes_reserved"),
+	      "jax figure: %s", x ? x->change : "");
+	explain_findings_free(&out);
+}
+
 int main(void)
 {
+	test_setting_names();
+	test_severity_order();
 	test_mode_texts();
 	test_recognize();
 	test_helpers();

@@ -99,10 +99,11 @@ static void device0(const struct frag_dev *d)
 	CHECK(d->peak == 3048 + 62 * MiB, "peak %" PRIu64, d->peak);
 	const uint64_t at_peak[] = {1, 1, 1, 2};
 	expect_segs("at the peak", &d->at_peak, 4100, 5, 3048 + 62 * MiB, 3100, 1000, at_peak);
-	/* the end (the last event, t9000): 1000, 2048, 2 MiB, 20 MiB; ages
-	 * 8000, 6000, 5900, 5800: median the second smallest, 5900 */
+	/* the end (the trailer, t9500, the instant every report's "at the end"
+	 * names; the last event is at t9000): 1000, 2048, 2 MiB, 20 MiB; ages
+	 * 8500, 6500, 6400, 6300: median the second smallest, 6400 */
 	const uint64_t at_end[] = {1, 1, 0, 2};
-	expect_segs("at the end", &d->at_end, 9000, 4, 3048 + 22 * MiB, 8000, 5900, at_end);
+	expect_segs("at the end", &d->at_end, 9500, 4, 3048 + 22 * MiB, 8500, 6400, at_end);
 	/* the first OOM, t3500: 1000, 3 MiB, 2048, 2 MiB, 20 MiB; ages 2500,
 	 * 1500, 500, 400, 300: median 500. Then thread 1 freed the 3 MiB before
 	 * its next device allocation (t4100; the free at t4200 is after it) */

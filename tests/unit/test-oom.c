@@ -114,8 +114,9 @@ static void cases_first(const struct oom_result *r)
 	 * 950, others 50 < 250: this process, even without the others */
 	expect_fail(&r->fails[1], 4000, OOM_THIS_PROCESS, 800, 100, 900, 50,
 		    "50 B free of 1000 B, 300 B asked; this process held 900 B: 800 B traced "
-		    "allocations + 100 B contexts and module code; other processes 50 B, too "
-		    "little to matter: without them it would still not fit");
+		    "allocations + 100 B contexts and module code; the driver's reserve 50 B "
+		    "(too little for another process's CUDA context), too little to matter: "
+		    "without them it would still not fit");
 	const struct oom_failure *o = &r->fails[1];
 	CHECK(o->nsites == 2 && o->nlibs == 2, "B: %zu sites, %zu libraries", o->nsites, o->nlibs);
 	expect_holder(&o->sites[0], NULL, 1, 600, 1);

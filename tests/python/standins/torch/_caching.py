@@ -274,7 +274,8 @@ class CachingAllocator:
                          "segment_type": "small" if seg.small else "large",
                          "segment_pool_id": (0, 0), "is_expandable": False,
                          "frames": list(seg.frames or []), "blocks": blocks})
-        conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+        conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF",
+                              os.environ.get("PYTORCH_ALLOC_CONF", ""))
         return {
             "segments": segs,
             "device_traces": [list(self.history) if self.history is not None else []],

@@ -11,7 +11,8 @@ shapes (framework-view.md section 1; torch 2.13 torch/cuda/memory.py):
   "segments", "device_traces", "allocator_settings", "external_annotations".
 - _dump_snapshot(filename="dump_snapshot.pickle"): pickle.dump(_snapshot()).
 - get_allocator_backend() -> "native" or "cudaMallocAsync" (from
-  PYTORCH_CUDA_ALLOC_CONF's backend key).
+  PYTORCH_CUDA_ALLOC_CONF's backend key, else PYTORCH_ALLOC_CONF's: the
+  older name is read first, as c10/cuda/CUDAAllocatorConfig.h does).
 """
 import os
 import pickle
@@ -21,7 +22,8 @@ from . import cuda
 
 
 def get_allocator_backend():
-    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF",
+                          os.environ.get("PYTORCH_ALLOC_CONF", ""))
     for item in conf.split(","):
         key, _, value = item.partition(":")
         if key.strip() == "backend" and value.strip() == "cudaMallocAsync":
