@@ -3,18 +3,22 @@
 # The library never links libcuda or libcudart: it finds them at run time.
 # Everything builds and tests without a GPU or the CUDA toolkit.
 
-# The one version: the CLI's --version, the man pages (make gen-docs) and
-# gpumemtrace.pc derive from it.
+# The one version: the CLI's --version, the man pages (make gen-docs),
+# gpumemtrace.pc and the Python package (setup.py reads it here) derive from it.
 VERSION := 0.1.0
 PREFIX ?= /usr/local
-# The release: pkg-config's and the Python package's (setup.py reads it here).
-VERSION := 0.1.0
 BUILD ?= build
 CC ?= cc
 CUDA_HOME ?= /usr/local/cuda
 SANITIZE ?=
 
-WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+# Warnings are errors in `make check`/`make test` (CI) and in a git checkout
+# (developers); a release's plain `make` (no .git: a tarball, pip's sdist)
+# only warns, so a newer compiler's new warning never stops a user's build.
+# WERROR=0/1 decides it.
+WERROR ?= $(if $(filter check check-% test,$(MAKECMDGOALS))$(wildcard .git),1,0)
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla \
+	-Wno-unused-parameter $(if $(filter 1,$(WERROR)),-Werror)
 BASE_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE $(WARN) \
 	-DGMT_VERSION='"$(VERSION)"' -I. -Iinclude
 ifneq ($(SANITIZE),)

@@ -7,7 +7,7 @@
  *
  * Every hook records the API id of its own name, GMT_API_<name> in
  * include/gpumemtrace/format.h, except the lookups in GMT_HOOKS_LOOKUP.
- * preload/hooks/hooks.h fails to compile when an id has no hook, or a hook
+ * preload/real.h fails to compile when an id has no hook, or a hook
  * neither an id nor a GMT_HOOKS_LOOKUP row.
  *
  * Adding a hook touches:

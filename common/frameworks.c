@@ -1,7 +1,8 @@
-/* The framework table (frameworks.h). Facts and their sources:
- * /work/shared/notes/frameworks.md; the libraries that carry a static CUDA
- * runtime are those whose allocations reach the driver by cuGetProcAddress
- * (frameworks.md §0.2). */
+/* The framework table (frameworks.h). Facts from the frameworks' own
+ * wheels and sources (their libraries' names and paths, the symbols of
+ * their allocators, the environment variables they read); the libraries
+ * that carry a static CUDA runtime are those whose allocations reach the
+ * driver by cuGetProcAddress, not through libcudart's exports. */
 #include "common/frameworks.h"
 
 #define L(...) ((const char *const[]){__VA_ARGS__, NULL})

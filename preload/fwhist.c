@@ -16,6 +16,7 @@
 
 #include "common/fwhist.h"
 #include "preload/clock.h"
+#include "preload/exports.h"
 #include "preload/ring.h"
 #include "preload/tracer.h"
 

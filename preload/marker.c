@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "preload/exports.h"
 #include "preload/tracer.h"
 
 #define GMT_EXPORT __attribute__((visibility("default")))

@@ -74,6 +74,8 @@ struct nvtx_version_table {
 };
 
 typedef const void *(*nvtx_get_export_table_fn)(uint32_t table_id);
+/* NVTX's loader finds it by name (below). */
+GMT_EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table_fn get_export_table);
 
 enum nvtx_message_type {
 	NVTX_MSG_ASCII = 1,

@@ -19,6 +19,7 @@ enum {
 	WAYS = 8,
 	SEEN = 512,
 	OWN_FRAMES = 16, /* more frames of ours than this: give up on the cache */
+	SLACK = 16,	 /* backtrace_trimmed's room for our own frames */
 	/* A thread's first misses are walked with unw_step, never
 	 * unw_backtrace: libunwind's fast trace keeps a cache per thread
 	 * that costs 256 KiB the first time (2^14 frames of 16 bytes, every
@@ -46,7 +47,12 @@ struct cache {
 	 * entries: touched only once a thread is past COLD_MISSES, so a
 	 * thread that allocates from a few places touches two pages */
 	uint64_t *seen;
-	uint8_t entries[];
+	uint8_t *entries; /* after the scratch */
+	/* Room for the walks that check a chain (two of depth) and verify
+	 * mode's reference (depth + SLACK), so that no stack array sized by
+	 * the depth lands on the program's thread: on the header's page,
+	 * which every thread touches anyway. */
+	uint64_t scratch[];
 };
 
 static __thread struct cache *tls_cache __attribute__((tls_model("initial-exec")));
@@ -124,6 +130,16 @@ int gmt_unwinder_may_check(void)
  * default path. */
 static uint64_t stat_hits, stat_misses, stat_mismatches;
 
+static size_t scratch_bytes(unsigned depth)
+{
+	return (3 * (size_t)depth + SLACK) * sizeof(uint64_t);
+}
+
+static uint64_t *scratch(struct cache *c, unsigned i)
+{
+	return c->scratch + (size_t)i * c->depth;
+}
+
 static struct cache *cache_for_thread(unsigned depth)
 {
 	struct cache *c = tls_cache;
@@ -134,7 +150,8 @@ static struct cache *cache_for_thread(unsigned depth)
 	if (c)		     /* the depth grew: start over */
 		gmt_stack_cache_release();
 	size_t stride = sizeof(struct entry) + 2 * sizeof(uint64_t) * depth;
-	size_t bytes = sizeof(struct cache) + SETS * WAYS * stride + SEEN * sizeof(uint64_t);
+	size_t bytes = sizeof(struct cache) + scratch_bytes(depth) + SETS * WAYS * stride +
+		       SEEN * sizeof(uint64_t);
 	/* Once per thread, like its ring (pthread_getattr_np may malloc).
 	 * mmap: pages are touched only as entries fill. */
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -143,6 +160,7 @@ static struct cache *cache_for_thread(unsigned depth)
 		return NULL;
 	}
 	c = m;
+	c->entries = (uint8_t *)m + sizeof(struct cache) + scratch_bytes(depth);
 	c->seen = (uint64_t *)(c->entries + SETS * WAYS * stride);
 	c->stride = stride;
 	c->map_bytes = bytes;
@@ -329,7 +347,6 @@ static void insert(struct cache *c, uint64_t slot0, const uint64_t *ips, const u
 static unsigned backtrace_trimmed(uint64_t *ips, unsigned depth, uintptr_t self_lo,
 				  uintptr_t self_hi)
 {
-	enum { SLACK = 16 }; /* our own frames, trimmed below */
 	/* libunwind reads a pipe to check an address it doubts (the end of a
 	 * thread's stack): a cancellation point, on the program's thread. */
 	int cancel = gmt_nocancel_begin();
@@ -389,7 +406,7 @@ capture_cached(struct cache *c, uint64_t *ips, unsigned depth, uintptr_t self_lo
 		return n;
 	if (c->misses < COLD_MISSES) { /* one walk: the chain and its slots */
 		c->misses++;
-		uint64_t slots[depth];
+		uint64_t *slots = scratch(c, 0);
 		n = unwind_guarded(ips, slots, depth, self_lo, self_hi);
 		if (n && slot0)
 			insert(c, slot0, ips, slots, n);
@@ -399,7 +416,7 @@ capture_cached(struct cache *c, uint64_t *ips, unsigned depth, uintptr_t self_lo
 	n = backtrace_trimmed(ips, depth, self_lo, self_hi);
 	if (!slot0 || !n || !worth_learning(c, slot0, ips, n))
 		return n;
-	uint64_t slots[depth], again[depth];
+	uint64_t *slots = scratch(c, 0), *again = scratch(c, 1);
 	unsigned m = unwind_guarded(again, slots, depth, self_lo, self_hi);
 	/* Both walks must agree before the chain is trusted. */
 	if (m == n && memcmp(again, ips, n * sizeof *ips) == 0)
@@ -418,7 +435,7 @@ unsigned gmt_stack_capture(uint64_t *ips, unsigned depth, int mode, uintptr_t se
 
 	/* Verify: the cached answer must be unw_backtrace's, hit or miss. */
 	unsigned n = capture_cached(c, ips, depth, self_lo, self_hi, hook_frame, 1);
-	uint64_t ref[depth + 16];
+	uint64_t *ref = scratch(c, 2); /* depth + SLACK: the rest of the scratch */
 	unsigned m = backtrace_trimmed(ref, depth, self_lo, self_hi);
 	if (n != m || memcmp(ips, ref, n * sizeof *ips) != 0)
 		__atomic_add_fetch(&stat_mismatches, 1, __ATOMIC_RELAXED);

@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
+#include <sys/mman.h> /* mincore, msync: their declarations */
+#include <unistd.h>   /* pipe2 */
 
 #include "preload/hooks/hooks.h"
 

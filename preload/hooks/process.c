@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -142,39 +143,79 @@ GMT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	return rc;
 }
 
-/* execl and friends: gather the variadic arguments into an argv, ending at
- * the NULL. Leaves ap_ open for execle's envp. */
-#define COLLECT_ARGS(first, argv_out)                                                              \
+/* execl and friends' argv, ending at the NULL: up to ARGS_ON_STACK on the
+ * stack, a longer list in pages of its own (mmap is async-signal-safe, as
+ * exec is), so no array sized by the caller lands on a thread's stack. */
+enum { ARGS_ON_STACK = 64 };
+struct exec_args {
+	const char **v;
+	size_t mapped; /* bytes of v when mapped, else 0 */
+	const char *small[ARGS_ON_STACK];
+};
+
+static const char **exec_args_get(struct exec_args *a, size_t n)
+{
+	a->mapped = 0;
+	a->v = a->small;
+	if (n <= ARGS_ON_STACK)
+		return a->v;
+	void *m = mmap(NULL, n * sizeof(*a->v), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (m == MAP_FAILED)
+		return a->v = NULL; /* errno: ENOMEM */
+	a->mapped = n * sizeof(*a->v);
+	return a->v = m;
+}
+
+/* An exec that returned: its rc, with the list unmapped and errno kept. */
+static int exec_args_put(struct exec_args *a, int rc)
+{
+	int err = errno;
+	if (a->mapped)
+		munmap((void *)a->v, a->mapped);
+	errno = err;
+	return rc;
+}
+
+/* Leaves ap_ open for execle's envp; argv_out is NULL when the list could
+ * not be mapped. */
+#define COLLECT_ARGS(first, args, argv_out)                                                        \
 	size_t argc_ = 1;                                                                          \
 	va_list ap_;                                                                               \
 	va_start(ap_, first);                                                                      \
 	while (va_arg(ap_, const char *))                                                          \
 		argc_++;                                                                           \
 	va_end(ap_);                                                                               \
-	const char *argv_out[argc_ + 1];                                                           \
-	argv_out[0] = first;                                                                       \
+	struct exec_args args;                                                                     \
+	const char **argv_out = exec_args_get(&args, argc_ + 1);                                   \
 	va_start(ap_, first);                                                                      \
-	for (size_t i_ = 1; i_ <= argc_; i_++)                                                     \
-	argv_out[i_] = va_arg(ap_, const char *)
+	for (size_t i_ = 0; argv_out && i_ <= argc_; i_++)                                         \
+	argv_out[i_] = i_ ? va_arg(ap_, const char *) : first
 
 GMT_EXPORT int execl(const char *path, const char *arg, ...)
 {
-	COLLECT_ARGS(arg, argv);
+	COLLECT_ARGS(arg, args, argv);
 	va_end(ap_);
-	return execv(path, (char *const *)argv);
+	if (!argv)
+		return -1;
+	return exec_args_put(&args, execv(path, (char *const *)argv));
 }
 
 GMT_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-	COLLECT_ARGS(arg, argv);
+	COLLECT_ARGS(arg, args, argv);
 	va_end(ap_);
-	return execvp(file, (char *const *)argv);
+	if (!argv)
+		return -1;
+	return exec_args_put(&args, execvp(file, (char *const *)argv));
 }
 
 GMT_EXPORT int execle(const char *path, const char *arg, ...)
 {
-	COLLECT_ARGS(arg, argv);
-	char *const *envp = va_arg(ap_, char *const *);
+	COLLECT_ARGS(arg, args, argv);
+	char *const *envp = argv ? va_arg(ap_, char *const *) : NULL;
 	va_end(ap_);
-	return execve(path, (char *const *)argv, envp);
+	if (!argv)
+		return -1;
+	return exec_args_put(&args, execve(path, (char *const *)argv, envp));
 }

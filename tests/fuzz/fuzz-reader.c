@@ -23,6 +23,10 @@
 static int trace_fd = -1;
 static char trace_path[64];
 
+/* libFuzzer's entry points, found by name. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	trace_fd = memfd_create("fuzz-trace", 0);

@@ -33,3 +33,26 @@ json() { # file expr   e.g. json s.json 'd["calls"]["cudaMalloc"]["count"]'
 expect_eq() { # what actual expected
 	[ "$2" == "$3" ] || fail "$1: got '$2', expected '$3'"
 }
+
+# A command's exit code and stderr: expect_run name code regex command...
+# wants one stderr line matching regex (an empty regex: no stderr at all);
+# its stdout and stderr are left in out and err.
+expect_run() {
+	local name=$1 want=$2 re=$3 rc=0
+	shift 3
+	"$@" >out 2>err || rc=$?
+	[ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want; stderr: $(cat err)"
+	if [ -n "$re" ]; then
+		[ "$(wc -l <err)" -eq 1 ] || fail "$name: expected one stderr line, got: $(cat err)"
+		grep -Eq "$re" err || fail "$name: stderr '$(cat err)' does not match '$re'"
+	else
+		[ ! -s err ] || fail "$name: unexpected stderr: $(cat err)"
+	fi
+}
+
+# expect_exit name code "$GMT_CLI" CMD args...: one line "gpumemtrace CMD: ..."
+expect_exit() {
+	local name=$1 want=$2
+	shift 2
+	expect_run "$name" "$want" "^gpumemtrace $2: " "$@"
+}

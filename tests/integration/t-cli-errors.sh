@@ -5,19 +5,6 @@
 MKTRACE=$BUILD/tests/unit-tools/mktrace
 [ -x "$MKTRACE" ] || fail "$MKTRACE missing: make unit-tests"
 
-expect_run() { # name expected-exit expected-stderr-regex command...
-	local name=$1 want=$2 re=$3 rc=0
-	shift 3
-	"$@" >out 2>err || rc=$?
-	[ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want; stderr: $(cat err)"
-	if [ -n "$re" ]; then
-		[ "$(wc -l <err)" -eq 1 ] || fail "$name: expected one stderr line, got: $(cat err)"
-		grep -Eq "$re" err || fail "$name: stderr '$(cat err)' does not match '$re'"
-	else
-		[ ! -s err ] || fail "$name: unexpected stderr: $(cat err)"
-	fi
-}
-
 "$MKTRACE" good.gmt <<'T'
 header start_mono=100
 device ord=0 name=G total=1000

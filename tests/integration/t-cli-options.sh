@@ -14,15 +14,6 @@ ev api=cudaMalloc t=300 ptr=0x2000 size=20 dev=0
 trailer t=400
 T
 
-expect_usage() { # name stderr-regex args...
-	local name=$1 re=$2 rc=0
-	shift 2
-	"$GMT_CLI" "$@" >out 2>err || rc=$?
-	expect_eq "$name: exit" "$rc" 2
-	[ "$(wc -l <err)" -eq 1 ] || fail "$name: expected one stderr line, got: $(cat err)"
-	grep -Eq "$re" err || fail "$name: stderr '$(cat err)' does not match '$re'"
-}
-
 # the same output however the options are spelled or placed
 "$GMT_CLI" top --json -n 1 good.gmt >a.json || fail "top -n 1"
 for args in "good.gmt --json -n 1" "--json -n=1 good.gmt" "--limit=1 good.gmt --json" \
@@ -41,18 +32,18 @@ cp good.gmt ./-x.gmt
 expect_eq "ignore_libraries" "$(json c.json 'd["ignore_libraries"]')" "['a', 'b']"
 
 # usage errors
-expect_usage "needs a value" "^gpumemtrace top: option '--limit' needs a value" top good.gmt -n
-expect_usage "not a number" "^gpumemtrace leaks: option '--limit' wants a number, not 'x'" leaks -n x good.gmt
-expect_usage "range" "^gpumemtrace growth: option '--width' wants an integer from 10 to 1000, got '5'" \
+expect_run "needs a value" 2 "^gpumemtrace top: option '--limit' needs a value" "$GMT_CLI" top good.gmt -n
+expect_run "not a number" 2 "^gpumemtrace leaks: option '--limit' wants a number, not 'x'" "$GMT_CLI" leaks -n x good.gmt
+expect_run "range" 2 "^gpumemtrace growth: option '--width' wants an integer from 10 to 1000, got '5'" "$GMT_CLI" \
 	growth --width=5 good.gmt
-expect_usage "choice" "^gpumemtrace diff: --by: unknown grouping 'api' \(stack, function, library\)" \
+expect_run "choice" 2 "^gpumemtrace diff: --by: unknown grouping 'api' \(stack, function, library\)" "$GMT_CLI" \
 	diff --by api good.gmt good.gmt
-expect_usage "size" "^gpumemtrace check: --max-peak: bad size '1x'" check --max-peak 1x good.gmt
-expect_usage "required" "^gpumemtrace export: missing --format perfetto\|chrome-json\|csv\|pprof" export good.gmt
-expect_usage "flag value" "^gpumemtrace flamegraph: option '--folded' takes no value" \
+expect_run "size" 2 "^gpumemtrace check: --max-peak: bad size '1x'" "$GMT_CLI" check --max-peak 1x good.gmt
+expect_run "required" 2 "^gpumemtrace export: missing --format perfetto\|chrome-json\|csv\|pprof" "$GMT_CLI" export good.gmt
+expect_run "flag value" 2 "^gpumemtrace flamegraph: option '--folded' takes no value" "$GMT_CLI" \
 	flamegraph --folded=yes good.gmt
-expect_usage "no trace" "^gpumemtrace oom: missing TRACE argument" oom --json
-expect_usage "no command" "^gpumemtrace run: missing COMMAND" run -q --
+expect_run "no trace" 2 "^gpumemtrace oom: missing TRACE argument" "$GMT_CLI" oom --json
+expect_run "no command" 2 "^gpumemtrace run: missing COMMAND" "$GMT_CLI" run -q --
 
 # --help: stdout, exit 0, every option listed with -h
 for c in "top --json" "check --json" "run -q" "export -o x"; do

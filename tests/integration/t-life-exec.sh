@@ -16,6 +16,15 @@ expect_eq "post-exec events" "$(json b.json 'd["events"]')" 19 # + the context r
 expect_eq "same pid" "$(json b.json 'd["process"]["pid"]')" "$(json a.json 'd["process"]["pid"]')"
 "$GMT_CLI" dump "$first" | grep -qi "exec" || fail "trailer does not say exec"
 
+# execl with 74 arguments (more than the hook keeps on the stack): a failed
+# one keeps errno, then the new image has every argument.
+rm -f gpumemtrace.* ./*.json
+traced "$PROG_DIR/life" exec-long 4
+second=$(ls gpumemtrace.*.1.gmt) || fail "exec-long: no second trace"
+"$GMT_CLI" summary --json "$second" >g.json
+expect_eq "exec-long: post-exec events" "$(json g.json 'd["events"]')" 19
+"$GMT_CLI" dump "$second" | grep -q 'argv\[73\] \[.*"exit", "12", "x", .*"x", "x"\]' || fail "exec-long: argv not whole"
+
 rm -f gpumemtrace.* ./*.json
 traced "$PROG_DIR/life" exec-fail 4 2>/dev/null
 t=$(the_trace)

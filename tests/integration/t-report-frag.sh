@@ -104,14 +104,6 @@ printf 'header start_mono=1\nev api=cudaMalloc t=5 ptr=0x1000 size=4096 dev=0\n'
 grep -q 'incomplete' t.txt || fail "no incomplete note: $(cat t.txt)"
 
 # errors
-expect_exit() { # name code command...
-	local name=$1 want=$2 rc=0
-	shift 2
-	"$@" >out 2>err || rc=$?
-	[ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want: $(cat err)"
-	[ "$(wc -l <err)" -eq 1 ] || fail "$name: expected one stderr line: $(cat err)"
-	grep -q '^gpumemtrace fragmentation: ' err || fail "$name: bad prefix: $(cat err)"
-}
 echo "not a trace" >bad.gmt
 expect_exit "no trace" 2 "$GMT_CLI" fragmentation
 expect_exit "width not taken" 2 "$GMT_CLI" fragmentation --width 80 holes.gmt

@@ -147,14 +147,6 @@ grep -q 'warning: torn.gmt: incomplete trace' err || fail "no warning: $(cat err
 expect_eq torn.complete "$(json t.json 'd["traces"][0]["complete"]')" False
 
 # ---- errors: one line, documented exit codes ----
-expect_exit() { # name code command...
-	local name=$1 want=$2 rc=0
-	shift 2
-	"$@" >out 2>err || rc=$?
-	[ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want: $(cat err)"
-	[ "$(wc -l <err)" -eq 1 ] || fail "$name: expected one stderr line: $(cat err)"
-	grep -q '^gpumemtrace growth: ' err || fail "$name: bad prefix: $(cat err)"
-}
 echo "not a trace at all, just text" >bad.gmt
 expect_exit "no trace" 2 "$GMT_CLI" growth
 expect_exit "bad option" 2 "$GMT_CLI" growth --frob ladder.gmt

@@ -148,14 +148,6 @@ grep -q 'no allocation failed' t.txt || fail "no none line: $(cat t.txt)"
 grep -q 'incomplete' t.txt || fail "no incomplete note: $(cat t.txt)"
 
 # errors
-expect_exit() { # name code command...
-	local name=$1 want=$2 rc=0
-	shift 2
-	"$@" >out 2>err || rc=$?
-	[ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want: $(cat err)"
-	[ "$(wc -l <err)" -eq 1 ] || fail "$name: expected one stderr line: $(cat err)"
-	grep -q '^gpumemtrace oom: ' err || fail "$name: bad prefix: $(cat err)"
-}
 echo "not a trace" >bad.gmt
 expect_exit "no trace" 2 "$GMT_CLI" oom
 expect_exit "device not taken" 2 "$GMT_CLI" oom --device 0 oom.gmt

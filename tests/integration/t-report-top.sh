@@ -75,20 +75,12 @@ expect_eq rules "$(rows rules.json key peak_bytes library)" \
 grep -q 'examples:' help.txt || fail "no examples in help"
 
 # errors: one line, exit 2 for usage, 3 for a missing file
-expect_rc() { # name rc regex args...
-	local name=$1 want=$2 re=$3 rc=0
-	shift 3
-	"$GMT_CLI" "$@" >out 2>err || rc=$?
-	[ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want: $(cat err)"
-	[ "$(wc -l <err)" -eq 1 ] || fail "$name: expected one stderr line: $(cat err)"
-	grep -Eq "$re" err || fail "$name: stderr '$(cat err)' does not match '$re'"
-}
-expect_rc bad-by 2 "^gpumemtrace top: --by: unknown grouping 'file'" top --by file t.gmt
-expect_rc bad-sort 2 "^gpumemtrace top: --sort: unknown order 'size'" top --sort size t.gmt
-expect_rc bad-depth 2 "^gpumemtrace top: option '--depth' wants a number" top --depth x t.gmt
-expect_rc no-value 2 "^gpumemtrace top: option '--by' needs a value" top t.gmt --by
-expect_rc json-value 2 "^gpumemtrace top: option '--json' takes no value" top --json=1 t.gmt
-expect_rc unknown 2 "^gpumemtrace top: unknown option '--bogus'" top --bogus t.gmt
-expect_rc no-trace 2 "^gpumemtrace top: missing TRACE" top --json
-expect_rc missing 3 "^gpumemtrace top: cannot open nope.gmt: No such file" top t.gmt nope.gmt
+expect_run bad-by 2 "^gpumemtrace top: --by: unknown grouping 'file'" "$GMT_CLI" top --by file t.gmt
+expect_run bad-sort 2 "^gpumemtrace top: --sort: unknown order 'size'" "$GMT_CLI" top --sort size t.gmt
+expect_run bad-depth 2 "^gpumemtrace top: option '--depth' wants a number" "$GMT_CLI" top --depth x t.gmt
+expect_run no-value 2 "^gpumemtrace top: option '--by' needs a value" "$GMT_CLI" top t.gmt --by
+expect_run json-value 2 "^gpumemtrace top: option '--json' takes no value" "$GMT_CLI" top --json=1 t.gmt
+expect_run unknown 2 "^gpumemtrace top: unknown option '--bogus'" "$GMT_CLI" top --bogus t.gmt
+expect_run no-trace 2 "^gpumemtrace top: missing TRACE" "$GMT_CLI" top --json
+expect_run missing 3 "^gpumemtrace top: cannot open nope.gmt: No such file" "$GMT_CLI" top t.gmt nope.gmt
 echo ok

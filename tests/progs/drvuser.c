@@ -8,6 +8,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size);
 CUresult cuMemFree_v2(CUdeviceptr dptr);
 
+int drvuser_alloc_free(int n); /* found with dlsym */
 int drvuser_alloc_free(int n)
 {
 	CUcontext ctx;

@@ -23,6 +23,7 @@ static void *kept, *second, *third, *handed[4];
 static int nhanded;
 int late_errors;
 
+void late_keep(void *p); /* called by the program (edges.c) */
 void late_keep(void *p)
 {
 	if (nhanded < 4)

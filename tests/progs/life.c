@@ -108,6 +108,23 @@ int main(int argc, char **argv)
 		perror("execl");
 		return 1;
 	}
+	if (!strcmp(mode, "exec-long")) { /* execl's list past what it keeps on the stack */
+#define X10 "x", "x", "x", "x", "x", "x", "x", "x", "x", "x"
+		allocs(n, 1 << 20);
+		char count[16];
+		snprintf(count, sizeof count, "%d", 3 * n);
+		errno = 0;
+		execl("/nonexistent/program", "x", X10, X10, X10, X10, X10, X10, X10, (char *)NULL);
+		if (errno != ENOENT) {
+			fprintf(stderr, "long exec failed with errno %d, not ENOENT\n", errno);
+			return 1;
+		}
+		execl("/proc/self/exe", argv[0], "exit", count, X10, X10, X10, X10, X10, X10, X10,
+		      (char *)NULL);
+		perror("execl");
+		return 1;
+#undef X10
+	}
 	if (!strcmp(mode, "exec-fail") || !strcmp(mode, "exec-fail-kill")) {
 		allocs(n, 1 << 20);
 		errno = 0;

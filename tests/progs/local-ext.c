@@ -7,6 +7,7 @@
 cudaError_t cudaMalloc(void **devPtr, size_t size);
 cudaError_t cudaFree(void *devPtr);
 
+int ext_alloc_free(int n); /* found with dlsym */
 int ext_alloc_free(int n)
 {
 	int failures = 0;

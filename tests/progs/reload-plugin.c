@@ -5,6 +5,7 @@
 cudaError_t cudaMalloc(void **devPtr, size_t size);
 cudaError_t cudaFree(void *devPtr);
 
+int plugin_alloc_free(int n, size_t size); /* found with dlsym */
 /* n cudaMalloc/cudaFree pairs of `size` bytes; the number that failed. */
 int plugin_alloc_free(int n, size_t size)
 {

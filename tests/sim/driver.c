@@ -2057,6 +2057,7 @@ static const struct proc_entry proc_table[] = {
 #undef ROW
 
 /* Not exported: a copy of cuMemFree_v2 only cuGetProcAddress hands out. */
+CUresult hidden_cuMemFree(CUdeviceptr dptr);
 __attribute__((visibility("hidden"))) CUresult hidden_cuMemFree(CUdeviceptr dptr)
 {
 	return cuMemFree_v2(dptr);

@@ -31,7 +31,25 @@
 #include "preload/nvml.h"
 #include "sim-nvml.h"
 
-#define EXPORT	    __attribute__((visibility("default")))
+#define EXPORT __attribute__((visibility("default")))
+
+/* NVML's entry points, as the tracer finds them with dlsym
+ * (preload/nvml.h's list): declared, so each definition is checked. */
+EXPORT nvmlReturn_t nvmlInit_v2(void);
+EXPORT const char *nvmlErrorString(nvmlReturn_t result);
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount);
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device);
+EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length);
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+							    unsigned int *infoCount,
+							    nvmlProcessInfo_t *infos);
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
+							    unsigned int *infoCount,
+							    nvmlProcessInfo_v2_t *infos);
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
+							 unsigned int *infoCount,
+							 nvmlProcessInfo_v1_t *infos);
 #define MAX_DEVICES 16
 #define OTHER_PID   0x7ffffff0u
 

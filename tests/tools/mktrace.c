@@ -45,6 +45,7 @@
  * Numbers take 0x prefixes; S may be "double quoted". */
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,10 +97,13 @@ static void fw_end(struct tb *b)
 	fw.n = 0;
 }
 
-static void die(const char *fmt, const char *arg)
+__attribute__((format(printf, 1, 2))) static void die(const char *fmt, ...)
 {
 	fprintf(stderr, "mktrace: line %d: ", lineno);
-	fprintf(stderr, fmt, arg);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fputc('\n', stderr);
 	exit(2);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "preload/clock.h"
+#include "preload/tracer.h"
 #include "check.h"
 
 static int warnings, infos;

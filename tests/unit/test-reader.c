@@ -3,32 +3,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/codec.h"
+#include "check.h"
 #include "reader/reader.h"
 #include "trace-builder.h"
 
-static int failures, checks;
 static char dir[] = "/tmp/gmt-test-reader.XXXXXX";
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	checks++;
-	printf("%s ", ok ? "ok  " : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!ok)
-		failures++;
-}
 
 static const char *path_for(const char *name)
 {
@@ -182,11 +167,11 @@ static void test_roundtrip(void)
 
 	struct gmt_read_error err;
 	struct gmt_reader *r = gmt_reader_open(path, &err);
-	check(r != NULL, "roundtrip: opens (%s)", r ? "" : err.msg);
+	CHECK(r != NULL, "roundtrip: opens (%s)", r ? "" : err.msg);
 	if (!r)
 		return;
 	const struct gmt_header *hd = gmt_reader_header(r);
-	check(hd->version == GMT_FORMAT_VERSION && hd->header_size == 64 && hd->endian == 1 &&
+	CHECK(hd->version == GMT_FORMAT_VERSION && hd->header_size == 64 && hd->endian == 1 &&
 		  hd->features == GMT_FEAT_STACKS && hd->start_wall_ns == 1700000000000000000ull &&
 		  hd->start_mono_ns == 123456789 && hd->pid == 4242,
 	      "roundtrip: header fields");
@@ -202,7 +187,7 @@ static void test_roundtrip(void)
 			switch (rec.type) {
 			case GMT_REC_PROCESS: {
 				typeof(rec.u.process) *p = &rec.u.process;
-				check(p->pid == 4242 && p->ppid == 1 &&
+				CHECK(p->pid == 4242 && p->ppid == 1 &&
 					  p->start_wall_ns == 1700000000000000000ull &&
 					  streq(p->hostname, "host-1") &&
 					  streq(p->exe, "/usr/bin/python3") && p->argc == 4 &&
@@ -217,7 +202,7 @@ static void test_roundtrip(void)
 			}
 			case GMT_REC_MODULE:
 				if (modules++ == 0)
-					check(rec.u.module.id == 1 &&
+					CHECK(rec.u.module.id == 1 &&
 						  rec.u.module.load_bias == 0x7f1200000000 &&
 						  rec.u.module.start == 0x7f1200001000 &&
 						  rec.u.module.end == 0x7f1200400000 &&
@@ -228,14 +213,14 @@ static void test_roundtrip(void)
 							 "\xde\xad\xbe\xef\x00\x01", 6) == 0,
 					      "roundtrip[%d]: MODULE", pass);
 				else
-					check(rec.u.module.id == 2 &&
+					CHECK(rec.u.module.id == 2 &&
 						  rec.u.module.build_id.len == 0 &&
 						  streq(rec.u.module.path, "/work/app"),
 					      "roundtrip[%d]: MODULE without build-id", pass);
 				break;
 			case GMT_REC_DEVICE:
 				if (devices++ == 0)
-					check(
+					CHECK(
 					    rec.u.device.ordinal == 0 &&
 						streq(rec.u.device.name, "NVIDIA H100 80GB HBM3") &&
 						rec.u.device.uuid.len == 16 &&
@@ -246,7 +231,7 @@ static void test_roundtrip(void)
 						rec.u.device.driver_version == 12040,
 					    "roundtrip[%d]: DEVICE", pass);
 				else
-					check(rec.u.device.ordinal == -1 &&
+					CHECK(rec.u.device.ordinal == -1 &&
 						  rec.u.device.name.len == 0,
 					      "roundtrip[%d]: DEVICE with ordinal -1", pass);
 				break;
@@ -256,14 +241,14 @@ static void test_roundtrip(void)
 					if (rec.u.stack.nodes[i].id != expect_node++)
 						ok = 0;
 				if (stacks == 1)
-					check(ok && rec.u.stack.count == 2 &&
+					CHECK(ok && rec.u.stack.count == 2 &&
 						  rec.u.stack.nodes[0].parent == 0 &&
 						  rec.u.stack.nodes[0].ip == 0x401000 &&
 						  rec.u.stack.nodes[1].parent == 1 &&
 						  rec.u.stack.nodes[1].ip == 0x7f1200002000,
 					      "roundtrip[%d]: STACK nodes 1,2", pass);
 				else
-					check(ok && rec.u.stack.count == 1 &&
+					CHECK(ok && rec.u.stack.count == 1 &&
 						  rec.u.stack.nodes[0].id == 3 &&
 						  rec.u.stack.nodes[0].parent == 2 &&
 						  rec.u.stack.nodes[0].ip == UINT64_MAX,
@@ -272,18 +257,18 @@ static void test_roundtrip(void)
 					      pass);
 				break;
 			case GMT_REC_THREAD:
-				check(rec.u.thread.tid == 77 &&
+				CHECK(rec.u.thread.tid == 77 &&
 					  streq(rec.u.thread.name, "worker-0"),
 				      "roundtrip[%d]: THREAD", pass);
 				break;
 			case GMT_REC_EVENTS:
 				if (batches++ == 0)
-					check(rec.u.events.tid == 77 &&
+					CHECK(rec.u.events.tid == 77 &&
 						  rec.u.events.base_time_ns == 900 &&
 						  rec.u.events.count == NEV,
 					      "roundtrip[%d]: EVENTS batch head", pass);
 				else
-					check(rec.u.events.tid == 78 && rec.u.events.count == 0,
+					CHECK(rec.u.events.tid == 78 && rec.u.events.count == 0,
 					      "roundtrip[%d]: empty EVENTS batch", pass);
 				break;
 			case GMT_REC_EVENT: {
@@ -309,29 +294,29 @@ static void test_roundtrip(void)
 				break;
 			}
 			case GMT_REC_LOST:
-				check(rec.u.lost.tid == 78 && rec.u.lost.count == 12 &&
+				CHECK(rec.u.lost.tid == 78 && rec.u.lost.count == 12 &&
 					  rec.u.lost.time_ns == 6000,
 				      "roundtrip[%d]: LOST", pass);
 				break;
 			case GMT_REC_SYMBOL:
 				if (symbols++ == 0)
-					check(rec.u.symbol.ip == 0x401000 &&
+					CHECK(rec.u.symbol.ip == 0x401000 &&
 						  rec.u.symbol.module_id == 2 &&
 						  streq(rec.u.symbol.function, "train_step") &&
 						  streq(rec.u.symbol.file, "train.c") &&
 						  rec.u.symbol.line == 42,
 					      "roundtrip[%d]: SYMBOL", pass);
 				else
-					check(streq(rec.u.symbol.function, "") &&
+					CHECK(streq(rec.u.symbol.function, "") &&
 						  rec.u.symbol.line == 0,
 					      "roundtrip[%d]: SYMBOL unknown", pass);
 				break;
 			case GMT_REC_NOTE:
-				check(rec.u.note.level == 1 && streq(rec.u.note.text, "ring full"),
+				CHECK(rec.u.note.level == 1 && streq(rec.u.note.text, "ring full"),
 				      "roundtrip[%d]: NOTE", pass);
 				break;
 			case GMT_REC_MEMINFO:
-				check(rec.u.meminfo.tid == 4242 && rec.u.meminfo.time_ns == 6500 &&
+				CHECK(rec.u.meminfo.tid == 4242 && rec.u.meminfo.time_ns == 6500 &&
 					  rec.u.meminfo.device == -1 &&
 					  rec.u.meminfo.free_bytes == 123456789 &&
 					  rec.u.meminfo.total_bytes == UINT64_MAX &&
@@ -339,7 +324,7 @@ static void test_roundtrip(void)
 				      "roundtrip[%d]: MEMINFO", pass);
 				break;
 			case GMT_REC_SAMPLE:
-				check(rec.u.sample.time_ns == 6600 &&
+				CHECK(rec.u.sample.time_ns == 6600 &&
 					  rec.u.sample.nvml_index == 3 &&
 					  rec.u.sample.uuid.len == 16 &&
 					  !memcmp(rec.u.sample.uuid.p, "0123456789abcdef", 16) &&
@@ -351,14 +336,14 @@ static void test_roundtrip(void)
 				      "roundtrip[%d]: SAMPLE", pass);
 				break;
 			case GMT_REC_RANGE:
-				check(rec.u.range.tid == 4242 && rec.u.range.time_ns == 6700 &&
+				CHECK(rec.u.range.tid == 4242 && rec.u.range.time_ns == 6700 &&
 					  rec.u.range.op == GMT_RANGE_PUSH && rec.u.range.id == 0 &&
 					  rec.u.range.source == GMT_RANGE_SRC_NVTX &&
 					  streq(rec.u.range.text, "forward"),
 				      "roundtrip[%d]: RANGE", pass);
 				break;
 			case GMT_REC_COUNTERS:
-				check(
+				CHECK(
 				    rec.u.counters.tid == 4242 && rec.u.counters.time_ns == 6800 &&
 					rec.u.counters.reason == GMT_COUNTERS_WHY_OOM &&
 					streq(rec.u.counters.source, "torch") &&
@@ -372,7 +357,7 @@ static void test_roundtrip(void)
 				    "roundtrip[%d]: COUNTERS", pass);
 				break;
 			case GMT_REC_FWOOM:
-				check(
+				CHECK(
 				    rec.u.fwoom.tid == 4243 && rec.u.fwoom.time_ns == 6900 &&
 					rec.u.fwoom.how == GMT_FWOOM_THREAD &&
 					streq(rec.u.fwoom.source, "torch") &&
@@ -387,27 +372,27 @@ static void test_roundtrip(void)
 				    "roundtrip[%d]: FWOOM", pass);
 				break;
 			case GMT_REC_EXIT:
-				check(rec.u.exit.time_ns == 6950 &&
+				CHECK(rec.u.exit.time_ns == 6950 &&
 					  rec.u.exit.how == GMT_EXIT__EXIT &&
 					  rec.u.exit.status == -3 && rec.u.exit.signal == 0,
 				      "roundtrip[%d]: EXIT", pass);
 				break;
 			case GMT_REC_PYFRAME:
-				check(rec.u.pyframe.id == 7 &&
+				CHECK(rec.u.pyframe.id == 7 &&
 					  streq(rec.u.pyframe.function, "train_step") &&
 					  streq(rec.u.pyframe.file, "train.py") &&
 					  rec.u.pyframe.line == 42,
 				      "roundtrip[%d]: PYFRAME", pass);
 				break;
 			case GMT_REC_TRAILER:
-				check(rec.u.trailer.end_time_ns == 7000 &&
+				CHECK(rec.u.trailer.end_time_ns == 7000 &&
 					  rec.u.trailer.events == NEV && rec.u.trailer.lost == 12 &&
 					  rec.u.trailer.stack_nodes == 3 &&
 					  rec.u.trailer.reason == GMT_END_EXIT,
 				      "roundtrip[%d]: TRAILER", pass);
 				break;
 			case GMT_REC_FWSNAP:
-				check(rec.u.fwsnap.tid == 4242 && rec.u.fwsnap.time_ns == 6900 &&
+				CHECK(rec.u.fwsnap.tid == 4242 && rec.u.fwsnap.time_ns == 6900 &&
 					  rec.u.fwsnap.wall_ns == 1700000000000006900ull &&
 					  rec.u.fwsnap.seq == 3 &&
 					  rec.u.fwsnap.reason == GMT_FWSNAP_WHY_OOM &&
@@ -422,7 +407,7 @@ static void test_roundtrip(void)
 				break;
 			case GMT_REC_FWTRACE: {
 				const struct gmt_fw_entry *v = rec.u.fwtrace.v;
-				check(rec.u.fwtrace.seq == 3 && rec.u.fwtrace.device == -1 &&
+				CHECK(rec.u.fwtrace.seq == 3 && rec.u.fwtrace.device == -1 &&
 					  rec.u.fwtrace.flags == GMT_FWTRACE_GAP &&
 					  rec.u.fwtrace.base_time_us == 1700000000000006ull &&
 					  rec.u.fwtrace.count == 3 && v[0].action == GMT_FW_ALLOC &&
@@ -439,7 +424,7 @@ static void test_roundtrip(void)
 			}
 			case GMT_REC_FWSEG: {
 				const struct gmt_fw_block *v = rec.u.fwseg.v;
-				check(rec.u.fwseg.seq == 3 && rec.u.fwseg.device == 1 &&
+				CHECK(rec.u.fwseg.seq == 3 && rec.u.fwseg.device == 1 &&
 					  rec.u.fwseg.address == 0x7f0000100000 &&
 					  rec.u.fwseg.total_size == 2 << 20 &&
 					  rec.u.fwseg.stream == 7 &&
@@ -459,22 +444,22 @@ static void test_roundtrip(void)
 				break;
 			}
 		}
-		check(seen[GMT_REC_FWSNAP] == 1 && seen[GMT_REC_FWTRACE] == 1 &&
+		CHECK(seen[GMT_REC_FWSNAP] == 1 && seen[GMT_REC_FWTRACE] == 1 &&
 			  seen[GMT_REC_FWSEG] == 1,
 		      "roundtrip[%d]: one of each framework-history record", pass);
-		check(ok_ev && ev == NEV,
+		CHECK(ok_ev && ev == NEV,
 		      "roundtrip[%d]: %zu events decode exactly (deltas, negative deltas, device "
 		      "changes, failures, aux, 2^64-1)",
 		      pass, ev);
-		check(seen[GMT_REC_CHUNK] == 3, "roundtrip[%d]: 3 CHUNK records (got %d)", pass,
+		CHECK(seen[GMT_REC_CHUNK] == 3, "roundtrip[%d]: 3 CHUNK records (got %d)", pass,
 		      seen[GMT_REC_CHUNK]);
-		check(seen[GMT_REC_COUNTERS] == 1, "roundtrip[%d]: 1 COUNTERS record (got %d)",
+		CHECK(seen[GMT_REC_COUNTERS] == 1, "roundtrip[%d]: 1 COUNTERS record (got %d)",
 		      pass, seen[GMT_REC_COUNTERS]);
-		check(seen[GMT_REC_FWOOM] == 1 && seen[GMT_REC_EXIT] == 1,
+		CHECK(seen[GMT_REC_FWOOM] == 1 && seen[GMT_REC_EXIT] == 1,
 		      "roundtrip[%d]: 1 FWOOM, 1 EXIT record (got %d, %d)", pass,
 		      seen[GMT_REC_FWOOM], seen[GMT_REC_EXIT]);
 		const struct gmt_read_info *in = gmt_reader_info(r);
-		check(in->eof && in->complete && in->stop == GMT_STOP_NONE && in->unreadable == 0 &&
+		CHECK(in->eof && in->complete && in->stop == GMT_STOP_NONE && in->unreadable == 0 &&
 			  in->chunks == 3 && in->events == NEV && in->readable_end == len &&
 			  in->seq_gaps == 0,
 		      "roundtrip[%d]: complete, clean end, counters", pass);
@@ -531,7 +516,7 @@ static void test_worked_example(void)
 			printf(" %02x", p[i]);
 		printf("\n");
 	}
-	check(same, "worked example: encoder bytes match docs/trace-format.md");
+	CHECK(same, "worked example: encoder bytes match docs/trace-format.md");
 	const char *path = write_bytes("example.gmt", p, len);
 	struct gmt_read_error err;
 	struct gmt_reader *r = gmt_reader_open(path, &err);
@@ -547,7 +532,7 @@ static void test_worked_example(void)
 		      rec.u.event.api == w->api && rec.u.event.tid == 4242;
 		n++;
 	}
-	check(ok && n == 3, "worked example: reader decodes the 3 events");
+	CHECK(ok && n == 3, "worked example: reader decodes the 3 events");
 	gmt_reader_close(r);
 	tb_free(b);
 }
@@ -585,7 +570,7 @@ static void test_torn_tail(void)
 	size_t len, last = tb_chunk_offset(b, 2);
 	const uint8_t *p = tb_data(b, &len);
 	struct readout full = read_all(write_bytes("three.gmt", p, len));
-	check(full.open_code == 0 && full.info.complete && full.chunks == 3 && full.events == 3,
+	CHECK(full.open_code == 0 && full.info.complete && full.chunks == 3 && full.events == 3,
 	      "three chunks: complete, 3 chunks, 3 events");
 	int ok = 1;
 	size_t bad_at = 0;
@@ -600,21 +585,21 @@ static void test_torn_tail(void)
 			bad_at = cut;
 		}
 	}
-	check(ok,
+	CHECK(ok,
 	      "torn tail: cut at each of the %zu offsets of the last chunk: 2 chunks read, "
 	      "no error, not complete, torn (first bad cut: %zu)",
 	      len - last, bad_at);
 	/* a cut inside the second chunk leaves the first */
 	size_t second = tb_chunk_offset(b, 1);
 	struct readout o = read_all(write_bytes("torn2.gmt", p, second + 20));
-	check(o.open_code == 0 && o.chunks == 1 && o.events == 2 && o.info.stop == GMT_STOP_TORN &&
+	CHECK(o.open_code == 0 && o.chunks == 1 && o.events == 2 && o.info.stop == GMT_STOP_TORN &&
 		  o.info.unreadable == 20,
 	      "torn tail inside chunk 2: chunk 1 read, 20 bytes unreadable");
 	/* zero-filled tail after a crash */
 	uint8_t *z = calloc(1, last + 4096);
 	memcpy(z, p, last);
 	o = read_all(write_bytes("zeros.gmt", z, last + 4096));
-	check(o.open_code == 0 && o.chunks == 2 && o.info.stop == GMT_STOP_TORN &&
+	CHECK(o.open_code == 0 && o.chunks == 2 && o.info.stop == GMT_STOP_TORN &&
 		  o.info.unreadable == 4096,
 	      "zero-filled tail: torn, 4096 bytes unreadable");
 	free(z);
@@ -623,7 +608,7 @@ static void test_torn_tail(void)
 	memcpy(c, p, len);
 	c[len - 1] ^= 0x40;
 	o = read_all(write_bytes("lastcrc.gmt", c, len));
-	check(o.open_code == 0 && o.chunks == 2 && o.info.stop == GMT_STOP_TORN && !o.info.complete,
+	CHECK(o.open_code == 0 && o.chunks == 2 && o.info.stop == GMT_STOP_TORN && !o.info.complete,
 	      "bad CRC in the last chunk: torn tail, 2 chunks read");
 	free(c);
 	tb_free(b);
@@ -644,23 +629,23 @@ static void test_corruption(void)
 		      o.info.stop == GMT_STOP_CORRUPT && o.info.stop_offset == second &&
 		      o.info.readable_end == second && o.info.unreadable == len - second &&
 		      !o.info.complete)) {
-			check(0, "bit flip at payload byte %zu of the middle chunk", at - second);
+			CHECK(0, "bit flip at payload byte %zu of the middle chunk", at - second);
 			goto next;
 		}
 	}
-	check(1, "bit flip in each payload byte of the middle chunk: corruption at its offset, "
+	CHECK(1, "bit flip in each payload byte of the middle chunk: corruption at its offset, "
 		 "chunk 1 readable");
 next:
 	memcpy(c, p, len);
 	c[second + 12] ^= 1; /* the stored CRC */
 	struct readout o = read_all(write_bytes("flipcrc.gmt", c, len));
-	check(o.chunks == 1 && o.info.stop == GMT_STOP_CORRUPT && strstr(o.info.stop_msg, "CRC"),
+	CHECK(o.chunks == 1 && o.info.stop == GMT_STOP_CORRUPT && strstr(o.info.stop_msg, "CRC"),
 	      "bit flip in the middle chunk's CRC field: corruption (%s)", o.info.stop_msg);
 
 	memcpy(c, p, len);
 	c[second] = 'X'; /* chunk magic */
 	o = read_all(write_bytes("magic.gmt", c, len));
-	check(o.chunks == 1 && o.info.stop == GMT_STOP_CORRUPT && strstr(o.info.stop_msg, "magic"),
+	CHECK(o.chunks == 1 && o.info.stop == GMT_STOP_CORRUPT && strstr(o.info.stop_msg, "magic"),
 	      "bad chunk magic mid-file: corruption (%s)", o.info.stop_msg);
 
 	memcpy(c, p, len);
@@ -668,7 +653,7 @@ next:
 	for (int i = 0; i < 4; i++)
 		c[second + 4 + i] = (uint8_t)(big >> (8 * i));
 	o = read_all(write_bytes("oversized.gmt", c, len));
-	check(o.chunks == 1 && o.info.stop == GMT_STOP_CORRUPT && o.info.stop_offset == second &&
+	CHECK(o.chunks == 1 && o.info.stop == GMT_STOP_CORRUPT && o.info.stop_offset == second &&
 		  strstr(o.info.stop_msg, "limit"),
 	      "oversized payload_len: corruption (%s)", o.info.stop_msg);
 	free(c);
@@ -689,7 +674,7 @@ next:
 	tb_chunk(b);
 	p = tb_data(b, &len);
 	o = read_all(write_bytes("badrec.gmt", p, len));
-	check(o.chunks == 1 && o.records == 1 && o.events == 0 && o.info.stop == GMT_STOP_CORRUPT &&
+	CHECK(o.chunks == 1 && o.records == 1 && o.events == 0 && o.info.stop == GMT_STOP_CORRUPT &&
 		  strstr(o.info.stop_msg, "malformed"),
 	      "malformed record in a chunk with a good CRC: none of that chunk is handed out (%s)",
 	      o.info.stop_msg);
@@ -702,7 +687,7 @@ next:
 	tb_raw(b, "abc", 3);
 	p = tb_data(b, &len);
 	o = read_all(write_bytes("badstr.gmt", p, len));
-	check(o.chunks == 0 && o.info.stop == GMT_STOP_CORRUPT,
+	CHECK(o.chunks == 0 && o.info.stop == GMT_STOP_CORRUPT,
 	      "string length past the chunk end: corruption, not a crash");
 	tb_free(b);
 
@@ -712,7 +697,7 @@ next:
 	tb_raw(b, "\x01\x02", 2);
 	p = tb_data(b, &len);
 	o = read_all(write_bytes("badcount.gmt", p, len));
-	check(o.chunks == 0 && o.info.stop == GMT_STOP_CORRUPT,
+	CHECK(o.chunks == 0 && o.info.stop == GMT_STOP_CORRUPT,
 	      "absurd STACK count: corruption, no huge allocation");
 	tb_free(b);
 
@@ -720,7 +705,7 @@ next:
 	tb_raw(b, "\x05\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12); /* 11-byte varint */
 	p = tb_data(b, &len);
 	o = read_all(write_bytes("badvarint.gmt", p, len));
-	check(o.chunks == 0 && o.info.stop == GMT_STOP_CORRUPT, "over-long varint: corruption");
+	CHECK(o.chunks == 0 && o.info.stop == GMT_STOP_CORRUPT, "over-long varint: corruption");
 	tb_free(b);
 }
 
@@ -736,7 +721,7 @@ static void test_unknown_tag(void)
 	size_t len;
 	const uint8_t *p = tb_data(b, &len);
 	struct readout o = read_all(write_bytes("unknown.gmt", p, len));
-	check(o.open_code == 0 && o.chunks == 2 && o.records == 3 && o.info.unknown_chunks == 1 &&
+	CHECK(o.open_code == 0 && o.chunks == 2 && o.records == 3 && o.info.unknown_chunks == 1 &&
 		  o.info.unknown_bytes == 4 && o.info.complete && o.info.stop == GMT_STOP_NONE,
 	      "unknown tag ends its chunk; the next chunk is read");
 	tb_free(b);
@@ -776,7 +761,7 @@ static void test_eventcols(void)
 {
 	struct gmt_read_error err;
 	struct gmt_reader *r = gmt_reader_open(eventcols("cols.gmt", 0), &err);
-	check(r != NULL, "EVENTCOLS trace opens (%s)", err.msg);
+	CHECK(r != NULL, "EVENTCOLS trace opens (%s)", err.msg);
 	if (!r)
 		return;
 	struct gmt_record rec;
@@ -790,24 +775,24 @@ static void test_eventcols(void)
 			ev[n++] = rec.u.event;
 	}
 	const struct gmt_read_info *in = gmt_reader_info(r);
-	check(n == 2 && batches == 1 && in->complete && in->stop == GMT_STOP_NONE,
+	CHECK(n == 2 && batches == 1 && in->complete && in->stop == GMT_STOP_NONE,
 	      "EVENTCOLS: one batch of two events (%d, %d)", n, batches);
 	if (n == 2) {
-		check(ev[0].api == GMT_API_cudaMalloc && ev[0].time_ns == 1000 &&
+		CHECK(ev[0].api == GMT_API_cudaMalloc && ev[0].time_ns == 1000 &&
 			  ev[0].ptr == 0x7f0000001000ull && ev[0].size == 4096 &&
 			  ev[0].stack_id == 1 && ev[0].aux == 9 && ev[0].tid == 7,
 		      "EVENTCOLS: first event decoded");
-		check(ev[1].api == GMT_API_cudaFree && ev[1].time_ns == 1005 &&
+		CHECK(ev[1].api == GMT_API_cudaFree && ev[1].time_ns == 1005 &&
 			  ev[1].ptr == 0x7f0000001000ull && ev[1].size == 0 &&
 			  ev[1].stack_id == 0 && ev[1].aux == 0,
 		      "EVENTCOLS: second event decoded");
 	}
 	gmt_reader_close(r);
 	struct readout o = read_all(eventcols("cols-ptr.gmt", 1));
-	check(o.info.stop == GMT_STOP_CORRUPT && o.events == 0,
+	CHECK(o.info.stop == GMT_STOP_CORRUPT && o.events == 0,
 	      "EVENTCOLS: a pointer column not 8 bytes per event is corrupt");
 	o = read_all(eventcols("cols-extra.gmt", 2));
-	check(o.info.stop == GMT_STOP_CORRUPT && o.events == 0 &&
+	CHECK(o.info.stop == GMT_STOP_CORRUPT && o.events == 0 &&
 		  strstr(o.info.stop_msg, "malformed event"),
 	      "EVENTCOLS: a column with bytes left over is corrupt (%s)", o.info.stop_msg);
 }
@@ -821,14 +806,14 @@ static void test_completeness(void)
 	size_t len;
 	const uint8_t *p = tb_data(b, &len);
 	struct readout o = read_all(write_bytes("notfinal.gmt", p, len));
-	check(o.open_code == 0 && !o.info.complete && o.records == 2,
+	CHECK(o.open_code == 0 && !o.info.complete && o.records == 2,
 	      "TRAILER followed by more records: not complete");
 	tb_free(b);
 
 	b = tb_new(NULL);
 	p = tb_data(b, &len);
 	o = read_all(write_bytes("headeronly.gmt", p, len));
-	check(o.open_code == 0 && o.chunks == 0 && !o.info.complete && o.info.stop == GMT_STOP_NONE,
+	CHECK(o.open_code == 0 && o.chunks == 0 && !o.info.complete && o.info.stop == GMT_STOP_NONE,
 	      "header only: readable, empty, not complete");
 	tb_free(b);
 
@@ -837,7 +822,7 @@ static void test_completeness(void)
 	tb_trailer(b, 1, 0, 0, 0, 0);
 	p = tb_data(b, &len);
 	o = read_all(write_bytes("bighdr.gmt", p, len));
-	check(o.open_code == 0 && o.chunks == 1 && o.info.complete,
+	CHECK(o.open_code == 0 && o.chunks == 1 && o.info.complete,
 	      "header_size 80: chunks start after it");
 	tb_free(b);
 }
@@ -847,21 +832,21 @@ static void test_completeness(void)
 static void test_headers(void)
 {
 	struct readout o = read_all(path_for("does-not-exist.gmt"));
-	check(o.open_code == GMT_READ_ERR_OPEN && o.errnum == ENOENT &&
+	CHECK(o.open_code == GMT_READ_ERR_OPEN && o.errnum == ENOENT &&
 		  strstr(o.msg, "No such file"),
 	      "missing file: cannot open, ENOENT (%s)", o.msg);
 	o = read_all(dir);
-	check(o.open_code == GMT_READ_ERR_OPEN && o.errnum == EISDIR, "directory: cannot open (%s)",
+	CHECK(o.open_code == GMT_READ_ERR_OPEN && o.errnum == EISDIR, "directory: cannot open (%s)",
 	      o.msg);
 
 	o = read_all(write_bytes("empty.gmt", "", 0));
-	check(o.open_code == GMT_READ_ERR_NOT_TRACE, "empty file: not a trace (%s)", o.msg);
+	CHECK(o.open_code == GMT_READ_ERR_NOT_TRACE, "empty file: not a trace (%s)", o.msg);
 
 	o = read_all(write_bytes("text.gmt",
 				 "hello world, this is not a trace at all, but long enough"
 				 " to hold a header\n",
 				 74));
-	check(o.open_code == GMT_READ_ERR_NOT_TRACE && strstr(o.msg, "magic"),
+	CHECK(o.open_code == GMT_READ_ERR_NOT_TRACE && strstr(o.msg, "magic"),
 	      "bad magic: not a trace (%s)", o.msg);
 
 	struct tb_header h = {.version = GMT_FORMAT_VERSION + 1};
@@ -872,7 +857,7 @@ static void test_headers(void)
 	o = read_all(write_bytes("future.gmt", p, len));
 	char want[64];
 	snprintf(want, sizeof(want), "unsupported future version %d", GMT_FORMAT_VERSION + 1);
-	check(o.open_code == GMT_READ_ERR_VERSION && strstr(o.msg, want),
+	CHECK(o.open_code == GMT_READ_ERR_VERSION && strstr(o.msg, want),
 	      "future version: unsupported (%s)", o.msg);
 	tb_free(b);
 
@@ -885,29 +870,29 @@ static void test_headers(void)
 		if (o.open_code != GMT_READ_ERR_NOT_TRACE)
 			ok = 0;
 	}
-	check(ok, "truncated header (1..63 bytes): not a trace");
+	CHECK(ok, "truncated header (1..63 bytes): not a trace");
 	o = read_all(write_bytes("shorthdr.gmt", p, 40));
-	check(strstr(o.msg, "truncated header") != NULL, "truncated header message (%s)", o.msg);
+	CHECK(strstr(o.msg, "truncated header") != NULL, "truncated header message (%s)", o.msg);
 
 	uint8_t *c = malloc(len);
 	memcpy(c, p, len);
 	c[GMT_HDR_HEADER_SIZE] = 32;
 	o = read_all(write_bytes("hsize-small.gmt", c, len));
-	check(o.open_code == GMT_READ_ERR_HEADER, "header_size 32: corrupt header (%s)", o.msg);
+	CHECK(o.open_code == GMT_READ_ERR_HEADER, "header_size 32: corrupt header (%s)", o.msg);
 	memcpy(c, p, len);
 	c[GMT_HDR_HEADER_SIZE] = 0x00;
 	c[GMT_HDR_HEADER_SIZE + 1] = 0x10; /* 4096 > file size */
 	o = read_all(write_bytes("hsize-big.gmt", c, len));
-	check(o.open_code == GMT_READ_ERR_HEADER, "header_size past EOF: corrupt header (%s)",
+	CHECK(o.open_code == GMT_READ_ERR_HEADER, "header_size past EOF: corrupt header (%s)",
 	      o.msg);
 	memcpy(c, p, len);
 	c[GMT_HDR_ENDIAN] = 2;
 	o = read_all(write_bytes("endian.gmt", c, len));
-	check(o.open_code == GMT_READ_ERR_HEADER, "big-endian byte: corrupt header (%s)", o.msg);
+	CHECK(o.open_code == GMT_READ_ERR_HEADER, "big-endian byte: corrupt header (%s)", o.msg);
 	memcpy(c, p, len);
 	c[GMT_HDR_VERSION] = 0;
 	o = read_all(write_bytes("v0.gmt", c, len));
-	check(o.open_code == GMT_READ_ERR_HEADER, "version 0: corrupt header (%s)", o.msg);
+	CHECK(o.open_code == GMT_READ_ERR_HEADER, "version 0: corrupt header (%s)", o.msg);
 	free(c);
 	tb_free(b);
 }
@@ -915,7 +900,7 @@ static void test_headers(void)
 static void test_crc(void)
 {
 	/* the CRC-32C check value, and the library's against the builder's */
-	check(tb_crc32c("123456789", 9) == 0xe3069283u &&
+	CHECK(tb_crc32c("123456789", 9) == 0xe3069283u &&
 		  gmt_crc32c(0, "123456789", 9) == 0xe3069283u,
 	      "crc32c(\"123456789\") = 0xe3069283 in both implementations");
 }
@@ -971,7 +956,7 @@ static void test_next_events(void)
 
 	struct gmt_read_error err;
 	struct gmt_reader *r = gmt_reader_open(path, &err);
-	check(r != NULL, "next_events: open: %s", err.msg);
+	CHECK(r != NULL, "next_events: open: %s", err.msg);
 	if (!r) {
 		free(in);
 		return;
@@ -999,12 +984,12 @@ static void test_next_events(void)
 				records++;
 			}
 		}
-		check(got == BIG + SMALL && wrong == 0, "next_events[%d]: %zu events, %zu wrong",
+		CHECK(got == BIG + SMALL && wrong == 0, "next_events[%d]: %zu events, %zu wrong",
 		      pass, got, wrong);
-		check(pass ? batched > 0 && batched < got : 1, "next_events[%d]: %zu came batched",
+		CHECK(pass ? batched > 0 && batched < got : 1, "next_events[%d]: %zu came batched",
 		      pass, batched);
-		check(records == 6, "next_events[%d]: %zu other records", pass, records);
-		check(gmt_reader_info(r)->events == BIG + SMALL && gmt_reader_info(r)->complete,
+		CHECK(records == 6, "next_events[%d]: %zu other records", pass, records);
+		CHECK(gmt_reader_info(r)->events == BIG + SMALL && gmt_reader_info(r)->complete,
 		      "next_events[%d]: info counts %llu events", pass,
 		      (unsigned long long)gmt_reader_info(r)->events);
 	}
@@ -1096,10 +1081,10 @@ static void test_worker(void)
 		}
 		unsetenv("GPUMEMTRACE_READER_THREADS");
 		/* relative: a sanitizer may run a thread of its own */
-		check(nt[0] >= 1 && nt[1] == nt[0] + 1,
+		CHECK(nt[0] >= 1 && nt[1] == nt[0] + 1,
 		      "worker[%d]: %d threads serial, %d with the worker", p, nt[0], nt[1]);
-		check(h[0] == h[1] && h[0] != 0, "worker[%d]: the same records", p);
-		check(info[0].chunks == info[1].chunks && info[0].events == info[1].events &&
+		CHECK(h[0] == h[1] && h[0] != 0, "worker[%d]: the same records", p);
+		CHECK(info[0].chunks == info[1].chunks && info[0].events == info[1].events &&
 			  info[0].stop == info[1].stop &&
 			  info[0].stop_offset == info[1].stop_offset &&
 			  info[0].readable_end == info[1].readable_end &&
@@ -1107,7 +1092,7 @@ static void test_worker(void)
 		      "worker[%d]: the same end: %llu chunks, stop %d '%s' / %d '%s'", p,
 		      (unsigned long long)info[1].chunks, info[0].stop, info[0].stop_msg,
 		      info[1].stop, info[1].stop_msg);
-		check(p ? info[1].stop == GMT_STOP_CORRUPT
+		CHECK(p ? info[1].stop == GMT_STOP_CORRUPT
 			: info[1].complete && info[1].chunks >= 6,
 		      "worker[%d]: %s", p, p ? "stops at the bad chunk" : "reads to the trailer");
 	}
@@ -1136,6 +1121,6 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
-	printf("%d checks, %d failed\n", checks, failures);
+	printf("%d failed\n", failures);
 	return failures ? 1 : 0;
 }

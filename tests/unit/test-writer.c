@@ -13,6 +13,8 @@
 
 #include "check.h"
 #include "common/codec.h"
+#include "preload/real.h"
+#include "preload/tracer.h"
 #include "preload/writer.h"
 #include "reader/reader.h"
 

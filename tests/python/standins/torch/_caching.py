@@ -3,9 +3,8 @@ documented rules, for the stand-in torch: real addresses from the simulated
 CUDA, and the history PyTorch records (record_trace) and the snapshot it
 returns (torch.cuda.memory._snapshot()).
 
-Rules, from /work/shared/notes/frameworks.md section 1 (CCA: pytorch
-c10/cuda/CUDACachingAllocator.cpp), never from what gpumemtrace's reports
-expect:
+Rules, from PyTorch's c10/cuda/CUDACachingAllocator.cpp, never from what
+gpumemtrace's reports expect:
 - a request rounds up to a multiple of 512 B (at least 512); <= 1 MiB is the
   small pool, else the large pool; pools are per device, blocks keyed by
   (stream, size, address): a cached block is reused only on its stream;
