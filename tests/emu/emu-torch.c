@@ -18,6 +18,7 @@
 #include <pthread.h>
 
 #include "torch-alloc.h"
+#include "torch-history.h"
 
 #define NPARAM	8
 #define NACT	9
@@ -34,6 +35,45 @@ static const size_t param_sizes[NPARAM] = {
 static const size_t act_per_sample[NACT] = {262144, 262144, 65536, 131072, 131072,
 					    32768,  2048,   2048,  40};
 #define CUBLAS_WORKSPACE 8519680ull /* §1.9: 4096*1024*2 + 16*1024*8 */
+
+/* With EMU_HISTORY (torch-history.h): the Python stacks PyTorch's history
+ * records, innermost first. The frames are the lines of the emulated
+ * script (tests/gpu/torch_train.py; the scenarios' additions after it);
+ * backward allocates on pt_autograd_0, a thread with no Python frames
+ * (python-frames.md), so its entries carry none. */
+enum {
+	F_MODULE,
+	F_MAIN_MODEL,
+	F_MAIN_LOOP,
+	F_STEP_X,
+	F_STEP_Y,
+	F_STEP_FWD,
+	F_STEP_OPT,
+	F_STEP_KEEP,
+	F_MAIN_EXTRA
+};
+static const struct emu_frame frames[] = {
+    [F_MODULE] = {"<module>", "train.py", 84},
+    [F_MAIN_MODEL] = {"main", "train.py", 38}, /* model = nn.Sequential(...).to(dev) */
+    [F_MAIN_LOOP] = {"main", "train.py", 64},  /* loss = step(i) */
+    [F_STEP_X] = {"step", "train.py", 46},     /* x = torch.randn(...) */
+    [F_STEP_Y] = {"step", "train.py", 47},     /* y = torch.randint(...) */
+    [F_STEP_FWD] = {"step", "train.py", 49},   /* loss = loss_fn(model(x), y) */
+    [F_STEP_OPT] = {"step", "train.py", 55},   /* opt.step() */
+    [F_STEP_KEEP] = {"step", "train.py", 56},  /* losses.append(loss_detail) */
+    [F_MAIN_EXTRA] = {"main", "train.py", 66}, /* the scenario's own tensors */
+};
+enum { S_NONE, S_MODEL, S_X, S_Y, S_FORWARD, S_OPTIMIZER, S_KEEP, S_EXTRA };
+static const struct emu_site sites[] = {
+    [S_NONE] = {0, {0}},
+    [S_MODEL] = {2, {F_MAIN_MODEL, F_MODULE}},
+    [S_X] = {3, {F_STEP_X, F_MAIN_LOOP, F_MODULE}},
+    [S_Y] = {3, {F_STEP_Y, F_MAIN_LOOP, F_MODULE}},
+    [S_FORWARD] = {3, {F_STEP_FWD, F_MAIN_LOOP, F_MODULE}},
+    [S_OPTIMIZER] = {3, {F_STEP_OPT, F_MAIN_LOOP, F_MODULE}},
+    [S_KEEP] = {3, {F_STEP_KEEP, F_MAIN_LOOP, F_MODULE}},
+    [S_EXTRA] = {2, {F_MAIN_EXTRA, F_MODULE}},
+};
 
 static struct torch_alloc A;
 static struct {
@@ -120,8 +160,11 @@ static void backward(int batch)
 /* ---- one training step, as torch_train.py's step() ---- */
 static void forward(int batch)
 {
+	emu_history_site(S_X);
 	M.x = alloc_or_raise(batch * 3 * 32 * 32 * 4ull);
+	emu_history_site(S_Y);
 	M.y = alloc_or_raise(batch * 8ull);
+	emu_history_site(S_FORWARD);
 	for (int i = 0; i < NACT && !M.oom; i++) {
 		if (i == 6 && !M.ws_main)
 			M.ws_main = alloc_or_raise(CUBLAS_WORKSPACE);
@@ -146,6 +189,7 @@ static void release_step(void)
  * parameter on every step. */
 static void optimizer_step(void)
 {
+	emu_history_site(S_OPTIMIZER);
 	emu_launch(&k_adam);
 	for (int p = 0; p < NPARAM && !M.oom; p++) {
 		if (!M.adam[2 * p]) {
@@ -175,9 +219,11 @@ static void train_step(int batch)
 		emu_pop();
 	if (!M.oom)
 		optimizer_step();
+	emu_history_site(S_KEEP);
 	if (!M.oom && M.leak && M.nkept < MAXLEAK) /* e.g. losses.append(loss_detail) */
 		M.kept[M.nkept++] = alloc_or_raise(M.leak);
 	release_step();
+	emu_history_site(S_EXTRA);
 	if (M.ranged)
 		emu_pop();
 	emu_sleep_ms(M.step < 3 ? 30 : 1);
@@ -188,12 +234,16 @@ static pthread_t ag;
 
 static void setup(int ranged)
 {
+	emu_history_init(frames, sizeof frames / sizeof *frames, sites,
+			 sizeof sites / sizeof *sites);
+	emu_history_site(S_MODEL);
 	torch_init(&A);
 	M.ranged = ranged;
 	for (int p = 0; p < NPARAM; p++) /* model.to("cuda") */
 		M.param[p] = alloc_or_raise(param_sizes[p]);
 	pthread_create(&ag, NULL, autograd_thread, NULL);
 	pthread_setname_np(ag, "pt_autograd_0");
+	emu_history_site(S_EXTRA);
 }
 
 /* Ends like the script: counters printed, 1 if it raised an OOM. */
@@ -206,6 +256,7 @@ static int finish(void)
 	pthread_join(ag, NULL);
 	printf("EMU steps %d, tensors kept %d of %zu bytes\n", M.step, M.nkept, M.leak);
 	torch_print_stats(&A);
+	torch_history_write(&A); /* the helper's snapshot at exit */
 	return M.oom ? 1 : 0;
 }
 

@@ -13,9 +13,11 @@ emu-progs: sim $(EMU_PROGS) ## build the framework emulators into build/tests/em
 # The caching allocator's rules are the product's model (model/), driven
 # against the simulated CUDA.
 $(EMU_DIR)/emu-torch: tests/emu/emu-torch.c tests/emu/torch-alloc.c tests/emu/torch-alloc.h \
+		tests/emu/torch-history.c tests/emu/torch-history.h include/gpumemtrace/gpumemtrace.h \
 		model/torchalloc.c model/torchalloc.h $(EMU_DEPS) $(SIM_LIBCUDART) $(SIM_LIBCUDA)
 	@mkdir -p $(dir $@)
-	$(CC) $(EMU_CFLAGS) -o $@ tests/emu/emu-torch.c tests/emu/torch-alloc.c model/torchalloc.c \
+	$(CC) $(EMU_CFLAGS) -o $@ tests/emu/emu-torch.c tests/emu/torch-alloc.c \
+		tests/emu/torch-history.c model/torchalloc.c \
 		-L$(SIM_DIR) -l:libcudart.so.13 -l:libcuda.so.1 -ldl -lpthread -lm $(SAN_LDFLAGS)
 
 # TF/XLA/JAX: libcuda by dlopen + dlsym (implib trampolines, §0.3); linked

@@ -4,7 +4,12 @@
  * for what the model asks (frameworks.md §1.4, §1.5), and the two
  * backends that bypass the cache. One stream: the emulated training uses
  * the default stream only. */
+#include "gpumemtrace/format.h"
+
 #include "torch-alloc.h"
+#include "torch-history.h"
+
+static void history_snapshot(struct torch_alloc *a, unsigned reason);
 
 /* ---- the model's driver: native segments ---- */
 
@@ -183,6 +188,7 @@ static struct block *cached_malloc(struct torch_alloc *a, size_t size)
 		       (unsigned long long)s->reserved, (unsigned long long)s->allocated,
 		       (unsigned long long)c->allowed_max);
 		helper_oom(a, ta_allocation_size(c, ta_round_size(c, size)));
+		history_snapshot(a, GMT_FWSNAP_WHY_OOM); /* the observer's _snapshot() */
 		return NULL;
 	}
 	struct block *b = calloc(1, sizeof *b);
@@ -225,6 +231,59 @@ void torch_set_fraction(struct torch_alloc *a, double fraction)
 {
 	if (a->model)
 		ta_set_allowed(a->model, (uint64_t)(a->total * fraction));
+}
+
+/* ---- the history (EMU_HISTORY: torch-history.h) ---- */
+
+static void hist_trace(void *ctx, enum ta_action action, uint64_t addr, uint64_t size,
+		       uint64_t stream)
+{
+	(void)ctx;
+	emu_history_entry((unsigned)action, addr, size, stream); /* GMT_FW_* numbering */
+}
+
+struct hist_walk {
+	struct emu_hist_block *v;
+	size_t n, cap;
+	bool gap; /* an expandable segment's unmapped pages came before */
+};
+
+/* A snapshot lists an expandable segment's mapped ranges as its segments. */
+static void hist_block(void *ctx, const struct ta_block_info *b)
+{
+	struct hist_walk *w = ctx;
+	if (b->expandable && !b->mapped) {
+		w->gap = true;
+		return;
+	}
+	if (w->n == w->cap) {
+		w->cap = w->cap ? 2 * w->cap : 256;
+		if (!(w->v = realloc(w->v, w->cap * sizeof(*w->v))))
+			abort();
+	}
+	w->v[w->n++] =
+	    (struct emu_hist_block){b->ptr,    b->size,	      b->requested,
+				    b->stream, b->allocated,  b->pending,
+				    b->small,  b->expandable, b->segment_start || w->gap};
+	w->gap = false;
+}
+
+/* The allocator's lock held. */
+static void history_snapshot(struct torch_alloc *a, unsigned reason)
+{
+	if (!a->model || !emu_history_on())
+		return; /* cudaMallocAsync and no caching keep no history */
+	struct hist_walk w = {0};
+	ta_walk(a->model, hist_block, &w);
+	emu_history_write(reason, w.v, w.n, getenv("PYTORCH_CUDA_ALLOC_CONF"), 100000);
+	free(w.v);
+}
+
+void torch_history_write(struct torch_alloc *a)
+{
+	pthread_mutex_lock(&a->lock);
+	history_snapshot(a, GMT_FWSNAP_WHY_EXIT);
+	pthread_mutex_unlock(&a->lock);
 }
 
 /* Which backend, from the variables PyTorch reads (§1.5-1.7), and the
@@ -271,7 +330,8 @@ void torch_init(struct torch_alloc *a)
 				.map = drv_map,
 				.unmap = drv_unmap,
 				.release = drv_release,
-				.device_free = drv_device_free};
+				.device_free = drv_device_free,
+				.trace = emu_history_on() ? hist_trace : NULL};
 	if (!(a->model = ta_new(&c, &be)))
 		abort();
 	if (a->backend != EXPANDABLE)

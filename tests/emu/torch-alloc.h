@@ -67,5 +67,7 @@ void torch_free(struct torch_alloc *a, struct block *b);
 /* torch.cuda.set_per_process_memory_fraction */
 void torch_set_fraction(struct torch_alloc *a, double fraction);
 void torch_print_stats(struct torch_alloc *a);
+/* With EMU_HISTORY: the snapshot the helper writes at exit (torch-history.h). */
+void torch_history_write(struct torch_alloc *a);
 
 #endif
