@@ -77,18 +77,22 @@ static void *wait_for_space_(struct gmt_ring *r, size_t len)
 		/* An exec under way, its trailer written: nothing drains until it
 		 * fails, and if it succeeds the event goes with the image.
 		 * Counted, not waited for. */
-		if (st != ST_ACTIVE || gmt_now_ns() >= deadline ||
-		    (__atomic_load_n(&gmt_rt.writes_held, __ATOMIC_RELAXED) &&
-		     __atomic_load_n(&gmt_rt.exec_hold, __ATOMIC_RELAXED)))
+		if (st != ST_ACTIVE || (__atomic_load_n(&gmt_rt.writes_held, __ATOMIC_RELAXED) &&
+					__atomic_load_n(&gmt_rt.exec_hold, __ATOMIC_RELAXED)))
 			return NULL;
 		/* The trace's write is stuck (a frozen file system): the
 		 * program has waited for it long enough, in all threads
-		 * together; counted lost until the write returns. */
-		uint64_t stuck = gmt_writer_stuck_ns(&gmt_rt.w, gmt_now_ns());
-		if (stuck && stuck >= full_wait_ns) {
+		 * together; counted lost until the write returns. An event
+		 * whose own wait ends while a write is stuck is the stall's
+		 * too (the NOTE's count then equals the trace's). */
+		uint64_t now = gmt_now_ns();
+		uint64_t stuck = gmt_writer_stuck_ns(&gmt_rt.w, now);
+		if (stuck && (stuck >= full_wait_ns || now >= deadline)) {
 			__atomic_add_fetch(&gmt_rt.stall_lost, 1, __ATOMIC_RELAXED);
 			return NULL;
 		}
+		if (now >= deadline)
+			return NULL;
 		gmt_flush_wake();
 		struct timespec ts = {0, nap};
 		nanosleep(&ts, NULL);
