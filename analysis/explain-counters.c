@@ -24,11 +24,12 @@ static double pct(uint64_t part, uint64_t whole)
  * whether the counters were there. */
 bool ex_cnt_or_note(struct ex_finding *x, const struct ex_dev *d, const char *what)
 {
-	char note[300];
 	x->needs_counters = !d->counters.present;
 	if (d->counters.present)
 		return true;
-	ex_ev(x, "", "%s", ex_counters_note(what, note, sizeof(note)));
+	ex_ev(x, "", "%s", what);
+	if (x->nev && strcmp(x->ev[x->nev - 1].text, what) == 0)
+		x->ev[x->nev - 1].counters_hint = true;
 	return false;
 }
 

@@ -569,7 +569,7 @@ const char *ex_cmd(char *buf, size_t size, const char *name, const struct ex_fac
 const char *ex_counters_note(const char *what, char *buf, size_t size)
 {
 	snprintf(buf, size,
-		 "run with `gpumemtrace run --framework-counters` to see %s (the "
+		 "run with `gpumemtrace run --framework-counters` to see %.180s (the "
 		 "framework's own counters: driver calls do not show it)",
 		 what);
 	return buf;
@@ -587,10 +587,36 @@ static int by_severity(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
+/* How to get the framework's counters, said whole once, in the first
+ * finding that needs them; the later ones name only what they would add
+ * (torch.oom-exhaust said it five times). */
+static void word_counters_hints(struct ex_findings *out)
+{
+	bool said = false;
+	for (size_t i = 0; i < out->n; i++)
+		for (size_t k = 0; k < out->v[i].nev; k++) {
+			struct ex_evidence *e = &out->v[i].ev[k];
+			char what[200];
+			if (!e->counters_hint)
+				continue;
+			snprintf(what, sizeof(what), "%.199s", e->text);
+			if (said)
+				snprintf(e->text, sizeof(e->text),
+					 "the framework's counters (--framework-counters, above) "
+					 "would also show %.180s",
+					 what);
+			else
+				ex_counters_note(what, e->text, sizeof(e->text));
+			e->counters_hint = false;
+			said = true;
+		}
+}
+
 void ex_sort(struct ex_findings *out)
 {
 	if (out->n > 1)
 		qsort(out->v, out->n, sizeof(*out->v), by_severity);
+	word_counters_hints(out);
 }
 
 void explain_findings_free(struct ex_findings *out)

@@ -243,7 +243,8 @@ bool explain_doubling(const uint64_t *sizes, size_t n);
 
 struct ex_evidence {
 	char text[300];
-	char cmd[80]; /* "accounting --device 0": run as `gpumemtrace CMD TRACE`; "" none */
+	char cmd[80];	    /* "accounting --device 0": run as `gpumemtrace CMD TRACE`; "" none */
+	bool counters_hint; /* text is what --framework-counters would show: ex_sort words it */
 };
 
 /* What a finding is to the user, the first key of the order: what failed

@@ -57,6 +57,20 @@ static const char *unexplained_text(const struct acct_moment *m, char *buf)
 	return buf;
 }
 
+/* A row of the table: a label, then the peak's and the end's values, in
+ * 80 columns; a value wider than its column takes from the label's
+ * padding. */
+static void acct_row(FILE *f, const char *label, const char *peak, const char *end)
+{
+	int over = 0, lw = (int)strlen(label);
+	over += (int)strlen(peak) > 21 ? (int)strlen(peak) - 21 : 0;
+	over += (int)strlen(end) > 21 ? (int)strlen(end) - 21 : 0;
+	int pad = 34 - over < lw ? lw : 34 - over;
+	if (pad > 34)
+		pad = 34;
+	fprintf(f, "  %-*.*s %21s %21s\n", pad, 34, label, peak, end);
+}
+
 /* The device line, the moments' times, nvidia-smi's figures and the samples used. */
 static void print_dev_nvml(FILE *f, struct trace *t, const struct acct_dev *d)
 {
@@ -71,7 +85,7 @@ static void print_dev_nvml(FILE *f, struct trace *t, const struct acct_dev *d)
 	snprintf(h1, sizeof(h1), "at the peak %s",
 		 pk->have ? trace_fmt_time(b3, trace_rel(t, pk->time_ns)) : "-");
 	snprintf(h2, sizeof(h2), "at the end %s", trace_fmt_time(b3, trace_rel(t, en->time_ns)));
-	fprintf(f, "  %-34s %22s %22s\n", "", h1, h2);
+	acct_row(f, "", h1, h2);
 	const struct acct_moment *ms[2] = {pk, en};
 	char v[2][96];
 	for (int k = 0; k < 2; k++)
@@ -79,22 +93,22 @@ static void print_dev_nvml(FILE *f, struct trace *t, const struct acct_dev *d)
 			snprintf(v[k], 96, "%s", fmt_size(b3, ms[k]->smi));
 		else
 			snprintf(v[k], 96, "%s", ms[k]->unsampled ? "unsampled" : "-");
-	fprintf(f, "  %-34s %22s %22s\n",
-		pk->nvml && !pk->nvml_process ? "nvidia-smi (whole device)"
-					      : "nvidia-smi (this process)",
-		v[0], v[1]);
+	acct_row(f,
+		 pk->nvml && !pk->nvml_process ? "nvidia-smi (whole device)"
+					       : "nvidia-smi (this process)",
+		 v[0], v[1]);
 	for (int k = 0; k < 2; k++)
 		if (ms[k]->nvml)
 			snprintf(v[k], 96, "%s %s", reason_name(ms[k]->sample_reason),
 				 trace_fmt_time(b3, trace_rel(t, ms[k]->sample_time_ns)));
 		else
 			snprintf(v[k], 96, "-");
-	fprintf(f, "  %-34s %22s %22s\n", "  sample used", v[0], v[1]);
+	acct_row(f, "  sample used", v[0], v[1]);
 	if (pk->unsampled)
-		fprintf(f,
-			"  (no NVML reading was taken while memory was at its peak (within 5%%): "
-			"that lasted less than the sampling period; GPUMEMTRACE_SAMPLE_MS lower "
-			"catches it)\n");
+		rb_wrapf(f, 3,
+			 "  (no NVML reading was taken while memory was at its peak (within 5%%): "
+			 "that lasted less than the sampling period; GPUMEMTRACE_SAMPLE_MS lower "
+			 "catches it)");
 }
 
 /* The traced bytes, by kind and by library: those at the peak, then those
@@ -103,15 +117,13 @@ static void print_dev_traced(FILE *f, const struct acct_dev *d)
 {
 	const struct acct_moment *pk = &d->peak, *en = &d->end;
 	char b1[96], b2[96];
-	fprintf(f, "  %-34s %22s %22s\n", "traced allocations", fmt_size(b1, pk->traced),
-		fmt_size(b2, en->traced));
+	acct_row(f, "traced allocations", fmt_size(b1, pk->traced), fmt_size(b2, en->traced));
 	static const char *const kl[3] = {"  device (cudaMalloc, cuMemAlloc)",
 					  "  stream-ordered pool", "  VMM physical (cuMemCreate)"};
 	uint64_t kp[3] = {pk->device, pk->async, pk->vmm}, ke[3] = {en->device, en->async, en->vmm};
 	for (int k = 0; k < 3; k++)
 		if (kp[k] || ke[k])
-			fprintf(f, "  %-34s %22s %22s\n", kl[k], fmt_size(b1, kp[k]),
-				fmt_size(b2, ke[k]));
+			acct_row(f, kl[k], fmt_size(b1, kp[k]), fmt_size(b2, ke[k]));
 	for (int pass = 0; pass < 2; pass++) {
 		const struct acct_moment *m = pass ? en : pk, *o = pass ? pk : en;
 		for (size_t k = 0; k < m->nlibs; k++) {
@@ -126,9 +138,8 @@ static void print_dev_traced(FILE *f, const struct acct_dev *d)
 				continue;
 			char lab[64];
 			snprintf(lab, sizeof(lab), "  from %s", m->libs[k].library);
-			fprintf(f, "  %-34.34s %22s %22s\n", lab,
-				fmt_size(b1, pass ? other : m->libs[k].bytes),
-				fmt_size(b2, pass ? m->libs[k].bytes : other));
+			acct_row(f, lab, fmt_size(b1, pass ? other : m->libs[k].bytes),
+				 fmt_size(b2, pass ? m->libs[k].bytes : other));
 		}
 	}
 }
@@ -141,25 +152,25 @@ static void print_dev_cache(FILE *f, const struct trace *t, const struct acct_de
 	if (!c->known)
 		return;
 	char b1[96], b2[96];
-	fprintf(f, "  framework's own counters: %s on %s (the readings nearest: %s, ", c->api,
-		c->device_name, pc->known ? trace_fmt_time(b1, trace_rel(t, pc->time_ns)) : "-");
-	fprintf(f, "%s)\n", ec->known ? trace_fmt_time(b2, trace_rel(t, ec->time_ns)) : "-");
+	rb_wrapf(f, 4, "  framework's own counters: %s on %s (the readings nearest: %s, %s)",
+		 c->api, c->device_name,
+		 pc->known ? trace_fmt_time(b1, trace_rel(t, pc->time_ns)) : "-",
+		 ec->known ? trace_fmt_time(b2, trace_rel(t, ec->time_ns)) : "-");
 	if (c->has_reserved)
-		fprintf(f, "  %-34s %22s %22s\n", "  cache (reserved from the driver)",
-			pc->known ? fmt_size(b1, pc->reserved) : "-",
-			ec->known ? fmt_size(b2, ec->reserved) : "-");
-	fprintf(f, "  %-34s %22s %22s\n", "    tensors (allocated)",
-		pc->known ? fmt_size(b1, pc->allocated) : "-",
-		ec->known ? fmt_size(b2, ec->allocated) : "-");
+		acct_row(f, "  cache (reserved from the driver)",
+			 pc->known ? fmt_size(b1, pc->reserved) : "-",
+			 ec->known ? fmt_size(b2, ec->reserved) : "-");
+	acct_row(f, "    tensors (allocated)", pc->known ? fmt_size(b1, pc->allocated) : "-",
+		 ec->known ? fmt_size(b2, ec->allocated) : "-");
 	if (c->has_reserved)
-		fprintf(f, "  %-34s %22s %22s\n", "    free in the cache",
-			pc->known ? fmt_size(b1, acct_cache_free(pc)) : "-",
-			ec->known ? fmt_size(b2, acct_cache_free(ec)) : "-");
+		acct_row(f, "    free in the cache",
+			 pc->known ? fmt_size(b1, acct_cache_free(pc)) : "-",
+			 ec->known ? fmt_size(b2, acct_cache_free(ec)) : "-");
 	else
-		fprintf(f,
-			"  (%s does not say what its cache holds: free space in it "
-			"is not known)\n",
-			c->api);
+		rb_wrapf(f, 3,
+			 "  (%s does not say what its cache holds: free space in it "
+			 "is not known)",
+			 c->api);
 }
 
 /* Contexts, the unexplained rest, the notes on it and its likely routes. */
@@ -177,35 +188,35 @@ static void print_dev_unexplained(FILE *f, const struct acct_dev *d)
 {
 	const struct acct_moment *pk = &d->peak, *en = &d->end;
 	char b1[96], b2[96], b3[32];
-	fprintf(f, "  %-34s %22s %22s\n", "CUDA contexts + module code", ctx_text(d, pk, b1),
-		ctx_text(d, en, b2));
-	fprintf(f, "  %-34s %22s %22s\n", "unexplained", unexplained_text(pk, b1),
-		unexplained_text(en, b2));
+	acct_row(f, "CUDA contexts + module code", ctx_text(d, pk, b1), ctx_text(d, en, b2));
+	acct_row(f, "unexplained", unexplained_text(pk, b1), unexplained_text(en, b2));
 	if (!pk->nvml && !en->nvml)
-		fprintf(f, "  (no NVML sample for this device: nothing to reconcile)\n");
+		rb_wrapf(f, 3, "  (no NVML sample for this device: nothing to reconcile)");
 	if (!d->ctx_events)
-		fprintf(f, "  note: no context creation was traced on this device: the "
-			   "unexplained share includes the context\n");
+		rb_wrapf(f, 4,
+			 "  note: no context creation was traced on this device: the "
+			 "unexplained share includes the context");
 	else if (d->ctx_measured < d->ctx_events)
-		fprintf(f,
-			"  note: %" PRIu64 " of %" PRIu64
-			" context creations were not measured (NVML missing then): their "
-			"cost is in the unexplained share\n",
-			d->ctx_events - d->ctx_measured, d->ctx_events);
+		rb_wrapf(f, 4,
+			 "  note: %" PRIu64 " of %" PRIu64
+			 " context creations were not measured (NVML missing then): their "
+			 "cost is in the unexplained share",
+			 d->ctx_events - d->ctx_measured, d->ctx_events);
 	if ((pk->nvml && pk->unexplained < -(int64_t)ACCT_FLAG_BYTES) ||
 	    (en->nvml && en->unexplained < -(int64_t)ACCT_FLAG_BYTES))
-		fprintf(f, "  negative: the trace holds more than nvidia-smi showed: the "
-			   "sample lags the allocations, or memory was freed but the free "
-			   "was not traced\n");
+		rb_wrapf(f, 4,
+			 "  negative: the trace holds more than nvidia-smi showed: the "
+			 "sample lags the allocations, or memory was freed but the free "
+			 "was not traced");
 	if (!d->nroutes)
 		return;
 	const struct acct_moment *m = pk->flagged ? pk : en;
 	int width = rb_text_width(f);
-	fprintf(f, "  %s unexplained %s: likely %s\n", fmt_size(b3, (uint64_t)m->unexplained),
-		m == pk ? "at the peak" : "at the end", d->routes[0].text);
+	rb_wrapf(f, 4, "  %s unexplained %s: likely %s", fmt_size(b3, (uint64_t)m->unexplained),
+		 m == pk ? "at the peak" : "at the end", d->routes[0].text);
 	evidence(f, width, d->routes[0].evidence);
 	for (size_t k = 1; k < d->nroutes; k++) {
-		fprintf(f, "    also possible: %s\n", d->routes[k].text);
+		rb_wrapf(f, 6, "    also possible: %s", d->routes[k].text);
 		evidence(f, width, d->routes[k].evidence);
 	}
 }
@@ -213,7 +224,8 @@ static void print_dev_unexplained(FILE *f, const struct acct_dev *d)
 void acct_print(FILE *f, const struct acct *a, int64_t only)
 {
 	if (a->nvml_why)
-		fprintf(f, "  no nvidia-smi figures: %s; the traced figures follow\n", a->nvml_why);
+		rb_wrapf(f, 4, "  no nvidia-smi figures: %s; the traced figures follow",
+			 a->nvml_why);
 	bool any = false;
 	for (size_t i = 0; i < a->ndevs; i++) {
 		const struct acct_dev *d = &a->devs[i];
@@ -241,14 +253,14 @@ void acct_print_brief(FILE *f, const struct acct *a)
 		return;
 	}
 	fprintf(f, "\nnvidia-smi reconciliation (gpumemtrace accounting has the details)\n");
-	fprintf(f, "  %-4s %-9s %11s %11s %22s %24s\n", "dev", "when", "nvidia-smi", "traced",
+	fprintf(f, "  %-3s %-4s %10s %10s %22s %24s\n", "dev", "when", "nvidia-smi", "traced",
 		"contexts", "unexplained");
 	for (size_t i = 0; i < a->ndevs; i++) {
 		const struct acct_dev *d = &a->devs[i];
 		const struct acct_moment *ms[2] = {&d->peak, &d->end};
 		for (int k = 0; k < 2; k++) {
 			const struct acct_moment *m = ms[k];
-			fprintf(f, "  %-4" PRId64 " %-9s %11s %11s %22s %24s\n", d->ordinal,
+			fprintf(f, "  %-3" PRId64 " %-4s %10s %10s %22s %24s\n", d->ordinal,
 				k ? "end" : "peak",
 				m->nvml	       ? fmt_size(b[0], m->smi)
 				: m->unsampled ? "unsampled"
@@ -257,7 +269,7 @@ void acct_print_brief(FILE *f, const struct acct *a)
 				unexplained_text(m, b[3]));
 		}
 		if (d->nroutes)
-			fprintf(f, "       likely: %s\n", d->routes[0].text);
+			rb_wrapf(f, 10, "      likely: %s", d->routes[0].text);
 	}
 }
 

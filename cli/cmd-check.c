@@ -403,43 +403,45 @@ static const char *size_exact(char *buf, uint64_t n)
 
 static void print_line(FILE *f, const struct check_result *r, const struct check_args *a)
 {
-	char b1[64], b2[64], b3[32], dev[32];
+	char b1[64], b2[64], b3[32], dev[32], w[512] = "";
 	if (r->device >= 0)
 		snprintf(dev, sizeof(dev), "device %" PRId64, r->device);
 	else
 		snprintf(dev, sizeof(dev), "all devices");
-	fprintf(f, "%s%s%s  %-15s %-10s %s: ", cli_paint(f, r->pass ? C_PASS : C_FAIL),
-		r->pass ? "PASS" : "FAIL", cli_paint(f, C_RESET), check_name[r->kind], dev,
-		r->trace);
 	switch (r->kind) {
 	case CK_PEAK:
 	case CK_LIVE_END:
-		fprintf(f, "%s %s %s limit %s\n", r->kind == CK_PEAK ? "peak" : "live at end",
-			size_exact(b1, r->measured), r->pass ? "<=" : ">",
-			size_exact(b2, r->limit));
+		snprintf(w, sizeof(w), "%s %s %s limit %s",
+			 r->kind == CK_PEAK ? "peak" : "live at end", size_exact(b1, r->measured),
+			 r->pass ? "<=" : ">", size_exact(b2, r->limit));
 		break;
 	case CK_INCREASE:
-		fprintf(f, "peak %s vs baseline %s: %s %s limit %+g%%\n",
-			size_exact(b1, r->measured), size_exact(b2, r->baseline),
-			pct_text(b3, r->increase_pct), r->pass ? "<=" : ">", a->max_increase);
+		snprintf(w, sizeof(w), "peak %s vs baseline %s: %s %s limit %+g%%",
+			 size_exact(b1, r->measured), size_exact(b2, r->baseline),
+			 pct_text(b3, r->increase_pct), r->pass ? "<=" : ">", a->max_increase);
 		break;
 	case CK_OOM:
-		fprintf(f, "%" PRIu64 " out-of-memory failure%s not recovered by retry\n",
-			r->measured, r->measured == 1 ? "" : "s");
+		snprintf(w, sizeof(w), "%" PRIu64 " out-of-memory failure%s not recovered by retry",
+			 r->measured, r->measured == 1 ? "" : "s");
 		break;
 	case CK_SMI:
-		fprintf(f, "nvidia-smi peak %s %s limit %s (%s)\n", size_exact(b1, r->measured),
-			r->pass ? "<=" : ">", size_exact(b2, r->limit), r->source);
+		snprintf(w, sizeof(w), "nvidia-smi peak %s %s limit %s (%s)",
+			 size_exact(b1, r->measured), r->pass ? "<=" : ">",
+			 size_exact(b2, r->limit), r->source);
 		break;
 	case CK_FW:
 		if (strncmp(r->source, "no framework", 12) == 0)
-			fprintf(f, "%s\n", r->source);
+			snprintf(w, sizeof(w), "%s", r->source);
 		else
-			fprintf(f, "framework reserved peak %s %s limit %s (%s)\n",
-				size_exact(b1, r->measured), r->pass ? "<=" : ">",
-				size_exact(b2, r->limit), r->source);
+			snprintf(w, sizeof(w), "framework reserved peak %s %s limit %s (%s)",
+				 size_exact(b1, r->measured), r->pass ? "<=" : ">",
+				 size_exact(b2, r->limit), r->source);
 		break;
 	}
+	/* the trace's path and the figures wrap under the verdict */
+	rb_wrapf(f, 6, "%s%s%s  %-15s %-10s %s: %s", cli_paint(f, r->pass ? C_PASS : C_FAIL),
+		 r->pass ? "PASS" : "FAIL", cli_paint(f, C_RESET), check_name[r->kind], dev,
+		 r->trace, w);
 }
 
 static void json_pct(FILE *f, double v)

@@ -334,6 +334,20 @@ static const char *state_text(const struct trace *t)
 
 /* ---- the allocator environment, nvidia-smi ---- */
 
+/* A setting's row, A's and B's values in columns; a value too long for
+ * them (a command line) puts each under the name, wrapped. */
+static void env_row(FILE *f, const char *k, const char *va, const char *vb, const char *tail)
+{
+	int w = rb_text_width(f);
+	if (strlen(va) <= 30 && 2 + 36 + 1 + 30 + 1 + (int)(strlen(vb) + strlen(tail)) <= w) {
+		fprintf(f, "  %-36s %-30s %s%s\n", k, va, vb, tail);
+		return;
+	}
+	fprintf(f, "  %s%s\n", k, tail);
+	rb_wrapf(f, 9, "      A: %s", va);
+	rb_wrapf(f, 9, "      B: %s", vb);
+}
+
 /* The allocator variables the tracer records that the framework table
  * marks shown, set or not: the same value in both runs matters as much as
  * a change. */
@@ -346,7 +360,7 @@ static void print_alloc_env(FILE *f, struct diff_ctx *d)
 		const char *k = gmt_fw_env[i].name;
 		const char *va = find_env(&d->a->t, k), *vb = find_env(&d->b->t, k);
 		bool differs = va && vb ? strcmp(va, vb) != 0 : va != vb;
-		fprintf(f, "  %-36s %-30s %s%s\n", k, va ? va : "(unset)", vb ? vb : "(unset)",
+		env_row(f, k, va ? va : "(unset)", vb ? vb : "(unset)",
 			differs ? "  (differs)" : "");
 	}
 	/* a setting with two names: the one the framework did not read */
@@ -358,8 +372,8 @@ static void print_alloc_env(FILE *f, struct diff_ctx *d)
 				continue;
 			fw_in_force_of(t->env, t->nenv, gmt_fw_env[i].current, &c);
 			if (c.ignored)
-				fprintf(f, "  %c: %s is %s while %s is set\n", side ? 'B' : 'A',
-					c.ignored, c.conflict ? "an error" : "ignored", c.name);
+				rb_wrapf(f, 6, "  %c: %s is %s while %s is set", side ? 'B' : 'A',
+					 c.ignored, c.conflict ? "an error" : "ignored", c.name);
 		}
 }
 
@@ -419,16 +433,17 @@ static void smi_moment(FILE *f, const struct acct_dev *xa, const struct acct_dev
 				     : "-");
 	const struct acct_route *ra = likely(xa, ma), *rb = likely(xb, mb);
 	if (ra)
-		fprintf(f, "      A: likely %s\n", ra->text);
+		rb_wrapf(f, 9, "      A: likely %s", ra->text);
 	if (rb)
-		fprintf(f, "      B: likely %s\n", rb->text);
+		rb_wrapf(f, 9, "      B: likely %s", rb->text);
 }
 
 static void print_smi(FILE *f, struct diff_ctx *d)
 {
 	if (d->acct_a.nvml_why && d->acct_b.nvml_why) {
-		fprintf(f, "\nnvidia-smi: no NVML figures in either trace (A: %s; B: %s)\n",
-			d->acct_a.nvml_why, d->acct_b.nvml_why);
+		fputc('\n', f);
+		rb_wrapf(f, 2, "nvidia-smi: no NVML figures in either trace (A: %s; B: %s)",
+			 d->acct_a.nvml_why, d->acct_b.nvml_why);
 		return;
 	}
 	for (size_t i = 0; i < d->ndevs; i++) {
@@ -444,26 +459,36 @@ static void print_smi(FILE *f, struct diff_ctx *d)
 		uint64_t dtraced = absdelta(xa->end.traced, xb->end.traced);
 		char b1[40], b2[40];
 		if (dsmi > ACCT_FLAG_BYTES && dsmi > 2 * dtraced)
-			fprintf(
-			    f,
+			rb_wrapf(
+			    f, 4,
 			    "  nvidia-smi differs by %s at the end where the traced allocations "
 			    "differ by %s: the difference is memory the trace does not hold "
-			    "(\"unexplained\" above; `gpumemtrace accounting` on each)\n",
+			    "(\"unexplained\" above; `gpumemtrace accounting` on each)",
 			    delta_size(b1, xa->end.smi, xb->end.smi),
 			    delta_size(b2, xa->end.traced, xb->end.traced));
 	}
 	if (d->acct_a.nvml_why || d->acct_b.nvml_why)
-		fprintf(f, "  (no NVML figures in %s: %s)\n", d->acct_a.nvml_why ? "A" : "B",
-			d->acct_a.nvml_why ? d->acct_a.nvml_why : d->acct_b.nvml_why);
+		rb_wrapf(f, 3, "  (no NVML figures in %s: %s)", d->acct_a.nvml_why ? "A" : "B",
+			 d->acct_a.nvml_why ? d->acct_a.nvml_why : d->acct_b.nvml_why);
+}
+
+/* The device table's row: 88 columns, or 80 with less spacing. */
+static void dev_row(FILE *f, bool narrow, const char *const v[8])
+{
+	static const int wide_w[8] = {4, 10, 10, 11, 8, 12, 12, 11},
+			 narrow_w[8] = {3, 9, 9, 10, 7, 11, 11, 10};
+	const int *w = narrow ? narrow_w : wide_w;
+	fprintf(f, "  %-*s %*s %*s %*s %*s  %*s %*s %*s\n", w[0], v[0], w[1], v[1], w[2], v[2],
+		w[3], v[3], w[4], v[4], w[5], v[5], w[6], v[6], w[7], v[7]);
 }
 
 static void print_human(FILE *f, struct diff_ctx *d)
 {
 	char b1[40], b2[40], b3[40], b4[40], b5[40], b6[40], b7[40];
-	fprintf(f, "A  %s (%s, %" PRIu64 " events)\n", d->path_a, state_text(&d->a->t),
-		d->a->t.events);
-	fprintf(f, "B  %s (%s, %" PRIu64 " events)\n", d->path_b, state_text(&d->b->t),
-		d->b->t.events);
+	rb_wrapf(f, 5, "A  %s (%s, %" PRIu64 " events)", d->path_a, state_text(&d->a->t),
+		 d->a->t.events);
+	rb_wrapf(f, 5, "B  %s (%s, %" PRIu64 " events)", d->path_b, state_text(&d->b->t),
+		 d->b->t.events);
 	rb_partial_line(f, &d->a->t, true);
 	if (strcmp(d->path_a, d->path_b) != 0)
 		rb_partial_line(f, &d->b->t, true);
@@ -480,24 +505,31 @@ static void print_human(FILE *f, struct diff_ctx *d)
 		for (size_t i = 0; i < d->env.n; i++) {
 			const struct env_item *e = &d->env.v[i];
 			if (!env_same(e))
-				fprintf(f, "  %-36s %-30s %s\n", e->key, e->a ? e->a : "(none)",
-					e->b ? e->b : "(none)");
+				env_row(f, e->key, e->a ? e->a : "(none)", e->b ? e->b : "(none)",
+					"");
 		}
 	}
 	print_alloc_env(f, d);
 
-	fprintf(f, "\ndevice memory (B - A)\n  %-4s %10s %10s %11s %8s  %12s %12s %11s\n", "dev",
-		"peak A", "peak B", "delta", "%", "live end A", "live end B", "delta");
+	/* 88 columns; 80 with the spacing that the figures leave */
+	bool narrow = rb_text_width(f) < 88;
+	fprintf(f, "\ndevice memory (B - A)\n");
+	dev_row(f, narrow,
+		(const char *[8]){"dev", "peak A", "peak B", "delta", "%", "live end A",
+				  "live end B", "delta"});
 	if (!d->ndevs)
 		fprintf(f, "  (no devices)\n");
 	for (size_t i = 0; i < d->ndevs; i++) {
 		struct rp_level la = check_measure_dev(d->a, d->devs[i]),
 				lb = check_measure_dev(d->b, d->devs[i]);
-		fprintf(f, "  %-4" PRId64 " %10s %10s %11s %8s  %12s %12s %11s\n", d->devs[i],
-			fmt_size(b1, la.peak), fmt_size(b2, lb.peak),
-			delta_size(b3, la.peak, lb.peak), delta_pct(b4, la.peak, lb.peak),
-			fmt_size(b5, la.bytes), fmt_size(b6, lb.bytes),
-			delta_size(b7, la.bytes, lb.bytes));
+		char dev[24];
+		snprintf(dev, sizeof(dev), "%" PRId64, d->devs[i]);
+		dev_row(f, narrow,
+			(const char *[8]){dev, fmt_size(b1, la.peak), fmt_size(b2, lb.peak),
+					  delta_size(b3, la.peak, lb.peak),
+					  delta_pct(b4, la.peak, lb.peak), fmt_size(b5, la.bytes),
+					  fmt_size(b6, lb.bytes),
+					  delta_size(b7, la.bytes, lb.bytes)});
 	}
 	print_smi(f, d);
 	bool other = false;
@@ -540,19 +572,27 @@ static void print_human(FILE *f, struct diff_ctx *d)
 	char depth[32] = "";
 	if (!strcmp(d->by, "stack"))
 		snprintf(depth, sizeof(depth), ", depth %d", d->depth);
-	fprintf(f,
-		"\nallocation sites at the peak (by %s%s): %zu added, %zu removed, %zu grew, "
-		"%zu shrank, %zu unchanged\n",
-		d->by, depth, cnt[ST_ADDED], cnt[ST_REMOVED], cnt[ST_GREW], cnt[ST_SHRANK],
-		d->same_sites);
+	fputc('\n', f);
+	rb_wrapf(f, 2,
+		 "allocation sites at the peak (by %s%s): %zu added, %zu removed, %zu grew, "
+		 "%zu shrank, %zu unchanged",
+		 d->by, depth, cnt[ST_ADDED], cnt[ST_REMOVED], cnt[ST_GREW], cnt[ST_SHRANK],
+		 d->same_sites);
+	/* 51 columns of figures; narrower than them and a site: the site under */
+	int room = rb_text_width(f) - 51;
+	bool under = room < RB_SITE_MIN;
+	const char *const none[1] = {""};
+	if (under)
+		room = rb_text_width(f) - 6;
 	if (d->nrows)
-		fprintf(f, "  %-8s %-4s %10s %10s %11s  %s\n", "change", "dev", "A", "B", "delta",
-			"site");
+		fprintf(f, "  %-8s %-4s %10s %10s %11s%s%s\n", "change", "dev", "A", "B", "delta",
+			under ? "\n      " : "  ", "site");
 	for (size_t i = 0; i < d->nrows; i++) {
 		const struct site_row *r = &d->rows[i];
-		fprintf(f, "  %-8s %-4" PRId64 " %10s %10s %11s  %s\n", status_name[r->status],
+		fprintf(f, "  %-8s %-4" PRId64 " %10s %10s %11s%s", status_name[r->status],
 			r->device, fmt_size(b1, r->a_bytes), fmt_size(b2, r->b_bytes),
-			delta_size(b3, r->a_bytes, r->b_bytes), r->key);
+			delta_size(b3, r->a_bytes, r->b_bytes), under ? "\n      " : "  ");
+		rb_site_line(f, r->key, room, none, 1);
 	}
 }
 

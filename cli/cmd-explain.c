@@ -63,6 +63,7 @@ static const struct opt_usage usage = {
 static void wrapped(FILE *f, const char *lead, const char *indent, const char *s)
 {
 	size_t col = strlen(lead), ind = strlen(indent);
+	size_t wrap = rb_text_width(f) < WRAP ? (size_t)rb_text_width(f) : WRAP;
 	bool first = true;
 	fputs(lead, f);
 	while (*s) {
@@ -71,7 +72,7 @@ static void wrapped(FILE *f, const char *lead, const char *indent, const char *s
 		size_t w = strcspn(s, " ");
 		if (!w)
 			break;
-		if (!first && col + 1 + w > WRAP && col > ind) {
+		if (!first && col + 1 + w > wrap && col > ind) {
 			fprintf(f, "\n%s", indent);
 			col = ind;
 		} else if (!first) {
@@ -122,7 +123,7 @@ static void finding_human(FILE *f, size_t k, const struct ex_finding *x, const c
 		if (seen)
 			continue;
 		command_text(cmdline, sizeof(cmdline), &x->ev[i], a, b);
-		fprintf(f, "     more: %s\n", cmdline);
+		rb_wrapf(f, 9, "     more: %s", cmdline);
 	}
 	if (*x->change)
 		wrapped(f, "   change: ", "     ", x->change);
@@ -188,9 +189,9 @@ static void recog_out(FILE *f, bool json, const struct ex_recog *r)
 		rb_json_s(f, r->mode_why);
 		return;
 	}
-	fprintf(f, "  framework: %s%s%s%s; allocator: %s (%s)\n", r->fw_name,
-		r->fw_module ? " (" : "", r->fw_module ? r->fw_module : "", r->fw_module ? ")" : "",
-		r->mode_name, r->mode_why);
+	rb_wrapf(f, 4, "  framework: %s%s%s%s; allocator: %s (%s)", r->fw_name,
+		 r->fw_module ? " (" : "", r->fw_module ? r->fw_module : "",
+		 r->fw_module ? ")" : "", r->mode_name, r->mode_why);
 }
 
 /* The comparison of two traces' facts, before their own findings. */

@@ -84,15 +84,17 @@ static void segs_human(FILE *f, const char *what, int64_t at, const struct frag_
 		fprintf(f, "    %s: none\n", what);
 		return;
 	}
-	fprintf(f, "    %s (%s): %" PRIu64 " segment%s, %s; oldest %s, median age %s\n", what,
-		rb_time(b1, at), s->count, s->count == 1 ? "" : "s", fmt_size(b2, s->bytes),
-		rb_dur(b3, (int64_t)s->oldest_ns), rb_dur(b4, (int64_t)s->median_age_ns));
-	fputs("      ", f);
-	for (int c = 0, n = 0; c < FRAG_NCLASSES; c++)
+	rb_wrapf(f, 6, "    %s (%s): %" PRIu64 " segment%s, %s; oldest %s, median age %s", what,
+		 rb_time(b1, at), s->count, s->count == 1 ? "" : "s", fmt_size(b2, s->bytes),
+		 rb_dur(b3, (int64_t)s->oldest_ns), rb_dur(b4, (int64_t)s->median_age_ns));
+	char line[512];
+	size_t o = 0;
+	for (int c = 0, n = 0; c < FRAG_NCLASSES && o < sizeof(line); c++)
 		if (s->class_count[c])
-			fprintf(f, "%s%" PRIu64 " of %s (%s)", n++ ? ", " : "", s->class_count[c],
-				class_text[c], fmt_size(b1, s->class_bytes[c]));
-	fputc('\n', f);
+			o += (size_t)snprintf(
+			    line + o, sizeof(line) - o, "%s%" PRIu64 " of %s (%s)", n++ ? ", " : "",
+			    s->class_count[c], class_text[c], fmt_size(b1, s->class_bytes[c]));
+	rb_wrapf(f, 8, "      %s", line);
 }
 
 static const char *bucket_text(char *buf, int b)
@@ -112,41 +114,42 @@ static void grants_human(FILE *f, const struct frag_dev *d)
 	const struct frag_grant *p = &d->pitched, *g = &d->pages;
 	fprintf(f, "  requested against granted\n");
 	if (p->count)
-		fprintf(f, "    pitched: %" PRIu64 " asked %s, granted %s: %s of row padding\n",
-			p->count, fmt_size(b1, p->requested), fmt_size(b2, p->granted),
-			fmt_size(b3, p->granted - p->requested));
+		rb_wrapf(f, 6, "    pitched: %" PRIu64 " asked %s, granted %s: %s of row padding",
+			 p->count, fmt_size(b1, p->requested), fmt_size(b2, p->granted),
+			 fmt_size(b3, p->granted - p->requested));
 	if (g->count)
-		fprintf(f,
-			"    driver pages (an estimate): %" PRIu64 " asked %s, %s in 2 MiB pages "
-			"above 1 MiB and 512 B grains below: %s (%.1f%%)\n",
-			g->count, fmt_size(b1, g->requested), fmt_size(b2, g->granted),
-			fmt_size(b3, g->granted - g->requested),
-			100 * frag_ratio(g->granted - g->requested, g->granted));
+		rb_wrapf(f, 6,
+			 "    driver pages (an estimate): %" PRIu64 " asked %s, %s in 2 MiB pages "
+			 "above 1 MiB and 512 B grains below: %s (%.1f%%)",
+			 g->count, fmt_size(b1, g->requested), fmt_size(b2, g->granted),
+			 fmt_size(b3, g->granted - g->requested),
+			 100 * frag_ratio(g->granted - g->requested, g->granted));
 	if (d->handles.count)
-		fprintf(f,
-			"    cuMemCreate: %" PRIu64 " handle%s, %s, %" PRIu64
-			" of them 2 MiB multiples; what the caller uses inside is not visible\n",
-			d->handles.count, d->handles.count == 1 ? "" : "s",
-			fmt_size(b1, d->handles.granted), d->handles_2m);
+		rb_wrapf(f, 6,
+			 "    cuMemCreate: %" PRIu64 " handle%s, %s, %" PRIu64
+			 " of them 2 MiB multiples; what the caller uses inside is not visible",
+			 d->handles.count, d->handles.count == 1 ? "" : "s",
+			 fmt_size(b1, d->handles.granted), d->handles_2m);
 	if (d->async.count)
-		fprintf(f,
-			"    stream-ordered: %" PRIu64 " asked %s; what the pool reserved for them "
-			"is not visible\n",
-			d->async.count, fmt_size(b1, d->async.requested));
+		rb_wrapf(f, 6,
+			 "    stream-ordered: %" PRIu64
+			 " asked %s; what the pool reserved for them "
+			 "is not visible",
+			 d->async.count, fmt_size(b1, d->async.requested));
 }
 
 static void counters_free_human(FILE *f, struct trace *t, const struct frag_counters *c)
 {
 	char b1[32], b2[32], b3[32], b4[32], tb[32];
-	fprintf(f,
-		"  free inside the cache: %s (%s on %s, the reading nearest the peak, at %s: "
-		"reserved %s - allocated %s)\n",
-		fmt_size(b1, c->reserved - c->allocated), c->source, c->device_name,
-		trace_fmt_time(tb, trace_rel(t, c->time_ns)), fmt_size(b2, c->reserved),
-		fmt_size(b3, c->allocated));
+	rb_wrapf(f, 4,
+		 "  free inside the cache: %s (%s on %s, the reading nearest the peak, at %s: "
+		 "reserved %s - allocated %s)",
+		 fmt_size(b1, c->reserved - c->allocated), c->source, c->device_name,
+		 trace_fmt_time(tb, trace_rel(t, c->time_ns)), fmt_size(b2, c->reserved),
+		 fmt_size(b3, c->allocated));
 	if (c->has_split)
-		fprintf(f, "    of which in split blocks (inactive_split_bytes): %s\n",
-			fmt_size(b4, c->inactive_split));
+		rb_wrapf(f, 6, "    of which in split blocks (inactive_split_bytes): %s",
+			 fmt_size(b4, c->inactive_split));
 	fprintf(f, "    the most over %zu reading%s: %s\n", c->readings,
 		c->readings == 1 ? "" : "s", fmt_size(b4, c->max_free));
 }
@@ -255,21 +258,22 @@ static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d,
 			break;
 	}
 	grants_human(f, d);
-	fprintf(f, "  segments (device allocations not stream-ordered: under a caching "
-		   "allocator, what it holds from the driver)\n");
+	rb_wrapf(f, 4,
+		 "  segments (device allocations not stream-ordered: under a caching "
+		 "allocator, what it holds from the driver)");
 	segs_human(f, "at the peak", trace_rel(t, d->at_peak.time_ns), &d->at_peak);
 	segs_human(f, "at the end", trace_duration_ns(t), &d->at_end);
 	if (d->at_oom.taken) {
 		segs_human(f, "at the first OOM", trace_rel(t, d->at_oom.time_ns), &d->at_oom);
-		fprintf(f,
-			"      then the failing thread freed %" PRIu64 " of them (%s) before its "
-			"next device allocation\n",
-			d->oom_frees, fmt_size(b3, d->oom_freed));
+		rb_wrapf(f, 8,
+			 "      then the failing thread freed %" PRIu64 " of them (%s) before its "
+			 "next device allocation",
+			 d->oom_frees, fmt_size(b3, d->oom_freed));
 	}
 	if (frag_pytorch_like(&d->at_peak))
-		fprintf(f, "    the sizes match PyTorch's caching allocator's segments (2 MiB, 20 "
-			   "MiB, 2 MiB "
-			   "multiples): a cache may hold free space inside them\n");
+		rb_wrapf(f, 6,
+			 "    the sizes match PyTorch's caching allocator's segments (2 MiB, 20 "
+			 "MiB, 2 MiB multiples): a cache may hold free space inside them");
 	cache_free_human(f, t, d, rec);
 	if (d->blocks_oom.known)
 		blocks_human(f, t, &d->blocks_oom);
@@ -418,10 +422,10 @@ static void frag_human_vmm(FILE *f, const struct frag_vmm *v)
 	fprintf(f, "  physical    %s / %s\n", fmt_size(b1, v->physical_peak),
 		fmt_size(b2, v->physical));
 	if (v->reserved_peak > v->mapped_peak)
-		fprintf(f,
-			"  %s of reserved address space was never mapped at "
-			"the peak (address space only: costs no memory)\n",
-			fmt_size(b1, v->reserved_peak - v->mapped_peak));
+		rb_wrapf(f, 4,
+			 "  %s of reserved address space was never mapped at "
+			 "the peak (address space only: costs no memory)",
+			 fmt_size(b1, v->reserved_peak - v->mapped_peak));
 }
 
 static void frag_human(FILE *f, struct trace *t, const struct frag_result *g, int first,
@@ -470,10 +474,16 @@ static void totals_render(FILE *f, const struct rb_opts *o, const struct trace *
 			o->npaths, live, waste, segs, sbytes);
 	} else if (o->npaths > 1) {
 		char b1[32], b2[32], b3[32];
-		fprintf(f, "\nper process (at each device's peak)\n  %-40s %11s %9s %11s %11s\n",
+		/* 88 columns; narrower, the path's column gives what is missing; a
+		 * longer path takes a line of its own, above its figures */
+		int pw = rb_text_width(f) < 88 ? 32 : 40;
+		fprintf(f, "\nper process (at each device's peak)\n  %-*s %11s %9s %11s %11s\n", pw,
 			"trace", "live", "segments", "seg. bytes", "waste");
 		for (int i = 0; i < o->npaths; i++)
-			fprintf(f, "  %-40.40s %11s %9" PRIu64 " %11s %11s\n", ts[i].path,
+			fprintf(f, "  %s%s%-*s %11s %9" PRIu64 " %11s %11s\n",
+				(int)strlen(ts[i].path) > pw ? ts[i].path : "",
+				(int)strlen(ts[i].path) > pw ? "\n  " : "", pw,
+				(int)strlen(ts[i].path) > pw ? "" : ts[i].path,
 				fmt_size(b1, tot[i].peak_live), tot[i].segments,
 				fmt_size(b2, tot[i].segment_bytes), fmt_size(b3, tot[i].waste));
 	}

@@ -187,15 +187,20 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 	kinds_text(f, bucket);
 	fputs(")\n", f);
 	held_note(f, ls, n);
+	int width = rb_text_width(f), room = width - 46 - (n > 1 ? 27 : 0);
+	/* narrower than the figures and a site: the site under its figures */
+	bool under = room < RB_SITE_MIN;
+	if (under)
+		room = width - 6;
 	if (nrows) {
-		fprintf(f, "\n  %10s %7s  %-22s  %s%s\n", "bytes", "allocs", "allocated",
+		fprintf(f, "\n  %10s %7s  %-*s%s%s%s\n", "bytes", "allocs", under ? 0 : 22,
+			"allocated", under ? "\n      " : "  ",
 			n > 1 ? "most in                    " : "",
 			rs->by == GROUP_STACK || rs->by == GROUP_FUNCTION ? "site  [library]"
 			: rs->by == GROUP_LIBRARY			  ? "library"
 									  : "api");
 	}
 	size_t shown = 0;
-	int width = rb_text_width(f);
 	for (size_t i = 0; i < nrows && (!limit || shown < limit); i++, shown++) {
 		struct trace_row *r = rows[i];
 		char when[80];
@@ -206,8 +211,8 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 			snprintf(when, sizeof(when), "%s", b2);
 		else
 			snprintf(when, sizeof(when), "%s..%s", b2, b3);
-		fprintf(f, "  %10s %7" PRIu64 "  %-22s  ", fmt_size(b1, r->v[TM_END]),
-			r->end_allocs, when);
+		fprintf(f, "  %10s %7" PRIu64 "  %-*s%s", fmt_size(b1, r->v[TM_END]), r->end_allocs,
+			under ? 0 : 22, when, under ? "\n      " : "  ");
 		if (n > 1) {
 			int mt = r->max_trace[TM_END];
 			char mb[80];
@@ -217,23 +222,29 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 			fprintf(f, "%-26.26s ", mb);
 		}
 		/* the key keeps RB_SITE_MIN columns, never the figures (46) */
-		print_site(f, rs, ls, r, width - 46 - (n > 1 ? 27 : 0));
+		print_site(f, rs, ls, r, room - (under && n > 1 ? 27 : 0));
 	}
 	if (nrows > shown)
 		fprintf(f, "  ... %zu more (-n 0 shows all)\n", nrows - shown);
 	if (!nrows)
 		fputs("\nnothing was left allocated\n", f);
 	if (n > 1) {
-		fprintf(f, "\nprocesses\n  %-3s %-24s %12s %13s  %s\n", "#", "process",
-			"live at end", "live allocs", "trace");
+		/* the paths under their rows where they do not fit beside them */
+		size_t longest = 0;
+		for (int i = 0; i < n; i++)
+			if (strlen(ls[i].t.path) > longest)
+				longest = strlen(ls[i].t.path);
+		bool narrow = 59 + (int)longest > rb_text_width(f);
+		fprintf(f, "\nprocesses\n  %-3s %-24s %12s %13s%s\n", "#", "process", "live at end",
+			"live allocs", narrow ? "\n      trace" : "  trace");
 		uint64_t *v = xrealloc(NULL, (size_t)n * sizeof(*v));
 		struct trace **tps = xrealloc(NULL, (size_t)n * sizeof(*tps));
 		for (int i = 0; i < n; i++) {
 			v[i] = ls[i].bytes;
 			tps[i] = &ls[i].t;
-			fprintf(f, "  %-3d %-24.24s %12s %13" PRIu64 "  %s%s\n", i,
+			fprintf(f, "  %-3d %-24.24s %12s %13" PRIu64 "%s%s%s\n", i,
 				trace_label(&ls[i].t, lb, sizeof(lb)), fmt_size(b1, ls[i].bytes),
-				ls[i].allocs, ls[i].t.path,
+				ls[i].allocs, narrow ? "\n      " : "  ", ls[i].t.path,
 				ls[i].t.complete ? "" : " (INCOMPLETE)");
 		}
 		fputs("imbalance\n", f);

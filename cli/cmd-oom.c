@@ -323,16 +323,18 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 	char cut[512];
 	int width = rb_text_width(f);
 	if (o->fw_only) {
-		fprintf(f,
-			"\n%s  %s raised an out-of-memory error for %s on device %" PRId64
-			" (no driver call failed)\n",
-			rb_time(b1, trace_rel(t, e->time_ns)), fwoom_fw_name(o->fw),
-			fmt_size(b2, e->size), e->device);
+		fputc('\n', f);
+		rb_wrapf(f, 4,
+			 "%s  %s raised an out-of-memory error for %s on device %" PRId64
+			 " (no driver call failed)",
+			 rb_time(b1, trace_rel(t, e->time_ns)), fwoom_fw_name(o->fw),
+			 fmt_size(b2, e->size), e->device);
 	} else {
-		fprintf(f, "\n%s  %s of %s on device %" PRId64 " failed: %s\n",
-			rb_time(b1, trace_rel(t, e->time_ns)),
-			api_name(site_api(t, e->stack_id, e->api)), fmt_size(b2, e->size),
-			e->device, rn ? rn : "?");
+		fputc('\n', f);
+		rb_wrapf(f, 4, "%s  %s of %s on device %" PRId64 " failed: %s",
+			 rb_time(b1, trace_rel(t, e->time_ns)),
+			 api_name(site_api(t, e->stack_id, e->api)), fmt_size(b2, e->size),
+			 e->device, rn ? rn : "?");
 		fprintf(f, "  site: %s\n",
 			rb_fit(rb_site(t, e->stack_id, site, sizeof(site)), width - 8, cut,
 			       sizeof(cut)));
@@ -407,10 +409,10 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 	if (!r->fails_total && !r->fw_only_total) {
 		fprintf(f, "  no allocation failed\n");
 	} else if (!r->fails_total) {
-		fprintf(f,
-			"  no allocation call failed; the framework raised %" PRIu64
-			" out-of-memory error%s without one\n",
-			r->fw_only_total, r->fw_only_total == 1 ? "" : "s");
+		rb_wrapf(f, 4,
+			 "  no allocation call failed; the framework raised %" PRIu64
+			 " out-of-memory error%s without one",
+			 r->fw_only_total, r->fw_only_total == 1 ? "" : "s");
 	} else {
 		fprintf(f, "  %" PRIu64 " allocation call%s failed:", r->fails_total,
 			r->fails_total == 1 ? "" : "s");

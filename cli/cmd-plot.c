@@ -345,6 +345,8 @@ static void draw_counter_line(FILE *f, const struct frame *fr, const struct time
 			continue;
 		double x = fx(fr, (double)(pt->time_ns > p->t0 ? pt->time_ns - p->t0 : 0));
 		double y = fy(fr, (double)(bit == CNT_RESERVED ? pt->reserved : pt->allocated));
+		if (x > fr->x0 + fr->w) /* a reading at exit, after the axis's last event */
+			x = fr->x0 + fr->w;
 		if (prev_y >= 0)
 			fprintf(f, "%.1f,%.1f ", x, prev_y);
 		fprintf(f, "%.1f,%.1f ", x, y);

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/report-print.h"
 #include "analysis/allocreplay.h"
 #include "analysis/trace.h"
 #include "common/text.h"
@@ -74,7 +75,7 @@ struct args {
 static void print_partial(const struct args *a)
 {
 	if (a->partial_text[0])
-		printf("  %s\n", a->partial_text);
+		rb_wrapf(stdout, 4, "  %s", a->partial_text);
 }
 
 static void json_partial(const struct args *a)
@@ -107,28 +108,28 @@ static void choice_text(char *buf, size_t size, const struct ar_choice *c)
 static void print_fidelity(FILE *f, const struct ar_device *d)
 {
 	char b1[32], b2[32];
-	fprintf(f,
-		"device %" PRId64 ": %" PRIu64
-		" allocations; the model made the allocator's choice in %" PRIu64
-		" (%.2f%%): %" PRIu64 " cached blocks, %" PRIu64 " new segments\n",
-		d->device, d->allocs, d->same, pct(d->same, d->allocs), d->same_cached,
-		d->same_new);
+	rb_wrapf(f, 2,
+		 "device %" PRId64 ": %" PRIu64
+		 " allocations; the model made the allocator's choice in %" PRIu64
+		 " (%.2f%%): %" PRIu64 " cached blocks, %" PRIu64 " new segments",
+		 d->device, d->allocs, d->same, pct(d->same, d->allocs), d->same_cached,
+		 d->same_new);
 	if (d->before_segments || d->before_blocks)
-		fprintf(f,
-			"  the history starts mid-run: %" PRIu64 " segments (%s) and %" PRIu64
-			" blocks (%s) were live before it, rebuilt from its end\n",
-			d->before_segments, fmt_size(b1, d->before_segment_bytes), d->before_blocks,
-			fmt_size(b2, d->before_block_bytes));
+		rb_wrapf(f, 4,
+			 "  the history starts mid-run: %" PRIu64 " segments (%s) and %" PRIu64
+			 " blocks (%s) were live before it, rebuilt from its end",
+			 d->before_segments, fmt_size(b1, d->before_segment_bytes),
+			 d->before_blocks, fmt_size(b2, d->before_block_bytes));
 	if (d->differ_age)
-		fprintf(f,
-			"  %" PRIu64 " of the %" PRIu64
-			" differences chose between two cached blocks in segments older than the "
-			"history: their order by age is not in it\n",
-			d->differ_age, d->differ);
+		rb_wrapf(f, 4,
+			 "  %" PRIu64 " of the %" PRIu64
+			 " differences chose between two cached blocks in segments older than the "
+			 "history: their order by age is not in it",
+			 d->differ_age, d->differ);
 	static const char unfollowed[] = "allocations were where the model had no free block (the "
 					 "state before the history, rebuilt, differs there)";
 	if (d->unfollowed)
-		fprintf(f, "  %" PRIu64 " %s\n", d->unfollowed, unfollowed);
+		rb_wrapf(f, 4, "  %" PRIu64 " %s", d->unfollowed, unfollowed);
 }
 
 static void print_first(FILE *f, const struct ar_device *d)
@@ -141,10 +142,10 @@ static void print_first(FILE *f, const struct ar_device *d)
 	const struct ar_divergence *v = &d->first;
 	choice_text(m, sizeof m, &v->model);
 	choice_text(r, sizeof r, &v->recorded);
-	fprintf(f,
-		"  first divergence: entry %" PRIu64 ", %s requested on stream %" PRIu64 "%s%s\n",
-		v->entry, fmt_size(b, v->request), v->stream, v->stack[0] ? " at " : "", v->stack);
-	fprintf(f, "    the model: %s; the allocator: %s\n", m, r);
+	rb_wrapf(f, 4,
+		 "  first divergence: entry %" PRIu64 ", %s requested on stream %" PRIu64 "%s%s",
+		 v->entry, fmt_size(b, v->request), v->stream, v->stack[0] ? " at " : "", v->stack);
+	rb_wrapf(f, 6, "    the model: %s; the allocator: %s", m, r);
 }
 
 /* The snapshot's end as _memory_viz.py stats sums it (its "allocated" is
@@ -154,11 +155,11 @@ static void print_end(FILE *f, const struct ar_end *e)
 	char b1[32], b2[32], b3[32], b4[32];
 	uint64_t asked = e->requested < e->reserved ? e->requested : e->reserved;
 	uint64_t rounding = e->allocated > e->requested ? e->allocated - e->requested : 0;
-	fprintf(f,
-		"  at the snapshot: %" PRIu64 " segments, %s reserved, %s asked by live tensors, "
-		"%s free (%s of it their blocks' rounding)\n",
-		e->segments, fmt_size(b1, e->reserved), fmt_size(b2, asked),
-		fmt_size(b3, e->reserved - asked), fmt_size(b4, rounding));
+	rb_wrapf(f, 4,
+		 "  at the snapshot: %" PRIu64 " segments, %s reserved, %s asked by live tensors, "
+		 "%s free (%s of it their blocks' rounding)",
+		 e->segments, fmt_size(b1, e->reserved), fmt_size(b2, asked),
+		 fmt_size(b3, e->reserved - asked), fmt_size(b4, rounding));
 }
 
 static void json_choice(FILE *f, const char *key, const struct ar_choice *c)
@@ -366,14 +367,16 @@ int cmd_replay(int argc, char **argv)
 		ar_free(&r);
 		return 0;
 	}
-	printf(
-	    "replay %s: PyTorch's caching allocator, modelled, under the recorded settings (%s)\n",
+	rb_wrapf(
+	    stdout, 2,
+	    "replay %s: PyTorch's caching allocator, modelled, under the recorded settings (%s)",
 	    path, r.conf[0] ? r.conf : "defaults");
 	print_partial(&a);
 	if (r.order_tied)
-		printf(
+		rb_wrapf(
+		    stdout, 4,
 		    "  free blocks of one size: ordered by segment age (PyTorch since 2025) or by "
-		    "address (before), the same choices\n");
+		    "address (before), the same choices");
 	else
 		printf("  free blocks of one size ordered %s\n", order_name(r.order));
 	if (!r.ndev)
@@ -389,10 +392,11 @@ int cmd_replay(int argc, char **argv)
 		print_end(stdout, &d->end);
 	}
 	if (r.private_pool_segments)
-		printf("note: %" PRIu64
-		       " segments belong to private pools (CUDA graphs): replayed as "
-		       "recorded, not modelled\n",
-		       r.private_pool_segments);
+		rb_wrapf(stdout, 2,
+			 "note: %" PRIu64
+			 " segments belong to private pools (CUDA graphs): replayed as "
+			 "recorded, not modelled",
+			 r.private_pool_segments);
 	ar_free(&r);
 	return 0;
 }
@@ -431,27 +435,31 @@ static void print_whatif(const struct args *a, const struct ar_result *r, const 
 		size_t n = strlen(ask);
 		snprintf(ask + n, sizeof ask - n, "%sfraction %s", n ? ", " : "", a->fraction_s);
 	}
-	printf("whatif %s: PyTorch's caching allocator, modelled\n", path);
+	rb_wrapf(stdout, 2, "whatif %s: PyTorch's caching allocator, modelled", path);
 	print_partial(a);
 	printf("  recorded: %s\n  asked:    %s\n", rec, ask);
 	for (size_t i = 0; i < r->ndev; i++) {
 		const struct ar_device *d = &r->dev[i];
 		char b1[32], b2[32], s1[48], s2[48];
+		char head[160];
 		if (d->device_size)
-			printf("\ndevice %" PRId64 " (%s, %s)", d->device,
-			       fmt_size(b1, d->device_size), size_source(d));
+			snprintf(head, sizeof head, "(%s, %s)", fmt_size(b1, d->device_size),
+				 size_source(d));
 		else
-			printf("\ndevice %" PRId64 " (its size unknown: no OOM is modelled; "
-			       "--device-size gives it)",
-			       d->device);
-		printf(": the model made the allocator's choice in %.2f%% of %" PRIu64
-		       " allocations\n",
-		       pct(d->same, d->allocs), d->allocs);
+			snprintf(head, sizeof head,
+				 "(its size unknown: no OOM is modelled; --device-size gives it)");
+		printf("\n");
+		rb_wrapf(stdout, 2,
+			 "device %" PRId64
+			 " %s: the model made the allocator's choice in %.2f%% of "
+			 "%" PRIu64 " allocations",
+			 d->device, head, pct(d->same, d->allocs), d->allocs);
 		if (d->before_segments)
-			printf("  %" PRIu64
-			       " segments (%s) were reserved before the history began: they "
-			       "keep their recorded shape in both\n",
-			       d->before_segments, fmt_size(b1, d->before_segment_bytes));
+			rb_wrapf(stdout, 4,
+				 "  %" PRIu64
+				 " segments (%s) were reserved before the history began: "
+				 "they keep their recorded shape in both",
+				 d->before_segments, fmt_size(b1, d->before_segment_bytes));
 		side("", "recorded settings", "asked");
 		side("reserved peak", fmt_size(b1, d->as_recorded.reserved_peak),
 		     fmt_size(b2, d->asked.reserved_peak));

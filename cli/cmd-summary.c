@@ -74,26 +74,25 @@ static void print_phase_notes(FILE *f, struct summary *s, struct phase **ps, siz
 	for (size_t i = 0; i < n; i++)
 		ia += ps[i]->inherited_allocs, ib += ps[i]->inherited_bytes;
 	if (ia)
-		fprintf(f,
-			"  (%" PRIu64 " allocation%s, %s, came from threads with no range open, "
-			"such as PyTorch's autograd thread:\n   each took the innermost range open "
-			"in the process; `--json` counts them as \"inherited\")\n",
-			ia, ia == 1 ? "" : "s", fmt_size(b1, ib));
+		rb_wrapf(f, 3,
+			 "  (%" PRIu64 " allocation%s, %s, came from threads with no range open, "
+			 "such as PyTorch's autograd thread: each took the innermost range open "
+			 "in the process; `--json` counts them as \"inherited\")",
+			 ia, ia == 1 ? "" : "s", fmt_size(b1, ib));
 	const struct phase_tracker *pt = &s->phases;
 	if (!pt->nunclosed)
 		return;
-	fprintf(
-	    f,
-	    "  %sstill open at the end of the trace%s (never popped or ended: lost, or the "
-	    "program ended inside it);\n   each keeps its own thread's later events, and no other "
-	    "thread inherits it:\n",
-	    cli_paint(f, C_WARN), cli_paint(f, C_RESET));
+	rb_wrapf(f, 3,
+		 "  %sstill open at the end of the trace%s (never popped or ended: lost, or the "
+		 "program ended inside it); each keeps its own thread's later events, and no "
+		 "other thread inherits it:",
+		 cli_paint(f, C_WARN), cli_paint(f, C_RESET));
 	for (size_t i = 0; i < pt->nunclosed && i < 8; i++) {
 		const struct trace_range *r = pt->unclosed[i].r;
 		char ts[32];
-		fprintf(f, "    %s  opened at %s s on thread %" PRIu64 "\n",
-			pt->unclosed[i].ph ? pt->unclosed[i].ph->name : r->text,
-			fmt_reltime(ts, summary_rel(s, r->time_ns)), (uint64_t)r->tid);
+		rb_wrapf(f, 6, "    %s  opened at %s s on thread %" PRIu64,
+			 pt->unclosed[i].ph ? pt->unclosed[i].ph->name : r->text,
+			 fmt_reltime(ts, summary_rel(s, r->time_ns)), (uint64_t)r->tid);
 	}
 	if (pt->nunclosed > 8)
 		fprintf(f, "    (%zu more: `summary --json` lists them)\n", pt->nunclosed - 8);
@@ -137,30 +136,33 @@ static void print_phases(FILE *f, struct summary *s)
 		if (keep[i] && len > (size_t)width)
 			width = len > PHASE_COL_MAX ? PHASE_COL_MAX : (int)len;
 	}
-	fprintf(
-	    f,
-	    "\nphases (device memory; an allocation's phase is the innermost range open on its "
-	    "thread, else in the process;\n  \"freed\" and \"still live\" count the phase's own "
-	    "allocations)\n  %-*s %8s %11s %11s %11s %15s\n",
-	    width, "phase", "allocs", "allocated", "freed", "still live", "peak while open");
+	/* 2 + width + 57 columns: a narrow report gives the name what is left */
+	if (width + 59 > rb_text_width(f))
+		width = rb_text_width(f) - 59 < 12 ? 12 : rb_text_width(f) - 59;
+	fputc('\n', f);
+	rb_wrapf(f, 2,
+		 "phases (device memory; an allocation's phase is the innermost range open on its "
+		 "thread, else in the process;\n  \"freed\" and \"still live\" count the phase's "
+		 "own allocations)");
+	fprintf(f, "  %-*s %7s %10s %10s %10s %15s\n", width, "phase", "allocs", "allocated",
+		"freed", "still live", "peak while open");
 	for (size_t i = 0; i < n; i++) {
 		const struct phase *ph = ps[i];
 		if (!keep[i])
 			continue;
-		fprintf(f, "  %-*s %8" PRIu64 " %11s %11s %11s %15s\n", width,
+		fprintf(f, "  %-*s %7" PRIu64 " %10s %10s %10s %15s\n", width,
 			fit_name(nb, sizeof nb, ph->name, width), ph->allocs,
 			fmt_size(b1, ph->bytes_allocated), fmt_size(b2, ph->bytes_freed),
 			fmt_size(b3, ph->bytes_allocated - ph->bytes_freed),
 			fmt_size(b4, ph->peak));
 	}
+	static const char rest[] =
+	    "`summary --json` lists every phase, `top --by range` ranks them)";
 	if (moved_hidden)
-		fprintf(f,
-			"  (%zu more phases with allocations or frees, %zu without: ", moved_hidden,
-			idle);
+		rb_wrapf(f, 3, "  (%zu more phases with allocations or frees, %zu without: %s",
+			 moved_hidden, idle, rest);
 	else if (idle)
-		fprintf(f, "  (%zu more phases without allocations or frees: ", idle);
-	if (moved_hidden || idle)
-		fputs("`summary --json` lists every phase, `top --by range` ranks them)\n", f);
+		rb_wrapf(f, 3, "  (%zu more phases without allocations or frees: %s", idle, rest);
 	free(keep);
 	print_phase_notes(f, s, ps, n);
 	if (s->phases.unmatched_pops || s->phases.unmatched_ends)
@@ -208,14 +210,24 @@ static void print_devices(FILE *f, const struct summary *s)
 	fprintf(
 	    f,
 	    "\ndevice memory (cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate on a device)\n");
-	fprintf(f, "  %-4s %-28s %10s %10s %16s %12s %13s\n", "dev", "name", "total", "peak",
-		"peak at (s)", "live at end", "live allocs");
+	/* 101 columns; narrower, the name takes what the figures leave */
+	int nw = rb_text_width(f) >= 101 ? 28 : rb_text_width(f) - 63;
+	char nb[128];
+	if (nw < 10)
+		nw = 10;
+	bool wide = nw == 28;
+	fprintf(f,
+		wide ? "  %-4s %-*s %10s %10s %16s %12s %13s\n"
+		     : "  %-3s %-*s %9s %9s %12s %11s %11s\n",
+		"dev", nw, "name", "total", "peak", "peak at (s)", "live at end", "live allocs");
 	if (!s->ndevs)
 		fprintf(f, "  (no devices)\n");
 	for (size_t i = 0; i < s->ndevs; i++) {
 		const struct summary_dev *d = &s->devs[i];
-		fprintf(f, "  %-4" PRId64 " %-28.28s %10s %10s %16s %12s %13" PRIu64 "\n",
-			d->ordinal, d->name[0] ? d->name : "?",
+		fprintf(f,
+			wide ? "  %-4" PRId64 " %-*s %10s %10s %16s %12s %13" PRIu64 "\n"
+			     : "  %-3" PRId64 " %-*s %9s %9s %12s %11s %11" PRIu64 "\n",
+			d->ordinal, nw, rb_fit(d->name[0] ? d->name : "?", nw, nb, sizeof(nb)),
 			d->total ? fmt_size(b1, d->total) : "?", fmt_size(b2, d->lv.peak),
 			d->lv.peak_seq ? fmt_reltime(b3, summary_rel(s, d->lv.peak_time_ns)) + 1
 				       : "-",
@@ -272,19 +284,28 @@ static void print_failures(FILE *f, struct summary *s)
 	for (size_t i = 0; i < show; i++) {
 		const struct summary_failure *x = &s->failures[i];
 		const char *rn = summary_failure_result(x);
-		fprintf(f, "  %16s  %-28s dev %-3" PRId64 " size %-10s %s (%" PRIu64 ")%s%s\n",
-			fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
-			x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result,
-			kase[i] ? "  " : "", kase[i] ? kase[i] : "");
+		if (rb_text_width(f) >= 116)
+			fprintf(f,
+				"  %16s  %-28s dev %-3" PRId64 " size %-10s %s (%" PRIu64 ")%s%s\n",
+				fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
+				x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result,
+				kase[i] ? "  " : "", kase[i] ? kase[i] : "");
+		else /* the result and the case under the call */
+			rb_wrapf(f, 16,
+				 "  %12s  %-23s dev %" PRId64 "  size %-9s  %s (%" PRIu64 ")%s%s",
+				 fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
+				 x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result,
+				 kase[i] ? "  " : "", kase[i] ? kase[i] : "");
 	}
 	if (s->nfailures > show)
 		fprintf(f, "  ... %" PRIu64 " more (--json lists up to %d)\n", s->nfailures - show,
 			SUMMARY_MAX_FAILURES);
 	if (any)
-		fprintf(f, "  the cases are oom's%s: `gpumemtrace oom` gives each one's figures\n",
-			recovered ? " (recovered-by-retry: the framework freed "
-				    "memory and the same request then succeeded)"
-				  : "");
+		rb_wrapf(f, 4,
+			 "  the cases are oom's%s: `gpumemtrace oom` gives each one's figures",
+			 recovered ? " (recovered-by-retry: the framework freed "
+				     "memory and the same request then succeeded)"
+				   : "");
 	free(kase);
 }
 
@@ -487,18 +508,29 @@ static int summary_many(const char *const *paths, int n, bool json, const struct
 	} else {
 		char b1[32], b2[32], b3[32], lb[64];
 		fprintf(f, "%d traces (one per process)\n\n", n);
-		fprintf(f, "  %-3s %-24s %10s %12s %12s %13s %8s  %s\n", "#", "process", "peak",
-			"peak at", "live at end", "live allocs", "failed", "trace");
+		/* 90 columns and the path; narrower, the path under its row */
+		size_t longest = 0;
 		for (int i = 0; i < n; i++)
-			fprintf(
-			    f, "  %-3d %-24.24s %10s %12s %12s %13" PRIu64 " %8" PRIu64 "  %s%s\n",
-			    i, trace_label(ts[i], lb, sizeof(lb)), fmt_size(b1, rows[i].peak),
-			    rows[i].peak ? trace_fmt_time(b2, rows[i].peak_time) : "-",
-			    fmt_size(b3, rows[i].live_end), rows[i].allocs_end, rows[i].failures,
-			    all[i].path, rows[i].complete ? "" : " (INCOMPLETE)");
-		fprintf(f, "  %-3s %-24s %10s %12s %12s %13" PRIu64 " %8" PRIu64 "\n", "", "total",
-			fmt_size(b1, tot.peak), "", fmt_size(b3, tot.live_end), tot.allocs_end,
-			tot.failures);
+			if (strlen(all[i].path) + (rows[i].complete ? 0 : 13) > longest)
+				longest = strlen(all[i].path) + (rows[i].complete ? 0 : 13);
+		bool narrow = 92 + (int)longest > rb_text_width(f);
+		int w[7] = {3, 24, 10, 12, 12, 13, 8};
+		if (narrow)
+			memcpy(w, (int[7]){3, 20, 9, 10, 11, 11, 6}, sizeof(w));
+		fprintf(f, "  %-*s %-*s %*s %*s %*s %*s %*s%s\n", w[0], "#", w[1], "process", w[2],
+			"peak", w[3], "peak at", w[4], "live at end", w[5], "live allocs", w[6],
+			"failed", narrow ? "\n      trace" : "  trace");
+		for (int i = 0; i < n; i++)
+			fprintf(f, "  %-*d %-*.*s %*s %*s %*s %*" PRIu64 " %*" PRIu64 "%s%s%s\n",
+				w[0], i, w[1], w[1], trace_label(ts[i], lb, sizeof(lb)), w[2],
+				fmt_size(b1, rows[i].peak), w[3],
+				rows[i].peak ? trace_fmt_time(b2, rows[i].peak_time) : "-", w[4],
+				fmt_size(b3, rows[i].live_end), w[5], rows[i].allocs_end, w[6],
+				rows[i].failures, narrow ? "\n      " : "  ", all[i].path,
+				rows[i].complete ? "" : " (INCOMPLETE)");
+		fprintf(f, "  %-*s %-*s %*s %*s %*s %*" PRIu64 " %*" PRIu64 "\n", w[0], "", w[1],
+			"total", w[2], fmt_size(b1, tot.peak), w[3], "", w[4],
+			fmt_size(b3, tot.live_end), w[5], tot.allocs_end, w[6], tot.failures);
 		fputs("\n(the total of the peaks: the processes may not have peaked at once)\n"
 		      "imbalance\n",
 		      f);

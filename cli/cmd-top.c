@@ -123,11 +123,12 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	static const char *const what[TM_COUNT] = {"bytes live at the device's peak",
 						   "bytes live at the end", "total bytes allocated",
 						   "allocation calls"};
-	fprintf(f, "allocation sites by %s, grouped by %s", what[metric], group_names[tp->rows.by]);
+	char callers[64] = "";
 	if (tp->rows.by == GROUP_STACK)
-		fprintf(f, " (the site and %d caller%s)", tp->rows.depth,
-			tp->rows.depth == 1 ? "" : "s");
-	fputc('\n', f);
+		snprintf(callers, sizeof(callers), " (the site and %d caller%s)", tp->rows.depth,
+			 tp->rows.depth == 1 ? "" : "s");
+	rb_wrapf(f, 2, "allocation sites by %s, grouped by %s%s", what[metric],
+		 group_names[tp->rows.by], callers);
 	tensors_note(f, tp, ts, n);
 	if (n > 1)
 		fprintf(f, "%d traces: the figures add up over the processes\n", n);
@@ -154,15 +155,20 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 			fprintf(f, " at %s", trace_fmt_time(b[1], devs[d].peak_time));
 		else
 			fprintf(f, " (sum of %zu processes' peaks)", devs[d].ntraces);
-		fprintf(f, "\n  %10s %7s %10s %10s %8s  %s%s\n", "at peak", "allocs", "at end",
-			"total", "calls", n > 1 ? "most in                   " : "",
-			tp->rows.by == GROUP_STACK || tp->rows.by == GROUP_FUNCTION
-			    ? "site  [library]"
-			: tp->rows.by == GROUP_LIBRARY ? "library"
-			: tp->rows.by == GROUP_RANGE   ? "phase"
-						       : "api");
+		int width = rb_text_width(f), room = width - 53 - (n > 1 ? 27 : 0);
+		/* narrower than the figures and a site: the site under its figures */
+		bool under = room < RB_SITE_MIN;
+		const char *key = tp->rows.by == GROUP_STACK || tp->rows.by == GROUP_FUNCTION
+				      ? "site  [library]"
+				  : tp->rows.by == GROUP_LIBRARY ? "library"
+				  : tp->rows.by == GROUP_RANGE	 ? "phase"
+								 : "api";
+		fprintf(f, "\n  %10s %7s %10s %10s %8s%s%s%s\n", "at peak", "allocs", "at end",
+			"total", "calls", under ? "\n      " : "  ",
+			n > 1 ? "most in                   " : "", key);
+		if (under)
+			room = width - 6 - (n > 1 ? 27 : 0);
 		size_t shown = 0, total = 0;
-		int width = rb_text_width(f);
 		for (size_t i = 0; i < nrows; i++) {
 			struct trace_row *r = rows[i];
 			if (r->device != devs[d].ordinal)
@@ -171,10 +177,10 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 			if (limit && shown >= limit)
 				continue;
 			shown++;
-			fprintf(f, "  %10s %7" PRIu64 " %10s %10s %8" PRIu64 "  ",
+			fprintf(f, "  %10s %7" PRIu64 " %10s %10s %8" PRIu64 "%s",
 				fmt_size(b[0], r->v[TM_PEAK]), r->peak_allocs,
 				fmt_size(b[1], r->v[TM_END]), fmt_size(b[2], r->v[TM_TOTAL]),
-				r->v[TM_CALLS]);
+				r->v[TM_CALLS], under ? "\n      " : "  ");
 			if (n > 1) {
 				int mt = r->max_trace[metric];
 				char mb[80];
@@ -183,21 +189,28 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 					 metric_text(metric, r->max[metric], b[3]));
 				fprintf(f, "%-26.26s ", mb);
 			}
-			print_site(f, tp, ts, r, metric, width - 53 - (n > 1 ? 27 : 0));
+			print_site(f, tp, ts, r, metric, room);
 		}
 		if (total > shown)
 			fprintf(f, "  ... %zu more (-n 0 shows all)\n", total - shown);
 	}
 	if (n > 1) {
-		fprintf(f, "\nprocesses\n  %-3s %-24s %10s  %s\n", "#", "process", "peak", "trace");
+		size_t longest = 0;
+		for (int i = 0; i < n; i++)
+			if (strlen(ts[i].t.path) > longest)
+				longest = strlen(ts[i].t.path);
+		/* the paths under their rows where they do not fit beside them */
+		bool narrow = 43 + (int)longest > rb_text_width(f);
+		fprintf(f, "\nprocesses\n  %-3s %-24s %10s%s\n", "#", "process", "peak",
+			narrow ? "\n      trace" : "  trace");
 		uint64_t *peaks = xrealloc(NULL, (size_t)n * sizeof(*peaks));
 		struct trace **tps = xrealloc(NULL, (size_t)n * sizeof(*tps));
 		for (int i = 0; i < n; i++) {
 			peaks[i] = ts[i].peak;
 			tps[i] = &ts[i].t;
-			fprintf(f, "  %-3d %-24.24s %10s  %s\n", i,
+			fprintf(f, "  %-3d %-24.24s %10s%s%s\n", i,
 				trace_label(&ts[i].t, lb, sizeof(lb)), fmt_size(b[0], ts[i].peak),
-				ts[i].t.path);
+				narrow ? "\n      " : "  ", ts[i].t.path);
 		}
 		fputs("imbalance\n", f);
 		trace_imbalance_text(f, "peak", peaks, tps, (size_t)n);

@@ -1,5 +1,6 @@
 /* What the reports print alike: see report-print.h. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,21 +39,38 @@ static const char *state(const struct trace *t)
 void rb_human_head(FILE *f, struct trace *t)
 {
 	char b[32];
-	fprintf(f, "trace %s (pid %" PRIu64 ", %s)", t->path,
-		t->has_process ? t->pid : (uint64_t)t->hdr.pid, state(t));
-	if (t->command && t->command[0])
-		fprintf(f, ": %s", t->command);
-	fputc('\n', f);
-	fprintf(f, "  %" PRIu64 " events over %s", t->events, rb_dur(b, trace_duration_ns(t)));
+	const char *cmd = t->command && t->command[0] ? t->command : NULL;
+	rb_wrapf(f, 4, "trace %s (pid %" PRIu64 ", %s)%s%s", t->path,
+		 t->has_process ? t->pid : (uint64_t)t->hdr.pid, state(t), cmd ? ": " : "",
+		 cmd ? cmd : "");
+	const char *lost = "";
 	if (t->lost && t->lost_in_children >= t->lost) /* none of this process's */
-		fprintf(f, ", %" PRIu64 " LOST in untraced child processes (_Fork, a raw clone)",
-			t->lost);
+		lost = " LOST in untraced child processes (_Fork, a raw clone)";
 	else if (t->lost)
-		fprintf(f, ", %" PRIu64 " LOST: the figures below undercount", t->lost);
-	fputc('\n', f);
+		lost = " LOST: the figures below undercount";
+	if (t->lost)
+		rb_wrapf(f, 4, "  %" PRIu64 " events over %s, %" PRIu64 "%s", t->events,
+			 rb_dur(b, trace_duration_ns(t)), t->lost, lost);
+	else
+		rb_wrapf(f, 4, "  %" PRIu64 " events over %s", t->events,
+			 rb_dur(b, trace_duration_ns(t)));
 	if (!t->complete)
-		fprintf(f, "  note: the trace is incomplete (%s); figures cover what was written\n",
-			state(t) + 12);
+		rb_wrapf(f, 4,
+			 "  note: the trace is incomplete (%s); figures cover what was written",
+			 state(t) + 12);
+}
+
+void rb_wrapf(FILE *f, int indent, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		xalloc_failed();
+	rb_wrap_hang(f, indent, rb_text_width(f), s);
+	free(s);
 }
 
 void rb_partial_line(FILE *f, const struct trace *t, bool name)
@@ -139,14 +157,14 @@ void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct t
 	char b1[32], b2[32], b3[32], l1[64], l2[64];
 	if (!n)
 		return;
+	char ratio[32] = "-";
 	minmax(v, n, &imax, &imin, &mean);
-	fprintf(f, "  %s: highest %s in %s, lowest %s in %s, mean %s", what, fmt_size(b1, v[imax]),
-		trace_label(ts[imax], l1, sizeof(l1)), fmt_size(b2, v[imin]),
-		trace_label(ts[imin], l2, sizeof(l2)), fmt_size(b3, (uint64_t)(mean + 0.5)));
 	if (v[imin])
-		fprintf(f, "; max/min %.2fx\n", (double)v[imax] / (double)v[imin]);
-	else
-		fprintf(f, "; max/min -\n");
+		snprintf(ratio, sizeof(ratio), "%.2fx", (double)v[imax] / (double)v[imin]);
+	rb_wrapf(f, 4, "  %s: highest %s in %s, lowest %s in %s, mean %s; max/min %s", what,
+		 fmt_size(b1, v[imax]), trace_label(ts[imax], l1, sizeof(l1)),
+		 fmt_size(b2, v[imin]), trace_label(ts[imin], l2, sizeof(l2)),
+		 fmt_size(b3, (uint64_t)(mean + 0.5)), ratio);
 }
 
 int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,

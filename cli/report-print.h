@@ -54,6 +54,10 @@ void rb_wrap(FILE *f, int indent, int width, const char *text);
  * longer than a line (a path) stays whole; a '\n' in text starts a line. */
 void rb_wrap_hang(FILE *f, int indent, int width, const char *text);
 
+/* printf's text through rb_wrap_hang at rb_text_width(f): no newline at
+ * the end of fmt (rb_wrap_hang adds one). */
+void rb_wrapf(FILE *f, int indent, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* The columns a site keeps before the notes after it ([library], kinds)
  * are shortened or dropped, however narrow the width. */
 #define RB_SITE_MIN 40

@@ -90,6 +90,23 @@ for bad in "--from abc" "--from 30 --to 20" "--to -1"; do
 	expect_eq "plot $bad" "$rc" 2
 	[ "$(wc -l <err.txt)" -eq 1 ] || fail "plot $bad: $(cat err.txt)"
 done
+# the framework's counter lines stay inside the axis: a reading at exit,
+# after the last event, was drawn past its right edge (standin-jax's at
+# x=14503076 on an 870-wide axis)
+for t in "$TESTS_DIR"/verdicts/traces/standin-*.counters.gmt; do
+	"$GMT_CLI" plot -o c.svg "$t" || fail "plot $t"
+	grep -q 'id="framework-reserved"' c.svg || fail "${t##*/}: no counter line"
+	python3 - c.svg "${t##*/}" <<'PY' || fail "counter lines past the axis"
+import re, sys
+s = open(sys.argv[1]).read()
+total = re.search(r'id="total"[^>]* d="([^"]*)"', s).group(1)
+right = max(float(v) for v in re.findall(r'([0-9.]+) [0-9.]+', total))
+for m in re.finditer(r'<polyline id="(framework-[a-z]+)"[^>]*points="([^"]*)"', s):
+    xs = [float(p.split(',')[0]) for p in m.group(2).split()]
+    if xs and max(xs) > right + 0.05:
+        sys.exit("%s: %s reaches x=%s, the axis ends at %s" % (sys.argv[2], m.group(1), max(xs), right))
+PY
+done
 if command -v rsvg-convert >/dev/null; then
 	rsvg-convert m.svg -o m.png || fail "rsvg-convert failed"
 	[ "$(head -c 8 m.png | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "not a PNG"

@@ -639,10 +639,20 @@ static void test_counters_torch(void)
 	c = find(&out, "torch-cache");
 	s = find(&out, "smi-breakdown");
 	CHECK(c && c->needs_counters && s && s->needs_counters &&
-		  ev_has(c, "run with `gpumemtrace run --framework-counters` to see how much of "
-			    "the cache tensors use") &&
+		  ev_has(c, "how much of the cache tensors use") &&
 		  has(c->answer, "tensors use part of it") && !has(s->answer, "tensors 600"),
 	      "without counters: the note");
+	/* how to get them is said whole once, in the first finding that needs
+	 * them; the later ones name what they would add */
+	int whole = 0, also = 0;
+	for (size_t i = 0; i < out.n; i++)
+		for (size_t k = 0; k < out.v[i].nev; k++) {
+			whole += has(out.v[i].ev[k].text, "run with `gpumemtrace run "
+							  "--framework-counters` to see");
+			also +=
+			    has(out.v[i].ev[k].text, "(--framework-counters, above) would also");
+		}
+	CHECK(whole == 1 && also >= 1, "the counters' hint: %d whole, %d short", whole, also);
 	explain_findings_free(&out);
 
 	/* no framework library loaded (a stand-in, a static build): the
