@@ -11,6 +11,7 @@
 #include "analysis/report-base.h"
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/report-print.h"
 
 #define WRAP 78
 
@@ -221,13 +222,22 @@ static void compare_out(FILE *f, bool json, struct ex_facts *fa, const struct ex
 int cmd_explain(int argc, char **argv)
 {
 	struct rb_opts o = {0};
+	struct site_args sa = {0};
 	struct trace *ts;
-	int rc = rb_parse_open_plain(&usage, argc, argv, &o, &ts);
+	/* the sites it names are top's and leaks' under the same options */
+	const struct option opts[] = {
+	    OPT_RB_JSON(&o),
+	    OPT_RB_DEVICE(&o),
+	    OPT_SITES(&sa),
+	    OPT_END(),
+	};
+	int rc = rb_parse_open(&usage, opts, argc, argv, &o, &sa, &ts);
 	if (rc >= 0)
 		return rc;
 	if (o.npaths > 2) {
 		rb_finish_all(ts, o.npaths, 0);
 		free(o.paths);
+		site_args_done(usage.name, &sa);
 		return say_usage_error("explain", "one trace, or two to compare, not %d", o.npaths);
 	}
 	FILE *f = stdout;
@@ -250,7 +260,9 @@ int cmd_explain(int argc, char **argv)
 		for (int i = 0; i < nfacts; i++)
 			explain_facts_free(&fs[i]);
 		free(o.paths);
-		return rb_finish_all(ts, o.npaths, EXIT_USAGE);
+		rc = rb_finish_all(ts, o.npaths, EXIT_USAGE);
+		site_args_done(usage.name, &sa);
+		return rc;
 	}
 	if (o.json)
 		fputs("{\"traces\": [", f);
@@ -284,5 +296,7 @@ int cmd_explain(int argc, char **argv)
 	for (int i = 0; i < o.npaths; i++)
 		explain_facts_free(&fs[i]);
 	free(o.paths);
-	return rb_finish_all(ts, o.npaths, worst);
+	rc = rb_finish_all(ts, o.npaths, worst);
+	site_args_done(usage.name, &sa);
+	return rc;
 }

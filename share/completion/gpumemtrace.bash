@@ -39,8 +39,10 @@ _gpumemtrace() {
 	explain)
 		case $prev in
 		--device) COMPREPLY=(); return ;;
+		--hide) COMPREPLY=(); return ;;
+		--focus) COMPREPLY=(); return ;;
 		esac
-		opts="--json --device --help" ;;
+		opts="--json --device --hide --focus --raw-sites --full-names --help" ;;
 	top)
 		case $prev in
 		--by) COMPREPLY=($(compgen -W "stack function library api range" -- "$cur")); return ;;

@@ -53,5 +53,8 @@ expect_eq jax-smi "$(finding jax smi-breakdown "'(tensors 20.0 MiB, free in its 
 explain_traces
 "$GMT_CLI" explain --json retry.gmt >retry.json || fail "explain retry.gmt"
 expect_eq note "$(finding retry torch-cache "[f['needs_framework_counters'], any('run with \`gpumemtrace run --framework-counters\` to see how much of the cache tensors use' in e['text'] for e in f['evidence'])]")" "[True, True]"
-expect_eq note-retries "$(ev retry oom-retried 'gpumemtrace run --framework-counters')" True
+# said whole once (in the first finding that needs it), then only what
+# each would add
+expect_eq note-retries "$(ev retry oom-retried '(--framework-counters, above) would also show every retry')" True
+expect_eq note-once "$(json retry.json "sum('run with \`gpumemtrace run --framework-counters\` to see' in e['text'] for f in d['traces'][0]['findings'] for e in f['evidence'])")" 1
 echo ok

@@ -112,4 +112,19 @@ for kv in '"XLA_CLIENT_MEM_FRACTION": ".5"' '"NCCL_BUFFSIZE": "1048576"' '"NCCL_
 	grep -qF "$kv" process.txt || fail "not recorded: $kv in $(cat process.txt)"
 done
 ! grep -q UNRELATED_SETTING process.txt || fail "recorded a variable off the list"
+
+# the sites explain names follow the site options as every other report's:
+# --hide passes over a frame, --focus picks one, a pattern that matches no
+# frame warns (explain had none of them)
+lm="$TESTS_DIR/verdicts/traces/torch.leak-mid.gmt"
+"$GMT_CLI" explain "$lm" >plain.txt || fail "explain"
+grep -q 'last raised at drv_malloc' plain.txt || fail "the leak's site: $(grep -m1 'raised at' plain.txt)"
+"$GMT_CLI" explain --hide drv_malloc "$lm" >hidden.txt 2>err.txt || fail "explain --hide"
+grep -q 'last raised at alloc_block' hidden.txt || fail "--hide: $(grep -m1 'raised at' hidden.txt)"
+! grep -q 'drv_malloc' hidden.txt || fail "--hide: drv_malloc still named"
+"$GMT_CLI" explain --json --hide drv_malloc "$lm" | grep -q 'alloc_block' || fail "--hide --json"
+"$GMT_CLI" explain --focus 'no_such_frame_xyz' "$lm" >/dev/null 2>err.txt || fail "--focus"
+grep -q "matched no frame" err.txt || fail "--focus unmatched: no warning: $(cat err.txt)"
+"$GMT_CLI" explain --focus 'torch_malloc' "$lm" | grep -q 'last raised at torch_malloc' ||
+	fail "--focus torch_malloc"
 echo ok
