@@ -713,6 +713,7 @@ static void run_alloc(struct run *r, void *arg)
 	if (rc) {
 		if (!r->out.ooms++)
 			r->out.first_oom_request = q->e->size;
+		r->out.ooms_recorded += q->oom_probe;
 		return;
 	}
 	note_peak(r);
@@ -879,6 +880,7 @@ static void step(struct ctx *c, const struct hent *e)
 	case GMT_FW_ALLOC: {
 		end_burst(c, d, false);
 		d->out.allocs++;
+		d->out.allocs_after_oom += d->out.recorded_ooms > 0;
 		follow_alloc(c, d, pm, e);
 		struct req q = {e, false};
 		runs_each(d, asked, run_alloc, &q);
@@ -907,7 +909,17 @@ static void step(struct ctx *c, const struct hent *e)
 		break;
 	case GMT_FW_OOM: {
 		end_burst(c, d, true);
-		d->out.recorded_ooms++;
+		if (!d->out.recorded_ooms++) {
+			struct ar_oom *x = &d->out.first_oom;
+			*x = (struct ar_oom){.found = true,
+					     .entry = e->index,
+					     .time_us = e->time_us,
+					     .request = e->size,
+					     .device_free = e->device_free,
+					     .stream = e->stream};
+			stack_text(c->t, x->stack, sizeof x->stack, e->stack_id);
+		}
+		d->out.allocs_after_oom = 0;
 		struct hent probe = *e;
 		struct req q = {&probe, true};
 		runs_each(d, asked, run_alloc, &q);

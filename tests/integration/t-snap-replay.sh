@@ -110,6 +110,31 @@ grep -q "expandable_segments: 'maybe' is not True or False" e || fail "bad conf:
 rc=0; "$G" whatif s.pickle --fraction 1.5 2>e || rc=$?
 expect_eq "whatif bad fraction" "$rc" 2
 
+# 4b. an OOM in the history: replay names it, says whether the run went on,
+# and whether the model (on the device size the oom entry implies) refuses
+# it too; on a larger device it does not: said, not hidden behind 100%
+python3 "$GEN" oom.pickle --oom || fail "snapgen --oom"
+"$G" replay oom.pickle >o || fail "replay oom: $(cat o)"
+grep -q "OUT OF MEMORY: the allocator refused 1 request; the first, entry 23: 128 MiB asked on stream 0 with 3.00 MiB free on the device, at step (/home/user/train.py:57)" o ||
+	fail "replay: the oom not named: $(cat o)"
+grep -q "the program went on (caught it): 1 allocation after the last" o || fail "oom, caught: $(cat o)"
+grep -q "the model, on a 65.0 MiB device (estimated from the oom entry): refuses it too: reproduced" o ||
+	fail "oom, reproduced: $(cat o)"
+"$G" replay --device-size 1GiB oom.pickle >o || fail "replay oom 1GiB"
+grep -q "serves it: NOT reproduced" o || fail "oom on 1 GiB: $(cat o)"
+"$G" replay --json oom.pickle >o.json || fail "replay --json oom"
+expect_eq "oom json request" "$(json o.json 'd["devices"][0]["recorded"]["first_oom"]["request_bytes"]')" 134217728
+expect_eq "oom json reproduced" "$(json o.json 'd["devices"][0]["model"]["ooms_recorded_too"]')" 1
+python3 - <<'PY' || fail "cut the pickle at its oom"
+import pickle
+d = pickle.load(open("oom.pickle", "rb"))
+tr = d["device_traces"][0]
+del tr[[i for i, e in enumerate(tr) if e["action"] == "oom"][0] + 1:]
+pickle.dump(d, open("oomend.pickle", "wb"))
+PY
+"$G" replay oomend.pickle >o || fail "replay oomend"
+grep -q "the history ends in it" o || fail "oom at the end: $(cat o)"
+
 # 5. no history: a driver-only trace, an end-state-only snapshot
 python3 - <<'PY'
 import pickle
