@@ -33,13 +33,15 @@ static void *worker(void *arg)
 	while (due < end) {
 		for (int i = 0; i < BATCH; i++) {
 			CUdeviceptr p = 0;
-			if (cuMemAlloc_v2(&p, 4096) == CUDA_SUCCESS && cuMemFree_v2(p) == CUDA_SUCCESS)
+			if (cuMemAlloc_v2(&p, 4096) == CUDA_SUCCESS &&
+			    cuMemFree_v2(p) == CUDA_SUCCESS)
 				*made += 2;
 		}
 		due += step;
 		uint64_t t = now_ns();
 		if (due > t) {
-			struct timespec ts = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
+			struct timespec ts = {(time_t)(due / 1000000000u),
+					      (long)(due % 1000000000u)};
 			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 		} else if (t - due > step) {
 			due = t - step; /* behind by more than a batch: no catching up */

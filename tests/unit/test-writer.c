@@ -331,11 +331,13 @@ static void stall_rule(void)
 	const uint64_t ms = 1000000u;
 	CHECK(!gmt_lost_to_stall(0, 0, 1), "no write under way: not a stall");
 	CHECK(!gmt_lost_to_stall(2 * ms, 0, 1), "FULL_WAIT_MS=0, a 2 ms write: not a stall");
-	CHECK(!gmt_lost_to_stall(99 * ms, 50 * ms, 1), "FULL_WAIT_MS=50, a 99 ms write: not a stall");
+	CHECK(!gmt_lost_to_stall(99 * ms, 50 * ms, 1),
+	      "FULL_WAIT_MS=50, a 99 ms write: not a stall");
 	CHECK(gmt_lost_to_stall(100 * ms, 0, 0), "FULL_WAIT_MS=0, a 100 ms write: a stall");
 	CHECK(gmt_lost_to_stall(1000 * ms, 1000 * ms, 0), "stuck FULL_WAIT_MS: a stall");
 	CHECK(!gmt_lost_to_stall(500 * ms, 1000 * ms, 0), "stuck less, own wait not over: waits");
-	CHECK(gmt_lost_to_stall(500 * ms, 1000 * ms, 1), "stuck 500 ms, own wait over: the stall's");
+	CHECK(gmt_lost_to_stall(500 * ms, 1000 * ms, 1),
+	      "stuck 500 ms, own wait over: the stall's");
 	CHECK(gmt_stall_ms(0) == GMT_STALL_MIN_MS && gmt_stall_ms(1000) == 1000, "stall ms %d %d",
 	      gmt_stall_ms(0), gmt_stall_ms(1000));
 }
