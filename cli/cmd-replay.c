@@ -132,6 +132,70 @@ static void print_fidelity(FILE *f, const struct ar_device *d)
 		rb_wrapf(f, 4, "  %" PRIu64 " %s", d->unfollowed, unfollowed);
 }
 
+static const char *size_source(const struct ar_device *d)
+{
+	static const char *const names[] = {"unknown", "given", "the trace's device",
+					    "estimated from the oom entry"};
+	return names[d->size_source < 4 ? d->size_source : 0];
+}
+
+/* The allocator's OOMs in the history, and whether the model's free run
+ * under the recorded settings refuses the same requests. */
+static void print_ooms(FILE *f, const struct ar_device *d)
+{
+	const struct ar_oom *x = &d->first_oom;
+	const struct ar_run *m = &d->as_recorded;
+	char b1[32], b2[32], verdict[160];
+	if (!x->found) {
+		if (m->ooms)
+			rb_wrapf(f, 4,
+				 "  out of memory: none recorded; the model refused %" PRIu64
+				 " requests (the first %s) on a %s device (%s)",
+				 m->ooms, fmt_size(b1, m->first_oom_request),
+				 fmt_size(b2, d->device_size), size_source(d));
+		return;
+	}
+	rb_wrapf(f, 4,
+		 "  OUT OF MEMORY: the allocator refused %" PRIu64
+		 " request%s; the first, entry %" PRIu64 ": %s asked on stream %" PRIu64
+		 " with %s free on the device, at %s",
+		 d->recorded_ooms, d->recorded_ooms == 1 ? "" : "s", x->entry,
+		 fmt_size(b1, x->request), x->stream, fmt_size(b2, x->device_free),
+		 x->stack[0] ? x->stack : "(no stack)");
+	if (!d->allocs_after_oom)
+		rb_wrapf(f, 6,
+			 "    the history ends in it: the run stopped there (or the snapshot was "
+			 "taken right after)");
+	else
+		rb_wrapf(f, 6,
+			 "    the program went on (caught it): %" PRIu64
+			 " allocation%s after the last",
+			 d->allocs_after_oom, d->allocs_after_oom == 1 ? "" : "s");
+	if (!d->device_size) {
+		rb_wrapf(f, 6,
+			 "    the model: not checked, the device's size is unknown (--device-size "
+			 "SIZE)");
+		return;
+	}
+	if (m->ooms_recorded == d->recorded_ooms)
+		snprintf(verdict, sizeof(verdict), "refuses %s too: reproduced",
+			 d->recorded_ooms == 1 ? "it" : "them all");
+	else if (!m->ooms_recorded)
+		snprintf(verdict, sizeof(verdict),
+			 "serves %s: NOT reproduced (a rule, or the device's size, differs)",
+			 d->recorded_ooms == 1 ? "it" : "them all");
+	else
+		snprintf(verdict, sizeof(verdict),
+			 "refuses %" PRIu64 " of the %" PRIu64
+			 ": NOT reproduced (a rule, or the device's size, differs)",
+			 m->ooms_recorded, d->recorded_ooms);
+	rb_wrapf(f, 6, "    the model, on a %s device (%s): %s", fmt_size(b1, d->device_size),
+		 size_source(d), verdict);
+	if (m->ooms > m->ooms_recorded)
+		fprintf(f, "    and %" PRIu64 " requests the allocator served\n",
+			m->ooms - m->ooms_recorded);
+}
+
 static void print_first(FILE *f, const struct ar_device *d)
 {
 	if (!d->first.found) {
@@ -176,9 +240,9 @@ static void json_run(FILE *f, const char *key, const struct ar_run *r)
 		"\"%s\": {\"reserved_peak_bytes\": %" PRIu64 ", \"allocated_peak_bytes\": %" PRIu64
 		", \"segments_at_peak\": %" PRIu64 ", \"free_at_peak_bytes\": %" PRIu64
 		", \"largest_free_at_peak_bytes\": %" PRIu64 ", \"ooms\": %" PRIu64
-		", \"empty_cache_calls\": %" PRIu64 "}",
+		", \"ooms_recorded_too\": %" PRIu64 ", \"empty_cache_calls\": %" PRIu64 "}",
 		key, r->reserved_peak, r->allocated_peak, r->segments_at_peak, r->free_at_peak,
-		r->largest_free_at_peak, r->ooms, r->empty_caches);
+		r->largest_free_at_peak, r->ooms, r->ooms_recorded, r->empty_caches);
 }
 
 static void json_device(FILE *f, const struct ar_device *d)
@@ -205,9 +269,22 @@ static void json_device(FILE *f, const struct ar_device *d)
 	fprintf(f,
 		"\"recorded\": {\"reserved_peak_bytes\": %" PRIu64
 		", \"allocated_peak_bytes\": %" PRIu64 ", \"segments_at_peak\": %" PRIu64
-		", \"ooms\": %" PRIu64 "}, ",
+		", \"ooms\": %" PRIu64 ", \"allocations_after_last_oom\": %" PRIu64
+		", \"first_oom\": ",
 		d->recorded_reserved_peak, d->recorded_allocated_peak, d->recorded_segments_at_peak,
-		d->recorded_ooms);
+		d->recorded_ooms, d->allocs_after_oom);
+	const struct ar_oom *x = &d->first_oom;
+	if (x->found) {
+		fprintf(f,
+			"{\"entry\": %" PRIu64 ", \"time_us\": %" PRIu64
+			", \"request_bytes\": %" PRIu64 ", \"device_free_bytes\": %" PRIu64
+			", \"stream\": %" PRIu64 ", \"stack\": ",
+			x->entry, x->time_us, x->request, x->device_free, x->stream);
+		json_cstr0(f, x->stack);
+		fputs("}}, ", f);
+	} else {
+		fputs("null}, ", f);
+	}
 	const struct ar_end *e = &d->end;
 	fprintf(f,
 		"\"end\": {\"segments\": %" PRIu64 ", \"reserved_bytes\": %" PRIu64
@@ -384,10 +461,19 @@ int cmd_replay(int argc, char **argv)
 	for (size_t i = 0; i < r.ndev; i++) {
 		const struct ar_device *d = &r.dev[i];
 		char b1[32], b2[32];
+		if (!d->entries) { /* segments at the end, no history: nothing to replay */
+			rb_wrapf(stdout, 2,
+				 "device %" PRId64 ": no history entries (none recorded on it, or "
+				 "its ring kept none): nothing to replay",
+				 d->device);
+			print_end(stdout, &d->end);
+			continue;
+		}
 		print_fidelity(stdout, d);
 		uint64_t mp = d->as_recorded.reserved_peak, rp = d->recorded_reserved_peak;
 		printf("  reserved peak: the model %s, recorded %s%s\n", fmt_size(b1, mp),
 		       fmt_size(b2, rp), mp == rp ? " (exact)" : "");
+		print_ooms(stdout, d);
 		print_first(stdout, d);
 		print_end(stdout, &d->end);
 	}
@@ -419,13 +505,6 @@ static const char *oom_text(char *buf, size_t size, const struct ar_run *r, bool
 	return buf;
 }
 
-static const char *size_source(const struct ar_device *d)
-{
-	static const char *const names[] = {"unknown", "given", "the trace's device",
-					    "estimated from the oom entry"};
-	return names[d->size_source < 4 ? d->size_source : 0];
-}
-
 static void print_whatif(const struct args *a, const struct ar_result *r, const char *path)
 {
 	char rec[160], ask[160];
@@ -442,6 +521,11 @@ static void print_whatif(const struct args *a, const struct ar_result *r, const 
 		const struct ar_device *d = &r->dev[i];
 		char b1[32], b2[32], s1[48], s2[48];
 		char head[160];
+		if (!d->entries) {
+			printf("\ndevice %" PRId64 ": no history entries: nothing to plan from\n",
+			       d->device);
+			continue;
+		}
 		if (d->device_size)
 			snprintf(head, sizeof head, "(%s, %s)", fmt_size(b1, d->device_size),
 				 size_source(d));
