@@ -705,10 +705,10 @@ const char *trace_fmt_time(char *buf, int64_t ns)
 	double s = (double)a / 1e9;
 	if (a < 1000)
 		snprintf(buf, 32, "%c%" PRIu64 " ns", sign, a);
-	else if (a < 1000000)
-		snprintf(buf, 32, "%c%.3g us", sign, (double)a / 1e3);
+	else if (a < 1000000) /* as rb_time: one event reads the same in every report */
+		snprintf(buf, 32, "%c%.1f us", sign, (double)a / 1e3);
 	else if (a < 1000000000)
-		snprintf(buf, 32, "%c%.3g ms", sign, (double)a / 1e6);
+		snprintf(buf, 32, "%c%.1f ms", sign, (double)a / 1e6);
 	else if (a < UINT64_C(60000000000))
 		snprintf(buf, 32, "%c%.3f s", sign, s);
 	else if (a < UINT64_C(3600000000000))

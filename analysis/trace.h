@@ -247,7 +247,7 @@ int trace_finish(struct trace *t);
 
 /* Time since the trace started, ns. */
 int64_t trace_rel(const struct trace *t, uint64_t time_ns);
-/* A relative time in human units: "+850 ns", "+12.3 us", "+4.56 ms",
+/* A relative time in human units: "+850 ns", "+12.3 us", "+4.6 ms",
  * "+1.234 s", "+2m05.3s", "+1h02m03s". buf >= 32. */
 const char *trace_fmt_time(char *buf, int64_t ns);
 

@@ -90,7 +90,7 @@ known c.gmt $((450 * MiB))
 acc c c.gmt
 expect_eq before "$(json c.json "[r['route'] for r in $D['likely_routes']][0]")" "before_tracer"
 expect_eq before-ev "$(json c.json "$D['likely_routes'][0]['evidence']")" \
-	"the first NVML sample (+500 ns) already showed 450 MiB, 150 MiB more than the contexts' 300 MiB, before the first traced event (+1 us)"
+	"the first NVML sample (+500 ns) already showed 450 MiB, 150 MiB more than the contexts' 300 MiB, before the first traced event (+1.0 us)"
 # ...but a first sample that the context explains is no evidence (on an
 # H100 the first sample is taken inside the call that made the context)
 known c2.gmt $((300 * MiB))

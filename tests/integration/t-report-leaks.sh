@@ -66,7 +66,7 @@ expect_eq killed "$(json k.json "d['complete'], d['live_at'], d['live_bytes'], d
 	"(False, 'last_flush', 4096, 3000000)"
 expect_eq no-stack "$(groups k.json key bytes library)" "[('(no stack)', 4096, '(no stack)')]"
 "$GMT_CLI" leaks k.gmt >k.txt 2>/dev/null
-grep -q 'INCOMPLETE TRACE: k.gmt (no trailer).*last flush (+3 ms), not at exit' k.txt || fail "no incomplete line: $(cat k.txt)"
+grep -q 'INCOMPLETE TRACE: k.gmt (no trailer).*last flush (+3.0 ms), not at exit' k.txt || fail "no incomplete line: $(cat k.txt)"
 
 rc=0
 "$GMT_CLI" leaks --by size t.gmt >out 2>err || rc=$?

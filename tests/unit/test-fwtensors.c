@@ -89,7 +89,7 @@ int main(void)
 	CHECK(fwt_capture(&t, 1, &dev, &when, NULL, &s) == -1, "capture 2");
 	d = fwt_dev(&s, 0);
 	CHECK(d && d->n == 2 && d->bytes == 11 * MiB && d->reserved == 20 * MiB,
-	      "at +25 us: 11 MiB in 2 tensors");
+	      "at +25.0 us: 11 MiB in 2 tensors");
 	fwt_free(&s);
 	/* at the end */
 	when = UINT64_MAX;
