@@ -473,8 +473,9 @@ static void route_missed_lookup(const struct trace *t, struct acct_dev *d)
 			first_note = t->notes[i];
 	if (nlook)
 		add_route(d, "missed_lookup",
-			  "an entry-point lookup the hooks could not follow: memory allocated "
-			  "through a function we never wrapped",
+			  "a CUDA function looked up in a way gpumemtrace could not follow "
+			  "(dlsym, cuGetProcAddress): memory allocated through a function it "
+			  "never intercepted",
 			  90, "the trace notes \"%.300s\"%s", first_note,
 			  nlook > 1 ? " (and more notes like it)" : "");
 }
@@ -544,8 +545,8 @@ static void route_static_runtime(struct acct_pass *p, struct acct_dev *d)
 	 * where another one's allocations show the route is hooked. */
 	if (nlibs)
 		add_route(d, "static_runtime",
-			  "a library with its own static CUDA runtime allocating through a route "
-			  "the hooks missed",
+			  "a library with its own copy of the CUDA runtime (linked statically) "
+			  "allocating where gpumemtrace cannot intercept it",
 			  charged ? 30 : 70,
 			  "loaded with no traced allocation charged to %s: %s%s%s%s",
 			  nlibs > 1 ? "them" : "it", libs, charged ? " (but allocations of " : "",
@@ -573,7 +574,7 @@ static void route_rounding(struct acct_dev *d, const struct acct_moment *m, uint
 	uint64_t async_hw = d->peak.async > m->async ? d->peak.async : m->async;
 	if (async_hw)
 		add_route(d, "pool_reserve",
-			  "stream-ordered pools hold more than they hand out (the pool's reserve)",
+			  "cudaMallocAsync pools hold more than they hand out (the pool's reserve)",
 			  2 * async_hw >= gap ? 75 : 50,
 			  "%s in stream-ordered allocations live then, %s at the device's peak; "
 			  "a pool keeps freed memory up to its release threshold",
@@ -587,8 +588,8 @@ static void route_environment(struct acct_pass *p, struct acct_dev *d)
 	const char *cumem = env_get(t, "NCCL_CUMEM_ENABLE");
 	if (cumem && strcmp(cumem, "0") != 0 && !p->vmm_creates)
 		add_route(d, "nccl_cumem",
-			  "NCCL buffers from cuMem (VMM) that we did not see created", 60,
-			  "NCCL_CUMEM_ENABLE=%.64s and no cuMemCreate traced", cumem);
+			  "NCCL buffers mapped with cuMemCreate that the trace did not see created",
+			  60, "NCCL_CUMEM_ENABLE=%.64s and no cuMemCreate traced", cumem);
 
 	/* Module code lands after the context's cost was measured either way:
 	 * lazily at a kernel's first launch, or eagerly as each library loaded

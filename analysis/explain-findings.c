@@ -184,7 +184,8 @@ void ex_smi(const struct ex_facts *f, const struct ex_recog *r, const struct ex_
 	      fmt_size(b[0], d->contexts));
 	if (u > 0)
 		ex_ev(x, c, "unexplained: %s, likely %s", fmt_size(b[0], (uint64_t)u),
-		      d->route_text ? d->route_text : "memory allocated where no hook sees it");
+		      d->route_text ? d->route_text
+				    : "memory allocated where gpumemtrace cannot intercept it");
 	if (counted)
 		ex_ev(x, "summary", "of %s, tensors %s and free in the cache %s (%s %s)",
 		      fw_part(r), fmt_size(b[0], tensors), fmt_size(b[1], cfree), d->counters.api,

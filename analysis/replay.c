@@ -29,8 +29,8 @@ const char *const bucket_key[BK_COUNT] = {
     "arrays", "ipc",	 "vmm_host",	"pools",
 };
 const char *const bucket_label[BK_COUNT] = {
-    "device", "managed",      "pinned host", "registered host", "reserved VA",
-    "arrays", "IPC (opened)", "VMM on host", "memory pools",
+    "device", "managed",      "pinned host",	    "registered host", "address space",
+    "arrays", "IPC (opened)", "mapped host memory", "memory pools",
 };
 
 void replay_init(struct replay *rp)

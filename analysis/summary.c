@@ -293,8 +293,8 @@ static int call_cmp(struct summary_call *a, struct summary_call *b)
 
 const struct summary_kind summary_kinds[NKINDS] = {
     {GMT_KIND_DEVICE, "device", "device (cudaMalloc, cuMemAlloc)"},
-    {GMT_KIND_ASYNC, "stream_ordered", "stream-ordered pool"},
-    {GMT_KIND_VMM_PHYS, "vmm_physical", "VMM physical (cuMemCreate)"},
+    {GMT_KIND_ASYNC, "stream_ordered", "stream-ordered (cudaMallocAsync)"},
+    {GMT_KIND_VMM_PHYS, "vmm_physical", "mapped memory (cuMemCreate)"},
 };
 
 static void frame_text(FILE *f, const struct trace_frame *fr)

@@ -119,7 +119,8 @@ static void print_dev_traced(FILE *f, const struct acct_dev *d)
 	char b1[96], b2[96];
 	acct_row(f, "traced allocations", fmt_size(b1, pk->traced), fmt_size(b2, en->traced));
 	static const char *const kl[3] = {"  device (cudaMalloc, cuMemAlloc)",
-					  "  stream-ordered pool", "  VMM physical (cuMemCreate)"};
+					  "  stream-ordered (cudaMallocAsync)",
+					  "  mapped memory (cuMemCreate)"};
 	uint64_t kp[3] = {pk->device, pk->async, pk->vmm}, ke[3] = {en->device, en->async, en->vmm};
 	for (int k = 0; k < 3; k++)
 		if (kp[k] || ke[k])

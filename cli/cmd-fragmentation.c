@@ -415,11 +415,13 @@ static void frag_json(FILE *f, struct trace *t, const struct frag_result *g, int
 static void frag_human_vmm(FILE *f, const struct frag_vmm *v)
 {
 	char b1[32], b2[32];
-	fprintf(f, "\nVMM (peak / end)\n  reserved VA %s / %s\n", fmt_size(b1, v->reserved_peak),
+	/* in the user's words; the driver's terms in parentheses and --json */
+	fprintf(f, "\nmapped memory (cuMemCreate: expandable segments, XLA, NCCL), peak / end\n");
+	fprintf(f, "  address space reserved (VA)     %s / %s\n", fmt_size(b1, v->reserved_peak),
 		fmt_size(b2, v->reserved));
-	fprintf(f, "  mapped      %s / %s\n", fmt_size(b1, v->mapped_peak),
+	fprintf(f, "  of it mapped to memory          %s / %s\n", fmt_size(b1, v->mapped_peak),
 		fmt_size(b2, v->mapped));
-	fprintf(f, "  physical    %s / %s\n", fmt_size(b1, v->physical_peak),
+	fprintf(f, "  memory created (physical)       %s / %s\n", fmt_size(b1, v->physical_peak),
 		fmt_size(b2, v->physical));
 	if (v->reserved_peak > v->mapped_peak)
 		rb_wrapf(f, 4,

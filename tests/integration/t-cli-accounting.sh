@@ -70,12 +70,12 @@ expect_eq nvml "$(json a.json "d['traces'][0]['accounting']['nvml']")" \
 grep -Eq '^  nvidia-smi \(this process\) +1\.49 GiB +1012 MiB$' a.txt || fail "no nvidia-smi line: $(cat a.txt)"
 grep -Eq '^  CUDA contexts \+ module code +300 MiB +300 MiB$' a.txt || fail "no context line: $(cat a.txt)"
 grep -Eq '^  unexplained +200 MiB \(13\.1%\) LARGE +200 MiB \(19\.8%\) LARGE$' a.txt || fail "no unexplained line: $(cat a.txt)"
-grep -q '200 MiB unexplained at the peak: likely a library with its own static CUDA runtime' a.txt ||
+grep -q '200 MiB unexplained at the peak: likely a library with its own copy of the CUDA runtime (linked statically)' a.txt ||
 	fail "no likely route: $(cat a.txt)"
 # the summary's section and JSON
 "$GMT_CLI" summary a.gmt >s.txt 2>err || fail "summary exit $?"
 grep -Eq '^  0 +peak +1\.49 GiB +1\.00 GiB +300 MiB +200 MiB \(13\.1%\) LARGE$' s.txt || fail "no summary row: $(cat s.txt)"
-grep -q 'likely: a library with its own static CUDA runtime' s.txt || fail "no summary route: $(cat s.txt)"
+grep -q 'likely: a library with its own copy of the CUDA runtime' s.txt || fail "no summary route: $(cat s.txt)"
 "$GMT_CLI" summary --json a.gmt >s.json 2>err || fail "summary --json exit $?"
 expect_eq summary-json "$(json s.json "d['accounting']['devices'][0]['at_peak']['unexplained_bytes'], d['phases']")" "($((200 * MiB)), None)"
 

@@ -7,6 +7,9 @@
 # framework's reserved peak from its counters, and fails without them. run
 # --check-max-smi gates the same way. Each line says which figure it used.
 . "$(dirname "$0")/lib.sh"
+# each check line is read whole here (a line past the width wraps; its
+# wrapping is t-cli-width80's)
+export COLUMNS=1000
 MKTRACE=$BUILD/tests/unit-tools/mktrace
 MiB=1048576
 

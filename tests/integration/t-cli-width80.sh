@@ -6,6 +6,8 @@
 # every history and pickle. No exception for tables: a table too wide
 # puts its site or path under its figures. (summary's device table was
 # 101 columns, explain's framework line 137, fragmentation's prose 154.)
+# The same pass reads each report for the jargon a PyTorch user would not
+# know ("VMM physical", "reserved VA", "a route the hooks missed").
 . "$(dirname "$0")/lib.sh"
 out=$PWD/out
 cd "$TESTS_DIR/.."
@@ -17,6 +19,11 @@ fits() {
 	COLUMNS=80 "$GMT_CLI" "$@" </dev/null 2>/dev/null | cat >"$out" || true
 	[ -s "$out" ] || return 0
 	LC_ALL=C sed -i 's/[\x80-\xbf]//g' "$out"
+	# and in the user's words (27.8): the driver's terms only in parentheses
+	if grep -E 'VMM physical|reserved VA|hooks missed|no hook sees|VMM on host|cuMem \(VMM\)' "$out"; then
+		echo "$*: jargon (above)"
+		bad=1
+	fi
 	awk -v c="$*" 'length > 80 {
 		printf "%s: %d columns: %s\n", substr(c, 1, 90), length, $0
 		bad = 1

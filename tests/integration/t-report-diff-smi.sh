@@ -37,7 +37,7 @@ expect_eq alloc-env "$(json d.json "[(e['a'], e['b']) for e in d['allocator_envi
 	"[(None, None), ('backend:cudaMallocAsync', None), (None, '1')]"
 "$GMT_CLI" diff a.gmt b.gmt >d.txt 2>err || fail "diff text exit $?: $(cat err)"
 grep -Eq '^    nvidia-smi \(this process\) +1\.95 GiB +400 MiB +-1\.56 GiB$' d.txt || fail "no nvidia-smi row: $(cat d.txt)"
-grep -q "^      A: likely stream-ordered pools hold more than they hand out (the pool's reserve)$" d.txt || fail "no pool reserve: $(cat d.txt)"
+grep -q "^      A: likely cudaMallocAsync pools hold more than they hand out (the pool's reserve)$" d.txt || fail "no pool reserve: $(cat d.txt)"
 grep -q '^  nvidia-smi differs by -1.56 GiB at the end where the traced allocations differ by 0 B' d.txt || fail "no verdict: $(cat d.txt)"
 grep -Eq '^  PYTORCH_CUDA_ALLOC_CONF +backend:cudaMallocAsync +\(unset\)  \(differs\)$' d.txt || fail "no allocator env: $(cat d.txt)"
 grep -Eq '^  TF_GPU_ALLOCATOR +\(unset\) +\(unset\)$' d.txt || fail "unset variables not shown: $(cat d.txt)"

@@ -37,5 +37,5 @@ expect_eq kinds-end "$(json k.json "$d['by_kind_at_end']")" \
 	"{'device': 1000, 'stream_ordered': 0, 'vmm_physical': 4096}"
 expect_eq no-stack "$(json k.json "$d['by_library']")" "[{'library': '(no stack)', 'bytes': 7096, 'allocations': 3}]"
 "$GMT_CLI" summary k.gmt >k.txt 2>err || fail "summary text exit $?"
-grep -Eq '^  stream-ordered pool +1\.95 KiB +0 B$' k.txt || fail "no kinds table: $(cat k.txt)"
+grep -Eq '^  stream-ordered \(cudaMallocAsync\) +1\.95 KiB +0 B$' k.txt || fail "no kinds table: $(cat k.txt)"
 echo ok

@@ -54,7 +54,7 @@ python3 "$GEN" x.pickle --expandable --oom || fail "snapgen --expandable"
 expect_eq "expandable: cuMemCreate" "$(grep -c 'EVENT .* cuMemCreate' d)" 3
 expect_eq "expandable: cuMemMap" "$(grep -c 'EVENT .* cuMemMap' d)" 3
 grep -q '"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"' d || fail "the allocator conf is not the run's"
-"$G" summary x.pickle | grep -q "VMM physical (cuMemCreate) *62.0 MiB" || fail "expandable: not VMM bytes"
+"$G" summary x.pickle | grep -q "mapped memory (cuMemCreate) *62.0 MiB" || fail "expandable: not VMM bytes"
 # the oom entry: oom and explain name it (a fraction OOM makes no driver
 # call: the history is the only witness); the program went on: caught
 "$G" oom x.pickle >o || fail "oom on a pickle: $(cat o)"
