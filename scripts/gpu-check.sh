@@ -112,13 +112,7 @@ traced() {
 }
 # report NAME: the CLI's reports of TRACE, kept beside it
 report() {
-	local name=$1
-	for cmd in summary accounting growth "top --by library" "top --by stack -n 5" leaks; do
-		echo "\$ gpumemtrace $cmd"
-		# shellcheck disable=SC2086
-		"$CLI" $cmd "$TRACE" 2>&1
-		echo
-	done >"$OUT_DIR/runs/$name.reports.txt"
+	"$ROOT/scripts/validation-reports.sh" "$CLI" "$TRACE" >"$OUT_DIR/runs/$1.reports.txt"
 }
 result_of() { sed -n 's/^RESULT //p' "$OUT_DIR/runs/$1.out" | head -1; }
 check_row() { # check_row MODE NAME
