@@ -375,6 +375,8 @@ static int take_entry(struct ts *s, const struct pk_val *d, uint64_t device, uin
 		return bad(s, "trace entry %llu of device %llu has no 'action'",
 			   (unsigned long long)index, (unsigned long long)device);
 	e->action = parse_action(a);
+	e->annotate = e->action == TS_UNKNOWN && !strcmp(a, "annotate");
+	e->user_metadata = get_str(d, "user_metadata");
 	if (e->action == TS_OOM)
 		get_u64(d, "device_free", &e->device_free);
 	else
