@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/fwhist.h"
 #include "analysis/report-base.h"
 
 static const struct {
@@ -261,4 +262,92 @@ void fwoom_free(struct fwoom_list *l)
 {
 	free(l->v);
 	memset(l, 0, sizeof(*l));
+}
+
+/* ---- PyTorch's allocator history ----------------------------------------- */
+
+struct hist_pass {
+	struct trace *t;
+	struct fwoom_list *l;
+	size_t first; /* the list's first history error */
+	bool *later;  /* per history error: its device's state changed after it */
+};
+
+static void on_hist_entry(void *ctx, const struct fw_event *ev, const struct fw_state *st)
+{
+	struct hist_pass *p = ctx;
+	struct fwoom_list *l = p->l;
+	if (ev->e->action != GMT_FW_OOM) {
+		for (size_t i = p->first; i < l->n; i++) /* its snapshot came after this */
+			if (l->v[i].device == ev->device && l->v[i].seq == ev->seq)
+				p->later[i - p->first] = true;
+		return;
+	}
+	l->total++;
+	if (l->n == FWOOM_MAX)
+		return;
+	const struct fw_snapshot *s = fwhist_snapshot(p->t, ev->seq);
+	const struct fw_dev *d = fw_state_dev(st, ev->device);
+	l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+	p->later = xrealloc(p->later, (l->n - p->first + 1) * sizeof(*p->later));
+	p->later[l->n - p->first] = false;
+	struct fwoom *f = &l->v[l->n++];
+	*f = (struct fwoom){.fw = FWF_TORCH,
+			    .source = "torch",
+			    .type = "",
+			    .device = ev->device,
+			    .tid = s ? s->tid : -1,
+			    .time_ns = ev->time_ns ? ev->time_ns
+				       : s	   ? s->time_ns
+						   : 0,
+			    .request = exact(ev->e->size),
+			    .free_bytes = exact(ev->e->addr),
+			    .history = true,
+			    .stream = ev->e->stream,
+			    .seq = ev->seq};
+	uint64_t total = rb_dev_total(p->t, ev->device);
+	if (total)
+		f->total = exact(total);
+	if (d) { /* the replay: tensors as asked, segments */
+		f->pool = exact(d->reserved);
+		f->in_use = exact(d->active);
+		f->pool_free = exact(d->reserved > d->active ? d->reserved - d->active : 0);
+	}
+}
+
+/* The snapshot's blocks, where they are the state at the OOM. */
+static void hist_blocks(const struct trace *t, struct fwoom *f, uint64_t seq)
+{
+	const struct fw_snapshot *s = fwhist_snapshot(t, seq);
+	if (!s || s->state_dropped || !s->nsegs)
+		return;
+	struct fw_blocks_fig b;
+	fwhist_blocks(s, f->device, &b);
+	if (!b.segments)
+		return;
+	f->blocks = true;
+	f->pool = exact(b.reserved);
+	f->in_use = exact(b.allocated + b.pending);
+	f->pool_free = exact(b.inactive);
+	f->largest_free = exact(0); /* none free on its stream */
+	for (size_t i = 0; i < b.nstreams; i++)
+		if (b.streams[i].stream == f->stream)
+			f->largest_free = exact(b.streams[i].largest_free);
+	if (b.streams_total > b.nstreams && !f->largest_free.bytes)
+		f->largest_free = (struct fw_size){0}; /* its stream may not be listed */
+}
+
+int fwoom_from_history(struct trace *t, struct fwoom_list *l)
+{
+	if (l->n || !fwhist_present(t))
+		return -1;
+	struct hist_pass p = {.t = t, .l = l, .first = l->n};
+	int x = fwhist_replay(t, on_hist_entry, &p);
+	for (size_t i = p.first; i < l->n; i++)
+		if (!p.later[i - p.first])
+			hist_blocks(t, &l->v[i], l->v[i].seq);
+	free(p.later);
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof(*l->v), by_time);
+	return x;
 }

@@ -55,6 +55,12 @@ struct fwoom {
 	/* set by analysis/oom.c: the program caught it and went on (only the
 	 * observer saw it, and the process did not end abnormally after it) */
 	bool caught;
+	/* read from PyTorch's allocator history (an oom entry, fwoom_from_history),
+	 * not from the helper's records: blocks says its pool figures are the
+	 * blocks of the snapshot that holds the entry (the state at the OOM),
+	 * else the history's replay then */
+	bool history, blocks;
+	uint64_t stream, seq; /* the entry's stream and snapshot (history) */
 };
 
 struct fwoom_list {
@@ -67,6 +73,16 @@ struct fwoom_list {
  * from its DEVICE record when no record states it). */
 void fwoom_collect(const struct trace *t, struct fwoom_list *out);
 void fwoom_free(struct fwoom_list *l);
+/* Appends PyTorch's out-of-memory entries of the allocator history (FWTRACE
+ * oom entries: `run --framework-history`, an imported snapshot) to l as
+ * errors (history set), each with the request and free memory it states and
+ * the cache's figures at it: free in the cache (inactive blocks), the
+ * largest free block on its stream, reserved and allocated, from the blocks
+ * of the snapshot that holds the entry when nothing changed after it, else
+ * from the history's replay. Only for a trace whose helper recorded no error
+ * of its own (its FWOOM records are the same errors). Returns -1, or a read
+ * error's exit code. */
+int fwoom_from_history(struct trace *t, struct fwoom_list *l);
 /* "PyTorch", "JAX", "TensorFlow", "CuPy", or the record's source. */
 const char *fwoom_fw_name(const struct fwoom *f);
 /* A known size: a + b, errors added. */

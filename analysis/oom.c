@@ -420,6 +420,11 @@ static void join_fw(struct oomrun *r)
 		/* seen by the observer only: caught, unless the process then
 		 * ended badly with nothing after it */
 		f->caught = f->observer && !f->raised && !(abnormal && i + 1 == l->n);
+		/* the history's entry: caught when the process went on to exit 0
+		 * or to a later error (how an imported snapshot's run ended is
+		 * unknown: not caught) */
+		if (f->history)
+			f->caught = res->end == OOM_END_OK || i + 1 < l->n;
 		long k = fw_target(res, f);
 		if (k < 0)
 			continue;
@@ -581,6 +586,8 @@ int oom_compute(struct trace *t, struct oom_result *out)
 	struct oomrun r = {.t = t, .res = out};
 	out->fails = xrealloc(NULL, OOM_MAX * sizeof(*out->fails));
 	fwoom_collect(t, &out->fw);
+	int h =
+	    fwoom_from_history(t, &out->fw); /* PyTorch's own OOM entries, without the helper's */
 	r.fw_snap = xcalloc(out->fw.n + 1, sizeof(*r.fw_snap));
 	r.fw_held = xcalloc(out->fw.n + 1, sizeof(*r.fw_held));
 	replay_init(&r.rp);
@@ -617,7 +624,7 @@ int oom_compute(struct trace *t, struct oom_result *out)
 	free(r.fw_held);
 	free(r.chains);
 	replay_free(&r.rp);
-	return x;
+	return x >= 0 ? x : h;
 }
 
 void oom_free(struct oom_result *r)

@@ -143,7 +143,10 @@ static void fw_json(FILE *f, struct trace *t, const struct fwoom *w)
 	rb_json_s(f, w->type);
 	fprintf(f, ", \"time_ns\": %" PRId64 ", \"observer\": %s, \"raised\": %s, \"how\": \"%s\"",
 		trace_rel(t, w->time_ns), w->observer ? "true" : "false",
-		w->raised ? "true" : "false", r && r->how >= 0 && r->how < 4 ? how[r->how] : "?");
+		w->raised ? "true" : "false",
+		w->history			 ? (w->blocks ? "history-blocks" : "history")
+		: r && r->how >= 0 && r->how < 4 ? how[r->how]
+						 : "?");
 	fprintf(f, ", \"caught\": %s, \"message_form\": \"%s\", \"message\": ",
 		w->caught ? "true" : "false", fwmsg_form_name[w->msg.form]);
 	rb_json_s(f, w->raised ? w->raised->message : "");
@@ -288,12 +291,22 @@ static void fw_human(FILE *f, struct trace *t, const struct fwoom *w, int width)
 	char line[900], b[6][32];
 	const char *msg = w->raised ? w->raised->message : "";
 	size_t n = strcspn(msg, "\n");
-	snprintf(line, sizeof(line), "framework: %s%s%s, %s%s%.*s%s", fwoom_fw_name(w),
-		 w->type[0] ? " " : "", w->type[0] ? w->type : " out-of-memory error",
-		 w->raised   ? "raised to the top of a thread"
-		 : w->caught ? "seen by its observer only: the program caught it and went on"
-			     : "seen by its observer only, and the process ended badly after it",
-		 n ? ": " : "", (int)(n < 200 ? n : 200), msg, n > 200 ? "..." : "");
+	if (w->history)
+		snprintf(line, sizeof(line),
+			 "framework: PyTorch's allocator history recorded this out-of-memory error "
+			 "(an oom entry%s); its figures are the history's: %s",
+			 w->caught ? "; the program went on after it" : "",
+			 w->blocks ? "the blocks of the snapshot taken at the OOM"
+				   : "its tensors and segments replayed to the OOM");
+	else
+		snprintf(line, sizeof(line), "framework: %s%s%s, %s%s%.*s%s", fwoom_fw_name(w),
+			 w->type[0] ? " " : "", w->type[0] ? w->type : " out-of-memory error",
+			 w->raised ? "raised to the top of a thread"
+			 : w->caught
+			     ? "seen by its observer only: the program caught it and went on"
+			     : "seen by its observer only, and the process ended badly after "
+			       "it",
+			 n ? ": " : "", (int)(n < 200 ? n : 200), msg, n > 200 ? "..." : "");
 	rb_wrap(f, 2, width, line);
 	size_t len = (size_t)snprintf(line, sizeof(line), "its figures:");
 	const struct {
@@ -423,7 +436,7 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 	snprintf(line, sizeof(line), "case: %s%s: %s", oom_case_name[o->kase],
 		 o->caught ? " (caught)" : "", o->why);
 	rb_wrap(f, 2, width, line);
-	if (next && o->kase == OOM_THIS_PROCESS)
+	if (next && o->kase == OOM_THIS_PROCESS && !o->fw) /* its own figures decided it */
 		rb_wrap(f, 2, width, next);
 }
 
