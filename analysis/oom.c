@@ -53,6 +53,10 @@ struct oomrun {
  * (BFC waits up to 10 s for frees before it raises, frameworks.md §2.4; the
  * exception then unwinds the program). */
 #define FW_JOIN_NS 30000000000ull
+/* The history's entries are stamped in whole microseconds on the wall
+ * clock and mapped onto the trace's (fwhist_time_ns): an oom entry may read
+ * a little before the failed call it follows. */
+#define FW_HIST_SLACK_NS 10000000ull
 
 /* Each MEMINFO record goes to the latest stored failure of its thread at
  * or before it (the library writes it right after the failed call
@@ -366,6 +370,11 @@ static void figures(const struct trace *t, struct oom_failure *o)
 		o->nvml_process = true;
 	}
 	uint64_t used = o->total > o->free_bytes ? o->total - o->free_bytes : 0;
+	/* NVML's figures of a device that reported one above its total are
+	 * none of them used (the rule of accounting, summary, check --max-smi) */
+	uint64_t bad = s && s->process_known ? acct_nvml_inconsistent(t, o->e.device, true) : 0;
+	if (bad && o->nvml_process && o->this_process <= o->total)
+		o->this_process = bad; /* named by the figure that spoiled them */
 	if (o->total_known && o->this_process > o->total) {
 		/* more than the device has: that source is wrong (a simulated or
 		 * stale NVML, contexts counted twice); say which, and keep a
@@ -391,11 +400,12 @@ static long fw_target(const struct oom_result *res, const struct fwoom *f)
 {
 	long best = -1;
 	bool best_tid = false;
+	uint64_t until = f->time_ns + (f->history ? FW_HIST_SLACK_NS : 0);
 	for (size_t k = 0; k < res->nfails; k++) {
 		const struct oom_failure *o = &res->fails[k];
 		if (!o->device || !o->oom_result || o->fw || o->kase == OOM_RECOVERED ||
 		    o->kase == OOM_NOT_AN_OOM || (f->device >= 0 && o->e.device != f->device) ||
-		    o->e.time_ns > f->time_ns || f->time_ns - o->e.time_ns > FW_JOIN_NS)
+		    o->e.time_ns > until || until - o->e.time_ns > FW_JOIN_NS)
 			continue;
 		bool same = (int)o->e.tid == f->tid;
 		if (same || !best_tid) {
@@ -438,7 +448,7 @@ static void join_fw(struct oomrun *r)
 			    (o->fw || !o->device || !o->oom_result || o->kase == OOM_RECOVERED ||
 			     o->kase == OOM_NOT_AN_OOM || o->e.tid != tk.e.tid ||
 			     o->e.device != tk.e.device || o->e.time_ns > tk.e.time_ns ||
-			     f->time_ns - o->e.time_ns > FW_JOIN_NS))
+			     tk.e.time_ns - o->e.time_ns > FW_JOIN_NS))
 				continue;
 			o->fw = f;
 			o->caught = f->caught;
@@ -509,7 +519,7 @@ static bool retrying_allocator(const struct trace *t, const struct oom_result *r
 static bool same_error(const struct oom_failure *o, const struct oom_failure *p,
 		       const struct oom_failure *first, bool retrier)
 {
-	if (o->fw || p->fw)
+	if (o->fw && p->fw) /* else the rule: a retry the framework's error did not name */
 		return o->fw == p->fw;
 	/* nothing allocated on the thread between: one retry chain, or p's
 	 * chain ended at o (a new round from a larger size) */
