@@ -8,8 +8,8 @@
  * allocation), else the tensors' repeating allocation (the (line, size) most
  * often allocated while none of it is live, GROWTH_PATTERN_MIN times at
  * least). Each iteration's level is its lowest tensor bytes (as requested),
- * the levels next to its boundaries included (FWG_CLOCK_SLACK_NS), and the verdict is growth's own rules (growth_decide) on those levels:
- * a leak's rate is what the tensors keep per iteration. */
+ * the levels next to its boundaries included (FWG_CLOCK_SLACK_NS), and the verdict is growth's own
+ * rules (growth_decide) on those levels: a leak's rate is what the tensors keep per iteration. */
 #ifndef GMT_ANALYSIS_FWGROWTH_H
 #define GMT_ANALYSIS_FWGROWTH_H
 
