@@ -264,90 +264,57 @@ void fwoom_free(struct fwoom_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
-/* ---- PyTorch's allocator history ----------------------------------------- */
+/* ---- PyTorch's allocator history: the blocks at the OOM ------------------ */
 
-struct hist_pass {
-	struct trace *t;
-	struct fwoom_list *l;
-	size_t first; /* the list's first history error */
-	bool *later;  /* per history error: its device's state changed after it */
-};
+/* Within this of a history error's time a snapshot taken for an OOM is its
+ * own (the observer's: the entry is stamped in whole wall-clock us). */
+#define HIST_SNAP_SLACK_NS 10000000ull
 
-static void on_hist_entry(void *ctx, const struct fw_event *ev, const struct fw_state *st)
+/* The snapshot PyTorch's observer took for error f: the first one taken for
+ * an OOM on its device at or after it, before the device's next error. */
+static const struct fw_snapshot *oom_snapshot(const struct trace *t, const struct fwoom_list *l,
+					      size_t i)
 {
-	struct hist_pass *p = ctx;
-	struct fwoom_list *l = p->l;
-	if (ev->e->action != GMT_FW_OOM) {
-		for (size_t i = p->first; i < l->n; i++) /* its snapshot came after this */
-			if (l->v[i].device == ev->device && l->v[i].seq == ev->seq)
-				p->later[i - p->first] = true;
-		return;
+	const struct fwoom *f = &l->v[i];
+	uint64_t from = f->time_ns > HIST_SNAP_SLACK_NS ? f->time_ns - HIST_SNAP_SLACK_NS : 0;
+	uint64_t until = UINT64_MAX;
+	for (size_t k = i + 1; k < l->n; k++)
+		if (l->v[k].device == f->device && fwoom_from_history(&l->v[k])) {
+			until = l->v[k].time_ns;
+			break;
+		}
+	const struct fw_snapshot *best = NULL;
+	for (size_t k = 0; k < t->fw->nsnaps; k++) {
+		const struct fw_snapshot *s = &t->fw->snaps[k];
+		if (s->reason != GMT_FWSNAP_WHY_OOM || s->state_dropped || !s->nsegs ||
+		    s->time_ns < from || s->time_ns >= until)
+			continue;
+		if (!best || s->time_ns < best->time_ns)
+			best = s;
 	}
-	l->total++;
-	if (l->n == FWOOM_MAX)
-		return;
-	const struct fw_snapshot *s = fwhist_snapshot(p->t, ev->seq);
-	const struct fw_dev *d = fw_state_dev(st, ev->device);
-	l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
-	p->later = xrealloc(p->later, (l->n - p->first + 1) * sizeof(*p->later));
-	p->later[l->n - p->first] = false;
-	struct fwoom *f = &l->v[l->n++];
-	*f = (struct fwoom){.fw = FWF_TORCH,
-			    .source = "torch",
-			    .type = "",
-			    .device = ev->device,
-			    .tid = s ? s->tid : -1,
-			    .time_ns = ev->time_ns ? ev->time_ns
-				       : s	   ? s->time_ns
-						   : 0,
-			    .request = exact(ev->e->size),
-			    .free_bytes = exact(ev->e->addr),
-			    .history = true,
-			    .stream = ev->e->stream,
-			    .seq = ev->seq};
-	uint64_t total = rb_dev_total(p->t, ev->device);
-	if (total)
-		f->total = exact(total);
-	if (d) { /* the replay: tensors as asked, segments */
-		f->pool = exact(d->reserved);
-		f->in_use = exact(d->active);
-		f->pool_free = exact(d->reserved > d->active ? d->reserved - d->active : 0);
-	}
+	return best;
 }
 
-/* The snapshot's blocks, where they are the state at the OOM. */
-static void hist_blocks(const struct trace *t, struct fwoom *f, uint64_t seq)
+void fwoom_history_blocks(const struct trace *t, struct fwoom_list *l)
 {
-	const struct fw_snapshot *s = fwhist_snapshot(t, seq);
-	if (!s || s->state_dropped || !s->nsegs)
+	if (!t->fw)
 		return;
-	struct fw_blocks_fig b;
-	fwhist_blocks(s, f->device, &b);
-	if (!b.segments)
-		return;
-	f->blocks = true;
-	f->pool = exact(b.reserved);
-	f->in_use = exact(b.allocated + b.pending);
-	f->pool_free = exact(b.inactive);
-	f->largest_free = exact(0); /* none free on its stream */
-	for (size_t i = 0; i < b.nstreams; i++)
-		if (b.streams[i].stream == f->stream)
-			f->largest_free = exact(b.streams[i].largest_free);
-	if (b.streams_total > b.nstreams && !f->largest_free.bytes)
-		f->largest_free = (struct fw_size){0}; /* its stream may not be listed */
-}
-
-int fwoom_from_history(struct trace *t, struct fwoom_list *l)
-{
-	if (l->n || !fwhist_present(t))
-		return -1;
-	struct hist_pass p = {.t = t, .l = l, .first = l->n};
-	int x = fwhist_replay(t, on_hist_entry, &p);
-	for (size_t i = p.first; i < l->n; i++)
-		if (!p.later[i - p.first])
-			hist_blocks(t, &l->v[i], l->v[i].seq);
-	free(p.later);
-	if (l->n > 1)
-		qsort(l->v, l->n, sizeof(*l->v), by_time);
-	return x;
+	for (size_t i = 0; i < l->n; i++) {
+		struct fwoom *f = &l->v[i];
+		const struct fw_snapshot *s;
+		if (!fwoom_from_history(f) || !(s = oom_snapshot(t, l, i)))
+			continue;
+		struct fw_blocks_fig b;
+		fwhist_blocks(s, f->device, &b);
+		if (!b.segments)
+			continue;
+		f->blocks = true;
+		f->pool = exact(b.reserved);
+		f->in_use = exact(b.allocated + b.pending);
+		f->pool_free = exact(b.inactive);
+		/* the request is a large-pool one above 1 MiB (frameworks.md §1.2) */
+		f->largest_free =
+		    exact(f->request.known && f->request.bytes > (1ull << 20) ? b.largest_free_large
+									      : b.largest_free);
+	}
 }

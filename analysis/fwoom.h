@@ -55,12 +55,10 @@ struct fwoom {
 	/* set by analysis/oom.c: the program caught it and went on (only the
 	 * observer saw it, and the process did not end abnormally after it) */
 	bool caught;
-	/* read from PyTorch's allocator history (an oom entry, fwoom_from_history),
-	 * not from the helper's records: blocks says its pool figures are the
-	 * blocks of the snapshot that holds the entry (the state at the OOM),
-	 * else the history's replay then */
-	bool history, blocks;
-	uint64_t stream, seq; /* the entry's stream and snapshot (history) */
+	/* an error from PyTorch's allocator history (fwoom_from_history) whose
+	 * cache figures are the blocks of the snapshot its OOM observer took
+	 * (fwoom_history_blocks) */
+	bool blocks;
 };
 
 struct fwoom_list {
@@ -73,16 +71,23 @@ struct fwoom_list {
  * from its DEVICE record when no record states it). */
 void fwoom_collect(const struct trace *t, struct fwoom_list *out);
 void fwoom_free(struct fwoom_list *l);
-/* Appends PyTorch's out-of-memory entries of the allocator history (FWTRACE
- * oom entries: `run --framework-history`, an imported snapshot) to l as
- * errors (history set), each with the request and free memory it states and
- * the cache's figures at it: free in the cache (inactive blocks), the
- * largest free block on its stream, reserved and allocated, from the blocks
- * of the snapshot that holds the entry when nothing changed after it, else
- * from the history's replay. Only for a trace whose helper recorded no error
- * of its own (its FWOOM records are the same errors). Returns -1, or a read
- * error's exit code. */
-int fwoom_from_history(struct trace *t, struct fwoom_list *l);
+/* Where t has no FWOOM record (a snapshot pickle, a history recorded
+ * without the counters' helper), its allocator history's oom entries as
+ * PyTorch observer records, with the figures the history holds then
+ * (request, device free, reserved, tensors' bytes): oom_compute calls it. */
+void fwoom_add_history(struct trace *t);
+/* Such a record's last value: the history's allocations on its device
+ * after it (0: the history ends in it, so it is not taken as caught). */
+#define FWOOM_HIST_AFTER "history.allocations_after"
+/* Whether f comes from a history's oom entry; one that the history ends in. */
+bool fwoom_from_history(const struct fwoom *f);
+bool fwoom_history_ended(const struct fwoom *f);
+/* For each such error with a snapshot taken for it (run --framework-history:
+ * the observer's, on its device, before the device's next error), the cache
+ * as its blocks show it: reserved, the blocks in use, free in the cache (its
+ * inactive blocks: what the allocator could not use) and the largest free
+ * block of the request's pool; blocks set. fwoom_collect first. */
+void fwoom_history_blocks(const struct trace *t, struct fwoom_list *l);
 /* "PyTorch", "JAX", "TensorFlow", "CuPy", or the record's source. */
 const char *fwoom_fw_name(const struct fwoom *f);
 /* A known size: a + b, errors added. */

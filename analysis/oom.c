@@ -400,7 +400,7 @@ static long fw_target(const struct oom_result *res, const struct fwoom *f)
 {
 	long best = -1;
 	bool best_tid = false;
-	uint64_t until = f->time_ns + (f->history ? FW_HIST_SLACK_NS : 0);
+	uint64_t until = f->time_ns + (fwoom_from_history(f) ? FW_HIST_SLACK_NS : 0);
 	for (size_t k = 0; k < res->nfails; k++) {
 		const struct oom_failure *o = &res->fails[k];
 		if (!o->device || !o->oom_result || o->fw || o->kase == OOM_RECOVERED ||
@@ -429,12 +429,8 @@ static void join_fw(struct oomrun *r)
 		struct fwoom *f = &l->v[i];
 		/* seen by the observer only: caught, unless the process then
 		 * ended badly with nothing after it */
-		f->caught = f->observer && !f->raised && !(abnormal && i + 1 == l->n);
-		/* the history's entry: caught when the process went on to exit 0
-		 * or to a later error (how an imported snapshot's run ended is
-		 * unknown: not caught) */
-		if (f->history)
-			f->caught = res->end == OOM_END_OK || i + 1 < l->n;
+		f->caught = f->observer && !f->raised && !(abnormal && i + 1 == l->n) &&
+			    !fwoom_history_ended(f);
 		long k = fw_target(res, f);
 		if (k < 0)
 			continue;
@@ -595,9 +591,9 @@ int oom_compute(struct trace *t, struct oom_result *out)
 	memset(out, 0, sizeof(*out));
 	struct oomrun r = {.t = t, .res = out};
 	out->fails = xrealloc(NULL, OOM_MAX * sizeof(*out->fails));
+	fwoom_add_history(t);
 	fwoom_collect(t, &out->fw);
-	int h =
-	    fwoom_from_history(t, &out->fw); /* PyTorch's own OOM entries, without the helper's */
+	fwoom_history_blocks(t, &out->fw); /* the cache at PyTorch's own OOM entries */
 	r.fw_snap = xcalloc(out->fw.n + 1, sizeof(*r.fw_snap));
 	r.fw_held = xcalloc(out->fw.n + 1, sizeof(*r.fw_held));
 	replay_init(&r.rp);
@@ -634,7 +630,7 @@ int oom_compute(struct trace *t, struct oom_result *out)
 	free(r.fw_held);
 	free(r.chains);
 	replay_free(&r.rp);
-	return x >= 0 ? x : h;
+	return x;
 }
 
 void oom_free(struct oom_result *r)

@@ -144,7 +144,7 @@ static void fw_json(FILE *f, struct trace *t, const struct fwoom *w)
 	fprintf(f, ", \"time_ns\": %" PRId64 ", \"observer\": %s, \"raised\": %s, \"how\": \"%s\"",
 		trace_rel(t, w->time_ns), w->observer ? "true" : "false",
 		w->raised ? "true" : "false",
-		w->history			 ? (w->blocks ? "history-blocks" : "history")
+		fwoom_from_history(w)		 ? (w->blocks ? "history-blocks" : "history")
 		: r && r->how >= 0 && r->how < 4 ? how[r->how]
 						 : "?");
 	fprintf(f, ", \"caught\": %s, \"message_form\": \"%s\", \"message\": ",
@@ -291,24 +291,23 @@ static void fw_human(FILE *f, struct trace *t, const struct fwoom *w, int width)
 	char line[900], b[6][32];
 	const char *msg = w->raised ? w->raised->message : "";
 	size_t n = strcspn(msg, "\n");
-	if (w->history)
-		snprintf(line, sizeof(line),
-			 "framework: PyTorch's allocator history recorded this out-of-memory error "
-			 "(an oom entry%s); its figures are the history's: %s",
-			 w->caught ? "; the program went on after it" : "",
-			 w->blocks ? "the blocks of the snapshot taken at the OOM"
-				   : "its tensors and segments replayed to the OOM");
-	else
-		snprintf(line, sizeof(line), "framework: %s%s%s, %s%s%.*s%s", fwoom_fw_name(w),
-			 w->type[0] ? " " : "", w->type[0] ? w->type : " out-of-memory error",
-			 w->raised ? "raised to the top of a thread"
-			 : w->caught
-			     ? "seen by its observer only: the program caught it and went on"
-			     : "seen by its observer only, and the process ended badly after "
-			       "it",
-			 n ? ": " : "", (int)(n < 200 ? n : 200), msg, n > 200 ? "..." : "");
+	snprintf(line, sizeof(line), "framework: %s%s%s, %s%s%.*s%s", fwoom_fw_name(w),
+		 w->type[0] ? " " : "", w->type[0] ? w->type : " out-of-memory error",
+		 w->raised ? "raised to the top of a thread"
+		 : fwoom_from_history(w)
+		     ? (w->caught ? "an oom entry of the allocator's history, which goes on after "
+				    "it: the program caught it"
+				  : "an oom entry of the allocator's history, which ends in it: "
+				    "the run stopped there (or dumped its snapshot on it)")
+		 : w->caught ? "seen by its observer only: the program caught it and went on"
+			     : "seen by its observer only, and the process ended badly after it",
+		 n ? ": " : "", (int)(n < 200 ? n : 200), msg, n > 200 ? "..." : "");
 	rb_wrap(f, 2, width, line);
-	size_t len = (size_t)snprintf(line, sizeof(line), "its figures:");
+	size_t len =
+	    (size_t)snprintf(line, sizeof(line), "its figures%s:",
+			     w->blocks ? " (the cache: the blocks of the snapshot taken at "
+					 "the OOM)"
+				       : "");
 	const struct {
 		const char *label;
 		const struct fw_size *s;
