@@ -456,6 +456,14 @@ int cmd_replay(int argc, char **argv)
 	for (size_t i = 0; i < r.ndev; i++) {
 		const struct ar_device *d = &r.dev[i];
 		char b1[32], b2[32];
+		if (!d->entries) { /* segments at the end, no history: nothing to replay */
+			printf("device %" PRId64
+			       ": no history entries (none recorded on it, or its "
+			       "ring kept none): nothing to replay\n",
+			       d->device);
+			print_end(stdout, &d->end);
+			continue;
+		}
 		print_fidelity(stdout, d);
 		uint64_t mp = d->as_recorded.reserved_peak, rp = d->recorded_reserved_peak;
 		printf("  reserved peak: the model %s, recorded %s%s\n", fmt_size(b1, mp),
@@ -506,6 +514,11 @@ static void print_whatif(const struct args *a, const struct ar_result *r, const 
 	for (size_t i = 0; i < r->ndev; i++) {
 		const struct ar_device *d = &r->dev[i];
 		char b1[32], b2[32], s1[48], s2[48];
+		if (!d->entries) {
+			printf("\ndevice %" PRId64 ": no history entries: nothing to plan from\n",
+			       d->device);
+			continue;
+		}
 		if (d->device_size)
 			printf("\ndevice %" PRId64 " (%s, %s)", d->device,
 			       fmt_size(b1, d->device_size), size_source(d));

@@ -135,6 +135,21 @@ PY
 "$G" replay oomend.pickle >o || fail "replay oomend"
 grep -q "the history ends in it" o || fail "oom at the end: $(cat o)"
 
+# 4c. a device with segments but no entries: its end state is listed (the
+# totals are memviz's, every device's segments), no 0% fidelity for it
+python3 "$GEN" two.pickle --devices 2 || fail "snapgen --devices 2"
+python3 - <<'PY' || fail "empty device 1's history"
+import pickle
+d = pickle.load(open("two.pickle", "rb"))
+d["device_traces"][1] = []
+pickle.dump(d, open("two1.pickle", "wb"))
+PY
+"$G" replay two1.pickle >o || fail "replay two1: $(cat o)"
+grep -q "device 1: no history entries (none recorded on it, or its ring kept none): nothing to replay" o ||
+	fail "device without entries: $(cat o)"
+expect_eq "device 1's segments listed" "$(grep -c 'at the snapshot: 3 segments, 62.0 MiB reserved' o)" 2
+grep -q "device 1: 0 allocations" o && fail "device without entries: a 0% fidelity: $(cat o)"
+
 # 5. no history: a driver-only trace, an end-state-only snapshot
 python3 - <<'PY'
 import pickle
