@@ -104,6 +104,10 @@ struct ex_oom {
 	char site[300];
 	/* recovered-by-retry: what was freed before the retry, and how long */
 	uint64_t freed, retry_ns;
+	/* the failed calls of this one error (the allocator's retries), the
+	 * first one's time since the trace start */
+	uint32_t attempts;
+	uint64_t first_ns;
 	/* the framework's counters read by its OOM observer at this failure */
 	bool counters;
 	uint64_t c_allocated, c_reserved, c_inactive_split;

@@ -12,9 +12,6 @@
 #include "analysis/fwhist.h"
 #include "analysis/report-base.h"
 
-/* A retry answers a failure only this soon after it (PyTorch: a cache
- * flush then the same cudaMalloc; CuPy: free_all_blocks, gc, the same). */
-#define RETRY_NS 1000000000ull
 /* A back-off (BFC's 0.9x, cacheInfo's halving) follows at once. */
 #define BACKOFF_NS 50000000ull
 /* A preallocated pool: one device allocation of at least this share of
@@ -66,7 +63,7 @@ static bool judge_not_oom(struct oom_failure *o)
 	}
 	const struct oom_next *n = &o->next;
 	if (!n->seen || !n->ok || !n->same_api || n->size > e->size ||
-	    n->time_ns - e->time_ns > RETRY_NS)
+	    n->time_ns - e->time_ns > OOM_RETRY_NS)
 		return false;
 	char b2[32], b3[32], b4[32];
 	if (n->size == e->size) {
@@ -215,6 +212,8 @@ const char *oom_verdict(const struct oom_result *const *rs, size_t n)
 		for (size_t k = 0; k < rs[i]->nfails; k++) {
 			const struct oom_failure *o = &rs[i]->fails[k];
 			failed = true;
+			if (!oom_final(o)) /* an error is its last attempt */
+				continue;
 			if (o->kase == OOM_RECOVERED)
 				recovered = true;
 			else if (o->kase != OOM_NOT_AN_OOM && o->caught)
@@ -235,7 +234,7 @@ const char *oom_verdict(const struct oom_result *const *rs, size_t n)
 
 static bool unrecovered(const struct oom_failure *o)
 {
-	return o->kase != OOM_RECOVERED && o->kase != OOM_NOT_AN_OOM && !o->caught;
+	return oom_final(o) && o->kase != OOM_RECOVERED && o->kase != OOM_NOT_AN_OOM && !o->caught;
 }
 
 uint64_t oom_unrecovered(const struct oom_result *r, bool has_device, int64_t device,
