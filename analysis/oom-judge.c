@@ -286,8 +286,11 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 		    "one allocation of %s (%.0f%% of the device's %s) at %s, nearly all this "
 		    "process held: a preallocating "
 		    "allocator (TensorFlow, JAX/XLA BFC%s%s%s%s) serves later requests from it "
-		    "without a driver call, so its out-of-memory errors are not in the trace: "
-		    "the framework's exception or log shows them",
+		    "without a driver call, so its out-of-memory errors, caught or not, are not "
+		    "in the trace: `gpumemtrace run --framework-counters` records those that "
+		    "reach the top of a thread (none the program catches: JAX and TensorFlow "
+		    "have no out-of-memory observer); BFC logs every one on stderr (\"ran out "
+		    "of memory trying to allocate\")",
 		    fmt_size(b1, big->size), 100.0 * (double)big->size / (double)tot,
 		    fmt_size(b2, tot), rb_time(b3, trace_rel(t, big->time_ns)),
 		    pre ? "; XLA_PYTHON_CLIENT_PREALLOCATE=" : "", pre ? pre : "",
@@ -299,7 +302,9 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 		    b->text, sizeof(b->text),
 		    "%s%s%s: CuPy refuses an allocation over its limit (CUPY_GPU_MEMORY_LIMIT, "
 		    "cupy.cuda.set_limit) without a driver call, so that out-of-memory error is "
-		    "not in the trace",
+		    "not in the trace: `gpumemtrace run --framework-counters` records one that "
+		    "reaches the top of a thread, none the program catches (CuPy has no "
+		    "out-of-memory observer and logs nothing)",
 		    lim ? "CUPY_GPU_MEMORY_LIMIT=" : "CuPy is loaded", lim ? lim : "",
 		    lim ? " is set" : "");
 	/* without its cache PyTorch calls cudaMalloc for each tensor and checks no

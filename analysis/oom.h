@@ -139,7 +139,7 @@ enum oom_end {
 /* A way the trace cannot show an out-of-memory error (no failing call). */
 struct oom_blind {
 	const char *key; /* "preallocated", "cupy-limit", "pytorch-fraction" */
-	char text[400];
+	char text[640];
 };
 
 struct oom_result {

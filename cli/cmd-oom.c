@@ -480,7 +480,7 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 	if (r->end != OOM_END_UNKNOWN)
 		fprintf(f, "  the process ended: %s\n", r->ending);
 	for (size_t k = 0; k < r->nblind; k++) {
-		char line[640];
+		char line[700];
 		snprintf(line, sizeof(line), "not visible here: %s", r->blind[k].text);
 		rb_wrap(f, 2, rb_text_width(f), line);
 	}
