@@ -405,10 +405,12 @@ static bool refresh(struct watch *w)
 	bool got = live_poll(&w->lv);
 	if (got && !w->started) {
 		/* catch up with what is there (a poll that finds nothing new applies
-		 * all it holds), then "since start" counts from here */
+		 * all it holds), then "since start" counts from here; from the
+		 * trace's own start when it had ended already (a finished trace:
+		 * watching began after all there is) */
 		for (int i = 0; i < 1000 && live_poll(&w->lv); i++)
 			;
-		if (!w->child)
+		if (!w->child && !w->lv.t.has_trailer)
 			live_set_start(&w->lv);
 		w->started = true;
 	}

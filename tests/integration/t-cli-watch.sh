@@ -282,4 +282,16 @@ expect_eq "bad interval" "$rc" 2
 rc=0
 "$GMT_CLI" watch --once -- true >x.txt 2>err.txt || rc=$?
 expect_eq "--once with a command" "$rc" 2
+
+# ---- a finished trace named in its process, read elsewhere ------------------
+# Its SYMBOL records come at its end, after the events: the sites are named
+# as leaks names them (not module+offset), and "vs start" counts from the
+# trace's start (it had ended before the watch began), so it is the live
+# bytes, and the leak suspect names the site too.
+v=$TESTS_DIR/verdicts/traces/torch-async.leak-mid.gmt
+"$GMT_CLI" watch --once "$v" >fin.txt 2>fin.err || fail "watch --once a finished trace: $(cat fin.err)"
+grep -Eq "^ +281 MiB +\+281 MiB .*torch_malloc \(tests/emu/torch-alloc\.c:200\)" fin.txt ||
+	fail "a finished trace: names or vs start: $(cat fin.txt)"
+grep -q "leak suspect on GPU 0: .* most at torch_malloc (tests/emu/torch-alloc.c:200)" fin.txt ||
+	fail "a finished trace: the leak suspect's site: $(cat fin.txt)"
 echo "ok"
