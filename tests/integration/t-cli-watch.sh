@@ -199,6 +199,19 @@ PY
 rc=0
 "$GMT_CLI" watch --interval 0.2 -- sh -c 'exit 3' >x.txt 2>&1 || rc=$?
 expect_eq "a command's own status" "$rc" 3
+# run's framework switches, for -- COMMAND (issue 34): --per-tensor's
+# caches off, the history's bound, the counters helper on PYTHONPATH
+rc=0
+"$GMT_CLI" watch --interval 0.2 --per-tensor --history-entries 7 -- sh -c \
+	'echo "env: $PYTORCH_NO_CUDA_MEMORY_CACHING $XLA_PYTHON_CLIENT_ALLOCATOR $GPUMEMTRACE_FRAMEWORK_HISTORY $PYTHONPATH"' \
+	>fw.txt 2>fw.err || rc=$?
+expect_eq "watch --per-tensor --history-entries" "$rc" 0
+grep -Eq "^env: 1 platform 7 [^ ]*counters" fw.txt || fail "the framework switches: $(cat fw.txt)"
+grep -q "gpumemtrace watch: --per-tensor: PyTorch, JAX and TensorFlow caches off" fw.err ||
+	fail "--per-tensor says what it turns off: $(cat fw.err)"
+rc=0
+"$GMT_CLI" watch --per-tensor "$t" >x.txt 2>err.txt || rc=$?
+expect_eq "--per-tensor with a trace" "$rc" 2
 rm -f gpumemtrace.*.gmt
 
 # ---- a PID; then the process killed: the trace stops growing --------------
