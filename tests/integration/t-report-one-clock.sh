@@ -8,11 +8,12 @@
 # print the same string for one instant (top said "+188 ms" where growth
 # said "+188.4 ms"; fragmentation's end was the last event, not the end).
 . "$(dirname "$0")/lib.sh"
+tmp=$PWD
 cd "$TESTS_DIR/.."
-python3 - "$GMT_CLI" docs/validation/*/traces/*.gmt tests/verdicts/traces/*.gmt <<'PY' || fail "times disagree (see above)"
+python3 - "$GMT_CLI" "$tmp/c.json" docs/validation/*/traces/*.gmt tests/verdicts/traces/*.gmt <<'PY' || fail "times disagree (see above)"
 import json, re, subprocess, sys
 
-cli, traces = sys.argv[1], sys.argv[2:]
+cli, cjson, traces = sys.argv[1], sys.argv[2], sys.argv[3:]
 UNIT = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 TIME = r"\+(\d+(?:\.\d+)?) (ns|us|ms|s)\b"
 
@@ -78,8 +79,8 @@ for t in traces:
         m = re.search(r"^(" + TIME + r")  \S+ of ", run("oom", t), re.M)
         if m:
             near(t, "oom's first failure", m.group(1), first)
-        subprocess.run([cli, "export", "--format", "chrome-json", "-o", "c.json", t], check=True)
-        ev = json.load(open("c.json"))
+        subprocess.run([cli, "export", "--format", "chrome-json", "-o", cjson, t], check=True)
+        ev = json.load(open(cjson))
         ev = ev["traceEvents"] if isinstance(ev, dict) else ev
         ts = [e["ts"] for e in ev if e.get("cat") == "oom"]
         if ts and abs(min(ts) * 1e3 - first) > 1:
