@@ -526,15 +526,6 @@ const char *site_short_name(const char *s, char *out, size_t size)
 			size_t e = skip_group(s, i);
 			o = put(out, size, o, s + i, e - i);
 			i = e;
-		} else if (s[i] == '<' && s[i + 1] == '&') {
-			/* a function as the argument names the operation:
-			 * TypeError_to_NotImplemented_<&THPVariable___eq__> */
-			size_t e = skip_group(s, i), b = e - 1;
-			while (b > i + 2 && !(s[b - 1] == ':' && s[b - 2] == ':'))
-				b--;
-			o = put(out, size, o, "<&", 2);
-			o = put(out, size, o, s + b, e - b);
-			i = e;
 		} else if (s[i] == '<') {
 			size_t e = skip_group(s, i);
 			o = fn_argument(s + i, e - i, out, size, o);

@@ -458,19 +458,24 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 		uint64_t errs = 0;
 		for (int c = 0; c < OOM_NCASES; c++)
 			errs += r->cases[c];
-		fprintf(f, "  %" PRIu64 " allocation call%s failed", r->fails_total,
-			r->fails_total == 1 ? "" : "s");
-		if (errs < r->fails_total) /* retried calls: one error each */
-			fprintf(f,
-				", as %" PRIu64 " error%s (an allocator's retries of one "
-				"request are one error)",
-				errs, errs == 1 ? "" : "s");
-		fputc(':', f);
-		for (int c = 0, n = 0; c < OOM_NCASES; c++)
+		char line[600];
+		size_t o =
+		    (size_t)snprintf(line, sizeof(line), "  %" PRIu64 " allocation call%s failed",
+				     r->fails_total, r->fails_total == 1 ? "" : "s");
+		if (errs < r->fails_total && o < sizeof(line)) /* retried calls: one error each */
+			o += (size_t)snprintf(line + o, sizeof(line) - o,
+					      ", as %" PRIu64
+					      " error%s (an allocator's retries of one "
+					      "request are one error)",
+					      errs, errs == 1 ? "" : "s");
+		if (o < sizeof(line))
+			o += (size_t)snprintf(line + o, sizeof(line) - o, ":");
+		for (int c = 0, n = 0; c < OOM_NCASES && o < sizeof(line); c++)
 			if (r->cases[c])
-				fprintf(f, "%s %" PRIu64 " %s", n++ ? "," : "", r->cases[c],
-					oom_case_name[c]);
-		fputc('\n', f);
+				o += (size_t)snprintf(line + o, sizeof(line) - o,
+						      "%s %" PRIu64 " %s", n++ ? "," : "",
+						      r->cases[c], oom_case_name[c]);
+		rb_wrapf(f, 4, "%s", line);
 	}
 	if (r->hidden) { /* in place of "verdict: none": what the trace cannot show */
 		char line[900];

@@ -76,9 +76,12 @@ for t in traces:
             near(t, "%s's end on device %d" % (cmd, dev), text, end)
     if s["failures"]:
         first = min(f["time_ns"] for f in s["failures"])
+        # oom lists an error at its last retried call: one of the failures
         m = re.search(r"^(" + TIME + r")  \S+ of ", run("oom", t), re.M)
         if m:
-            near(t, "oom's first failure", m.group(1), first)
+            ref = min((f["time_ns"] for f in s["failures"]),
+                      key=lambda v: abs(v - ns_of(*re.fullmatch(TIME, m.group(1)).groups())[0]))
+            near(t, "oom's first error", m.group(1), ref)
         subprocess.run([cli, "export", "--format", "chrome-json", "-o", cjson, t], check=True)
         ev = json.load(open(cjson))
         ev = ev["traceEvents"] if isinstance(ev, dict) else ev
