@@ -92,6 +92,15 @@ $(PROG_DIR)/stallwrite: tests/progs/stallwrite.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -rdynamic $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
 
+# exit() from a signal handler that interrupted malloc (t-life-exit-malloc):
+# it defines the allocator, which the tracer's calls reach (-rdynamic).
+# Never a sanitizer build: it replaces the allocator.
+life-progs: $(PROG_DIR)/exitmalloc
+$(PROG_DIR)/exitmalloc: tests/progs/exitmalloc.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fsanitize%,$(ALL_CFLAGS)) -rdynamic $< -o $@ -L$(SIM_DIR) \
+		-l:libcudart.so.13 -lpthread
+
 # Killed with no exit path run, GAP_MS after its last event (t-flush-latency).
 KILLAFTER := $(PROG_DIR)/killafter
 life-progs: $(KILLAFTER)
