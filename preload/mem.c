@@ -91,3 +91,27 @@ void *gmt_mem_grow(void *p, size_t old, size_t n)
 	gmt_mem_free(p, old);
 	return q;
 }
+
+void *gmt_arena_alloc(struct gmt_arena *a, size_t n)
+{
+	enum { ARENA_MAP = 64 << 10 };
+	n = (n + 15) & ~(size_t)15;
+	if (n > ARENA_MAP / 4)
+		return map(pages(n));
+	if (a->left < n) { /* the old map's tail stays unused */
+		if (!(a->next = map(ARENA_MAP)))
+			return a->left = 0, NULL;
+		a->left = ARENA_MAP;
+	}
+	void *p = a->next;
+	a->next += n;
+	a->left -= n;
+	return p;
+}
+
+char *gmt_arena_strdup(struct gmt_arena *a, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = gmt_arena_alloc(a, n);
+	return d ? memcpy(d, s, n) : NULL;
+}

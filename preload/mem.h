@@ -16,4 +16,16 @@ void gmt_mem_free(void *p, size_t n);
  * NULL when memory runs out, p then untouched. */
 void *gmt_mem_grow(void *p, size_t old, size_t n);
 
+/* Append-only memory, never freed, for one owner at a time (the module
+ * list, under its scan lock): zeroed, 16-byte aligned, from 64 KiB maps.
+ * Taken inside dl_iterate_phdr, where a malloc waiting for a lock held
+ * for good would hold the loader's lock too, and with it every dlopen,
+ * dlclose and the exit's own destructors (t-life-exit-malloc). */
+struct gmt_arena {
+	unsigned char *next;
+	size_t left;
+};
+void *gmt_arena_alloc(struct gmt_arena *a, size_t n);
+char *gmt_arena_strdup(struct gmt_arena *a, const char *s);
+
 #endif

@@ -173,6 +173,7 @@ static int create_trace(void)
 	 * thread: there it could wait for a dlopen stuck in a constructor
 	 * while an exit or exec waits for the final flush (t-life-stuck-loader). */
 	gmt_writer_compress_init(&gmt_rt.w);
+	gmt_writer_reserve(&gmt_rt.w); /* before the flush thread: it may never run before exit */
 	return 0;
 }
 
