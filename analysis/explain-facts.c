@@ -321,7 +321,7 @@ static void fw_facts(struct ex_oom *xo, const struct oom_failure *o)
 	int n = (int)strcspn(m, "\n");
 	snprintf(xo->fw_message, sizeof(xo->fw_message), "%.*s%s", n < 200 ? n : 200, m,
 		 n > 200 ? "..." : "");
-	if (w->limit.bytes.known) {
+	if (w->limit.bytes.known || o->kase == OOM_LIMIT) {
 		xo->limit_knob = w->limit.knob;
 		snprintf(xo->limit_what, sizeof(xo->limit_what), "%s", w->limit.what);
 	}
@@ -526,6 +526,7 @@ int explain_facts(struct trace *t, bool has_device, int64_t device, struct ex_fa
 {
 	memset(f, 0, sizeof(*f));
 	f->path = t->path;
+	f->history = t->fw && t->fw->entries;
 	f->command = t->command ? t->command : "";
 	f->env = t->env;
 	f->nenv = t->nenv;

@@ -151,6 +151,7 @@ struct ex_facts {
 	const char *pool_fw;
 	char hidden_text[700];
 	uint64_t duration_ns;
+	bool history; /* PyTorch's allocator history: its oom entries show every OOM */
 	/* a damaged or cut trace, or events lost: every figure may be short */
 	bool partial;
 	uint64_t lost;		    /* this process's events lost */

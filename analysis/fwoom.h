@@ -67,6 +67,17 @@ struct fwoom_list {
  * from its DEVICE record when no record states it). */
 void fwoom_collect(const struct trace *t, struct fwoom_list *out);
 void fwoom_free(struct fwoom_list *l);
+/* Where t has no FWOOM record (a snapshot pickle, a history recorded
+ * without the counters' helper), its allocator history's oom entries as
+ * PyTorch observer records, with the figures the history holds then
+ * (request, device free, reserved, tensors' bytes): oom_compute calls it. */
+void fwoom_add_history(struct trace *t);
+/* Such a record's last value: the history's allocations on its device
+ * after it (0: the history ends in it, so it is not taken as caught). */
+#define FWOOM_HIST_AFTER "history.allocations_after"
+/* Whether f comes from a history's oom entry; one that the history ends in. */
+bool fwoom_from_history(const struct fwoom *f);
+bool fwoom_history_ended(const struct fwoom *f);
 /* "PyTorch", "JAX", "TensorFlow", "CuPy", or the record's source. */
 const char *fwoom_fw_name(const struct fwoom *f);
 /* A known size: a + b, errors added. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/frameworks.h"
+#include "analysis/fwhist.h"
 #include "analysis/report-base.h"
 
 /* A retry answers a failure only this soon after it (PyTorch: a cache
@@ -305,8 +306,9 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 	/* without its cache PyTorch calls cudaMalloc for each tensor and checks no
 	 * fraction (CUDACachingAllocator.cpp, forceUncachedAllocator): its OOMs
 	 * are failed driver calls, in the trace */
+	/* an allocator history's oom entries show them (fwoom_add_history) */
 	if (fw_loaded(t, GMT_FW_PYTORCH, true) && !rb_env(t, "PYTORCH_NO_CUDA_MEMORY_CACHING") &&
-	    (b = blind_add(r, "pytorch-fraction")))
+	    !(t->fw && t->fw->entries) && (b = blind_add(r, "pytorch-fraction")))
 		snprintf(
 		    b->text, sizeof(b->text),
 		    "PyTorch is loaded: over a memory fraction "

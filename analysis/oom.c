@@ -415,7 +415,8 @@ static void join_fw(struct oomrun *r)
 		struct fwoom *f = &l->v[i];
 		/* seen by the observer only: caught, unless the process then
 		 * ended badly with nothing after it */
-		f->caught = f->observer && !f->raised && !(abnormal && i + 1 == l->n);
+		f->caught = f->observer && !f->raised && !(abnormal && i + 1 == l->n) &&
+			    !fwoom_history_ended(f);
 		long k = fw_target(res, f);
 		if (k < 0)
 			continue;
@@ -470,6 +471,7 @@ int oom_compute(struct trace *t, struct oom_result *out)
 	memset(out, 0, sizeof(*out));
 	struct oomrun r = {.t = t, .res = out};
 	out->fails = xrealloc(NULL, OOM_MAX * sizeof(*out->fails));
+	fwoom_add_history(t);
 	fwoom_collect(t, &out->fw);
 	r.fw_snap = xcalloc(out->fw.n + 1, sizeof(*r.fw_snap));
 	r.fw_held = xcalloc(out->fw.n + 1, sizeof(*r.fw_held));

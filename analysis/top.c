@@ -77,9 +77,45 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 	}
 	if (trace_alloc_bucket(e) != BK_DEVICE)
 		return;
+	uint64_t rest;
+	if (tp->segs && fwt_split(tp->segs, e->device, e->ptr, e->size, NULL, NULL, &rest)) {
+		/* a segment: its tensors count instead (charge_totals) */
+		tp->seg_api = e->api;
+		if (!tp->cur->first_seg_ns || e->time_ns < tp->cur->first_seg_ns)
+			tp->cur->first_seg_ns = e->time_ns;
+		return;
+	}
 	struct trace_row *r = event_row(tp, e);
 	trace_row_add(r, &tp->cur->t, e->stack_id, TM_TOTAL, e->size);
 	trace_row_add(r, &tp->cur->t, e->stack_id, TM_CALLS, 1);
+}
+
+/* A driver call and the framework's entry for it stand on two clocks. */
+#define SEG_SLACK_NS 1000000ull
+
+/* --tensors: the tensors' allocations over the history, in total and calls
+ * (in place of the segments' driver calls). */
+static void charge_totals(struct top *tp, const struct fwt_set *s)
+{
+	struct top_trace *tt = tp->cur;
+	for (size_t i = 0; i < s->ntotals; i++) {
+		const struct fwt_total *x = &s->totals[i];
+		struct trace_row *r =
+		    trace_rows_get(&tp->rows, &tt->t, x->device, x->stack_id, tp->seg_api);
+		trace_row_add(r, &tt->t, x->stack_id, TM_TOTAL, x->bytes);
+		trace_row_add(r, &tt->t, x->stack_id, TM_CALLS, x->calls);
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t f = s->devs[i].first_ns;
+		if (f && (!tt->hist_from_ns || f < tt->hist_from_ns))
+			tt->hist_from_ns = f;
+	}
+	/* the first window's dropped entries are the history's late start */
+	const struct fwhist *h = tt->t.fw;
+	tt->hist_late = (tt->first_seg_ns && tt->hist_from_ns > tt->first_seg_ns + SEG_SLACK_NS) ||
+			(h && h->nsnaps && h->snaps[0].gap);
+	for (size_t i = 1; h && i < h->nsnaps; i++)
+		tt->hist_gaps += h->snaps[i].gap;
 }
 
 static void charge_live(struct top *tp, struct replay *rp, int64_t device, int metric)
@@ -164,8 +200,11 @@ int top_add_trace(struct top *tp, struct top_trace *tt)
 		return rc;
 	replay_init(&rp);
 	phase_init(&tp->phases, &tt->t);
+	tp->segs = fw ? &end_set : NULL;
 	rc = trace_replay(&tt->t, &rp, on_event1, tp);
+	tp->segs = NULL;
 	if (rc >= 0) {
+		fwt_free(&end_set);
 		replay_free(&rp);
 		phase_free(&tp->phases);
 		return rc;
@@ -173,6 +212,8 @@ int top_add_trace(struct top *tp, struct top_trace *tt)
 	tp->fwt = fw ? &end_set : NULL;
 	charge_live(tp, &rp, INT64_MIN, TM_END);
 	tp->fwt = NULL;
+	if (fw)
+		charge_totals(tp, &end_set);
 	fwt_free(&end_set);
 	phase_free(&tp->phases);
 	tt->ndevs = rp.ndevs;

@@ -10,6 +10,7 @@
 #include "analysis/fwhist.h"
 #include "analysis/fwtensors.h"
 #include "analysis/snapshot.h"
+#include "analysis/top.h"
 #include "analysis/trace.h"
 
 #define CMD "flamegraph"
@@ -116,7 +117,6 @@ static void add_live(void *ctx, const struct rp_live *l)
 
 /* --tensors: a PyTorch segment's tensors under their own stacks, the rest
  * under the segment's. */
-#define FG_CACHED "(free in PyTorch's cache)"
 struct fg_split {
 	struct fg *g;
 	int64_t device;
@@ -155,7 +155,7 @@ static int add_tensors(struct fg *g, uint64_t when)
 		if (!fwt_split(&set, l->device, l->key, l->size, add_tensor, &sp, &rest))
 			add_stack(g, l->device, l->stack_id, l->size, NULL);
 		else if (rest)
-			add_stack(g, l->device, l->stack_id, rest, FG_CACHED);
+			add_stack(g, l->device, l->stack_id, rest, TOP_CACHED);
 	}
 	fwt_free(&set);
 	free(devs);

@@ -285,7 +285,12 @@ static void fw_human(FILE *f, struct trace *t, const struct fwoom *w, int width)
 	size_t n = strcspn(msg, "\n");
 	snprintf(line, sizeof(line), "framework: %s%s%s, %s%s%.*s%s", fwoom_fw_name(w),
 		 w->type[0] ? " " : "", w->type[0] ? w->type : " out-of-memory error",
-		 w->raised   ? "raised to the top of a thread"
+		 w->raised ? "raised to the top of a thread"
+		 : fwoom_from_history(w)
+		     ? (w->caught ? "an oom entry of the allocator's history, which goes on after "
+				    "it: the program caught it"
+				  : "an oom entry of the allocator's history, which ends in it: "
+				    "the run stopped there (or dumped its snapshot on it)")
 		 : w->caught ? "seen by its observer only: the program caught it and went on"
 			     : "seen by its observer only, and the process ended badly after it",
 		 n ? ": " : "", (int)(n < 200 ? n : 200), msg, n > 200 ? "..." : "");

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -176,6 +177,17 @@ uint64_t gmt_writer_stuck_ns(const struct gmt_writer *w, uint64_t now)
 {
 	uint64_t since = __atomic_load_n(&w->io_since, __ATOMIC_ACQUIRE);
 	return since && now > since ? now - since : 0;
+}
+
+int gmt_lost_to_stall(uint64_t stuck_ns, uint64_t full_wait_ns, int deadline_passed)
+{
+	uint64_t min_ns = (uint64_t)GMT_STALL_MIN_MS * 1000000u;
+	return stuck_ns >= min_ns && (stuck_ns >= full_wait_ns || deadline_passed);
+}
+
+int gmt_stall_ms(int full_wait_ms)
+{
+	return full_wait_ms > GMT_STALL_MIN_MS ? full_wait_ms : GMT_STALL_MIN_MS;
 }
 
 int gmt_writer_reclaim(struct gmt_writer *w)
@@ -360,6 +372,18 @@ static int high_fd_floor(void)
 		return 1024;
 	int lim = (int)rl.rlim_cur;
 	return lim - lim / 4 > 3 ? lim - lim / 4 : 3;
+}
+
+void gmt_fd_table_reserve(void)
+{
+	int err = errno, fd = eventfd(0, EFD_CLOEXEC);
+	if (fd >= 0) {
+		int hi = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_floor());
+		if (hi >= 0)
+			close(hi);
+		close(fd);
+	}
+	errno = err;
 }
 
 int gmt_fd_high(int fd)
