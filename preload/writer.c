@@ -350,7 +350,12 @@ static int create_exclusive(struct gmt_writer *w, const char *base)
 		}
 		/* O_EXCL never follows a symlink and never truncates; 0600: a
 		 * trace holds the command line and settings (private by default). */
+		/* Stamped like a write: an open that does not return (a hung
+		 * NFS mount) is seen by the thread waiting for the file
+		 * (setup.c), which then goes on without it. */
+		__atomic_store_n(&w->io_since, gmt_now_ns() | 1, __ATOMIC_RELEASE);
 		int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		__atomic_store_n(&w->io_since, 0, __ATOMIC_RELEASE);
 		if (fd >= 0)
 			return fd;
 		if (errno != EEXIST)

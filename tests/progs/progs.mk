@@ -91,6 +91,20 @@ life-progs: $(PROG_DIR)/stallwrite
 $(PROG_DIR)/stallwrite: tests/progs/stallwrite.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -rdynamic $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
+# The same with liblate.so linked in: its destructor's events come after the
+# final flush, whose write is stuck (stallwrite late).
+life-progs: $(PROG_DIR)/stallwrite-late
+$(PROG_DIR)/stallwrite-late: tests/progs/stallwrite.c common/cuda-types.h $(PROG_DIR)/liblate.so | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DSTALL_LATE -rdynamic $< -o $@ -L$(PROG_DIR) -Wl,--no-as-needed -llate -Wl,--as-needed \
+		-L$(SIM_DIR) -l:libcudart.so.13 -ldl $(SAN_LDFLAGS)
+
+# The trace file's creation stuck in open() (t-life-stall-open): it defines
+# open, which the tracer's calls reach (-rdynamic).
+life-progs: $(PROG_DIR)/stallopen
+$(PROG_DIR)/stallopen: tests/progs/stallopen.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -lpthread
 
 # exit() from a signal handler that interrupted malloc (t-life-exit-malloc):
 # it defines the allocator, which the tracer's calls reach (-rdynamic).
