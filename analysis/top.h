@@ -1,8 +1,11 @@
 /* top's model: allocation sites (or functions, libraries, APIs, phases)
  * with the bytes each held at its device's peak, at the end, in total, and
- * its calls. Per trace two passes: the first replays the live set to find
- * each device's peak and counts what every row allocated; the second
- * replays up to each peak and charges what is live there to its row.
+ * its calls. Per trace one read of the file (top_read_trace): the replay
+ * finds each device's peak and what was live there (peakset), and counts
+ * what every stack allocated. With --tensors or --by range, the old passes
+ * (top_add_trace): the first replays the live set to find each device's
+ * peak and counts what every row allocated; the second replays up to each
+ * peak and charges what is live there to its row.
  * Several traces (one per process) add up per device ordinal and row.
  * cli/cmd-top.c prints it. */
 #ifndef GMT_ANALYSIS_TOP_H
@@ -55,6 +58,13 @@ struct top {
  * the driver calls that made segments give way, in total and calls, to the
  * tensors' allocations in the history. */
 int top_add_trace(struct top *tp, struct top_trace *tt);
+/* Opens path into tt and adds its rows to tp->rows in one read of the
+ * file (the counts kept per stack until the names are read, the peaks'
+ * live sets from analysis/peakset.h), or, with --tensors or --by range,
+ * trace_open and top_add_trace's passes. Same returns as top_add_trace;
+ * after a failed open tt->t is not open. */
+int top_read_trace(struct top *tp, struct top_trace *tt, const char *cmd, const char *path,
+		   const struct site_opts *sites, bool short_names);
 /* What top_add_trace kept of a trace (tt->t stays open). */
 void top_trace_free(struct top_trace *tt);
 

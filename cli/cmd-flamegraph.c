@@ -387,6 +387,61 @@ static void write_svg(FILE *f, struct fg *g, const char *moment, uint64_t when_n
 	fputs("</svg>\n", f);
 }
 
+/* The graph written (rc -1: the reading went well), the trace closed. */
+static int flamegraph_out(struct rb_one *r, struct fg *g, bool fold, const char *out,
+			  const char *moment, uint64_t when, int rc)
+{
+	struct trace *t = &r->t;
+	if (rc < 0) {
+		sort_tree(&g->root);
+		FILE *f = r->out.f;
+		size_t n = out ? strlen(out) : 0;
+		bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
+		if (fold) {
+			/* folded stacks have no place for a comment that every
+			 * reader skips: stderr says it (an incomplete trace: the
+			 * reader's own warning does, at the end) */
+			char path[8192] = "";
+			if (trace_lost_own(t))
+				say_error(CMD, "warning: %s: %s", t->path,
+					  trace_partial_text(t, path, sizeof(path)));
+			path[0] = '\0';
+			folded(f, &g->root, path, 0, sizeof(path));
+		} else if (html) {
+			fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+			      "<title>gpumemtrace flame graph</title></head>\n"
+			      "<body style=\"margin:0\">\n",
+			      f);
+			write_svg(f, g, moment, when, true);
+			fputs("</body></html>\n", f);
+		} else {
+			write_svg(f, g, moment, when, false);
+		}
+	}
+	free_tree(&g->root);
+	return rb_one_close(r, CMD, rc);
+}
+
+struct fg_read {
+	struct fg *g;
+	bool at_end;
+	uint64_t *when;
+};
+
+/* The moment's live set summed by stack (no --tensors), in one read. */
+static void add_live_read(void *ctx, const struct rp_live *l)
+{
+	struct fg *g = ctx;
+	g->multi_dev = g->t->ndevs > 1; /* known once the file is read */
+	add_live(g, l);
+}
+
+static int read_live(void *ctx, struct trace *t, const char *cmd, const char *path)
+{
+	struct fg_read *fr = ctx;
+	return snapshot_live_read(t, cmd, path, fr->at_end, add_live_read, fr->g, fr->when);
+}
+
 int cmd_flamegraph(int argc, char **argv)
 {
 	const char *out = NULL;
@@ -416,14 +471,24 @@ int cmd_flamegraph(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	bool at_end = at == 1;
+	static const char *const moments[] = {"at the peak", "at the end", "at the first OOM"};
 	struct rb_one r;
+	struct trace *t = &r.t;
+	struct fg g = {.t = t, .root = {.name = "all"}};
+	g.raw = raw;
+	uint64_t when = 0;
+	if (!tensors && at != 2) { /* one read of the file */
+		struct fg_read fr = {&g, at_end, &when};
+		rc = rb_one_open_read(&r, CMD, out, paths, npaths, read_live, &fr);
+		if (rc >= 0)
+			return rc;
+		g.multi_dev = t->ndevs > 1;
+		return flamegraph_out(&r, &g, fold, out, moments[at], when, -1);
+	}
 	rc = rb_one_open(&r, CMD, out, paths, npaths);
 	if (rc >= 0)
 		return rc;
-	struct trace *t = &r.t;
-	struct fg g = {.t = t, .root = {.name = "all"}};
 	g.multi_dev = t->ndevs > 1;
-	g.raw = raw;
 	g.keep = tensors && fwhist_present(t);
 	if (tensors && !g.keep)
 		fprintf(
@@ -431,8 +496,6 @@ int cmd_flamegraph(int argc, char **argv)
 		    "gpumemtrace flamegraph: %s: --tensors: no framework history (record it with "
 		    "`gpumemtrace run --framework-history`); segments stay whole\n",
 		    t->path);
-	uint64_t when = 0;
-	static const char *const moments[] = {"at the peak", "at the end", "at the first OOM"};
 	if (at == 2) {
 		const struct fw_snapshot *o = fwhist_first(t, GMT_FWSNAP_WHY_OOM, -1);
 		bool found = false;
@@ -448,32 +511,5 @@ int cmd_flamegraph(int argc, char **argv)
 	if (rc < 0 && g.keep)
 		rc = add_tensors(&g, at_end ? UINT64_MAX : when, at == 0);
 	free(g.kept);
-	if (rc < 0) {
-		sort_tree(&g.root);
-		FILE *f = r.out.f;
-		size_t n = out ? strlen(out) : 0;
-		bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
-		if (fold) {
-			/* folded stacks have no place for a comment that every
-			 * reader skips: stderr says it (an incomplete trace: the
-			 * reader's own warning does, at the end) */
-			char path[8192] = "";
-			if (trace_lost_own(t))
-				say_error(CMD, "warning: %s: %s", t->path,
-					  trace_partial_text(t, path, sizeof(path)));
-			path[0] = '\0';
-			folded(f, &g.root, path, 0, sizeof(path));
-		} else if (html) {
-			fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-			      "<title>gpumemtrace flame graph</title></head>\n"
-			      "<body style=\"margin:0\">\n",
-			      f);
-			write_svg(f, &g, moments[at], when, true);
-			fputs("</body></html>\n", f);
-		} else {
-			write_svg(f, &g, moments[at], when, false);
-		}
-	}
-	free_tree(&g.root);
-	return rb_one_close(&r, CMD, rc);
+	return flamegraph_out(&r, &g, fold, out, moments[at], when, rc);
 }

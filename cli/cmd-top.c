@@ -399,13 +399,10 @@ int cmd_top(int argc, char **argv)
 	struct top_trace *ts = xcalloc((size_t)npaths, sizeof(*ts));
 	int opened = 0;
 	for (int i = 0; i < npaths && rc < 0; i++) {
-		rc = trace_open(&ts[i].t, "top", paths[i]);
-		if (rc >= 0)
+		rc = top_read_trace(&tp, &ts[i], "top", paths[i], &sa.opts, !json);
+		if (rc >= 0 && !ts[i].t.reader)
 			break;
-		ts[i].t.site_opts = &sa.opts;
-		ts[i].t.short_names = !json;
 		opened++;
-		rc = top_add_trace(&tp, &ts[i]);
 	}
 	if (rc < 0) {
 		if (json)
