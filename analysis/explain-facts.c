@@ -344,7 +344,7 @@ static int from_oom(struct trace *t, struct ex_facts *f, const struct xpass *p)
 	bool fatal_seen = false;
 	for (size_t i = 0; i < r.nfails; i++) {
 		const struct oom_failure *o = &r.fails[i];
-		if (o->kase == OOM_NOT_AN_OOM)
+		if (o->kase == OOM_NOT_AN_OOM || !oom_final(o)) /* an error: its last attempt */
 			continue;
 		uint64_t retry_ns =
 		    o->next.time_ns > o->e.time_ns ? o->next.time_ns - o->e.time_ns : 0;
@@ -368,6 +368,8 @@ static int from_oom(struct trace *t, struct ex_facts *f, const struct xpass *p)
 		xo->others = o->others;
 		xo->freed = o->next.freed;
 		xo->retry_ns = retry_ns;
+		xo->attempts = o->attempts;
+		xo->first_ns = (uint64_t)trace_rel(t, o->first_ns);
 		rb_site(t, o->e.stack_id, xo->site, sizeof(xo->site));
 		snprintf(xo->why, sizeof(xo->why), "%s", o->why);
 		xo->fatal = !fatal_seen && o->kase != OOM_RECOVERED && !o->caught;

@@ -173,7 +173,7 @@ static void fw_figures(const struct oom_failure *o, uint64_t pool_held, struct f
 	g->fr = f->free_bytes.known ? f->free_bytes.bytes : o->free_bytes;
 	g->pool = f->pool;
 	g->pool_free = f->pool_free;
-	g->pool_src = "";
+	g->pool_src = fwoom_from_history(f) ? " per its history" : "";
 	/* TF and JAX hold their pool in the regions the driver saw */
 	if (!g->pool.known && (f->fw == FWF_TF || f->fw == FWF_JAX) && pool_held) {
 		g->pool = exact(pool_held);
