@@ -24,7 +24,7 @@ grep -q "^note: these are PyTorch's caching allocator's segments, held until exi
 # 2. check: a run that died of OOM passes its peak, with a note; --fail-on-oom fails it
 rc=0; "$G" check --max-peak 10GiB "$V/torch.oom-exhaust.gmt" >o || rc=$?
 expect_eq "check oom, exit" "$rc" 0
-grep -q "^note: .*torch.oom-exhaust.gmt: 2 out-of-memory failures not recovered by retry (this-process)" o ||
+grep -q "^note: .*torch.oom-exhaust.gmt: 1 out-of-memory error not recovered by retry (this-process)" o ||
 	fail "check: no OOM note: $(cat o)"
 rc=0; "$G" check --fail-on-oom "$V/torch.oom-exhaust.gmt" >o || rc=$?
 expect_eq "check --fail-on-oom, exit" "$rc" 1
