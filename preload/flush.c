@@ -123,7 +123,7 @@ static void drain_rings(void)
 			if (__atomic_load_n(&r->exited, __ATOMIC_ACQUIRE) &&
 			    __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == r->tail) {
 				*pp = r->next;
-				gmt_ring_free(r);
+				gmt_ring_retire(r); /* no free() here */
 			} else {
 				pp = &r->next;
 			}
