@@ -31,13 +31,16 @@ COLUMNS=300 "$GMT_CLI" leaks "$T" >lw.txt || fail "leaks wide"
 grep -q 'THPVariable_linear .*  \[mixed: libcublas.so.13 64.1 MiB, libc10_cuda.so 33.0 MiB\]$' lw.txt ||
 	fail "leaks' mixed row: $(grep THPVariable_linear lw.txt)"
 
-# 2. COLUMNS=80: the site first
+# 2. COLUMNS=80: the site under its figures, whole with its library
+# (it was cut to "…ConvolutionBackward0::apply (libtorch_…" beside them)
 COLUMNS=80 "$GMT_CLI" top "$T" >t80.txt || fail "top 80"
-grep -q '  …autograd::THPVariable_relu (libtorch_p…$' t80.txt &&
-	grep -q '  …ConvolutionBackward0::apply (libtorch_…$' t80.txt || fail "top at 80: $(sed -n 4,8p t80.txt)"
+grep -q '^      torch::autograd::THPVariable_relu (libtorch_python.so+0x5c1f06)$' t80.txt &&
+	grep -q '^      …generated::ConvolutionBackward0::apply (libtorch_cpu.so+0x5007d71)$' t80.txt ||
+	fail "top at 80: $(sed -n 4,8p t80.txt)"
 ! grep -qE '  [^ ]{1,20}…  \[' t80.txt || fail "a site cut for its library at 80: $(sed -n 4,8p t80.txt)"
 COLUMNS=80 "$GMT_CLI" leaks "$T" >l80.txt || fail "leaks 80"
-grep -q '  …autograd::THPVariable_conv2d (libtorch…$' l80.txt || fail "leaks at 80: $(cat l80.txt)"
+grep -q '^      torch::autograd::THPVariable_conv2d (libtorch_python.so+0x596b53)$' l80.txt ||
+	fail "leaks at 80: $(cat l80.txt)"
 COLUMNS=80 "$GMT_CLI" summary "$T" >s80.txt || fail "summary 80"
 grep -q '  …autograd::THPVariable_relu (libtorch_python.so…$' s80.txt || fail "summary at 80: $(sed -n '/^top allocation/,/^$/p' s80.txt)"
 
