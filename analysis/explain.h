@@ -55,6 +55,7 @@ struct ex_dev {
 	const char *name; /* "" when unknown */
 	uint64_t total;	  /* 0: unknown */
 	int driver_version;
+	bool history; /* PyTorch's history: its snapshot's blocks show the cache */
 	/* traced device bytes */
 	uint64_t peak, peak_ns, end; /* peak_ns: since the trace start */
 	uint64_t peak_until_ns;	     /* the end of the peak's plateau (0: the trace's end) */

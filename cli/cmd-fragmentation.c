@@ -161,6 +161,11 @@ static void cache_free_human(FILE *f, struct trace *t, const struct frag_dev *d,
 		counters_free_human(f, t, &d->counters);
 		return;
 	}
+	if (d->blocks_oom.known || d->blocks_last.known) {
+		/* the history's snapshot shows it: no rerun to ask for */
+		fprintf(f, "  free inside the cache: in PyTorch's own blocks, below\n");
+		return;
+	}
 	const char *why;
 	switch (rec->mode) {
 	case MODE_PT_ASYNC:
