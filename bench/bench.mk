@@ -3,7 +3,8 @@
 
 BENCH_DIR := $(BUILD)/bench
 BENCH_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE -pthread $(WARN) -Itests/sim -I. -Iinclude
-BENCH_PROGS := $(BENCH_DIR)/hookcost-fp $(BENCH_DIR)/hookcost-nofp $(BENCH_DIR)/workload
+BENCH_PROGS := $(BENCH_DIR)/hookcost-fp $(BENCH_DIR)/hookcost-nofp $(BENCH_DIR)/workload \
+	$(BENCH_DIR)/oneshot
 
 .PHONY: bench-progs bench
 bench-progs: all sim progs $(BENCH_PROGS)
@@ -19,6 +20,10 @@ $(BENCH_DIR)/hookcost-nofp: bench/hookcost.c $(SIM_HEADERS) | sim
 $(BENCH_DIR)/workload: bench/workload.c $(SIM_HEADERS) | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -fno-omit-frame-pointer $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1 -ldl
+
+$(BENCH_DIR)/oneshot: bench/oneshot.c $(SIM_HEADERS) | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1
 
 bench: bench-progs ## run the benchmarks (minutes; needs heaptrack for the anchors), results in bench/results/
 	@BUILD=$(abspath $(BUILD)) bench/run.sh $(BENCH)
@@ -59,3 +64,10 @@ bench-naming: all sim ## naming speed: symbolize 10k/100k frames, reports on nam
 .PHONY: bench-snapshot
 bench-snapshot: all ## snapshot reading: summary/replay/import vs _memory_viz.py stats/trace, time and memory
 	@BUILD=$(abspath $(BUILD)) bench/snapshot.sh
+
+# The per-process cost: one allocation, N short processes from one shell,
+# untraced / traced / run / run naming after (bench/proccost.sh; BASE=lib.so
+# adds a baseline library in the same rounds).
+.PHONY: bench-proccost
+bench-proccost: bench-progs ## ms and KB a short process pays for being traced (N processes of one allocation)
+	@BUILD=$(abspath $(BUILD)) bench/proccost.sh

@@ -7,7 +7,7 @@
 #   paths  1,022 functions, 10,000 distinct stacks 5 deep (paths 1022)
 #   tiny   4 events (flat 1 2): the fixed cost
 # For each: `gpumemtrace symbolize` on a copy (the naming itself: every
-# frame), then `summary` and `top` on the nameless trace and on the named
+# frame; wall and user CPU), then `summary` and `top` on the nameless trace and on the named
 # copy, ROUNDS times alternating, medians of wall and user CPU, each with
 # the ratio nameless/named (the target: <= 2; GNU time's 10 ms resolution
 # makes the tiny trace's CPU ratio meaningless). And the per-process cost
@@ -47,7 +47,7 @@ build tiny flat 1 2
 {
 	echo "naming: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)," \
 		"commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null), ROUNDS=$ROUNDS"
-	printf "%-6s %8s %8s | %-7s %9s %9s %6s | %9s %9s %6s\n" trace frames name_s report \
+	printf "%-6s %8s %8s %8s | %-7s %9s %9s %6s | %9s %9s %6s\n" trace frames name_s name_cpu report \
 		nameless_s named_s ratio cpu_less cpu_named ratio
 } | tee "$OUT"
 for name in 10k 100k paths tiny; do
@@ -62,6 +62,7 @@ for name in 10k 100k paths tiny; do
 	done
 	frames=$("$CLI" dump "$W/$name.named.gmt" | grep -c ' SYMBOL ')
 	name_s=$(cut -d' ' -f1 "$W/name.t" | median)
+	name_cpu=$(cut -d' ' -f2 "$W/name.t" | median)
 	for report in summary top; do
 		: >"$W/a.t"
 		: >"$W/b.t"
@@ -71,7 +72,7 @@ for name in 10k 100k paths tiny; do
 		done
 		a=$(cut -d' ' -f1 "$W/a.t" | median) b=$(cut -d' ' -f1 "$W/b.t" | median)
 		ac=$(cut -d' ' -f2 "$W/a.t" | median) bc=$(cut -d' ' -f2 "$W/b.t" | median)
-		printf "%-6s %8s %8s | %-7s %9s %9s %6s | %9s %9s %6s\n" $name "$frames" "$name_s" \
+		printf "%-6s %8s %8s %8s | %-7s %9s %9s %6s | %9s %9s %6s\n" $name "$frames" "$name_s" "$name_cpu" \
 			$report "$a" "$b" "$(ratio "$a" "$b")" "$ac" "$bc" "$(ratio "$ac" "$bc")" |
 			tee -a "$OUT"
 	done

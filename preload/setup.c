@@ -89,6 +89,7 @@ static void configure_locked(void)
 	gmt_fence_setup();
 	gmt_children_setup();
 	dl_iterate_phdr(find_self, NULL);
+	gmt_fd_table_reserve(); /* while we are the only thread, usually */
 	if (pthread_key_create(&gmt_rt.key, thread_gone) != 0 ||
 	    pthread_atfork(gmt_fork_prepare, gmt_fork_parent, gmt_fork_child) != 0) {
 		gmt_log("cannot set up thread tracking; tracing is off");

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -330,6 +331,18 @@ static int high_fd_floor(void)
 		return 1024;
 	int lim = (int)rl.rlim_cur;
 	return lim - lim / 4 > 3 ? lim - lim / 4 : 3;
+}
+
+void gmt_fd_table_reserve(void)
+{
+	int err = errno, fd = eventfd(0, EFD_CLOEXEC);
+	if (fd >= 0) {
+		int hi = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_floor());
+		if (hi >= 0)
+			close(hi);
+		close(fd);
+	}
+	errno = err;
 }
 
 int gmt_fd_high(int fd)

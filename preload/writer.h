@@ -89,6 +89,13 @@ struct gmt_writer {
  * daemon that closes 3-1023 and opens its files there never meets it.
  * Returns the new fd, or -1 (errno set; fd closed) when only 0-2 were free. */
 int gmt_fd_high(int fd);
+/* Grows the process's descriptor table to hold gmt_fd_high's number, at
+ * load while the process has one thread: growing a table that threads share
+ * waits for an RCU grace period (the kernel's expand_fdtable), 10-28 ms that
+ * every traced process paid at its first event (issue 30.5). Uses a
+ * descriptor of its own (an eventfd: closing a dup of the program's would
+ * drop its POSIX locks on that file). */
+void gmt_fd_table_reserve(void);
 
 /* Creates the file from the template (never following a symlink, never
  * overwriting: a taken name gets .1, .2 ... before .gmt) and writes the
