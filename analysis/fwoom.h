@@ -69,7 +69,5 @@ void fwoom_collect(const struct trace *t, struct fwoom_list *out);
 void fwoom_free(struct fwoom_list *l);
 /* "PyTorch", "JAX", "TensorFlow", "CuPy", or the record's source. */
 const char *fwoom_fw_name(const struct fwoom *f);
-/* A known size: a + b, errors added. */
-struct fw_size fw_size_add(struct fw_size a, struct fw_size b);
 
 #endif

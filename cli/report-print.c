@@ -19,13 +19,6 @@ void rb_json_s(FILE *f, const char *s)
 	json_str(f, s, strlen(s));
 }
 
-void rb_json_d(FILE *f, double v)
-{
-	if (!isfinite(v))
-		v = 0;
-	fprintf(f, "%.6g", v);
-}
-
 static const char *state(const struct trace *t)
 {
 	return t->complete			  ? "complete"
@@ -422,7 +415,10 @@ static void short_scope(char *s, int cols)
 	}
 }
 
-const char *rb_fit_site(const char *s, int cols, char *buf, size_t size)
+/* s fit to cols like rb_fit, but paths in parentheses shortened first
+ * ("(…/pkg/train.py:7)", then "(train.py:7)"): the function and its
+ * file:line stay. */
+static const char *rb_fit_site(const char *s, int cols, char *buf, size_t size)
 {
 	int own = first_cols(s);
 	/* the callers are cut first; a cut that would leave no room for

@@ -23,8 +23,6 @@ void rb_json_partial(FILE *f, const struct trace *t);
 /* "\"path\": ..., \"pid\": ..., \"complete\": ..., ..." (no braces). */
 void rb_json_head(FILE *f, struct trace *t);
 void rb_json_s(FILE *f, const char *s);
-/* A finite double for JSON (NaN/inf become 0). */
-void rb_json_d(FILE *f, double v);
 /* Imbalance of one figure across n traces: max, min, which trace, ratio.
  * JSON: {"max": N, "max_trace": I, "min": N, "min_trace": I, "mean": N,
  * "max_over_min": X, "max_over_mean": X} (ratios null when undefined). */
@@ -57,10 +55,6 @@ void rb_wrap_hang(FILE *f, int indent, int width, const char *text);
 /* The columns a site keeps before the notes after it ([library], kinds)
  * are shortened or dropped, however narrow the width. */
 #define RB_SITE_MIN 40
-/* s fit to cols like rb_fit, but paths in parentheses shortened first
- * ("(…/pkg/train.py:7)", then "(train.py:7)"): the function and its
- * file:line stay. */
-const char *rb_fit_site(const char *s, int cols, char *buf, size_t size);
 /* One table's site cell and what follows it, in room columns: the first of
  * tails[0..n) (longest first, the last usually "") that leaves the site
  * RB_SITE_MIN columns (or all it needs); the site never below that. */

@@ -69,7 +69,8 @@ static size_t compress_chunk(struct tw *w, size_t payload)
 				     &w->zcap, w->chunk, payload);
 }
 
-int tw_flush(struct tw *w)
+/* Writes the pending chunk. */
+static int tw_flush(struct tw *w)
 {
 	if (w->err)
 		return -1;
