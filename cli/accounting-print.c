@@ -169,7 +169,7 @@ static void evidence(FILE *f, int width, const char *text)
 	char *line = NULL;
 	if (asprintf(&line, "evidence: %s", text) < 0)
 		xalloc_failed();
-	rb_wrap(f, 6, width, line);
+	cli_wrap(f, 6, width, line);
 	free(line);
 }
 
@@ -200,7 +200,7 @@ static void print_dev_unexplained(FILE *f, const struct acct_dev *d)
 	if (!d->nroutes)
 		return;
 	const struct acct_moment *m = pk->flagged ? pk : en;
-	int width = rb_text_width(f);
+	int width = cli_text_width(f);
 	fprintf(f, "  %s unexplained %s: likely %s\n", fmt_size(b3, (uint64_t)m->unexplained),
 		m == pk ? "at the peak" : "at the end", d->routes[0].text);
 	evidence(f, width, d->routes[0].evidence);

@@ -395,14 +395,14 @@ int cmd_flamegraph(int argc, char **argv)
 		     "write to FILE; .html gives an HTML page, anything else\n"
 		     "an SVG (default: SVG on stdout)",
 		     .short_name = 'o'),
-	    OPT_RB_AT(&at, "the moment to show (default peak)"),
+	    OPT_CLI_AT(&at, "the moment to show (default peak)"),
 	    OPT_BOOL("folded", &fold,
 		     "print folded stacks instead: 'outer;...;inner BYTES',\n"
 		     "for flamegraph.pl, inferno and speedscope"),
 	    OPT_BOOL("tensors", &tensors,
 		     "split PyTorch's segments into the tensors they held\n"
 		     "(a trace recorded with run --framework-history)"),
-	    OPT_RB_RAW_FRAMES(&raw, ""),
+	    OPT_CLI_RAW_FRAMES(&raw, ""),
 	    OPT_END(),
 	};
 	const char **paths = NULL;
@@ -411,8 +411,8 @@ int cmd_flamegraph(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	bool at_end = at == 1;
-	struct rb_one r;
-	rc = rb_one_open(&r, CMD, out, paths, npaths);
+	struct cli_one r;
+	rc = cli_one_open(&r, CMD, out, paths, npaths);
 	if (rc >= 0)
 		return rc;
 	struct trace *t = &r.t;
@@ -458,5 +458,5 @@ int cmd_flamegraph(int argc, char **argv)
 		}
 	}
 	free_tree(&g.root);
-	return rb_one_close(&r, CMD, rc);
+	return cli_one_close(&r, CMD, rc);
 }
