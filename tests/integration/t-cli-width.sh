@@ -9,7 +9,7 @@
 out=$PWD/out
 # relative paths: a line naming the trace does not depend on the checkout
 cd "$TESTS_DIR/.."
-traces=$(ls docs/validation/*/traces/*.gmt tests/verdicts/traces/*.gmt tests/golden/*.gmt)
+traces=$(ls tests/real/*/*.gmt tests/verdicts/traces/*.gmt tests/golden/*.gmt)
 [ -n "$traces" ] || fail "no traces"
 bad=0
 for t in $traces; do

@@ -18,7 +18,7 @@
 #    but what the program keeps, and the stack cache in verify mode agreed
 #    with libunwind on all of its 6 065 stacks.
 . "$TESTS_DIR/integration/lib.sh"
-V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
+V=$TESTS_DIR/real/2026-11-22-h100
 [ -d "$V" ] || fail "no $V"
 
 q() { # q FILE EXPR: a Python expression over the JSON in FILE (as d)
@@ -104,7 +104,7 @@ python3 "$TESTS_DIR/gpu/check.py" plain "$GMT_CLI" "$R/plain-static.out" "$V/pla
 grep -q 'MISSING a DEVICE record without its uuid' c3.txt && grep -q "MISSING an event before the trace's start" c3.txt ||
 	fail "check.py did not name the first run's defects: $(cat c3.txt)"
 
-V2=$TESTS_DIR/../docs/validation/2026-11-23-h100/traces
+V2=$TESTS_DIR/real/2026-11-23-h100
 R2=$V2/../reports
 for rt in shared:643 static:718; do
 	n=plain-${rt%:*}

@@ -10,7 +10,7 @@
 #  - flamegraph and pprof leave the interpreter's frames out;
 #  - prose wraps at 160 columns when piped.
 . "$TESTS_DIR/integration/lib.sh"
-V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
+V=$TESTS_DIR/real/2026-11-22-h100
 T=$V/torch-async.837.gmt
 
 # 1. THPVariable_linear's group: cuBLAS's workspace and c10's blocks
