@@ -70,7 +70,7 @@ long=a-rather-long-directory-name-for-the-traces-of-the-nightly-training-runs/of
 mkdir -p "$long"
 printf '%s\n' "header start_mono=0 pid=47" "events tid=1" "ev api=cudaMalloc t=150 ptr=0x100000 size=4096 dev=0" |
 	"$BUILD/tests/unit-tools/mktrace" "$long/torn.gmt"
-for t in "$V"/*.gmt "$V"/../../2026-11-23-h100/traces/*.gmt "$TESTS_DIR"/verdicts/traces/*.gmt \
+for t in "$V"/*.gmt "$V"/../2026-11-23-h100/*.gmt "$TESTS_DIR"/verdicts/traces/*.gmt \
 	"$TESTS_DIR"/golden/*.gmt "$PWD/$long/torn.gmt"; do
 	cmds="summary top leaks"
 	case $t in *jax-default*) cmds=summary ;; esac # 26 755 phases: slow to read thrice
