@@ -361,11 +361,30 @@ void acct_event(struct acct *a, const struct gmt_event *e)
  * only samples taken in its plateau count (the highest of them): one from
  * after the memory was freed would make the peak look unexplained by minus
  * the freed bytes. */
+uint64_t acct_nvml_inconsistent(const struct trace *t, int64_t ordinal, bool process)
+{
+	const struct trace_device *td = trace_device(t, ordinal);
+	uint64_t total = td ? td->total_bytes : 0, worst = 0;
+	for (size_t i = 0; i < t->nsamples; i++) {
+		const struct trace_sample *s = &t->samples[i];
+		if (s->device != ordinal || (process && !s->process_known))
+			continue;
+		uint64_t v = process ? s->process_used_bytes : s->used_bytes;
+		uint64_t tot = total ? total : s->total_bytes;
+		if (tot && v > tot && v > worst)
+			worst = v;
+	}
+	return worst;
+}
+
 static void pick_sample(const struct trace *t, struct acct_moment *m, int64_t ordinal, bool peak)
 {
 	bool process = false;
 	for (size_t i = 0; i < t->nsamples; i++)
 		process |= t->samples[i].device == ordinal && t->samples[i].process_known;
+	m->nvml_process = process;
+	if ((m->nvml_dropped = acct_nvml_inconsistent(t, ordinal, process)))
+		return; /* not nvidia-smi's figure: none of them is used */
 	const struct trace_sample *best = NULL, *near = NULL;
 	uint64_t near_d = UINT64_MAX;
 	for (size_t i = 0; i < t->nsamples; i++) {

@@ -49,8 +49,10 @@ struct acct_moment {
 	uint64_t until_ns;
 	bool unsampled; /* samples exist, but none was taken in the peak's plateau */
 	/* nvidia-smi */
-	bool nvml;	   /* a sample was found */
-	bool nvml_process; /* it is this process's usage (else the whole device's) */
+	bool nvml;	       /* a sample was found */
+	uint64_t nvml_dropped; /* the device's NVML figures are inconsistent
+				  (acct_nvml_inconsistent): its largest, not used */
+	bool nvml_process;     /* it is this process's usage (else the whole device's) */
 	uint64_t smi, sample_time_ns;
 	int sample_reason;
 	/* traced */
@@ -93,6 +95,16 @@ struct acct {
 	size_t ndevs;
 	void *pass; /* between acct_begin and acct_end */
 };
+
+/* The one rule for nvidia-smi's figures, in accounting, summary, explain,
+ * oom and check --max-smi: a device's NVML figures (this process's when
+ * `process`, else the device's use) are not what nvidia-smi showed when one
+ * sample's figure is above the device's total memory (a stale or simulated
+ * NVML: the emulators report 1.22 GiB for a process on a 1 GiB device).
+ * Then none of that device's figures is used (the remaining ones would
+ * understate its peak), and every report says so. Returns 0 when they can
+ * be used, else the largest figure above the total. */
+uint64_t acct_nvml_inconsistent(const struct trace *t, int64_t ordinal, bool process);
 
 /* One replay of t. Returns -1, or the exit code of a read error. */
 int acct_compute(struct acct *a, struct trace *t);

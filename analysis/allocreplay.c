@@ -167,7 +167,7 @@ struct dstate {
 	struct range *before;
 	size_t nbefore, before_cap;
 	uint64_t differ_age[NORDER]; /* divergences between two such segments' blocks */
-	uint64_t pend_seg_addr, pend_seg_size;
+	uint64_t pend_seg_addr, pend_seg_size, pend_seg_stream;
 	int release_burst; /* segment frees seen, their kind not known yet */
 	uint64_t peak_reserved_seen;
 	struct ar_divergence first_div[NORDER];
@@ -713,6 +713,7 @@ static void run_alloc(struct run *r, void *arg)
 	if (rc) {
 		if (!r->out.ooms++)
 			r->out.first_oom_request = q->e->size;
+		r->out.ooms_recorded += q->oom_probe;
 		return;
 	}
 	note_peak(r);
@@ -735,6 +736,26 @@ static void run_free(struct run *r, void *arg)
 	struct addr_ent *x = set_find(r->map, e->addr);
 	if (x)
 		set_del(&r->map, x);
+}
+
+/* A segment made (or pages mapped) that no alloc took: into the models as
+ * free cache, so the recorded reserved bytes count it. PyTorch records a
+ * segment_alloc right before the alloc it was made for; a history that
+ * reorders them (or one that ends, or OOMs, in between) must not lose it. */
+static void flush_pending(struct dstate *d)
+{
+	struct pmaps *pm = &d->pm;
+	for (int o = 0; o < NORDER && d->pending_seg; o++) {
+		struct ta *m = d->follow[o];
+		if (d->pending_seg == 1)
+			ta_add_segment(m, d->pend_seg_addr, d->pend_seg_size, d->pend_seg_stream,
+				       d->pend_seg_size <= TA_SMALL_BUFFER);
+		for (int i = 0; d->pending_seg == 2 && i < pm->n; i++)
+			ta_map(m, pm->addr[i], pm->size[i], d->pend_seg_stream, false);
+	}
+	d->pending_seg = 0;
+	pm->n = 0;
+	pm->total = 0;
 }
 
 /* The recorded choice for the alloc e: a new segment (or mapping), else
@@ -764,6 +785,9 @@ static bool same_choice(const struct ar_choice *m, const struct ar_choice *r, bo
 
 static void follow_alloc(struct ctx *c, struct dstate *d, struct pmaps *pm, const struct hent *e)
 {
+	if (d->pending_seg == 1 &&
+	    (e->addr < d->pend_seg_addr || e->addr - d->pend_seg_addr >= d->pend_seg_size))
+		flush_pending(d); /* not made for this alloc: it takes a cached block */
 	struct ar_choice rec = recorded_choice(d, pm, e);
 	bool small = ta_round_size(&c->recorded, e->size) <= TA_SMALL_SIZE;
 	for (int o = 0; o < NORDER; o++) {
@@ -829,16 +853,24 @@ static void step(struct ctx *c, const struct hent *e)
 	struct pmaps *pm = &d->pm;
 	d->out.entries++;
 	bool asked = c->o->have_asked;
+	if (e->action != GMT_FW_ALLOC && e->action != GMT_FW_SEGMENT_MAP &&
+	    e->action != GMT_FW_SEGMENT_ALLOC)
+		flush_pending(d);
 	switch (e->action) {
 	case GMT_FW_SEGMENT_ALLOC:
 		end_burst(c, d, true);
+		flush_pending(d);
 		d->pending_seg = 1;
 		d->pend_seg_addr = e->addr;
 		d->pend_seg_size = e->size;
+		d->pend_seg_stream = e->stream;
 		break;
 	case GMT_FW_SEGMENT_MAP:
 		end_burst(c, d, true);
+		if (d->pending_seg == 1)
+			flush_pending(d);
 		d->pending_seg = 2;
+		d->pend_seg_stream = e->stream;
 		if (pm->n < MAX_PENDING_MAPS) {
 			pm->addr[pm->n] = e->addr;
 			pm->size[pm->n++] = e->size;
@@ -848,6 +880,7 @@ static void step(struct ctx *c, const struct hent *e)
 	case GMT_FW_ALLOC: {
 		end_burst(c, d, false);
 		d->out.allocs++;
+		d->out.allocs_after_oom += d->out.recorded_ooms > 0;
 		follow_alloc(c, d, pm, e);
 		struct req q = {e, false};
 		runs_each(d, asked, run_alloc, &q);
@@ -876,13 +909,20 @@ static void step(struct ctx *c, const struct hent *e)
 		break;
 	case GMT_FW_OOM: {
 		end_burst(c, d, true);
-		d->out.recorded_ooms++;
+		if (!d->out.recorded_ooms++) {
+			struct ar_oom *x = &d->out.first_oom;
+			*x = (struct ar_oom){.found = true,
+					     .entry = e->index,
+					     .time_us = e->time_us,
+					     .request = e->size,
+					     .device_free = e->device_free,
+					     .stream = e->stream};
+			stack_text(c->t, x->stack, sizeof x->stack, e->stack_id);
+		}
+		d->out.allocs_after_oom = 0;
 		struct hent probe = *e;
 		struct req q = {&probe, true};
 		runs_each(d, asked, run_alloc, &q);
-		d->pending_seg = 0;
-		pm->n = 0;
-		pm->total = 0;
 		break;
 	}
 	default:

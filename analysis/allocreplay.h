@@ -62,6 +62,7 @@ struct ar_run {
 	uint64_t largest_free_at_peak;
 	uint64_t ooms;		    /* requests the model could not serve */
 	uint64_t first_oom_request; /* the first of them */
+	uint64_t ooms_recorded;	    /* of ooms: requests the allocator refused too */
 	uint64_t empty_caches;	    /* empty_cache() calls replayed */
 };
 
@@ -73,6 +74,14 @@ struct ar_end {
 	uint64_t allocated, requested; /* active_allocated blocks: size, asked */
 	uint64_t pending;	       /* active_pending_free blocks */
 	uint64_t inactive;	       /* free blocks in the cache */
+};
+
+/* The history's first oom entry: the allocator gave up on a request. */
+struct ar_oom {
+	bool found;
+	uint64_t entry, time_us;
+	uint64_t request, device_free, stream;
+	char stack[512];
 };
 
 struct ar_device {
@@ -88,6 +97,10 @@ struct ar_device {
 	uint64_t differ_age;
 	uint64_t recorded_reserved_peak, recorded_allocated_peak, recorded_segments_at_peak;
 	uint64_t recorded_ooms;
+	struct ar_oom first_oom;
+	uint64_t allocs_after_oom; /* allocations after the last oom entry: 0, the
+				    * history ends in it (the run ended there, or
+				    * the snapshot was taken right after) */
 	struct ar_divergence first;
 	/* before the window */
 	uint64_t before_segments, before_segment_bytes, before_blocks, before_block_bytes;

@@ -321,7 +321,7 @@ static void fw_facts(struct ex_oom *xo, const struct oom_failure *o)
 	int n = (int)strcspn(m, "\n");
 	snprintf(xo->fw_message, sizeof(xo->fw_message), "%.*s%s", n < 200 ? n : 200, m,
 		 n > 200 ? "..." : "");
-	if (w->limit.bytes.known) {
+	if (w->limit.bytes.known || o->kase == OOM_LIMIT) {
 		xo->limit_knob = w->limit.knob;
 		snprintf(xo->limit_what, sizeof(xo->limit_what), "%s", w->limit.what);
 	}
@@ -344,7 +344,7 @@ static int from_oom(struct trace *t, struct ex_facts *f, const struct xpass *p)
 	bool fatal_seen = false;
 	for (size_t i = 0; i < r.nfails; i++) {
 		const struct oom_failure *o = &r.fails[i];
-		if (o->kase == OOM_NOT_AN_OOM)
+		if (o->kase == OOM_NOT_AN_OOM || !oom_final(o)) /* an error: its last attempt */
 			continue;
 		uint64_t retry_ns =
 		    o->next.time_ns > o->e.time_ns ? o->next.time_ns - o->e.time_ns : 0;
@@ -368,6 +368,8 @@ static int from_oom(struct trace *t, struct ex_facts *f, const struct xpass *p)
 		xo->others = o->others;
 		xo->freed = o->next.freed;
 		xo->retry_ns = retry_ns;
+		xo->attempts = o->attempts;
+		xo->first_ns = (uint64_t)trace_rel(t, o->first_ns);
 		rb_site(t, o->e.stack_id, xo->site, sizeof(xo->site));
 		snprintf(xo->why, sizeof(xo->why), "%s", o->why);
 		xo->fatal = !fatal_seen && o->kase != OOM_RECOVERED && !o->caught;
@@ -526,6 +528,7 @@ int explain_facts(struct trace *t, bool has_device, int64_t device, struct ex_fa
 {
 	memset(f, 0, sizeof(*f));
 	f->path = t->path;
+	f->history = t->fw && t->fw->entries;
 	f->command = t->command ? t->command : "";
 	f->env = t->env;
 	f->nenv = t->nenv;

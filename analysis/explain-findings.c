@@ -337,9 +337,10 @@ void ex_torch_cache(const struct ex_facts *f, const struct ex_recog *r, const st
 	ex_ev(x, c, "%" PRIu64 " allocated from the driver over the run, %" PRIu64 " returned",
 	      d->fw_allocs, d->fw_frees);
 	ex_cnt_cache(x, d);
-	ex_ev(x, "oom",
-	      "an OOM refused by torch.cuda.set_per_process_memory_fraction makes no driver "
-	      "call: this trace cannot show it");
+	if (!f->history) /* else its oom entries show them, as problems */
+		ex_ev(x, "oom",
+		      "an OOM refused by torch.cuda.set_per_process_memory_fraction makes no "
+		      "driver call: this trace cannot show it");
 	if (f->retried)
 		ex_ev(x, "oom",
 		      "the cache was emptied and refilled after %" PRIu64

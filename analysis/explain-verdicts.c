@@ -337,17 +337,22 @@ static void oom_case(const struct ex_facts *f, const struct ex_recog *r, const s
 	char b[4][32], t1[32], advice[1000];
 	struct ex_finding *x = ex_add(out, id, o->device, o->size);
 	x->rank = o->fatal;
-	char tail[64] = "";
+	char tail[64] = "", tries[160] = "";
 	if (more)
 		snprintf(tail, sizeof(tail), " (and %zu more like it)", more);
+	if (o->attempts > 1) /* one error: the allocator asked again after freeing */
+		snprintf(tries, sizeof(tries),
+			 " (its %" PRIu32 " failed calls from %s on are one error: the allocator "
+			 "freed what it could and asked again)",
+			 o->attempts, rb_time(t1, (int64_t)o->first_ns));
 	if (o->fw_only)
 		ex_answer(x, "%s raised an out-of-memory error for %s at %s%s: %s%s", o->fw_name,
 			  fmt_size(b[0], o->size), rb_time(t1, (int64_t)o->time_ns),
 			  o->caught ? ", which the program caught" : "", why, tail);
 	else
-		ex_answer(x, "%s of %s failed at %s%s: %s%s", o->api, fmt_size(b[0], o->size),
-			  rb_time(t1, (int64_t)o->time_ns),
-			  o->caught ? " (the program caught the error)" : "", why, tail);
+		ex_answer(x, "%s of %s failed at %s%s%s: %s%s", o->api, fmt_size(b[0], o->size),
+			  rb_time(b[1], (int64_t)o->time_ns),
+			  o->caught ? " (the program caught the error)" : "", tries, why, tail);
 	if (o->fw) {
 		ex_ev(x, "oom", "%s", o->why);
 		if (o->fw_message[0])

@@ -104,6 +104,10 @@ struct ex_oom {
 	char site[300];
 	/* recovered-by-retry: what was freed before the retry, and how long */
 	uint64_t freed, retry_ns;
+	/* the failed calls of this one error (the allocator's retries), the
+	 * first one's time since the trace start */
+	uint32_t attempts;
+	uint64_t first_ns;
 	/* the framework's counters read by its OOM observer at this failure */
 	bool counters;
 	uint64_t c_allocated, c_reserved, c_inactive_split;
@@ -143,7 +147,7 @@ struct ex_facts {
 	 * recovered (num_alloc_retries less num_ooms) */
 	uint64_t ooms_unseen, counter_retries;
 	/* ways this trace cannot show an OOM (no failing call): oom's notes */
-	char blind[4][400];
+	char blind[4][640];
 	size_t nblind;
 	/* how the process ended, and oom-hidden (oom.h) */
 	char ending[200];
@@ -151,6 +155,7 @@ struct ex_facts {
 	const char *pool_fw;
 	char hidden_text[700];
 	uint64_t duration_ns;
+	bool history; /* PyTorch's allocator history: its oom entries show every OOM */
 	/* a damaged or cut trace, or events lost: every figure may be short */
 	bool partial;
 	uint64_t lost;		    /* this process's events lost */
@@ -239,8 +244,8 @@ bool explain_doubling(const uint64_t *sizes, size_t n);
 /* ---- findings ---- */
 
 struct ex_evidence {
-	char text[300];
-	char cmd[80]; /* "accounting --device 0": run as `gpumemtrace CMD TRACE`; "" none */
+	char text[640]; /* oom's notes whole (its hidden and invisible texts) */
+	char cmd[80];	/* "accounting --device 0": run as `gpumemtrace CMD TRACE`; "" none */
 };
 
 /* What a finding is to the user, the first key of the order: what failed

@@ -173,23 +173,45 @@ static size_t iteration_of(const struct fwg_result *r, uint64_t t, bool *inside)
 	return lo - 1;
 }
 
+static void offer(struct fwg_dev *g, size_t i, uint64_t low)
+{
+	if (i < g->nfloor && low < g->floor[i])
+		g->floor[i] = low;
+}
+
 static void floor_entry(void *ctx, const struct fw_event *ev, const struct fw_state *st)
 {
 	struct floor_pass *fp = ctx;
+	const struct fwg_result *r = fp->out;
 	bool inside;
-	size_t i = iteration_of(fp->out, ev->time_ns, &inside);
+	size_t i = iteration_of(r, ev->time_ns, &inside);
 	const struct fw_dev *d = fw_state_dev(st, ev->device);
 	if (!d)
 		return;
 	/* the level as an iteration begins is its own too: with the state
 	 * before each entry, the start counts where its first entry adds */
 	uint64_t before = level_before(fp, ev, d->allocated);
-	if (!inside || !ev->time_ns)
+	if (!ev->time_ns)
+		return;
+	/* an entry this close to a boundary may belong to either side: the
+	 * levels about it are offered to both, so a step's first tensor stamped
+	 * a microsecond early cannot lift that step's floor */
+	size_t k = SIZE_MAX, next = i + 1; /* i is SIZE_MAX before the first boundary */
+	if (next < r->ntimes && r->times[next] - ev->time_ns <= FWG_CLOCK_SLACK_NS)
+		k = next;
+	else if (i != SIZE_MAX && ev->time_ns - r->times[i] <= FWG_CLOCK_SLACK_NS)
+		k = i;
+	if (!inside && k == SIZE_MAX)
 		return;
 	struct fwg_dev *g = dev_of(fp->out, ev->device);
 	uint64_t low = before < d->allocated ? before : d->allocated;
-	if (low < g->floor[i])
-		g->floor[i] = low;
+	if (inside)
+		offer(g, i, low);
+	if (k != SIZE_MAX) {
+		if (k)
+			offer(g, k - 1, low);
+		offer(g, k, low);
+	}
 }
 
 static void floor_end(void *ctx, const struct fw_state *st)

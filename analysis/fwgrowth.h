@@ -8,8 +8,8 @@
  * allocation), else the tensors' repeating allocation (the (line, size) most
  * often allocated while none of it is live, GROWTH_PATTERN_MIN times at
  * least). Each iteration's level is its lowest tensor bytes (as requested),
- * and the verdict is growth's own rules (growth_decide) on those levels:
- * a leak's rate is what the tensors keep per iteration. */
+ * the levels next to its boundaries included (FWG_CLOCK_SLACK_NS), and the verdict is growth's own
+ * rules (growth_decide) on those levels: a leak's rate is what the tensors keep per iteration. */
 #ifndef GMT_ANALYSIS_FWGROWTH_H
 #define GMT_ANALYSIS_FWGROWTH_H
 
@@ -19,6 +19,13 @@
 #include "analysis/growth.h"
 
 #define FWG_SITES 5
+
+/* How far a history entry's time may stand from the driver's moment it
+ * belongs to: the framework stamps whole microseconds of the wall clock
+ * (truncated: up to 1 us early), mapped through a pair of stamps read one
+ * after the other. The levels within this of an iteration boundary count
+ * for the iterations on both sides of it. */
+#define FWG_CLOCK_SLACK_NS 2000ull
 
 /* A line that keeps tensors: its tensors live at the end, allocated in how
  * many distinct iterations. */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/fwhist.h"
 #include "analysis/report-base.h"
 
 static const struct {
@@ -262,4 +263,59 @@ void fwoom_free(struct fwoom_list *l)
 {
 	free(l->v);
 	memset(l, 0, sizeof(*l));
+}
+
+/* ---- PyTorch's allocator history: the blocks at the OOM ------------------ */
+
+/* Within this of a history error's time a snapshot taken for an OOM is its
+ * own (the observer's: the entry is stamped in whole wall-clock us). */
+#define HIST_SNAP_SLACK_NS 10000000ull
+
+/* The snapshot PyTorch's observer took for error f: the first one taken for
+ * an OOM on its device at or after it, before the device's next error. */
+static const struct fw_snapshot *oom_snapshot(const struct trace *t, const struct fwoom_list *l,
+					      size_t i)
+{
+	const struct fwoom *f = &l->v[i];
+	uint64_t from = f->time_ns > HIST_SNAP_SLACK_NS ? f->time_ns - HIST_SNAP_SLACK_NS : 0;
+	uint64_t until = UINT64_MAX;
+	for (size_t k = i + 1; k < l->n; k++)
+		if (l->v[k].device == f->device && fwoom_from_history(&l->v[k])) {
+			until = l->v[k].time_ns;
+			break;
+		}
+	const struct fw_snapshot *best = NULL;
+	for (size_t k = 0; k < t->fw->nsnaps; k++) {
+		const struct fw_snapshot *s = &t->fw->snaps[k];
+		if (s->reason != GMT_FWSNAP_WHY_OOM || s->state_dropped || !s->nsegs ||
+		    s->time_ns < from || s->time_ns >= until)
+			continue;
+		if (!best || s->time_ns < best->time_ns)
+			best = s;
+	}
+	return best;
+}
+
+void fwoom_history_blocks(const struct trace *t, struct fwoom_list *l)
+{
+	if (!t->fw)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		struct fwoom *f = &l->v[i];
+		const struct fw_snapshot *s;
+		if (!fwoom_from_history(f) || !(s = oom_snapshot(t, l, i)))
+			continue;
+		struct fw_blocks_fig b;
+		fwhist_blocks(s, f->device, &b);
+		if (!b.segments)
+			continue;
+		f->blocks = true;
+		f->pool = exact(b.reserved);
+		f->in_use = exact(b.allocated + b.pending);
+		f->pool_free = exact(b.inactive);
+		/* the request is a large-pool one above 1 MiB (frameworks.md §1.2) */
+		f->largest_free =
+		    exact(f->request.known && f->request.bytes > (1ull << 20) ? b.largest_free_large
+									      : b.largest_free);
+	}
 }

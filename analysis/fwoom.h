@@ -55,6 +55,10 @@ struct fwoom {
 	/* set by analysis/oom.c: the program caught it and went on (only the
 	 * observer saw it, and the process did not end abnormally after it) */
 	bool caught;
+	/* an error from PyTorch's allocator history (fwoom_from_history) whose
+	 * cache figures are the blocks of the snapshot its OOM observer took
+	 * (fwoom_history_blocks) */
+	bool blocks;
 };
 
 struct fwoom_list {
@@ -67,6 +71,23 @@ struct fwoom_list {
  * from its DEVICE record when no record states it). */
 void fwoom_collect(const struct trace *t, struct fwoom_list *out);
 void fwoom_free(struct fwoom_list *l);
+/* Where t has no FWOOM record (a snapshot pickle, a history recorded
+ * without the counters' helper), its allocator history's oom entries as
+ * PyTorch observer records, with the figures the history holds then
+ * (request, device free, reserved, tensors' bytes): oom_compute calls it. */
+void fwoom_add_history(struct trace *t);
+/* Such a record's last value: the history's allocations on its device
+ * after it (0: the history ends in it, so it is not taken as caught). */
+#define FWOOM_HIST_AFTER "history.allocations_after"
+/* Whether f comes from a history's oom entry; one that the history ends in. */
+bool fwoom_from_history(const struct fwoom *f);
+bool fwoom_history_ended(const struct fwoom *f);
+/* For each such error with a snapshot taken for it (run --framework-history:
+ * the observer's, on its device, before the device's next error), the cache
+ * as its blocks show it: reserved, the blocks in use, free in the cache (its
+ * inactive blocks: what the allocator could not use) and the largest free
+ * block of the request's pool; blocks set. fwoom_collect first. */
+void fwoom_history_blocks(const struct trace *t, struct fwoom_list *l);
 /* "PyTorch", "JAX", "TensorFlow", "CuPy", or the record's source. */
 const char *fwoom_fw_name(const struct fwoom *f);
 

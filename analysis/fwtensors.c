@@ -9,8 +9,18 @@
 #include "analysis/fwtensors.h"
 #include "analysis/trace.h"
 
+struct tot {
+	UT_hash_handle hh;
+	struct {
+		int64_t device;
+		uint64_t stack_id;
+	} k;
+	uint64_t bytes, calls;
+};
+
 struct capture {
 	struct fwt_set *s;
+	struct tot *tots;
 	bool *done, *after;
 	size_t segs_cap[64]; /* per device slot (the first 64 devices) */
 };
@@ -65,6 +75,23 @@ static void add_seg(struct capture *c, size_t i, uint64_t addr)
 	d->segs[d->nsegs++] = addr;
 }
 
+static void count(struct capture *c, const struct fw_event *ev)
+{
+	struct tot *x, key;
+	memset(&key, 0, sizeof(key));
+	key.k.device = ev->device;
+	key.k.stack_id = ev->e->stack_id;
+	HASH_FIND(hh, c->tots, &key.k, sizeof(key.k), x);
+	if (!x) {
+		x = xcalloc(1, sizeof(*x));
+		x->k = key.k;
+		HASH_ADD(hh, c->tots, k, sizeof(x->k), x);
+		c->s->ntotals++;
+	}
+	x->bytes += ev->e->size;
+	x->calls++;
+}
+
 /* A driver allocation and the framework's entry for it are stamped on
  * different clocks: an entry this much before the driver's stamp may still
  * be its. */
@@ -82,6 +109,10 @@ static void before(void *ctx, const struct fw_event *ev, const struct fw_state *
 		   a == GMT_FW_SEGMENT_MAP || a == GMT_FW_SEGMENT_UNMAP;
 	if (a == GMT_FW_SEGMENT_ALLOC)
 		add_seg(c, i, ev->e->addr);
+	if (a == GMT_FW_ALLOC)
+		count(c, ev);
+	if (!d->first_ns)
+		d->first_ns = ev->time_ns;
 	bool late = ev->time_ns && ev->time_ns > d->time_ns;
 	if (c->done[i]) {
 	} else if (d->addr && a == GMT_FW_SEGMENT_ALLOC && ev->e->addr == d->addr && ev->time_ns &&
@@ -169,6 +200,16 @@ int fwt_capture(struct trace *t, size_t n, const int64_t *devices, const uint64_
 		if (d->nsegs > 1)
 			qsort(d->segs, d->nsegs, sizeof(*d->segs), u64_cmp);
 	}
+	out->totals = xcalloc(out->ntotals + 1, sizeof(*out->totals));
+	size_t k = 0;
+	struct tot *x, *tmp;
+	HASH_ITER(hh, c.tots, x, tmp)
+	{
+		out->totals[k++] =
+		    (struct fwt_total){x->k.device, x->k.stack_id, x->bytes, x->calls};
+		HASH_DEL(c.tots, x);
+		free(x);
+	}
 	free(c.done);
 	free(c.after);
 	return rc;
@@ -181,6 +222,7 @@ void fwt_free(struct fwt_set *s)
 		free(s->devs[i].segs);
 	}
 	free(s->devs);
+	free(s->totals);
 	memset(s, 0, sizeof(*s));
 }
 

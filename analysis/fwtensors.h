@@ -45,11 +45,21 @@ struct fwt_dev {
 	/* over the whole history: */
 	uint64_t peak_allocated, peak_allocated_ns, peak_reserved, peak_reserved_ns;
 	uint64_t end_allocated, end_tensors, end_reserved;
+	uint64_t first_ns; /* the history's first entry on it (the trace's clock; 0: none) */
+};
+
+/* A line's tensor allocations over the whole history (its alloc entries, as
+ * requested): top's total and calls under --tensors. */
+struct fwt_total {
+	int64_t device;
+	uint64_t stack_id, bytes, calls;
 };
 
 struct fwt_set {
 	struct fwt_dev *devs;
 	size_t n;
+	struct fwt_total *totals; /* on the devices asked, in no order */
+	size_t ntotals;
 };
 
 /* The tensors live on each devices[i] at the driver's moment times[i]

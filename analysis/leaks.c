@@ -8,17 +8,32 @@ bool leaks_counted(int bucket)
 	return bucket >= 0 && bucket < BK_COUNT && bucket != BK_VA && bucket != BK_POOL;
 }
 
-int leaks_add_trace(struct trace_rows *rows, struct leak_trace *lt)
+static int add_rows(struct trace_rows *rows, struct leak_trace *lt, struct replay *rp, int rc);
+
+int leaks_read_trace(struct trace_rows *rows, struct leak_trace *lt, const char *cmd,
+		     const char *path, const struct site_opts *sites, bool short_names)
 {
 	struct replay rp;
 	replay_init(&rp);
-	int rc = trace_replay(&lt->t, &rp, NULL, NULL);
+	int rc = trace_open_replay(&lt->t, cmd, path, &rp, NULL, NULL);
+	if (rc >= 0) {
+		replay_free(&rp);
+		return rc;
+	}
+	lt->t.site_opts = sites;
+	lt->t.short_names = short_names;
+	return add_rows(rows, lt, &rp, -1);
+}
+
+/* What rp left live, into rows; rp freed. rc: the replay's. */
+static int add_rows(struct trace_rows *rows, struct leak_trace *lt, struct replay *rp, int rc)
+{
 	uint64_t async = 0; /* live stream-ordered bytes */
 	if (rc < 0) {
 		GMT_EACH_SPACE(sp)
 		{
 			struct rp_live *l, *tmp;
-			RP_EACH(&rp, sp, l, tmp)
+			RP_EACH(rp, sp, l, tmp)
 			{
 				if (!leaks_counted(l->bucket))
 					continue;
@@ -42,7 +57,7 @@ int leaks_add_trace(struct trace_rows *rows, struct leak_trace *lt)
 		}
 	}
 	trace_rows_fold(rows);
-	replay_free(&rp);
+	replay_free(rp);
 	struct ex_recog rec;
 	if (rc < 0 && lt->bytes && explain_allocator(&lt->t, false, 0, &rec) < 0 &&
 	    explain_held_by(&rec, lt->held_by, sizeof(lt->held_by)) == NULL)

@@ -25,9 +25,11 @@ struct leak_trace {
 /* Whether a bucket of memory counts as leaked: not VA reservations and
  * pool objects, which hold no memory. */
 bool leaks_counted(int bucket);
-/* Replays lt->t (opened) and adds what is left live to rows (VA
- * reservations and pool objects hold no memory: left out). -1, or the
- * exit code after the error line. */
-int leaks_add_trace(struct trace_rows *rows, struct leak_trace *lt);
+/* Opens path into lt->t, replays it while reading the file and adds what
+ * is left live to rows (VA reservations and pool objects hold no memory:
+ * left out). -1, or the exit code after the error line; after a failed
+ * open lt->t is not open. */
+int leaks_read_trace(struct trace_rows *rows, struct leak_trace *lt, const char *cmd,
+		     const char *path, const struct site_opts *sites, bool short_names);
 
 #endif

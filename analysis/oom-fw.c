@@ -93,6 +93,32 @@ static struct fwoom_limit tf_reserve(struct fw_size pool)
 	return l;
 }
 
+/* A PyTorch history's oom entry holds no limit, yet the allocator OOMs
+ * without a failed cudaMalloc only at its fraction's limit: when the device
+ * had free the segment it would have asked for (2 MiB up to 1 MiB, 20 MiB
+ * below 10 MiB, else the request in 2 MiB steps), the limit refused it. */
+static bool history_limit(struct oom_failure *o, uint64_t req, struct fw_size pool, bool free_known,
+			  uint64_t fr)
+{
+	const struct fwoom *f = o->fw;
+	const uint64_t mib = 1ull << 20;
+	uint64_t seg = req <= mib	? 2 * mib
+		       : req < 10 * mib ? 20 * mib
+					: (req + 2 * mib - 1) & ~(2 * mib - 1);
+	if (f->fw != FWF_TORCH || !fwoom_from_history(f) || !free_known || fr < seg)
+		return false;
+	char b1[32], b2[32], b3[32], b4[32], b5[32], below[96] = "";
+	o->kase = OOM_LIMIT;
+	if (pool.known) /* the history has no limit: what it was below */
+		snprintf(below, sizeof(below), "; %s reserved then: the limit was below %s",
+			 fmt_size(b4, pool.bytes), fmt_size(b5, pool.bytes + req));
+	snprintf(o->why, sizeof(o->why),
+		 "the device had %s free, enough for the %s segment the %s request needed, yet "
+		 "PyTorch refused it: only its limit (%s) does so%s",
+		 fmt_size(b1, fr), fmt_size(b2, seg), fmt_size(b3, req), f->limit.knob, below);
+	return true;
+}
+
 static bool limit(struct oom_failure *o, uint64_t req, uint64_t total, struct fw_size pool,
 		  struct fw_size pool_free, bool free_known, uint64_t fr)
 {
@@ -106,7 +132,7 @@ static bool limit(struct oom_failure *o, uint64_t req, uint64_t total, struct fw
 	}
 	char b1[32], b2[32], b3[32], b4[32];
 	if (!l->bytes.known)
-		return false;
+		return history_limit(o, req, pool, free_known, fr);
 	uint64_t lim = l->bytes.bytes, used = limit_used(f, pool, o->held);
 	/* without the limit the allocator could take the device's free memory
 	 * (PyTorch's F already counts what its limit left); a preallocated
@@ -147,7 +173,7 @@ static void fw_figures(const struct oom_failure *o, uint64_t pool_held, struct f
 	g->fr = f->free_bytes.known ? f->free_bytes.bytes : o->free_bytes;
 	g->pool = f->pool;
 	g->pool_free = f->pool_free;
-	g->pool_src = "";
+	g->pool_src = fwoom_from_history(f) ? " per its history" : "";
 	/* TF and JAX hold their pool in the regions the driver saw */
 	if (!g->pool.known && (f->fw == FWF_TF || f->fw == FWF_JAX) && pool_held) {
 		g->pool = exact(pool_held);

@@ -9,11 +9,9 @@
 #include <string.h>
 
 #include "analysis/frameworks.h"
+#include "analysis/fwhist.h"
 #include "analysis/report-base.h"
 
-/* A retry answers a failure only this soon after it (PyTorch: a cache
- * flush then the same cudaMalloc; CuPy: free_all_blocks, gc, the same). */
-#define RETRY_NS 1000000000ull
 /* A back-off (BFC's 0.9x, cacheInfo's halving) follows at once. */
 #define BACKOFF_NS 50000000ull
 /* A preallocated pool: one device allocation of at least this share of
@@ -65,7 +63,7 @@ static bool judge_not_oom(struct oom_failure *o)
 	}
 	const struct oom_next *n = &o->next;
 	if (!n->seen || !n->ok || !n->same_api || n->size > e->size ||
-	    n->time_ns - e->time_ns > RETRY_NS)
+	    n->time_ns - e->time_ns > OOM_RETRY_NS)
 		return false;
 	char b2[32], b3[32], b4[32];
 	if (n->size == e->size) {
@@ -214,6 +212,8 @@ const char *oom_verdict(const struct oom_result *const *rs, size_t n)
 		for (size_t k = 0; k < rs[i]->nfails; k++) {
 			const struct oom_failure *o = &rs[i]->fails[k];
 			failed = true;
+			if (!oom_final(o)) /* an error is its last attempt */
+				continue;
 			if (o->kase == OOM_RECOVERED)
 				recovered = true;
 			else if (o->kase != OOM_NOT_AN_OOM && o->caught)
@@ -234,7 +234,7 @@ const char *oom_verdict(const struct oom_result *const *rs, size_t n)
 
 static bool unrecovered(const struct oom_failure *o)
 {
-	return o->kase != OOM_RECOVERED && o->kase != OOM_NOT_AN_OOM && !o->caught;
+	return oom_final(o) && o->kase != OOM_RECOVERED && o->kase != OOM_NOT_AN_OOM && !o->caught;
 }
 
 uint64_t oom_unrecovered(const struct oom_result *r, bool has_device, int64_t device,
@@ -286,8 +286,11 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 		    "one allocation of %s (%.0f%% of the device's %s) at %s, nearly all this "
 		    "process held: a preallocating "
 		    "allocator (TensorFlow, JAX/XLA BFC%s%s%s%s) serves later requests from it "
-		    "without a driver call, so its out-of-memory errors are not in the trace: "
-		    "the framework's exception or log shows them",
+		    "without a driver call, so its out-of-memory errors, caught or not, are not "
+		    "in the trace: `gpumemtrace run --framework-counters` records those that "
+		    "reach the top of a thread (none the program catches: JAX and TensorFlow "
+		    "have no out-of-memory observer); BFC logs every one on stderr (\"ran out "
+		    "of memory trying to allocate\")",
 		    fmt_size(b1, big->size), 100.0 * (double)big->size / (double)tot,
 		    fmt_size(b2, tot), rb_time(b3, trace_rel(t, big->time_ns)),
 		    pre ? "; XLA_PYTHON_CLIENT_PREALLOCATE=" : "", pre ? pre : "",
@@ -299,14 +302,17 @@ void oom_find_blind(const struct trace *t, struct oom_result *r)
 		    b->text, sizeof(b->text),
 		    "%s%s%s: CuPy refuses an allocation over its limit (CUPY_GPU_MEMORY_LIMIT, "
 		    "cupy.cuda.set_limit) without a driver call, so that out-of-memory error is "
-		    "not in the trace",
+		    "not in the trace: `gpumemtrace run --framework-counters` records one that "
+		    "reaches the top of a thread, none the program catches (CuPy has no "
+		    "out-of-memory observer and logs nothing)",
 		    lim ? "CUPY_GPU_MEMORY_LIMIT=" : "CuPy is loaded", lim ? lim : "",
 		    lim ? " is set" : "");
 	/* without its cache PyTorch calls cudaMalloc for each tensor and checks no
 	 * fraction (CUDACachingAllocator.cpp, forceUncachedAllocator): its OOMs
 	 * are failed driver calls, in the trace */
+	/* an allocator history's oom entries show them (fwoom_add_history) */
 	if (fw_loaded(t, GMT_FW_PYTORCH, true) && !rb_env(t, "PYTORCH_NO_CUDA_MEMORY_CACHING") &&
-	    (b = blind_add(r, "pytorch-fraction")))
+	    !(t->fw && t->fw->entries) && (b = blind_add(r, "pytorch-fraction")))
 		snprintf(
 		    b->text, sizeof(b->text),
 		    "PyTorch is loaded: over a memory fraction "

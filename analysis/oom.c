@@ -10,6 +10,8 @@
 #include "reader/hash.h"
 
 #include "analysis/accounting.h"
+#include "analysis/frameworks.h"
+#include "analysis/fwhist.h"
 #include "analysis/peakset.h"
 #include "analysis/report-base.h"
 #include "common/events.h"
@@ -51,6 +53,10 @@ struct oomrun {
  * (BFC waits up to 10 s for frees before it raises, frameworks.md §2.4; the
  * exception then unwinds the program). */
 #define FW_JOIN_NS 30000000000ull
+/* The history's entries are stamped in whole microseconds on the wall
+ * clock and mapped onto the trace's (fwhist_time_ns): an oom entry may read
+ * a little before the failed call it follows. */
+#define FW_HIST_SLACK_NS 10000000ull
 
 /* Each MEMINFO record goes to the latest stored failure of its thread at
  * or before it (the library writes it right after the failed call
@@ -235,7 +241,7 @@ static void record(struct oomrun *r, const struct gmt_event *e, const struct api
 	struct oom_result *res = r->res;
 	res->fails_total++;
 	bool dev = gmt_device_memory(a->kind, e->aux), oom = gmt_out_of_memory(e->result);
-	res->ooms_total += dev && oom;
+	res->oom_calls_total += dev && oom;
 	if (res->nfails == OOM_MAX)
 		return;
 	struct oom_failure *o = &res->fails[res->nfails++];
@@ -255,6 +261,8 @@ static void record(struct oomrun *r, const struct gmt_event *e, const struct api
 	o->in_chain = true;
 	if (c->active) {
 		o->chain = c->id;
+		o->chain_freed = c->freed;
+		o->chain_freed_count = c->freed_count;
 		return; /* follow() kept it going */
 	}
 	c->active = true;
@@ -362,6 +370,11 @@ static void figures(const struct trace *t, struct oom_failure *o)
 		o->nvml_process = true;
 	}
 	uint64_t used = o->total > o->free_bytes ? o->total - o->free_bytes : 0;
+	/* NVML's figures of a device that reported one above its total are
+	 * none of them used (the rule of accounting, summary, check --max-smi) */
+	uint64_t bad = s && s->process_known ? acct_nvml_inconsistent(t, o->e.device, true) : 0;
+	if (bad && o->nvml_process && o->this_process <= o->total)
+		o->this_process = bad; /* named by the figure that spoiled them */
 	if (o->total_known && o->this_process > o->total) {
 		/* more than the device has: that source is wrong (a simulated or
 		 * stale NVML, contexts counted twice); say which, and keep a
@@ -387,11 +400,12 @@ static long fw_target(const struct oom_result *res, const struct fwoom *f)
 {
 	long best = -1;
 	bool best_tid = false;
+	uint64_t until = f->time_ns + (fwoom_from_history(f) ? FW_HIST_SLACK_NS : 0);
 	for (size_t k = 0; k < res->nfails; k++) {
 		const struct oom_failure *o = &res->fails[k];
 		if (!o->device || !o->oom_result || o->fw || o->kase == OOM_RECOVERED ||
 		    o->kase == OOM_NOT_AN_OOM || (f->device >= 0 && o->e.device != f->device) ||
-		    o->e.time_ns > f->time_ns || f->time_ns - o->e.time_ns > FW_JOIN_NS)
+		    o->e.time_ns > until || until - o->e.time_ns > FW_JOIN_NS)
 			continue;
 		bool same = (int)o->e.tid == f->tid;
 		if (same || !best_tid) {
@@ -415,7 +429,8 @@ static void join_fw(struct oomrun *r)
 		struct fwoom *f = &l->v[i];
 		/* seen by the observer only: caught, unless the process then
 		 * ended badly with nothing after it */
-		f->caught = f->observer && !f->raised && !(abnormal && i + 1 == l->n);
+		f->caught = f->observer && !f->raised && !(abnormal && i + 1 == l->n) &&
+			    !fwoom_history_ended(f);
 		long k = fw_target(res, f);
 		if (k < 0)
 			continue;
@@ -429,7 +444,7 @@ static void join_fw(struct oomrun *r)
 			    (o->fw || !o->device || !o->oom_result || o->kase == OOM_RECOVERED ||
 			     o->kase == OOM_NOT_AN_OOM || o->e.tid != tk.e.tid ||
 			     o->e.device != tk.e.device || o->e.time_ns > tk.e.time_ns ||
-			     f->time_ns - o->e.time_ns > FW_JOIN_NS))
+			     tk.e.time_ns - o->e.time_ns > FW_JOIN_NS))
 				continue;
 			o->fw = f;
 			o->caught = f->caught;
@@ -465,12 +480,120 @@ static void join_fw(struct oomrun *r)
 	free(joined);
 }
 
+/* A back-off: BFC asks 0.9x the failed size (kBackpedalFactor, §2.6c);
+ * a rounded 0.9 stays above this share. */
+#define BACKOFF_STEP_MIN 0.85
+/* BFC's retry rounds wait up to 10 s for frees (§2.4), then start again
+ * from the first size. */
+#define ROUND_NS 11000000000ull
+
+/* Whether the trace shows an allocator that retries a failed request
+ * itself: a framework whose allocator does (its library, its own errors,
+ * counters or history), or a retry that recovered (else the thread's frees
+ * between the attempts say it, same_error). */
+static bool retrying_allocator(const struct trace *t, const struct oom_result *res)
+{
+	for (size_t k = 0; k < res->nfails; k++)
+		if (res->fails[k].kase == OOM_RECOVERED)
+			return true;
+	static const enum gmt_fw_id ids[] = {GMT_FW_PYTORCH, GMT_FW_CUPY, GMT_FW_TENSORFLOW,
+					     GMT_FW_JAX, GMT_FW_XLA};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (fw_loaded(t, ids[i], false))
+			return true;
+	return res->fw.n || t->ncounters || fwhist_present(t);
+}
+
+/* Whether failure o is another attempt of the error whose latest attempt
+ * is p and first is first: the framework's own error names both, or the
+ * thread asked again at once with nothing allocated between (one retry
+ * chain): the same size after freeing (PyTorch, CuPy; a program without a
+ * retrying allocator that asks again without freeing met two errors),
+ * BFC's 0.9x back-off, or BFC's next round from the first size. A program
+ * that catches the error and asks for less (a halved batch) is a new
+ * error. */
+static bool same_error(const struct oom_failure *o, const struct oom_failure *p,
+		       const struct oom_failure *first, bool retrier)
+{
+	if (o->fw && p->fw) /* else the rule: a retry the framework's error did not name */
+		return o->fw == p->fw;
+	/* nothing allocated on the thread between: one retry chain, or p's
+	 * chain ended at o (a new round from a larger size) */
+	bool adjacent = (o->chain && o->chain == p->chain) ||
+			(p->next.seen && !p->next.ok && p->next.time_ns == o->e.time_ns);
+	if (!adjacent || o->e.api != p->e.api || o->e.device != p->e.device)
+		return false;
+	uint64_t dt = o->e.time_ns - p->e.time_ns, s = o->e.size, ps = p->e.size;
+	bool freed = o->chain_freed_count > p->chain_freed_count;
+	return (s == ps && dt <= OOM_RETRY_NS && (retrier || freed)) ||
+	       (s < ps && (double)s >= BACKOFF_STEP_MIN * (double)ps && dt <= OOM_RETRY_NS) ||
+	       (s == first->e.size && s != ps && o->e.time_ns - first->e.time_ns <= ROUND_NS);
+}
+
+/* Numbers the out-of-memory errors and their attempts (oom_failure.error),
+ * counts them, and the cases by each error's last attempt. */
+static void group_errors(const struct trace *t, struct oom_result *res)
+{
+	bool retrier = retrying_allocator(t, res);
+	size_t *last = xcalloc(res->nfails + 1, sizeof(*last)); /* by error - 1 */
+	size_t *first = xcalloc(res->nfails + 1, sizeof(*first));
+	uint32_t n = 0;
+	uint64_t kept_calls = 0;
+	for (size_t k = 0; k < res->nfails; k++) {
+		struct oom_failure *o = &res->fails[k];
+		o->attempt = o->attempts = 1;
+		o->first_ns = o->e.time_ns;
+		o->first_size = o->e.size;
+		if (!o->device || !o->oom_result)
+			continue;
+		kept_calls += !o->fw_only;
+		uint32_t err = 0; /* the latest error of this thread it continues */
+		for (uint32_t q = n; q > 0 && !err; q--) {
+			const struct oom_failure *p = &res->fails[last[q - 1]];
+			if ((int)p->e.tid != (int)o->e.tid)
+				continue;
+			err = !p->fw_only && !o->fw_only &&
+				      same_error(o, p, &res->fails[first[q - 1]], retrier)
+				  ? q
+				  : UINT32_MAX;
+		}
+		if (err && err != UINT32_MAX) {
+			const struct oom_failure *f1 = &res->fails[first[err - 1]];
+			o->error = err;
+			o->attempt = res->fails[last[err - 1]].attempt + 1;
+			o->first_ns = f1->e.time_ns;
+			o->first_size = f1->e.size;
+			if (o->chain && o->chain == f1->chain) {
+				o->retry_freed = o->chain_freed - f1->chain_freed;
+				o->retry_freed_count = o->chain_freed_count - f1->chain_freed_count;
+			}
+			last[err - 1] = k;
+			continue;
+		}
+		o->error = ++n;
+		first[n - 1] = last[n - 1] = k;
+	}
+	for (size_t k = 0; k < res->nfails; k++) {
+		struct oom_failure *o = &res->fails[k];
+		if (o->error)
+			o->attempts = res->fails[last[o->error - 1]].attempt;
+		if (oom_final(o))
+			res->cases[o->kase]++;
+	}
+	/* calls past OOM_MAX: one error each; framework errors past FWOOM_MAX */
+	res->ooms_total = n + (res->oom_calls_total - kept_calls) + (res->fw.total - res->fw.n);
+	free(last);
+	free(first);
+}
+
 int oom_compute(struct trace *t, struct oom_result *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct oomrun r = {.t = t, .res = out};
 	out->fails = xrealloc(NULL, OOM_MAX * sizeof(*out->fails));
+	fwoom_add_history(t);
 	fwoom_collect(t, &out->fw);
+	fwoom_history_blocks(t, &out->fw); /* the cache at PyTorch's own OOM entries */
 	r.fw_snap = xcalloc(out->fw.n + 1, sizeof(*r.fw_snap));
 	r.fw_held = xcalloc(out->fw.n + 1, sizeof(*r.fw_held));
 	replay_init(&r.rp);
@@ -498,9 +621,7 @@ int oom_compute(struct trace *t, struct oom_result *out)
 	join_fw(&r);
 	/* errors past FWOOM_MAX: counted as raised without a failed call */
 	out->fw_only_total += out->fw.total - out->fw.n;
-	out->ooms_total += out->fw_only_total;
-	for (size_t k = 0; k < out->nfails; k++)
-		out->cases[out->fails[k].kase]++;
+	group_errors(t, out);
 	oom_find_blind(t, out);
 	oom_find_hidden(t, out);
 	const struct oom_result *one = out;

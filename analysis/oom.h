@@ -26,6 +26,9 @@
 #define OOM_MAX_BLIND 4
 /* An NVML sample speaks for a failure taken this long after it at most. */
 #define OOM_SAMPLE_WINDOW_NS 1000000000ull
+/* A retry answers a failure only this soon after it (PyTorch: a cache
+ * flush then the same cudaMalloc; CuPy: free_all_blocks, gc, the same). */
+#define OOM_RETRY_NS 1000000000ull
 /* A smaller request at least this share of a failed one answers it as a
  * back-off (BFC's 0.9x, a probe's halving), not as an unrelated call. */
 #define OOM_BACKOFF_MIN 0.4
@@ -98,7 +101,27 @@ struct oom_failure {
 	const struct fwoom *fw;
 	bool fw_only;
 	bool caught; /* the program caught the error and went on (fw->caught) */
+	/* One out-of-memory error can be several failed calls: the allocator
+	 * frees what it holds unused and asks again (PyTorch frameworks.md
+	 * §1.4 and CuPy §3: the same request; BFC §2.4, §2.6: 0.9x back-offs
+	 * and retry rounds for up to 10 s), or the framework's own error names
+	 * them. error: the error's number, 1.. in trace order (0: a failure
+	 * that is not out of device memory); attempt: this call's place in it,
+	 * 1..attempts. An error is judged and counted by its last attempt
+	 * (oom_final): the figures the program's exception saw. */
+	uint32_t error, attempt, attempts;
+	uint64_t first_ns, first_size; /* the error's first attempt */
+	/* device bytes and calls the thread freed from the error's first
+	 * attempt to this one (chain_*: oom.c's running sums) */
+	uint64_t retry_freed, retry_freed_count, chain_freed, chain_freed_count;
 };
+
+/* The failure an error is judged and counted by: its last attempt (every
+ * failure that is not out of device memory is its own). */
+static inline bool oom_final(const struct oom_failure *o)
+{
+	return o->attempt == o->attempts;
+}
 
 struct oom_other {
 	uint32_t api;
@@ -116,17 +139,19 @@ enum oom_end {
 /* A way the trace cannot show an out-of-memory error (no failing call). */
 struct oom_blind {
 	const char *key; /* "preallocated", "cupy-limit", "pytorch-fraction" */
-	char text[400];
+	char text[640];
 };
 
 struct oom_result {
 	struct oom_failure *fails; /* the first OOM_MAX failed allocations, in trace order */
 	size_t nfails;
 	uint64_t fails_total; /* failed allocation calls */
-	/* out-of-memory results on device memory, and framework errors with no
-	 * failed call (fw_only_total of them) */
-	uint64_t ooms_total, fw_only_total;
-	uint64_t cases[OOM_NCASES];
+	/* out-of-memory errors: one per error the program met (its retried
+	 * calls are one), framework errors with no failed call among them
+	 * (fw_only_total of them); oom_calls_total: the failed calls with an
+	 * out-of-memory result on device memory */
+	uint64_t ooms_total, fw_only_total, oom_calls_total;
+	uint64_t cases[OOM_NCASES]; /* per error (final attempts) and other failure */
 	/* the case of the first failure that is an OOM, was not recovered and
 	 * not caught, else "oom-hidden" (hidden), else "caught" if the program
 	 * caught one, else "recovered-by-retry" if any was recovered, else
@@ -173,10 +198,10 @@ const char *oom_verdict(const struct oom_result *const *rs, size_t n);
  * plain-shared). */
 #define OOM_RESERVE_MAX (64ull << 20)
 const char *oom_others_text(char *buf, size_t size, uint64_t others);
-/* The out-of-memory failures the framework did not recover by retry (cases
- * other than recovered-by-retry and not-an-oom) and the program did not
- * catch, on `device` only when has_device; *kase: the first one's case name ("none" without any).
- */
+/* The out-of-memory errors (each counted once, by its last attempt) the
+ * framework did not recover by retry (cases other than recovered-by-retry
+ * and not-an-oom) and the program did not catch, on `device` only when
+ * has_device; *kase: the first one's case name ("none" without any). */
 uint64_t oom_unrecovered(const struct oom_result *r, bool has_device, int64_t device,
 			 const char **kase);
 /* Fills r->blind: where this trace cannot show an out-of-memory error. */

@@ -53,7 +53,7 @@ static void on_pool(void *ctx, const struct gmt_event *e, struct replay *unused)
 	replay_apply(&p->rp, e);
 }
 
-static void nvml_peak(const struct trace *t, struct smi_footprint *s, uint64_t total)
+static void nvml_peak(const struct trace *t, struct smi_footprint *s)
 {
 	uint64_t best = 0;
 	for (size_t i = 0; i < t->nsamples; i++) {
@@ -65,10 +65,8 @@ static void nvml_peak(const struct trace *t, struct smi_footprint *s, uint64_t t
 	}
 	if (!s->nvml_samples)
 		return;
-	if (total && best > total) { /* a stale or simulated figure: named, not used */
-		s->nvml_dropped = best;
-		return;
-	}
+	if ((s->nvml_dropped = acct_nvml_inconsistent(t, s->device, true)))
+		return; /* not nvidia-smi's figure: named, not used */
 	s->source = SMI_NVML;
 	s->bytes = best;
 }
@@ -105,7 +103,7 @@ int smi_footprint(struct trace *t, struct smi_footprint **out, size_t *n)
 		s->pool_reserve = p.most[k] > at_peak ? p.most[k] - at_peak : 0;
 		s->source = SMI_ESTIMATE;
 		s->bytes = s->traced + s->contexts + s->pool_reserve;
-		nvml_peak(t, s, d->total ? d->total : rb_dev_total(t, d->ordinal));
+		nvml_peak(t, s);
 		fw_peak(&set, s);
 	}
 	counters_free(&set);

@@ -70,6 +70,102 @@ out:
 	return rc;
 }
 
+/* ---- the same in one read of the file ---------------------------------- */
+
+/* What was freed after the device bucket's peak but allocated by it, per
+ * (device, stack, api), tagged with the peak it counts for: a new peak makes
+ * older tags stale (analysis/peakset.c does the same per device). */
+struct snap_group {
+	UT_hash_handle hh;
+	struct snap_key {
+		int64_t device;
+		uint64_t stack_id;
+		uint64_t api;
+	} k;
+	uint64_t epoch, bytes;
+};
+
+struct snap_read {
+	struct replay rp;
+	struct snap_group *groups;
+	uint64_t last_peak, when_ns;
+	bool at_end;
+};
+
+static void on_end_of(void *ctx, const struct rp_live *l, bool counted)
+{
+	struct snap_read *s = ctx;
+	uint64_t peak = s->rp.buckets[BK_DEVICE].peak_seq;
+	if (counted || s->at_end || dev_kind_of(l) < 0 || !l->size || !peak || l->seq > peak)
+		return;
+	struct snap_key k = {l->device, l->stack_id, l->api};
+	struct snap_group *g;
+	HASH_FIND(hh, s->groups, &k, sizeof(k), g);
+	if (!g) {
+		g = xcalloc(1, sizeof(*g));
+		g->k = k;
+		HASH_ADD(hh, s->groups, k, sizeof(g->k), g);
+	}
+	if (g->epoch != peak) {
+		g->epoch = peak;
+		g->bytes = 0;
+	}
+	g->bytes += l->size;
+}
+
+static void note_peak_time(void *ctx, const struct gmt_event *e, struct replay *rp)
+{
+	struct snap_read *s = ctx;
+	if (rp->buckets[BK_DEVICE].peak_seq != s->last_peak) {
+		s->last_peak = rp->buckets[BK_DEVICE].peak_seq;
+		s->when_ns = e->time_ns;
+	}
+}
+
+int snapshot_live_read(struct trace *t, const char *cmd, const char *path, bool at_end,
+		       snapshot_fn fn, void *ctx, uint64_t *when_ns)
+{
+	struct snap_read s = {.at_end = at_end};
+	replay_init(&s.rp);
+	s.rp.on_change = on_end_of;
+	s.rp.on_change_ctx = &s;
+	int rc = trace_open_replay(t, cmd, path, &s.rp, note_peak_time, &s);
+	if (rc < 0) {
+		uint64_t peak = at_end ? UINT64_MAX : s.rp.buckets[BK_DEVICE].peak_seq;
+		*when_ns = at_end ? trace_end_ns(t) : s.when_ns;
+		GMT_EACH_SPACE(sp)
+		{
+			struct rp_live *l, *tmp;
+			RP_EACH(&s.rp, sp, l, tmp)
+			{
+				if (dev_kind_of(l) >= 0 && l->size && l->seq <= peak)
+					fn(ctx, l);
+			}
+		}
+		struct snap_group *g, *gt;
+		HASH_ITER(hh, s.groups, g, gt)
+		{
+			if (g->epoch != peak || !g->bytes)
+				continue;
+			struct rp_live l = {0};
+			l.device = g->k.device;
+			l.stack_id = g->k.stack_id;
+			l.api = (uint32_t)g->k.api;
+			l.size = g->bytes;
+			l.bucket = BK_DEVICE;
+			fn(ctx, &l);
+		}
+	}
+	struct snap_group *g, *gt;
+	HASH_ITER(hh, s.groups, g, gt)
+	{
+		HASH_DEL(s.groups, g);
+		free(g);
+	}
+	replay_free(&s.rp);
+	return rc;
+}
+
 /* ---- every event, with the live memory by kind ------------------------- */
 
 struct walk {

@@ -22,6 +22,14 @@ int dev_kind_of(const struct rp_live *l);
  * *when_ns: that moment (absolute). Returns -1, or the exit code. */
 typedef void (*snapshot_fn)(void *ctx, const struct rp_live *l);
 int snapshot_live(struct trace *t, bool at_end, snapshot_fn fn, void *ctx, uint64_t *when_ns);
+/* The same in one read of the file: opens path into t (trace_open's
+ * returns; after a failed open t is not open) and replays while reading.
+ * fn is called after the read (the stacks' names known), for each
+ * allocation live at the moment, and, for those freed after the peak, once
+ * per (device, stack, api) with size the group's bytes (only device,
+ * stack_id, api, size and bucket set): for reports that sum by stack. */
+int snapshot_live_read(struct trace *t, const char *cmd, const char *path, bool at_end,
+		       snapshot_fn fn, void *ctx, uint64_t *when_ns);
 
 /* Every event in order, for the exports that write one record per event.
  * With live, the live device memory by kind on each device below

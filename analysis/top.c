@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "analysis/fwhist.h"
+#include "analysis/peakset.h"
 #include "analysis/top.h"
 
 struct charge {
@@ -77,9 +78,45 @@ static void on_event1(void *ctx, const struct gmt_event *e, struct replay *rp)
 	}
 	if (trace_alloc_bucket(e) != BK_DEVICE)
 		return;
+	uint64_t rest;
+	if (tp->segs && fwt_split(tp->segs, e->device, e->ptr, e->size, NULL, NULL, &rest)) {
+		/* a segment: its tensors count instead (charge_totals) */
+		tp->seg_api = e->api;
+		if (!tp->cur->first_seg_ns || e->time_ns < tp->cur->first_seg_ns)
+			tp->cur->first_seg_ns = e->time_ns;
+		return;
+	}
 	struct trace_row *r = event_row(tp, e);
 	trace_row_add(r, &tp->cur->t, e->stack_id, TM_TOTAL, e->size);
 	trace_row_add(r, &tp->cur->t, e->stack_id, TM_CALLS, 1);
+}
+
+/* A driver call and the framework's entry for it stand on two clocks. */
+#define SEG_SLACK_NS 1000000ull
+
+/* --tensors: the tensors' allocations over the history, in total and calls
+ * (in place of the segments' driver calls). */
+static void charge_totals(struct top *tp, const struct fwt_set *s)
+{
+	struct top_trace *tt = tp->cur;
+	for (size_t i = 0; i < s->ntotals; i++) {
+		const struct fwt_total *x = &s->totals[i];
+		struct trace_row *r =
+		    trace_rows_get(&tp->rows, &tt->t, x->device, x->stack_id, tp->seg_api);
+		trace_row_add(r, &tt->t, x->stack_id, TM_TOTAL, x->bytes);
+		trace_row_add(r, &tt->t, x->stack_id, TM_CALLS, x->calls);
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t f = s->devs[i].first_ns;
+		if (f && (!tt->hist_from_ns || f < tt->hist_from_ns))
+			tt->hist_from_ns = f;
+	}
+	/* the first window's dropped entries are the history's late start */
+	const struct fwhist *h = tt->t.fw;
+	tt->hist_late = (tt->first_seg_ns && tt->hist_from_ns > tt->first_seg_ns + SEG_SLACK_NS) ||
+			(h && h->nsnaps && h->snaps[0].gap);
+	for (size_t i = 1; h && i < h->nsnaps; i++)
+		tt->hist_gaps += h->snaps[i].gap;
 }
 
 static void charge_live(struct top *tp, struct replay *rp, int64_t device, int metric)
@@ -164,8 +201,11 @@ int top_add_trace(struct top *tp, struct top_trace *tt)
 		return rc;
 	replay_init(&rp);
 	phase_init(&tp->phases, &tt->t);
+	tp->segs = fw ? &end_set : NULL;
 	rc = trace_replay(&tt->t, &rp, on_event1, tp);
+	tp->segs = NULL;
 	if (rc >= 0) {
+		fwt_free(&end_set);
 		replay_free(&rp);
 		phase_free(&tp->phases);
 		return rc;
@@ -173,6 +213,8 @@ int top_add_trace(struct top *tp, struct top_trace *tt)
 	tp->fwt = fw ? &end_set : NULL;
 	charge_live(tp, &rp, INT64_MIN, TM_END);
 	tp->fwt = NULL;
+	if (fw)
+		charge_totals(tp, &end_set);
 	fwt_free(&end_set);
 	phase_free(&tp->phases);
 	tt->ndevs = rp.ndevs;
@@ -206,6 +248,152 @@ int top_add_trace(struct top *tp, struct top_trace *tt)
 	}
 	fwt_free(&peak_set);
 	trace_rows_fold(&tp->rows);
+	return rc;
+}
+
+/* ---- one read of the file (top_read_trace) ----------------------------- */
+
+/* What the pass counted for one (device, stack, api): made into rows once
+ * the file is read, when the stacks' names are known (SYMBOL records may
+ * come last), in the order first seen (the rows' order, as before). */
+struct top_pend {
+	UT_hash_handle hh;
+	struct top_pend_key {
+		int64_t device;
+		uint64_t stack_id;
+		uint64_t api;
+	} k;
+	uint64_t total, calls, failed;
+	struct top_pend *next;
+};
+
+struct top_one {
+	struct top *tp;
+	struct top_pend *by_key, *first, **last;
+};
+
+static struct top_pend *pend_get(struct top_one *o, const struct gmt_event *e)
+{
+	struct top_pend_key k = {e->device, e->stack_id, e->api};
+	struct top_pend *p;
+	HASH_FIND(hh, o->by_key, &k, sizeof(k), p);
+	if (!p) {
+		p = xcalloc(1, sizeof(*p));
+		p->k = k;
+		HASH_ADD(hh, o->by_key, k, sizeof(p->k), p);
+		*o->last = p;
+		o->last = &p->next;
+	}
+	return p;
+}
+
+/* on_event1's counting, deferred (no --tensors, no --by range). */
+static void on_event_one(void *ctx, const struct gmt_event *e, struct replay *rp)
+{
+	struct top_one *o = ctx;
+	const struct api_info *a = api_lookup(e->api);
+	if (!a || a->op != GMT_OP_ALLOC)
+		return;
+	if (gmt_failed(e->result, e->flags)) {
+		if (gmt_device_memory(a->kind, e->aux))
+			pend_get(o, e)->failed++;
+		return;
+	}
+	if (trace_alloc_bucket(e) != BK_DEVICE)
+		return;
+	struct top_pend *p = pend_get(o, e);
+	p->total += e->size;
+	p->calls++;
+}
+
+struct peak_charge {
+	struct top *tp;
+	int64_t device;
+};
+
+static void charge_peak_group(void *ctx, uint64_t stack_id, uint32_t api, uint64_t bytes,
+			      uint64_t count, uint64_t big, uint64_t rounding)
+{
+	struct peak_charge *c = ctx;
+	struct trace *t = &c->tp->cur->t;
+	struct trace_row *r = trace_rows_get(&c->tp->rows, t, c->device, stack_id, api);
+	trace_row_add(r, t, stack_id, TM_PEAK, bytes);
+	r->peak_allocs += count;
+}
+
+/* The pass's counts into rows, then the end's and each peak's live set. */
+static void one_pass_rows(struct top *tp, struct top_trace *tt, struct top_one *o,
+			  struct replay *rp, struct peakset *ps)
+{
+	struct trace *t = &tt->t;
+	for (struct top_pend *p = o->first; p; p = p->next) {
+		struct trace_row *r =
+		    trace_rows_get(&tp->rows, t, p->k.device, p->k.stack_id, (uint32_t)p->k.api);
+		if (p->calls) {
+			trace_row_add(r, t, p->k.stack_id, TM_TOTAL, p->total);
+			trace_row_add(r, t, p->k.stack_id, TM_CALLS, p->calls);
+		}
+		r->failed += p->failed;
+	}
+	struct top_pend *p, *pt;
+	HASH_ITER(hh, o->by_key, p, pt)
+	{
+		HASH_DEL(o->by_key, p);
+		free(p);
+	}
+	charge_live(tp, rp, INT64_MIN, TM_END);
+	tt->ndevs = rp->ndevs;
+	tt->devs = xrealloc(NULL, rp->ndevs * sizeof(*tt->devs));
+	tt->targets = NULL;
+	for (size_t i = 0; i < rp->ndevs; i++) {
+		tt->devs[i] = rp->devs[i];
+		if (rp->devs[i].lv.peak > tt->peak)
+			tt->peak = rp->devs[i].lv.peak;
+	}
+	if (tt->ndevs)
+		qsort(tt->devs, tt->ndevs, sizeof(*tt->devs), devpeak_cmp);
+	for (size_t i = 0; i < tt->ndevs; i++) {
+		struct peak_charge c = {tp, tt->devs[i].ordinal};
+		if (tt->devs[i].lv.peak_seq)
+			peakset_each(ps, tt->devs[i].ordinal, charge_peak_group, &c);
+	}
+}
+
+int top_read_trace(struct top *tp, struct top_trace *tt, const char *cmd, const char *path,
+		   const struct site_opts *sites, bool short_names)
+{
+	if (tp->tensors || tp->rows.by == GROUP_RANGE) {
+		int rc = trace_open(&tt->t, cmd, path);
+		if (rc >= 0)
+			return rc;
+		tt->t.site_opts = sites;
+		tt->t.short_names = short_names;
+		return top_add_trace(tp, tt);
+	}
+	struct replay rp;
+	struct peakset ps;
+	struct top_one o = {tp, NULL, NULL, NULL};
+	o.last = &o.first;
+	replay_init(&rp);
+	peakset_attach(&ps, &rp);
+	tp->cur = tt;
+	tp->fwt = NULL;
+	int rc = trace_open_replay(&tt->t, cmd, path, &rp, on_event_one, &o);
+	if (rc < 0) {
+		tt->t.site_opts = sites;
+		tt->t.short_names = short_names;
+		one_pass_rows(tp, tt, &o, &rp, &ps);
+		trace_rows_fold(&tp->rows);
+	} else {
+		struct top_pend *p, *pt;
+		HASH_ITER(hh, o.by_key, p, pt)
+		{
+			HASH_DEL(o.by_key, p);
+			free(p);
+		}
+	}
+	peakset_free(&ps);
+	replay_free(&rp);
 	return rc;
 }
 

@@ -4,7 +4,7 @@
 BENCH_DIR := $(BUILD)/bench
 BENCH_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE -pthread $(WARN) -Itests/sim -I. -Iinclude
 BENCH_PROGS := $(BENCH_DIR)/hookcost-fp $(BENCH_DIR)/hookcost-nofp $(BENCH_DIR)/workload \
-	$(BENCH_DIR)/oneshot
+	$(BENCH_DIR)/oneshot $(BENCH_DIR)/burst
 
 .PHONY: bench-progs bench
 bench-progs: all sim progs $(BENCH_PROGS)
@@ -22,6 +22,10 @@ $(BENCH_DIR)/workload: bench/workload.c $(SIM_HEADERS) | sim
 	$(CC) $(BENCH_CFLAGS) -fno-omit-frame-pointer $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1 -ldl
 
 $(BENCH_DIR)/oneshot: bench/oneshot.c $(SIM_HEADERS) | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1
+
+$(BENCH_DIR)/burst: bench/burst.c $(SIM_HEADERS) | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ -L$(SIM_DIR) -l:libcuda.so.1
 
@@ -71,3 +75,9 @@ bench-snapshot: all ## snapshot reading: summary/replay/import vs _memory_viz.py
 .PHONY: bench-proccost
 bench-proccost: bench-progs ## ms and KB a short process pays for being traced (N processes of one allocation)
 	@BUILD=$(abspath $(BUILD)) bench/proccost.sh
+
+# The flush's lossless rate under an 8-thread burst paced to RATES, with
+# GPUMEMTRACE_FULL_WAIT_MS=0 (never wait) and the default (bench/flushrate.sh).
+.PHONY: bench-flushrate
+bench-flushrate: bench-progs ## events/s the flush keeps up with, 8 threads, with and without waiting for ring space
+	@BUILD=$(abspath $(BUILD)) bench/flushrate.sh

@@ -44,8 +44,8 @@ machine() {
 }
 
 # median, min, max of the numbers on stdin
-stats() { sort -g | awk '{v[NR]=$1} END {if (!NR) {print "- - -"; exit}
-	m = NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%.0f %.0f %.0f\n", m, v[1], v[NR]}'; }
+stats() { sort -g | awk -v f="${1:-%.0f}" '{v[NR]=$1} END {if (!NR) {print "- - -"; exit}
+	m = NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf f " " f " " f "\n", m, v[1], v[NR]}'; }
 
 ns() { sed -n 's/^ns_per_pair=\([0-9.]*\).*/\1/p'; }
 # "WALL CPU": the loop's wall ns and the calling thread's CPU ns per pair.
@@ -78,11 +78,16 @@ part_hook() {
 				echo "$variant $d oncpu $(echo "$sdc - $uc" | bc -l)" >>"$f"
 				echo "$variant $d floor $fl" >>"$f"
 				echo "$variant $d untraced $u" >>"$f"
+				echo "$variant $d untracedcpu $uc" >>"$f"
+				echo "$variant $d xoffcpu $(echo "$s0c / $uc" | bc -l)" >>"$f"
+				echo "$variant $d xoncpu $(echo "$sdc / $uc" | bc -l)" >>"$f"
 				if [ -n "$HEAPTRACK" ]; then
-					mu=$("$prog" malloc "$d" "$PAIRS" | ns)
-					ht=$("$HEAPTRACK" -o "$TMP/ht" "$prog" malloc "$d" "$PAIRS" 2>/dev/null | ns)
+					read -r mu muc < <("$prog" malloc "$d" "$PAIRS" | ns_cpu)
+					read -r ht htc < <("$HEAPTRACK" -o "$TMP/ht" "$prog" malloc "$d" "$PAIRS" 2>/dev/null | ns_cpu)
 					rm -f "$TMP"/ht*
 					echo "$variant $d heaptrack $(echo "$ht - $mu" | bc -l)" >>"$f"
+					echo "$variant $d heaptrackcpu $(echo "$htc - $muc" | bc -l)" >>"$f"
+					echo "$variant $d vshtcpu $(echo "($sdc - $uc) / ($htc - $muc)" | bc -l)" >>"$f"
 				fi
 			done
 		done
@@ -112,17 +117,24 @@ part_hook() {
 		done
 		echo
 		echo "the same rounds, CPU time of the calling thread (not counting time spent waiting"
-		echo "for a CPU that other jobs hold, nor the flush thread's): added ns per pair"
-		printf "%-6s %5s | %-18s | %-18s\n" build depth "added cpu, off" "added cpu, on"
+		echo "for a CPU that other jobs hold, nor the flush thread's or heaptrack_interpret's):"
+		echo "ns per pair; x = traced / untraced and ours / heaptrack, each the median of the"
+		echo "rounds' own ratios (a ratio within one round: the load moves both sides alike)"
+		printf "%-6s %5s | %-16s | %-18s | %-18s | %-18s | %-16s | %-16s | %-16s\n" build depth \
+			"untraced cpu" "added cpu, off" "added cpu, on" "heaptrack added" "x untr., off" \
+			"x untr., on" "ours/heaptrack"
 		for variant in fp nofp; do
 			for d in 8 32 64; do
 				row=()
-				for k in offcpu oncpu; do
+				for k in untracedcpu offcpu oncpu heaptrackcpu xoffcpu xoncpu vshtcpu; do
+					fmt=%.0f
+					case $k in x* | vs*) fmt=%.2f ;; esac
 					read -r m lo hi < <(awk -v v="$variant" -v d="$d" -v k="$k" \
-						'$1==v && $2==d && $3==k {print $4}' "$f" | stats)
+						'$1==v && $2==d && $3==k {print $4}' "$f" | stats $fmt)
 					row+=("$m [$lo..$hi]")
 				done
-				printf "%-6s %5s | %-18s | %-18s\n" "$variant" "$d" "${row[0]}" "${row[1]}"
+				printf "%-6s %5s | %-16s | %-18s | %-18s | %-18s | %-16s | %-16s | %-16s\n" "$variant" "$d" \
+					"${row[0]}" "${row[1]}" "${row[2]}" "${row[3]}" "${row[4]}" "${row[5]}" "${row[6]}"
 			done
 		done
 	} | tee "$RESULTS/hook.txt"

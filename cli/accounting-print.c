@@ -57,6 +57,21 @@ static const char *unexplained_text(const struct acct_moment *m, char *buf)
 	return buf;
 }
 
+/* A device whose NVML figures are not nvidia-smi's (acct_nvml_inconsistent). */
+static void nvml_dropped_line(FILE *f, const struct acct_dev *d, int indent)
+{
+	char line[400], b1[32], b2[32];
+	if (!d->peak.nvml_dropped)
+		return;
+	snprintf(line, sizeof(line),
+		 "(NVML reported %s %s on a device of %s: more than the device has, so none of "
+		 "its figures is nvidia-smi's and none is used, here, in oom and in check "
+		 "--max-smi)",
+		 fmt_size(b1, d->peak.nvml_dropped),
+		 d->peak.nvml_process ? "for this process" : "in use", fmt_size(b2, d->total));
+	cli_wrap(f, indent, cli_text_width(f), line);
+}
+
 /* The device line, the moments' times, nvidia-smi's figures and the samples used. */
 static void print_dev_nvml(FILE *f, struct trace *t, const struct acct_dev *d)
 {
@@ -78,7 +93,10 @@ static void print_dev_nvml(FILE *f, struct trace *t, const struct acct_dev *d)
 		if (ms[k]->nvml)
 			snprintf(v[k], 96, "%s", fmt_size(b3, ms[k]->smi));
 		else
-			snprintf(v[k], 96, "%s", ms[k]->unsampled ? "unsampled" : "-");
+			snprintf(v[k], 96, "%s",
+				 ms[k]->nvml_dropped ? "not used"
+				 : ms[k]->unsampled  ? "unsampled"
+						     : "-");
 	fprintf(f, "  %-34s %22s %22s\n",
 		pk->nvml && !pk->nvml_process ? "nvidia-smi (whole device)"
 					      : "nvidia-smi (this process)",
@@ -95,6 +113,7 @@ static void print_dev_nvml(FILE *f, struct trace *t, const struct acct_dev *d)
 			"  (no NVML reading was taken while memory was at its peak (within 5%%): "
 			"that lasted less than the sampling period; GPUMEMTRACE_SAMPLE_MS lower "
 			"catches it)\n");
+	nvml_dropped_line(f, d, 2);
 }
 
 /* The traced bytes, by kind and by library: those at the peak, then those
@@ -250,14 +269,16 @@ void acct_print_brief(FILE *f, const struct acct *a)
 			const struct acct_moment *m = ms[k];
 			fprintf(f, "  %-4" PRId64 " %-9s %11s %11s %22s %24s\n", d->ordinal,
 				k ? "end" : "peak",
-				m->nvml	       ? fmt_size(b[0], m->smi)
-				: m->unsampled ? "unsampled"
-					       : "-",
+				m->nvml		  ? fmt_size(b[0], m->smi)
+				: m->nvml_dropped ? "not used"
+				: m->unsampled	  ? "unsampled"
+						  : "-",
 				fmt_size(b[1], m->traced), ctx_text(d, m, b[2]),
 				unexplained_text(m, b[3]));
 		}
 		if (d->nroutes)
 			fprintf(f, "       likely: %s\n", d->routes[0].text);
+		nvml_dropped_line(f, d, 7);
 	}
 }
 
@@ -276,6 +297,8 @@ static void json_moment(FILE *f, const struct acct_dev *d, const struct acct_mom
 		    "null, \"nvml_scope\": null, \"sample_time_ns\": null, \"sample_reason\": null",
 		    f);
 	fprintf(f, ", \"unsampled\": %s", m->unsampled ? "true" : "false");
+	if (m->nvml_dropped) /* only then: other outputs stay as they were */
+		fprintf(f, ", \"nvml_inconsistent_bytes\": %" PRIu64, m->nvml_dropped);
 	fprintf(f,
 		",\n     \"traced_bytes\": %" PRIu64 ", \"by_kind\": {\"device\": %" PRIu64
 		", \"stream_ordered\": %" PRIu64 ", \"vmm_physical\": %" PRIu64

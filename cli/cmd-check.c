@@ -99,7 +99,7 @@ struct check_state {
 		const char *path;
 		bool complete;
 		uint64_t ignored_allocs, ignored_bytes;
-		uint64_t ooms;	   /* out-of-memory failures no retry recovered */
+		uint64_t ooms;	   /* out-of-memory errors no retry recovered */
 		const char *kase;  /* the first one's case (oom_case_name) */
 		int64_t end_ns;	   /* where the trace ends (its last flush when incomplete) */
 		uint64_t lost;	   /* this process's events lost */
@@ -321,7 +321,7 @@ static void print_notes(FILE *f, const struct check_state *s)
 		if (s->tinfo[i].ooms) {
 			snprintf(
 			    line, sizeof(line),
-			    "note: %s: %" PRIu64 " out-of-memory failure%s not recovered by retry "
+			    "note: %s: %" PRIu64 " out-of-memory error%s not recovered by retry "
 			    "(%s): the run may have died of it, and its peak is only what it "
 			    "reached first; `gpumemtrace oom` says why (--fail-on-oom fails on it)",
 			    s->tinfo[i].path, s->tinfo[i].ooms, s->tinfo[i].ooms == 1 ? "" : "s",
@@ -424,7 +424,7 @@ static void print_line(FILE *f, const struct check_result *r, const struct check
 			pct_text(b3, r->increase_pct), r->pass ? "<=" : ">", a->max_increase);
 		break;
 	case CK_OOM:
-		fprintf(f, "%" PRIu64 " out-of-memory failure%s not recovered by retry\n",
+		fprintf(f, "%" PRIu64 " out-of-memory error%s not recovered by retry\n",
 			r->measured, r->measured == 1 ? "" : "s");
 		break;
 	case CK_SMI:

@@ -10,6 +10,7 @@
 #include "analysis/fwhist.h"
 #include "analysis/fwtensors.h"
 #include "analysis/snapshot.h"
+#include "analysis/top.h"
 #include "analysis/trace.h"
 
 #define CMD "flamegraph"
@@ -116,7 +117,6 @@ static void add_live(void *ctx, const struct rp_live *l)
 
 /* --tensors: a PyTorch segment's tensors under their own stacks, the rest
  * under the segment's. */
-#define FG_CACHED "(free in PyTorch's cache)"
 struct fg_split {
 	struct fg *g;
 	int64_t device;
@@ -155,7 +155,7 @@ static int add_tensors(struct fg *g, uint64_t when)
 		if (!fwt_split(&set, l->device, l->key, l->size, add_tensor, &sp, &rest))
 			add_stack(g, l->device, l->stack_id, l->size, NULL);
 		else if (rest)
-			add_stack(g, l->device, l->stack_id, rest, FG_CACHED);
+			add_stack(g, l->device, l->stack_id, rest, TOP_CACHED);
 	}
 	fwt_free(&set);
 	free(devs);
@@ -385,6 +385,61 @@ static void write_svg(FILE *f, struct fg *g, bool at_end, uint64_t when_ns, bool
 	fputs("</svg>\n", f);
 }
 
+/* The graph written (rc -1: the reading went well), the trace closed. */
+static int flamegraph_out(struct cli_one *r, struct fg *g, bool fold, const char *out, bool at_end,
+			  uint64_t when, int rc)
+{
+	struct trace *t = &r->t;
+	if (rc < 0) {
+		sort_tree(&g->root);
+		FILE *f = r->out.f;
+		size_t n = out ? strlen(out) : 0;
+		bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
+		if (fold) {
+			/* folded stacks have no place for a comment that every
+			 * reader skips: stderr says it (an incomplete trace: the
+			 * reader's own warning does, at the end) */
+			char path[8192] = "";
+			if (trace_lost_own(t))
+				say_error(CMD, "warning: %s: %s", t->path,
+					  trace_partial_text(t, path, sizeof(path)));
+			path[0] = '\0';
+			folded(f, &g->root, path, 0, sizeof(path));
+		} else if (html) {
+			fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+			      "<title>gpumemtrace flame graph</title></head>\n"
+			      "<body style=\"margin:0\">\n",
+			      f);
+			write_svg(f, g, at_end, when, true);
+			fputs("</body></html>\n", f);
+		} else {
+			write_svg(f, g, at_end, when, false);
+		}
+	}
+	free_tree(&g->root);
+	return cli_one_close(r, CMD, rc);
+}
+
+struct fg_read {
+	struct fg *g;
+	bool at_end;
+	uint64_t *when;
+};
+
+/* The moment's live set summed by stack (no --tensors), in one read. */
+static void add_live_read(void *ctx, const struct rp_live *l)
+{
+	struct fg *g = ctx;
+	g->multi_dev = g->t->ndevs > 1; /* known once the file is read */
+	add_live(g, l);
+}
+
+static int read_live(void *ctx, struct trace *t, const char *cmd, const char *path)
+{
+	struct fg_read *fr = ctx;
+	return snapshot_live_read(t, cmd, path, fr->at_end, add_live_read, fr->g, fr->when);
+}
+
 int cmd_flamegraph(int argc, char **argv)
 {
 	const char *out = NULL;
@@ -412,13 +467,22 @@ int cmd_flamegraph(int argc, char **argv)
 		return rc;
 	bool at_end = at == 1;
 	struct cli_one r;
+	struct trace *t = &r.t;
+	struct fg g = {.t = t, .root = {.name = "all"}};
+	g.raw = raw;
+	uint64_t when = 0;
+	if (!tensors) { /* one read of the file */
+		struct fg_read fr = {&g, at_end, &when};
+		rc = rb_one_open_read(&r, CMD, out, paths, npaths, read_live, &fr);
+		if (rc >= 0)
+			return rc;
+		g.multi_dev = t->ndevs > 1;
+		return flamegraph_out(&r, &g, fold, out, at_end, when, -1);
+	}
 	rc = cli_one_open(&r, CMD, out, paths, npaths);
 	if (rc >= 0)
 		return rc;
-	struct trace *t = &r.t;
-	struct fg g = {.t = t, .root = {.name = "all"}};
 	g.multi_dev = t->ndevs > 1;
-	g.raw = raw;
 	g.keep = tensors && fwhist_present(t);
 	if (tensors && !g.keep)
 		fprintf(
@@ -426,37 +490,9 @@ int cmd_flamegraph(int argc, char **argv)
 		    "gpumemtrace flamegraph: %s: --tensors: no framework history (record it with "
 		    "`gpumemtrace run --framework-history`); segments stay whole\n",
 		    t->path);
-	uint64_t when = 0;
 	rc = snapshot_live(t, at_end, add_live, &g, &when);
 	if (rc < 0 && g.keep)
 		rc = add_tensors(&g, at_end ? UINT64_MAX : when);
 	free(g.kept);
-	if (rc < 0) {
-		sort_tree(&g.root);
-		FILE *f = r.out.f;
-		size_t n = out ? strlen(out) : 0;
-		bool html = n > 5 && strcmp(out + n - 5, ".html") == 0;
-		if (fold) {
-			/* folded stacks have no place for a comment that every
-			 * reader skips: stderr says it (an incomplete trace: the
-			 * reader's own warning does, at the end) */
-			char path[8192] = "";
-			if (trace_lost_own(t))
-				say_error(CMD, "warning: %s: %s", t->path,
-					  trace_partial_text(t, path, sizeof(path)));
-			path[0] = '\0';
-			folded(f, &g.root, path, 0, sizeof(path));
-		} else if (html) {
-			fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-			      "<title>gpumemtrace flame graph</title></head>\n"
-			      "<body style=\"margin:0\">\n",
-			      f);
-			write_svg(f, &g, at_end, when, true);
-			fputs("</body></html>\n", f);
-		} else {
-			write_svg(f, &g, at_end, when, false);
-		}
-	}
-	free_tree(&g.root);
-	return cli_one_close(&r, CMD, rc);
+	return flamegraph_out(&r, &g, fold, out, at_end, when, rc);
 }

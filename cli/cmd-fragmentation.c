@@ -212,11 +212,20 @@ static void blocks_human(FILE *f, struct trace *t, const struct frag_blocks *b)
 		 x->pending ? ", waiting for their streams " : "",
 		 x->pending ? fmt_size(b4, x->pending) : "");
 	cli_wrap(f, 2, w, line);
+	/* top --tensors' cache row counts what no tensor asked for: the
+	 * rounding inside the tensors' blocks too */
+	uint64_t unasked = x->reserved > x->requested ? x->reserved - x->requested : 0;
+	char with[160] = "";
+	if (unasked != x->inactive)
+		snprintf(with, sizeof(with),
+			 " (%s no tensor asked for, with the rounding inside their blocks: top "
+			 "--tensors' cache row)",
+			 fmt_size(b4, unasked));
 	snprintf(line, sizeof(line),
-		 "free in the cache %s: %s inside segments that hold a tensor (inactive split: "
-		 "they stay reserved until the tensors go), %s in %" PRIu64
+		 "free in the cache %s in free blocks%s: %s inside segments that hold a tensor "
+		 "(inactive split: they stay reserved until the tensors go), %s in %" PRIu64
 		 " empty segment%s (empty_cache() returns them)",
-		 fmt_size(b1, x->inactive), fmt_size(b2, x->inactive_split),
+		 fmt_size(b1, x->inactive), with, fmt_size(b2, x->inactive_split),
 		 fmt_size(b3, x->empty_bytes), x->empty_segments,
 		 x->empty_segments == 1 ? "" : "s");
 	cli_wrap(f, 4, w, line);
@@ -301,13 +310,14 @@ static void blocks_json(FILE *f, struct trace *t, const char *key, const struct 
 		", \"segments\": %" PRIu64 ", \"blocks\": %" PRIu64
 		", \"allocated_bytes\": %" PRIu64 ", \"requested_bytes\": %" PRIu64
 		", \"pending_free_bytes\": %" PRIu64 ", \"free_bytes\": %" PRIu64
-		", \"inactive_split_bytes\": %" PRIu64 ", \"empty_segments\": %" PRIu64
-		", \"empty_segment_bytes\": %" PRIu64 ", \"largest_free_block\": %" PRIu64
-		", \"largest_free_small\": %" PRIu64 ", \"largest_free_large\": %" PRIu64
-		", \"streams\": [",
+		", \"unrequested_bytes\": %" PRIu64 ", \"inactive_split_bytes\": %" PRIu64
+		", \"empty_segments\": %" PRIu64 ", \"empty_segment_bytes\": %" PRIu64
+		", \"largest_free_block\": %" PRIu64 ", \"largest_free_small\": %" PRIu64
+		", \"largest_free_large\": %" PRIu64 ", \"streams\": [",
 		trace_rel(t, b->time_ns), b->reason >= 0 && b->reason <= 4 ? why[b->reason] : "?",
 		x->reserved, x->segments, x->blocks, x->allocated, x->requested, x->pending,
-		x->inactive, x->inactive_split, x->empty_segments, x->empty_bytes, x->largest_free,
+		x->inactive, x->reserved > x->requested ? x->reserved - x->requested : 0,
+		x->inactive_split, x->empty_segments, x->empty_bytes, x->largest_free,
 		x->largest_free_small, x->largest_free_large);
 	for (size_t i = 0; i < x->nstreams; i++)
 		fprintf(f,

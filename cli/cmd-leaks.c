@@ -388,13 +388,10 @@ int cmd_leaks(int argc, char **argv)
 	struct leak_trace *ls = xcalloc((size_t)npaths, sizeof(*ls));
 	int opened = 0;
 	for (int i = 0; i < npaths && rc < 0; i++) {
-		rc = trace_open(&ls[i].t, "leaks", paths[i]);
-		if (rc >= 0)
+		rc = leaks_read_trace(&rows, &ls[i], "leaks", paths[i], &sa.opts, !json);
+		if (rc >= 0 && !ls[i].t.reader)
 			break;
-		ls[i].t.site_opts = &sa.opts;
-		ls[i].t.short_names = !json;
 		opened++;
-		rc = leaks_add_trace(&rows, &ls[i]);
 	}
 	if (rc < 0) {
 		if (json)

@@ -143,7 +143,10 @@ static void fw_json(FILE *f, struct trace *t, const struct fwoom *w)
 	cli_json_s(f, w->type);
 	fprintf(f, ", \"time_ns\": %" PRId64 ", \"observer\": %s, \"raised\": %s, \"how\": \"%s\"",
 		trace_rel(t, w->time_ns), w->observer ? "true" : "false",
-		w->raised ? "true" : "false", r && r->how >= 0 && r->how < 4 ? how[r->how] : "?");
+		w->raised ? "true" : "false",
+		fwoom_from_history(w)		 ? (w->blocks ? "history-blocks" : "history")
+		: r && r->how >= 0 && r->how < 4 ? how[r->how]
+						 : "?");
 	fprintf(f, ", \"caught\": %s, \"message_form\": \"%s\", \"message\": ",
 		w->caught ? "true" : "false", fwmsg_form_name[w->msg.form]);
 	cli_json_s(f, w->raised ? w->raised->message : "");
@@ -189,7 +192,10 @@ static void oom_json(FILE *f, struct trace *t, const struct oom_failure *o, bool
 	fprintf(f, ", \"tid\": %" PRIu64 ", \"stack_id\": %" PRIu64 ", \"site\": ", e->tid,
 		e->stack_id);
 	cli_json_s(f, rb_site(t, e->stack_id, site, sizeof(site)));
-	fputs(",\n     \"case\": ", f);
+	fprintf(f,
+		",\n     \"error\": %" PRIu32 ", \"attempt\": %" PRIu32 ", \"attempts\": %" PRIu32
+		", \"case\": ",
+		o->error, o->attempt, o->attempts);
 	cli_json_s(f, oom_case_name[o->kase]);
 	fprintf(f, ", \"caught\": %s, \"explanation\": ", o->caught ? "true" : "false");
 	cli_json_s(f, o->why);
@@ -224,10 +230,12 @@ static void trace_json(FILE *f, struct trace *t, const struct oom_result *r, boo
 	cli_json_s(f, r->verdict);
 	fprintf(f,
 		", \"meminfo_records\": %zu, \"failed_allocations_total\": %" PRIu64
-		", \"ooms_total\": %" PRIu64 ", \"framework_errors_total\": %" PRIu64
-		", \"framework_only_total\": %" PRIu64 ",\n   \"end\": {\"how\": \"%s\", "
+		", \"ooms_total\": %" PRIu64 ", \"oom_calls_total\": %" PRIu64
+		", \"framework_errors_total\": %" PRIu64 ", \"framework_only_total\": %" PRIu64
+		",\n   \"end\": {\"how\": \"%s\", "
 		"\"exit_status\": ",
-		t->nmeminfo, r->fails_total, r->ooms_total, r->fw.total, r->fw_only_total,
+		t->nmeminfo, r->fails_total, r->ooms_total, r->oom_calls_total, r->fw.total,
+		r->fw_only_total,
 		r->end == OOM_END_OK	       ? "exit"
 		: r->end == OOM_END_STATUS     ? "abnormal"
 		: r->end == OOM_END_NO_TRAILER ? "no-trailer"
@@ -285,12 +293,21 @@ static void fw_human(FILE *f, struct trace *t, const struct fwoom *w, int width)
 	size_t n = strcspn(msg, "\n");
 	snprintf(line, sizeof(line), "framework: %s%s%s, %s%s%.*s%s", fwoom_fw_name(w),
 		 w->type[0] ? " " : "", w->type[0] ? w->type : " out-of-memory error",
-		 w->raised   ? "raised to the top of a thread"
+		 w->raised ? "raised to the top of a thread"
+		 : fwoom_from_history(w)
+		     ? (w->caught ? "an oom entry of the allocator's history, which goes on after "
+				    "it: the program caught it"
+				  : "an oom entry of the allocator's history, which ends in it: "
+				    "the run stopped there (or dumped its snapshot on it)")
 		 : w->caught ? "seen by its observer only: the program caught it and went on"
 			     : "seen by its observer only, and the process ended badly after it",
 		 n ? ": " : "", (int)(n < 200 ? n : 200), msg, n > 200 ? "..." : "");
 	cli_wrap(f, 2, width, line);
-	size_t len = (size_t)snprintf(line, sizeof(line), "its figures:");
+	size_t len =
+	    (size_t)snprintf(line, sizeof(line), "its figures%s:",
+			     w->blocks ? " (the cache: the blocks of the snapshot taken at "
+					 "the OOM)"
+				       : "");
 	const struct {
 		const char *label;
 		const struct fw_size *s;
@@ -315,6 +332,28 @@ static void fw_human(FILE *f, struct trace *t, const struct fwoom *w, int width)
 	(void)t;
 }
 
+/* An error of several failed calls: the allocator's retries of one request. */
+static void attempts_human(FILE *f, struct trace *t, const struct oom_failure *o, int width)
+{
+	char line[700], b1[32], b2[32], b3[32], freed[96] = "";
+	if (o->retry_freed_count)
+		snprintf(freed, sizeof(freed), " after freeing %" PRIu64 " allocation%s (%s)",
+			 o->retry_freed_count, o->retry_freed_count == 1 ? "" : "s",
+			 fmt_size(b3, o->retry_freed));
+	bool same = o->e.size == o->first_size;
+	snprintf(line, sizeof(line),
+		 "one error in %" PRIu32 " failed calls, the first at %s (%s): the allocator "
+		 "asked again%s%s (%s); judged on this last call, the one the program's "
+		 "exception reports",
+		 o->attempts, rb_time(b1, trace_rel(t, o->first_ns)), fmt_size(b2, o->first_size),
+		 freed, same ? " for the same size" : " for less",
+		 same ? "PyTorch frees its unsplit cached segments and retries, frameworks.md "
+			"§1.4; CuPy frees its pool's blocks and retries, §3"
+		      : "BFC backs off by 0.9x and retries for up to 10 s, frameworks.md §2.4, "
+			"§2.6");
+	cli_wrap(f, 2, width, line);
+}
+
 static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, const char *next)
 {
 	char b1[32], b2[32], b3[32], site[512], ot[120];
@@ -337,6 +376,8 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 			cli_fit(rb_site(t, e->stack_id, site, sizeof(site)), width - 8, cut,
 				sizeof(cut)));
 	}
+	if (o->attempts > 1)
+		attempts_human(f, t, o, width);
 	if (o->fw)
 		fw_human(f, t, o->fw, width);
 	if (o->device) {
@@ -394,7 +435,7 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 	snprintf(line, sizeof(line), "case: %s%s: %s", oom_case_name[o->kase],
 		 o->caught ? " (caught)" : "", o->why);
 	cli_wrap(f, 2, width, line);
-	if (next && o->kase == OOM_THIS_PROCESS)
+	if (next && o->kase == OOM_THIS_PROCESS && !o->fw) /* its own figures decided it */
 		cli_wrap(f, 2, width, next);
 }
 
@@ -412,8 +453,17 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 			" out-of-memory error%s without one\n",
 			r->fw_only_total, r->fw_only_total == 1 ? "" : "s");
 	} else {
-		fprintf(f, "  %" PRIu64 " allocation call%s failed:", r->fails_total,
+		uint64_t errs = 0;
+		for (int c = 0; c < OOM_NCASES; c++)
+			errs += r->cases[c];
+		fprintf(f, "  %" PRIu64 " allocation call%s failed", r->fails_total,
 			r->fails_total == 1 ? "" : "s");
+		if (errs < r->fails_total) /* retried calls: one error each */
+			fprintf(f,
+				", as %" PRIu64 " error%s (an allocator's retries of one "
+				"request are one error)",
+				errs, errs == 1 ? "" : "s");
+		fputc(':', f);
 		for (int c = 0, n = 0; c < OOM_NCASES; c++)
 			if (r->cases[c])
 				fprintf(f, "%s %" PRIu64 " %s", n++ ? "," : "", r->cases[c],
@@ -430,15 +480,21 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 	if (r->end != OOM_END_UNKNOWN)
 		fprintf(f, "  the process ended: %s\n", r->ending);
 	for (size_t k = 0; k < r->nblind; k++) {
-		char line[640];
+		char line[700];
 		snprintf(line, sizeof(line), "not visible here: %s", r->blind[k].text);
 		cli_wrap(f, 2, cli_text_width(f), line);
 	}
-	size_t show = r->nfails < HUMAN_OOMS ? r->nfails : HUMAN_OOMS;
+	/* one block per error (its last attempt) and per other failure */
+	size_t show = 0, end = 0;
+	uint64_t listed = 0;
+	for (; end < r->nfails && show < HUMAN_OOMS; end++)
+		show += oom_final(&r->fails[end]);
+	for (size_t k = 0; k < r->nfails; k++)
+		listed += oom_final(&r->fails[k]);
 	/* this process's own memory under a cache: what to do, from its mode */
 	char nb[600];
 	const char *next = NULL;
-	for (size_t k = 0; k < show && !next; k++) {
+	for (size_t k = 0; k < end && !next; k++) {
 		struct ex_recog rec;
 		if (r->fails[k].kase != OOM_THIS_PROCESS)
 			continue;
@@ -446,11 +502,13 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 			next = explain_oom_next(&rec, nb, sizeof(nb));
 		break;
 	}
-	for (size_t k = 0; k < show; k++)
-		oom_human(f, t, &r->fails[k], next);
-	if (r->fails_total > show)
-		fprintf(f, "\n  ... %" PRIu64 " more (--json details up to %d)\n",
-			r->fails_total - show, OOM_MAX);
+	for (size_t k = 0; k < end; k++)
+		if (oom_final(&r->fails[k]))
+			oom_human(f, t, &r->fails[k], next);
+	uint64_t all = listed + (r->fails_total + r->fw_only_total - r->nfails);
+	if (all > show)
+		fprintf(f, "\n  ... %" PRIu64 " more (--json details up to %d calls)\n", all - show,
+			OOM_MAX);
 	if (r->others_total) {
 		fprintf(f, "\nother failed calls (%" PRIu64 ")\n", r->others_total);
 		for (size_t k = 0; k < r->nothers; k++) {

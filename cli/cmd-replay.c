@@ -131,6 +131,68 @@ static void print_fidelity(FILE *f, const struct ar_device *d)
 		fprintf(f, "  %" PRIu64 " %s\n", d->unfollowed, unfollowed);
 }
 
+static const char *size_source(const struct ar_device *d)
+{
+	static const char *const names[] = {"unknown", "given", "the trace's device",
+					    "estimated from the oom entry"};
+	return names[d->size_source < 4 ? d->size_source : 0];
+}
+
+/* The allocator's OOMs in the history, and whether the model's free run
+ * under the recorded settings refuses the same requests. */
+static void print_ooms(FILE *f, const struct ar_device *d)
+{
+	const struct ar_oom *x = &d->first_oom;
+	const struct ar_run *m = &d->as_recorded;
+	char b1[32], b2[32];
+	if (!x->found) {
+		if (m->ooms)
+			fprintf(f,
+				"  out of memory: none recorded; the model refused %" PRIu64
+				" requests (the first %s) on a %s device (%s)\n",
+				m->ooms, fmt_size(b1, m->first_oom_request),
+				fmt_size(b2, d->device_size), size_source(d));
+		return;
+	}
+	fprintf(f,
+		"  OUT OF MEMORY: the allocator refused %" PRIu64
+		" request%s; the first, entry %" PRIu64 ": %s asked on stream %" PRIu64
+		" with %s free on the device, at %s\n",
+		d->recorded_ooms, d->recorded_ooms == 1 ? "" : "s", x->entry,
+		fmt_size(b1, x->request), x->stream, fmt_size(b2, x->device_free),
+		x->stack[0] ? x->stack : "(no stack)");
+	if (!d->allocs_after_oom)
+		fprintf(f, "    the history ends in it: the run stopped there (or the snapshot was "
+			   "taken right after)\n");
+	else
+		fprintf(f,
+			"    the program went on (caught it): %" PRIu64
+			" allocation%s after the last\n",
+			d->allocs_after_oom, d->allocs_after_oom == 1 ? "" : "s");
+	if (!d->device_size) {
+		fprintf(f,
+			"    the model: not checked, the device's size is unknown (--device-size "
+			"SIZE)\n");
+		return;
+	}
+	fprintf(f, "    the model, on a %s device (%s): ", fmt_size(b1, d->device_size),
+		size_source(d));
+	if (m->ooms_recorded == d->recorded_ooms)
+		fprintf(f, "refuses %s too: reproduced\n",
+			d->recorded_ooms == 1 ? "it" : "them all");
+	else if (!m->ooms_recorded)
+		fprintf(f, "serves %s: NOT reproduced (a rule, or the device's size, differs)\n",
+			d->recorded_ooms == 1 ? "it" : "them all");
+	else
+		fprintf(f,
+			"refuses %" PRIu64 " of the %" PRIu64
+			": NOT reproduced (a rule, or the device's size, differs)\n",
+			m->ooms_recorded, d->recorded_ooms);
+	if (m->ooms > m->ooms_recorded)
+		fprintf(f, "    and %" PRIu64 " requests the allocator served\n",
+			m->ooms - m->ooms_recorded);
+}
+
 static void print_first(FILE *f, const struct ar_device *d)
 {
 	if (!d->first.found) {
@@ -175,9 +237,9 @@ static void json_run(FILE *f, const char *key, const struct ar_run *r)
 		"\"%s\": {\"reserved_peak_bytes\": %" PRIu64 ", \"allocated_peak_bytes\": %" PRIu64
 		", \"segments_at_peak\": %" PRIu64 ", \"free_at_peak_bytes\": %" PRIu64
 		", \"largest_free_at_peak_bytes\": %" PRIu64 ", \"ooms\": %" PRIu64
-		", \"empty_cache_calls\": %" PRIu64 "}",
+		", \"ooms_recorded_too\": %" PRIu64 ", \"empty_cache_calls\": %" PRIu64 "}",
 		key, r->reserved_peak, r->allocated_peak, r->segments_at_peak, r->free_at_peak,
-		r->largest_free_at_peak, r->ooms, r->empty_caches);
+		r->largest_free_at_peak, r->ooms, r->ooms_recorded, r->empty_caches);
 }
 
 static void json_device(FILE *f, const struct ar_device *d)
@@ -204,9 +266,22 @@ static void json_device(FILE *f, const struct ar_device *d)
 	fprintf(f,
 		"\"recorded\": {\"reserved_peak_bytes\": %" PRIu64
 		", \"allocated_peak_bytes\": %" PRIu64 ", \"segments_at_peak\": %" PRIu64
-		", \"ooms\": %" PRIu64 "}, ",
+		", \"ooms\": %" PRIu64 ", \"allocations_after_last_oom\": %" PRIu64
+		", \"first_oom\": ",
 		d->recorded_reserved_peak, d->recorded_allocated_peak, d->recorded_segments_at_peak,
-		d->recorded_ooms);
+		d->recorded_ooms, d->allocs_after_oom);
+	const struct ar_oom *x = &d->first_oom;
+	if (x->found) {
+		fprintf(f,
+			"{\"entry\": %" PRIu64 ", \"time_us\": %" PRIu64
+			", \"request_bytes\": %" PRIu64 ", \"device_free_bytes\": %" PRIu64
+			", \"stream\": %" PRIu64 ", \"stack\": ",
+			x->entry, x->time_us, x->request, x->device_free, x->stream);
+		json_cstr0(f, x->stack);
+		fputs("}}, ", f);
+	} else {
+		fputs("null}, ", f);
+	}
 	const struct ar_end *e = &d->end;
 	fprintf(f,
 		"\"end\": {\"segments\": %" PRIu64 ", \"reserved_bytes\": %" PRIu64
@@ -381,10 +456,19 @@ int cmd_replay(int argc, char **argv)
 	for (size_t i = 0; i < r.ndev; i++) {
 		const struct ar_device *d = &r.dev[i];
 		char b1[32], b2[32];
+		if (!d->entries) { /* segments at the end, no history: nothing to replay */
+			printf("device %" PRId64
+			       ": no history entries (none recorded on it, or its "
+			       "ring kept none): nothing to replay\n",
+			       d->device);
+			print_end(stdout, &d->end);
+			continue;
+		}
 		print_fidelity(stdout, d);
 		uint64_t mp = d->as_recorded.reserved_peak, rp = d->recorded_reserved_peak;
 		printf("  reserved peak: the model %s, recorded %s%s\n", fmt_size(b1, mp),
 		       fmt_size(b2, rp), mp == rp ? " (exact)" : "");
+		print_ooms(stdout, d);
 		print_first(stdout, d);
 		print_end(stdout, &d->end);
 	}
@@ -415,13 +499,6 @@ static const char *oom_text(char *buf, size_t size, const struct ar_run *r, bool
 	return buf;
 }
 
-static const char *size_source(const struct ar_device *d)
-{
-	static const char *const names[] = {"unknown", "given", "the trace's device",
-					    "estimated from the oom entry"};
-	return names[d->size_source < 4 ? d->size_source : 0];
-}
-
 static void print_whatif(const struct args *a, const struct ar_result *r, const char *path)
 {
 	char rec[160], ask[160];
@@ -437,6 +514,11 @@ static void print_whatif(const struct args *a, const struct ar_result *r, const 
 	for (size_t i = 0; i < r->ndev; i++) {
 		const struct ar_device *d = &r->dev[i];
 		char b1[32], b2[32], s1[48], s2[48];
+		if (!d->entries) {
+			printf("\ndevice %" PRId64 ": no history entries: nothing to plan from\n",
+			       d->device);
+			continue;
+		}
 		if (d->device_size)
 			printf("\ndevice %" PRId64 " (%s, %s)", d->device,
 			       fmt_size(b1, d->device_size), size_source(d));

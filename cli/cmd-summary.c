@@ -367,8 +367,10 @@ static void print_fwhist(FILE *f, struct summary *s)
 		if (di && di->lv.peak_seq) {
 			snprintf(
 			    line, sizeof(line),
-			    "device %" PRId64 " at its peak (%s): %s in %zu tensors, %s free in "
-			    "PyTorch's cache (segments %s)%s",
+			    "device %" PRId64
+			    " at its peak (%s): %s in %zu tensors (as requested), "
+			    "%s of PyTorch's cache beyond them: free blocks and rounding (segments "
+			    "%s)%s",
 			    d->device, fmt_size(b1, di->lv.peak), fmt_size(b2, d->bytes), d->n,
 			    fmt_size(b3, d->reserved > d->bytes ? d->reserved - d->bytes : 0),
 			    fmt_size(b4, d->reserved),

@@ -93,11 +93,39 @@ static void tensors_note(FILE *f, struct top *tp, struct top_trace *ts, int n)
 		? "--tensors: no framework history in some trace (record it with `gpumemtrace run "
 		  "--framework-history`): their segments stay whole"
 	    : tp->tensors
-		? "--tensors: PyTorch's segments split into the tensors they held (bytes as "
-		  "requested) and " TOP_CACHED
+		? "--tensors: PyTorch's segments split into their tensors (bytes as requested) "
+		  "and what no tensor asked for, " TOP_CACHED ": fragmentation's \"free in the "
+		  "cache\" is the free blocks alone. total and calls: the tensors' allocations "
+		  "in the history, in place of the segments' driver calls"
 		: NULL;
 	if (text)
 		cli_wrap_hang(f, 2, cli_text_width(f), text);
+	for (int i = 0; tp->tensors && i < n; i++) {
+		char *t = NULL, tb[32];
+		const struct top_trace *tt = &ts[i];
+		if (tt->hist_late &&
+		    asprintf(&t,
+			     "note: %s: PyTorch's history begins at %s, after its first segment: "
+			     "the tensors' total and calls count from there (--history-entries "
+			     "sets how far back it reaches)",
+			     tt->t.path,
+			     trace_fmt_time(tb, trace_rel(&tt->t, tt->hist_from_ns))) < 0)
+			xalloc_failed();
+		if (t)
+			cli_wrap_hang(f, 2, cli_text_width(f), t);
+		free(t);
+		t = NULL;
+		if (tt->hist_gaps &&
+		    asprintf(&t,
+			     "note: %s: PyTorch's history dropped entries %zu time%s (more than "
+			     "--history-entries between snapshots): the tensors' total and calls "
+			     "miss them",
+			     tt->t.path, tt->hist_gaps, tt->hist_gaps == 1 ? "" : "s") < 0)
+			xalloc_failed();
+		if (t)
+			cli_wrap_hang(f, 2, cli_text_width(f), t);
+		free(t);
+	}
 	for (int i = 0; tp->tensors && i < n; i++)
 		if (ts[i].early) {
 			char *t = NULL;
@@ -209,7 +237,7 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 }
 
 /* One trace's object in "traces": what it is, and its devices' peaks. */
-static void json_trace(FILE *f, const struct top_trace *tt, bool first)
+static void json_trace(FILE *f, const struct top_trace *tt, bool tensors, bool first)
 {
 	const struct trace *t = &tt->t;
 	char lb[64];
@@ -223,6 +251,12 @@ static void json_trace(FILE *f, const struct top_trace *tt, bool first)
 	else
 		fputs("null", f);
 	fprintf(f, ", \"complete\": %s", t->complete ? "true" : "false");
+	if (tensors && fwhist_present(t))
+		fprintf(f,
+			", \"tensor_history\": {\"from_ns\": %" PRId64
+			", \"begins_after_first_segment\": %s, \"windows_with_gap\": %zu}",
+			tt->hist_from_ns ? trace_rel(t, tt->hist_from_ns) : 0,
+			tt->hist_late ? "true" : "false", tt->hist_gaps);
 	cli_json_partial(f, t);
 	fprintf(f, ", \"peak_bytes\": %" PRIu64 ", \"devices\": [", tt->peak);
 	for (size_t k = 0; k < tt->ndevs; k++) {
@@ -282,11 +316,13 @@ static void print_json(struct top *tp, struct top_trace *ts, int n, int metric, 
 		", \"tensors\": %s,\n",
 		group_names[tp->rows.by], depth, metric_names[metric], limit,
 		tp->tensors ? "true" : "false");
+	if (tp->tensors)
+		fputs(" \"tensor_bytes\": \"requested\", \"cache_row\": \"" TOP_CACHED "\",\n", f);
 	fputs(" \"traces\": [", f);
 	bool complete = true;
 	for (int i = 0; i < n; i++) {
 		complete &= ts[i].t.complete;
-		json_trace(f, &ts[i], i == 0);
+		json_trace(f, &ts[i], tp->tensors, i == 0);
 	}
 	fprintf(f, "],\n \"complete\": %s,\n \"devices\": [", complete ? "true" : "false");
 	for (size_t d = 0; d < ndev; d++) {
@@ -342,8 +378,8 @@ int cmd_top(int argc, char **argv)
 		     .short_name = 'n'),
 	    OPT_BOOL("tensors", &tp.tensors,
 		     "split PyTorch's segments into the tensors they held\n"
-		     "and what its cache held free (a trace recorded with\n"
-		     "run --framework-history; --sort peak or end)"),
+		     "and what its cache held beyond them (a trace recorded\n"
+		     "with run --framework-history; not with --by range)"),
 	    OPT_BOOL("json", &json, "one JSON object instead of tables (keys: docs/cli.md)"),
 	    OPT_SITES(&sa),
 	    OPT_END(),
@@ -351,12 +387,10 @@ int cmd_top(int argc, char **argv)
 	const char **paths;
 	int npaths;
 	int rc = opt_parse_sites(&usage, opts, argc, argv, &paths, &npaths, &sa);
-	if (rc < 0 && tp.tensors &&
-	    (metric == TM_TOTAL || metric == TM_CALLS || by == GROUP_RANGE)) {
+	if (rc < 0 && tp.tensors && by == GROUP_RANGE) {
 		free(paths);
 		site_opts_free(&sa.opts);
-		rc = say_usage_error(usage.name,
-				     "--tensors: with --sort peak or end, and not --by range");
+		rc = say_usage_error(usage.name, "--tensors: not with --by range");
 	}
 	if (rc >= 0)
 		return rc;
@@ -365,13 +399,10 @@ int cmd_top(int argc, char **argv)
 	struct top_trace *ts = xcalloc((size_t)npaths, sizeof(*ts));
 	int opened = 0;
 	for (int i = 0; i < npaths && rc < 0; i++) {
-		rc = trace_open(&ts[i].t, "top", paths[i]);
-		if (rc >= 0)
+		rc = top_read_trace(&tp, &ts[i], "top", paths[i], &sa.opts, !json);
+		if (rc >= 0 && !ts[i].t.reader)
 			break;
-		ts[i].t.site_opts = &sa.opts;
-		ts[i].t.short_names = !json;
 		opened++;
-		rc = top_add_trace(&tp, &ts[i]);
 	}
 	if (rc < 0) {
 		if (json)

@@ -176,16 +176,27 @@ int cli_parse_open_plain(const struct opt_usage *u, int argc, char **argv, struc
 	return cli_parse_open(u, opts, argc, argv, o, NULL, ts);
 }
 
-int cli_one_open(struct cli_one *r, const char *cmd, const char *out, const char **paths,
-		 int npaths)
+static int plain_open(void *ctx, struct trace *t, const char *cmd, const char *path)
+{
+	return trace_open(t, cmd, path);
+}
+
+int rb_one_open_read(struct cli_one *r, const char *cmd, const char *out, const char **paths,
+		     int npaths, rb_read_fn read, void *ctx)
 {
 	int rc = npaths == 1 ? -1 : say_usage_error(cmd, "expected one TRACE, got %d", npaths);
 	if (rc < 0)
 		rc = cli_out_open(&r->out, cmd, out, paths, 1);
-	if (rc < 0 && (rc = trace_open(&r->t, cmd, paths[0])) >= 0)
+	if (rc < 0 && (rc = read(ctx, &r->t, cmd, paths[0])) >= 0)
 		cli_out_close(&r->out, cmd, false);
 	free(paths);
 	return rc;
+}
+
+int cli_one_open(struct cli_one *r, const char *cmd, const char *out, const char **paths,
+		 int npaths)
+{
+	return rb_one_open_read(r, cmd, out, paths, npaths, plain_open, NULL);
 }
 
 int cli_one_close(struct cli_one *r, const char *cmd, int rc)

@@ -258,7 +258,7 @@ static void json_fwhist(FILE *f, const struct summary *s)
 		fprintf(f,
 			"%s\n  {\"index\": %" PRId64 ", \"at_peak\": {\"tensor_bytes\": %" PRIu64
 			", \"tensors\": %zu, \"reserved_bytes\": %" PRIu64
-			", \"cache_free_bytes\": %" PRIu64 ", \"before_history\": %s}, "
+			", \"unrequested_bytes\": %" PRIu64 ", \"before_history\": %s}, "
 			"\"tensor_peak_bytes\": %" PRIu64 ", \"tensor_peak_time_ns\": %" PRId64
 			", \"reserved_peak_bytes\": %" PRIu64 ", \"end_tensor_bytes\": %" PRIu64
 			", \"end_tensors\": %" PRIu64 "}",

@@ -87,7 +87,7 @@ static void *wait_for_space_(struct gmt_ring *r, size_t len)
 		 * too (the NOTE's count then equals the trace's). */
 		uint64_t now = gmt_now_ns();
 		uint64_t stuck = gmt_writer_stuck_ns(&gmt_rt.w, now);
-		if (stuck && (stuck >= full_wait_ns || now >= deadline)) {
+		if (gmt_lost_to_stall(stuck, full_wait_ns, now >= deadline)) {
 			__atomic_add_fetch(&gmt_rt.stall_lost, 1, __ATOMIC_RELAXED);
 			return NULL;
 		}

@@ -64,7 +64,7 @@ static void say_stall(struct gmt_writer *w)
 	gmt_format(text, sizeof text,
 		   "the trace's file took no write for over %d ms (a stalled file system?): %llu "
 		   "events were counted as lost rather than wait longer (GPUMEMTRACE_FULL_WAIT_MS)",
-		   gmt_rt.set.full_wait_ms, (unsigned long long)n);
+		   gmt_stall_ms(gmt_rt.set.full_wait_ms), (unsigned long long)n);
 	gmt_writer_note(w, 1, text);
 	if (!gmt_rt.stall_said)
 		gmt_log("%s", text);

@@ -45,9 +45,7 @@ enum { FINAL_WAIT_MS = 10000 };
  * its value. */
 static uint32_t wait_final_done(uint32_t done)
 {
-	uint64_t stall_ns = (uint64_t)gmt_rt.set.full_wait_ms * 1000000u;
-	if (stall_ns < 100000000u)
-		stall_ns = 100000000u;
+	uint64_t stall_ns = (uint64_t)gmt_stall_ms(gmt_rt.set.full_wait_ms) * 1000000u;
 	uint32_t now = done;
 	for (unsigned slice = 0; slice < FINAL_WAIT_MS / 20 && now == done; slice++) {
 		now = gmt_futex_wait_while(&gmt_rt.final_done, done, 20);

@@ -179,6 +179,17 @@ uint64_t gmt_writer_stuck_ns(const struct gmt_writer *w, uint64_t now)
 	return since && now > since ? now - since : 0;
 }
 
+int gmt_lost_to_stall(uint64_t stuck_ns, uint64_t full_wait_ns, int deadline_passed)
+{
+	uint64_t min_ns = (uint64_t)GMT_STALL_MIN_MS * 1000000u;
+	return stuck_ns >= min_ns && (stuck_ns >= full_wait_ns || deadline_passed);
+}
+
+int gmt_stall_ms(int full_wait_ms)
+{
+	return full_wait_ms > GMT_STALL_MIN_MS ? full_wait_ms : GMT_STALL_MIN_MS;
+}
+
 int gmt_writer_reclaim(struct gmt_writer *w)
 {
 	if (!w->failed && w->fd_lost) { /* also with nothing pending */

@@ -122,6 +122,17 @@ static inline void gmt_writer_commit(struct gmt_writer *w, uint8_t *end)
 /* How long the write under way has been stuck at now (gmt_now_ns), or 0
  * with none: any thread may ask. */
 uint64_t gmt_writer_stuck_ns(const struct gmt_writer *w, uint64_t now);
+/* Whether an event the program did not wait for is the stuck write's (a
+ * stalled file system: a NOTE and one line) rather than plainly lost: the
+ * write has been under way stuck_ns, at least GPUMEMTRACE_FULL_WAIT_MS
+ * (full_wait_ns) or past the event's own deadline, and never less than
+ * GMT_STALL_MIN_NS: with FULL_WAIT_MS=0 (never wait) every write under way
+ * read as a stall ("no write for over 0 ms"), on every burst (issue 30.6). */
+enum { GMT_STALL_MIN_MS = 100 };
+int gmt_lost_to_stall(uint64_t stuck_ns, uint64_t full_wait_ns, int deadline_passed);
+/* The shortest stuck write that counts as a stall, in ms: the larger of
+ * GPUMEMTRACE_FULL_WAIT_MS and GMT_STALL_MIN_MS. */
+int gmt_stall_ms(int full_wait_ms);
 /* Writes the pending chunk. Returns 0, or -1 once writing has failed.
  * With fd_lost, and may_reopen clear, keeps it pending and returns 0. */
 int gmt_writer_flush(struct gmt_writer *w);

@@ -46,33 +46,57 @@ expect_eq "leak: active blocks at exit" "$(grep -c ' active_allocated ' d.leak)"
 # weights' 12 MiB, three 20 MiB large segments, one 2 MiB small one), the
 # tensors: the weights (12 MiB), one step's activations (4 x 3 MiB) and
 # gradients (3 x 600 KiB), 25 kept tensors of 1 MiB + 4 KiB; the rest is
-# free in the cache. Rows add up to the peak.
+# what no tensor asked for (free blocks and rounding). Rows add up to the
+# peak. total and calls: each line's tensor allocations over the history
+# (the segments' driver calls give way to them).
 "$GMT_CLI" top leak.gmt >top0.txt || fail "top"
 grep -q "PyTorch's allocator history is in the trace: --tensors" top0.txt || fail "top: no hint"
 COLUMNS=200 "$GMT_CLI" top --tensors leak.gmt >top.txt || fail "top --tensors: $(cat top.txt)"
-grep -Eq '^ +25\.1 MiB +25 +30\.1 MiB .* step \(.*history-train.py:23\)' top.txt ||
+grep -Eq '^ +25\.1 MiB +25 +30\.1 MiB +30\.1 MiB +30  step \(.*history-train.py:23\)' top.txt ||
 	fail "top --tensors: the kept tensors' line: $(cat top.txt)"
-grep -Eq "^ +23\.1 MiB +0 .*\(free in PyTorch's cache\)" top.txt || fail "top --tensors: the cache row"
-grep -Eq '^ +12\.0 MiB +1 +12\.0 MiB .*<module> \(.*history-train.py:31\)' top.txt ||
+grep -Eq '^ +12\.0 MiB +4 +0 B +360 MiB +120  .*history-train.py:21\)' top.txt ||
+	fail "top --tensors: the activations' total and calls: $(cat top.txt)"
+grep -Eq "^ +23\.1 MiB +0 .*\(PyTorch's cache: free blocks and rounding\)" top.txt || fail "top --tensors: the cache row"
+grep -Eq '^ +12\.0 MiB +1 +12\.0 MiB +12\.0 MiB +1  <module> \(.*history-train.py:31\)' top.txt ||
 	fail "top --tensors: the weights"
 "$GMT_CLI" top --tensors --json leak.gmt >top.json || fail "top --tensors --json"
 expect_eq "top --tensors: rows add up to the peak" \
 	"$(PYTHONPATH= json top.json 'sum(r["peak_bytes"] for r in d["devices"][0]["rows"])')" \
 	"$(PYTHONPATH= json top.json 'd["devices"][0]["peak_bytes"]')"
-"$GMT_CLI" top --tensors --sort total leak.gmt >/dev/null 2>&1 && fail "top --tensors --sort total: accepted"
+expect_eq "top --tensors: total calls = the history's alloc entries" \
+	"$(PYTHONPATH= json top.json 'sum(r["calls"] for r in d["devices"][0]["rows"])')" 241
+expect_eq "top --tensors: total bytes = the tensors' requests, no segment's" \
+	"$(PYTHONPATH= json top.json 'sum(r["total_bytes"] for r in d["devices"][0]["rows"])')" \
+	$((12582912 + 30 * (4 * 3145728 + 3 * 614400 + 1052672)))
+expect_eq "top --tensors --json: the cache row's basis" \
+	"$(PYTHONPATH= json top.json 'd["tensor_bytes"] + "|" + d["cache_row"]')" \
+	"requested|(PyTorch's cache: free blocks and rounding)"
+# one basis where a user compares them: top's cache row at the end is what
+# fragmentation calls no tensor asked for; its free blocks are less by the
+# tensors' rounding
+"$GMT_CLI" fragmentation --json leak.gmt >f.json || fail "fragmentation --json"
+expect_eq "top's cache row at the end = fragmentation's unrequested bytes" \
+	"$(PYTHONPATH= json top.json '[r["end_bytes"] for r in d["devices"][0]["rows"] if r["key"] == d["cache_row"]][0]')" \
+	"$(PYTHONPATH= json f.json 'd["traces"][0]["devices"][0]["framework_blocks"]["last"]["unrequested_bytes"]')"
+expect_eq "fragmentation: free blocks + the tensors' rounding = unrequested" \
+	"$(PYTHONPATH= json f.json '(lambda b: b["free_bytes"] + b["allocated_bytes"] - b["requested_bytes"] == b["unrequested_bytes"] and b["free_bytes"] < b["unrequested_bytes"])(d["traces"][0]["devices"][0]["framework_blocks"]["last"])')" True
+COLUMNS=200 "$GMT_CLI" top --tensors --sort total -n 1 leak.gmt >top-total.txt || fail "top --tensors --sort total"
+grep -Eq ' 360 MiB +120  .*history-train.py:21\)' top-total.txt ||
+	fail "top --tensors --sort total: the activations first: $(cat top-total.txt)"
+! grep -q "note: .*history begins" top.txt || fail "top --tensors: a whole history said to begin late"
 COLUMNS=200 "$GMT_CLI" summary leak.gmt >s.txt || fail "summary"
-grep -q "device 0 at its peak (74.0 MiB): 50.9 MiB in 33 tensors, 23.1 MiB free in PyTorch's cache (segments 74.0 MiB)" s.txt ||
+grep -q "device 0 at its peak (74.0 MiB): 50.9 MiB in 33 tensors (as requested), 23.1 MiB of PyTorch's cache beyond them: free blocks and rounding (segments 74.0 MiB)" s.txt ||
 	fail "summary: $(grep -A3 'allocator history' s.txt)"
 grep -q "at the end 42.1 MiB in 31 tensors" s.txt || fail "summary: the end"
 "$GMT_CLI" summary --json leak.gmt >s.json || fail "summary --json"
-expect_eq "summary json cache free at the peak" \
-	"$(PYTHONPATH= json s.json 'd["framework_history"]["devices"][0]["at_peak"]["cache_free_bytes"]')" \
+expect_eq "summary json: the cache beyond the tensors' requests at the peak" \
+	"$(PYTHONPATH= json s.json 'd["framework_history"]["devices"][0]["at_peak"]["unrequested_bytes"]')" \
 	$((74 * 1048576 - 12582912 - 4 * 3145728 - 3 * 614400 - 25 * 1052672))
 "$GMT_CLI" flamegraph --tensors --folded leak.gmt >fg.txt || fail "flamegraph --tensors"
 expect_eq "flamegraph --tensors: the peak" "$(awk '{s += $NF} END {print s}' fg.txt)" 77594624
 grep -q "step (history-train.py);(.*)\? [0-9]" fg.txt || grep -q ';step (history-train.py) [0-9]*$' fg.txt ||
 	fail "flamegraph --tensors: no tensor frame: $(cat fg.txt)"
-grep -q "(free in PyTorch's cache) [0-9]*$" fg.txt || fail "flamegraph --tensors: no cache leaf"
+grep -q "(PyTorch's cache: free blocks and rounding) [0-9]*$" fg.txt || fail "flamegraph --tensors: no cache leaf"
 
 # growth: the driver sees a few 20 MiB segments; the tensors keep exactly
 # the kept tensor per step (1 MiB + 4 KiB, as asked), on the line that keeps it
@@ -128,6 +152,9 @@ run_case plain
 grep -q 'FWSNAP .* max_entries 100 settings' d.b || fail "--history-entries: the bound"
 grep -q 'FWTRACE seq 1 dev 0 flags 0x1 gap ' d.b || fail "--history-entries: a full history is flagged"
 expect_eq "--history-entries: entries" "$(grep -cE '^ +#[0-9]+ ' d.b)" 100
+COLUMNS=400 "$GMT_CLI" top --tensors b.gmt >top-b.txt || fail "top --tensors b.gmt"
+grep -q "note: .*b.gmt: PyTorch's history begins at .*: the tensors' total and calls count from there" top-b.txt ||
+	fail "top --tensors: a late history not said: $(cat top-b.txt)"
 
 # the cudaMallocAsync backend keeps no history: said once, the program unchanged
 export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync

@@ -55,6 +55,30 @@ expect_eq "expandable: cuMemCreate" "$(grep -c 'EVENT .* cuMemCreate' d)" 3
 expect_eq "expandable: cuMemMap" "$(grep -c 'EVENT .* cuMemMap' d)" 3
 grep -q '"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"' d || fail "the allocator conf is not the run's"
 "$G" summary x.pickle | grep -q "VMM physical (cuMemCreate) *62.0 MiB" || fail "expandable: not VMM bytes"
+# the oom entry: oom and explain name it (a fraction OOM makes no driver
+# call: the history is the only witness); the program went on: caught
+"$G" oom x.pickle >o || fail "oom on a pickle: $(cat o)"
+grep -q "verdict: caught" o || fail "oom on a pickle: $(head -5 o)"
+grep -q "PyTorch raised an out-of-memory error for 128 MiB on device 0 (no driver call failed)" o ||
+	fail "oom on a pickle: the oom entry not named: $(cat o)"
+grep -q "an oom entry of the allocator's history, which goes on after it" o || fail "oom: $(cat o)"
+grep -q "asked 128 MiB, device free 3.00 MiB" o || fail "oom figures: $(cat o)"
+# the history ending in it, the device with room: the fraction's limit
+python3 - <<'PY' || fail "make the fraction oom"
+import pickle
+d = pickle.load(open("x.pickle", "rb"))
+tr = d["device_traces"][0]
+k = [i for i, e in enumerate(tr) if e["action"] == "oom"][0]
+del tr[k + 1:]
+tr[k]["device_free"] = 10 << 30
+pickle.dump(d, open("xf.pickle", "wb"))
+PY
+"$G" oom xf.pickle >o || fail "oom xf: $(cat o)"
+grep -q "verdict: limit" o || fail "fraction oom: $(head -8 o)"
+grep -q "(torch.cuda.set_per_process_memory_fraction) does so; 62.0 MiB reserved then: the limit was below 190 MiB" o || fail "fraction oom: $(cat o)"
+"$G" explain xf.pickle >o || fail "explain xf"
+grep -q "\[oom-limit, device 0\]" o || fail "explain: the fraction oom: $(head -20 o)"
+grep -q "this trace cannot show it" o && fail "explain: a history's OOMs said invisible: $(cat o)"
 python3 "$GEN" a.pickle --annotations || fail "snapgen --annotations"
 expect_eq "annotations as ranges" "$("$G" dump a.pickle | grep -c 'RANGE .*start .*"\(forward\|backward\)"')" 2
 

@@ -42,6 +42,22 @@ grep -q "at the snapshot: 3 segments, 62.0 MiB reserved, 42.0 MiB asked by live 
 "$G" replay --json s.gmt | sed 's/s\.gmt/S/' >t.json
 sed 's/s\.pickle/S/' r.json | cmp -s - t.json || fail "replay of the trace differs from the pickle's"
 
+# 1a. segment_allocs ahead of their allocs (a reordered history): the
+# segment no alloc took at once is still reserved: the recorded peak is the
+# snapshot's 62 MiB, not 60 (the 2 MiB one was lost before)
+python3 - <<'PY' || fail "reorder the pickle"
+import pickle
+d = pickle.load(open("s.pickle", "rb"))
+tr = d["device_traces"][0]
+assert [e["action"] for e in tr[:3]] == ["segment_alloc", "alloc", "segment_alloc"]
+tr[1], tr[2] = tr[2], tr[1]
+pickle.dump(d, open("ro.pickle", "wb"))
+PY
+"$G" replay ro.pickle >o || fail "replay ro: $(cat o)"
+grep -q "reserved peak: the model 62.0 MiB, recorded 62.0 MiB (exact)" o ||
+	fail "reordered segments: $(cat o)"
+grep -q "choice in 43 (100.00%)" o || fail "reordered segments: fidelity $(cat o)"
+
 # 1b. an allocator that chose otherwise: the second step's 4 MiB tensor put
 # 1 MiB into the free block, not at its start: the first divergence, named
 python3 - <<'PY' || fail "edit the pickle"
@@ -93,6 +109,46 @@ expect_eq "whatif bad conf" "$rc" 2
 grep -q "expandable_segments: 'maybe' is not True or False" e || fail "bad conf: $(cat e)"
 rc=0; "$G" whatif s.pickle --fraction 1.5 2>e || rc=$?
 expect_eq "whatif bad fraction" "$rc" 2
+
+# 4b. an OOM in the history: replay names it, says whether the run went on,
+# and whether the model (on the device size the oom entry implies) refuses
+# it too; on a larger device it does not: said, not hidden behind 100%
+python3 "$GEN" oom.pickle --oom || fail "snapgen --oom"
+"$G" replay oom.pickle >o || fail "replay oom: $(cat o)"
+grep -q "OUT OF MEMORY: the allocator refused 1 request; the first, entry 23: 128 MiB asked on stream 0 with 3.00 MiB free on the device, at step (/home/user/train.py:57)" o ||
+	fail "replay: the oom not named: $(cat o)"
+grep -q "the program went on (caught it): 1 allocation after the last" o || fail "oom, caught: $(cat o)"
+grep -q "the model, on a 65.0 MiB device (estimated from the oom entry): refuses it too: reproduced" o ||
+	fail "oom, reproduced: $(cat o)"
+"$G" replay --device-size 1GiB oom.pickle >o || fail "replay oom 1GiB"
+grep -q "serves it: NOT reproduced" o || fail "oom on 1 GiB: $(cat o)"
+"$G" replay --json oom.pickle >o.json || fail "replay --json oom"
+expect_eq "oom json request" "$(json o.json 'd["devices"][0]["recorded"]["first_oom"]["request_bytes"]')" 134217728
+expect_eq "oom json reproduced" "$(json o.json 'd["devices"][0]["model"]["ooms_recorded_too"]')" 1
+python3 - <<'PY' || fail "cut the pickle at its oom"
+import pickle
+d = pickle.load(open("oom.pickle", "rb"))
+tr = d["device_traces"][0]
+del tr[[i for i, e in enumerate(tr) if e["action"] == "oom"][0] + 1:]
+pickle.dump(d, open("oomend.pickle", "wb"))
+PY
+"$G" replay oomend.pickle >o || fail "replay oomend"
+grep -q "the history ends in it" o || fail "oom at the end: $(cat o)"
+
+# 4c. a device with segments but no entries: its end state is listed (the
+# totals are memviz's, every device's segments), no 0% fidelity for it
+python3 "$GEN" two.pickle --devices 2 || fail "snapgen --devices 2"
+python3 - <<'PY' || fail "empty device 1's history"
+import pickle
+d = pickle.load(open("two.pickle", "rb"))
+d["device_traces"][1] = []
+pickle.dump(d, open("two1.pickle", "wb"))
+PY
+"$G" replay two1.pickle >o || fail "replay two1: $(cat o)"
+grep -q "device 1: no history entries (none recorded on it, or its ring kept none): nothing to replay" o ||
+	fail "device without entries: $(cat o)"
+expect_eq "device 1's segments listed" "$(grep -c 'at the snapshot: 3 segments, 62.0 MiB reserved' o)" 2
+grep -q "device 1: 0 allocations" o && fail "device without entries: a 0% fidelity: $(cat o)"
 
 # 5. no history: a driver-only trace, an end-state-only snapshot
 python3 - <<'PY'

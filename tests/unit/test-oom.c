@@ -179,7 +179,7 @@ static void cases_then(const struct oom_result *r)
 /* The verdict over failures: the first not recovered and an OOM wins. */
 static void verdicts(void)
 {
-	struct oom_failure f[2];
+	struct oom_failure f[2] = {0};
 	struct oom_result a = {.fails = f, .nfails = 2, .fails_total = 2}, none = {0};
 	const struct oom_result *one[] = {&a}, *two[] = {&none, &a};
 	f[0].kase = OOM_NOT_AN_OOM;
@@ -219,6 +219,61 @@ static void preallocated(const struct trace *t)
 	CHECK(x.nblind == 1, "not nearly the whole peak");
 }
 
+/* One PyTorch out-of-memory error is two failed cudaMalloc calls with the
+ * cache's frees between (frameworks.md §1.4): one error, judged on its
+ * last attempt; a program that then asks for half is a second error; a
+ * program without a retrying allocator that asks again without freeing
+ * meets two errors. */
+static void retries(void)
+{
+	struct tb *b = tb_new(NULL);
+	tb_device(b, 0, "GPU 0", uuid, 16, 1000, 9, 0, 12040);
+	const uint64_t parents[] = {0}, ips[] = {0x400100};
+	tb_stack(b, 1, parents, ips);
+	tb_events_begin(b, 1, 1000);
+	TB_EVENT(b, .time_ns = 1000, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 300,
+		 .stack_id = 1); /* cached segments */
+	TB_EVENT(b, .time_ns = 1100, .api = GMT_API_cudaMalloc, .ptr = 0x2000, .size = 100,
+		 .stack_id = 1);
+	TB_EVENT(b, .time_ns = 2000, .api = GMT_API_cudaMalloc, .size = 800, .result = 2,
+		 .stack_id = 1); /* P1 */
+	TB_EVENT(b, .time_ns = 2100, .api = GMT_API_cudaFree,
+		 .ptr = 0x2000); /* release_cached_blocks */
+	TB_EVENT(b, .time_ns = 2200, .api = GMT_API_cudaMalloc, .size = 800, .result = 2,
+		 .stack_id = 1); /* P2: the same error */
+	TB_EVENT(b, .time_ns = 5000, .api = GMT_API_cudaMalloc, .size = 400, .result = 2,
+		 .stack_id = 1); /* Q1: the program halves */
+	TB_EVENT(b, .time_ns = 5100, .api = GMT_API_cudaMalloc, .size = 400, .result = 2,
+		 .stack_id = 1); /* Q2: no free, no framework */
+	tb_events_end(b);
+	tb_trailer(b, 9000, 7, 0, 1, GMT_END_EXIT);
+	const char *path = trace_file(b, "retry.gmt");
+	tb_free(b);
+	struct trace t;
+	CHECK(trace_open(&t, "retry", path) == -1, "trace_open");
+	struct oom_result r;
+	CHECK(oom_compute(&t, &r) == -1, "oom_compute");
+	CHECK(r.nfails == 4 && r.oom_calls_total == 4 && r.ooms_total == 3,
+	      "%zu failures, %" PRIu64 " errors", r.nfails, r.ooms_total);
+	if (r.nfails == 4) {
+		const struct oom_failure *p2 = &r.fails[1];
+		CHECK(r.fails[0].error == 1 && p2->error == 1 && p2->attempt == 2 &&
+			  p2->attempts == 2 && p2->first_ns == 2000 && p2->first_size == 800 &&
+			  p2->retry_freed == 100 && p2->retry_freed_count == 1,
+		      "P1, P2: one error, 100 B freed between (error %u, attempt %u of %u, "
+		      "freed %" PRIu64 ")",
+		      p2->error, p2->attempt, p2->attempts, p2->retry_freed);
+		CHECK(r.fails[2].error == 2 && r.fails[3].error == 3,
+		      "Q1 (half), Q2 (asked again, nothing freed, no framework): errors 2 and 3");
+		CHECK(r.cases[OOM_THIS_PROCESS] + r.cases[OOM_UNKNOWN] == 3, "3 errors counted");
+		const char *kase;
+		CHECK(oom_unrecovered(&r, false, 0, &kase) == 3, "check counts 3");
+	}
+	oom_free(&r);
+	trace_finish(&t);
+	trace_close(&t);
+}
+
 int main(void)
 {
 	const char *path = write_trace();
@@ -226,14 +281,21 @@ int main(void)
 	CHECK(trace_open(&t, "oom", path) == -1, "trace_open");
 	struct oom_result r;
 	CHECK(oom_compute(&t, &r) == -1, "oom_compute");
-	/* 11 failed allocations; 9 of them out of device memory (not H, I) */
-	CHECK(r.fails_total == 11 && r.nfails == 11 && r.ooms_total == 9,
-	      "%" PRIu64 " failures, %" PRIu64 " OOMs", r.fails_total, r.ooms_total);
+	/* 11 failed allocations; 9 of them out of device memory (not H, I),
+	 * as 8 errors: D1 and D2 are one back-off */
+	CHECK(r.fails_total == 11 && r.nfails == 11 && r.oom_calls_total == 9 && r.ooms_total == 8,
+	      "%" PRIu64 " failures, %" PRIu64 " OOM calls, %" PRIu64 " errors", r.fails_total,
+	      r.oom_calls_total, r.ooms_total);
 	if (r.nfails != 11)
 		return 1;
 	cases_first(&r);
 	cases_then(&r);
-	CHECK(r.cases[OOM_NOT_AN_OOM] == 4 && r.cases[OOM_RECOVERED] == 1 &&
+	CHECK(r.fails[3].error == r.fails[4].error && r.fails[3].attempt == 1 &&
+		  r.fails[4].attempt == 2 && r.fails[4].attempts == 2 && !oom_final(&r.fails[3]),
+	      "D1, D2: one error in two attempts");
+	CHECK(r.fails[1].error != r.fails[0].error && r.fails[2].error != r.fails[1].error,
+	      "A, B, C: three errors");
+	CHECK(r.cases[OOM_NOT_AN_OOM] == 3 && r.cases[OOM_RECOVERED] == 1 &&
 		  r.cases[OOM_EXCEEDS_TOTAL] == 1 && r.cases[OOM_THIS_PROCESS] == 3 &&
 		  r.cases[OOM_OTHER_PROCESSES] == 1 && r.cases[OOM_UNKNOWN] == 1,
 	      "case counts");
@@ -247,6 +309,7 @@ int main(void)
 	oom_free(&r);
 	preallocated(&t);
 	verdicts();
+	retries();
 	CHECK(trace_finish(&t) == 0, "trace_finish");
 	trace_close(&t);
 	puts(failures ? "FAIL" : "PASS");

@@ -1,6 +1,7 @@
 /* analysis/snapshot.c: the device memory live at the moment all devices
  * together peaked, and at the end, from a trace written by the test-only
- * trace builder; the kinds device memory is split into; --at parsing. */
+ * trace builder, by replaying an open trace and in one read of the file; the kinds device memory is
+ * split into; --at parsing. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +80,26 @@ int main(void)
 	expect_one("end", &s, 0, 0x3000, 50, DK_DEVICE, 1);
 	expect_one("end", &s, 1, 0x77, 400, DK_VMM, 0);
 	CHECK(trace_finish(&t) == 0, "trace_finish");
+	trace_close(&t);
+
+	/* The same in one read of the file (snapshot_live_read: flamegraph):
+	 * what was live at the end first, then what was freed after the peak,
+	 * summed per (device, stack, api) with no address. */
+	memset(&s, 0, sizeof(s));
+	CHECK(snapshot_live_read(&t, "snapshot", path, false, collect, &s, &when) == -1,
+	      "one read at the peak");
+	CHECK(when == 3000, "one read: peak at %" PRIu64 ", want 3000", when);
+	CHECK(s.n == 3, "one read: %zu live at the peak, want 3", s.n);
+	expect_one("one read, peak", &s, 0, 0x77, 400, DK_VMM, 0);
+	expect_one("one read, peak", &s, 1, 0, 100, DK_DEVICE, 0);
+	expect_one("one read, peak", &s, 2, 0, 200, DK_ASYNC, 0);
+	trace_close(&t);
+	memset(&s, 0, sizeof(s));
+	CHECK(snapshot_live_read(&t, "snapshot", path, true, collect, &s, &when) == -1,
+	      "one read at the end");
+	CHECK(when == 9000 && s.n == 2, "one read, end: %" PRIu64 ", %zu", when, s.n);
+	expect_one("one read, end", &s, 0, 0x3000, 50, DK_DEVICE, 1);
+	expect_one("one read, end", &s, 1, 0x77, 400, DK_VMM, 0);
 	trace_close(&t);
 
 	/* kinds */

@@ -1,6 +1,8 @@
-/* analysis/top.c, top's two passes, on traces written by the test-only
- * trace builder, grouped by API (keys that need no symbols): what each row
- * held at its device's peak and at the end, its total and calls and
+/* analysis/top.c, top's one read of the file (top_read_trace: counts kept
+ * per stack, the peaks' live sets from peakset) and its two passes
+ * (top_add_trace, still used by --tensors and --by range), each on the same
+ * answers, on traces written by the test-only trace builder, grouped by API (keys that need no
+ * symbols): what each row held at its device's peak and at the end, its total and calls and
  * failures; two traces adding up, with the one holding the most named;
  * and the devices' summed peaks. The answers are worked out beside each
  * event. */
@@ -45,16 +47,18 @@ static const struct trace_row *row(struct top *tp, int64_t dev, const char *key)
 	return NULL;
 }
 
-int main(void)
+static void check_top(char path[2][400], bool one_read)
 {
 	struct top tp = {0};
 	struct top_trace tt[2];
 	memset(tt, 0, sizeof(tt));
 	trace_rows_init(&tp.rows, GROUP_API, 0);
-	char path[2][400];
-	snprintf(path[0], sizeof(path[0]), "%s", write_trace("a.gmt", 8));
-	snprintf(path[1], sizeof(path[1]), "%s", write_trace("b.gmt", 2));
 	for (int i = 0; i < 2; i++) {
+		if (one_read) {
+			CHECK(top_read_trace(&tp, &tt[i], "top", path[i], NULL, false) < 0,
+			      "top_read_trace %d", i);
+			continue;
+		}
 		CHECK(trace_open(&tt[i].t, "top", path[i]) < 0, "open %d", i);
 		CHECK(top_add_trace(&tp, &tt[i]) < 0, "top_add_trace %d", i);
 	}
@@ -64,15 +68,15 @@ int main(void)
 	CHECK(m && m->v[TM_PEAK] == 30 * MiB && m->peak_allocs == 4 && m->v[TM_END] == 30 * MiB &&
 		  m->v[TM_TOTAL] == 30 * MiB && m->v[TM_CALLS] == 4 && m->failed == 2 &&
 		  m->ntraces == 2,
-	      "cudaMalloc on device 0");
+	      "cudaMalloc on device 0 (one read: %d)", one_read);
 	CHECK(c && c->v[TM_PEAK] == 40 * MiB && c->v[TM_END] == 0 && c->v[TM_TOTAL] == 40 * MiB &&
 		  c->v[TM_CALLS] == 2,
-	      "cuMemAlloc_v2 on device 0");
+	      "cuMemAlloc_v2 on device 0 (one read: %d)", one_read);
 	/* device 1: 8 MiB in trace 0, 2 MiB in trace 1: the most in trace 0 */
 	const struct trace_row *d1 = row(&tp, 1, "cudaMalloc");
 	CHECK(d1 && d1->v[TM_PEAK] == 10 * MiB && d1->max[TM_PEAK] == 8 * MiB &&
 		  d1->max_trace[TM_PEAK] == 0,
-	      "device 1");
+	      "device 1 (one read: %d)", one_read);
 	CHECK(tt[0].peak == 35 * MiB && tt[1].peak == 35 * MiB, "each trace's highest peak");
 	size_t nd;
 	struct top_dev *devs = top_devices(tt, 2, &nd);
@@ -85,5 +89,14 @@ int main(void)
 		trace_close(&tt[i].t);
 	}
 	trace_rows_free(&tp.rows);
+}
+
+int main(void)
+{
+	char path[2][400];
+	snprintf(path[0], sizeof(path[0]), "%s", write_trace("a.gmt", 8));
+	snprintf(path[1], sizeof(path[1]), "%s", write_trace("b.gmt", 2));
+	check_top(path, false);
+	check_top(path, true);
 	return failures ? 1 : 0;
 }

@@ -322,8 +322,29 @@ static void read_back(const char *path, int compressed, uint64_t ip, uint64_t no
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) != 0, "file made");
 }
 
+/* When an event the program did not wait for is the stuck write's: never a
+ * write under way for less than GMT_STALL_MIN_MS, whatever FULL_WAIT_MS
+ * says (FULL_WAIT_MS=0 called every write during a burst "a stalled file
+ * system", on the program's stderr). */
+static void stall_rule(void)
+{
+	const uint64_t ms = 1000000u;
+	CHECK(!gmt_lost_to_stall(0, 0, 1), "no write under way: not a stall");
+	CHECK(!gmt_lost_to_stall(2 * ms, 0, 1), "FULL_WAIT_MS=0, a 2 ms write: not a stall");
+	CHECK(!gmt_lost_to_stall(99 * ms, 50 * ms, 1),
+	      "FULL_WAIT_MS=50, a 99 ms write: not a stall");
+	CHECK(gmt_lost_to_stall(100 * ms, 0, 0), "FULL_WAIT_MS=0, a 100 ms write: a stall");
+	CHECK(gmt_lost_to_stall(1000 * ms, 1000 * ms, 0), "stuck FULL_WAIT_MS: a stall");
+	CHECK(!gmt_lost_to_stall(500 * ms, 1000 * ms, 0), "stuck less, own wait not over: waits");
+	CHECK(gmt_lost_to_stall(500 * ms, 1000 * ms, 1),
+	      "stuck 500 ms, own wait over: the stall's");
+	CHECK(gmt_stall_ms(0) == GMT_STALL_MIN_MS && gmt_stall_ms(1000) == 1000, "stall ms %d %d",
+	      gmt_stall_ms(0), gmt_stall_ms(1000));
+}
+
 int main(void)
 {
+	stall_rule();
 	char dir[] = "/tmp/gmt-test-writer.XXXXXX";
 	if (!mkdtemp(dir))
 		return 2;
