@@ -63,7 +63,7 @@ const struct live_dev *live_dev(const struct live *lv, int64_t ordinal)
 }
 
 static struct live_row *row_get(struct live *lv, int group, int64_t device, const char *key,
-				uint64_t stack_id)
+				uint64_t stack_id, uint32_t api)
 {
 	size_t n = strlen(key) + 48;
 	char *id = xrealloc(NULL, n);
@@ -81,6 +81,7 @@ static struct live_row *row_get(struct live *lv, int group, int64_t device, cons
 	r->device = device;
 	r->born_step = lv->steps;
 	r->stack_id = stack_id;
+	r->api = api;
 	HASH_ADD_KEYPTR(hh, lv->rows, r->id, strlen(r->id), r);
 	lv->nrows++;
 	return r;
@@ -120,9 +121,9 @@ static struct live_cache *rows_of_stack(struct live *lv, int64_t device, uint64_
 	c->k = probe.k;
 	char buf[1024];
 	trace_group_key(&lv->t, GROUP_STACK, 0, stack_id, api, buf, sizeof(buf));
-	c->site = row_get(lv, LIVE_BY_SITE, device, buf, stack_id);
+	c->site = row_get(lv, LIVE_BY_SITE, device, buf, stack_id, api);
 	trace_group_key(&lv->t, GROUP_LIBRARY, 0, stack_id, api, buf, sizeof(buf));
-	c->lib = row_get(lv, LIVE_BY_LIBRARY, device, buf, stack_id);
+	c->lib = row_get(lv, LIVE_BY_LIBRARY, device, buf, stack_id, api);
 	HASH_ADD(hh, lv->cache, k, sizeof(c->k), c);
 	return c;
 }
@@ -149,7 +150,7 @@ static void on_change(void *ctx, const struct rp_live *l, bool counted)
 	row_change(c->lib, l->size, counted);
 	char key[32];
 	snprintf(key, sizeof(key), "tid %" PRIu32, l->tid);
-	row_change(row_get(lv, LIVE_BY_THREAD, l->device, key, 0), l->size, counted);
+	row_change(row_get(lv, LIVE_BY_THREAD, l->device, key, 0, 0), l->size, counted);
 	dev_get(lv, l->device); /* made now, read after the event (apply_event) */
 }
 
@@ -331,6 +332,49 @@ static void apply_event(struct live *lv, const struct gmt_event *e)
 	lv->events++;
 }
 
+/* SYMBOL records came after the site rows were named (a process that
+ * named its frames writes them at its end): each site row is named again
+ * from its stack, rows that now share a name merge (their figures add up),
+ * and each stack is named anew as it next changes. */
+static void rename_sites(struct live *lv)
+{
+	struct live_cache *c, *ct;
+	HASH_ITER(hh, lv->cache, c, ct)
+	{
+		HASH_DEL(lv->cache, c);
+		free(c);
+	}
+	size_t n = 0;
+	struct live_row *r, *rt, **sites = xcalloc(lv->nrows ? lv->nrows : 1, sizeof(*sites));
+	HASH_ITER(hh, lv->rows, r, rt)
+	{
+		if (r->group == LIVE_BY_SITE) {
+			HASH_DEL(lv->rows, r);
+			lv->nrows--;
+			sites[n++] = r;
+		}
+	}
+	char buf[1024];
+	for (size_t i = 0; i < n; i++) {
+		r = sites[i];
+		trace_group_key(&lv->t, GROUP_STACK, 0, r->stack_id, r->api, buf, sizeof(buf));
+		struct live_row *to =
+		    row_get(lv, LIVE_BY_SITE, r->device, buf, r->stack_id, r->api);
+		to->live += r->live;
+		to->count += r->count;
+		to->at_start += r->at_start;
+		for (int k = 0; k < LIVE_STEPS; k++)
+			to->at_step[k] += r->at_step[k];
+		if (to->live == r->live && to->count == r->count) /* new: it takes r's age */
+			to->born_step = r->born_step;
+		else if (r->born_step < to->born_step)
+			to->born_step = r->born_step;
+		free(r->id);
+		free(r);
+	}
+	free(sites);
+}
+
 bool live_poll(struct live *lv)
 {
 	bool got = trace_follow(&lv->t, on_event, on_record, lv);
@@ -348,6 +392,12 @@ bool live_poll(struct live *lv)
 		apply_event(lv, e);
 	if (!got)
 		fire_steps(lv, 0, true);
+	size_t nsym = lv->t.symbols_added;
+	if (nsym != lv->nsymbols) {
+		if (lv->nsymbols || lv->nrows)
+			rename_sites(lv);
+		lv->nsymbols = nsym;
+	}
 	trace_follow_forget(&lv->t);
 	return got;
 }

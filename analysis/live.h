@@ -64,6 +64,7 @@ struct live_row {
 	uint64_t at_step[LIVE_STEPS]; /* ring by step number */
 	uint64_t born_step;	      /* steps seen when it was made: before, it held 0 */
 	uint64_t stack_id;	      /* one of its stacks (sites, libraries) */
+	uint32_t api;		      /* that stack's allocation's API */
 };
 
 struct live_dev {
@@ -117,6 +118,7 @@ struct live {
 	uint64_t newest_ns, applied_ns;
 	uint64_t events; /* applied */
 	bool started;	 /* live_set_start called */
+	size_t nsymbols; /* SYMBOL records the site rows were named with */
 	uint64_t start_time_ns;
 };
 

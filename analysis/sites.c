@@ -492,6 +492,23 @@ static bool after_operator(const char *out, size_t o)
 	       (o == 8 || out[o - 9] == ':' || out[o - 9] == ' ');
 }
 
+/* A template's arguments, g = "<...>" (n bytes): "<…>", but one function
+ * given by address (a wrapper made per function, as PyTorch's
+ * TypeError_to_NotImplemented_<&THPVariable___eq__> for `==`) keeps that
+ * function's own name: the wrapper's name alone says nothing of which. */
+static size_t fn_argument(const char *g, size_t n, char *out, size_t size, size_t o)
+{
+	size_t len = n >= 2 && g[n - 1] == '>' ? n - 2 : 0, k;
+	const char *a = g + 1;
+	if (len < 2 || a[0] != '&' || strcspn(a, "<>(), ") < len)
+		return put(out, size, o, "<\xe2\x80\xa6>", 5);
+	for (k = len; k > 1 && a[k - 1] != ':'; k--)
+		;
+	o = put(out, size, o, "<", 1);
+	o = put(out, size, o, a + k, len - k);
+	return put(out, size, o, ">", 1);
+}
+
 const char *site_short_name(const char *s, char *out, size_t size)
 {
 	static const char anon[] = "(anonymous namespace)";
@@ -510,8 +527,9 @@ const char *site_short_name(const char *s, char *out, size_t size)
 			o = put(out, size, o, s + i, e - i);
 			i = e;
 		} else if (s[i] == '<') {
-			o = put(out, size, o, "<\xe2\x80\xa6>", 5);
-			i = skip_group(s, i);
+			size_t e = skip_group(s, i);
+			o = fn_argument(s + i, e - i, out, size, o);
+			i = e;
 		} else if (s[i] == '(') {
 			i = skip_group(s, i); /* a parameter list */
 			if (strncmp(s + i, "::", 2) != 0)

@@ -65,6 +65,7 @@ struct trace_symbol *trace_add_symbol(struct trace *t, uint64_t ip, uint64_t mod
 	sym->file = xstrdup(file);
 	sym->line = line;
 	HASH_ADD(hh, t->symbols, ip, sizeof(sym->ip), sym);
+	t->symbols_added++;
 	return sym;
 }
 

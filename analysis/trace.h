@@ -152,6 +152,7 @@ struct trace {
 	struct trace_module *mods;
 	size_t nmods;
 	struct trace_symbol *symbols;
+	size_t symbols_added;	  /* SYMBOL records read so far (a follower sees it grow) */
 	struct trace_node *nodes; /* nodes[id - 1] */
 	size_t nnodes;
 	struct trace_meminfo *meminfo;

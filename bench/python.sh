@@ -8,6 +8,10 @@
 #          each allocate and free 1 MiB on the simulated CUDA, run three
 #          ways: untraced, under `gpumemtrace run` (traced, no plugin), and
 #          with the plugin; (plugin - traced) / TESTS.
+#  plugin-ab  the same tests with the plugin, alternating the build's
+#          library and LIB_B (another build's libgpumemtrace.so), each
+#          against `gpumemtrace run` with the same library: ms a test each
+#          and their ratio, per round (a change to the plugin's wait).
 # Needs build/pyvenv (scripts/python-deps.sh) or PY with pyarrow and pandas.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,8 +81,40 @@ plugin() {
 	done
 }
 
+plugin_ab() {
+	[ -f "${LIB_B:-}" ] || { echo "plugin-ab: LIB_B=path/to/libgpumemtrace.so" >&2; exit 2; }
+	mkdir -p "$work/p"
+	{
+		echo 'import ctypes'
+		echo '_rt = ctypes.CDLL("libcudart.so.13")'
+		echo 'def one():'
+		echo '    p = ctypes.c_void_p()'
+		echo '    assert _rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20)) == 0'
+		echo '    assert _rt.cudaFree(p) == 0'
+		for i in $(seq "$TESTS"); do printf 'def test_%d():\n    one()\n' "$i"; done
+	} >"$work/p/test_many.py"
+	cd "$work/p"
+	export LD_LIBRARY_PATH=$BUILD/sim PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+	local args=(-q -p no:cacheprovider -p gpumemtrace.pytest_plugin test_many.py)
+	added() { # library: ms a test the plugin adds over `run` with that library
+		local a b c d
+		a=$(now); GPUMEMTRACE_LIBRARY=$1 "$BUILD/gpumemtrace" run -q -o "$work/p/r.%p.gmt" -- "$PY" -m pytest "${args[@]}" >/dev/null; b=$(now)
+		c=$(now); GPUMEMTRACE_LIBRARY=$1 GPUMEMTRACE_OUTPUT="$work/p/g.%p.gmt" "$PY" -m pytest "${args[@]}" --gpumemtrace >/dev/null; d=$(now)
+		rm -f "$work"/p/*.gmt
+		awk -v n="$TESTS" -v a="$a" -v b="$b" -v c="$c" -v d="$d" 'BEGIN { printf "%.2f", ((d - c) - (b - a)) * 1000 / n }'
+	}
+	for r in $(seq "$ROUNDS"); do
+		local x y
+		x=$(added "$BUILD/libgpumemtrace.so")
+		y=$(added "$LIB_B")
+		awk -v x="$x" -v y="$y" -v n="$TESTS" -v l="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
+			printf "plugin-ab round: %d tests: this build %.2f ms a test, LIB_B %.2f ms a test (load %s)\n", n, x, y, l }'
+	done
+}
+
 case $what in
 reader) reader ;;
 plugin) plugin ;;
+plugin-ab) plugin_ab ;;
 *) reader; plugin ;;
 esac

@@ -36,8 +36,9 @@ P=$W/s$STEPS.pickle
 [ -f "$P" ] || python3 "$ROOT/tests/python/snapgen.py" "$P" --steps "$STEPS" || exit 1
 entries=$(python3 -c "import pickle; print(sum(len(t) for t in pickle.load(open('$P', 'rb'))['device_traces']))")
 
-# "WALL MAXRSS_KB" of a command, its output dropped
-timed() { /usr/bin/time -f "%e %M" -o "$W/time" "$@" >/dev/null 2>&1 || echo "failed: $*" >&2; cat "$W/time"; }
+# "WALL MAXRSS_KB CPU" of a command (CPU: user + system seconds, what a
+# loaded machine's scheduling does not stretch), its output dropped
+timed() { /usr/bin/time -f "%e %M %U %S" -o "$W/time" "$@" >/dev/null 2>&1 || echo "failed: $*" >&2; cat "$W/time"; }
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2)}'; }
 ratio() { echo "$1 $2" | awk '{ if ($2 > 0) printf "%.1f", $1 / $2; else print "-" }'; }
 
@@ -59,13 +60,15 @@ done
 	echo "snapshot: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)," \
 		"commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null), ROUNDS=$ROUNDS"
 	echo "stand-in: $STEPS steps, $entries entries, $(stat -c %s "$P") bytes; memviz: $MEMVIZ"
-	printf "%-13s %8s %9s\n" reader wall_s rss_mib
+	printf "%-13s %8s %9s %8s\n" reader wall_s rss_mib cpu_s
 } | tee "$OUT"
 for i in 0 1 2 3 4; do
 	w[$i]=$(cut -d' ' -f1 "$W/r$i.t" | median)
 	m[$i]=$(cut -d' ' -f2 "$W/r$i.t" | median | awk '{printf "%.1f", $1 / 1024}')
-	printf "%-13s %8s %9s\n" "${names[$i]}" "${w[$i]}" "${m[$i]}" | tee -a "$OUT"
+	c[$i]=$(awk '{printf "%.2f\n", $3 + $4}' "$W/r$i.t" | median)
+	printf "%-13s %8s %9s %8s\n" "${names[$i]}" "${w[$i]}" "${m[$i]}" "${c[$i]}" | tee -a "$OUT"
 done
 echo "memviz stats / summary: $(ratio "${w[0]}" "${w[2]}")x the time, $(ratio "${m[0]}" "${m[2]}")x the memory" | tee -a "$OUT"
 echo "memviz trace / summary: $(ratio "${w[1]}" "${w[2]}")x the time, $(ratio "${m[1]}" "${m[2]}")x the memory" | tee -a "$OUT"
 echo "memviz trace / replay:  $(ratio "${w[1]}" "${w[3]}")x the time, $(ratio "${m[1]}" "${m[3]}")x the memory" | tee -a "$OUT"
+echo "CPU seconds: memviz stats / summary $(ratio "${c[0]}" "${c[2]}")x, memviz trace / summary $(ratio "${c[1]}" "${c[2]}")x" | tee -a "$OUT"

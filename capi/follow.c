@@ -10,6 +10,7 @@
 
 #include <gpumemtrace/trace-reader.h>
 
+#include "analysis/counters.h"
 #include "analysis/replay.h"
 #include "capi/guard.h"
 #include "analysis/trace.h"
@@ -26,8 +27,24 @@ struct win {
 	uint64_t tid, start, end; /* absolute times */
 	bool closed, done;
 	uint64_t peak, live, allocs, failed, ooms;
+	bool freed; /* device memory was freed or unmapped in it (by anyone) */
 	char *sites_json;
 	char *timeline_json;
+	char *framework_json;
+};
+
+/* A framework's counters series (run --framework-counters: COUNTERS
+ * records), and its readings no open window is past yet. */
+struct fw_series {
+	char *source, *device_name;
+	int64_t device;
+	uint64_t first_ns; /* its first reading ever */
+};
+struct fw_reading {
+	uint64_t time_ns;
+	size_t series;
+	unsigned has; /* CNT_* */
+	uint64_t reserved, peak_reserved;
 };
 
 /* A thread's open ranges: which are windows (index), which not (-1). */
@@ -48,6 +65,10 @@ struct gmtr_follow {
 	size_t nthreads;
 	struct gmt_event *ev; /* events not yet behind every window */
 	size_t nev, evcap;
+	struct fw_series *fs;
+	size_t nfs;
+	struct fw_reading *fr;
+	size_t nfr, frcap;
 	char status[128];   /* three 20-digit figures and their keys */
 	bool out_of_memory; /* a poll ran out: refuse the rest */
 };
@@ -260,6 +281,105 @@ static char *timeline_end(struct timeline *tl)
 	return xmemstream_close(tl->out, &tl->buf);
 }
 
+/* The framework's counters read since the last poll, kept as readings
+ * (the trace's own copies are dropped: a long follow keeps one poll's). */
+static void take_counters(struct gmtr_follow *f)
+{
+	struct counters_set set;
+	counters_load(&f->t, &set);
+	for (size_t i = 0; i < set.n; i++) {
+		const struct counters_series *s = &set.s[i];
+		size_t k = 0;
+		while (k < f->nfs && !(strcmp(f->fs[k].source, s->source) == 0 &&
+				       strcmp(f->fs[k].device_name, s->device_name) == 0 &&
+				       f->fs[k].device == s->device))
+			k++;
+		if (k == f->nfs) {
+			f->fs = xrealloc(f->fs, (f->nfs + 1) * sizeof(*f->fs));
+			f->fs[k] = (struct fw_series){xstrdup(s->source), xstrdup(s->device_name),
+						      s->device, s->n ? s->pts[0].time_ns : 0};
+			f->nfs++;
+		}
+		for (size_t j = 0; j < s->n; j++) {
+			const struct counters_point *p = &s->pts[j];
+			if (f->nfr == f->frcap) {
+				f->frcap = f->frcap ? f->frcap * 2 : 256;
+				f->fr = xrealloc(f->fr, f->frcap * sizeof(*f->fr));
+			}
+			f->fr[f->nfr++] = (struct fw_reading){p->time_ns, k, p->has, p->reserved,
+							      p->peak_reserved};
+		}
+	}
+	counters_free(&set);
+	trace_follow_forget(&f->t);
+}
+
+/* What the framework held from the driver (reserved: its cache included)
+ * at its most while window w was open, per series, as JSON [{"source",
+ * "device", "reserved_peak", "reserved_at_start", "exact", "at_most"}...].
+ * From the readings inside the window (the pytest plugin takes one at a
+ * test's start and end) and the framework's own peak counter:
+ * - the framework started inside the window: its peak counter is the
+ *   window's (exact);
+ * - its peak counter rose between the first and the last reading: that
+ *   peak was inside the window (exact);
+ * - no device memory was freed or unmapped inside the window (by anyone):
+ *   reserved only grew, the last reading is the most (exact);
+ * - else the most read is a floor, and the peak counter at the first
+ *   reading a ceiling ("at_most"); exact when they meet. */
+static char *framework_of(struct gmtr_follow *f, const struct win *w)
+{
+	char *buf;
+	size_t len;
+	FILE *out = xmemstream(&buf, &len);
+	fputc('[', out);
+	bool any = false;
+	for (size_t k = 0; k < f->nfs; k++) {
+		const struct fw_reading *first = NULL, *last = NULL;
+		uint64_t most = 0;
+		for (size_t i = 0; i < f->nfr; i++) {
+			const struct fw_reading *r = &f->fr[i];
+			if (r->series != k || !(r->has & CNT_RESERVED) || r->time_ns < w->start ||
+			    r->time_ns > w->end)
+				continue;
+			if (!first || r->time_ns < first->time_ns)
+				first = r;
+			if (!last || r->time_ns >= last->time_ns)
+				last = r;
+			most = r->reserved > most ? r->reserved : most;
+		}
+		if (!first)
+			continue;
+		bool before = f->fs[k].first_ns < w->start;
+		bool peaks = (first->has & last->has & CNT_PEAK_RESERVED) != 0;
+		uint64_t value = most, at_most = 0;
+		bool exact = true;
+		if (!before && (last->has & CNT_PEAK_RESERVED))
+			value = last->peak_reserved > most ? last->peak_reserved : most;
+		else if (peaks && last->peak_reserved > first->peak_reserved)
+			value = last->peak_reserved;
+		else if (w->freed && !(peaks && most >= first->peak_reserved)) {
+			exact = false;
+			at_most = peaks ? first->peak_reserved : 0;
+		}
+		fputs(any ? ", {\"source\": " : "{\"source\": ", out);
+		json_cstr(out, f->fs[k].source);
+		fputs(", \"device\": ", out);
+		json_cstr(out, f->fs[k].device_name);
+		fprintf(out,
+			", \"reserved_peak\": %" PRIu64 ", \"reserved_at_start\": %" PRIu64
+			", \"exact\": %s, \"at_most\": ",
+			value, before ? first->reserved : (uint64_t)0, exact ? "true" : "false");
+		if (at_most)
+			fprintf(out, "%" PRIu64 "}", at_most);
+		else
+			fputs("null}", out);
+		any = true;
+	}
+	fputc(']', out);
+	return xmemstream_close(out, &buf);
+}
+
 static void compute(struct gmtr_follow *f, struct win *w)
 {
 	size_t n = 0;
@@ -275,6 +395,9 @@ static void compute(struct gmtr_follow *f, struct win *w)
 	for (size_t i = 0; i < n; i++) {
 		const struct gmt_event *e = &evs[i];
 		const struct api_info *a = api_lookup(e->api);
+		if (a && (a->op == GMT_OP_FREE || a->op == GMT_OP_VMM_UNMAP ||
+			  a->op == GMT_OP_POOL_TRIM))
+			w->freed = true;
 		if (a && a->op == GMT_OP_ALLOC) {
 			bool failed = gmt_failed(e->result, e->flags);
 			w->allocs += !failed;
@@ -290,6 +413,7 @@ static void compute(struct gmtr_follow *f, struct win *w)
 	uint64_t peak_seq = rp.buckets[BK_DEVICE].peak_seq;
 	replay_free(&rp);
 	w->sites_json = peak_seq ? sites_at_peak(f, evs, n, peak_seq) : xstrdup("[]");
+	w->framework_json = framework_of(f, w);
 	w->done = true;
 	free(evs);
 }
@@ -306,6 +430,11 @@ static void prune(struct gmtr_follow *f)
 		if (f->ev[i].time_ns >= keep_from)
 			f->ev[k++] = f->ev[i];
 	f->nev = k;
+	k = 0;
+	for (size_t i = 0; i < f->nfr; i++)
+		if (f->fr[i].time_ns >= keep_from)
+			f->fr[k++] = f->fr[i];
+	f->nfr = k;
 }
 
 static struct gmtr_follow *gmtr_follow_open_body(const char *path, const char *prefix, char *err,
@@ -349,6 +478,7 @@ static int64_t gmtr_follow_poll_body(struct gmtr_follow *f)
 	if (f->out_of_memory)
 		return -1;
 	trace_follow(&f->t, follow_event, follow_record, f);
+	take_counters(f);
 	for (size_t i = 0; i < f->nw; i++)
 		if (f->w[i].closed && !f->w[i].done)
 			compute(f, &f->w[i]);
@@ -389,6 +519,13 @@ GMTR_EXPORT const char *gmtr_follow_timeline_json(struct gmtr_follow *f, int64_t
 	return f->w[i].timeline_json ? f->w[i].timeline_json : "[]";
 }
 
+GMTR_EXPORT const char *gmtr_follow_framework_json(struct gmtr_follow *f, int64_t i)
+{
+	if (i < 0 || (size_t)i >= f->nw)
+		return NULL;
+	return f->w[i].framework_json ? f->w[i].framework_json : "[]";
+}
+
 GMTR_EXPORT const char *gmtr_follow_status_json(struct gmtr_follow *f)
 {
 	snprintf(f->status, sizeof(f->status),
@@ -410,7 +547,14 @@ GMTR_EXPORT void gmtr_follow_close(struct gmtr_follow *f)
 		free(f->w[i].name);
 		free(f->w[i].sites_json);
 		free(f->w[i].timeline_json);
+		free(f->w[i].framework_json);
 	}
+	for (size_t i = 0; i < f->nfs; i++) {
+		free(f->fs[i].source);
+		free(f->fs[i].device_name);
+	}
+	free(f->fs);
+	free(f->fr);
 	for (size_t i = 0; i < f->nthreads; i++)
 		free(f->threads[i].v);
 	if (f->open)

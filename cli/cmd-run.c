@@ -82,10 +82,6 @@ static const struct opt_usage usage = {.name = "run",
 				       .more = more,
 				       .stop_at_arg = true};
 
-/* --history-entries' default: PyTorch's own examples record 100000
- * (torch.cuda.memory docs, "Understanding CUDA Memory Usage"). */
-#define RUN_HISTORY_ENTRIES "100000"
-
 struct run_args {
 	const char *output, *stack_depth, *max_peak, *max_smi, *history_entries;
 	bool no_follow, quiet, allow_no_trace, allow_lost, per_tensor, framework_counters,
@@ -111,37 +107,6 @@ static int no_trace(const struct run_args *a, int status)
 	fprintf(stderr, "gpumemtrace run: no trace written (the command made no CUDA "
 			"allocation call, or the library could not write its trace)\n");
 	return 0;
-}
-
-/* --per-tensor: the switches that make each framework allocate every
- * tensor from the driver (docs/reports.md, "A per-tensor mode"). */
-static void per_tensor(void)
-{
-	static const char *const sets[][2] = {{"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"},
-					      {"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"},
-					      {"TF_GPU_ALLOCATOR", "cuda_malloc_async"}};
-	char said[600] = "";
-	size_t len = 0;
-	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
-		const char *old = getenv(sets[i][0]);
-		/* the user's own setting is replaced: say which, never silently */
-		if (old && strcmp(old, sets[i][1]) != 0 && len + 200 < sizeof(said))
-			len += (size_t)snprintf(said + len, sizeof(said) - len, "%s%s=%.60s",
-						len ? ", " : "", sets[i][0], old);
-		setenv(sets[i][0], sets[i][1], 1);
-	}
-	if (len)
-		fprintf(stderr,
-			"gpumemtrace run: --per-tensor: overrides your %s (with "
-			"PYTORCH_NO_CUDA_MEMORY_CACHING=1, XLA_PYTHON_CLIENT_ALLOCATOR=platform, "
-			"TF_GPU_ALLOCATOR=cuda_malloc_async)\n",
-			said);
-	fputs("gpumemtrace run: --per-tensor: PyTorch, JAX and TensorFlow caches off: every "
-	      "tensor gets its own stack, but the program runs slower and its peak differs "
-	      "from a cached run's\n"
-	      "gpumemtrace run: --per-tensor: CuPy has no such switch: call "
-	      "cupy.cuda.set_allocator(None) in the program\n",
-	      stderr);
 }
 
 static int parse_args(int argc, char **argv, struct run_args *a)
@@ -211,16 +176,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 				       a->max_smi);
 	if (a->output && !*a->output)
 		return say_usage_error(CMD, "--output: empty template");
-	if (a->history_entries &&
-	    opt_parse_uint(CMD, "--history-entries", a->history_entries, &v) >= 0)
-		return EXIT_USAGE;
-	if (a->history_entries && !v)
-		return say_usage_error(CMD, "--history-entries: at least 1, not 0");
-	if (a->history_entries)
-		a->framework_history = true;
-	if (a->framework_history)
-		a->framework_counters = true;
-	return -1;
+	return launch_history_args(CMD, a->history_entries, &a->framework_history,
+				   &a->framework_counters);
 }
 
 /* Runs the command; returns its status as a shell reports it. */
@@ -311,14 +268,13 @@ int cmd_run(int argc, char **argv)
 	if (helper)
 		launch_prepend_env("PYTHONPATH", helper);
 	if (a.framework_history)
-		setenv("GPUMEMTRACE_FRAMEWORK_HISTORY",
-		       a.history_entries ? a.history_entries : RUN_HISTORY_ENTRIES, 1);
+		launch_set_history(a.history_entries);
 	setenv("GPUMEMTRACE_OUTPUT", tmpl, 1);
 	setenv("GPUMEMTRACE_TRACE_LIST", list.path, 1);
 	if (a.stack_depth)
 		setenv("GPUMEMTRACE_STACK_DEPTH", a.stack_depth, 1);
 	if (a.per_tensor)
-		per_tensor();
+		launch_per_tensor(CMD);
 	int status = run_child(&a);
 	/* The report must not trace itself. */
 	unsetenv("LD_PRELOAD");

@@ -85,10 +85,10 @@ static const struct opt_usage usage = {.name = "watch",
 				       .more = more};
 
 struct watch_args {
-	const char *interval, *output, *log, *step;
+	const char *interval, *output, *log, *step, *history_entries;
 	int by, sort;
 	int64_t device;
-	bool has_device, json, once, framework_counters;
+	bool has_device, json, once, framework_counters, framework_history, per_tensor;
 	uint64_t top;
 	const char **pos;
 	int npos;
@@ -140,6 +140,13 @@ static int parse_args(int argc, char **argv, struct watch_args *a, bool tui)
 		     "(default gpumemtrace-watch.PID.log)"),
 	    OPT_BOOL("framework-counters", &a->framework_counters,
 		     "-- COMMAND: also record the framework's counters,\nas run does"),
+	    OPT_BOOL("framework-history", &a->framework_history,
+		     "-- COMMAND: also record PyTorch's allocator history,\nas run does "
+		     "(implies --framework-counters)"),
+	    OPT_STRING("history-entries", &a->history_entries, "N",
+		       "-- COMMAND: the history's bound, as run's\n(implies --framework-history)"),
+	    OPT_BOOL("per-tensor", &a->per_tensor,
+		     "-- COMMAND: turn the frameworks' caching allocators\noff, as run does"),
 	    OPT_END(),
 	};
 	const char **args;
@@ -161,6 +168,15 @@ static int parse_args(int argc, char **argv, struct watch_args *a, bool tui)
 					      : "missing TRACE, PID or -- COMMAND");
 	if (a->once && a->command)
 		return say_usage_error(CMD, "--once reads a trace or a process, not -- COMMAND");
+	if (!a->command &&
+	    (a->framework_counters || a->framework_history || a->history_entries || a->per_tensor))
+		return say_usage_error(CMD,
+				       "--framework-counters, --framework-history, "
+				       "--history-entries and --per-tensor go with -- COMMAND");
+	rc = launch_history_args(CMD, a->history_entries, &a->framework_history,
+				 &a->framework_counters);
+	if (rc >= 0)
+		return rc;
 	a->interval_ms = tui ? 1000 : 10000;
 	if (a->interval && parse_interval(a->interval, &a->interval_ms) >= 0)
 		return EXIT_USAGE;
@@ -405,10 +421,12 @@ static bool refresh(struct watch *w)
 	bool got = live_poll(&w->lv);
 	if (got && !w->started) {
 		/* catch up with what is there (a poll that finds nothing new applies
-		 * all it holds), then "since start" counts from here */
+		 * all it holds), then "since start" counts from here; from the
+		 * trace's own start when it had ended already (a finished trace:
+		 * watching began after all there is) */
 		for (int i = 0; i < 1000 && live_poll(&w->lv); i++)
 			;
-		if (!w->child)
+		if (!w->child && !w->lv.t.has_trailer)
 			live_set_start(&w->lv);
 		w->started = true;
 	}
@@ -827,6 +845,10 @@ static int start_command(struct watch *w, bool tui)
 		return EXIT_INPUT;
 	}
 	w->have_list = true;
+	if (a->per_tensor) /* here: its lines reach the terminal, not the log */
+		launch_per_tensor(CMD);
+	if (a->framework_history)
+		launch_set_history(a->history_entries);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {

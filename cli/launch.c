@@ -221,3 +221,58 @@ void launch_name_frames(const char *cmd, char *const *paths, int n)
 		trace_close(&t);
 	}
 }
+
+/* --per-tensor: the switches that make each framework allocate every
+ * tensor from the driver (docs/reports.md, "A per-tensor mode"). */
+void launch_per_tensor(const char *cmd)
+{
+	static const char *const sets[][2] = {{"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"},
+					      {"XLA_PYTHON_CLIENT_ALLOCATOR", "platform"},
+					      {"TF_GPU_ALLOCATOR", "cuda_malloc_async"}};
+	char said[600] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+		const char *old = getenv(sets[i][0]);
+		/* the user's own setting is replaced: say which, never silently */
+		if (old && strcmp(old, sets[i][1]) != 0 && len + 200 < sizeof(said))
+			len += (size_t)snprintf(said + len, sizeof(said) - len, "%s%s=%.60s",
+						len ? ", " : "", sets[i][0], old);
+		setenv(sets[i][0], sets[i][1], 1);
+	}
+	if (len)
+		fprintf(stderr,
+			"gpumemtrace %s: --per-tensor: overrides your %s (with "
+			"PYTORCH_NO_CUDA_MEMORY_CACHING=1, XLA_PYTHON_CLIENT_ALLOCATOR=platform, "
+			"TF_GPU_ALLOCATOR=cuda_malloc_async)\n",
+			cmd, said);
+	fprintf(stderr,
+		"gpumemtrace %s: --per-tensor: PyTorch, JAX and TensorFlow caches off: every "
+		"tensor gets its own stack, but the program runs slower and its peak differs "
+		"from a cached run's\n"
+		"gpumemtrace %s: --per-tensor: CuPy has no such switch: call "
+		"cupy.cuda.set_allocator(None) in the program\n",
+		cmd, cmd);
+}
+
+/* --history-entries' default: PyTorch's own examples record 100000
+ * (torch.cuda.memory docs, "Understanding CUDA Memory Usage"). */
+#define LAUNCH_HISTORY_ENTRIES "100000"
+
+int launch_history_args(const char *cmd, const char *entries, bool *history, bool *counters)
+{
+	uint64_t v = 0;
+	if (entries && opt_parse_uint(cmd, "--history-entries", entries, &v) >= 0)
+		return EXIT_USAGE;
+	if (entries && !v)
+		return say_usage_error(cmd, "--history-entries: at least 1, not 0");
+	if (entries)
+		*history = true;
+	if (*history)
+		*counters = true;
+	return -1;
+}
+
+void launch_set_history(const char *entries)
+{
+	setenv("GPUMEMTRACE_FRAMEWORK_HISTORY", entries ? entries : LAUNCH_HISTORY_ENTRIES, 1);
+}

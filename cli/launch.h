@@ -34,6 +34,15 @@ int launch_list_create(const char *cmd, struct launch_list *l);
 char **launch_list_read(const char *cmd, struct launch_list *l, int *n, bool *missing);
 /* A `run` inside a `run`: the outer one's list gets our traces too. */
 void launch_list_forward(const char *outer, char *const *paths, int n);
+/* --per-tensor: the switches that turn the frameworks' caching allocators
+ * off (every tensor a driver call with its own stack); says what it
+ * overrides, on stderr. */
+void launch_per_tensor(const char *cmd);
+/* --history-entries N (implies --framework-history, which implies
+ * --framework-counters): -1, or the exit code after the error line. */
+int launch_history_args(const char *cmd, const char *entries, bool *history, bool *counters);
+/* GPUMEMTRACE_FRAMEWORK_HISTORY for the helper: entries, or the default. */
+void launch_set_history(const char *entries);
 /* The frames of the traces named into them once their command has ended
  * (outside the traced processes), so they read with names anywhere. */
 void launch_name_frames(const char *cmd, char *const *paths, int n);

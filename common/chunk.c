@@ -1,8 +1,6 @@
 /* One chunk's frame: see chunk.h. */
 #include "common/chunk.h"
 
-#include <stdlib.h>
-
 #include "common/codec.h"
 #include "gpumemtrace/format.h"
 
@@ -20,21 +18,6 @@ size_t gmt_chunk_compress(const struct gmt_zstd *z, ZSTD_CCtx *cctx, int level, 
 	if (z->ZSTD_isError(z_len) || head + z_len >= n)
 		return 0;
 	return head + z_len;
-}
-
-size_t gmt_chunk_compress_to(const struct gmt_zstd *z, ZSTD_CCtx *cctx, int level, uint8_t **zbuf,
-			     size_t *zcap, const uint8_t *chunk, size_t n)
-{
-	size_t need = GMT_CHUNK_HEADER_SIZE + gmt_chunk_zbound(z, n);
-	if (need > *zcap) {
-		uint8_t *b = realloc(*zbuf, need);
-		if (!b)
-			return 0;
-		*zbuf = b;
-		*zcap = need;
-	}
-	return gmt_chunk_compress(z, cctx, level, *zbuf + GMT_CHUNK_HEADER_SIZE,
-				  chunk + GMT_CHUNK_HEADER_SIZE, n);
 }
 
 void gmt_chunk_seal(uint8_t *c, bool compressed, uint32_t len, uint32_t seq)

@@ -2,7 +2,8 @@
  * library's writer, the CLI's trace writer and the appender: a 16-byte
  * header (magic, body length, sequence number, CRC-32C of the body) before
  * the body, which is the records as they are or, compressed, the records'
- * length as a varint and one zstd frame. */
+ * length as a varint and one zstd frame. The callers own their buffers
+ * (the library never calls malloc). */
 #ifndef GMT_CHUNK_H
 #define GMT_CHUNK_H
 
@@ -21,12 +22,6 @@ size_t gmt_chunk_zbound(const struct gmt_zstd *z, size_t n);
  * plain). */
 size_t gmt_chunk_compress(const struct gmt_zstd *z, ZSTD_CCtx *cctx, int level, uint8_t *body,
 			  const uint8_t *src, size_t n);
-
-/* The same, from the records after a chunk's header room at chunk into
- * the body of *zbuf, grown with realloc to fit (a header's room first, as
- * chunk's): the body's length, or 0 (also when *zbuf cannot grow). */
-size_t gmt_chunk_compress_to(const struct gmt_zstd *z, ZSTD_CCtx *cctx, int level, uint8_t **zbuf,
-			     size_t *zcap, const uint8_t *chunk, size_t n);
 
 /* The header at c, before the len bytes of body at c + 16. */
 void gmt_chunk_seal(uint8_t *c, bool compressed, uint32_t len, uint32_t seq);

@@ -33,6 +33,9 @@ static void load(void)
 	}
 	GMT_ZSTD_FUNCS(GMT_ZSTD_SYM_)
 #undef GMT_ZSTD_SYM_
+	zstd_funcs.ZSTD_estimateCCtxSize = (size_t(*)(int))loader->sym(h, "ZSTD_estimateCCtxSize");
+	zstd_funcs.ZSTD_initStaticCCtx =
+	    (ZSTD_CCtx * (*)(void *, size_t)) loader->sym(h, "ZSTD_initStaticCCtx");
 	loaded = 1; /* kept open for the life of the process */
 }
 

@@ -35,6 +35,12 @@ struct gmt_zstd {
 #define GMT_ZSTD_PTR_(ret, name, params) ret(*name) params;
 	GMT_ZSTD_FUNCS(GMT_ZSTD_PTR_)
 #undef GMT_ZSTD_PTR_
+	/* Optional (zstd's static-linking API, exported by every libzstd.so
+	 * we know; NULL where not): a compression context in memory the
+	 * caller gives, which then never allocates (the preload library's
+	 * final flush runs where malloc may wait for good). */
+	size_t (*ZSTD_estimateCCtxSize)(int compressionLevel);
+	ZSTD_CCtx *(*ZSTD_initStaticCCtx)(void *workspace, size_t workspaceSize);
 };
 
 /* The default soname; GPUMEMTRACE_ZSTD_LIB (test-only) names another. */

@@ -56,6 +56,32 @@ static __attribute__((noinline, cold)) int not_our_process(void)
 	return getpid() != gmt_rt.pid;
 }
 
+/* flush_lock for a write on the program's thread after the final trailer
+ * (a late destructor's event). Not while the trace's write is stuck (a
+ * frozen file system) past GPUMEMTRACE_FULL_WAIT_MS (100 ms at least): the
+ * holder may be the flush thread inside that write, for good. Then 0: the
+ * event stays unwritten, and the trace ends at its last whole write, as
+ * the exit's wait leaves it. */
+static int lock_flush_late(void)
+{
+	uint64_t bound = (uint64_t)gmt_rt.set.full_wait_ms * 1000000u;
+	if (bound < 100000000u)
+		bound = 100000000u;
+	for (;;) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 1000000; /* 1 ms slices */
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		if (pthread_mutex_timedlock(&gmt_rt.flush_lock, &until) == 0)
+			return 1;
+		if (gmt_writer_stuck_ns(&gmt_rt.w, gmt_now_ns()) >= bound)
+			return 0;
+	}
+}
+
 static void *wait_for_space_(struct gmt_ring *r, size_t len)
 {
 	if (not_our_process())
@@ -68,7 +94,8 @@ static void *wait_for_space_(struct gmt_ring *r, size_t len)
 		if (st == ST_FINISHED) {
 			/* No flush thread any more: drain the rings ourselves,
 			 * with a trailer (an _exit may end us before ours). */
-			pthread_mutex_lock(&gmt_rt.flush_lock);
+			if (!lock_flush_late())
+				return NULL; /* the final write is stuck */
 			if (load_state() == ST_FINISHED)
 				gmt_flush_now_with_trailer(GMT_END_EXIT);
 			pthread_mutex_unlock(&gmt_rt.flush_lock);
@@ -118,10 +145,11 @@ static __attribute__((noinline, cold)) void flush_finished(void)
 	if (not_our_process())
 		return;
 	int cancel = gmt_nocancel_begin();
-	pthread_mutex_lock(&gmt_rt.flush_lock);
-	if (load_state() == ST_FINISHED)
-		gmt_flush_now_with_trailer(GMT_END_EXIT);
-	pthread_mutex_unlock(&gmt_rt.flush_lock);
+	if (lock_flush_late()) { /* else the final write is stuck: bounded */
+		if (load_state() == ST_FINISHED)
+			gmt_flush_now_with_trailer(GMT_END_EXIT);
+		pthread_mutex_unlock(&gmt_rt.flush_lock);
+	}
 	gmt_nocancel_end(cancel);
 }
 

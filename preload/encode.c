@@ -10,12 +10,14 @@
 #include "common/log.h"
 #include "gpumemtrace/format.h"
 #include "preload/clock.h"
+#include "preload/mem.h"
 #include "preload/modules.h"
 #include "preload/tracer.h"
 #include "preload/writer.h"
 
 #define BATCH_TARGET (64u << 10) /* close an EVENTS record at this size */
-#define STACK_BATCH  4096	 /* nodes per STACK record */
+#define COLUMN_BYTES (BATCH_TARGET + 16 * GMT_VARINT_MAX)
+#define STACK_BATCH  4096 /* nodes per STACK record */
 
 /* How long a device whose facts are incomplete waits for the rest. */
 #define DEVICE_INFO_WAIT_NS (5ull * 1000000000u)
@@ -38,9 +40,9 @@ void gmt_writer_abandon(struct gmt_writer *w)
 {
 	gmt_stacks_reset(&w->stacks);
 	gmt_writer_file_abandon(w);
-	free(w->ev);
+	gmt_mem_free(w->ev, w->ev_cap);
 	for (int i = 0; i < GMT_EV_COLUMNS; i++)
-		free(w->col[i]);
+		gmt_mem_free(w->col[i], COLUMN_BYTES);
 	memset(w, 0, sizeof *w);
 	w->fd = -1;
 }
@@ -180,19 +182,22 @@ void gmt_writer_end_batch(struct gmt_writer *w)
 static int have_columns(struct gmt_writer *w)
 {
 	for (int i = 0; i < GMT_EV_COLUMNS; i++)
-		if (!w->col[i] && !(w->col[i] = malloc(BATCH_TARGET + 16 * GMT_VARINT_MAX)))
+		if (!w->col[i] && !(w->col[i] = gmt_mem_alloc(COLUMN_BYTES)))
 			return 0;
 	return 1;
 }
 
-/* The event buffers, made on the flush thread as it starts: a process
- * that exhausts its memory later (a tight RLIMIT_AS) still has them for
- * the records its rings hold at exit. Failing here is harmless: they are
- * asked for again when needed. */
+/* The event buffers, made with the file, before the flush thread starts
+ * (setup.c): a process that exhausts its memory later (a tight
+ * RLIMIT_AS) still has them for the records its rings hold at exit. Never
+ * malloc's (preload/mem.h): a short program's exit can come before the
+ * flush thread has run at all, from a signal handler inside malloc
+ * (t-life-exit-malloc). Failing here is harmless: they are asked for
+ * again when needed. */
 void gmt_writer_reserve(struct gmt_writer *w)
 {
 	have_columns(w);
-	if (!w->ev_cap && (w->ev = malloc(BATCH_TARGET + 1024)))
+	if (!w->ev_cap && (w->ev = gmt_mem_alloc(BATCH_TARGET + 1024)))
 		w->ev_cap = BATCH_TARGET + 1024;
 }
 
@@ -227,7 +232,7 @@ static void put_event(struct gmt_writer *w, int tid, const struct gmt_raw_event 
 	}
 	if (!w->ev_cols && w->ev_len + 10 * GMT_VARINT_MAX > w->ev_cap) {
 		size_t cap = w->ev_cap ? w->ev_cap * 2 : BATCH_TARGET + 1024;
-		uint8_t *b = realloc(w->ev, cap);
+		uint8_t *b = gmt_mem_grow(w->ev, w->ev_cap, cap);
 		if (!b) {
 			w->lost++; /* out of memory: counted, never silent */
 			return;

@@ -123,7 +123,7 @@ static void drain_rings(void)
 			if (__atomic_load_n(&r->exited, __ATOMIC_ACQUIRE) &&
 			    __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == r->tail) {
 				*pp = r->next;
-				gmt_ring_free(r);
+				gmt_ring_retire(r); /* no free() here */
 			} else {
 				pp = &r->next;
 			}
@@ -398,6 +398,14 @@ static void *flusher_main(void *arg)
 		}
 		/* Pairs with the release store in ask_final_flush (life.c). */
 		uint32_t req = __atomic_exchange_n(&gmt_rt.final_req, 0, __ATOMIC_ACQUIRE);
+		if (!req) {
+			/* The cycle begins before it reads any ring's head: the
+			 * fence pairs with gmt_flush_wait's (a waiter that read
+			 * the number before this store had published its records
+			 * before this cycle's reads of head). */
+			__atomic_store_n(&gmt_rt.cycles_begun, gmt_rt.cycles + 1, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		}
 		pthread_mutex_lock(&gmt_rt.flush_lock);
 		gmt_clock_tick(); /* under the lock: fork never copies half a line */
 		if (load_state() == ST_ACTIVE) {
@@ -431,10 +439,14 @@ int gmt_flush_wait(unsigned max_ms)
 	if (load_state() != ST_ACTIVE)
 		return 1;
 	uint64_t deadline = gmt_now_ns() + max_ms * 1000000ull;
-	uint32_t start = __atomic_load_n(&gmt_rt.cycles, __ATOMIC_ACQUIRE), seen = start;
-	/* The cycle under way may have drained our ring before our last
-	 * record: the second cycle to end from now began after the call. */
-	while (seen - start < 2) {
+	/* Our records' head stores come before the read of the cycle under
+	 * way (pairs with the fence in flusher_main): the next cycle to begin
+	 * reads them, so its end is the one to wait for. (The one under way
+	 * may have drained our ring before our last record.) */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	uint32_t want = __atomic_load_n(&gmt_rt.cycles_begun, __ATOMIC_RELAXED) + 1;
+	uint32_t seen = __atomic_load_n(&gmt_rt.cycles, __ATOMIC_ACQUIRE);
+	while ((int32_t)(seen - want) < 0) {
 		uint64_t now = gmt_now_ns();
 		if (load_state() != ST_ACTIVE)
 			return 1;

@@ -1,6 +1,7 @@
 #include "preload/modules.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
@@ -8,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "preload/mem.h"
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
@@ -23,6 +26,7 @@ static struct {
 	struct gmt_module *v[MODULES_MAX];
 	uint32_t n; /* published: v[0..n) are whole (release store, acquire loads) */
 	unsigned long long seen_adds; /* dl_iterate_phdr's dlpi_adds at the last scan */
+	struct gmt_arena arena;	      /* the entries, under scan_lock */
 } mods = {.scan_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int known(uint64_t bias, uint64_t start, const char *name)
@@ -36,30 +40,63 @@ static int known(uint64_t bias, uint64_t start, const char *name)
 	return 0;
 }
 
+/* One line of /proc/self/maps at a time, with no malloc (no stdio: this
+ * runs inside dl_iterate_phdr). Returns the line's length without its
+ * newline, or -1 at the end; a line longer than the buffer is skipped. */
+struct maps_reader {
+	int fd;
+	size_t len, at;
+	char buf[PATH_MAX + 256];
+};
+
+static ssize_t maps_line(struct maps_reader *m, char **line)
+{
+	for (int skipping = 0;;) {
+		char *nl = memchr(m->buf + m->at, '\n', m->len - m->at);
+		if (nl) {
+			*line = m->buf + m->at;
+			size_t n = (size_t)(nl - *line);
+			m->at += n + 1;
+			if (!skipping)
+				return (ssize_t)n;
+			skipping = 0;
+			continue;
+		}
+		if (m->at == 0 && m->len == sizeof m->buf - 1) { /* too long */
+			skipping = 1;
+			m->len = 0;
+		} else {
+			memmove(m->buf, m->buf + m->at, m->len - m->at);
+			m->len -= m->at;
+		}
+		m->at = 0;
+		ssize_t k = read(m->fd, m->buf + m->len, sizeof m->buf - 1 - m->len);
+		if (k <= 0)
+			return -1;
+		m->len += (size_t)k;
+	}
+}
+
 /* The file the kernel has mapped at addr, from /proc/self/maps: absolute
  * whatever the working directory is now. Writes it to out; 0 on success. */
 static int mapped_file(uint64_t addr, char *out, size_t cap)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	if (!f)
+	static struct maps_reader m; /* under scan_lock; too big for the stack */
+	m.fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (m.fd < 0)
 		return -1;
-	char line[PATH_MAX + 128];
+	m.len = m.at = 0;
 	int found = -1;
-	while (found && fgets(line, sizeof line, f)) {
-		size_t len = strlen(line);
-		if (len && line[len - 1] != '\n') { /* too long: skip the rest of it */
-			int c;
-			while ((c = getc(f)) != EOF && c != '\n')
-				;
-			continue;
-		}
+	char *line;
+	ssize_t len;
+	while (found && (len = maps_line(&m, &line)) >= 0) {
+		line[len] = '\0';
 		unsigned long lo, hi;
 		int at = 0;
 		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 || !at ||
 		    addr < lo || addr >= hi)
 			continue;
 		char *path = line + at;
-		path[strcspn(path, "\n")] = '\0';
 		static const char deleted[] = " (deleted)";
 		size_t n = strlen(path), nd = sizeof deleted - 1;
 		/* [vdso], anonymous, or a file replaced since: none to open. */
@@ -68,7 +105,7 @@ static int mapped_file(uint64_t addr, char *out, size_t cap)
 		memcpy(out, path, n + 1);
 		found = 0;
 	}
-	fclose(f);
+	close(m.fd);
 	return found;
 }
 
@@ -133,17 +170,14 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	if (mods.n == MODULES_MAX)
 		return 1;
-	struct gmt_module *mod = calloc(1, sizeof *mod);
+	/* Never malloc: we hold the loader's lock (preload/mem.h). */
+	struct gmt_module *mod = gmt_arena_alloc(&mods.arena, sizeof *mod);
 	if (!mod)
 		return 1;
-	mod->path = strdup(path);
-	mod->loaded_as = loaded_as ? strdup(loaded_as) : NULL;
-	if (!mod->path || (loaded_as && !mod->loaded_as)) {
-		free(mod->path);
-		free(mod->loaded_as);
-		free(mod);
-		return 1;
-	}
+	mod->path = gmt_arena_strdup(&mods.arena, path);
+	mod->loaded_as = loaded_as ? gmt_arena_strdup(&mods.arena, loaded_as) : NULL;
+	if (!mod->path || (loaded_as && !mod->loaded_as))
+		return 1; /* what it took stays in the arena: out of memory anyway */
 	mod->id = mods.n + 1;
 	mod->load_bias = info->dlpi_addr;
 	mod->start = lo;
@@ -199,4 +233,7 @@ const struct gmt_module *gmt_modules_find(uint64_t addr)
 void gmt_modules_fork_child(void)
 {
 	pthread_mutex_init(&mods.scan_lock, NULL);
+	/* A scan the fork cut short may have left it half updated: a fresh
+	 * map for the child's entries (the old ones stay where they are). */
+	mods.arena = (struct gmt_arena){NULL, 0};
 }

@@ -17,20 +17,29 @@ static int cpu_has_prefetchw(void)
 #endif
 }
 
+/* Rings of threads gone, their buffers unmapped, kept for new threads:
+ * the flush thread retires a ring and never frees it (free() would take
+ * an allocator lock, held for good at exit by a thread a signal
+ * interrupted inside malloc: t-life-exit-malloc). Under setup_lock. */
+static struct gmt_ring *spare;
+
 struct gmt_ring *gmt_ring_new(size_t cap, int tid)
 {
 	/* Aligned as the struct's lines are meant to be: calloc's 16 bytes
 	 * put the flush thread's per-event store (last_time) in a line the
 	 * producer reads per event, ~40 ns a pair (docs/performance.md). */
-	struct gmt_ring *r = NULL;
-	if (posix_memalign((void **)&r, 64, sizeof *r) != 0)
+	struct gmt_ring *r = spare;
+	if (r)
+		spare = r->next;
+	else if (posix_memalign((void **)&r, 64, sizeof *r) != 0)
 		return NULL;
 	memset(r, 0, sizeof *r);
 	/* mmap, not malloc: the ring outlives malloc arenas torn down at exit,
 	 * and its pages are only touched as they fill. */
 	void *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED) {
-		free(r);
+		r->next = spare;
+		spare = r;
 		return NULL;
 	}
 	r->buf = buf;
@@ -45,6 +54,14 @@ void gmt_ring_free(struct gmt_ring *r)
 {
 	munmap(r->buf, r->cap);
 	free(r);
+}
+
+void gmt_ring_retire(struct gmt_ring *r)
+{
+	munmap(r->buf, r->cap);
+	r->buf = NULL;
+	r->next = spare;
+	spare = r;
 }
 
 size_t gmt_ring_drain(struct gmt_ring *r, gmt_ring_fn fn, void *ctx)

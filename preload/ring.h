@@ -129,8 +129,12 @@ struct gmt_ring {
 	uint64_t last_time __attribute__((aligned(64))); /* latest event time written */
 };
 
+/* gmt_ring_new and gmt_ring_retire: caller holds setup_lock (a new ring
+ * may be a retired one). gmt_ring_free: tests, and a fork's child. */
 struct gmt_ring *gmt_ring_new(size_t cap, int tid);
 void gmt_ring_free(struct gmt_ring *r);
+/* Unmaps its buffer and keeps the struct for gmt_ring_new: no free(). */
+void gmt_ring_retire(struct gmt_ring *r);
 
 /* How far ahead of the producer ring lines are fetched for writing. The
  * flush thread on another core last read the lines the producer is about to

@@ -212,7 +212,11 @@ void gmt_sampler_stop(int take_end)
 		gmt_note(1, "the NVML sampling thread did not stop in time: no END sample");
 		return;
 	}
-	pthread_join(smp.thread, NULL);
+	/* Out of our code: its end (glibc frees the thread's own buffers) is
+	 * not waited for, as a join would: at exit, a thread a signal
+	 * interrupted inside malloc holds that lock for good, and the join
+	 * waited for ever (t-life-exit-malloc). */
+	pthread_detach(smp.thread);
 	if (take_end && gmt_trace_started())
 		sample_all(GMT_SAMPLE_WHY_END);
 }

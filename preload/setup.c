@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "preload/clock.h"
 #include "preload/device.h"
 #include "preload/flush.h"
 #include "preload/life.h"
@@ -174,28 +175,83 @@ static int create_trace(void)
 	 * thread: there it could wait for a dlopen stuck in a constructor
 	 * while an exit or exec waits for the final flush (t-life-stuck-loader). */
 	gmt_writer_compress_init(&gmt_rt.w);
+	gmt_writer_reserve(&gmt_rt.w); /* before the flush thread: it may never run before exit */
 	return 0;
 }
 
-static void *create_trace_thread(void *result)
+/* The creation's outcome. Static: a creation stuck in I/O is left behind
+ * and may end after its caller went on. */
+enum { CREATING, CREATED, CREATION_ABANDONED };
+static struct {
+	int result;
+	uint32_t state; /* futex word */
+} creation;
+
+static void *create_trace_thread(void *arg)
 {
+	(void)arg;
 	gmt_enter(); /* nothing this thread does is the program's */
-	*(int *)result = create_trace();
+	int result = create_trace();
+	creation.result = result;
+	uint32_t was = CREATING;
+	if (__atomic_compare_exchange_n(&creation.state, &was, CREATED, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		gmt_futex_set(&creation.state, CREATED); /* wakes the caller */
+		return NULL;
+	}
+	/* Given up on (tracing is off): a file made this late would read as
+	 * a trace cut short, and nobody writes it. */
+	if (result == 0) {
+		unlink(gmt_rt.w.path);
+		close(gmt_rt.w.fd);
+	}
 	return NULL;
+}
+
+/* Waits for the creation until it is done, or until its I/O (the open, the
+ * header's write) has been stuck GPUMEMTRACE_FULL_WAIT_MS (100 ms at
+ * least): a trace on a hung network mount. Then the program goes on
+ * untraced; the thread is left in its open. Returns its result, or -2
+ * when given up on (the writer is the thread's still: not to be touched). */
+static int wait_creation(void)
+{
+	uint64_t bound = (uint64_t)gmt_rt.set.full_wait_ms * 1000000u;
+	if (bound < 100000000u)
+		bound = 100000000u;
+	for (;;) {
+		if (gmt_futex_wait_while(&creation.state, CREATING, 20) != CREATING)
+			break;
+		if (gmt_writer_stuck_ns(&gmt_rt.w, gmt_now_ns()) < bound)
+			continue;
+		uint32_t was = CREATING;
+		if (__atomic_compare_exchange_n(&creation.state, &was, CREATION_ABANDONED, 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			gmt_log("creating the trace file from '%s' took no step for %d ms (a hung "
+				"file system?); tracing is off, the program runs on",
+				gmt_rt.set.output_template, (int)(bound / 1000000u));
+			return -2;
+		}
+		break; /* it ended just now */
+	}
+	/* Pairs with the thread's release (its compare-exchange). */
+	(void)__atomic_load_n(&creation.state, __ATOMIC_ACQUIRE);
+	return creation.result;
 }
 
 /* create_trace on a short-lived thread of our own, its stack ours: the
  * calling thread's stack may be a small one of the program's (16-24 KiB
- * threads overflowed here). Where no thread can be made, on this one. */
+ * threads overflowed here), and its I/O may never return. Where no
+ * thread can be made, on this one. */
 static int create_trace_off_stack(void)
 {
 	enum { CREATE_STACK = 256 << 10 };
-	int result = -1;
 	pthread_t t;
-	if (gmt_thread_start(&t, CREATE_STACK, create_trace_thread, &result) != 0)
+	creation.result = -1;
+	__atomic_store_n(&creation.state, CREATING, __ATOMIC_RELEASE);
+	if (gmt_thread_start(&t, CREATE_STACK, create_trace_thread, NULL) != 0)
 		return create_trace();
-	pthread_join(t, NULL);
-	return result;
+	pthread_detach(t); /* never joined: it may stay in its open for good */
+	return wait_creation();
 }
 
 struct gmt_ring *gmt_ring_for_this_thread(void)
@@ -206,7 +262,9 @@ struct gmt_ring *gmt_ring_for_this_thread(void)
 		/* The process's first event creates the file, off this
 		 * thread's stack, which may be small (t-life-small-stack). */
 		int opened = create_trace_off_stack();
-		if (opened != 0) {
+		if (opened == -2) {
+			set_state(ST_OFF); /* the writer stays the stuck thread's */
+		} else if (opened != 0) {
 			gmt_writer_abandon(&gmt_rt.w);
 			set_state(ST_OFF);
 		} else if (gmt_flush_start() != 0) {

@@ -1,12 +1,17 @@
 #include "preload/stacks.h"
 
-#include <stdlib.h>
 #include <string.h>
+
+#include "preload/mem.h"
 /* Out of memory, an entry is left out of its table (and freed): the
  * tracer goes on. uthash's default exit(-1) killed the program, and from
- * the core it would now call our own exit hook. */
+ * the core it would now call our own exit hook. Its memory, like all of
+ * this table's, is never malloc's (preload/mem.h): the final flush
+ * interns stacks. */
 #define HASH_NONFATAL_OOM	 1
-#define uthash_nonfatal_oom(obj) free(obj)
+#define uthash_nonfatal_oom(obj) gmt_mem_free((obj), sizeof *(obj))
+#define uthash_malloc(sz)	 gmt_mem_alloc(sz)
+#define uthash_free(ptr, sz)	 gmt_mem_free((ptr), (sz))
 #include <uthash.h>
 
 struct edge_key {
@@ -43,7 +48,7 @@ static struct gmt_stack_memo *memo_slot(struct gmt_stacks *s, const uint64_t *ip
 {
 	if (n > MEMO_MAX_FRAMES)
 		return NULL;
-	if (!s->memo && !(s->memo = calloc(MEMO_SLOTS, sizeof *s->memo)))
+	if (!s->memo && !(s->memo = gmt_mem_alloc(MEMO_SLOTS * sizeof *s->memo)))
 		return NULL;
 	/* Call sites a few bytes apart must land apart: mix all the bits. */
 	uint64_t h = ips[0] ^ n;
@@ -79,17 +84,25 @@ static uint32_t add_node(struct gmt_stacks *s, uint32_t parent, uint64_t ip)
 {
 	if (s->n + 1 >= s->cap) {
 		uint32_t cap = s->cap ? s->cap * 2 : 4096;
-		uint32_t *p = realloc(s->parent, cap * sizeof *p);
-		if (!p)
+		/* Both or neither: a block's size is told when it is freed. */
+		uint32_t *p = gmt_mem_alloc(cap * sizeof *p);
+		uint64_t *q = gmt_mem_alloc(cap * sizeof *q);
+		if (!p || !q) {
+			gmt_mem_free(p, cap * sizeof *p);
+			gmt_mem_free(q, cap * sizeof *q);
 			return 0;
+		}
+		if (s->cap) {
+			memcpy(p, s->parent, s->cap * sizeof *p);
+			memcpy(q, s->ip, s->cap * sizeof *q);
+		}
+		gmt_mem_free(s->parent, s->cap * sizeof *p);
+		gmt_mem_free(s->ip, s->cap * sizeof *q);
 		s->parent = p;
-		uint64_t *q = realloc(s->ip, cap * sizeof *q);
-		if (!q)
-			return 0;
 		s->ip = q;
 		s->cap = cap;
 	}
-	struct gmt_edge *e = calloc(1, sizeof *e);
+	struct gmt_edge *e = gmt_mem_alloc(sizeof *e);
 	if (!e)
 		return 0;
 	uint32_t id = ++s->n;
@@ -137,7 +150,7 @@ static uint32_t intern_slow(struct gmt_stacks *s, const uint64_t *ips, unsigned 
 		if (!node)
 			return 0;
 	}
-	if (!w && (w = calloc(1, sizeof *w))) {
+	if (!w && (w = gmt_mem_alloc(sizeof *w))) {
 		w->hash = h;
 		w->leaf = node;
 		HASH_ADD(hh, s->wholes, hash, sizeof w->hash, w);
@@ -151,16 +164,16 @@ void gmt_stacks_reset(struct gmt_stacks *s)
 	HASH_ITER(hh, s->edges, e, et)
 	{
 		HASH_DEL(s->edges, e);
-		free(e);
+		gmt_mem_free(e, sizeof *e);
 	}
 	struct gmt_whole *w, *wt;
 	HASH_ITER(hh, s->wholes, w, wt)
 	{
 		HASH_DEL(s->wholes, w);
-		free(w);
+		gmt_mem_free(w, sizeof *w);
 	}
-	free(s->parent);
-	free(s->ip);
-	free(s->memo);
+	gmt_mem_free(s->parent, s->cap * sizeof *s->parent);
+	gmt_mem_free(s->ip, s->cap * sizeof *s->ip);
+	gmt_mem_free(s->memo, MEMO_SLOTS * sizeof *s->memo);
 	memset(s, 0, sizeof *s);
 }

@@ -47,6 +47,9 @@ struct gmt_runtime {
 	/* futex word: flush cycles finished (gmt_flush_wait waits for one that
 	 * began after its call) */
 	uint32_t cycles;
+	/* The number of the cycle under way (or last begun): cycles + 1 from
+	 * its start until it ends. Written by the flush thread only. */
+	uint32_t cycles_begun;
 	/* The flush thread sleeps idle: every ring's wake_at is 0. Under
 	 * setup_lock (a ring made meanwhile starts so). */
 	int rings_idle;

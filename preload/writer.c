@@ -18,6 +18,7 @@
 #include "common/codec.h"
 #include "common/log.h"
 #include "common/zstd.h"
+#include "preload/mem.h"
 #include "gpumemtrace/format.h"
 #include "preload/clock.h"
 #include "preload/real.h"
@@ -227,7 +228,20 @@ void gmt_writer_compress_init(struct gmt_writer *w)
 		gmt_note(0, text); /* written by the next drain */
 		return;
 	}
-	if ((w->cctx = z->ZSTD_createCCtx()))
+	/* Its memory mapped here, once: compressing then never allocates
+	 * (a static context), so the final flush never waits for malloc. */
+	size_t ws = z->ZSTD_estimateCCtxSize && z->ZSTD_initStaticCCtx
+			? z->ZSTD_estimateCCtxSize(ZSTD_LEVEL)
+			: 0;
+	void *mem = ws && !z->ZSTD_isError(ws) ? gmt_mem_alloc(ws) : NULL;
+	if (mem && (w->cctx = z->ZSTD_initStaticCCtx(mem, ws))) {
+		w->zws = mem;
+		w->zws_len = ws;
+	} else {
+		gmt_mem_free(mem, ws);
+		w->cctx = z->ZSTD_createCCtx();
+	}
+	if (w->cctx)
 		w->zstate = GMT_ZS_ON;
 }
 
@@ -235,8 +249,17 @@ void gmt_writer_compress_init(struct gmt_writer *w)
  * compressing fails or does not make it smaller. */
 static size_t compress_chunk(struct gmt_writer *w, size_t payload)
 {
-	return gmt_chunk_compress_to(gmt_zstd_get(&libc_dl, NULL), w->cctx, ZSTD_LEVEL, &w->zbuf,
-				     &w->zcap, w->chunk, payload);
+	const struct gmt_zstd *z = gmt_zstd_get(&libc_dl, NULL);
+	size_t need = GMT_CHUNK_HEADER_SIZE + gmt_chunk_zbound(z, payload);
+	if (need > w->zcap) {
+		uint8_t *b = gmt_mem_grow(w->zbuf, w->zcap, need); /* never malloc's */
+		if (!b)
+			return 0;
+		w->zbuf = b;
+		w->zcap = need;
+	}
+	return gmt_chunk_compress(z, w->cctx, ZSTD_LEVEL, w->zbuf + GMT_CHUNK_HEADER_SIZE,
+				  w->chunk + GMT_CHUNK_HEADER_SIZE, payload);
 }
 
 int gmt_writer_flush(struct gmt_writer *w)
@@ -320,7 +343,12 @@ static int create_exclusive(struct gmt_writer *w, const char *base)
 		}
 		/* O_EXCL never follows a symlink and never truncates; 0600: a
 		 * trace holds the command line and settings (private by default). */
+		/* Stamped like a write: an open that does not return (a hung
+		 * NFS mount) is seen by the thread waiting for the file
+		 * (setup.c), which then goes on without it. */
+		__atomic_store_n(&w->io_since, gmt_now_ns() | 1, __ATOMIC_RELEASE);
 		int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		__atomic_store_n(&w->io_since, 0, __ATOMIC_RELEASE);
 		if (fd >= 0)
 			return fd;
 		if (errno != EEXIST)
@@ -460,10 +488,13 @@ void gmt_writer_file_abandon(struct gmt_writer *w)
 	if (fd_is_ours(w, &st))
 		close(w->fd);
 	w->fd = -1;
-	if (w->cctx)
+	if (w->cctx && !w->zws)
 		gmt_zstd_get(&libc_dl, NULL)->ZSTD_freeCCtx(w->cctx);
 	w->cctx = NULL;
-	free(w->zbuf);
+	gmt_mem_free(w->zws, w->zws_len);
+	w->zws = NULL;
+	w->zws_len = 0;
+	gmt_mem_free(w->zbuf, w->zcap);
 	w->zbuf = NULL;
 	w->zcap = 0;
 	if (w->chunk)

@@ -53,7 +53,9 @@ struct gmt_writer {
 
 	int zstate;		  /* GMT_ZS_* */
 	struct ZSTD_CCtx_s *cctx; /* reused by every chunk */
-	uint8_t *zbuf;		  /* the compressed chunk, header included */
+	void *zws;		  /* its memory, when it is a static one */
+	size_t zws_len;
+	uint8_t *zbuf; /* the compressed chunk, header included */
 	size_t zcap;
 
 	/* The EVENTS record being built, one thread's batch. */

@@ -558,7 +558,8 @@ static int add_items(struct pk *p, struct pk_val *c, size_t from, size_t n)
 		rc = -1;
 		goto drop;
 	}
-	memcpy(o->v + o->n, p->st + from, n * sizeof *o->v);
+	if (n) /* an empty APPENDS/SETITEMS: o->v may still be NULL */
+		memcpy(o->v + o->n, p->st + from, n * sizeof *o->v);
 	o->n += n;
 	p->sp = from;
 	return 0;

@@ -27,6 +27,7 @@
 #define FW_SEQ		   1	/* the one snapshot an import holds */
 #define FW_SETTINGS	   32
 #define US		   1000ull
+#define META_MAX	   200 /* bytes of a user_metadata string kept */
 
 /* ---- a u64 -> u64 map: linear probing, backward-shift deletion ---- */
 
@@ -290,6 +291,8 @@ struct imp {
 	uint64_t t_start, t_end;
 	uint64_t next_handle, ranges_open, range_id;
 	struct u64map open_range; /* name hash -> open count (for END's id) */
+	char meta[META_MAX + 1];  /* the user_metadata in force ("": none) */
+	uint64_t meta_id;	  /* its range's id */
 	uint64_t inconsistent;	  /* frees and unmaps of what was not there */
 	/* the framework-history records: the end state and the settings */
 	struct fseg *fsegs;
@@ -1106,6 +1109,36 @@ static int emit_entry(struct imp *m, struct dev *d, const struct ts_entry *e, ui
 	}
 }
 
+/* torch 2.14's user metadata: the string _set_memory_metadata puts on the
+ * thread's entries opens a range (a phase, as an annotation's) until it
+ * changes; an annotate entry (_annotate_tensor) is a mark naming the
+ * tensor's address. Cut at META_MAX bytes. */
+static int emit_metadata(struct imp *m, const struct ts_entry *e, uint64_t t)
+{
+	const char *md = e->user_metadata ? e->user_metadata : "";
+	char name[META_MAX + 48];
+	if (e->annotate) {
+		if (!*md)
+			return 0;
+		snprintf(name, sizeof name, "annotate 0x%" PRIx64 ": %.*s", e->addr, META_MAX, md);
+		if (flush_frames(m) ||
+		    tw_range(&m->w, TID, t, GMT_RANGE_MARK, 0, GMT_RANGE_SRC_API, name))
+			return m->err->code ? -1 : write_failed(m);
+		return 0;
+	}
+	if (!strncmp(md, m->meta, META_MAX))
+		return 0;
+	if (flush_frames(m))
+		return m->err->code ? -1 : write_failed(m);
+	if (m->meta[0] && tw_range(&m->w, TID, t, GMT_RANGE_END, m->meta_id, GMT_RANGE_SRC_API, ""))
+		return write_failed(m);
+	snprintf(m->meta, sizeof m->meta, "%.*s", META_MAX, md);
+	if (m->meta[0] && tw_range(&m->w, TID, t, GMT_RANGE_START, m->meta_id = ++m->range_id,
+				   GMT_RANGE_SRC_API, m->meta))
+		return write_failed(m);
+	return 0;
+}
+
 static int emit_annotation(struct imp *m, const struct ts_annotation *a)
 {
 	if (!a->has_time || !a->name || !a->stage)
@@ -1206,9 +1239,18 @@ static int emit_entries(struct imp *m)
 			break;
 		if (best->t > m->t_end)
 			m->t_end = best->t;
-		rc = emit_entry(m, best, &best->item->entry, best->t);
+		rc = emit_metadata(m, &best->item->entry, best->t);
+		if (!rc)
+			rc = emit_entry(m, best, &best->item->entry, best->t);
 		if (!rc)
 			rc = advance(m, best, best == &m->dev[devs[0]]);
+	}
+	/* the metadata in force at the end: its range ends with the history */
+	if (!rc && m->meta[0]) {
+		m->meta[0] = '\0';
+		if (flush_frames(m) || tw_range(&m->w, TID, m->t_end, GMT_RANGE_END, m->meta_id,
+						GMT_RANGE_SRC_API, ""))
+			rc = m->err->code ? -1 : write_failed(m);
 	}
 	for (size_t i = 1; i < n; i++) {
 		ts_close(m->dev[devs[i]].cur);

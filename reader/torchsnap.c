@@ -208,6 +208,12 @@ static int reserve_frames(struct ts *s, size_t n)
 
 /* The frames of list `v` (a "frames" value) appended to the scratch;
  * *first is where they start. Frames that are not dicts read as "?". */
+/* The scratch's frames from off (NULL while it holds none: no NULL + 0). */
+static const struct ts_frame *frames_at(const struct ts *s, size_t off)
+{
+	return s->frames ? s->frames + off : NULL;
+}
+
 static int take_frames(struct ts *s, const struct pk_val *v, size_t *first, size_t *n)
 {
 	*first = s->nframes;
@@ -326,8 +332,8 @@ static int take_segment(struct ts *s, const struct pk_val *d)
 		o->frames.n = bn;
 	}
 	for (size_t i = 0; i < nb; i++)
-		s->blocks[i].frames.f = s->frames + (uintptr_t)s->blocks[i].frames.f;
-	g->frames.f = s->frames + first;
+		s->blocks[i].frames.f = frames_at(s, (uintptr_t)s->blocks[i].frames.f);
+	g->frames.f = frames_at(s, first);
 	g->frames.n = n;
 	g->blocks = s->blocks;
 	g->nblocks = nb;
@@ -375,6 +381,8 @@ static int take_entry(struct ts *s, const struct pk_val *d, uint64_t device, uin
 		return bad(s, "trace entry %llu of device %llu has no 'action'",
 			   (unsigned long long)index, (unsigned long long)device);
 	e->action = parse_action(a);
+	e->annotate = e->action == TS_UNKNOWN && !strcmp(a, "annotate");
+	e->user_metadata = get_str(d, "user_metadata");
 	if (e->action == TS_OOM)
 		get_u64(d, "device_free", &e->device_free);
 	else
@@ -388,7 +396,7 @@ static int take_entry(struct ts *s, const struct pk_val *d, uint64_t device, uin
 	size_t first, n;
 	if (take_frames(s, fr, &first, &n))
 		return -1;
-	e->frames.f = s->frames + first;
+	e->frames.f = frames_at(s, first);
 	e->frames.n = n;
 	return 0;
 }

@@ -95,6 +95,11 @@ struct ts_entry {
 	uint64_t time_us; /* Unix us */
 	struct ts_stack frames;
 	bool has_frames; /* the entry had a "frames" key */
+	/* torch 2.14: _set_memory_metadata's string (the thread's at the
+	 * entry), or for an "annotate" entry (_annotate_tensor: action
+	 * TS_UNKNOWN, annotate set) the annotation; NULL: none */
+	const char *user_metadata;
+	bool annotate;
 };
 
 /* allocator_settings: the allocator's configuration at snapshot time. */

@@ -65,8 +65,17 @@ int tw_open(struct tw *w, int fd, const struct tw_header *h, bool compress)
  * fails or is no smaller. */
 static size_t compress_chunk(struct tw *w, size_t payload)
 {
-	return gmt_chunk_compress_to(gmt_zstd_get(&rd_dl, NULL), w->cctx, ZSTD_LEVEL, &w->zbuf,
-				     &w->zcap, w->chunk, payload);
+	const struct gmt_zstd *z = gmt_zstd_get(&rd_dl, NULL);
+	size_t need = GMT_CHUNK_HEADER_SIZE + gmt_chunk_zbound(z, payload);
+	if (need > w->zcap) {
+		uint8_t *b = realloc(w->zbuf, need);
+		if (!b)
+			return 0;
+		w->zbuf = b;
+		w->zcap = need;
+	}
+	return gmt_chunk_compress(z, w->cctx, ZSTD_LEVEL, w->zbuf + GMT_CHUNK_HEADER_SIZE,
+				  w->chunk + GMT_CHUNK_HEADER_SIZE, payload);
 }
 
 /* Writes the pending chunk. */

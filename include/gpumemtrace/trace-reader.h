@@ -117,6 +117,14 @@ int gmtr_follow_window(struct gmtr_follow *f, int64_t i, struct gmtr_window *out
  * bytes]...] (at most 512 points: in each of 256 bins of its time the most
  * and the last value), "[]" while it is open; NULL past the last. */
 const char *gmtr_follow_timeline_json(struct gmtr_follow *f, int64_t i);
+/* JSON: what the framework held from the driver (its reserved bytes, its
+ * cache included) at its most while window i was open, from its counters
+ * (run --framework-counters): [{"source", "device", "reserved_peak",
+ * "reserved_at_start", "exact", "at_most"}...], one per framework and
+ * device read inside the window ("[]": none). exact false: reserved_peak
+ * is the most read, and at_most (null: unknown) a ceiling. NULL past the
+ * last. */
+const char *gmtr_follow_framework_json(struct gmtr_follow *f, int64_t i);
 /* JSON: {"events", "lost_events", "lost_in_children"} so far. */
 const char *gmtr_follow_status_json(struct gmtr_follow *f);
 void gmtr_follow_close(struct gmtr_follow *f);

@@ -32,6 +32,13 @@ def reader_library():
     return _find("GPUMEMTRACE_READER_LIBRARY", "lib", "libgpumemtrace-reader.so")
 
 
+def counters_helper():
+    """The framework-counters helper's folder (run --framework-counters
+    puts it first on PYTHONPATH), or None."""
+    path = os.path.join(_HERE, "_counters")
+    return path if os.path.exists(os.path.join(path, "sitecustomize.py")) else None
+
+
 def missing(what):
     return ("gpumemtrace: %s not found: this copy of the package has no native parts "
             "(install it with pip, or run make in the source tree)" % what)

@@ -31,6 +31,14 @@ NOT_TRACED = ("gpumemtrace: this kernel is not traced (CUDA must find the tracer
 REPORTS = ("summary", "explain", "top", "leaks", "growth", "oom", "fragmentation", "accounting")
 DRAWN = ("plot", "flamegraph")
 TOP = 5
+# The CLI's warning for a trace with no trailer: the kernel's trace has none
+# while the kernel runs. After a flush that took everything, it is whole up
+# to the magic's call, which this line says instead.
+_NO_TRAILER = re.compile(r"^gpumemtrace \w+: warning: .*: incomplete trace: no trailer at the end "
+                         r"\(the process was killed or is still running\); results cover what "
+                         r"was written\n?$", re.M)
+SO_FAR = ("gpumemtrace: the kernel's trace so far: it ends when the kernel does, and holds "
+          "every event up to this command\n")
 
 
 def fmt_size(n):
@@ -186,7 +194,7 @@ class Magics:
         if not self.tracer.ok:
             print(NOT_TRACED)
             return
-        self.tracer.flush(5000)
+        whole = self.tracer.flush(5000) == 0
         path = self.tracer.path()
         if path is None:
             print("gpumemtrace: no CUDA call so far: the kernel has no trace yet")
@@ -202,7 +210,7 @@ class Magics:
                 out = os.path.join(tmp, "out.svg")
                 r = subprocess.run([cli, what, *args[1:], "-o", out, path], env=env,
                                    capture_output=True, text=True, check=False)
-                sys.stderr.write(self.name_lines(r.stderr))
+                sys.stderr.write(self.name_lines(_so_far(r.stderr, whole)))
                 if r.returncode == 0 and os.path.exists(out):
                     from IPython.display import SVG, display  # pylint: disable=import-outside-toplevel
 
@@ -213,7 +221,15 @@ class Magics:
                            text=True, check=False)
         cells = self._cells()
         sys.stdout.write(self.name_lines(r.stdout, cells))
-        sys.stderr.write(self.name_lines(r.stderr, cells))
+        sys.stderr.write(self.name_lines(_so_far(r.stderr, whole), cells))
+
+
+def _so_far(err, whole):
+    """The CLI's stderr, its no-trailer warning said as what it is here."""
+    if not whole:
+        return err  # the flush did not finish: the trace may lack the latest events
+    out, n = _NO_TRAILER.subn("", err)
+    return (SO_FAR + out) if n else out
 
 
 def render_cell(tag, w, sites, points, lost):

@@ -11,7 +11,11 @@ through CUDA between the start and the end of its call (any thread), as
 the trace records them: `peak` is the most those allocations held at once,
 `left` what they still held at the end. Memory allocated before the test
 (a model fixture, a framework's cache) is not counted, and memory a
-framework hands out from its cache makes no CUDA call: see docs/pytest.md.
+framework hands out from its cache makes no CUDA call: with
+--gpumemtrace-framework-counters, `reserved` is what the framework (PyTorch,
+JAX) held from the driver at its most during the test, its cache included,
+and `--gpu-memory-limit-on reserved` puts the limits on it. See
+docs/pytest.md.
 
 The tracer must be loaded before CUDA starts, so when pytest was not
 started under it (`gpumemtrace run -- pytest ...`), the plugin restarts
@@ -66,6 +70,15 @@ def pytest_addoption(parser):
     g.addoption("--gpumemtrace-tolerance", metavar="PCT[,SIZE]", default="10%,1MiB",
                 help="a baseline regression is a peak above the baseline by more than PCT "
                 "and by more than SIZE (default 10%%,1MiB)")
+    g.addoption("--gpu-memory-limit-on", choices=("cuda", "reserved"), default="cuda",
+                help="the figure the limits and the baseline check: cuda (default: the test's "
+                "own CUDA allocations) or reserved (what the framework held from the driver "
+                "during the test, its cache included; implies "
+                "--gpumemtrace-framework-counters)")
+    g.addoption("--gpumemtrace-framework-counters", action="store_true",
+                help="also read the frameworks' own counters (PyTorch's, JAX's reserved bytes) "
+                "at each test's start and end, as `gpumemtrace run --framework-counters` "
+                "(implies --gpumemtrace)")
     g.addoption("--gpumemtrace-top", metavar="N", type=int, default=10,
                 help="rows in the final table (default 10)")
     g.addoption("--gpumemtrace-output", metavar="PATH",
@@ -74,7 +87,20 @@ def pytest_addoption(parser):
 
 def _wanted(config):
     get = config.getoption
-    return bool(get("gpumemtrace") or get("gpu_memory_limit") or get("gpumemtrace_baseline"))
+    return bool(get("gpumemtrace") or get("gpu_memory_limit") or get("gpumemtrace_baseline") or
+                get("gpumemtrace_framework_counters") or get("gpu_memory_limit_on") == "reserved")
+
+
+def _counters_wanted(get):
+    return bool(get("gpumemtrace_framework_counters", False) or
+                get("gpu_memory_limit_on", None) == "reserved")
+
+
+def _counters_helper():
+    """The framework-counters helper's reading(), when it runs in this
+    process (_counters/sitecustomize.py offers it), else None."""
+    mod = sys.modules.get("_gpumemtrace_counters")
+    return getattr(mod, "reading", None)
 
 
 def _tracer_loaded():
@@ -107,6 +133,12 @@ def _restart_traced(ns):
     env[_REEXEC] = "1"
     env["LD_PRELOAD"] = lib + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env.setdefault("NVTX_INJECTION64_PATH", lib)  # torch.cuda.nvtx ranges, as `run` does
+    if _counters_wanted(lambda k, d=None: getattr(ns, k, d)):
+        helper = _paths.counters_helper()
+        if not helper:
+            return "the framework-counters helper is not in the package"
+        env["PYTHONPATH"] = helper + (os.pathsep + env["PYTHONPATH"]
+                                      if env.get("PYTHONPATH") else "")
     if getattr(ns, "gpumemtrace_output", None):
         env["GPUMEMTRACE_OUTPUT"] = ns.gpumemtrace_output
     sys.stdout.flush()
@@ -124,7 +156,8 @@ def pytest_load_initial_conftests(early_config, parser, args):
     restart under the tracer, when the options want one."""
     ns = early_config.known_args_namespace
     want = getattr(ns, "gpumemtrace", False) or getattr(ns, "gpu_memory_limit", None) or \
-        getattr(ns, "gpumemtrace_baseline", None)
+        getattr(ns, "gpumemtrace_baseline", None) or \
+        _counters_wanted(lambda k, d=None: getattr(ns, k, d))
     if want and not _tracer_loaded() and not os.environ.get(_REEXEC):
         why = _restart_traced(ns)
         sys.stderr.write("gpumemtrace: cannot restart pytest under the tracer: %s\n" % why)
@@ -133,8 +166,9 @@ def pytest_load_initial_conftests(early_config, parser, args):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "limit_gpu_memory(size): fail the test if its GPU memory peak exceeds size "
-        "(gpumemtrace; '2GiB', '512 MiB')")
+        "markers", "limit_gpu_memory(size, on='cuda'): fail the test if its GPU memory peak "
+        "exceeds size (gpumemtrace; '2GiB', '512 MiB'; on='reserved': the framework's reserved "
+        "bytes)")
     if not _wanted(config):
         return
     plugin = GpuMemPlugin(config)
@@ -171,8 +205,17 @@ class GpuMemPlugin:
         elif self.baseline_path and not self.update:
             raise pytest.UsageError("gpumemtrace: --gpumemtrace-baseline %s: no such file (make "
                                     "it with --gpumemtrace-update-baseline)" % self.baseline_path)
+        self.on = opt("gpu_memory_limit_on")
         self.lib = None
         self.active = self._setup()
+        self.reading = _counters_helper() if self.active else None
+        if self.active and _counters_wanted(opt) and self.reading is None:
+            self.counters_why = ("the framework-counters helper is not loaded (pytest started "
+                                 "under the tracer without it: use `gpumemtrace run "
+                                 "--framework-counters -- pytest ...`)")
+            sys.stderr.write("gpumemtrace: no framework counters: %s\n" % self.counters_why)
+        else:
+            self.counters_why = "no framework counters (--gpumemtrace-framework-counters)"
 
     @staticmethod
     def _tolerance(text):
@@ -208,9 +251,13 @@ class GpuMemPlugin:
             yield
             return
         self.push(PREFIX + item.nodeid)
+        if self.reading:
+            self.reading()  # the framework's reserved bytes at the test's start
         try:
             yield
         finally:
+            if self.reading:
+                self.reading()
             self.pop()
             item.stash[_KEY] = self._measure(item.nodeid)
 
@@ -236,42 +283,74 @@ class GpuMemPlugin:
         if status["lost_events"] and not self.lost_note:
             self.lost_note = status["lost_events"]
         w["trace"] = self.path
+        fw = w.get("framework") or []
+        if fw:  # summed over frameworks and devices
+            w["reserved_bytes"] = sum(x["reserved_peak"] for x in fw)
+            w["reserved_at_start"] = sum(x["reserved_at_start"] for x in fw)
+            w["reserved_exact"] = all(x["exact"] for x in fw)
         return w
 
     def _limit_of(self, item):
+        """(bytes, how it was set, the figure it is on) or (None, None, on)."""
         mark = item.get_closest_marker("limit_gpu_memory")
         if mark is not None:
             if not mark.args:
                 raise pytest.UsageError("%s: limit_gpu_memory needs a size" % item.nodeid)
-            return parse_size(mark.args[0]), "limit_gpu_memory(%r)" % (mark.args[0],)
+            on = mark.kwargs.get("on", self.on)
+            if on not in ("cuda", "reserved"):
+                raise pytest.UsageError("%s: limit_gpu_memory(on=%r): cuda or reserved"
+                                        % (item.nodeid, on))
+            by = "limit_gpu_memory(%r%s)" % (mark.args[0],
+                                             ", on=%r" % on if "on" in mark.kwargs else "")
+            return parse_size(mark.args[0]), by, on
         if self.limit is not None:
-            return self.limit, "--gpu-memory-limit %s" % self.config.getoption("gpu_memory_limit")
-        return None, None
+            return self.limit, "--gpu-memory-limit %s" % self.config.getoption(
+                "gpu_memory_limit"), self.on
+        return None, None, self.on
+
+    @staticmethod
+    def _figure(r, on):
+        """The test's figure the checks are on, or None when not measured."""
+        return r.get("peak_bytes") if on == "cuda" else r.get("reserved_bytes")
 
     def _verdict(self, item, r):
         """The failure text, or None."""
+        limit, by, on = self._limit_of(item)
+        base = self.baseline.get(item.nodeid) if not self.update else None
         if "error" in r:
-            limit, _ = self._limit_of(item)
             if limit is not None or self.baseline:
                 return "gpumemtrace: the test's GPU memory could not be measured: %s" % r["error"]
             return None
-        limit, by = self._limit_of(item)
-        if limit is not None and r["peak_bytes"] > limit:
-            return self._explain(r, "over its limit of %s (%s)" % (fmt_size(limit), by))
-        base = self.baseline.get(item.nodeid)
-        if base is not None and not self.update:
-            b = base["peak_bytes"]
+        if (limit is not None or base is not None) and self._figure(r, on) is None:
+            return ("gpumemtrace: the test's reserved bytes could not be measured: %s"
+                    % self.counters_why)
+        value = self._figure(r, on)
+        if limit is not None and value > limit:
+            return self._explain(r, on, "over its limit of %s (%s)" % (fmt_size(limit), by))
+        key = "peak_bytes" if self.on == "cuda" else "reserved_bytes"
+        if base is not None and key in base:
+            b = base[key]
+            value = self._figure(r, self.on)
             pct, floor = self.tolerance
-            if r["peak_bytes"] > b * (1 + pct) and r["peak_bytes"] - b > floor:
-                return self._explain(r, "above its baseline of %s (%s) by more than %g%%" % (
-                    fmt_size(b), self.baseline_path, pct * 100))
+            if value > b * (1 + pct) and value - b > floor:
+                return self._explain(r, self.on, "above its baseline of %s (%s) by more than "
+                                     "%g%%" % (fmt_size(b), self.baseline_path, pct * 100))
         return None
 
     @staticmethod
-    def _explain(r, why):
-        lines = ["GPU memory: the test's allocations peaked at %s, %s"
-                 % (fmt_size(r["peak_bytes"]), why),
-                 "its allocations live at that peak, by site:"]
+    def _explain(r, on, why):
+        if on == "reserved":
+            lines = ["GPU memory: the framework's reserved bytes peaked at %s%s during the test, "
+                     "%s" % ("" if r["reserved_exact"] else "at least ",
+                             fmt_size(r["reserved_bytes"]), why),
+                     "(%s of them were reserved at its start: earlier tests' cache and fixtures; "
+                     "the test's own CUDA allocations peaked at %s)"
+                     % (fmt_size(r["reserved_at_start"]), fmt_size(r["peak_bytes"]))]
+        else:
+            lines = ["GPU memory: the test's allocations peaked at %s, %s"
+                     % (fmt_size(r["peak_bytes"]), why)]
+        lines.append("its CUDA allocations live at their peak, by site:" if r["sites"] else
+                     "it made no CUDA allocation that was live at its peak")
         here = os.getcwd() + os.sep
         for s in r["sites"][:5]:
             lines.append("  %10s  %3d alloc%s  %s" % (fmt_size(s["bytes"]), s["allocs"],
@@ -303,8 +382,8 @@ class GpuMemPlugin:
 
     def pytest_sessionfinish(self, session):
         if self.update and self.baseline_path and not hasattr(self.config, "workerinput"):
-            tests = {k: {"peak_bytes": v["peak_bytes"]} for k, v in sorted(self.results.items())
-                     if "error" not in v}
+            tests = {k: {n: v[n] for n in ("peak_bytes", "reserved_bytes") if n in v}
+                     for k, v in sorted(self.results.items()) if "error" not in v}
             with open(self.baseline_path, "w", encoding="utf-8") as f:
                 json.dump({"version": 1, "tests": tests}, f, indent=1, sort_keys=True)
                 f.write("\n")
@@ -319,17 +398,24 @@ class GpuMemPlugin:
         if not self.active and not rows:
             tr.write_line("not traced: %s" % self.why)
             return
-        rows.sort(key=lambda kv: (-kv[1]["peak_bytes"], kv[0]))
+        fw = any("reserved_bytes" in r for _, r in rows)
+        key = "peak_bytes" if self.on == "cuda" else "reserved_bytes"
+        rows.sort(key=lambda kv: (-kv[1].get(key, 0), -kv[1]["peak_bytes"], kv[0]))
         n = self.config.getoption("gpumemtrace_top")
-        tr.write_line("%10s %10s %7s  %s" % ("peak", "left", "allocs", "test"))
+        tr.write_line("%10s %10s %7s%s  %s" % ("peak", "left", "allocs",
+                                                " %11s" % "reserved" if fw else "", "test"))
         for nodeid, r in rows[:n]:
             extra = ""
             base = self.baseline.get(nodeid)
-            if base is not None:
-                extra = "  (baseline %s)" % fmt_size(base["peak_bytes"])
-            tr.write_line("%10s %10s %7d  %s%s" % (fmt_size(r["peak_bytes"]),
-                                                  fmt_size(r["live_bytes"]), r["allocs"], nodeid,
-                                                  extra))
+            if base is not None and key in base:
+                extra = "  (baseline %s)" % fmt_size(base[key])
+            res = ""
+            if fw:
+                res = " %11s" % ("-" if "reserved_bytes" not in r else (
+                    "" if r["reserved_exact"] else ">=") + fmt_size(r["reserved_bytes"]))
+            tr.write_line("%10s %10s %7d%s  %s%s" % (fmt_size(r["peak_bytes"]),
+                                                    fmt_size(r["live_bytes"]), r["allocs"], res,
+                                                    nodeid, extra))
         if len(rows) > n:
             tr.write_line("(%d more tests; --gpumemtrace-top N shows more)" % (len(rows) - n))
         for nodeid, r in errors:
@@ -339,6 +425,16 @@ class GpuMemPlugin:
         traces = sorted({r.get("trace") for _, r in rows if r.get("trace")})
         tr.write_line("peak: the most device memory a test's own CUDA allocations held at once; "
                       "left: what they still held at its end")
+        if fw:
+            tr.write_line("reserved: the most the framework held from the driver during the "
+                          "test, its cache from earlier tests included (>=: at least; memory "
+                          "was freed during the test)")
+        elif _counters_wanted(self.config.getoption):
+            tr.write_line("reserved: not measured: %s" % self.counters_why)
+        if self.config.getoption("gpu_memory_limit") or self.baseline_path:
+            tr.write_line("limits and baseline on: %s" % (
+                "the test's own CUDA allocations (peak)" if self.on == "cuda" else
+                "the framework's reserved bytes (reserved)"))
         for path in traces:
             tr.write_line("trace: %s" % path)
         if self.update and self.baseline_path:

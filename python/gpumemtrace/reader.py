@@ -89,6 +89,8 @@ def _library():
     lib.gmtr_follow_window.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(_Window)]
     lib.gmtr_follow_timeline_json.restype = ctypes.c_char_p
     lib.gmtr_follow_timeline_json.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    lib.gmtr_follow_framework_json.restype = ctypes.c_char_p
+    lib.gmtr_follow_framework_json.argtypes = [ctypes.c_void_p, ctypes.c_int64]
     lib.gmtr_follow_status_json.restype = ctypes.c_char_p
     lib.gmtr_follow_status_json.argtypes = [ctypes.c_void_p]
     lib.gmtr_follow_close.restype = None
@@ -399,7 +401,9 @@ class Follow:
                 "tid": w.tid, "start_ns": w.start_ns, "end_ns": w.end_ns,
                 "peak_bytes": w.peak_bytes, "live_bytes": w.live_bytes, "allocs": w.allocs,
                 "failed": w.failed, "ooms": w.ooms,
-                "sites": json.loads(w.sites_json.decode("utf-8", "replace"))}
+                "sites": json.loads(w.sites_json.decode("utf-8", "replace")),
+                "framework": json.loads(
+                    self._lib.gmtr_follow_framework_json(self._ptr, i).decode())}
 
     def timeline(self, name):
         """The last closed window of that name: [(ns since its start, device

@@ -137,8 +137,9 @@ _gpumemtrace() {
 		--step) COMPREPLY=(); return ;;
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--log) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+		--history-entries) COMPREPLY=(); return ;;
 		esac
-		opts="--interval -n --by --sort --device --top --step --json --once --output -o --log --framework-counters --help" ;;
+		opts="--interval -n --by --sort --device --top --step --json --once --output -o --log --framework-counters --framework-history --history-entries --per-tensor --help" ;;
 	import)
 		case $prev in
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;

@@ -199,6 +199,19 @@ PY
 rc=0
 "$GMT_CLI" watch --interval 0.2 -- sh -c 'exit 3' >x.txt 2>&1 || rc=$?
 expect_eq "a command's own status" "$rc" 3
+# run's framework switches, for -- COMMAND (issue 34): --per-tensor's
+# caches off, the history's bound, the counters helper on PYTHONPATH
+rc=0
+"$GMT_CLI" watch --interval 0.2 --per-tensor --history-entries 7 -- sh -c \
+	'echo "env: $PYTORCH_NO_CUDA_MEMORY_CACHING $XLA_PYTHON_CLIENT_ALLOCATOR $GPUMEMTRACE_FRAMEWORK_HISTORY $PYTHONPATH"' \
+	>fw.txt 2>fw.err || rc=$?
+expect_eq "watch --per-tensor --history-entries" "$rc" 0
+grep -Eq "^env: 1 platform 7 [^ ]*counters" fw.txt || fail "the framework switches: $(cat fw.txt)"
+grep -q "gpumemtrace watch: --per-tensor: PyTorch, JAX and TensorFlow caches off" fw.err ||
+	fail "--per-tensor says what it turns off: $(cat fw.err)"
+rc=0
+"$GMT_CLI" watch --per-tensor "$t" >x.txt 2>err.txt || rc=$?
+expect_eq "--per-tensor with a trace" "$rc" 2
 rm -f gpumemtrace.*.gmt
 
 # ---- a PID; then the process killed: the trace stops growing --------------
@@ -282,4 +295,16 @@ expect_eq "bad interval" "$rc" 2
 rc=0
 "$GMT_CLI" watch --once -- true >x.txt 2>err.txt || rc=$?
 expect_eq "--once with a command" "$rc" 2
+
+# ---- a finished trace named in its process, read elsewhere ------------------
+# Its SYMBOL records come at its end, after the events: the sites are named
+# as leaks names them (not module+offset), and "vs start" counts from the
+# trace's start (it had ended before the watch began), so it is the live
+# bytes, and the leak suspect names the site too.
+v=$TESTS_DIR/verdicts/traces/torch-async.leak-mid.gmt
+"$GMT_CLI" watch --once "$v" >fin.txt 2>fin.err || fail "watch --once a finished trace: $(cat fin.err)"
+grep -Eq "^ +281 MiB +\+281 MiB .*torch_malloc \(tests/emu/torch-alloc\.c:200\)" fin.txt ||
+	fail "a finished trace: names or vs start: $(cat fin.txt)"
+grep -q "leak suspect on GPU 0: .* most at torch_malloc (tests/emu/torch-alloc.c:200)" fin.txt ||
+	fail "a finished trace: the leak suspect's site: $(cat fin.txt)"
 echo "ok"

@@ -58,4 +58,18 @@ grep -q '^pairs=' out.txt || fail "exit: the program's output was lost"
 t=$(the_trace)
 $GMT_CLI summary "$t" >/dev/null 2>err.txt || true
 grep -q "incomplete" err.txt || fail "exit: the trace does not read as incomplete: $(cat err.txt)"
+
+# a late destructor's events (liblate.so, after the tracer's destructor)
+# while the final flush's write is stuck: each waits for it at most
+# GPUMEMTRACE_FULL_WAIT_MS in all, then goes unwritten (before: the
+# destructor waited for flush_lock, held by the stuck writer, for ever)
+rm -f gpumemtrace.*.gmt
+rc=0
+GPUMEMTRACE_FULL_WAIT_MS=100 GPUMEMTRACE_SAMPLE_MS=0 timeout 30 env LD_PRELOAD="$preload" \
+	LD_LIBRARY_PATH="$SIM_DIR:$PROG_DIR" "$P-late" late >out.txt 2>err.txt || rc=$?
+expect_eq "late: exit (124: hung)" $rc 0
+expect_eq "late: output" "$(cat out.txt)" "pairs=20"
+t=$(the_trace)
+$GMT_CLI summary "$t" >/dev/null 2>err.txt || true
+grep -q "incomplete" err.txt || fail "late: the trace does not read as incomplete: $(cat err.txt)"
 echo ok

@@ -82,6 +82,30 @@ grep -q "this trace cannot show it" o && fail "explain: a history's OOMs said in
 python3 "$GEN" a.pickle --annotations || fail "snapgen --annotations"
 expect_eq "annotations as ranges" "$("$G" dump a.pickle | grep -c 'RANGE .*start .*"\(forward\|backward\)"')" 2
 
+# torch 2.14's user metadata (_set_memory_metadata: a range while it holds,
+# a phase) and annotate entries (_annotate_tensor: a mark naming the tensor)
+python3 - <<'PY' || fail "make the metadata pickle"
+import pickle
+d = pickle.load(open("s4.pickle", "rb"))
+tr = d["device_traces"][0]
+n = len(tr)
+for i, e in enumerate(tr):
+    e["user_metadata"] = "warmup" if i < n // 2 else "train step"
+a = [e for e in tr if e["action"] == "alloc"][1]
+tr.insert(n - 1, {"action": "annotate", "addr": a["addr"], "size": 0, "stream": 0,
+                  "time_us": tr[n - 2]["time_us"] + 1, "user_metadata": "packed for backward"})
+pickle.dump(d, open("md.pickle", "wb"))
+PY
+"$G" dump md.pickle >d || fail "dump md"
+grep -q 'RANGE .* start id 1 source api text "warmup"' d || fail "metadata range: $(grep RANGE d)"
+grep -q 'RANGE .* start id 2 source api text "train step"' d || fail "metadata change: $(grep RANGE d)"
+expect_eq "metadata ranges closed" "$(grep -c 'RANGE .* end id' d)" 2
+grep -q 'RANGE .* mark id 0 source api text "annotate 0x7f0002200000: packed for backward"' d ||
+	fail "annotate mark: $(grep RANGE d)"
+"$G" summary md.pickle | grep -qE '^  warmup +3 +62.0 MiB' || fail "metadata phase: $("$G" summary md.pickle | grep -A4 ^phases)"
+"$G" export --format chrome-json -o md.json md.pickle || fail "export md"
+grep -q '"annotate 0x7f0002200000: packed for backward"' md.json || fail "annotate not in the export"
+
 # 4. import: the same trace, 0600, written whole
 "$G" import s4.pickle -o s4.gmt || fail "import"
 expect_eq "import mode" "$(stat -c %a s4.gmt)" 600

@@ -91,6 +91,29 @@ life-progs: $(PROG_DIR)/stallwrite
 $(PROG_DIR)/stallwrite: tests/progs/stallwrite.c common/cuda-types.h | sim
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -rdynamic $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13
+# The same with liblate.so linked in: its destructor's events come after the
+# final flush, whose write is stuck (stallwrite late).
+life-progs: $(PROG_DIR)/stallwrite-late
+$(PROG_DIR)/stallwrite-late: tests/progs/stallwrite.c common/cuda-types.h $(PROG_DIR)/liblate.so | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DSTALL_LATE -rdynamic $< -o $@ -L$(PROG_DIR) -Wl,--no-as-needed -llate -Wl,--as-needed \
+		-L$(SIM_DIR) -l:libcudart.so.13 -ldl $(SAN_LDFLAGS)
+
+# The trace file's creation stuck in open() (t-life-stall-open): it defines
+# open, which the tracer's calls reach (-rdynamic).
+life-progs: $(PROG_DIR)/stallopen
+$(PROG_DIR)/stallopen: tests/progs/stallopen.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic $< -o $@ -L$(SIM_DIR) -l:libcudart.so.13 -lpthread
+
+# exit() from a signal handler that interrupted malloc (t-life-exit-malloc):
+# it defines the allocator, which the tracer's calls reach (-rdynamic).
+# Never a sanitizer build: it replaces the allocator.
+life-progs: $(PROG_DIR)/exitmalloc
+$(PROG_DIR)/exitmalloc: tests/progs/exitmalloc.c common/cuda-types.h | sim
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fsanitize%,$(ALL_CFLAGS)) -rdynamic $< -o $@ -L$(SIM_DIR) \
+		-l:libcudart.so.13 -lpthread
 
 # Killed with no exit path run, GAP_MS after its last event (t-flush-latency).
 KILLAFTER := $(PROG_DIR)/killafter

@@ -12,7 +12,13 @@
  *   full N: makes N more cudaMalloc/cudaFree pairs while the write is
  *          stuck (far more than a ring holds), then releases it.
  *   exit:  exits (status 0) while the write is stuck, never releasing it.
+ *   late:  (stallwrite-late, linked with liblate.so, whose destructor runs
+ *          after the tracer's and makes CUDA calls) 10 pairs, then exits:
+ *          a destructor of the program, after every atexit handler, arms
+ *          the stall, so the final flush's write sticks and liblate's
+ *          events come after the final trailer.
  * Prints "pairs=P" (this process's pairs) on stdout before it ends. */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +61,24 @@ ssize_t write(int fd, const void *buf, size_t n)
 	}
 	return __write(fd, buf, n);
 }
+
+#ifdef STALL_LATE
+static int late_mode;
+
+/* The program's destructors run after every atexit handler and before
+ * the tracer's. What the atexit handlers recorded is written first
+ * (gpumemtrace_flush_v1), so the flush thread's next write is the final
+ * flush's. */
+__attribute__((destructor)) static void arm_final(void)
+{
+	if (!late_mode)
+		return;
+	int (*flush)(unsigned) = (int (*)(unsigned))dlsym(RTLD_DEFAULT, "gpumemtrace_flush_v1");
+	if (flush)
+		flush(5000);
+	__atomic_store_n(&armed, getpid(), __ATOMIC_SEQ_CST);
+}
+#endif
 
 static void churn(long n)
 {
@@ -113,8 +137,13 @@ int main(int argc, char **argv)
 		churn(10);
 	} else if (!strcmp(mode, "exit")) {
 		stall();
+#ifdef STALL_LATE
+	} else if (!strcmp(mode, "late")) {
+		late_mode = 1;
+		churn(10);
+#endif
 	} else {
-		fprintf(stderr, "usage: stallwrite fork|full N|exit\n");
+		fprintf(stderr, "usage: stallwrite fork|full N|exit|late\n");
 		return 2;
 	}
 	printf("pairs=%ld\n", pairs);

@@ -111,6 +111,11 @@ def test_cell_magic(gmt, jupyter):
     html = [o for o in cell.outputs if o.output_type == "display_data"][0].data["text/html"]
     assert "<svg" in html and "96.0 MiB" in html
     assert "96.0 MiB" in text_of(summary)  # its peak
+    # the kernel runs, so its trace has no trailer: said as what it is, not
+    # as the CLI's warning for a killed process's trace
+    for c in (summary, explain):
+        assert "incomplete trace: no trailer" not in text_of(c), text_of(c)
+        assert "the kernel's trace so far" in text_of(c), text_of(c)
     assert text_of(explain).strip()
     assert any("image/svg+xml" in o.get("data", {}) for o in plot.outputs)
     assert gmt.lib in text_of(preload)  # the kernel itself is traced

@@ -120,6 +120,84 @@ def test_b():
     assert line.split()[:2] == ["8.0", "MiB"], line
 
 
+def test_each_test_is_measured_after_one_flush(pytester, run, monkeypatch):
+    """With the periodic flush a minute away, only the plugin's wait
+    (gpumemtrace_flush_v1) writes each test's events: every test's own
+    allocation is in the file when it is measured (a wait that returned
+    before the cycle that read the test's last record would leave its
+    range out, or its peak short)."""
+    monkeypatch.setenv("GPUMEMTRACE_FLUSH_MS", "60000")
+    pytester.makepyfile(test_many=CUDA + '''
+@pytest.mark.parametrize("k", range(1, 61))
+def test_k(k):
+    free(alloc(k * MiB))
+''')
+    r = run("--gpumemtrace", "--gpumemtrace-top", "100")
+    r.assert_outcomes(passed=60)
+    assert "not measured" not in r.stdout.str()
+    rows = {x.split()[-1]: x.split()[:2] for x in r.stdout.lines if "test_many.py::test_k[" in x}
+    assert len(rows) == 60
+    for k in range(1, 61):
+        assert rows["test_many.py::test_k[%d]" % k] == ["%.1f" % k, "MiB"], rows
+
+
+TORCH = '''
+import pytest
+import torch  # tests/python/standins: a caching allocator on the simulated CUDA
+
+MiB = 1 << 20
+'''
+
+
+def test_reserved_counts_the_frameworks_cache(pytester, gmt, run, monkeypatch):
+    """--gpumemtrace-framework-counters: a test that reuses the cache an
+    earlier test left makes no CUDA call (peak 0) but the framework held
+    its reserved bytes meanwhile; a limit on reserved fails it, naming
+    what was reserved at its start."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([
+        os.path.join(gmt.root, "python"), os.path.join(gmt.root, "tests", "python", "standins")]))
+    pytester.makepyfile(test_fw=TORCH + '''
+def test_fills():
+    torch.cuda.del_(torch.cuda.empty(64 * MiB))   # back into the cache
+
+@pytest.mark.limit_gpu_memory("32 MiB", on="reserved")
+def test_reuses():
+    torch.cuda.del_(torch.cuda.empty(48 * MiB))   # from the cache: no CUDA call
+
+@pytest.mark.limit_gpu_memory("32 MiB")
+def test_reuses_cuda_limit():
+    torch.cuda.del_(torch.cuda.empty(48 * MiB))
+''')
+    r = run("--gpumemtrace-framework-counters")
+    r.assert_outcomes(passed=2, failed=1)
+    out = r.stdout.str()
+    rows = {x.split()[-1]: x.split() for x in r.stdout.lines if "test_fw.py::" in x
+            and x.split()[0][0].isdigit()}
+    # the block went back into the cache: the segment is still live
+    assert rows["test_fw.py::test_fills"][:6] == ["64.0", "MiB", "64.0", "MiB", "1", "64.0"], rows
+    assert rows["test_fw.py::test_reuses_cuda_limit"][:6] == ["0", "B", "0", "B", "0", "64.0"]
+    assert "reserved bytes peaked at 64.0 MiB during the test, over its limit of 32.0 MiB " \
+        "(limit_gpu_memory('32 MiB', on='reserved'))" in out, out
+    assert "(64.0 MiB of them were reserved at its start" in out, out
+    assert "reserved: the most the framework held from the driver during the test" in out
+
+
+def test_reserved_limit_needs_counters(pytester, gmt, run):
+    """A limit on reserved with no counters helper (under `gpumemtrace
+    run` without --framework-counters) fails the test, never passes it."""
+    pytester.makepyfile(test_nc=CUDA + '''
+@pytest.mark.limit_gpu_memory("32 MiB", on="reserved")
+def test_x():
+    free(alloc(1 * MiB))
+''')
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    r = subprocess.run([gmt.cli, "run", "-q", "--", sys.executable, "-m", "pytest", "-p",
+                        "gpumemtrace.pytest_plugin", "-p", "no:cacheprovider", "--gpumemtrace"],
+                       cwd=str(pytester.path), env=env, capture_output=True, text=True)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "reserved bytes could not be measured" in r.stdout, r.stdout
+
+
 def test_baseline_gate(pytester, run):
     body = CUDA + '''
 def test_grows():

@@ -33,7 +33,11 @@ if fw == "fork":  # torch set up, then a child that keeps using it
     pid = os.fork()
     if pid == 0:
         child = torch.cuda.empty(2 * MiB)
-        wait_readings(torch.cuda, base)
+        # One reading more than asked: the helper's thread records a
+        # reading after its memory_stats() call and before its next one,
+        # so the one before the last counted is in the trace before
+        # os._exit (waiting for the last one itself lost it under load).
+        wait_readings(torch.cuda, base + 1)
         print("child done")
         sys.stdout.flush()
         os._exit(0)

@@ -9,7 +9,12 @@
  *     peak 15 MiB, 5 MiB left, 2 allocs;
  *   window "b" (tid 1, 300..400): +4 MiB @310 by tid 1, +6 MiB @320 by
  *     tid 2 (any thread counts), -4 MiB @330, one failed 1 GiB alloc @340
- *     (an OOM): peak 10 MiB, 6 MiB left, 2 allocs, 1 failed, 1 OOM. */
+ *     (an OOM): peak 10 MiB, 6 MiB left, 2 allocs, 1 failed, 1 OOM.
+ * PyTorch's counters (reserved, its peak) read at 60 (before any window:
+ * 20, 20 MiB), in a at 101 and 199 (16, 20: memory was freed inside a and
+ * the peak counter did not move, so 16 MiB is a floor and 20 a ceiling),
+ * in b at 301, 335 and 399 (16/20, 30/30, 24/30: the peak counter rose
+ * inside b, so 30 MiB is exact). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +42,13 @@ static void ev(struct tb *b, uint64_t tid, struct tb_event e)
 	tb_events_end(b);
 }
 
+static void torch_reading(struct tb *b, uint64_t t, uint64_t reserved, uint64_t peak)
+{
+	const char *names[] = {"reserved_bytes.all.current", "reserved_bytes.all.peak"};
+	uint64_t values[] = {reserved * MiB, peak * MiB};
+	tb_counters(b, 9, t, GMT_COUNTERS_WHY_PERIODIC, "torch", "cuda:0", 0, 2, names, values);
+}
+
 static void write_prefix(const char *path, const uint8_t *data, size_t len)
 {
 	FILE *f = fopen(path, "wb");
@@ -49,7 +61,10 @@ int main(void)
 	uint64_t parents[] = {0}, ips[] = {0x1000};
 	tb_stack(b, 1, parents, ips);
 	ev(b, 1, EV(50, MALLOC, 0x7000, 7 * MiB, 1));
+	torch_reading(b, 60, 20, 20);
 	tb_range(b, 1, 100, GMT_RANGE_PUSH, 0, GMT_RANGE_SRC_API, "pytest a");
+	torch_reading(b, 101, 16, 20);
+	torch_reading(b, 199, 16, 20);
 	tb_range(b, 1, 105, GMT_RANGE_PUSH, 0, GMT_RANGE_SRC_NVTX, "forward"); /* not a window */
 	ev(b, 1, EV(110, MALLOC, 0x1000, 10 * MiB, 1));
 	ev(b, 1, EV(120, MALLOC, 0x2000, 5 * MiB, 1));
@@ -59,6 +74,9 @@ int main(void)
 	tb_range(b, 1, 200, GMT_RANGE_POP, 0, GMT_RANGE_SRC_API, NULL);
 	tb_chunk(b);
 	tb_range(b, 1, 300, GMT_RANGE_PUSH, 0, GMT_RANGE_SRC_API, "pytest b");
+	torch_reading(b, 301, 16, 20);
+	torch_reading(b, 335, 30, 30);
+	torch_reading(b, 399, 24, 30);
 	ev(b, 1, EV(310, MALLOC, 0x3000, 4 * MiB, 1));
 	ev(b, 2, EV(320, MALLOC, 0x4000, 6 * MiB, 1));
 	ev(b, 1, EV(330, FREE, 0x3000, 0, 1));
@@ -88,6 +106,11 @@ int main(void)
 	      w.allocs);
 	CHECK(strstr(w.sites_json, "\"bytes\": 15728640, \"allocs\": 2"), "a sites: %s",
 	      w.sites_json);
+	const char *fw = gmtr_follow_framework_json(f, 0);
+	CHECK(fw && strcmp(fw, "[{\"source\": \"torch\", \"device\": \"cuda:0\", "
+			       "\"reserved_peak\": 16777216, \"reserved_at_start\": 16777216, "
+			       "\"exact\": false, \"at_most\": 20971520}]") == 0,
+	      "a framework: %s", fw ? fw : "(null)");
 
 	/* half of the second chunk: a torn tail, nothing new yet */
 	write_prefix(path, data, c1 + (c2 - c1) / 2);
@@ -104,6 +127,12 @@ int main(void)
 		  w.failed == 1 && w.ooms == 1,
 	      "b: peak %" PRIu64 " live %" PRIu64 " allocs %" PRIu64 " failed %" PRIu64,
 	      w.peak_bytes, w.live_bytes, w.allocs, w.failed);
+	fw = gmtr_follow_framework_json(f, 1);
+	CHECK(fw && strcmp(fw, "[{\"source\": \"torch\", \"device\": \"cuda:0\", "
+			       "\"reserved_peak\": 31457280, \"reserved_at_start\": 16777216, "
+			       "\"exact\": true, \"at_most\": null}]") == 0,
+	      "b framework: %s", fw ? fw : "(null)");
+	CHECK(!gmtr_follow_framework_json(f, 2), "no third window's");
 	CHECK(strstr(gmtr_follow_status_json(f), "\"events\": 9"), "status: %s",
 	      gmtr_follow_status_json(f));
 	CHECK(gmtr_follow_window(f, 2, &w) == -1, "no third window");

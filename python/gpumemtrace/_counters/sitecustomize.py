@@ -898,6 +898,19 @@ def _install_history(lib, watch):
         os.register_at_fork(after_in_child=history.after_fork)
 
 
+def _offer_readings(helper):
+    """The pytest plugin takes a reading at each test's start and end (its
+    per-test reserved figure: gpumemtrace/pytest_plugin.py): this helper
+    is not importable by name (it is the interpreter's sitecustomize, or
+    chained away from it), so it offers reading() as the module
+    _gpumemtrace_counters. Never raises (guarded)."""
+    import types
+
+    mod = types.ModuleType("_gpumemtrace_counters")
+    mod.reading = lambda: helper.guarded(helper.PERIODIC)
+    sys.modules["_gpumemtrace_counters"] = mod
+
+
 def _install():
     import ctypes
 
@@ -918,6 +931,7 @@ def _install():
         _OomWatch(oom_entry, helper).install()
         watch.callbacks.append(helper.arm_observer)
     helper.start()
+    _offer_readings(helper)
     import atexit
 
     atexit.register(helper.guarded, helper.END)
