@@ -181,8 +181,8 @@ static int plain_open(void *ctx, struct trace *t, const char *cmd, const char *p
 	return trace_open(t, cmd, path);
 }
 
-int rb_one_open_read(struct cli_one *r, const char *cmd, const char *out, const char **paths,
-		     int npaths, rb_read_fn read, void *ctx)
+int cli_one_open_read(struct cli_one *r, const char *cmd, const char *out, const char **paths,
+		      int npaths, rb_read_fn read, void *ctx)
 {
 	int rc = npaths == 1 ? -1 : say_usage_error(cmd, "expected one TRACE, got %d", npaths);
 	if (rc < 0)
@@ -196,7 +196,7 @@ int rb_one_open_read(struct cli_one *r, const char *cmd, const char *out, const 
 int cli_one_open(struct cli_one *r, const char *cmd, const char *out, const char **paths,
 		 int npaths)
 {
-	return rb_one_open_read(r, cmd, out, paths, npaths, plain_open, NULL);
+	return cli_one_open_read(r, cmd, out, paths, npaths, plain_open, NULL);
 }
 
 int cli_one_close(struct cli_one *r, const char *cmd, int rc)

@@ -92,8 +92,8 @@ int cli_one_open(struct cli_one *r, const char *cmd, const char *out, const char
 /* cli_one_open with the trace opened by read (which reads it whole, in one
  * pass: e.g. snapshot_live_read) instead of trace_open. */
 typedef int (*rb_read_fn)(void *ctx, struct trace *t, const char *cmd, const char *path);
-int rb_one_open_read(struct cli_one *r, const char *cmd, const char *out, const char **paths,
-		     int npaths, rb_read_fn read, void *ctx);
+int cli_one_open_read(struct cli_one *r, const char *cmd, const char *out, const char **paths,
+		      int npaths, rb_read_fn read, void *ctx);
 /* Closes the output (kept when rc is -1, the command's success) and the
  * trace (its warnings): the exit code. */
 int cli_one_close(struct cli_one *r, const char *cmd, int rc);
