@@ -993,6 +993,15 @@ int ar_check_conf(const char *conf, char *err, size_t errsize)
 {
 	struct ta_config c;
 	ta_config_default(&c);
+	char key[64];
+	if (ta_config_unknown_key(conf, key, sizeof key)) {
+		snprintf(err, errsize,
+			 "'%s' is not one of PyTorch's allocator options (it refuses it too; "
+			 "see "
+			 "PYTORCH_ALLOC_CONF in PyTorch's CUDA notes)",
+			 key);
+		return -1;
+	}
 	return ta_config_parse(&c, conf, err, errsize);
 }
 

@@ -22,9 +22,11 @@ int dev_kind_of(const struct rp_live *l)
 
 struct stop_at {
 	struct replay rp;
-	uint64_t target; /* replay ordinal to stop after; 0: never stop */
+	uint64_t target;  /* replay ordinal to stop after; 0: never stop */
+	uint64_t stop_ns; /* stop before an event after this; 0: never */
+	bool at_fail;	  /* stop after the first failed device allocation */
 	uint64_t when_ns;
-	bool done;
+	bool done, failed;
 };
 
 static void apply_until(void *ctx, const struct gmt_event *e, struct replay *unused)
@@ -32,10 +34,55 @@ static void apply_until(void *ctx, const struct gmt_event *e, struct replay *unu
 	struct stop_at *s = ctx;
 	if (s->done)
 		return;
+	if (s->stop_ns && e->time_ns > s->stop_ns) {
+		s->done = true;
+		return;
+	}
 	replay_apply(&s->rp, e);
 	s->when_ns = e->time_ns;
 	if (s->target && s->rp.seq == s->target)
 		s->done = true;
+	const struct api_info *a = s->at_fail ? api_lookup(e->api) : NULL;
+	if (a && a->op == GMT_OP_ALLOC && gmt_failed(e->result, e->flags) &&
+	    gmt_device_memory(a->kind, e->aux))
+		s->done = s->failed = true;
+}
+
+static void each_live(struct stop_at *s, snapshot_fn fn, void *ctx)
+{
+	GMT_EACH_SPACE(sp)
+	{
+		struct rp_live *l, *tmp;
+		RP_EACH(&s->rp, sp, l, tmp)
+		{
+			if (dev_kind_of(l) >= 0 && l->size)
+				fn(ctx, l);
+		}
+	}
+}
+
+int snapshot_live_oom(struct trace *t, uint64_t fw_oom_ns, snapshot_fn fn, void *ctx,
+		      uint64_t *when_ns, bool *found)
+{
+	struct stop_at s = {.at_fail = true};
+	replay_init(&s.rp);
+	int rc = trace_replay(t, NULL, apply_until, &s);
+	*found = rc < 0 && s.failed;
+	if (rc < 0 && !s.failed && fw_oom_ns) {
+		replay_free(&s.rp);
+		memset(&s, 0, sizeof(s));
+		replay_init(&s.rp);
+		s.stop_ns = fw_oom_ns;
+		rc = trace_replay(t, NULL, apply_until, &s);
+		s.when_ns = fw_oom_ns;
+		*found = rc < 0;
+	}
+	if (*found) {
+		*when_ns = s.when_ns;
+		each_live(&s, fn, ctx);
+	}
+	replay_free(&s.rp);
+	return rc;
 }
 
 int snapshot_live(struct trace *t, bool at_end, snapshot_fn fn, void *ctx, uint64_t *when_ns)
@@ -55,15 +102,7 @@ int snapshot_live(struct trace *t, bool at_end, snapshot_fn fn, void *ctx, uint6
 			goto out;
 	}
 	*when_ns = at_end ? trace_end_ns(t) : s.when_ns;
-	GMT_EACH_SPACE(sp)
-	{
-		struct rp_live *l, *tmp;
-		RP_EACH(&s.rp, sp, l, tmp)
-		{
-			if (dev_kind_of(l) >= 0 && l->size)
-				fn(ctx, l);
-		}
-	}
+	each_live(&s, fn, ctx);
 	rc = -1;
 out:
 	replay_free(&s.rp);

@@ -22,6 +22,12 @@ int dev_kind_of(const struct rp_live *l);
  * *when_ns: that moment (absolute). Returns -1, or the exit code. */
 typedef void (*snapshot_fn)(void *ctx, const struct rp_live *l);
 int snapshot_live(struct trace *t, bool at_end, snapshot_fn fn, void *ctx, uint64_t *when_ns);
+/* The same at the trace's first out-of-memory: right after its first failed
+ * device allocation, else (a framework's OOM that made no driver call) at
+ * fw_oom_ns when not 0. *found: whether there was one (fn not called
+ * otherwise). */
+int snapshot_live_oom(struct trace *t, uint64_t fw_oom_ns, snapshot_fn fn, void *ctx,
+		      uint64_t *when_ns, bool *found);
 /* The same in one read of the file: opens path into t (trace_open's
  * returns; after a failed open t is not open) and replays while reading.
  * fn is called after the read (the stacks' names known), for each

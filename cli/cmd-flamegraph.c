@@ -127,7 +127,9 @@ static void add_tensor(void *ctx, const struct fwt_tensor *x)
 	add_stack(sp->g, sp->device, x->stack_id, x->size, NULL);
 }
 
-static int add_tensors(struct fg *g, uint64_t when)
+/* when: the moment (UINT64_MAX: the end); by_addr: it is a peak, made by the
+ * newest live allocation (an OOM's failed call made none). */
+static int add_tensors(struct fg *g, uint64_t when, bool by_addr)
 {
 	struct trace *t = g->t;
 	int64_t *devs = xcalloc(t->ndevs + 1, sizeof(*devs));
@@ -139,7 +141,7 @@ static int add_tensors(struct fg *g, uint64_t when)
 	struct fwt_set set;
 	/* the allocation that made the peak: the newest live one then */
 	uint64_t *ptrs = xcalloc(t->ndevs + 1, sizeof(*ptrs)), *seqs = xcalloc(t->ndevs + 1, 8);
-	for (size_t k = 0; when != UINT64_MAX && k < g->nkept; k++)
+	for (size_t k = 0; by_addr && when != UINT64_MAX && k < g->nkept; k++)
 		for (size_t i = 0; i < t->ndevs; i++)
 			if (g->kept[k].device == devs[i] && g->kept[k].seq > seqs[i]) {
 				seqs[i] = g->kept[k].seq;
@@ -337,7 +339,7 @@ static const char script[] =
     "})();\n"
     "]]></script>\n";
 
-static void write_svg(FILE *f, struct fg *g, bool at_end, uint64_t when_ns, bool inline_html)
+static void write_svg(FILE *f, struct fg *g, const char *moment, uint64_t when_ns, bool inline_html)
 {
 	int depth = max_depth(&g->root) + 1;
 	int height = PAD_TOP + depth * ROW + 40;
@@ -367,8 +369,8 @@ static void write_svg(FILE *f, struct fg *g, bool at_end, uint64_t when_ns, bool
 	    "<text id=\"fg-reset\" x=\"%d\" y=\"44\" text-anchor=\"end\" fill=\"#06c\" "
 	    "style=\"cursor:pointer;display:none\">Reset zoom</text>\n"
 	    "<text id=\"fg-matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\"></text>\n",
-	    PAD, at_end ? "at the end" : "at the peak", fmt_size(sz, g->root.bytes),
-	    trace_fmt_time(tbuf, trace_rel(t, when_ns)), FW - PAD, FW - PAD, FW - PAD, height - 10);
+	    PAD, moment, fmt_size(sz, g->root.bytes), trace_fmt_time(tbuf, trace_rel(t, when_ns)),
+	    FW - PAD, FW - PAD, FW - PAD, height - 10);
 	if (trace_partial(t)) { /* above the frames, where it is read first */
 		char text[256];
 		fprintf(f, "<text id=\"partial\" x=\"%d\" y=\"%d\" fill=\"#c00\">", PAD,
@@ -386,8 +388,8 @@ static void write_svg(FILE *f, struct fg *g, bool at_end, uint64_t when_ns, bool
 }
 
 /* The graph written (rc -1: the reading went well), the trace closed. */
-static int flamegraph_out(struct rb_one *r, struct fg *g, bool fold, const char *out, bool at_end,
-			  uint64_t when, int rc)
+static int flamegraph_out(struct rb_one *r, struct fg *g, bool fold, const char *out,
+			  const char *moment, uint64_t when, int rc)
 {
 	struct trace *t = &r->t;
 	if (rc < 0) {
@@ -410,10 +412,10 @@ static int flamegraph_out(struct rb_one *r, struct fg *g, bool fold, const char 
 			      "<title>gpumemtrace flame graph</title></head>\n"
 			      "<body style=\"margin:0\">\n",
 			      f);
-			write_svg(f, g, at_end, when, true);
+			write_svg(f, g, moment, when, true);
 			fputs("</body></html>\n", f);
 		} else {
-			write_svg(f, g, at_end, when, false);
+			write_svg(f, g, moment, when, false);
 		}
 	}
 	free_tree(&g->root);
@@ -443,14 +445,17 @@ static int read_live(void *ctx, struct trace *t, const char *cmd, const char *pa
 int cmd_flamegraph(int argc, char **argv)
 {
 	const char *out = NULL;
-	int at = 0; /* peak, end */
+	int at = 0; /* peak, end, oom */
 	bool fold = false, raw = false, tensors = false;
 	const struct option opts[] = {
 	    OPT_FILE("output", &out, "FILE",
 		     "write to FILE; .html gives an HTML page, anything else\n"
 		     "an SVG (default: SVG on stdout)",
 		     .short_name = 'o'),
-	    OPT_RB_AT(&at, "the moment to show (default peak)"),
+	    OPT_CHOICE("at", &at, "peak|end|oom", "moment",
+		       "the moment to show: peak (default), end, or oom (the\n"
+		       "first failed device allocation, else PyTorch's first\n"
+		       "OOM in its history)"),
 	    OPT_BOOL("folded", &fold,
 		     "print folded stacks instead: 'outer;...;inner BYTES',\n"
 		     "for flamegraph.pl, inferno and speedscope"),
@@ -466,18 +471,19 @@ int cmd_flamegraph(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	bool at_end = at == 1;
+	static const char *const moments[] = {"at the peak", "at the end", "at the first OOM"};
 	struct rb_one r;
 	struct trace *t = &r.t;
 	struct fg g = {.t = t, .root = {.name = "all"}};
 	g.raw = raw;
 	uint64_t when = 0;
-	if (!tensors) { /* one read of the file */
+	if (!tensors && at != 2) { /* one read of the file */
 		struct fg_read fr = {&g, at_end, &when};
 		rc = rb_one_open_read(&r, CMD, out, paths, npaths, read_live, &fr);
 		if (rc >= 0)
 			return rc;
 		g.multi_dev = t->ndevs > 1;
-		return flamegraph_out(&r, &g, fold, out, at_end, when, -1);
+		return flamegraph_out(&r, &g, fold, out, moments[at], when, -1);
 	}
 	rc = rb_one_open(&r, CMD, out, paths, npaths);
 	if (rc >= 0)
@@ -490,9 +496,20 @@ int cmd_flamegraph(int argc, char **argv)
 		    "gpumemtrace flamegraph: %s: --tensors: no framework history (record it with "
 		    "`gpumemtrace run --framework-history`); segments stay whole\n",
 		    t->path);
-	rc = snapshot_live(t, at_end, add_live, &g, &when);
+	if (at == 2) {
+		const struct fw_snapshot *o = fwhist_first(t, GMT_FWSNAP_WHY_OOM, -1);
+		bool found = false;
+		rc = snapshot_live_oom(t, o ? o->time_ns : 0, add_live, &g, &when, &found);
+		if (rc < 0 && !found) {
+			say_error(CMD, "%s: --at oom: no device allocation failed in the trace%s",
+				  t->path, g.keep ? ", and PyTorch's history has no OOM" : "");
+			rc = 2;
+		}
+	} else {
+		rc = snapshot_live(t, at_end, add_live, &g, &when);
+	}
 	if (rc < 0 && g.keep)
-		rc = add_tensors(&g, at_end ? UINT64_MAX : when);
+		rc = add_tensors(&g, at_end ? UINT64_MAX : when, at == 0);
 	free(g.kept);
-	return flamegraph_out(&r, &g, fold, out, at_end, when, rc);
+	return flamegraph_out(&r, &g, fold, out, moments[at], when, rc);
 }

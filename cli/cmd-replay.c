@@ -591,7 +591,8 @@ int cmd_whatif(int argc, char **argv)
 		"alloc-conf", &a.conf, "CONF",
 		"the settings to try, as PYTORCH_CUDA_ALLOC_CONF\n(expandable_segments:True, "
 		"max_split_size_mb:N,\nroundup_power2_divisions:N, "
-		"garbage_collection_threshold:T)"),
+		"garbage_collection_threshold:T); a key PyTorch\ndoes not know is refused, as "
+		"PyTorch refuses it"),
 	    OPT_STRING("fraction", &a.fraction_s, "F",
 		       "set_per_process_memory_fraction(F) (needs a device size)"),
 	    OPT_SIZE(

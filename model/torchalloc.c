@@ -232,6 +232,53 @@ int ta_config_parse(struct ta_config *c, const char *conf, char *err, size_t es)
 	return 0;
 }
 
+/* The keys of PyTorch's allocator settings (c10/cuda/CUDAAllocatorConfig
+ * and c10/core/AllocatorConfig across versions, with the ROCm spellings):
+ * a key outside them is a typo, which PyTorch refuses. */
+static const char *const ta_known_keys[] = {
+    "max_split_size_mb",
+    "max_non_split_rounding_mb",
+    "garbage_collection_threshold",
+    "roundup_power2_divisions",
+    "expandable_segments",
+    "large_segment_size_mb",
+    "backend",
+    "release_lock_on_cudamalloc",
+    "release_lock_on_hipmalloc",
+    "pinned_use_cuda_host_register",
+    "pinned_use_hip_host_register",
+    "pinned_num_register_threads",
+    "pinned_use_background_threads",
+    "pinned_reserve_segment_size_mb",
+    "graph_capture_record_stream_reuse",
+    "per_process_memory_fraction",
+};
+
+bool ta_config_unknown_key(const char *conf, char *key, size_t keysize)
+{
+	for (const char *p = conf; *p;) {
+		p += strspn(p, " ,");
+		size_t klen = strcspn(p, ":,");
+		if (!klen)
+			break;
+		bool known = false;
+		for (size_t i = 0; i < sizeof ta_known_keys / sizeof *ta_known_keys; i++)
+			known |=
+			    strlen(ta_known_keys[i]) == klen && !memcmp(ta_known_keys[i], p, klen);
+		if (!known) {
+			snprintf(key, keysize, "%.*s", (int)klen, p);
+			return true;
+		}
+		p += klen; /* past the value: to the next comma outside [...] */
+		if (*p == ':' && p[1] == '[') {
+			const char *e = strchr(p, ']');
+			p = e ? e + 1 : p + strlen(p);
+		}
+		p += strcspn(p, ",");
+	}
+	return false;
+}
+
 const char *ta_config_text(const struct ta_config *c, char *buf, size_t size)
 {
 	size_t n = 0;

@@ -74,6 +74,9 @@ void ta_config_default(struct ta_config *c);
  * max_non_split_rounding_mb; backend and the rest are passed over.
  * 0, or -1 with a one-line reason in err. */
 int ta_config_parse(struct ta_config *c, const char *conf, char *err, size_t errsize);
+/* The first key of conf that no PyTorch version's caching allocator
+ * knows (it refuses such a key at start-up), into key; false if none. */
+bool ta_config_unknown_key(const char *conf, char *key, size_t keysize);
 /* The conf string that gives c (for messages), into buf. */
 const char *ta_config_text(const struct ta_config *c, char *buf, size_t size);
 

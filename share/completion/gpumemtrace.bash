@@ -117,7 +117,7 @@ _gpumemtrace() {
 	flamegraph)
 		case $prev in
 		-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-		--at) COMPREPLY=($(compgen -W "peak end" -- "$cur")); return ;;
+		--at) COMPREPLY=($(compgen -W "peak end oom" -- "$cur")); return ;;
 		esac
 		opts="--output -o --at --folded --tensors --raw-sites --help" ;;
 	export)

@@ -134,6 +134,17 @@ expect_eq "oom: oom entries" "$(entries oom oom)" 1
 grep -qE '^ +#[0-9]+ oom device_free [0-9]+ .* size 4294967296 ' d.oom || fail "oom: the entry's figures"
 expect_eq "oom: alloc entries" "$(entries oom alloc)" 241
 grep -q 'FWSEG seq 2 ' d.oom || fail "oom: no segments at exit"
+# flamegraph --at oom --tensors: the lines holding memory when the 4 GiB
+# request failed: the 30 kept tensors and the weights, beside the cache
+"$GMT_CLI" flamegraph --at oom --tensors --folded oom.gmt >fg-oom.txt || fail "flamegraph --at oom"
+expect_eq "flamegraph --at oom: the kept tensors' line" \
+	"$(awk '/^<module> \(history-train.py\);step \(history-train.py\) [0-9]+$/ {print $NF}' fg-oom.txt)" $((30 * 1052672))
+expect_eq "flamegraph --at oom: the weights' line" \
+	"$(awk '/^<module> \(history-train.py\) [0-9]+$/ {print $NF}' fg-oom.txt)" 12582912
+rc=0
+"$GMT_CLI" flamegraph --at oom leak.gmt >/dev/null 2>err.fg-leak || rc=$?
+expect_eq "flamegraph --at oom without an OOM: exit 2" "$rc" 2
+grep -q "no device allocation failed in the trace" err.fg-leak || fail "flamegraph --at oom: $(cat err.fg-leak)"
 
 # own: the program's max_entries 50 wins (bound unknown: 0), its turning
 # the history off is preceded by a snapshot, flagged where entries dropped

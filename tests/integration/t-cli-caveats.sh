@@ -24,7 +24,7 @@ grep -q "^note: these are PyTorch's caching allocator's segments, held until exi
 # 2. check: a run that died of OOM passes its peak, with a note; --fail-on-oom fails it
 rc=0; "$G" check --max-peak 10GiB "$V/torch.oom-exhaust.gmt" >o || rc=$?
 expect_eq "check oom, exit" "$rc" 0
-grep -q "^note: .*torch.oom-exhaust.gmt: 2 out-of-memory failures not recovered by retry (this-process)" o ||
+grep -q "^note: .*torch.oom-exhaust.gmt: 1 out-of-memory error not recovered by retry (this-process)" o ||
 	fail "check: no OOM note: $(cat o)"
 rc=0; "$G" check --fail-on-oom "$V/torch.oom-exhaust.gmt" >o || rc=$?
 expect_eq "check --fail-on-oom, exit" "$rc" 1
@@ -33,7 +33,7 @@ rc=0; "$G" check --fail-on-oom "$V/torch.oom-recovered.gmt" >o || rc=$?
 expect_eq "check --fail-on-oom, recovered" "$rc" 0
 grep -q "^note:" o && fail "a recovered OOM noted: $(cat o)"
 "$G" check --fail-on-oom --json "$V/torch.oom-exhaust.gmt" >o || true
-grep -q '"unrecovered_ooms": 2, "oom_case": "this-process"' o ||
+grep -q '"unrecovered_ooms": 1, "oom_case": "this-process"' o ||
 	fail "check --json: no unrecovered_ooms"
 f=$V/torch.clean.gmt
 # half the file: torn among the events (the last chunk, after a complete

@@ -107,6 +107,14 @@ expect_eq "whatif without a question" "$rc" 2
 rc=0; "$G" whatif s.pickle --alloc-conf expandable_segments:maybe 2>e || rc=$?
 expect_eq "whatif bad conf" "$rc" 2
 grep -q "expandable_segments: 'maybe' is not True or False" e || fail "bad conf: $(cat e)"
+# a misspelt key is refused, never read as the defaults (a new user's
+# expandable_segment:True showed defaults against defaults); PyTorch's keys
+# the model passes over are accepted
+rc=0; "$G" whatif s.pickle --alloc-conf expandable_segment:True 2>e || rc=$?
+expect_eq "whatif misspelt key" "$rc" 2
+grep -q "'expandable_segment' is not one of PyTorch's allocator options" e || fail "misspelt key: $(cat e)"
+"$G" whatif s.pickle --alloc-conf 'backend:native,roundup_power2_divisions:[64:8,>:1],expandable_segments:True' >o ||
+	fail "whatif with PyTorch's other keys: $(cat o)"
 rc=0; "$G" whatif s.pickle --fraction 1.5 2>e || rc=$?
 expect_eq "whatif bad fraction" "$rc" 2
 
