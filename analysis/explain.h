@@ -216,9 +216,6 @@ int explain_allocator(struct trace *t, bool has_device, int64_t device, struct e
  * recognized mode: "PyTorch's caching allocator's segments", or NULL when
  * each tensor is its own driver allocation (no cache, no pool). */
 const char *explain_held_by(const struct ex_recog *r, char *buf, size_t size);
-/* Whether a tensor's free reaches the driver: no under a cache that keeps
- * its segments; yes (cudaFreeAsync, cudaFree) otherwise. */
-bool explain_frees_reach_driver(const struct ex_recog *r);
 /* What to do next about an OOM of this process's own memory under a cache
  * or pool (fragmentation, the allocator's settings), or NULL. */
 const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size);

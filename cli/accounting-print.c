@@ -69,7 +69,7 @@ static void nvml_dropped_line(FILE *f, const struct acct_dev *d, int indent)
 		 "--max-smi)",
 		 fmt_size(b1, d->peak.nvml_dropped),
 		 d->peak.nvml_process ? "for this process" : "in use", fmt_size(b2, d->total));
-	rb_wrap(f, indent, rb_text_width(f), line);
+	cli_wrap(f, indent, cli_text_width(f), line);
 }
 
 /* The device line, the moments' times, nvidia-smi's figures and the samples used. */
@@ -188,7 +188,7 @@ static void evidence(FILE *f, int width, const char *text)
 	char *line = NULL;
 	if (asprintf(&line, "evidence: %s", text) < 0)
 		xalloc_failed();
-	rb_wrap(f, 6, width, line);
+	cli_wrap(f, 6, width, line);
 	free(line);
 }
 
@@ -219,7 +219,7 @@ static void print_dev_unexplained(FILE *f, const struct acct_dev *d)
 	if (!d->nroutes)
 		return;
 	const struct acct_moment *m = pk->flagged ? pk : en;
-	int width = rb_text_width(f);
+	int width = cli_text_width(f);
 	fprintf(f, "  %s unexplained %s: likely %s\n", fmt_size(b3, (uint64_t)m->unexplained),
 		m == pk ? "at the peak" : "at the end", d->routes[0].text);
 	evidence(f, width, d->routes[0].evidence);

@@ -464,9 +464,9 @@ static void print_human(FILE *f, struct diff_ctx *d)
 		d->a->t.events);
 	fprintf(f, "B  %s (%s, %" PRIu64 " events)\n", d->path_b, state_text(&d->b->t),
 		d->b->t.events);
-	rb_partial_line(f, &d->a->t, true);
+	cli_partial_line(f, &d->a->t, true);
 	if (strcmp(d->path_a, d->path_b) != 0)
-		rb_partial_line(f, &d->b->t, true);
+		cli_partial_line(f, &d->b->t, true);
 
 	size_t ndiff = 0, nsame = 0;
 	for (size_t i = 0; i < d->env.n; i++) {
@@ -642,7 +642,7 @@ static void json_side(FILE *f, const char *path, const struct measure *m)
 	json_cstr(f, path);
 	fprintf(f, ", \"complete\": %s, \"events\": %" PRIu64, m->t.complete ? "true" : "false",
 		m->t.events);
-	rb_json_partial(f, &m->t);
+	cli_json_partial(f, &m->t);
 	fputc('}', f);
 }
 

@@ -133,29 +133,29 @@ static void finding_json(FILE *f, const struct ex_finding *x, bool first, const 
 {
 	char cmdline[1200];
 	fprintf(f, "%s\n    {\"id\": ", first ? "" : ",");
-	rb_json_s(f, x->id);
+	cli_json_s(f, x->id);
 	if (x->device >= 0)
 		fprintf(f, ", \"device\": %" PRId64, x->device);
 	else
 		fputs(", \"device\": null", f);
 	fprintf(f, ", \"severity\": \"%s\", \"bytes\": %" PRIu64 ", \"answer\": ",
 		explain_severity_name(x->severity), x->bytes);
-	rb_json_s(f, x->answer);
+	cli_json_s(f, x->answer);
 	fputs(",\n     \"evidence\": [", f);
 	for (size_t i = 0; i < x->nev; i++) {
 		fputs(i ? ", {\"text\": " : "{\"text\": ", f);
-		rb_json_s(f, x->ev[i].text);
+		cli_json_s(f, x->ev[i].text);
 		fputs(", \"command\": ", f);
 		if (*x->ev[i].cmd) {
 			command_text(cmdline, sizeof(cmdline), &x->ev[i], a, b);
-			rb_json_s(f, cmdline);
+			cli_json_s(f, cmdline);
 		} else {
 			fputs("null", f);
 		}
 		fputc('}', f);
 	}
 	fputs("],\n     \"change\": ", f);
-	rb_json_s(f, x->change);
+	cli_json_s(f, x->change);
 	fprintf(f, ", \"needs_framework_counters\": %s}", x->needs_counters ? "true" : "false");
 }
 
@@ -176,16 +176,16 @@ static void recog_out(FILE *f, bool json, const struct ex_recog *r)
 {
 	if (json) {
 		fputs(",\n   \"framework\": ", f);
-		rb_json_s(f, r->fw_name);
+		cli_json_s(f, r->fw_name);
 		fputs(", \"framework_module\": ", f);
 		if (r->fw_module)
-			rb_json_s(f, r->fw_module);
+			cli_json_s(f, r->fw_module);
 		else
 			fputs("null", f);
 		fputs(", \"allocator\": ", f);
-		rb_json_s(f, r->mode_name);
+		cli_json_s(f, r->mode_name);
 		fputs(", \"allocator_why\": ", f);
-		rb_json_s(f, r->mode_why);
+		cli_json_s(f, r->mode_why);
 		return;
 	}
 	fprintf(f, "  framework: %s%s%s%s; allocator: %s (%s)\n", r->fw_name,
@@ -201,9 +201,9 @@ static void compare_out(FILE *f, bool json, struct ex_facts *fa, const struct ex
 	explain_compare(fa, ra, fb, rb, &cs);
 	if (json) {
 		fputs("],\n \"comparison\": {\"a\": ", f);
-		rb_json_s(f, fa->path);
+		cli_json_s(f, fa->path);
 		fputs(", \"b\": ", f);
-		rb_json_s(f, fb->path);
+		cli_json_s(f, fb->path);
 		fputs(", \"findings\": [", f);
 	} else {
 		fprintf(f, "comparison: why one run needed more than the other\n  A: %s\n  B: %s\n",
@@ -221,7 +221,7 @@ int cmd_explain(int argc, char **argv)
 {
 	struct rb_opts o = {0};
 	struct trace *ts;
-	int rc = rb_parse_open_plain(&usage, argc, argv, &o, &ts);
+	int rc = cli_parse_open_plain(&usage, argc, argv, &o, &ts);
 	if (rc >= 0)
 		return rc;
 	if (o.npaths > 2) {
@@ -260,13 +260,13 @@ int cmd_explain(int argc, char **argv)
 		explain_findings(&fs[i], &rs[i], &out);
 		if (o.json) {
 			fprintf(f, "%s\n  {", i ? "," : "");
-			rb_json_head(f, &ts[i]);
+			cli_json_head(f, &ts[i]);
 			recog_out(f, true, &rs[i]);
 			fputs(",\n   \"findings\": [", f);
 		} else {
 			if (i)
 				fputc('\n', f);
-			rb_human_head(f, &ts[i]);
+			cli_human_head(f, &ts[i]);
 			recog_out(f, false, &rs[i]);
 		}
 		findings_out(f, o.json, &out, ts[i].path, NULL);

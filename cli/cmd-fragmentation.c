@@ -175,7 +175,7 @@ static void cache_free_human(FILE *f, struct trace *t, const struct frag_dev *d,
 			 "free inside the cache: little or none: under %s's %s every tensor's free "
 			 "is a driver call",
 			 rec->fw_name, rec->mode_name);
-		rb_wrap(f, 2, rb_text_width(f), line);
+		cli_wrap(f, 2, cli_text_width(f), line);
 		return;
 	default:
 		/* no framework named: the pattern alone does not say whose cache */
@@ -192,7 +192,7 @@ static void cache_free_human(FILE *f, struct trace *t, const struct frag_dev *d,
 			 "tensor's free makes none); the framework's own counters (gpumemtrace run "
 			 "--framework-counters) show it",
 			 rec->fw_name, "'s ", rec->mode_name);
-	rb_wrap(f, 2, rb_text_width(f), line);
+	cli_wrap(f, 2, cli_text_width(f), line);
 }
 
 /* The framework's own blocks at one of its snapshots. */
@@ -202,7 +202,7 @@ static void blocks_human(FILE *f, struct trace *t, const struct frag_blocks *b)
 					 "before the program changed the recording", "imported"};
 	char b1[32], b2[32], b3[32], b4[32], tb[32], line[700];
 	const struct fw_blocks_fig *x = &b->fig;
-	int w = rb_text_width(f);
+	int w = cli_text_width(f);
 	snprintf(line, sizeof(line),
 		 "PyTorch's blocks (its own snapshot %s, %s): reserved %s in %" PRIu64
 		 " segments, tensors' blocks %s (asked %s)%s%s",
@@ -211,7 +211,7 @@ static void blocks_human(FILE *f, struct trace *t, const struct frag_blocks *b)
 		 x->segments, fmt_size(b2, x->allocated), fmt_size(b3, x->requested),
 		 x->pending ? ", waiting for their streams " : "",
 		 x->pending ? fmt_size(b4, x->pending) : "");
-	rb_wrap(f, 2, w, line);
+	cli_wrap(f, 2, w, line);
 	/* top --tensors' cache row counts what no tensor asked for: the
 	 * rounding inside the tensors' blocks too */
 	uint64_t unasked = x->reserved > x->requested ? x->reserved - x->requested : 0;
@@ -228,7 +228,7 @@ static void blocks_human(FILE *f, struct trace *t, const struct frag_blocks *b)
 		 fmt_size(b1, x->inactive), with, fmt_size(b2, x->inactive_split),
 		 fmt_size(b3, x->empty_bytes), x->empty_segments,
 		 x->empty_segments == 1 ? "" : "s");
-	rb_wrap(f, 4, w, line);
+	cli_wrap(f, 4, w, line);
 	if (!x->inactive)
 		return;
 	size_t n = snprintf(line, sizeof(line),
@@ -244,7 +244,7 @@ static void blocks_human(FILE *f, struct trace *t, const struct frag_blocks *b)
 					      i ? "," : "", x->streams[i].stream,
 					      fmt_size(b4, x->streams[i].largest_free));
 	}
-	rb_wrap(f, 4, w, line);
+	cli_wrap(f, 4, w, line);
 }
 
 static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d,
@@ -400,7 +400,7 @@ static void frag_json(FILE *f, struct trace *t, const struct frag_result *g, int
 {
 	const struct frag_vmm *v = &g->vmm;
 	fprintf(f, "%s\n  {", first ? "" : ",");
-	rb_json_head(f, t);
+	cli_json_head(f, t);
 	fputs(",\n   \"devices\": [", f);
 	for (size_t k = 0; k < g->ndevs; k++)
 		dev_json(f, t, &g->devs[k], k == 0);
@@ -440,7 +440,7 @@ static void frag_human(FILE *f, struct trace *t, const struct frag_result *g, in
 	char b1[32], b2[32];
 	if (!first)
 		fputc('\n', f);
-	rb_human_head(f, t);
+	cli_human_head(f, t);
 	if (!g->ndevs)
 		fprintf(f, "  no device memory was allocated\n");
 	for (size_t k = 0; k < g->ndevs; k++)
@@ -458,7 +458,7 @@ static void frag_human(FILE *f, struct trace *t, const struct frag_result *g, in
 			 fmt_size(b1, g->async_peak), fmt_size(b2, g->async_live), g->pools_created,
 			 g->pool_trims);
 		fputc('\n', f);
-		rb_wrap(f, 0, rb_text_width(f), line);
+		cli_wrap(f, 0, cli_text_width(f), line);
 	}
 }
 
@@ -493,7 +493,7 @@ int cmd_fragmentation(int argc, char **argv)
 {
 	struct rb_opts o = {0};
 	struct trace *ts;
-	int rc = rb_parse_open_plain(&usage, argc, argv, &o, &ts);
+	int rc = cli_parse_open_plain(&usage, argc, argv, &o, &ts);
 	if (rc >= 0)
 		return rc;
 	FILE *f = stdout;

@@ -94,7 +94,7 @@ static void held_note(FILE *f, const struct leak_trace *ls, int n)
 		if (k < sizeof(line))
 			snprintf(line + k, sizeof(line) - k,
 				 "; see `gpumemtrace growth` (leak verdict) and `explain`");
-		rb_wrap(f, 0, rb_text_width(f), line);
+		cli_wrap(f, 0, cli_text_width(f), line);
 	}
 }
 
@@ -126,7 +126,7 @@ static void print_site(FILE *f, struct trace_rows *rs, struct leak_trace *ls,
 		snprintf(tails[0], sizeof(tails[0]), "%s", kinds);
 		tails[1][0] = 0;
 	}
-	rb_site_line(f, r->key, room, t, 3);
+	cli_site_line(f, r->key, room, t, 3);
 }
 
 static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uint64_t limit)
@@ -158,13 +158,13 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 			     t->events || t->has_trailer ? trace_fmt_time(b1, trace_duration_ns(t))
 							 : "no event was written") < 0)
 			xalloc_failed();
-		rb_wrap_hang(f, 2, rb_text_width(f), text); /* the path may be long */
+		cli_wrap_hang(f, 2, cli_text_width(f), text); /* the path may be long */
 		free(text);
 	}
 	for (int i = 0; i < n; i++) {
 		const struct trace *t = &ls[i].t;
 		uint64_t lost = trace_lost_own(t);
-		rb_partial_line(f, t, n > 1);
+		cli_partial_line(f, t, n > 1);
 		if (!lost || !ls[i].allocs)
 			continue;
 		char *text = NULL;
@@ -179,7 +179,7 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 			     some, n > 1 ? " from " : "", n > 1 ? t->path : "", lost,
 			     lost == 1 ? "" : "s") < 0)
 			xalloc_failed();
-		rb_wrap_hang(f, 2, rb_text_width(f), text);
+		cli_wrap_hang(f, 2, cli_text_width(f), text);
 		free(text);
 	}
 	fprintf(f, "total: %s in %" PRIu64 " allocation%s (", fmt_size(b1, bytes), allocs,
@@ -195,7 +195,7 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 									  : "api");
 	}
 	size_t shown = 0;
-	int width = rb_text_width(f);
+	int width = cli_text_width(f);
 	for (size_t i = 0; i < nrows && (!limit || shown < limit); i++, shown++) {
 		struct trace_row *r = rows[i];
 		char when[80];
@@ -291,7 +291,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 			t->complete ? "true" : "false", t->complete ? "exit" : "last_flush",
 			trace_duration_ns(t), ls[i].bytes, ls[i].allocs);
 		json_kinds(f, ls[i].bucket);
-		rb_json_partial(f, t);
+		cli_json_partial(f, t);
 		fprintf(f, ", \"maybe_freed_allocations\": %" PRIu64, maybe_freed(&ls[i]));
 		fputs(", \"held_by\": ", f);
 		if (ls[i].held_by[0]) {
@@ -322,7 +322,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 			struct trace_frame fr;
 			bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
 			char callers[2048] = "";
-			rb_json_libraries(f, t, r, TM_END);
+			cli_json_libraries(f, t, r, TM_END);
 			fputs(", \"function\": ", f);
 			json_cstr0(f, has && fr.function ? fr.function : "");
 			fputs(", \"site\": ", f);
@@ -337,7 +337,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 			json_cstr0(f, callers[0] ? callers + 4 : "");
 			fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
 			if (r->stack_id)
-				rb_json_stack(f, t, r->stack_id);
+				cli_json_stack(f, t, r->stack_id);
 		} else {
 			fputs(", \"api\": ", f);
 			json_cstr0(f, api_name(site_api(t, r->stack_id, r->api)));

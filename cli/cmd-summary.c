@@ -184,7 +184,7 @@ static void print_head(FILE *f, const struct summary *s, const struct gmt_read_i
 						    : "INCOMPLETE: no trailer",
 		     cli_paint(f, C_RESET)) < 0)
 		xalloc_failed();
-	rb_wrap_hang(f, 10, rb_text_width(f), head); /* the path may be long */
+	cli_wrap_hang(f, 10, cli_text_width(f), head); /* the path may be long */
 	free(head);
 	char *proc = NULL;
 	int pn = t->has_process
@@ -193,7 +193,7 @@ static void print_head(FILE *f, const struct summary *s, const struct gmt_read_i
 		     : asprintf(&proc, "process   pid %" PRIu64, (uint64_t)s->hdr->pid);
 	if (pn < 0)
 		xalloc_failed();
-	rb_wrap_hang(f, 10, rb_text_width(f), proc); /* a command line may be long */
+	cli_wrap_hang(f, 10, cli_text_width(f), proc); /* a command line may be long */
 	free(proc);
 	fprintf(f, "duration  %s s%s, %" PRIu64 " events, %" PRIu64 " lost\n",
 		fmt_reltime(b1, trace_duration_ns(t)) + 1,
@@ -314,7 +314,7 @@ static void print_peak_sites(FILE *f, struct summary *s, struct summary_dev *d)
 	fprintf(f, "  %10s %8s %8s  %s\n", "bytes", "allocs", "stack", "site");
 	if (!d->rows)
 		summary_site_rows(s, d);
-	int width = rb_text_width(f);
+	int width = cli_text_width(f);
 	for (size_t k = 0; k < d->nrows; k++) {
 		const struct summary_row *r = &d->rows[k];
 		char extra[48] = "";
@@ -324,7 +324,7 @@ static void print_peak_sites(FILE *f, struct summary *s, struct summary_dev *d)
 		/* the figures are 32 columns: the site gets the rest, 40 at least */
 		fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  ", fmt_size(b1, r->bytes), r->count,
 			r->stack_id);
-		rb_site_line(f, r->text, width - 32, tails, 2);
+		cli_site_line(f, r->text, width - 32, tails, 2);
 	}
 	if (d->distinct_rows > d->nrows)
 		fprintf(f, "  ... %zu more sites\n", d->distinct_rows - d->nrows);
@@ -355,7 +355,7 @@ static void print_fwhist(FILE *f, struct summary *s)
 			"segments"
 		      : "");
 	fputc('\n', f);
-	rb_wrap_hang(f, 0, rb_text_width(f), line);
+	cli_wrap_hang(f, 0, cli_text_width(f), line);
 	for (size_t i = 0; i < s->fwt.n; i++) {
 		const struct fwt_dev *d = &s->fwt.devs[i];
 		if (!d->seen && !d->nsegs)
@@ -375,7 +375,7 @@ static void print_fwhist(FILE *f, struct summary *s)
 			    fmt_size(b3, d->reserved > d->bytes ? d->reserved - d->bytes : 0),
 			    fmt_size(b4, d->reserved),
 			    d->early ? "; the history begins after the peak: as it begins" : "");
-			rb_wrap(f, 2, rb_text_width(f), line);
+			cli_wrap(f, 2, cli_text_width(f), line);
 		}
 		snprintf(
 		    line, sizeof(line),
@@ -384,7 +384,7 @@ static void print_fwhist(FILE *f, struct summary *s)
 		    d->device, fmt_size(b1, d->peak_allocated),
 		    fmt_reltime(b2, summary_rel(s, d->peak_allocated_ns)) + 1,
 		    fmt_size(b3, d->peak_reserved), fmt_size(b4, d->end_allocated), d->end_tensors);
-		rb_wrap(f, 2, rb_text_width(f), line);
+		cli_wrap(f, 2, cli_text_width(f), line);
 	}
 }
 
@@ -416,7 +416,7 @@ static void print_counters(FILE *f, const struct counters_set *cs)
 		if (c->has & CNT_OOMS)
 			ADD(", %" PRIu64 " OOM%s", c->ooms, c->ooms == 1 ? "" : "s");
 #undef ADD
-		rb_wrap(f, 2, rb_text_width(f), line);
+		cli_wrap(f, 2, cli_text_width(f), line);
 	}
 }
 
