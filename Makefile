@@ -34,7 +34,7 @@ LIB := $(BUILD)/libgpumemtrace.so
 # What the library links, listed: the core, its hooks and the shared code
 # it needs (make check-layers keeps the rest of common/ out).
 LIB_SRCS := $(wildcard preload/*.c preload/hooks/*.c) common/symbolize.c common/symbolize-files.c common/symbolize-tables.c \
-	common/crc32c.c common/log.c common/zstd.c common/frameworks.c
+	common/chunk.c common/crc32c.c common/log.c common/zstd.c common/frameworks.c
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(LIB_SRCS))
 LIB_LIBS := -lunwind -ldw -lelf -ldl -lpthread
 

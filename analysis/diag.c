@@ -45,14 +45,16 @@ int say_usage_error(const char *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-int diag_exit_code(enum gmt_read_kind kind)
+/* The exit code of a reader line's kind: 0 (a warning), EXIT_INPUT, EXIT_TRACE. */
+static int diag_exit_code(enum gmt_read_kind kind)
 {
 	return kind == GMT_READ_INPUT_ERROR   ? EXIT_INPUT
 	       : kind == GMT_READ_TRACE_ERROR ? EXIT_TRACE
 					      : 0;
 }
 
-int say_read_line(const char *cmd, const struct gmt_read_line *l)
+/* Prints a reader line as "gpumemtrace CMD: [warning: ]text"; its exit code. */
+static int say_read_line(const char *cmd, const struct gmt_read_line *l)
 {
 	say_error(cmd, "%s%s", l->kind == GMT_READ_WARNING ? "warning: " : "", l->text);
 	return diag_exit_code(l->kind);

@@ -32,11 +32,6 @@ void say_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
 /* A usage error: the message plus " (see gpumemtrace CMD --help)"; returns EXIT_USAGE. */
 int say_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The exit code of a reader line's kind: 0 (a warning), EXIT_INPUT, EXIT_TRACE. */
-int diag_exit_code(enum gmt_read_kind kind);
-/* Prints a reader line as "gpumemtrace CMD: [warning: ]text"; its exit code. */
-int say_read_line(const char *cmd, const struct gmt_read_line *l);
-
 /* Opens a trace for command `cmd`; on failure prints the one error line and
  * stores the exit code in *rc. */
 struct gmt_reader *reader_open_cmd(const char *cmd, const char *path, int *rc);

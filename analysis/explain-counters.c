@@ -27,6 +27,13 @@ bool ex_cnt_or_note(struct ex_finding *x, const struct ex_dev *d, const char *wh
 	x->needs_counters = !d->counters.present;
 	if (d->counters.present)
 		return true;
+	if (d->history) { /* no rerun to ask for: the snapshot's blocks say it */
+		x->needs_counters = false;
+		ex_ev(x, "fragmentation",
+		      "PyTorch's own snapshot (its history) shows its blocks: how much of the "
+		      "cache tensors use, and its free blocks");
+		return false;
+	}
 	ex_ev(x, "", "%s", what);
 	if (x->nev && strcmp(x->ev[x->nev - 1].text, what) == 0)
 		x->ev[x->nev - 1].counters_hint = true;

@@ -541,6 +541,8 @@ int explain_facts(struct trace *t, bool has_device, int64_t device, struct ex_fa
 	x = worse(x, from_oom(t, f, &p));
 	xpass_free(&p);
 	from_counters(t, f);
+	for (size_t i = 0; i < f->ndevs; i++)
+		f->devs[i].history = f->history;
 	/* after the reads: a torn tail is known once the file is read */
 	f->partial = trace_partial(t);
 	f->lost = trace_lost_own(t);

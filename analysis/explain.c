@@ -439,20 +439,6 @@ const char *explain_held_by(const struct ex_recog *r, char *buf, size_t size)
 	return buf;
 }
 
-bool explain_frees_reach_driver(const struct ex_recog *r)
-{
-	switch (r->mode) {
-	case MODE_PT_CACHING:
-	case MODE_PT_EXPANDABLE:
-	case MODE_BFC_PREALLOC:
-	case MODE_BFC_GROWTH:
-	case MODE_CUPY_POOL:
-		return false;
-	default:
-		return true;
-	}
-}
-
 const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size)
 {
 	char es[400], ms[400];

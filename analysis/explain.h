@@ -55,6 +55,7 @@ struct ex_dev {
 	const char *name; /* "" when unknown */
 	uint64_t total;	  /* 0: unknown */
 	int driver_version;
+	bool history; /* PyTorch's history: its snapshot's blocks show the cache */
 	/* traced device bytes */
 	uint64_t peak, peak_ns, end; /* peak_ns: since the trace start */
 	uint64_t peak_until_ns;	     /* the end of the peak's plateau (0: the trace's end) */
@@ -216,9 +217,6 @@ int explain_allocator(struct trace *t, bool has_device, int64_t device, struct e
  * recognized mode: "PyTorch's caching allocator's segments", or NULL when
  * each tensor is its own driver allocation (no cache, no pool). */
 const char *explain_held_by(const struct ex_recog *r, char *buf, size_t size);
-/* Whether a tensor's free reaches the driver: no under a cache that keeps
- * its segments; yes (cudaFreeAsync, cudaFree) otherwise. */
-bool explain_frees_reach_driver(const struct ex_recog *r);
 /* What to do next about an OOM of this process's own memory under a cache
  * or pool (fragmentation, the allocator's settings), or NULL. */
 const char *explain_oom_next(const struct ex_recog *r, char *buf, size_t size);

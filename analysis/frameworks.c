@@ -57,7 +57,8 @@ enum gmt_fw_id fw_of_python(const char *python)
 	return GMT_FW_NONE;
 }
 
-const char *fw_older_name(const char *current)
+/* The older name of a setting, or NULL. */
+static const char *fw_older_name(const char *current)
 {
 	for (size_t i = 0; i < gmt_fw_nenv; i++)
 		if (gmt_fw_env[i].current && strcmp(gmt_fw_env[i].current, current) == 0)

@@ -43,7 +43,5 @@ struct fw_in_force {
 struct trace_env;
 void fw_in_force_of(const struct trace_env *env, size_t nenv, const char *current,
 		    struct fw_in_force *s);
-/* The older name of a setting, or NULL. */
-const char *fw_older_name(const char *current);
 
 #endif

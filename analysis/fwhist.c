@@ -554,13 +554,6 @@ const struct fw_snapshot *fwhist_first(const struct trace *t, int reason, int64_
 	return NULL;
 }
 
-const struct rp_live *fwhist_segment_driver(struct replay *rp, const struct fw_segment *s)
-{
-	if (s->flags & GMT_FWSEG_EXPANDABLE)
-		return replay_find(rp, GMT_SPACE_VA, s->address);
-	return replay_find(rp, GMT_SPACE_ADDR, s->address);
-}
-
 /* ---- the replay ---- */
 
 const struct fw_dev *fw_state_dev(const struct fw_state *st, int64_t device)

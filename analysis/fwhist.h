@@ -161,12 +161,6 @@ void fwhist_blocks(const struct fw_snapshot *s, int64_t device, struct fw_blocks
  * device, or NULL. */
 const struct fw_snapshot *fwhist_first(const struct trace *t, int reason, int64_t device);
 
-/* The driver allocation a segment lives in, in the driver's live set at the
- * same moment (the end of a trace_replay for the last snapshot): the
- * cudaMalloc of that address, or for an expandable segment the
- * cuMemAddressReserve. NULL when the driver trace has none. */
-const struct rp_live *fwhist_segment_driver(struct replay *rp, const struct fw_segment *s);
-
 /* ---- the replay ---- */
 
 /* One entry, decoded, with where it stands. */

@@ -34,7 +34,8 @@ const char *fwoom_fw_name(const struct fwoom *f)
 	return f->source;
 }
 
-struct fw_size fw_size_add(struct fw_size a, struct fw_size b)
+/* A known size: a + b, errors added. */
+static struct fw_size fw_size_add(struct fw_size a, struct fw_size b)
 {
 	uint64_t s = a.bytes + b.bytes;
 	return (struct fw_size){s < a.bytes ? UINT64_MAX : s, a.err + b.err, a.known && b.known};

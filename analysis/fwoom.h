@@ -90,7 +90,5 @@ bool fwoom_history_ended(const struct fwoom *f);
 void fwoom_history_blocks(const struct trace *t, struct fwoom_list *l);
 /* "PyTorch", "JAX", "TensorFlow", "CuPy", or the record's source. */
 const char *fwoom_fw_name(const struct fwoom *f);
-/* A known size: a + b, errors added. */
-struct fw_size fw_size_add(struct fw_size a, struct fw_size b);
 
 #endif

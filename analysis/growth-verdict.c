@@ -359,6 +359,36 @@ static void reason_iters(const struct growth_result *g, const struct growth_dev 
 			 v->steady, v->last_rise + 1, n, STEADY_ITERS);
 }
 
+/* Without iterations, where the run ends: the process's exit (the
+ * sampler's reading at exit, else the trailer's time), else the last
+ * event. */
+static uint64_t growth_time_end(const struct growth_result *g)
+{
+	/* the sampler's last reading, at exit, before the tracer's own
+	 * flush; else the trailer */
+	uint64_t end = trace_end_ns(g->t);
+	for (size_t i = g->t->nsamples; i-- > 0;)
+		if (g->t->samples[i].reason == GMT_SAMPLE_WHY_END) {
+			end = g->t->samples[i].time_ns;
+			break;
+		}
+	return end > g->t1 ? end : g->t1;
+}
+
+/* What that end is: "the process's exit", "the end of the trace", "the
+ * trace's cut" or "the last driver call". */
+static const char *growth_end_name(const struct growth_result *g)
+{
+	for (size_t i = g->t->nsamples; i-- > 0;)
+		if (g->t->samples[i].reason == GMT_SAMPLE_WHY_END)
+			return growth_time_end(g) == g->t->samples[i].time_ns
+				   ? "the process's exit"
+				   : "the last driver call";
+	if (!g->t->has_trailer)
+		return growth_time_end(g) > g->t1 ? "the trace's cut" : "the last driver call";
+	return growth_time_end(g) > g->t1 ? "the end of the trace" : "the last driver call";
+}
+
 /* The reason without iterations: positions are times. */
 static void reason_time(const struct growth_result *g, const struct growth_dev *d, char *buf,
 			size_t size)
@@ -510,31 +540,6 @@ static size_t iteration_rises(const struct growth_dev *d, size_t n, struct growt
 			r[k++] = (struct growth_rise){i, level};
 		}
 	return k;
-}
-
-const char *growth_end_name(const struct growth_result *g)
-{
-	for (size_t i = g->t->nsamples; i-- > 0;)
-		if (g->t->samples[i].reason == GMT_SAMPLE_WHY_END)
-			return growth_time_end(g) == g->t->samples[i].time_ns
-				   ? "the process's exit"
-				   : "the last driver call";
-	if (!g->t->has_trailer)
-		return growth_time_end(g) > g->t1 ? "the trace's cut" : "the last driver call";
-	return growth_time_end(g) > g->t1 ? "the end of the trace" : "the last driver call";
-}
-
-uint64_t growth_time_end(const struct growth_result *g)
-{
-	/* the sampler's last reading, at exit, before the tracer's own
-	 * flush; else the trailer */
-	uint64_t end = trace_end_ns(g->t);
-	for (size_t i = g->t->nsamples; i-- > 0;)
-		if (g->t->samples[i].reason == GMT_SAMPLE_WHY_END) {
-			end = g->t->samples[i].time_ns;
-			break;
-		}
-	return end > g->t1 ? end : g->t1;
 }
 
 /* Without iterations: the high-water mark's steps, from the first to the

@@ -200,13 +200,6 @@ size_t growth_iterations(const struct growth_result *r);
 /* A leak's rate per iteration (false without iterations) and per second. */
 bool growth_rate_per_step(const struct growth_result *r, const struct growth_dev *d, double *rate);
 double growth_rate_per_s(const struct growth_result *r, const struct growth_dev *d);
-/* Without iterations, where the run ends: the process's exit (the
- * sampler's reading at exit, else the trailer's time), else the last
- * event. */
-uint64_t growth_time_end(const struct growth_result *r);
-/* What that end is: "the process's exit", "the end of the trace", "the
- * trace's cut" or "the last driver call". */
-const char *growth_end_name(const struct growth_result *r);
 /* The time of a verdict position (an iteration's start, or ns as is). */
 uint64_t growth_x_time(const struct growth_result *r, uint64_t x);
 

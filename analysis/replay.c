@@ -607,12 +607,3 @@ const struct gmt_event *reorder_heap_next_(struct reorder *q)
 	heap_pop(q);
 	return &q->out;
 }
-
-int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
-{
-	const struct gmt_event *e = reorder_next(q, drain);
-	if (!e)
-		return 0;
-	*out = *e;
-	return 1;
-}

@@ -175,8 +175,6 @@ struct reorder {
 
 void reorder_init(struct reorder *q, size_t limit, uint64_t window_ns);
 void reorder_free(struct reorder *q);
-/* Pops the next event that may go (drain: any event). 0 when none. */
-int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain);
 
 /* reorder_push and reorder_next run for every event of every replay:
  * inline, with what is rare (a run to start or grow, the heap) in

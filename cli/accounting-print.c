@@ -83,7 +83,7 @@ static void nvml_dropped_line(FILE *f, const struct acct_dev *d, int indent)
 		 "--max-smi)",
 		 fmt_size(b1, d->peak.nvml_dropped),
 		 d->peak.nvml_process ? "for this process" : "in use", fmt_size(b2, d->total));
-	rb_wrap(f, indent, rb_text_width(f), line);
+	cli_wrap(f, indent, cli_text_width(f), line);
 }
 
 /* The device line, the moments' times, nvidia-smi's figures and the samples used. */
@@ -123,10 +123,10 @@ static void print_dev_nvml(FILE *f, struct trace *t, const struct acct_dev *d)
 			snprintf(v[k], 96, "-");
 	acct_row(f, "  sample used", v[0], v[1]);
 	if (pk->unsampled)
-		rb_wrapf(f, 3,
-			 "  (no NVML reading was taken while memory was at its peak (within 5%%): "
-			 "that lasted less than the sampling period; GPUMEMTRACE_SAMPLE_MS lower "
-			 "catches it)");
+		cli_wrapf(f, 3,
+			  "  (no NVML reading was taken while memory was at its peak (within 5%%): "
+			  "that lasted less than the sampling period; GPUMEMTRACE_SAMPLE_MS lower "
+			  "catches it)");
 	nvml_dropped_line(f, d, 2);
 }
 
@@ -172,10 +172,10 @@ static void print_dev_cache(FILE *f, const struct trace *t, const struct acct_de
 	if (!c->known)
 		return;
 	char b1[96], b2[96];
-	rb_wrapf(f, 4, "  framework's own counters: %s on %s (the readings nearest: %s, %s)",
-		 c->api, c->device_name,
-		 pc->known ? trace_fmt_time(b1, trace_rel(t, pc->time_ns)) : "-",
-		 ec->known ? trace_fmt_time(b2, trace_rel(t, ec->time_ns)) : "-");
+	cli_wrapf(f, 4, "  framework's own counters: %s on %s (the readings nearest: %s, %s)",
+		  c->api, c->device_name,
+		  pc->known ? trace_fmt_time(b1, trace_rel(t, pc->time_ns)) : "-",
+		  ec->known ? trace_fmt_time(b2, trace_rel(t, ec->time_ns)) : "-");
 	if (c->has_reserved)
 		acct_row(f, "  cache (reserved from the driver)",
 			 pc->known ? fmt_size(b1, pc->reserved) : "-",
@@ -187,10 +187,10 @@ static void print_dev_cache(FILE *f, const struct trace *t, const struct acct_de
 			 pc->known ? fmt_size(b1, acct_cache_free(pc)) : "-",
 			 ec->known ? fmt_size(b2, acct_cache_free(ec)) : "-");
 	else
-		rb_wrapf(f, 3,
-			 "  (%s does not say what its cache holds: free space in it "
-			 "is not known)",
-			 c->api);
+		cli_wrapf(f, 3,
+			  "  (%s does not say what its cache holds: free space in it "
+			  "is not known)",
+			  c->api);
 }
 
 /* Contexts, the unexplained rest, the notes on it and its likely routes. */
@@ -200,7 +200,7 @@ static void evidence(FILE *f, int width, const char *text)
 	char *line = NULL;
 	if (asprintf(&line, "evidence: %s", text) < 0)
 		xalloc_failed();
-	rb_wrap(f, 6, width, line);
+	cli_wrap(f, 6, width, line);
 	free(line);
 }
 
@@ -211,32 +211,32 @@ static void print_dev_unexplained(FILE *f, const struct acct_dev *d)
 	acct_row(f, "CUDA contexts + module code", ctx_text(d, pk, b1), ctx_text(d, en, b2));
 	acct_row(f, "unexplained", unexplained_text(pk, b1), unexplained_text(en, b2));
 	if (!pk->nvml && !en->nvml)
-		rb_wrapf(f, 3, "  (no NVML sample for this device: nothing to reconcile)");
+		cli_wrapf(f, 3, "  (no NVML sample for this device: nothing to reconcile)");
 	if (!d->ctx_events)
-		rb_wrapf(f, 4,
-			 "  note: no context creation was traced on this device: the "
-			 "unexplained share includes the context");
+		cli_wrapf(f, 4,
+			  "  note: no context creation was traced on this device: the "
+			  "unexplained share includes the context");
 	else if (d->ctx_measured < d->ctx_events)
-		rb_wrapf(f, 4,
-			 "  note: %" PRIu64 " of %" PRIu64
-			 " context creations were not measured (NVML missing then): their "
-			 "cost is in the unexplained share",
-			 d->ctx_events - d->ctx_measured, d->ctx_events);
+		cli_wrapf(f, 4,
+			  "  note: %" PRIu64 " of %" PRIu64
+			  " context creations were not measured (NVML missing then): their "
+			  "cost is in the unexplained share",
+			  d->ctx_events - d->ctx_measured, d->ctx_events);
 	if ((pk->nvml && pk->unexplained < -(int64_t)ACCT_FLAG_BYTES) ||
 	    (en->nvml && en->unexplained < -(int64_t)ACCT_FLAG_BYTES))
-		rb_wrapf(f, 4,
-			 "  negative: the trace holds more than nvidia-smi showed: the "
-			 "sample lags the allocations, or memory was freed but the free "
-			 "was not traced");
+		cli_wrapf(f, 4,
+			  "  negative: the trace holds more than nvidia-smi showed: the "
+			  "sample lags the allocations, or memory was freed but the free "
+			  "was not traced");
 	if (!d->nroutes)
 		return;
 	const struct acct_moment *m = pk->flagged ? pk : en;
-	int width = rb_text_width(f);
-	rb_wrapf(f, 4, "  %s unexplained %s: likely %s", fmt_size(b3, (uint64_t)m->unexplained),
-		 m == pk ? "at the peak" : "at the end", d->routes[0].text);
+	int width = cli_text_width(f);
+	cli_wrapf(f, 4, "  %s unexplained %s: likely %s", fmt_size(b3, (uint64_t)m->unexplained),
+		  m == pk ? "at the peak" : "at the end", d->routes[0].text);
 	evidence(f, width, d->routes[0].evidence);
 	for (size_t k = 1; k < d->nroutes; k++) {
-		rb_wrapf(f, 6, "    also possible: %s", d->routes[k].text);
+		cli_wrapf(f, 6, "    also possible: %s", d->routes[k].text);
 		evidence(f, width, d->routes[k].evidence);
 	}
 }
@@ -244,8 +244,8 @@ static void print_dev_unexplained(FILE *f, const struct acct_dev *d)
 void acct_print(FILE *f, const struct acct *a, int64_t only)
 {
 	if (a->nvml_why)
-		rb_wrapf(f, 4, "  no nvidia-smi figures: %s; the traced figures follow",
-			 a->nvml_why);
+		cli_wrapf(f, 4, "  no nvidia-smi figures: %s; the traced figures follow",
+			  a->nvml_why);
 	bool any = false;
 	for (size_t i = 0; i < a->ndevs; i++) {
 		const struct acct_dev *d = &a->devs[i];
@@ -290,7 +290,7 @@ void acct_print_brief(FILE *f, const struct acct *a)
 				unexplained_text(m, b[3]));
 		}
 		if (d->nroutes)
-			rb_wrapf(f, 10, "      likely: %s", d->routes[0].text);
+			cli_wrapf(f, 10, "      likely: %s", d->routes[0].text);
 		nvml_dropped_line(f, d, 7);
 	}
 }

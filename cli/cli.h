@@ -44,8 +44,6 @@ int cmd_symbolize(int argc, char **argv);
 int cli_gen_table(const char *kind, FILE *f);
 
 /* ---- color.c ---- */
-/* Whether f gets colour: a terminal, and NO_COLOR unset or empty. */
-bool cli_colour(FILE *f);
 enum cli_colour { C_RESET, C_PASS, C_FAIL, C_WARN, C_BOLD };
 /* The escape sequence for c, or "" when f gets no colour. */
 const char *cli_paint(FILE *f, enum cli_colour c);

@@ -3,7 +3,7 @@
 
 CLI := $(BUILD)/gpumemtrace
 CLI_SRCS := $(wildcard cli/*.c analysis/*.c model/*.c reader/*.c) common/api.c common/text.c \
-	common/crc32c.c common/frameworks.c \
+	common/chunk.c common/crc32c.c common/frameworks.c \
 	common/symbolize.c common/symbolize-files.c common/symbolize-tables.c common/zstd.c
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/cli/%.o,$(CLI_SRCS))
 CLI_LIBS := -ldw -lelf -lz -lm -ldl -lpthread

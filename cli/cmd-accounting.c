@@ -40,7 +40,7 @@ int cmd_accounting(int argc, char **argv)
 {
 	struct rb_opts o = {0};
 	struct trace *ts;
-	int rc = rb_parse_open_plain(&usage, argc, argv, &o, &ts);
+	int rc = cli_parse_open_plain(&usage, argc, argv, &o, &ts);
 	if (rc >= 0)
 		return rc;
 	FILE *f = stdout;
@@ -55,14 +55,14 @@ int cmd_accounting(int argc, char **argv)
 			worst = r;
 		if (o.json) {
 			fprintf(f, "%s\n  {", i ? "," : "");
-			rb_json_head(f, &ts[i]);
+			cli_json_head(f, &ts[i]);
 			fputs(",\n   \"accounting\": ", f);
 			acct_print_json(f, &as[i], only);
 			fputc('}', f);
 		} else {
 			if (i)
 				fputc('\n', f);
-			rb_human_head(f, &ts[i]);
+			cli_human_head(f, &ts[i]);
 			acct_print(f, &as[i], only);
 		}
 	}

@@ -316,7 +316,7 @@ static void oom_trace(struct check_state *s, const struct check_args *a, const c
 static void print_notes(FILE *f, const struct check_state *s)
 {
 	char line[1024], b[32];
-	int width = rb_text_width(f);
+	int width = cli_text_width(f);
 	for (size_t i = 0; i < s->ntinfo; i++) {
 		if (s->tinfo[i].ooms) {
 			snprintf(
@@ -326,12 +326,12 @@ static void print_notes(FILE *f, const struct check_state *s)
 			    "reached first; `gpumemtrace oom` says why (--fail-on-oom fails on it)",
 			    s->tinfo[i].path, s->tinfo[i].ooms, s->tinfo[i].ooms == 1 ? "" : "s",
 			    s->tinfo[i].kase);
-			rb_wrap(f, 0, width, line);
+			cli_wrap(f, 0, width, line);
 		}
 		if (s->tinfo[i].hidden[0]) {
 			snprintf(line, sizeof(line), "note: %s: %s", s->tinfo[i].path,
 				 s->tinfo[i].hidden);
-			rb_wrap(f, 0, width, line);
+			cli_wrap(f, 0, width, line);
 		}
 		if (!s->tinfo[i].complete) {
 			snprintf(
@@ -339,7 +339,7 @@ static void print_notes(FILE *f, const struct check_state *s)
 			    "note: %s: incomplete trace (no trailer: the process was killed or "
 			    "crashed, or still runs): checked up to its last flush at %s",
 			    s->tinfo[i].path, trace_fmt_time(b, s->tinfo[i].end_ns));
-			rb_wrap(f, 0, width, line);
+			cli_wrap(f, 0, width, line);
 		}
 		if (s->tinfo[i].lost) {
 			snprintf(line, sizeof(line),
@@ -347,13 +347,13 @@ static void print_notes(FILE *f, const struct check_state *s)
 				 " events lost (a full ring): a lost allocation lowers the peak, a "
 				 "lost free raises what is live",
 				 s->tinfo[i].path, s->tinfo[i].lost);
-			rb_wrap(f, 0, width, line);
+			cli_wrap(f, 0, width, line);
 		}
 	}
 	if (s->base_partial[0]) {
 		snprintf(line, sizeof(line), "note: the baseline: %s: its peak may be short",
 			 s->base_partial);
-		rb_wrap(f, 0, width, line);
+		cli_wrap(f, 0, width, line);
 	}
 }
 
@@ -439,9 +439,9 @@ static void print_line(FILE *f, const struct check_result *r, const struct check
 		break;
 	}
 	/* the trace's path and the figures wrap under the verdict */
-	rb_wrapf(f, 6, "%s%s%s  %-15s %-10s %s: %s", cli_paint(f, r->pass ? C_PASS : C_FAIL),
-		 r->pass ? "PASS" : "FAIL", cli_paint(f, C_RESET), check_name[r->kind], dev,
-		 r->trace, w);
+	cli_wrapf(f, 6, "%s%s%s  %-15s %-10s %s: %s", cli_paint(f, r->pass ? C_PASS : C_FAIL),
+		  r->pass ? "PASS" : "FAIL", cli_paint(f, C_RESET), check_name[r->kind], dev,
+		  r->trace, w);
 }
 
 static void json_pct(FILE *f, double v)

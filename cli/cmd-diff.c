@@ -338,14 +338,14 @@ static const char *state_text(const struct trace *t)
  * them (a command line) puts each under the name, wrapped. */
 static void env_row(FILE *f, const char *k, const char *va, const char *vb, const char *tail)
 {
-	int w = rb_text_width(f);
+	int w = cli_text_width(f);
 	if (strlen(va) <= 30 && 2 + 36 + 1 + 30 + 1 + (int)(strlen(vb) + strlen(tail)) <= w) {
 		fprintf(f, "  %-36s %-30s %s%s\n", k, va, vb, tail);
 		return;
 	}
 	fprintf(f, "  %s%s\n", k, tail);
-	rb_wrapf(f, 9, "      A: %s", va);
-	rb_wrapf(f, 9, "      B: %s", vb);
+	cli_wrapf(f, 9, "      A: %s", va);
+	cli_wrapf(f, 9, "      B: %s", vb);
 }
 
 /* The allocator variables the tracer records that the framework table
@@ -372,8 +372,8 @@ static void print_alloc_env(FILE *f, struct diff_ctx *d)
 				continue;
 			fw_in_force_of(t->env, t->nenv, gmt_fw_env[i].current, &c);
 			if (c.ignored)
-				rb_wrapf(f, 6, "  %c: %s is %s while %s is set", side ? 'B' : 'A',
-					 c.ignored, c.conflict ? "an error" : "ignored", c.name);
+				cli_wrapf(f, 6, "  %c: %s is %s while %s is set", side ? 'B' : 'A',
+					  c.ignored, c.conflict ? "an error" : "ignored", c.name);
 		}
 }
 
@@ -433,17 +433,17 @@ static void smi_moment(FILE *f, const struct acct_dev *xa, const struct acct_dev
 				     : "-");
 	const struct acct_route *ra = likely(xa, ma), *rb = likely(xb, mb);
 	if (ra)
-		rb_wrapf(f, 9, "      A: likely %s", ra->text);
+		cli_wrapf(f, 9, "      A: likely %s", ra->text);
 	if (rb)
-		rb_wrapf(f, 9, "      B: likely %s", rb->text);
+		cli_wrapf(f, 9, "      B: likely %s", rb->text);
 }
 
 static void print_smi(FILE *f, struct diff_ctx *d)
 {
 	if (d->acct_a.nvml_why && d->acct_b.nvml_why) {
 		fputc('\n', f);
-		rb_wrapf(f, 2, "nvidia-smi: no NVML figures in either trace (A: %s; B: %s)",
-			 d->acct_a.nvml_why, d->acct_b.nvml_why);
+		cli_wrapf(f, 2, "nvidia-smi: no NVML figures in either trace (A: %s; B: %s)",
+			  d->acct_a.nvml_why, d->acct_b.nvml_why);
 		return;
 	}
 	for (size_t i = 0; i < d->ndevs; i++) {
@@ -459,7 +459,7 @@ static void print_smi(FILE *f, struct diff_ctx *d)
 		uint64_t dtraced = absdelta(xa->end.traced, xb->end.traced);
 		char b1[40], b2[40];
 		if (dsmi > ACCT_FLAG_BYTES && dsmi > 2 * dtraced)
-			rb_wrapf(
+			cli_wrapf(
 			    f, 4,
 			    "  nvidia-smi differs by %s at the end where the traced allocations "
 			    "differ by %s: the difference is memory the trace does not hold "
@@ -468,8 +468,8 @@ static void print_smi(FILE *f, struct diff_ctx *d)
 			    delta_size(b2, xa->end.traced, xb->end.traced));
 	}
 	if (d->acct_a.nvml_why || d->acct_b.nvml_why)
-		rb_wrapf(f, 3, "  (no NVML figures in %s: %s)", d->acct_a.nvml_why ? "A" : "B",
-			 d->acct_a.nvml_why ? d->acct_a.nvml_why : d->acct_b.nvml_why);
+		cli_wrapf(f, 3, "  (no NVML figures in %s: %s)", d->acct_a.nvml_why ? "A" : "B",
+			  d->acct_a.nvml_why ? d->acct_a.nvml_why : d->acct_b.nvml_why);
 }
 
 /* The device table's row: 88 columns, or 80 with less spacing. */
@@ -485,13 +485,13 @@ static void dev_row(FILE *f, bool narrow, const char *const v[8])
 static void print_human(FILE *f, struct diff_ctx *d)
 {
 	char b1[40], b2[40], b3[40], b4[40], b5[40], b6[40], b7[40];
-	rb_wrapf(f, 5, "A  %s (%s, %" PRIu64 " events)", d->path_a, state_text(&d->a->t),
-		 d->a->t.events);
-	rb_wrapf(f, 5, "B  %s (%s, %" PRIu64 " events)", d->path_b, state_text(&d->b->t),
-		 d->b->t.events);
-	rb_partial_line(f, &d->a->t, true);
+	cli_wrapf(f, 5, "A  %s (%s, %" PRIu64 " events)", d->path_a, state_text(&d->a->t),
+		  d->a->t.events);
+	cli_wrapf(f, 5, "B  %s (%s, %" PRIu64 " events)", d->path_b, state_text(&d->b->t),
+		  d->b->t.events);
+	cli_partial_line(f, &d->a->t, true);
 	if (strcmp(d->path_a, d->path_b) != 0)
-		rb_partial_line(f, &d->b->t, true);
+		cli_partial_line(f, &d->b->t, true);
 
 	size_t ndiff = 0, nsame = 0;
 	for (size_t i = 0; i < d->env.n; i++) {
@@ -512,7 +512,7 @@ static void print_human(FILE *f, struct diff_ctx *d)
 	print_alloc_env(f, d);
 
 	/* 88 columns; 80 with the spacing that the figures leave */
-	bool narrow = rb_text_width(f) < 88;
+	bool narrow = cli_text_width(f) < 88;
 	fprintf(f, "\ndevice memory (B - A)\n");
 	dev_row(f, narrow,
 		(const char *[8]){"dev", "peak A", "peak B", "delta", "%", "live end A",
@@ -573,17 +573,17 @@ static void print_human(FILE *f, struct diff_ctx *d)
 	if (!strcmp(d->by, "stack"))
 		snprintf(depth, sizeof(depth), ", depth %d", d->depth);
 	fputc('\n', f);
-	rb_wrapf(f, 2,
-		 "allocation sites at the peak (by %s%s): %zu added, %zu removed, %zu grew, "
-		 "%zu shrank, %zu unchanged",
-		 d->by, depth, cnt[ST_ADDED], cnt[ST_REMOVED], cnt[ST_GREW], cnt[ST_SHRANK],
-		 d->same_sites);
+	cli_wrapf(f, 2,
+		  "allocation sites at the peak (by %s%s): %zu added, %zu removed, %zu grew, "
+		  "%zu shrank, %zu unchanged",
+		  d->by, depth, cnt[ST_ADDED], cnt[ST_REMOVED], cnt[ST_GREW], cnt[ST_SHRANK],
+		  d->same_sites);
 	/* 51 columns of figures; narrower than them and a site: the site under */
-	int room = rb_text_width(f) - 51;
+	int room = cli_text_width(f) - 51;
 	bool under = room < RB_SITE_MIN;
 	const char *const none[1] = {""};
 	if (under)
-		room = rb_text_width(f) - 6;
+		room = cli_text_width(f) - 6;
 	if (d->nrows)
 		fprintf(f, "  %-8s %-4s %10s %10s %11s%s%s\n", "change", "dev", "A", "B", "delta",
 			under ? "\n      " : "  ", "site");
@@ -592,7 +592,7 @@ static void print_human(FILE *f, struct diff_ctx *d)
 		fprintf(f, "  %-8s %-4" PRId64 " %10s %10s %11s%s", status_name[r->status],
 			r->device, fmt_size(b1, r->a_bytes), fmt_size(b2, r->b_bytes),
 			delta_size(b3, r->a_bytes, r->b_bytes), under ? "\n      " : "  ");
-		rb_site_line(f, r->key, room, none, 1);
+		cli_site_line(f, r->key, room, none, 1);
 	}
 }
 
@@ -682,7 +682,7 @@ static void json_side(FILE *f, const char *path, const struct measure *m)
 	json_cstr(f, path);
 	fprintf(f, ", \"complete\": %s, \"events\": %" PRIu64, m->t.complete ? "true" : "false",
 		m->t.events);
-	rb_json_partial(f, &m->t);
+	cli_json_partial(f, &m->t);
 	fputc('}', f);
 }
 

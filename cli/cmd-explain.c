@@ -64,7 +64,7 @@ static const struct opt_usage usage = {
 static void wrapped(FILE *f, const char *lead, const char *indent, const char *s)
 {
 	size_t col = strlen(lead), ind = strlen(indent);
-	size_t wrap = rb_text_width(f) < WRAP ? (size_t)rb_text_width(f) : WRAP;
+	size_t wrap = cli_text_width(f) < WRAP ? (size_t)cli_text_width(f) : WRAP;
 	bool first = true;
 	fputs(lead, f);
 	while (*s) {
@@ -124,7 +124,7 @@ static void finding_human(FILE *f, size_t k, const struct ex_finding *x, const c
 		if (seen)
 			continue;
 		command_text(cmdline, sizeof(cmdline), &x->ev[i], a, b);
-		rb_wrapf(f, 9, "     more: %s", cmdline);
+		cli_wrapf(f, 9, "     more: %s", cmdline);
 	}
 	if (*x->change)
 		wrapped(f, "   change: ", "     ", x->change);
@@ -135,29 +135,29 @@ static void finding_json(FILE *f, const struct ex_finding *x, bool first, const 
 {
 	char cmdline[1200];
 	fprintf(f, "%s\n    {\"id\": ", first ? "" : ",");
-	rb_json_s(f, x->id);
+	cli_json_s(f, x->id);
 	if (x->device >= 0)
 		fprintf(f, ", \"device\": %" PRId64, x->device);
 	else
 		fputs(", \"device\": null", f);
 	fprintf(f, ", \"severity\": \"%s\", \"bytes\": %" PRIu64 ", \"answer\": ",
 		explain_severity_name(x->severity), x->bytes);
-	rb_json_s(f, x->answer);
+	cli_json_s(f, x->answer);
 	fputs(",\n     \"evidence\": [", f);
 	for (size_t i = 0; i < x->nev; i++) {
 		fputs(i ? ", {\"text\": " : "{\"text\": ", f);
-		rb_json_s(f, x->ev[i].text);
+		cli_json_s(f, x->ev[i].text);
 		fputs(", \"command\": ", f);
 		if (*x->ev[i].cmd) {
 			command_text(cmdline, sizeof(cmdline), &x->ev[i], a, b);
-			rb_json_s(f, cmdline);
+			cli_json_s(f, cmdline);
 		} else {
 			fputs("null", f);
 		}
 		fputc('}', f);
 	}
 	fputs("],\n     \"change\": ", f);
-	rb_json_s(f, x->change);
+	cli_json_s(f, x->change);
 	fprintf(f, ", \"needs_framework_counters\": %s}", x->needs_counters ? "true" : "false");
 }
 
@@ -178,21 +178,21 @@ static void recog_out(FILE *f, bool json, const struct ex_recog *r)
 {
 	if (json) {
 		fputs(",\n   \"framework\": ", f);
-		rb_json_s(f, r->fw_name);
+		cli_json_s(f, r->fw_name);
 		fputs(", \"framework_module\": ", f);
 		if (r->fw_module)
-			rb_json_s(f, r->fw_module);
+			cli_json_s(f, r->fw_module);
 		else
 			fputs("null", f);
 		fputs(", \"allocator\": ", f);
-		rb_json_s(f, r->mode_name);
+		cli_json_s(f, r->mode_name);
 		fputs(", \"allocator_why\": ", f);
-		rb_json_s(f, r->mode_why);
+		cli_json_s(f, r->mode_why);
 		return;
 	}
-	rb_wrapf(f, 4, "  framework: %s%s%s%s; allocator: %s (%s)", r->fw_name,
-		 r->fw_module ? " (" : "", r->fw_module ? r->fw_module : "",
-		 r->fw_module ? ")" : "", r->mode_name, r->mode_why);
+	cli_wrapf(f, 4, "  framework: %s%s%s%s; allocator: %s (%s)", r->fw_name,
+		  r->fw_module ? " (" : "", r->fw_module ? r->fw_module : "",
+		  r->fw_module ? ")" : "", r->mode_name, r->mode_why);
 }
 
 /* The comparison of two traces' facts, before their own findings. */
@@ -203,9 +203,9 @@ static void compare_out(FILE *f, bool json, struct ex_facts *fa, const struct ex
 	explain_compare(fa, ra, fb, rb, &cs);
 	if (json) {
 		fputs("],\n \"comparison\": {\"a\": ", f);
-		rb_json_s(f, fa->path);
+		cli_json_s(f, fa->path);
 		fputs(", \"b\": ", f);
-		rb_json_s(f, fb->path);
+		cli_json_s(f, fb->path);
 		fputs(", \"findings\": [", f);
 	} else {
 		fprintf(f, "comparison: why one run needed more than the other\n  A: %s\n  B: %s\n",
@@ -231,7 +231,7 @@ int cmd_explain(int argc, char **argv)
 	    OPT_SITES(&sa),
 	    OPT_END(),
 	};
-	int rc = rb_parse_open(&usage, opts, argc, argv, &o, &sa, &ts);
+	int rc = cli_parse_open(&usage, opts, argc, argv, &o, &sa, &ts);
 	if (rc >= 0)
 		return rc;
 	if (o.npaths > 2) {
@@ -273,13 +273,13 @@ int cmd_explain(int argc, char **argv)
 		explain_findings(&fs[i], &rs[i], &out);
 		if (o.json) {
 			fprintf(f, "%s\n  {", i ? "," : "");
-			rb_json_head(f, &ts[i]);
+			cli_json_head(f, &ts[i]);
 			recog_out(f, true, &rs[i]);
 			fputs(",\n   \"findings\": [", f);
 		} else {
 			if (i)
 				fputc('\n', f);
-			rb_human_head(f, &ts[i]);
+			cli_human_head(f, &ts[i]);
 			recog_out(f, false, &rs[i]);
 		}
 		findings_out(f, o.json, &out, ts[i].path, NULL);

@@ -501,8 +501,8 @@ int cmd_export(int argc, char **argv)
 		     "write to FILE (default stdout; perfetto and pprof\n"
 		     "need a file unless stdout is redirected)",
 		     .short_name = 'o'),
-	    OPT_RB_AT(&at, "pprof: the moment of the inuse samples (default end)"),
-	    OPT_RB_RAW_FRAMES(&raw, "pprof: "),
+	    OPT_CLI_AT(&at, "pprof: the moment of the inuse samples (default end)"),
+	    OPT_CLI_RAW_FRAMES(&raw, "pprof: "),
 	    OPT_END(),
 	};
 	const char **paths = NULL;
@@ -525,8 +525,8 @@ int cmd_export(int argc, char **argv)
 					: "perfetto is binary: give -o FILE or redirect stdout "
 					  "(--format chrome-json is text)");
 	}
-	struct rb_one r;
-	rc = rb_one_open(&r, CMD, out, paths, npaths);
+	struct cli_one r;
+	rc = cli_one_open(&r, CMD, out, paths, npaths);
 	if (rc >= 0)
 		return rc;
 	/* nothing written yet: a larger buffer, fewer write calls for the
@@ -540,5 +540,5 @@ int cmd_export(int argc, char **argv)
 		rc = export_csv(r.out.f, &r.t);
 	else
 		rc = export_pprof(r.out.f, &r.t, at == 1, raw);
-	return rb_one_close(&r, CMD, rc);
+	return cli_one_close(&r, CMD, rc);
 }

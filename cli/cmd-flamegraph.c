@@ -388,7 +388,7 @@ static void write_svg(FILE *f, struct fg *g, const char *moment, uint64_t when_n
 }
 
 /* The graph written (rc -1: the reading went well), the trace closed. */
-static int flamegraph_out(struct rb_one *r, struct fg *g, bool fold, const char *out,
+static int flamegraph_out(struct cli_one *r, struct fg *g, bool fold, const char *out,
 			  const char *moment, uint64_t when, int rc)
 {
 	struct trace *t = &r->t;
@@ -419,7 +419,7 @@ static int flamegraph_out(struct rb_one *r, struct fg *g, bool fold, const char 
 		}
 	}
 	free_tree(&g->root);
-	return rb_one_close(r, CMD, rc);
+	return cli_one_close(r, CMD, rc);
 }
 
 struct fg_read {
@@ -462,7 +462,7 @@ int cmd_flamegraph(int argc, char **argv)
 	    OPT_BOOL("tensors", &tensors,
 		     "split PyTorch's segments into the tensors they held\n"
 		     "(a trace recorded with run --framework-history)"),
-	    OPT_RB_RAW_FRAMES(&raw, ""),
+	    OPT_CLI_RAW_FRAMES(&raw, ""),
 	    OPT_END(),
 	};
 	const char **paths = NULL;
@@ -472,20 +472,20 @@ int cmd_flamegraph(int argc, char **argv)
 		return rc;
 	bool at_end = at == 1;
 	static const char *const moments[] = {"at the peak", "at the end", "at the first OOM"};
-	struct rb_one r;
+	struct cli_one r;
 	struct trace *t = &r.t;
 	struct fg g = {.t = t, .root = {.name = "all"}};
 	g.raw = raw;
 	uint64_t when = 0;
 	if (!tensors && at != 2) { /* one read of the file */
 		struct fg_read fr = {&g, at_end, &when};
-		rc = rb_one_open_read(&r, CMD, out, paths, npaths, read_live, &fr);
+		rc = cli_one_open_read(&r, CMD, out, paths, npaths, read_live, &fr);
 		if (rc >= 0)
 			return rc;
 		g.multi_dev = t->ndevs > 1;
 		return flamegraph_out(&r, &g, fold, out, moments[at], when, -1);
 	}
-	rc = rb_one_open(&r, CMD, out, paths, npaths);
+	rc = cli_one_open(&r, CMD, out, paths, npaths);
 	if (rc >= 0)
 		return rc;
 	g.multi_dev = t->ndevs > 1;

@@ -84,9 +84,9 @@ static void segs_human(FILE *f, const char *what, int64_t at, const struct frag_
 		fprintf(f, "    %s: none\n", what);
 		return;
 	}
-	rb_wrapf(f, 6, "    %s (%s): %" PRIu64 " segment%s, %s; oldest %s, median age %s", what,
-		 rb_time(b1, at), s->count, s->count == 1 ? "" : "s", fmt_size(b2, s->bytes),
-		 rb_dur(b3, (int64_t)s->oldest_ns), rb_dur(b4, (int64_t)s->median_age_ns));
+	cli_wrapf(f, 6, "    %s (%s): %" PRIu64 " segment%s, %s; oldest %s, median age %s", what,
+		  rb_time(b1, at), s->count, s->count == 1 ? "" : "s", fmt_size(b2, s->bytes),
+		  rb_dur(b3, (int64_t)s->oldest_ns), rb_dur(b4, (int64_t)s->median_age_ns));
 	char line[512];
 	size_t o = 0;
 	for (int c = 0, n = 0; c < FRAG_NCLASSES && o < sizeof(line); c++)
@@ -94,7 +94,7 @@ static void segs_human(FILE *f, const char *what, int64_t at, const struct frag_
 			o += (size_t)snprintf(
 			    line + o, sizeof(line) - o, "%s%" PRIu64 " of %s (%s)", n++ ? ", " : "",
 			    s->class_count[c], class_text[c], fmt_size(b1, s->class_bytes[c]));
-	rb_wrapf(f, 8, "      %s", line);
+	cli_wrapf(f, 8, "      %s", line);
 }
 
 static const char *bucket_text(char *buf, int b)
@@ -114,42 +114,42 @@ static void grants_human(FILE *f, const struct frag_dev *d)
 	const struct frag_grant *p = &d->pitched, *g = &d->pages;
 	fprintf(f, "  requested against granted\n");
 	if (p->count)
-		rb_wrapf(f, 6, "    pitched: %" PRIu64 " asked %s, granted %s: %s of row padding",
-			 p->count, fmt_size(b1, p->requested), fmt_size(b2, p->granted),
-			 fmt_size(b3, p->granted - p->requested));
+		cli_wrapf(f, 6, "    pitched: %" PRIu64 " asked %s, granted %s: %s of row padding",
+			  p->count, fmt_size(b1, p->requested), fmt_size(b2, p->granted),
+			  fmt_size(b3, p->granted - p->requested));
 	if (g->count)
-		rb_wrapf(f, 6,
-			 "    driver pages (an estimate): %" PRIu64 " asked %s, %s in 2 MiB pages "
-			 "above 1 MiB and 512 B grains below: %s (%.1f%%)",
-			 g->count, fmt_size(b1, g->requested), fmt_size(b2, g->granted),
-			 fmt_size(b3, g->granted - g->requested),
-			 100 * frag_ratio(g->granted - g->requested, g->granted));
+		cli_wrapf(f, 6,
+			  "    driver pages (an estimate): %" PRIu64 " asked %s, %s in 2 MiB pages "
+			  "above 1 MiB and 512 B grains below: %s (%.1f%%)",
+			  g->count, fmt_size(b1, g->requested), fmt_size(b2, g->granted),
+			  fmt_size(b3, g->granted - g->requested),
+			  100 * frag_ratio(g->granted - g->requested, g->granted));
 	if (d->handles.count)
-		rb_wrapf(f, 6,
-			 "    cuMemCreate: %" PRIu64 " handle%s, %s, %" PRIu64
-			 " of them 2 MiB multiples; what the caller uses inside is not visible",
-			 d->handles.count, d->handles.count == 1 ? "" : "s",
-			 fmt_size(b1, d->handles.granted), d->handles_2m);
+		cli_wrapf(f, 6,
+			  "    cuMemCreate: %" PRIu64 " handle%s, %s, %" PRIu64
+			  " of them 2 MiB multiples; what the caller uses inside is not visible",
+			  d->handles.count, d->handles.count == 1 ? "" : "s",
+			  fmt_size(b1, d->handles.granted), d->handles_2m);
 	if (d->async.count)
-		rb_wrapf(f, 6,
-			 "    stream-ordered: %" PRIu64
-			 " asked %s; what the pool reserved for them "
-			 "is not visible",
-			 d->async.count, fmt_size(b1, d->async.requested));
+		cli_wrapf(f, 6,
+			  "    stream-ordered: %" PRIu64
+			  " asked %s; what the pool reserved for them "
+			  "is not visible",
+			  d->async.count, fmt_size(b1, d->async.requested));
 }
 
 static void counters_free_human(FILE *f, struct trace *t, const struct frag_counters *c)
 {
 	char b1[32], b2[32], b3[32], b4[32], tb[32];
-	rb_wrapf(f, 4,
-		 "  free inside the cache: %s (%s on %s, the reading nearest the peak, at %s: "
-		 "reserved %s - allocated %s)",
-		 fmt_size(b1, c->reserved - c->allocated), c->source, c->device_name,
-		 trace_fmt_time(tb, trace_rel(t, c->time_ns)), fmt_size(b2, c->reserved),
-		 fmt_size(b3, c->allocated));
+	cli_wrapf(f, 4,
+		  "  free inside the cache: %s (%s on %s, the reading nearest the peak, at %s: "
+		  "reserved %s - allocated %s)",
+		  fmt_size(b1, c->reserved - c->allocated), c->source, c->device_name,
+		  trace_fmt_time(tb, trace_rel(t, c->time_ns)), fmt_size(b2, c->reserved),
+		  fmt_size(b3, c->allocated));
 	if (c->has_split)
-		rb_wrapf(f, 6, "    of which in split blocks (inactive_split_bytes): %s",
-			 fmt_size(b4, c->inactive_split));
+		cli_wrapf(f, 6, "    of which in split blocks (inactive_split_bytes): %s",
+			  fmt_size(b4, c->inactive_split));
 	fprintf(f, "    the most over %zu reading%s: %s\n", c->readings,
 		c->readings == 1 ? "" : "s", fmt_size(b4, c->max_free));
 }
@@ -162,6 +162,11 @@ static void cache_free_human(FILE *f, struct trace *t, const struct frag_dev *d,
 	char line[600];
 	if (d->counters.known) {
 		counters_free_human(f, t, &d->counters);
+		return;
+	}
+	if (d->blocks_oom.known || d->blocks_last.known) {
+		/* the history's snapshot shows it: no rerun to ask for */
+		fprintf(f, "  free inside the cache: in PyTorch's own blocks, below\n");
 		return;
 	}
 	const char *why;
@@ -178,7 +183,7 @@ static void cache_free_human(FILE *f, struct trace *t, const struct frag_dev *d,
 			 "free inside the cache: little or none: under %s's %s every tensor's free "
 			 "is a driver call",
 			 rec->fw_name, rec->mode_name);
-		rb_wrap(f, 2, rb_text_width(f), line);
+		cli_wrap(f, 2, cli_text_width(f), line);
 		return;
 	default:
 		/* no framework named: the pattern alone does not say whose cache */
@@ -195,7 +200,7 @@ static void cache_free_human(FILE *f, struct trace *t, const struct frag_dev *d,
 			 "tensor's free makes none); the framework's own counters (gpumemtrace run "
 			 "--framework-counters) show it",
 			 rec->fw_name, "'s ", rec->mode_name);
-	rb_wrap(f, 2, rb_text_width(f), line);
+	cli_wrap(f, 2, cli_text_width(f), line);
 }
 
 /* The framework's own blocks at one of its snapshots. */
@@ -205,7 +210,7 @@ static void blocks_human(FILE *f, struct trace *t, const struct frag_blocks *b)
 					 "before the program changed the recording", "imported"};
 	char b1[32], b2[32], b3[32], b4[32], tb[32], line[700];
 	const struct fw_blocks_fig *x = &b->fig;
-	int w = rb_text_width(f);
+	int w = cli_text_width(f);
 	snprintf(line, sizeof(line),
 		 "PyTorch's blocks (its own snapshot %s, %s): reserved %s in %" PRIu64
 		 " segments, tensors' blocks %s (asked %s)%s%s",
@@ -214,7 +219,7 @@ static void blocks_human(FILE *f, struct trace *t, const struct frag_blocks *b)
 		 x->segments, fmt_size(b2, x->allocated), fmt_size(b3, x->requested),
 		 x->pending ? ", waiting for their streams " : "",
 		 x->pending ? fmt_size(b4, x->pending) : "");
-	rb_wrap(f, 2, w, line);
+	cli_wrap(f, 2, w, line);
 	/* top --tensors' cache row counts what no tensor asked for: the
 	 * rounding inside the tensors' blocks too */
 	uint64_t unasked = x->reserved > x->requested ? x->reserved - x->requested : 0;
@@ -231,7 +236,7 @@ static void blocks_human(FILE *f, struct trace *t, const struct frag_blocks *b)
 		 fmt_size(b1, x->inactive), with, fmt_size(b2, x->inactive_split),
 		 fmt_size(b3, x->empty_bytes), x->empty_segments,
 		 x->empty_segments == 1 ? "" : "s");
-	rb_wrap(f, 4, w, line);
+	cli_wrap(f, 4, w, line);
 	if (!x->inactive)
 		return;
 	size_t n = snprintf(line, sizeof(line),
@@ -247,7 +252,7 @@ static void blocks_human(FILE *f, struct trace *t, const struct frag_blocks *b)
 					      i ? "," : "", x->streams[i].stream,
 					      fmt_size(b4, x->streams[i].largest_free));
 	}
-	rb_wrap(f, 4, w, line);
+	cli_wrap(f, 4, w, line);
 }
 
 static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d,
@@ -267,22 +272,22 @@ static void dev_human(FILE *f, struct trace *t, const struct frag_dev *d,
 			break;
 	}
 	grants_human(f, d);
-	rb_wrapf(f, 4,
-		 "  segments (device allocations not stream-ordered: under a caching "
-		 "allocator, what it holds from the driver)");
+	cli_wrapf(f, 4,
+		  "  segments (device allocations not stream-ordered: under a caching "
+		  "allocator, what it holds from the driver)");
 	segs_human(f, "at the peak", trace_rel(t, d->at_peak.time_ns), &d->at_peak);
 	segs_human(f, "at the end", trace_duration_ns(t), &d->at_end);
 	if (d->at_oom.taken) {
 		segs_human(f, "at the first OOM", trace_rel(t, d->at_oom.time_ns), &d->at_oom);
-		rb_wrapf(f, 8,
-			 "      then the failing thread freed %" PRIu64 " of them (%s) before its "
-			 "next device allocation",
-			 d->oom_frees, fmt_size(b3, d->oom_freed));
+		cli_wrapf(f, 8,
+			  "      then the failing thread freed %" PRIu64 " of them (%s) before its "
+			  "next device allocation",
+			  d->oom_frees, fmt_size(b3, d->oom_freed));
 	}
 	if (frag_pytorch_like(&d->at_peak))
-		rb_wrapf(f, 6,
-			 "    the sizes match PyTorch's caching allocator's segments (2 MiB, 20 "
-			 "MiB, 2 MiB multiples): a cache may hold free space inside them");
+		cli_wrapf(f, 6,
+			  "    the sizes match PyTorch's caching allocator's segments (2 MiB, 20 "
+			  "MiB, 2 MiB multiples): a cache may hold free space inside them");
 	cache_free_human(f, t, d, rec);
 	if (d->blocks_oom.known)
 		blocks_human(f, t, &d->blocks_oom);
@@ -404,7 +409,7 @@ static void frag_json(FILE *f, struct trace *t, const struct frag_result *g, int
 {
 	const struct frag_vmm *v = &g->vmm;
 	fprintf(f, "%s\n  {", first ? "" : ",");
-	rb_json_head(f, t);
+	cli_json_head(f, t);
 	fputs(",\n   \"devices\": [", f);
 	for (size_t k = 0; k < g->ndevs; k++)
 		dev_json(f, t, &g->devs[k], k == 0);
@@ -434,10 +439,10 @@ static void frag_human_vmm(FILE *f, const struct frag_vmm *v)
 	fprintf(f, "  memory created (physical)       %s / %s\n", fmt_size(b1, v->physical_peak),
 		fmt_size(b2, v->physical));
 	if (v->reserved_peak > v->mapped_peak)
-		rb_wrapf(f, 4,
-			 "  %s of reserved address space was never mapped at "
-			 "the peak (address space only: costs no memory)",
-			 fmt_size(b1, v->reserved_peak - v->mapped_peak));
+		cli_wrapf(f, 4,
+			  "  %s of reserved address space was never mapped at "
+			  "the peak (address space only: costs no memory)",
+			  fmt_size(b1, v->reserved_peak - v->mapped_peak));
 }
 
 static void frag_human(FILE *f, struct trace *t, const struct frag_result *g, int first,
@@ -446,7 +451,7 @@ static void frag_human(FILE *f, struct trace *t, const struct frag_result *g, in
 	char b1[32], b2[32];
 	if (!first)
 		fputc('\n', f);
-	rb_human_head(f, t);
+	cli_human_head(f, t);
 	if (!g->ndevs)
 		fprintf(f, "  no device memory was allocated\n");
 	for (size_t k = 0; k < g->ndevs; k++)
@@ -464,7 +469,7 @@ static void frag_human(FILE *f, struct trace *t, const struct frag_result *g, in
 			 fmt_size(b1, g->async_peak), fmt_size(b2, g->async_live), g->pools_created,
 			 g->pool_trims);
 		fputc('\n', f);
-		rb_wrap(f, 0, rb_text_width(f), line);
+		cli_wrap(f, 0, cli_text_width(f), line);
 	}
 }
 
@@ -488,7 +493,7 @@ static void totals_render(FILE *f, const struct rb_opts *o, const struct trace *
 		char b1[32], b2[32], b3[32];
 		/* 88 columns; narrower, the path's column gives what is missing; a
 		 * longer path takes a line of its own, above its figures */
-		int pw = rb_text_width(f) < 88 ? 32 : 40;
+		int pw = cli_text_width(f) < 88 ? 32 : 40;
 		fprintf(f, "\nper process (at each device's peak)\n  %-*s %11s %9s %11s %11s\n", pw,
 			"trace", "live", "segments", "seg. bytes", "waste");
 		for (int i = 0; i < o->npaths; i++)
@@ -505,7 +510,7 @@ int cmd_fragmentation(int argc, char **argv)
 {
 	struct rb_opts o = {0};
 	struct trace *ts;
-	int rc = rb_parse_open_plain(&usage, argc, argv, &o, &ts);
+	int rc = cli_parse_open_plain(&usage, argc, argv, &o, &ts);
 	if (rc >= 0)
 		return rc;
 	FILE *f = stdout;

@@ -66,7 +66,7 @@ static void print_markers_json(FILE *f, struct growth_result *g, struct growth_d
 	}
 	size_t n = g->mk.n - 1;
 	fprintf(f, "{\"source\": \"%s\", \"name\": ", g->mk.source);
-	rb_json_s(f, g->mk.name);
+	cli_json_s(f, g->mk.name);
 	fprintf(f, ", \"iterations\": %zu", n);
 	if (g->mk.stride > 1) /* merged: only in a run with more than GROWTH_MAX_ITERATIONS */
 		fprintf(f, ", \"iterations_merged\": %zu, \"iterations_found\": %zu", g->mk.stride,
@@ -171,8 +171,8 @@ static void print_evidence(FILE *f, struct growth_result *g, struct growth_dev *
 		fprintf(
 		    f, "  held by %s: %s in %" PRIu64 " allocations made since %s, still live\n",
 		    /* the key on one line (cut to it), the figures wrapped after */
-		    rb_fit(site_key(t, d->site_stack, site, sizeof(site)), width - 12, cut,
-			   sizeof(cut)),
+		    cli_fit(site_key(t, d->site_stack, site, sizeof(site)), width - 12, cut,
+			    sizeof(cut)),
 		    fmt_size(b1, d->site_bytes), d->site_count,
 		    rb_time(b2, trace_rel(t, growth_x_time(g, d->v.start_x && n ? d->v.start_x - 1
 										: d->v.start_x))));
@@ -220,7 +220,7 @@ static void print_wrapped(FILE *f, int width, char *buf)
 		if (!*line)
 			fputc('\n', f);
 		else
-			rb_wrap_hang(f, strncmp(line, "  ", 2) ? 2 : 4, width, line);
+			cli_wrap_hang(f, strncmp(line, "  ", 2) ? 2 : 4, width, line);
 	}
 }
 
@@ -228,7 +228,7 @@ static void print_wrapped(FILE *f, int width, char *buf)
  * to the text width (a pipe's too). */
 static void print_dev_human(FILE *f, struct growth_result *g, struct growth_dev *d)
 {
-	int width = rb_text_width(f);
+	int width = cli_text_width(f);
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
@@ -252,7 +252,7 @@ static void print_dev_human(FILE *f, struct growth_result *g, struct growth_dev 
 		 growth_iterations(g) ? ", each iteration's level" : "",
 		 d->v.kind == GV_LEAK ? "; gpumemtrace leaks " : "",
 		 d->v.kind == GV_LEAK ? g->t->path : "");
-	rb_wrap_hang(f, 4, width, next);
+	cli_wrap_hang(f, 4, width, next);
 }
 
 /* The tensors' own verdict (PyTorch's history), under the device's. */
@@ -260,7 +260,7 @@ static void print_tensors_human(FILE *f, struct trace *t, const struct fwg_resul
 				const struct fwg_dev *d)
 {
 	char b1[32], b2[32], b3[32], site[512], line[1400];
-	int width = rb_text_width(f);
+	int width = cli_text_width(f);
 	size_t n = d->nfloor;
 	const struct growth_verdict *v = &d->v;
 	size_t k = snprintf(line, sizeof(line),
@@ -279,7 +279,7 @@ static void print_tensors_human(FILE *f, struct trace *t, const struct fwg_resul
 	else
 		k += (size_t)snprintf(line + k, sizeof(line) - k, "%zu iterations: too few to tell",
 				      n);
-	rb_wrap_hang(f, 4, width, line);
+	cli_wrap_hang(f, 4, width, line);
 	for (size_t i = 0; i < d->nsites; i++) {
 		snprintf(line, sizeof(line),
 			 "    held by %s: %s in %" PRIu64 " tensors from %" PRIu64
@@ -287,7 +287,7 @@ static void print_tensors_human(FILE *f, struct trace *t, const struct fwg_resul
 			 rb_site(t, d->sites[i].stack_id, site, sizeof(site)),
 			 fmt_size(b1, d->sites[i].bytes), d->sites[i].count, d->sites[i].iterations,
 			 d->sites[i].iterations == 1 ? "" : "s");
-		rb_wrap_hang(f, 6, width, line);
+		cli_wrap_hang(f, 6, width, line);
 	}
 	if (fw->pattern_stack)
 		snprintf(line, sizeof(line),
@@ -297,7 +297,7 @@ static void print_tensors_human(FILE *f, struct trace *t, const struct fwg_resul
 			 rb_site(t, fw->pattern_stack, site, sizeof(site)));
 	else
 		snprintf(line, sizeof(line), "    iterations: %zu, the trace's own (above)", n);
-	rb_wrap_hang(f, 6, width, line);
+	cli_wrap_hang(f, 6, width, line);
 }
 
 static int64_t iround(double v)
@@ -313,7 +313,7 @@ static void print_verdict_json(FILE *f, struct growth_result *g, struct growth_d
 	double step;
 	bool leak = d->v.kind == GV_LEAK;
 	fprintf(f, ",\n    \"verdict\": \"%s\", \"verdict_reason\": ", growth_kind_name(d->v.kind));
-	rb_json_s(f, growth_reason(g, d, reason, sizeof(reason)));
+	cli_json_s(f, growth_reason(g, d, reason, sizeof(reason)));
 	fputs(", \"rate_bytes_per_step\": ", f);
 	if (growth_rate_per_step(g, d, &step) && leak)
 		fprintf(f, "%" PRId64, iround(step));
@@ -341,9 +341,9 @@ static void print_verdict_json(FILE *f, struct growth_result *g, struct growth_d
 			"{\"stack_id\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"count\": %" PRIu64
 			", \"site\": ",
 			d->site_stack, d->site_bytes, d->site_count);
-		rb_json_s(f, rb_site(t, d->site_stack, site, sizeof(site)));
+		cli_json_s(f, rb_site(t, d->site_stack, site, sizeof(site)));
 		fputs(", \"key\": ", f);
-		rb_json_s(f, site_key(t, d->site_stack, site, sizeof(site)));
+		cli_json_s(f, site_key(t, d->site_stack, site, sizeof(site)));
 		fputc('}', f);
 	} else {
 		fputs("null", f);
@@ -371,9 +371,9 @@ static void print_dev_json(FILE *f, struct growth_result *g, const struct fwg_re
 			"%s\n    {\"time_ns\": %" PRId64 ", \"peak_bytes\": %" PRIu64
 			", \"step_bytes\": %" PRIu64 ", \"size\": %" PRIu64 ", \"api\": ",
 			i ? "," : "", trace_rel(t, s->time_ns), s->peak, s->step, s->size);
-		rb_json_s(f, api_name(s->api));
+		cli_json_s(f, api_name(s->api));
 		fprintf(f, ", \"stack_id\": %" PRIu64 ", \"site\": ", s->stack_id);
-		rb_json_s(f, rb_site(t, s->stack_id, site, sizeof(site)));
+		cli_json_s(f, rb_site(t, s->stack_id, site, sizeof(site)));
 		fputc('}', f);
 	}
 	fputs("],\n    \"chunk_sizes\": [", f);
@@ -387,7 +387,7 @@ static void print_dev_json(FILE *f, struct growth_result *g, const struct fwg_re
 	}
 	uint64_t block;
 	fputs("],\n    \"pattern\": ", f);
-	rb_json_s(f, growth_pattern(d, rb_dev_total(t, d->ordinal), &block));
+	cli_json_s(f, growth_pattern(d, rb_dev_total(t, d->ordinal), &block));
 	fprintf(f, ", \"pattern_block_bytes\": %" PRIu64, block);
 	print_verdict_json(f, g, d);
 	fputs(", \"markers\": ", f);
@@ -454,7 +454,7 @@ static void growth_print(FILE *f, const struct rb_opts *o, struct growth_result 
 {
 	if (o->json) {
 		fprintf(f, "%s\n  {", first ? "" : ",");
-		rb_json_head(f, g->t);
+		cli_json_head(f, g->t);
 		fprintf(f,
 			", \"peak_bytes\": %" PRIu64 ", \"live_bytes_at_end\": %" PRIu64
 			",\n   \"devices\": [",
@@ -465,7 +465,7 @@ static void growth_print(FILE *f, const struct rb_opts *o, struct growth_result 
 	} else {
 		if (!first)
 			fputc('\n', f);
-		rb_human_head(f, g->t);
+		cli_human_head(f, g->t);
 		if (!g->ndevs)
 			fprintf(f, "  no device memory was allocated\n");
 		for (size_t k = 0; k < g->ndevs; k++) {
@@ -522,7 +522,7 @@ int cmd_growth(int argc, char **argv)
 	    OPT_END(),
 	};
 	struct trace *ts;
-	int rc = rb_parse_open(&usage, opts, argc, argv, &o, &sa, &ts);
+	int rc = cli_parse_open(&usage, opts, argc, argv, &o, &sa, &ts);
 	if (rc >= 0)
 		return rc;
 	o.width = (int)width;

@@ -94,7 +94,7 @@ static void held_note(FILE *f, const struct leak_trace *ls, int n)
 		if (k < sizeof(line))
 			snprintf(line + k, sizeof(line) - k,
 				 "; see `gpumemtrace growth` (leak verdict) and `explain`");
-		rb_wrap(f, 0, rb_text_width(f), line);
+		cli_wrap(f, 0, cli_text_width(f), line);
 	}
 }
 
@@ -126,7 +126,7 @@ static void print_site(FILE *f, struct trace_rows *rs, struct leak_trace *ls,
 		snprintf(tails[0], sizeof(tails[0]), "%s", kinds);
 		tails[1][0] = 0;
 	}
-	rb_site_line(f, r->key, room, t, 3);
+	cli_site_line(f, r->key, room, t, 3);
 }
 
 static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uint64_t limit)
@@ -158,13 +158,13 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 			     t->events || t->has_trailer ? trace_fmt_time(b1, trace_duration_ns(t))
 							 : "no event was written") < 0)
 			xalloc_failed();
-		rb_wrap_hang(f, 2, rb_text_width(f), text); /* the path may be long */
+		cli_wrap_hang(f, 2, cli_text_width(f), text); /* the path may be long */
 		free(text);
 	}
 	for (int i = 0; i < n; i++) {
 		const struct trace *t = &ls[i].t;
 		uint64_t lost = trace_lost_own(t);
-		rb_partial_line(f, t, n > 1);
+		cli_partial_line(f, t, n > 1);
 		if (!lost || !ls[i].allocs)
 			continue;
 		char *text = NULL;
@@ -179,7 +179,7 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 			     some, n > 1 ? " from " : "", n > 1 ? t->path : "", lost,
 			     lost == 1 ? "" : "s") < 0)
 			xalloc_failed();
-		rb_wrap_hang(f, 2, rb_text_width(f), text);
+		cli_wrap_hang(f, 2, cli_text_width(f), text);
 		free(text);
 	}
 	fprintf(f, "total: %s in %" PRIu64 " allocation%s (", fmt_size(b1, bytes), allocs,
@@ -187,7 +187,7 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 	kinds_text(f, bucket);
 	fputs(")\n", f);
 	held_note(f, ls, n);
-	int width = rb_text_width(f), room = width - 46 - (n > 1 ? 27 : 0);
+	int width = cli_text_width(f), room = width - 46 - (n > 1 ? 27 : 0);
 	/* narrower than the figures and a site: the site under its figures */
 	bool under = room < RB_SITE_MIN;
 	if (under)
@@ -234,7 +234,7 @@ static void print_human(struct trace_rows *rs, struct leak_trace *ls, int n, uin
 		for (int i = 0; i < n; i++)
 			if (strlen(ls[i].t.path) > longest)
 				longest = strlen(ls[i].t.path);
-		bool narrow = 59 + (int)longest > rb_text_width(f);
+		bool narrow = 59 + (int)longest > cli_text_width(f);
 		fprintf(f, "\nprocesses\n  %-3s %-24s %12s %13s%s\n", "#", "process", "live at end",
 			"live allocs", narrow ? "\n      trace" : "  trace");
 		uint64_t *v = xrealloc(NULL, (size_t)n * sizeof(*v));
@@ -302,7 +302,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 			t->complete ? "true" : "false", t->complete ? "exit" : "last_flush",
 			trace_duration_ns(t), ls[i].bytes, ls[i].allocs);
 		json_kinds(f, ls[i].bucket);
-		rb_json_partial(f, t);
+		cli_json_partial(f, t);
 		fprintf(f, ", \"maybe_freed_allocations\": %" PRIu64, maybe_freed(&ls[i]));
 		fputs(", \"held_by\": ", f);
 		if (ls[i].held_by[0]) {
@@ -333,7 +333,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 			struct trace_frame fr;
 			bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
 			char callers[2048] = "";
-			rb_json_libraries(f, t, r, TM_END);
+			cli_json_libraries(f, t, r, TM_END);
 			fputs(", \"function\": ", f);
 			json_cstr0(f, has && fr.function ? fr.function : "");
 			fputs(", \"site\": ", f);
@@ -348,7 +348,7 @@ static void print_json(struct trace_rows *rs, struct leak_trace *ls, int n, uint
 			json_cstr0(f, callers[0] ? callers + 4 : "");
 			fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
 			if (r->stack_id)
-				rb_json_stack(f, t, r->stack_id);
+				cli_json_stack(f, t, r->stack_id);
 		} else {
 			fputs(", \"api\": ", f);
 			json_cstr0(f, api_name(site_api(t, r->stack_id, r->api)));

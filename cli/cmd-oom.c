@@ -138,9 +138,9 @@ static void fw_json(FILE *f, struct trace *t, const struct fwoom *w)
 	static const char *const how[] = {"observer", "excepthook", "thread", "at-exit"};
 	const struct trace_fwoom *r = w->raised ? w->raised : w->observer;
 	fputs(",\n     \"framework\": {\"source\": ", f);
-	rb_json_s(f, w->source);
+	cli_json_s(f, w->source);
 	fputs(", \"type\": ", f);
-	rb_json_s(f, w->type);
+	cli_json_s(f, w->type);
 	fprintf(f, ", \"time_ns\": %" PRId64 ", \"observer\": %s, \"raised\": %s, \"how\": \"%s\"",
 		trace_rel(t, w->time_ns), w->observer ? "true" : "false",
 		w->raised ? "true" : "false",
@@ -149,7 +149,7 @@ static void fw_json(FILE *f, struct trace *t, const struct fwoom *w)
 						 : "?");
 	fprintf(f, ", \"caught\": %s, \"message_form\": \"%s\", \"message\": ",
 		w->caught ? "true" : "false", fwmsg_form_name[w->msg.form]);
-	rb_json_s(f, w->raised ? w->raised->message : "");
+	cli_json_s(f, w->raised ? w->raised->message : "");
 	fputs(",\n      \"figures\": {\"", f);
 	fputs("unit\": \"bytes\"", f);
 	size_json(f, "request_bytes", &w->request);
@@ -164,7 +164,7 @@ static void fw_json(FILE *f, struct trace *t, const struct fwoom *w)
 	size_json(f, "limit_bytes", &w->limit.bytes);
 	fputs(", \"limit\": ", f);
 	if (w->limit.bytes.known)
-		rb_json_s(f, w->limit.what);
+		cli_json_s(f, w->limit.what);
 	else
 		fputs("null", f);
 	fputs("}}", f);
@@ -182,23 +182,23 @@ static void oom_json(FILE *f, struct trace *t, const struct oom_failure *o, bool
 			", \"result\": null, \"result_name\": null",
 			e->device, e->size);
 	else {
-		rb_json_s(f, api_name(e->api));
+		cli_json_s(f, api_name(e->api));
 		fprintf(f,
 			", \"device\": %" PRId64 ", \"size\": %" PRIu64 ", \"result\": %" PRIu64
 			", \"result_name\": ",
 			e->device, e->size, e->result);
-		rb_json_s(f, result_name(e->api, e->result));
+		cli_json_s(f, result_name(e->api, e->result));
 	}
 	fprintf(f, ", \"tid\": %" PRIu64 ", \"stack_id\": %" PRIu64 ", \"site\": ", e->tid,
 		e->stack_id);
-	rb_json_s(f, rb_site(t, e->stack_id, site, sizeof(site)));
+	cli_json_s(f, rb_site(t, e->stack_id, site, sizeof(site)));
 	fprintf(f,
 		",\n     \"error\": %" PRIu32 ", \"attempt\": %" PRIu32 ", \"attempts\": %" PRIu32
 		", \"case\": ",
 		o->error, o->attempt, o->attempts);
-	rb_json_s(f, oom_case_name[o->kase]);
+	cli_json_s(f, oom_case_name[o->kase]);
 	fprintf(f, ", \"caught\": %s, \"explanation\": ", o->caught ? "true" : "false");
-	rb_json_s(f, o->why);
+	cli_json_s(f, o->why);
 	figures_json(f, t, o);
 	if (o->fw)
 		fw_json(f, t, o->fw);
@@ -207,7 +207,7 @@ static void oom_json(FILE *f, struct trace *t, const struct oom_failure *o, bool
 	fputs(",\n     \"by_library\": [", f);
 	for (size_t i = 0; i < o->nlibs; i++) {
 		fputs(i ? ", {\"library\": " : "{\"library\": ", f);
-		rb_json_s(f, o->libs[i].name);
+		cli_json_s(f, o->libs[i].name);
 		fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
 			o->libs[i].bytes, o->libs[i].count);
 	}
@@ -215,7 +215,7 @@ static void oom_json(FILE *f, struct trace *t, const struct oom_failure *o, bool
 	for (size_t i = 0; i < o->nsites; i++) {
 		fprintf(f, "%s{\"stack_id\": %" PRIu64 ", \"site\": ", i ? ", " : "",
 			o->sites[i].stack_id);
-		rb_json_s(f, rb_site(t, o->sites[i].stack_id, site, sizeof(site)));
+		cli_json_s(f, rb_site(t, o->sites[i].stack_id, site, sizeof(site)));
 		fprintf(f, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
 			o->sites[i].bytes, o->sites[i].count);
 	}
@@ -225,9 +225,9 @@ static void oom_json(FILE *f, struct trace *t, const struct oom_failure *o, bool
 static void trace_json(FILE *f, struct trace *t, const struct oom_result *r, bool first)
 {
 	fprintf(f, "%s\n  {", first ? "" : ",");
-	rb_json_head(f, t);
+	cli_json_head(f, t);
 	fputs(", \"verdict\": ", f);
-	rb_json_s(f, r->verdict);
+	cli_json_s(f, r->verdict);
 	fprintf(f,
 		", \"meminfo_records\": %zu, \"failed_allocations_total\": %" PRIu64
 		", \"ooms_total\": %" PRIu64 ", \"oom_calls_total\": %" PRIu64
@@ -245,13 +245,13 @@ static void trace_json(FILE *f, struct trace *t, const struct oom_result *r, boo
 	else
 		fputs("null", f);
 	fputs(", \"text\": ", f);
-	rb_json_s(f, r->ending);
+	cli_json_s(f, r->ending);
 	fputs("}, \"hidden\": ", f);
 	if (r->hidden) {
 		fputs("{\"framework\": ", f);
-		rb_json_s(f, r->pool_fw);
+		cli_json_s(f, r->pool_fw);
 		fputs(", \"text\": ", f);
-		rb_json_s(f, r->hidden_text);
+		cli_json_s(f, r->hidden_text);
 		fputc('}', f);
 	} else {
 		fputs("null", f);
@@ -264,7 +264,7 @@ static void trace_json(FILE *f, struct trace *t, const struct oom_result *r, boo
 		fprintf(f,
 			"%s{\"case\": \"invisible\", \"reason\": \"%s\", \"text\": ", k ? ", " : "",
 			r->blind[k].key);
-		rb_json_s(f, r->blind[k].text);
+		cli_json_s(f, r->blind[k].text);
 		fputc('}', f);
 	}
 	fputs("],\n   \"ooms\": [", f);
@@ -275,9 +275,9 @@ static void trace_json(FILE *f, struct trace *t, const struct oom_result *r, boo
 	for (size_t k = 0; k < r->nothers; k++) {
 		const struct oom_other *y = &r->others[k];
 		fprintf(f, "%s{\"api\": ", k ? ", " : "");
-		rb_json_s(f, api_name(y->api));
+		cli_json_s(f, api_name(y->api));
 		fprintf(f, ", \"result\": %" PRIu64 ", \"result_name\": ", y->result);
-		rb_json_s(f, result_name(y->api, y->result));
+		cli_json_s(f, result_name(y->api, y->result));
 		fprintf(f, ", \"count\": %" PRIu64 ", \"first_time_ns\": %" PRId64 "}", y->count,
 			trace_rel(t, y->first_time));
 	}
@@ -302,7 +302,7 @@ static void fw_human(FILE *f, struct trace *t, const struct fwoom *w, int width)
 		 : w->caught ? "seen by its observer only: the program caught it and went on"
 			     : "seen by its observer only, and the process ended badly after it",
 		 n ? ": " : "", (int)(n < 200 ? n : 200), msg, n > 200 ? "..." : "");
-	rb_wrap(f, 2, width, line);
+	cli_wrap(f, 2, width, line);
 	size_t len =
 	    (size_t)snprintf(line, sizeof(line), "its figures%s:",
 			     w->blocks ? " (the cache: the blocks of the snapshot taken at "
@@ -328,7 +328,7 @@ static void fw_human(FILE *f, struct trace *t, const struct fwoom *w, int width)
 	if (w->limit.bytes.known && len < sizeof(line) - 140)
 		snprintf(line + len, sizeof(line) - len, " (%s)", w->limit.what);
 	if (k)
-		rb_wrap(f, 2, width, line);
+		cli_wrap(f, 2, width, line);
 	(void)t;
 }
 
@@ -351,7 +351,7 @@ static void attempts_human(FILE *f, struct trace *t, const struct oom_failure *o
 			"§1.4; CuPy frees its pool's blocks and retries, §3"
 		      : "BFC backs off by 0.9x and retries for up to 10 s, frameworks.md §2.4, "
 			"§2.6");
-	rb_wrap(f, 2, width, line);
+	cli_wrap(f, 2, width, line);
 }
 
 static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, const char *next)
@@ -360,23 +360,23 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 	const struct gmt_event *e = &o->e;
 	const char *rn = result_name(e->api, e->result);
 	char cut[512];
-	int width = rb_text_width(f);
+	int width = cli_text_width(f);
 	if (o->fw_only) {
 		fputc('\n', f);
-		rb_wrapf(f, 4,
-			 "%s  %s raised an out-of-memory error for %s on device %" PRId64
-			 " (no driver call failed)",
-			 rb_time(b1, trace_rel(t, e->time_ns)), fwoom_fw_name(o->fw),
-			 fmt_size(b2, e->size), e->device);
+		cli_wrapf(f, 4,
+			  "%s  %s raised an out-of-memory error for %s on device %" PRId64
+			  " (no driver call failed)",
+			  rb_time(b1, trace_rel(t, e->time_ns)), fwoom_fw_name(o->fw),
+			  fmt_size(b2, e->size), e->device);
 	} else {
 		fputc('\n', f);
-		rb_wrapf(f, 4, "%s  %s of %s on device %" PRId64 " failed: %s",
-			 rb_time(b1, trace_rel(t, e->time_ns)),
-			 api_name(site_api(t, e->stack_id, e->api)), fmt_size(b2, e->size),
-			 e->device, rn ? rn : "?");
+		cli_wrapf(f, 4, "%s  %s of %s on device %" PRId64 " failed: %s",
+			  rb_time(b1, trace_rel(t, e->time_ns)),
+			  api_name(site_api(t, e->stack_id, e->api)), fmt_size(b2, e->size),
+			  e->device, rn ? rn : "?");
 		fprintf(f, "  site: %s\n",
-			rb_fit(rb_site(t, e->stack_id, site, sizeof(site)), width - 8, cut,
-			       sizeof(cut)));
+			cli_fit(rb_site(t, e->stack_id, site, sizeof(site)), width - 8, cut,
+				sizeof(cut)));
 	}
 	if (o->attempts > 1)
 		attempts_human(f, t, o, width);
@@ -416,7 +416,7 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 		if (o->free_known)
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "; %s",
 				 oom_others_text(ot, sizeof(ot), o->others));
-		rb_wrap(f, 2, width, line);
+		cli_wrap(f, 2, width, line);
 	}
 	if (o->nlibs) {
 		fprintf(f, "  by library:");
@@ -430,15 +430,15 @@ static void oom_human(FILE *f, struct trace *t, const struct oom_failure *o, con
 		for (size_t i = 0; i < o->nsites; i++)
 			fprintf(f, "    %11s %6" PRIu64 "  %s\n", fmt_size(b1, o->sites[i].bytes),
 				o->sites[i].count,
-				rb_fit(rb_site(t, o->sites[i].stack_id, site, sizeof(site)),
-				       width - 24, cut, sizeof(cut)));
+				cli_fit(rb_site(t, o->sites[i].stack_id, site, sizeof(site)),
+					width - 24, cut, sizeof(cut)));
 	}
 	char line[800];
 	snprintf(line, sizeof(line), "case: %s%s: %s", oom_case_name[o->kase],
 		 o->caught ? " (caught)" : "", o->why);
-	rb_wrap(f, 2, width, line);
+	cli_wrap(f, 2, width, line);
 	if (next && o->kase == OOM_THIS_PROCESS && !o->fw) /* its own figures decided it */
-		rb_wrap(f, 2, width, next);
+		cli_wrap(f, 2, width, next);
 }
 
 static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bool first)
@@ -446,14 +446,14 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 	char b1[32];
 	if (!first)
 		fputc('\n', f);
-	rb_human_head(f, t);
+	cli_human_head(f, t);
 	if (!r->fails_total && !r->fw_only_total) {
 		fprintf(f, "  no allocation failed\n");
 	} else if (!r->fails_total) {
-		rb_wrapf(f, 4,
-			 "  no allocation call failed; the framework raised %" PRIu64
-			 " out-of-memory error%s without one",
-			 r->fw_only_total, r->fw_only_total == 1 ? "" : "s");
+		cli_wrapf(f, 4,
+			  "  no allocation call failed; the framework raised %" PRIu64
+			  " out-of-memory error%s without one",
+			  r->fw_only_total, r->fw_only_total == 1 ? "" : "s");
 	} else {
 		uint64_t errs = 0;
 		for (int c = 0; c < OOM_NCASES; c++)
@@ -475,12 +475,12 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 				o += (size_t)snprintf(line + o, sizeof(line) - o,
 						      "%s %" PRIu64 " %s", n++ ? "," : "",
 						      r->cases[c], oom_case_name[c]);
-		rb_wrapf(f, 4, "%s", line);
+		cli_wrapf(f, 4, "%s", line);
 	}
 	if (r->hidden) { /* in place of "verdict: none": what the trace cannot show */
 		char line[900];
 		snprintf(line, sizeof(line), "verdict: oom-hidden: %s", r->hidden_text);
-		rb_wrap(f, 2, rb_text_width(f), line);
+		cli_wrap(f, 2, cli_text_width(f), line);
 	} else {
 		fprintf(f, "  verdict: %s\n", r->verdict);
 	}
@@ -489,7 +489,7 @@ static void trace_human(FILE *f, struct trace *t, const struct oom_result *r, bo
 	for (size_t k = 0; k < r->nblind; k++) {
 		char line[700];
 		snprintf(line, sizeof(line), "not visible here: %s", r->blind[k].text);
-		rb_wrap(f, 2, rb_text_width(f), line);
+		cli_wrap(f, 2, cli_text_width(f), line);
 	}
 	/* one block per error (its last attempt) and per other failure */
 	size_t show = 0, end = 0;
@@ -537,7 +537,7 @@ int cmd_oom(int argc, char **argv)
 	    OPT_END(),
 	};
 	struct trace *ts;
-	int rc = rb_parse_open(&usage, opts, argc, argv, &opt, &sa, &ts);
+	int rc = cli_parse_open(&usage, opts, argc, argv, &opt, &sa, &ts);
 	if (rc >= 0)
 		return rc;
 	FILE *f = stdout;
@@ -570,7 +570,7 @@ int cmd_oom(int argc, char **argv)
 			opt.npaths, sum);
 		trace_imbalance_json(f, counts, n);
 		fputs("},\n \"verdict\": ", f);
-		rb_json_s(f, verdict);
+		cli_json_s(f, verdict);
 		fputs("}\n", f);
 	} else if (n > 1) {
 		char lab[128];

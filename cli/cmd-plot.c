@@ -663,8 +663,8 @@ int cmd_plot(int argc, char **argv)
 		return rc;
 	p.by_library = by == 1;
 	p.only_dev = (int64_t)dev;
-	struct rb_one r;
-	rc = rb_one_open(&r, CMD, out, paths, npaths);
+	struct cli_one r;
+	rc = cli_one_open(&r, CMD, out, paths, npaths);
 	if (rc >= 0)
 		return rc;
 	p.t = &r.t;
@@ -678,6 +678,6 @@ int cmd_plot(int argc, char **argv)
 	if (rc < 0)
 		write_svg(r.out.f, &p);
 	timeline_free(&p);
-	rc = rb_one_close(&r, CMD, rc);
+	rc = cli_one_close(&r, CMD, rc);
 	return rc;
 }

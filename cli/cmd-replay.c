@@ -75,7 +75,7 @@ struct args {
 static void print_partial(const struct args *a)
 {
 	if (a->partial_text[0])
-		rb_wrapf(stdout, 4, "  %s", a->partial_text);
+		cli_wrapf(stdout, 4, "  %s", a->partial_text);
 }
 
 static void json_partial(const struct args *a)
@@ -108,28 +108,28 @@ static void choice_text(char *buf, size_t size, const struct ar_choice *c)
 static void print_fidelity(FILE *f, const struct ar_device *d)
 {
 	char b1[32], b2[32];
-	rb_wrapf(f, 2,
-		 "device %" PRId64 ": %" PRIu64
-		 " allocations; the model made the allocator's choice in %" PRIu64
-		 " (%.2f%%): %" PRIu64 " cached blocks, %" PRIu64 " new segments",
-		 d->device, d->allocs, d->same, pct(d->same, d->allocs), d->same_cached,
-		 d->same_new);
+	cli_wrapf(f, 2,
+		  "device %" PRId64 ": %" PRIu64
+		  " allocations; the model made the allocator's choice in %" PRIu64
+		  " (%.2f%%): %" PRIu64 " cached blocks, %" PRIu64 " new segments",
+		  d->device, d->allocs, d->same, pct(d->same, d->allocs), d->same_cached,
+		  d->same_new);
 	if (d->before_segments || d->before_blocks)
-		rb_wrapf(f, 4,
-			 "  the history starts mid-run: %" PRIu64 " segments (%s) and %" PRIu64
-			 " blocks (%s) were live before it, rebuilt from its end",
-			 d->before_segments, fmt_size(b1, d->before_segment_bytes),
-			 d->before_blocks, fmt_size(b2, d->before_block_bytes));
+		cli_wrapf(f, 4,
+			  "  the history starts mid-run: %" PRIu64 " segments (%s) and %" PRIu64
+			  " blocks (%s) were live before it, rebuilt from its end",
+			  d->before_segments, fmt_size(b1, d->before_segment_bytes),
+			  d->before_blocks, fmt_size(b2, d->before_block_bytes));
 	if (d->differ_age)
-		rb_wrapf(f, 4,
-			 "  %" PRIu64 " of the %" PRIu64
-			 " differences chose between two cached blocks in segments older than the "
-			 "history: their order by age is not in it",
-			 d->differ_age, d->differ);
+		cli_wrapf(f, 4,
+			  "  %" PRIu64 " of the %" PRIu64
+			  " differences chose between two cached blocks in segments older than the "
+			  "history: their order by age is not in it",
+			  d->differ_age, d->differ);
 	static const char unfollowed[] = "allocations were where the model had no free block (the "
 					 "state before the history, rebuilt, differs there)";
 	if (d->unfollowed)
-		rb_wrapf(f, 4, "  %" PRIu64 " %s", d->unfollowed, unfollowed);
+		cli_wrapf(f, 4, "  %" PRIu64 " %s", d->unfollowed, unfollowed);
 }
 
 static const char *size_source(const struct ar_device *d)
@@ -148,33 +148,33 @@ static void print_ooms(FILE *f, const struct ar_device *d)
 	char b1[32], b2[32], verdict[160];
 	if (!x->found) {
 		if (m->ooms)
-			rb_wrapf(f, 4,
-				 "  out of memory: none recorded; the model refused %" PRIu64
-				 " requests (the first %s) on a %s device (%s)",
-				 m->ooms, fmt_size(b1, m->first_oom_request),
-				 fmt_size(b2, d->device_size), size_source(d));
+			cli_wrapf(f, 4,
+				  "  out of memory: none recorded; the model refused %" PRIu64
+				  " requests (the first %s) on a %s device (%s)",
+				  m->ooms, fmt_size(b1, m->first_oom_request),
+				  fmt_size(b2, d->device_size), size_source(d));
 		return;
 	}
-	rb_wrapf(f, 4,
-		 "  OUT OF MEMORY: the allocator refused %" PRIu64
-		 " request%s; the first, entry %" PRIu64 ": %s asked on stream %" PRIu64
-		 " with %s free on the device, at %s",
-		 d->recorded_ooms, d->recorded_ooms == 1 ? "" : "s", x->entry,
-		 fmt_size(b1, x->request), x->stream, fmt_size(b2, x->device_free),
-		 x->stack[0] ? x->stack : "(no stack)");
+	cli_wrapf(f, 4,
+		  "  OUT OF MEMORY: the allocator refused %" PRIu64
+		  " request%s; the first, entry %" PRIu64 ": %s asked on stream %" PRIu64
+		  " with %s free on the device, at %s",
+		  d->recorded_ooms, d->recorded_ooms == 1 ? "" : "s", x->entry,
+		  fmt_size(b1, x->request), x->stream, fmt_size(b2, x->device_free),
+		  x->stack[0] ? x->stack : "(no stack)");
 	if (!d->allocs_after_oom)
-		rb_wrapf(f, 6,
-			 "    the history ends in it: the run stopped there (or the snapshot was "
-			 "taken right after)");
+		cli_wrapf(f, 6,
+			  "    the history ends in it: the run stopped there (or the snapshot was "
+			  "taken right after)");
 	else
-		rb_wrapf(f, 6,
-			 "    the program went on (caught it): %" PRIu64
-			 " allocation%s after the last",
-			 d->allocs_after_oom, d->allocs_after_oom == 1 ? "" : "s");
+		cli_wrapf(f, 6,
+			  "    the program went on (caught it): %" PRIu64
+			  " allocation%s after the last",
+			  d->allocs_after_oom, d->allocs_after_oom == 1 ? "" : "s");
 	if (!d->device_size) {
-		rb_wrapf(f, 6,
-			 "    the model: not checked, the device's size is unknown (--device-size "
-			 "SIZE)");
+		cli_wrapf(f, 6,
+			  "    the model: not checked, the device's size is unknown (--device-size "
+			  "SIZE)");
 		return;
 	}
 	if (m->ooms_recorded == d->recorded_ooms)
@@ -189,8 +189,8 @@ static void print_ooms(FILE *f, const struct ar_device *d)
 			 "refuses %" PRIu64 " of the %" PRIu64
 			 ": NOT reproduced (a rule, or the device's size, differs)",
 			 m->ooms_recorded, d->recorded_ooms);
-	rb_wrapf(f, 6, "    the model, on a %s device (%s): %s", fmt_size(b1, d->device_size),
-		 size_source(d), verdict);
+	cli_wrapf(f, 6, "    the model, on a %s device (%s): %s", fmt_size(b1, d->device_size),
+		  size_source(d), verdict);
 	if (m->ooms > m->ooms_recorded)
 		fprintf(f, "    and %" PRIu64 " requests the allocator served\n",
 			m->ooms - m->ooms_recorded);
@@ -206,10 +206,10 @@ static void print_first(FILE *f, const struct ar_device *d)
 	const struct ar_divergence *v = &d->first;
 	choice_text(m, sizeof m, &v->model);
 	choice_text(r, sizeof r, &v->recorded);
-	rb_wrapf(f, 4,
-		 "  first divergence: entry %" PRIu64 ", %s requested on stream %" PRIu64 "%s%s",
-		 v->entry, fmt_size(b, v->request), v->stream, v->stack[0] ? " at " : "", v->stack);
-	rb_wrapf(f, 6, "    the model: %s; the allocator: %s", m, r);
+	cli_wrapf(
+	    f, 4, "  first divergence: entry %" PRIu64 ", %s requested on stream %" PRIu64 "%s%s",
+	    v->entry, fmt_size(b, v->request), v->stream, v->stack[0] ? " at " : "", v->stack);
+	cli_wrapf(f, 6, "    the model: %s; the allocator: %s", m, r);
 }
 
 /* The snapshot's end as _memory_viz.py stats sums it (its "allocated" is
@@ -219,11 +219,11 @@ static void print_end(FILE *f, const struct ar_end *e)
 	char b1[32], b2[32], b3[32], b4[32];
 	uint64_t asked = e->requested < e->reserved ? e->requested : e->reserved;
 	uint64_t rounding = e->allocated > e->requested ? e->allocated - e->requested : 0;
-	rb_wrapf(f, 4,
-		 "  at the snapshot: %" PRIu64 " segments, %s reserved, %s asked by live tensors, "
-		 "%s free (%s of it their blocks' rounding)",
-		 e->segments, fmt_size(b1, e->reserved), fmt_size(b2, asked),
-		 fmt_size(b3, e->reserved - asked), fmt_size(b4, rounding));
+	cli_wrapf(f, 4,
+		  "  at the snapshot: %" PRIu64 " segments, %s reserved, %s asked by live tensors, "
+		  "%s free (%s of it their blocks' rounding)",
+		  e->segments, fmt_size(b1, e->reserved), fmt_size(b2, asked),
+		  fmt_size(b3, e->reserved - asked), fmt_size(b4, rounding));
 }
 
 static void json_choice(FILE *f, const char *key, const struct ar_choice *c)
@@ -444,13 +444,13 @@ int cmd_replay(int argc, char **argv)
 		ar_free(&r);
 		return 0;
 	}
-	rb_wrapf(
+	cli_wrapf(
 	    stdout, 2,
 	    "replay %s: PyTorch's caching allocator, modelled, under the recorded settings (%s)",
 	    path, r.conf[0] ? r.conf : "defaults");
 	print_partial(&a);
 	if (r.order_tied)
-		rb_wrapf(
+		cli_wrapf(
 		    stdout, 4,
 		    "  free blocks of one size: ordered by segment age (PyTorch since 2025) or by "
 		    "address (before), the same choices");
@@ -462,10 +462,10 @@ int cmd_replay(int argc, char **argv)
 		const struct ar_device *d = &r.dev[i];
 		char b1[32], b2[32];
 		if (!d->entries) { /* segments at the end, no history: nothing to replay */
-			rb_wrapf(stdout, 2,
-				 "device %" PRId64 ": no history entries (none recorded on it, or "
-				 "its ring kept none): nothing to replay",
-				 d->device);
+			cli_wrapf(stdout, 2,
+				  "device %" PRId64 ": no history entries (none recorded on it, or "
+				  "its ring kept none): nothing to replay",
+				  d->device);
 			print_end(stdout, &d->end);
 			continue;
 		}
@@ -478,11 +478,11 @@ int cmd_replay(int argc, char **argv)
 		print_end(stdout, &d->end);
 	}
 	if (r.private_pool_segments)
-		rb_wrapf(stdout, 2,
-			 "note: %" PRIu64
-			 " segments belong to private pools (CUDA graphs): replayed as "
-			 "recorded, not modelled",
-			 r.private_pool_segments);
+		cli_wrapf(stdout, 2,
+			  "note: %" PRIu64
+			  " segments belong to private pools (CUDA graphs): replayed as "
+			  "recorded, not modelled",
+			  r.private_pool_segments);
 	ar_free(&r);
 	return 0;
 }
@@ -514,7 +514,7 @@ static void print_whatif(const struct args *a, const struct ar_result *r, const 
 		size_t n = strlen(ask);
 		snprintf(ask + n, sizeof ask - n, "%sfraction %s", n ? ", " : "", a->fraction_s);
 	}
-	rb_wrapf(stdout, 2, "whatif %s: PyTorch's caching allocator, modelled", path);
+	cli_wrapf(stdout, 2, "whatif %s: PyTorch's caching allocator, modelled", path);
 	print_partial(a);
 	printf("  recorded: %s\n  asked:    %s\n", rec, ask);
 	for (size_t i = 0; i < r->ndev; i++) {
@@ -533,17 +533,17 @@ static void print_whatif(const struct args *a, const struct ar_result *r, const 
 			snprintf(head, sizeof head,
 				 "(its size unknown: no OOM is modelled; --device-size gives it)");
 		printf("\n");
-		rb_wrapf(stdout, 2,
-			 "device %" PRId64
-			 " %s: the model made the allocator's choice in %.2f%% of "
-			 "%" PRIu64 " allocations",
-			 d->device, head, pct(d->same, d->allocs), d->allocs);
+		cli_wrapf(stdout, 2,
+			  "device %" PRId64
+			  " %s: the model made the allocator's choice in %.2f%% of "
+			  "%" PRIu64 " allocations",
+			  d->device, head, pct(d->same, d->allocs), d->allocs);
 		if (d->before_segments)
-			rb_wrapf(stdout, 4,
-				 "  %" PRIu64
-				 " segments (%s) were reserved before the history began: "
-				 "they keep their recorded shape in both",
-				 d->before_segments, fmt_size(b1, d->before_segment_bytes));
+			cli_wrapf(stdout, 4,
+				  "  %" PRIu64
+				  " segments (%s) were reserved before the history began: "
+				  "they keep their recorded shape in both",
+				  d->before_segments, fmt_size(b1, d->before_segment_bytes));
 		side("", "recorded settings", "asked");
 		side("reserved peak", fmt_size(b1, d->as_recorded.reserved_peak),
 		     fmt_size(b2, d->asked.reserved_peak));

@@ -75,25 +75,25 @@ static void print_phase_notes(FILE *f, struct summary *s, struct phase **ps, siz
 	for (size_t i = 0; i < n; i++)
 		ia += ps[i]->inherited_allocs, ib += ps[i]->inherited_bytes;
 	if (ia)
-		rb_wrapf(f, 3,
-			 "  (%" PRIu64 " allocation%s, %s, came from threads with no range open, "
-			 "such as PyTorch's autograd thread: each took the innermost range open "
-			 "in the process; `--json` counts them as \"inherited\")",
-			 ia, ia == 1 ? "" : "s", fmt_size(b1, ib));
+		cli_wrapf(f, 3,
+			  "  (%" PRIu64 " allocation%s, %s, came from threads with no range open, "
+			  "such as PyTorch's autograd thread: each took the innermost range open "
+			  "in the process; `--json` counts them as \"inherited\")",
+			  ia, ia == 1 ? "" : "s", fmt_size(b1, ib));
 	const struct phase_tracker *pt = &s->phases;
 	if (!pt->nunclosed)
 		return;
-	rb_wrapf(f, 3,
-		 "  %sstill open at the end of the trace%s (never popped or ended: lost, or the "
-		 "program ended inside it); each keeps its own thread's later events, and no "
-		 "other thread inherits it:",
-		 cli_paint(f, C_WARN), cli_paint(f, C_RESET));
+	cli_wrapf(f, 3,
+		  "  %sstill open at the end of the trace%s (never popped or ended: lost, or the "
+		  "program ended inside it); each keeps its own thread's later events, and no "
+		  "other thread inherits it:",
+		  cli_paint(f, C_WARN), cli_paint(f, C_RESET));
 	for (size_t i = 0; i < pt->nunclosed && i < 8; i++) {
 		const struct trace_range *r = pt->unclosed[i].r;
 		char ts[32];
-		rb_wrapf(f, 6, "    %s  opened at %s s on thread %" PRIu64,
-			 pt->unclosed[i].ph ? pt->unclosed[i].ph->name : r->text,
-			 fmt_reltime(ts, summary_rel(s, r->time_ns)), (uint64_t)r->tid);
+		cli_wrapf(f, 6, "    %s  opened at %s s on thread %" PRIu64,
+			  pt->unclosed[i].ph ? pt->unclosed[i].ph->name : r->text,
+			  fmt_reltime(ts, summary_rel(s, r->time_ns)), (uint64_t)r->tid);
 	}
 	if (pt->nunclosed > 8)
 		fprintf(f, "    (%zu more: `summary --json` lists them)\n", pt->nunclosed - 8);
@@ -138,13 +138,13 @@ static void print_phases(FILE *f, struct summary *s)
 			width = len > PHASE_COL_MAX ? PHASE_COL_MAX : (int)len;
 	}
 	/* 2 + width + 57 columns: a narrow report gives the name what is left */
-	if (width + 59 > rb_text_width(f))
-		width = rb_text_width(f) - 59 < 12 ? 12 : rb_text_width(f) - 59;
+	if (width + 59 > cli_text_width(f))
+		width = cli_text_width(f) - 59 < 12 ? 12 : cli_text_width(f) - 59;
 	fputc('\n', f);
-	rb_wrapf(f, 2,
-		 "phases (device memory; an allocation's phase is the innermost range open on its "
-		 "thread, else in the process;\n  \"freed\" and \"still live\" count the phase's "
-		 "own allocations)");
+	cli_wrapf(f, 2,
+		  "phases (device memory; an allocation's phase is the innermost range open on its "
+		  "thread, else in the process;\n  \"freed\" and \"still live\" count the phase's "
+		  "own allocations)");
 	fprintf(f, "  %-*s %7s %10s %10s %10s %15s\n", width, "phase", "allocs", "allocated",
 		"freed", "still live", "peak while open");
 	for (size_t i = 0; i < n; i++) {
@@ -160,10 +160,10 @@ static void print_phases(FILE *f, struct summary *s)
 	static const char rest[] =
 	    "`summary --json` lists every phase, `top --by range` ranks them)";
 	if (moved_hidden)
-		rb_wrapf(f, 3, "  (%zu more phases with allocations or frees, %zu without: %s",
-			 moved_hidden, idle, rest);
+		cli_wrapf(f, 3, "  (%zu more phases with allocations or frees, %zu without: %s",
+			  moved_hidden, idle, rest);
 	else if (idle)
-		rb_wrapf(f, 3, "  (%zu more phases without allocations or frees: %s", idle, rest);
+		cli_wrapf(f, 3, "  (%zu more phases without allocations or frees: %s", idle, rest);
 	free(keep);
 	print_phase_notes(f, s, ps, n);
 	if (s->phases.unmatched_pops || s->phases.unmatched_ends)
@@ -187,7 +187,7 @@ static void print_head(FILE *f, const struct summary *s, const struct gmt_read_i
 						    : "INCOMPLETE: no trailer",
 		     cli_paint(f, C_RESET)) < 0)
 		xalloc_failed();
-	rb_wrap_hang(f, 10, rb_text_width(f), head); /* the path may be long */
+	cli_wrap_hang(f, 10, cli_text_width(f), head); /* the path may be long */
 	free(head);
 	char *proc = NULL;
 	int pn = t->has_process
@@ -196,7 +196,7 @@ static void print_head(FILE *f, const struct summary *s, const struct gmt_read_i
 		     : asprintf(&proc, "process   pid %" PRIu64, (uint64_t)s->hdr->pid);
 	if (pn < 0)
 		xalloc_failed();
-	rb_wrap_hang(f, 10, rb_text_width(f), proc); /* a command line may be long */
+	cli_wrap_hang(f, 10, cli_text_width(f), proc); /* a command line may be long */
 	free(proc);
 	fprintf(f, "duration  %s s%s, %" PRIu64 " events, %" PRIu64 " lost\n",
 		fmt_reltime(b1, trace_duration_ns(t)) + 1,
@@ -212,7 +212,7 @@ static void print_devices(FILE *f, const struct summary *s)
 	    f,
 	    "\ndevice memory (cudaMalloc, cuMemAlloc, stream-ordered, cuMemCreate on a device)\n");
 	/* 101 columns; narrower, the name takes what the figures leave */
-	int nw = rb_text_width(f) >= 101 ? 28 : rb_text_width(f) - 63;
+	int nw = cli_text_width(f) >= 101 ? 28 : cli_text_width(f) - 63;
 	char nb[128];
 	if (nw < 10)
 		nw = 10;
@@ -228,7 +228,7 @@ static void print_devices(FILE *f, const struct summary *s)
 		fprintf(f,
 			wide ? "  %-4" PRId64 " %-*s %10s %10s %16s %12s %13" PRIu64 "\n"
 			     : "  %-3" PRId64 " %-*s %9s %9s %12s %11s %11" PRIu64 "\n",
-			d->ordinal, nw, rb_fit(d->name[0] ? d->name : "?", nw, nb, sizeof(nb)),
+			d->ordinal, nw, cli_fit(d->name[0] ? d->name : "?", nw, nb, sizeof(nb)),
 			d->total ? fmt_size(b1, d->total) : "?", fmt_size(b2, d->lv.peak),
 			d->lv.peak_seq ? fmt_reltime(b3, summary_rel(s, d->lv.peak_time_ns)) + 1
 				       : "-",
@@ -285,28 +285,28 @@ static void print_failures(FILE *f, struct summary *s)
 	for (size_t i = 0; i < show; i++) {
 		const struct summary_failure *x = &s->failures[i];
 		const char *rn = summary_failure_result(x);
-		if (rb_text_width(f) >= 116)
+		if (cli_text_width(f) >= 116)
 			fprintf(f,
 				"  %16s  %-28s dev %-3" PRId64 " size %-10s %s (%" PRIu64 ")%s%s\n",
 				fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
 				x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result,
 				kase[i] ? "  " : "", kase[i] ? kase[i] : "");
 		else /* the result and the case under the call */
-			rb_wrapf(f, 16,
-				 "  %12s  %-23s dev %" PRId64 "  size %-9s  %s (%" PRIu64 ")%s%s",
-				 fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
-				 x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result,
-				 kase[i] ? "  " : "", kase[i] ? kase[i] : "");
+			cli_wrapf(f, 16,
+				  "  %12s  %-23s dev %" PRId64 "  size %-9s  %s (%" PRIu64 ")%s%s",
+				  fmt_reltime(b1, summary_rel(s, x->time_ns)) + 1, api_name(x->api),
+				  x->device, fmt_size(b2, x->size), rn ? rn : "?", x->result,
+				  kase[i] ? "  " : "", kase[i] ? kase[i] : "");
 	}
 	if (s->nfailures > show)
 		fprintf(f, "  ... %" PRIu64 " more (--json lists up to %d)\n", s->nfailures - show,
 			SUMMARY_MAX_FAILURES);
 	if (any)
-		rb_wrapf(f, 4,
-			 "  the cases are oom's%s: `gpumemtrace oom` gives each one's figures",
-			 recovered ? " (recovered-by-retry: the framework freed "
-				     "memory and the same request then succeeded)"
-				   : "");
+		cli_wrapf(f, 4,
+			  "  the cases are oom's%s: `gpumemtrace oom` gives each one's figures",
+			  recovered ? " (recovered-by-retry: the framework freed "
+				      "memory and the same request then succeeded)"
+				    : "");
 	free(kase);
 }
 
@@ -336,7 +336,7 @@ static void print_peak_sites(FILE *f, struct summary *s, struct summary_dev *d)
 	fprintf(f, "  %10s %8s %8s  %s\n", "bytes", "allocs", "stack", "site");
 	if (!d->rows)
 		summary_site_rows(s, d);
-	int width = rb_text_width(f);
+	int width = cli_text_width(f);
 	for (size_t k = 0; k < d->nrows; k++) {
 		const struct summary_row *r = &d->rows[k];
 		char extra[48] = "";
@@ -346,7 +346,7 @@ static void print_peak_sites(FILE *f, struct summary *s, struct summary_dev *d)
 		/* the figures are 32 columns: the site gets the rest, 40 at least */
 		fprintf(f, "  %10s %8" PRIu64 " %8" PRIu64 "  ", fmt_size(b1, r->bytes), r->count,
 			r->stack_id);
-		rb_site_line(f, r->text, width - 32, tails, 2);
+		cli_site_line(f, r->text, width - 32, tails, 2);
 	}
 	if (d->distinct_rows > d->nrows)
 		fprintf(f, "  ... %zu more sites\n", d->distinct_rows - d->nrows);
@@ -377,7 +377,7 @@ static void print_fwhist(FILE *f, struct summary *s)
 			"segments"
 		      : "");
 	fputc('\n', f);
-	rb_wrap_hang(f, 0, rb_text_width(f), line);
+	cli_wrap_hang(f, 0, cli_text_width(f), line);
 	for (size_t i = 0; i < s->fwt.n; i++) {
 		const struct fwt_dev *d = &s->fwt.devs[i];
 		if (!d->seen && !d->nsegs)
@@ -397,7 +397,7 @@ static void print_fwhist(FILE *f, struct summary *s)
 			    fmt_size(b3, d->reserved > d->bytes ? d->reserved - d->bytes : 0),
 			    fmt_size(b4, d->reserved),
 			    d->early ? "; the history begins after the peak: as it begins" : "");
-			rb_wrap(f, 2, rb_text_width(f), line);
+			cli_wrap(f, 2, cli_text_width(f), line);
 		}
 		snprintf(
 		    line, sizeof(line),
@@ -406,7 +406,7 @@ static void print_fwhist(FILE *f, struct summary *s)
 		    d->device, fmt_size(b1, d->peak_allocated),
 		    fmt_reltime(b2, summary_rel(s, d->peak_allocated_ns)) + 1,
 		    fmt_size(b3, d->peak_reserved), fmt_size(b4, d->end_allocated), d->end_tensors);
-		rb_wrap(f, 2, rb_text_width(f), line);
+		cli_wrap(f, 2, cli_text_width(f), line);
 	}
 }
 
@@ -438,7 +438,7 @@ static void print_counters(FILE *f, const struct counters_set *cs)
 		if (c->has & CNT_OOMS)
 			ADD(", %" PRIu64 " OOM%s", c->ooms, c->ooms == 1 ? "" : "s");
 #undef ADD
-		rb_wrap(f, 2, rb_text_width(f), line);
+		cli_wrap(f, 2, cli_text_width(f), line);
 	}
 }
 
@@ -516,7 +516,7 @@ static int summary_many(const char *const *paths, int n, bool json, const struct
 		for (int i = 0; i < n; i++)
 			if (strlen(all[i].path) + (rows[i].complete ? 0 : 13) > longest)
 				longest = strlen(all[i].path) + (rows[i].complete ? 0 : 13);
-		bool narrow = 92 + (int)longest > rb_text_width(f);
+		bool narrow = 92 + (int)longest > cli_text_width(f);
 		int w[7] = {3, 24, 10, 12, 12, 13, 8};
 		if (narrow)
 			memcpy(w, (int[7]){3, 20, 9, 10, 11, 11, 6}, sizeof(w));

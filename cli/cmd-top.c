@@ -76,7 +76,7 @@ static void print_site(FILE *f, struct top *tp, struct top_trace *ts, const stru
 		snprintf(tails[0], sizeof(tails[0]), "%s", failed);
 		snprintf(tails[1], sizeof(tails[1]), "%s", failed);
 	}
-	rb_site_line(f, r->key, room, t, 3);
+	cli_site_line(f, r->key, room, t, 3);
 }
 
 /* What --tensors did, or that it could. */
@@ -99,7 +99,7 @@ static void tensors_note(FILE *f, struct top *tp, struct top_trace *ts, int n)
 		  "in the history, in place of the segments' driver calls"
 		: NULL;
 	if (text)
-		rb_wrap_hang(f, 2, rb_text_width(f), text);
+		cli_wrap_hang(f, 2, cli_text_width(f), text);
 	for (int i = 0; tp->tensors && i < n; i++) {
 		char *t = NULL, tb[32];
 		const struct top_trace *tt = &ts[i];
@@ -112,7 +112,7 @@ static void tensors_note(FILE *f, struct top *tp, struct top_trace *ts, int n)
 			     trace_fmt_time(tb, trace_rel(&tt->t, tt->hist_from_ns))) < 0)
 			xalloc_failed();
 		if (t)
-			rb_wrap_hang(f, 2, rb_text_width(f), t);
+			cli_wrap_hang(f, 2, cli_text_width(f), t);
 		free(t);
 		t = NULL;
 		if (tt->hist_gaps &&
@@ -123,7 +123,7 @@ static void tensors_note(FILE *f, struct top *tp, struct top_trace *ts, int n)
 			     tt->t.path, tt->hist_gaps, tt->hist_gaps == 1 ? "" : "s") < 0)
 			xalloc_failed();
 		if (t)
-			rb_wrap_hang(f, 2, rb_text_width(f), t);
+			cli_wrap_hang(f, 2, cli_text_width(f), t);
 		free(t);
 	}
 	for (int i = 0; tp->tensors && i < n; i++)
@@ -136,7 +136,7 @@ static void tensors_note(FILE *f, struct top *tp, struct top_trace *ts, int n)
 				"it reaches)",
 				ts[i].t.path) < 0)
 				xalloc_failed();
-			rb_wrap_hang(f, 2, rb_text_width(f), t);
+			cli_wrap_hang(f, 2, cli_text_width(f), t);
 			free(t);
 		}
 }
@@ -155,13 +155,13 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 	if (tp->rows.by == GROUP_STACK)
 		snprintf(callers, sizeof(callers), " (the site and %d caller%s)", tp->rows.depth,
 			 tp->rows.depth == 1 ? "" : "s");
-	rb_wrapf(f, 2, "allocation sites by %s, grouped by %s%s", what[metric],
-		 group_names[tp->rows.by], callers);
+	cli_wrapf(f, 2, "allocation sites by %s, grouped by %s%s", what[metric],
+		  group_names[tp->rows.by], callers);
 	tensors_note(f, tp, ts, n);
 	if (n > 1)
 		fprintf(f, "%d traces: the figures add up over the processes\n", n);
 	for (int i = 0; i < n; i++)
-		rb_partial_line(f, &ts[i].t, n > 1);
+		cli_partial_line(f, &ts[i].t, n > 1);
 	for (int i = 0; i < n; i++)
 		if (!ts[i].t.complete) {
 			char *text = NULL;
@@ -171,7 +171,7 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 				"exit",
 				ts[i].t.path) < 0)
 				xalloc_failed();
-			rb_wrap_hang(f, 2, rb_text_width(f), text); /* the path may be long */
+			cli_wrap_hang(f, 2, cli_text_width(f), text); /* the path may be long */
 			free(text);
 		}
 	if (!ndev)
@@ -183,7 +183,7 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 			fprintf(f, " at %s", trace_fmt_time(b[1], devs[d].peak_time));
 		else
 			fprintf(f, " (sum of %zu processes' peaks)", devs[d].ntraces);
-		int width = rb_text_width(f), room = width - 53 - (n > 1 ? 27 : 0);
+		int width = cli_text_width(f), room = width - 53 - (n > 1 ? 27 : 0);
 		/* narrower than the figures and a site: the site under its figures */
 		bool under = room < RB_SITE_MIN;
 		const char *key = tp->rows.by == GROUP_STACK || tp->rows.by == GROUP_FUNCTION
@@ -228,7 +228,7 @@ static void print_human(struct top *tp, struct top_trace *ts, int n, int metric,
 			if (strlen(ts[i].t.path) > longest)
 				longest = strlen(ts[i].t.path);
 		/* the paths under their rows where they do not fit beside them */
-		bool narrow = 43 + (int)longest > rb_text_width(f);
+		bool narrow = 43 + (int)longest > cli_text_width(f);
 		fprintf(f, "\nprocesses\n  %-3s %-24s %10s%s\n", "#", "process", "peak",
 			narrow ? "\n      trace" : "  trace");
 		uint64_t *peaks = xrealloc(NULL, (size_t)n * sizeof(*peaks));
@@ -270,7 +270,7 @@ static void json_trace(FILE *f, const struct top_trace *tt, bool tensors, bool f
 			", \"begins_after_first_segment\": %s, \"windows_with_gap\": %zu}",
 			tt->hist_from_ns ? trace_rel(t, tt->hist_from_ns) : 0,
 			tt->hist_late ? "true" : "false", tt->hist_gaps);
-	rb_json_partial(f, t);
+	cli_json_partial(f, t);
 	fprintf(f, ", \"peak_bytes\": %" PRIu64 ", \"devices\": [", tt->peak);
 	for (size_t k = 0; k < tt->ndevs; k++) {
 		const struct rp_dev *p = &tt->devs[k];
@@ -301,12 +301,12 @@ static void json_row(FILE *f, enum trace_group by, struct trace *t, const struct
 	} else if (by != GROUP_API) {
 		struct trace_frame fr;
 		bool has = r->stack_id && trace_site(t, r->stack_id, &fr);
-		rb_json_libraries(f, t, r, metric);
+		cli_json_libraries(f, t, r, metric);
 		fputs(", \"function\": ", f);
 		json_cstr0(f, has && fr.function ? fr.function : "");
 		fprintf(f, ", \"stack_id\": %" PRIu64, r->stack_id);
 		if (r->stack_id)
-			rb_json_stack(f, t, r->stack_id);
+			cli_json_stack(f, t, r->stack_id);
 	} else {
 		fputs(", \"api\": ", f);
 		json_cstr0(f, api_name(site_api(t, r->stack_id, r->api)));

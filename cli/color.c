@@ -5,7 +5,8 @@
 
 #include "cli/cli.h"
 
-bool cli_colour(FILE *f)
+/* Whether f gets colour: a terminal, and NO_COLOR unset or empty. */
+static bool cli_colour(FILE *f)
 {
 	const char *no = getenv("NO_COLOR");
 	if (no && *no)

@@ -74,7 +74,8 @@ static int set_choice(const char *cmd, const struct option *o, const char *arg)
 	return say_usage_error(cmd, "--%s: unknown %s '%s' (%s)", o->long_name, o->noun, arg, list);
 }
 
-int site_args_finish(const char *cmd, struct site_args *a)
+/* -1, or the usage error's exit code (a bad REGEX). */
+static int site_args_finish(const char *cmd, struct site_args *a)
 {
 	char err[512];
 	if (site_opts_init(&a->opts, a->hide.v, a->hide.n, a->focus.v, a->focus.n, err,
@@ -182,6 +183,7 @@ static int set_value(const char *cmd, const struct option *o, const char *arg, i
 }
 
 static void gen_command(const struct opt_usage *u, const struct option *opts);
+static void opt_help(FILE *f, const struct opt_usage *u, const struct option *opts);
 
 /* One option argument at argv[*i]: -1, or the exit code. */
 static int parse_one(const char *cmd, const struct option *opts, int argc, char **argv, int *i)
@@ -304,7 +306,8 @@ static void option_left(char *buf, size_t size, const struct option *o)
 		snprintf(buf, size, "      --%s%s%s", o->long_name, v ? " " : "", v ? v : "");
 }
 
-void opt_help(FILE *f, const struct opt_usage *u, const struct option *opts)
+/* The --help text. */
+static void opt_help(FILE *f, const struct opt_usage *u, const struct option *opts)
 {
 	char prefix[64];
 	snprintf(prefix, sizeof(prefix), "usage: gpumemtrace %s ", u->name);

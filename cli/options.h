@@ -134,8 +134,6 @@ struct site_args {
 		     "the innermost frame outside the CUDA libraries as\nthe site, no rules"),     \
 	    OPT_BOOL("full-names", &(a)->opts.full_names,                                          \
 		     "C++ names whole in tables (--json always is)")
-/* -1, or the usage error's exit code (a bad REGEX). */
-int site_args_finish(const char *cmd, struct site_args *a);
 /* After the report: one warning on stderr for each --hide or --focus that
  * matched no frame (the sites are then what they were without it), and the
  * expressions freed. */
@@ -166,9 +164,6 @@ int opt_parse_sites(const struct opt_usage *u, const struct option *opts, int ar
 /* A non-negative integer (an option's value, as OPT_UINT reads it): -1,
  * else the usage error "option 'NAME' wants a number, not 'ARG'" (2). */
 int opt_parse_uint(const char *cmd, const char *name, const char *arg, uint64_t *out);
-
-/* The --help text. */
-void opt_help(FILE *f, const struct opt_usage *u, const struct option *opts);
 
 /* ---- documents (gpumemtrace --gen) ---- */
 

@@ -14,17 +14,10 @@
 #include "analysis/sites.h"
 #include "cli/report-print.h"
 
-void rb_json_s(FILE *f, const char *s)
+void cli_json_s(FILE *f, const char *s)
 {
 	s = s ? s : "";
 	json_str(f, s, strlen(s));
-}
-
-void rb_json_d(FILE *f, double v)
-{
-	if (!isfinite(v))
-		v = 0;
-	fprintf(f, "%.6g", v);
 }
 
 static const char *state(const struct trace *t)
@@ -36,31 +29,31 @@ static const char *state(const struct trace *t)
 						  : "INCOMPLETE: no trailer";
 }
 
-void rb_human_head(FILE *f, struct trace *t)
+void cli_human_head(FILE *f, struct trace *t)
 {
 	char b[32];
 	const char *cmd = t->command && t->command[0] ? t->command : NULL;
-	rb_wrapf(f, 4, "trace %s (pid %" PRIu64 ", %s)%s%s", t->path,
-		 t->has_process ? t->pid : (uint64_t)t->hdr.pid, state(t), cmd ? ": " : "",
-		 cmd ? cmd : "");
+	cli_wrapf(f, 4, "trace %s (pid %" PRIu64 ", %s)%s%s", t->path,
+		  t->has_process ? t->pid : (uint64_t)t->hdr.pid, state(t), cmd ? ": " : "",
+		  cmd ? cmd : "");
 	const char *lost = "";
 	if (t->lost && t->lost_in_children >= t->lost) /* none of this process's */
 		lost = " LOST in untraced child processes (_Fork, a raw clone)";
 	else if (t->lost)
 		lost = " LOST: the figures below undercount";
 	if (t->lost)
-		rb_wrapf(f, 4, "  %" PRIu64 " events over %s, %" PRIu64 "%s", t->events,
-			 rb_dur(b, trace_duration_ns(t)), t->lost, lost);
+		cli_wrapf(f, 4, "  %" PRIu64 " events over %s, %" PRIu64 "%s", t->events,
+			  rb_dur(b, trace_duration_ns(t)), t->lost, lost);
 	else
-		rb_wrapf(f, 4, "  %" PRIu64 " events over %s", t->events,
-			 rb_dur(b, trace_duration_ns(t)));
+		cli_wrapf(f, 4, "  %" PRIu64 " events over %s", t->events,
+			  rb_dur(b, trace_duration_ns(t)));
 	if (!t->complete)
-		rb_wrapf(f, 4,
-			 "  note: the trace is incomplete (%s); figures cover what was written",
-			 state(t) + 12);
+		cli_wrapf(f, 4,
+			  "  note: the trace is incomplete (%s); figures cover what was written",
+			  state(t) + 12);
 }
 
-void rb_wrapf(FILE *f, int indent, const char *fmt, ...)
+void cli_wrapf(FILE *f, int indent, const char *fmt, ...)
 {
 	char *s = NULL;
 	va_list ap;
@@ -69,11 +62,11 @@ void rb_wrapf(FILE *f, int indent, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		xalloc_failed();
-	rb_wrap_hang(f, indent, rb_text_width(f), s);
+	cli_wrap_hang(f, indent, cli_text_width(f), s);
 	free(s);
 }
 
-void rb_partial_line(FILE *f, const struct trace *t, bool name)
+void cli_partial_line(FILE *f, const struct trace *t, bool name)
 {
 	if (!trace_partial(t))
 		return;
@@ -81,27 +74,27 @@ void rb_partial_line(FILE *f, const struct trace *t, bool name)
 	trace_partial_text(t, text, sizeof(text));
 	if (asprintf(&line, "%s%s%s", text, name ? " in " : "", name ? t->path : "") < 0)
 		xalloc_failed();
-	rb_wrap_hang(f, 2, rb_text_width(f), line); /* the path may be long */
+	cli_wrap_hang(f, 2, cli_text_width(f), line); /* the path may be long */
 	free(line);
 }
 
-void rb_json_partial(FILE *f, const struct trace *t)
+void cli_json_partial(FILE *f, const struct trace *t)
 {
 	char what[160];
 	fprintf(f, ", \"lost_events\": %" PRIu64 ", \"partial\": ", trace_lost_own(t));
 	if (trace_partial(t))
-		rb_json_s(f, trace_partial_what(t, what, sizeof(what)));
+		cli_json_s(f, trace_partial_what(t, what, sizeof(what)));
 	else
 		fputs("null", f);
 }
 
-void rb_json_head(FILE *f, struct trace *t)
+void cli_json_head(FILE *f, struct trace *t)
 {
 	fputs("\"path\": ", f);
-	rb_json_s(f, t->path);
+	cli_json_s(f, t->path);
 	fprintf(f, ", \"pid\": %" PRIu64 ", \"command\": ",
 		t->has_process ? t->pid : (uint64_t)t->hdr.pid);
-	rb_json_s(f, t->command);
+	cli_json_s(f, t->command);
 	fprintf(f,
 		", \"complete\": %s, \"torn_tail\": %s, \"corrupt\": %s, \"events\": %" PRIu64
 		", \"lost_events\": %" PRIu64 ", \"duration_ns\": %" PRId64,
@@ -111,7 +104,7 @@ void rb_json_head(FILE *f, struct trace *t)
 	if (t->info.damage) {
 		char why[256];
 		fputs(", \"damaged\": ", f);
-		rb_json_s(f, gmt_read_damage_text(&t->info, why, sizeof(why)));
+		cli_json_s(f, gmt_read_damage_text(&t->info, why, sizeof(why)));
 	}
 }
 
@@ -161,14 +154,14 @@ void trace_imbalance_text(FILE *f, const char *what, const uint64_t *v, struct t
 	minmax(v, n, &imax, &imin, &mean);
 	if (v[imin])
 		snprintf(ratio, sizeof(ratio), "%.2fx", (double)v[imax] / (double)v[imin]);
-	rb_wrapf(f, 4, "  %s: highest %s in %s, lowest %s in %s, mean %s; max/min %s", what,
-		 fmt_size(b1, v[imax]), trace_label(ts[imax], l1, sizeof(l1)),
-		 fmt_size(b2, v[imin]), trace_label(ts[imin], l2, sizeof(l2)),
-		 fmt_size(b3, (uint64_t)(mean + 0.5)), ratio);
+	cli_wrapf(f, 4, "  %s: highest %s in %s, lowest %s in %s, mean %s; max/min %s", what,
+		  fmt_size(b1, v[imax]), trace_label(ts[imax], l1, sizeof(l1)),
+		  fmt_size(b2, v[imin]), trace_label(ts[imin], l2, sizeof(l2)),
+		  fmt_size(b3, (uint64_t)(mean + 0.5)), ratio);
 }
 
-int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
-		  struct rb_opts *o, struct site_args *sa, struct trace **ts)
+int cli_parse_open(const struct opt_usage *u, const struct option *opts, int argc, char **argv,
+		   struct rb_opts *o, struct site_args *sa, struct trace **ts)
 {
 	int rc = sa ? opt_parse_sites(u, opts, argc, argv, &o->paths, &o->npaths, sa)
 		    : opt_parse(u, opts, argc, argv, &o->paths, &o->npaths);
@@ -190,15 +183,15 @@ int rb_parse_open(const struct opt_usage *u, const struct option *opts, int argc
 	return rc;
 }
 
-int rb_parse_open_plain(const struct opt_usage *u, int argc, char **argv, struct rb_opts *o,
-			struct trace **ts)
+int cli_parse_open_plain(const struct opt_usage *u, int argc, char **argv, struct rb_opts *o,
+			 struct trace **ts)
 {
 	const struct option opts[] = {
 	    OPT_RB_JSON(o),
 	    OPT_RB_DEVICE(o),
 	    OPT_END(),
 	};
-	return rb_parse_open(u, opts, argc, argv, o, NULL, ts);
+	return cli_parse_open(u, opts, argc, argv, o, NULL, ts);
 }
 
 static int plain_open(void *ctx, struct trace *t, const char *cmd, const char *path)
@@ -206,8 +199,8 @@ static int plain_open(void *ctx, struct trace *t, const char *cmd, const char *p
 	return trace_open(t, cmd, path);
 }
 
-int rb_one_open_read(struct rb_one *r, const char *cmd, const char *out, const char **paths,
-		     int npaths, rb_read_fn read, void *ctx)
+int cli_one_open_read(struct cli_one *r, const char *cmd, const char *out, const char **paths,
+		      int npaths, rb_read_fn read, void *ctx)
 {
 	int rc = npaths == 1 ? -1 : say_usage_error(cmd, "expected one TRACE, got %d", npaths);
 	if (rc < 0)
@@ -218,12 +211,13 @@ int rb_one_open_read(struct rb_one *r, const char *cmd, const char *out, const c
 	return rc;
 }
 
-int rb_one_open(struct rb_one *r, const char *cmd, const char *out, const char **paths, int npaths)
+int cli_one_open(struct cli_one *r, const char *cmd, const char *out, const char **paths,
+		 int npaths)
 {
-	return rb_one_open_read(r, cmd, out, paths, npaths, plain_open, NULL);
+	return cli_one_open_read(r, cmd, out, paths, npaths, plain_open, NULL);
 }
 
-int rb_one_close(struct rb_one *r, const char *cmd, int rc)
+int cli_one_close(struct cli_one *r, const char *cmd, int rc)
 {
 	int wrc = cli_out_close(&r->out, cmd, rc < 0);
 	if (rc < 0)
@@ -251,7 +245,7 @@ static void json_frame(FILE *f, const struct trace_frame *fr, const char *skippe
 	fputc('}', f);
 }
 
-void rb_json_stack(FILE *f, struct trace *t, uint64_t stack_id)
+void cli_json_stack(FILE *f, struct trace *t, uint64_t stack_id)
 {
 	struct site_choice c;
 	struct trace_frame *fr = NULL;
@@ -283,7 +277,7 @@ void rb_json_stack(FILE *f, struct trace *t, uint64_t stack_id)
 	free(fr);
 }
 
-int rb_text_width(FILE *f)
+int cli_text_width(FILE *f)
 {
 	struct winsize ws;
 	if (isatty(fileno(f)) && ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
@@ -307,7 +301,7 @@ static int str_cols(const char *s)
 	return cols_of(s, strlen(s));
 }
 
-void rb_wrap(FILE *f, int indent, int width, const char *text)
+void cli_wrap(FILE *f, int indent, int width, const char *text)
 {
 	int col = 0, lead = indent;
 	bool fresh = true; /* nothing on this line yet */
@@ -345,7 +339,7 @@ void rb_wrap(FILE *f, int indent, int width, const char *text)
 		fputc('\n', f);
 }
 
-void rb_wrap_hang(FILE *f, int indent, int width, const char *text)
+void cli_wrap_hang(FILE *f, int indent, int width, const char *text)
 {
 	int col = 0;
 	const char *p = text;
@@ -374,7 +368,7 @@ void rb_wrap_hang(FILE *f, int indent, int width, const char *text)
 	fputc('\n', f);
 }
 
-const char *rb_fit(const char *s, int cols, char *buf, size_t size)
+const char *cli_fit(const char *s, int cols, char *buf, size_t size)
 {
 	int used = 0;
 	size_t i = 0, o = 0;
@@ -451,13 +445,16 @@ static void short_scope(char *s, int cols)
 	}
 }
 
-const char *rb_fit_site(const char *s, int cols, char *buf, size_t size)
+/* s fit to cols like cli_fit, but paths in parentheses shortened first
+ * ("(…/pkg/train.py:7)", then "(train.py:7)"): the function and its
+ * file:line stay. */
+static const char *fit_site(const char *s, int cols, char *buf, size_t size)
 {
 	int own = first_cols(s);
 	/* the callers are cut first; a cut that would leave no room for
 	 * " <- …" keeps the site's own frame whole and drops them all */
 	if (own <= cols && (str_cols(s) <= cols || own + 5 <= cols))
-		return rb_fit(s, cols, buf, size);
+		return cli_fit(s, cols, buf, size);
 	if (own <= cols) {
 		const char *e = strstr(s, " <- ");
 		snprintf(buf, size, "%.*s", (int)(e - s), s);
@@ -470,12 +467,12 @@ const char *rb_fit_site(const char *s, int cols, char *buf, size_t size)
 			break;
 	}
 	short_scope(tmp, cols);
-	rb_fit(tmp, cols, buf, size);
+	cli_fit(tmp, cols, buf, size);
 	free(tmp);
 	return buf;
 }
 
-void rb_site_line(FILE *f, const char *site, int room, const char *const *tails, int n)
+void cli_site_line(FILE *f, const char *site, int room, const char *const *tails, int n)
 {
 	/* a note stays while the site's own frame fits (up to 80 columns) */
 	int need = str_cols(site) < RB_SITE_MIN ? str_cols(site) : RB_SITE_MIN, k = 0;
@@ -486,11 +483,10 @@ void rb_site_line(FILE *f, const char *site, int room, const char *const *tails,
 		k++;
 	int cols = room - str_cols(tails[k]);
 	char cut[4096];
-	fprintf(f, "%s%s\n", rb_fit_site(site, cols < need ? need : cols, cut, sizeof(cut)),
-		tails[k]);
+	fprintf(f, "%s%s\n", fit_site(site, cols < need ? need : cols, cut, sizeof(cut)), tails[k]);
 }
 
-void rb_json_libraries(FILE *f, struct trace *t, const struct trace_row *r, int metric)
+void cli_json_libraries(FILE *f, struct trace *t, const struct trace_row *r, int metric)
 {
 	const struct trace_row_lib **v;
 	int m = metric == TM_CALLS ? TM_TOTAL : metric;

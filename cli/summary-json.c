@@ -91,7 +91,7 @@ static void json_site(FILE *f, struct summary *s, const struct summary_site *st,
 	fputs(", \"library\": ", f);
 	json_cstr0(f, trace_library(&s->t, st->stack_id));
 	if (st->stack_id)
-		rb_json_stack(f, &s->t, st->stack_id);
+		cli_json_stack(f, &s->t, st->stack_id);
 	fputc('}', f);
 }
 

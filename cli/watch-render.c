@@ -48,7 +48,8 @@ void watch_lines_free(struct watch_lines *l)
 	memset(l, 0, sizeof(*l));
 }
 
-size_t watch_width(const char *s)
+/* Code points in s (the terminal columns the view's text takes). */
+static size_t watch_width(const char *s)
 {
 	size_t n = 0;
 	for (; *s; s++)

@@ -45,8 +45,6 @@ void watch_render(struct live *lv, const struct watch_frame *f, struct watch_lin
 void watch_lines_free(struct watch_lines *l);
 /* The same figures as one JSON object on one line (--json). */
 void watch_json(struct live *lv, const struct watch_frame *f, FILE *out);
-/* Code points in s (the terminal columns the view's text takes). */
-size_t watch_width(const char *s);
 /* s cut to at most cols code points, in place. */
 void watch_cut(char *s, size_t cols);
 

@@ -17,7 +17,7 @@
  *      id (ids are on disk), op, kind and space; or, for a hook that
  *      records no event, a GMT_HOOKS_LOOKUP row instead of the id;
  *   2. the wrapper, in preload/hooks/ (driver.c, cudart.c, context.c...);
- *   3. the simulated function, in tests/sim/driver.c or runtime.c.
+ *   3. the simulated function, in tests/sim/driver*.c or runtime.c.
  * The rest follows from the lists: prototypes, pfn_ typedefs and hook ids
  * (preload/hooks/hooks.h, preload/real.h), the table of real functions
  * (preload/real.c), the

@@ -36,7 +36,7 @@ static void put_uint(struct out *o, unsigned long long v, unsigned base)
 		put_char(o, tmp[--n]);
 }
 
-int gmt_vformat(char *buf, size_t size, const char *fmt, va_list ap)
+static int gmt_vformat(char *buf, size_t size, const char *fmt, va_list ap)
 {
 	if (!size)
 		return 0;

@@ -17,7 +17,6 @@ void gmt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gmt_log_bind(void);
 /* Lines gmt_log did not write. */
 uint64_t gmt_log_unsaid(void);
-int gmt_vformat(char *buf, size_t size, const char *fmt, va_list ap);
 int gmt_format(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -125,18 +125,6 @@ void gmt_symbolizer_free(struct gmt_symbolizer *s)
 	free(s);
 }
 
-int gmt_symbolizer_set_path(struct gmt_symbolizer *s, const char *dirs)
-{
-	if (!s->own_files || s->files->n)
-		return -1; /* shared, or already looked in: set on the files */
-	struct gmt_symfiles *fs = gmt_symfiles_new(dirs);
-	if (!fs)
-		return -1;
-	gmt_symfiles_free(s->files);
-	s->files = fs;
-	return 0;
-}
-
 void gmt_symbolizer_set_deadline(struct gmt_symbolizer *s, uint64_t deadline_ns)
 {
 	if (s)

@@ -41,10 +41,6 @@ struct gmt_symbolizer *gmt_symbolizer_new(void);
 struct gmt_symbolizer *gmt_symbolizer_new_shared(struct gmt_symfiles *fs);
 void gmt_symbolizer_free(struct gmt_symbolizer *s);
 
-/* The folders of the path of a symbolizer with files of its own (see
- * gmt_symfiles_new), before its first lookup: 0, or -1. */
-int gmt_symbolizer_set_path(struct gmt_symbolizer *s, const char *dirs);
-
 /* Naming stops at deadline_ns (CLOCK_MONOTONIC; 0: never): an address not
  * named by then is not looked up, and is counted as cut. */
 void gmt_symbolizer_set_deadline(struct gmt_symbolizer *s, uint64_t deadline_ns);

@@ -362,36 +362,53 @@ static uint8_t *put_text(uint8_t *p, const char *text)
 	return p + n;
 }
 
-/* The body is encoded here, on the caller's thread: the flush thread only
- * copies it after the tag and tid. */
-void gmt_record_counters(unsigned reason, const char *source, const char *device, int64_t ordinal,
-			 size_t n, const char *const *names, const uint64_t *values)
+enum { TEXT_MAX = GMT_VARINT_MAX + 128 };
+
+/* What a COUNTERS and an FWOOM record's body begin with: the time, a kind,
+ * two texts, the device's ordinal and up to max named values. */
+static uint8_t *put_values(uint8_t *p, unsigned kind, const char *a, const char *b, int64_t ordinal,
+			   size_t n, size_t max, const char *const *names, const uint64_t *values)
 {
-	enum { TEXT_MAX = GMT_VARINT_MAX + 128 };
-	uint8_t body[4 * GMT_VARINT_MAX + 2 * TEXT_MAX +
-		     GMT_COUNTERS_MAX * (TEXT_MAX + GMT_VARINT_MAX)];
-	int saved_errno = errno;
-	if (n > GMT_COUNTERS_MAX)
-		n = GMT_COUNTERS_MAX;
-	uint8_t *p = gmt_put_varint(body, gmt_now_ns());
-	p = gmt_put_varint(p, reason);
-	p = put_text(p, source);
-	p = put_text(p, device);
+	if (n > max)
+		n = max;
+	p = gmt_put_varint(p, gmt_now_ns());
+	p = gmt_put_varint(p, kind);
+	p = put_text(p, a);
+	p = put_text(p, b);
 	p = gmt_put_varint(p, gmt_zigzag(ordinal));
 	p = gmt_put_varint(p, names && values ? n : 0);
 	for (size_t i = 0; names && values && i < n; i++) {
 		p = put_text(p, names[i]);
 		p = gmt_put_varint(p, values[i]);
 	}
-	size_t blen = (size_t)(p - body), len;
+	return p;
+}
+
+/* An encoded body into the calling thread's ring: the flush thread only
+ * copies it after the tag and tid. */
+static void ring_body(int type, const uint8_t *body, size_t blen)
+{
+	size_t len;
 	gmt_enter();
-	struct gmt_ring_hdr *h = reserve_other(GMT_RING_COUNTERS, blen, &len);
+	struct gmt_ring_hdr *h = reserve_other(type, blen, &len);
 	if (h) {
 		h->nframes = (uint16_t)blen;
 		memcpy(h + 1, body, blen);
 		commit_other(len, 1);
 	}
 	gmt_leave();
+}
+
+/* The body is encoded here, on the caller's thread. */
+void gmt_record_counters(unsigned reason, const char *source, const char *device, int64_t ordinal,
+			 size_t n, const char *const *names, const uint64_t *values)
+{
+	uint8_t body[4 * GMT_VARINT_MAX + 2 * TEXT_MAX +
+		     GMT_COUNTERS_MAX * (TEXT_MAX + GMT_VARINT_MAX)];
+	int saved_errno = errno;
+	uint8_t *p =
+	    put_values(body, reason, source, device, ordinal, n, GMT_COUNTERS_MAX, names, values);
+	ring_body(GMT_RING_COUNTERS, body, (size_t)(p - body));
 	errno = saved_errno;
 }
 
@@ -399,36 +416,17 @@ void gmt_record_counters(unsigned reason, const char *source, const char *device
 void gmt_record_fwoom(unsigned how, const char *source, const char *type, int64_t ordinal, size_t n,
 		      const char *const *names, const uint64_t *values, const char *message)
 {
-	enum { TEXT_MAX = GMT_VARINT_MAX + 128 };
 	uint8_t body[5 * GMT_VARINT_MAX + 2 * TEXT_MAX +
 		     GMT_FWOOM_VALUES_MAX * (TEXT_MAX + GMT_VARINT_MAX) + GMT_VARINT_MAX +
 		     GMT_FWOOM_MESSAGE_MAX];
 	int saved_errno = errno;
-	if (n > GMT_FWOOM_VALUES_MAX)
-		n = GMT_FWOOM_VALUES_MAX;
-	uint8_t *p = gmt_put_varint(body, gmt_now_ns());
-	p = gmt_put_varint(p, how);
-	p = put_text(p, source);
-	p = put_text(p, type);
-	p = gmt_put_varint(p, gmt_zigzag(ordinal));
-	p = gmt_put_varint(p, names && values ? n : 0);
-	for (size_t i = 0; names && values && i < n; i++) {
-		p = put_text(p, names[i]);
-		p = gmt_put_varint(p, values[i]);
-	}
+	uint8_t *p =
+	    put_values(body, how, source, type, ordinal, n, GMT_FWOOM_VALUES_MAX, names, values);
 	size_t m = message ? strnlen(message, GMT_FWOOM_MESSAGE_MAX) : 0;
 	p = gmt_put_varint(p, m);
 	if (m)
 		memcpy(p, message, m);
-	size_t blen = (size_t)(p + m - body), len;
-	gmt_enter();
-	struct gmt_ring_hdr *h = reserve_other(GMT_RING_FWOOM, blen, &len);
-	if (h) {
-		h->nframes = (uint16_t)blen;
-		memcpy(h + 1, body, blen);
-		commit_other(len, 1);
-	}
-	gmt_leave();
+	ring_body(GMT_RING_FWOOM, body, (size_t)(p + m - body));
 	errno = saved_errno;
 }
 

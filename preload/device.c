@@ -31,7 +31,8 @@ int32_t gmt_current_device(void)
 
 /* ---- device facts for the flush thread ---------------------------------- */
 
-int gmt_driver_device_count(void)
+/* -1: CUDA not initialized by the program yet */
+static int gmt_driver_device_count(void)
 {
 	pfn_cuDeviceGetCount count = GMT_USED(cuDeviceGetCount);
 	int n = 0;
@@ -43,8 +44,10 @@ int gmt_driver_device_count(void)
 
 /* Each query's result is checked: a DEVICE record of zeros (seen on an H100
  * with the dynamic runtime) says nothing of why, so the caller retries and
- * in the end notes the first query that failed. */
-int gmt_driver_device_info(int ordinal, struct gmt_device_info *out, char *why, size_t why_len)
+ * in the end notes the first query that failed. 0: every fact read; 1: a
+ * query failed (why names the first); -1: no such device. */
+static int gmt_driver_device_info(int ordinal, struct gmt_device_info *out, char *why,
+				  size_t why_len)
 {
 	memset(out, 0, sizeof *out);
 	if (why_len)

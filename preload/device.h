@@ -18,9 +18,6 @@ struct gmt_device_info {
 	uint64_t total_bytes;
 	int cc_major, cc_minor, driver_version;
 };
-int gmt_driver_device_count(void); /* -1: CUDA not initialized by the program yet */
-/* 0: every fact read; 1: a query failed (why names the first); -1: no such device. */
-int gmt_driver_device_info(int ordinal, struct gmt_device_info *out, char *why, size_t why_len);
 /* 1 when every fact of d is known. */
 int gmt_device_info_complete(const struct gmt_device_info *d);
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/chunk.h"
 #include "common/codec.h"
 #include "common/log.h"
 #include "common/zstd.h"
@@ -249,7 +250,7 @@ void gmt_writer_compress_init(struct gmt_writer *w)
 static size_t compress_chunk(struct gmt_writer *w, size_t payload)
 {
 	const struct gmt_zstd *z = gmt_zstd_get(&libc_dl, NULL);
-	size_t need = GMT_CHUNK_HEADER_SIZE + GMT_VARINT_MAX + z->ZSTD_compressBound(payload);
+	size_t need = GMT_CHUNK_HEADER_SIZE + gmt_chunk_zbound(z, payload);
 	if (need > w->zcap) {
 		uint8_t *b = gmt_mem_grow(w->zbuf, w->zcap, need); /* never malloc's */
 		if (!b)
@@ -257,13 +258,8 @@ static size_t compress_chunk(struct gmt_writer *w, size_t payload)
 		w->zbuf = b;
 		w->zcap = need;
 	}
-	uint8_t *p = gmt_put_varint(w->zbuf + GMT_CHUNK_HEADER_SIZE, payload);
-	size_t head = (size_t)(p - w->zbuf) - GMT_CHUNK_HEADER_SIZE;
-	size_t n = z->ZSTD_compressCCtx(w->cctx, p, w->zcap - (size_t)(p - w->zbuf),
-					w->chunk + GMT_CHUNK_HEADER_SIZE, payload, ZSTD_LEVEL);
-	if (z->ZSTD_isError(n) || head + n >= payload)
-		return 0;
-	return head + n;
+	return gmt_chunk_compress(z, w->cctx, ZSTD_LEVEL, w->zbuf + GMT_CHUNK_HEADER_SIZE,
+				  w->chunk + GMT_CHUNK_HEADER_SIZE, payload);
 }
 
 int gmt_writer_flush(struct gmt_writer *w)
@@ -276,10 +272,7 @@ int gmt_writer_flush(struct gmt_writer *w)
 	size_t zlen = w->zstate == GMT_ZS_ON ? compress_chunk(w, payload) : 0;
 	uint8_t *c = zlen ? w->zbuf : w->chunk;
 	uint32_t len = zlen ? (uint32_t)zlen : payload;
-	gmt_put_le32(c, zlen ? GMT_CHUNK_MAGIC_ZSTD : GMT_CHUNK_MAGIC);
-	gmt_put_le32(c + 4, len);
-	gmt_put_le32(c + 8, w->seq++);
-	gmt_put_le32(c + 12, gmt_crc32c(0, c + GMT_CHUNK_HEADER_SIZE, len));
+	gmt_chunk_seal(c, zlen != 0, len, w->seq++);
 	/* One write per chunk: a kill leaves whole chunks and one torn tail. */
 	write_all(w, c, GMT_CHUNK_HEADER_SIZE + (size_t)len);
 	if (w->fd_lost) { /* not written: pending until the trace is reopened */

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/chunk.h"
 #include "reader/append.h"
 #include "reader/internal.h"
 
@@ -68,29 +69,23 @@ static int seal(struct gmt_append *a)
 	if (!payload)
 		return 0;
 	const struct gmt_zstd *z = a->version >= 3 ? gmt_zstd_get(&rd_dl, NULL) : NULL;
-	size_t bound = z ? GMT_VARINT_MAX + z->ZSTD_compressBound(payload) : 0;
+	size_t bound = z ? gmt_chunk_zbound(z, payload) : 0;
 	if (reserve(&a->out, &a->out_cap, a->out_len + GMT_CHUNK_HEADER_SIZE + payload + bound))
 		return -1;
 	uint8_t *c = a->out + a->out_len, *body = c + GMT_CHUNK_HEADER_SIZE;
 	size_t len = 0; /* compressed: the payload on disk; 0: stored plain */
 	ZSTD_CCtx *cctx = z ? z->ZSTD_createCCtx() : NULL;
 	if (cctx) {
-		uint8_t *p = gmt_put_varint(body, payload);
-		size_t n =
-		    z->ZSTD_compressCCtx(cctx, p, bound - (size_t)(p - body),
-					 a->pending + GMT_CHUNK_HEADER_SIZE, payload, ZSTD_LEVEL);
-		if (!z->ZSTD_isError(n) && (size_t)(p - body) + n < payload)
-			len = (size_t)(p - body) + n;
+		len = gmt_chunk_compress(z, cctx, ZSTD_LEVEL, body,
+					 a->pending + GMT_CHUNK_HEADER_SIZE, payload);
 		z->ZSTD_freeCCtx(cctx);
 	}
-	gmt_put_le32(c, len ? GMT_CHUNK_MAGIC_ZSTD : GMT_CHUNK_MAGIC);
-	if (!len) {
+	bool compressed = len != 0;
+	if (!compressed) {
 		memcpy(body, a->pending + GMT_CHUNK_HEADER_SIZE, payload);
 		len = payload;
 	}
-	gmt_put_le32(c + 4, (uint32_t)len);
-	gmt_put_le32(c + 8, (uint32_t)a->seq++);
-	gmt_put_le32(c + 12, gmt_crc32c(0, body, len));
+	gmt_chunk_seal(c, compressed, (uint32_t)len, (uint32_t)a->seq++);
 	a->out_len += GMT_CHUNK_HEADER_SIZE + len;
 	a->len = GMT_CHUNK_HEADER_SIZE;
 	return 0;

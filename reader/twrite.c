@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/chunk.h"
 #include "common/codec.h"
 #include "common/zstd.h"
 #include "reader/internal.h"
@@ -65,7 +66,7 @@ int tw_open(struct tw *w, int fd, const struct tw_header *h, bool compress)
 static size_t compress_chunk(struct tw *w, size_t payload)
 {
 	const struct gmt_zstd *z = gmt_zstd_get(&rd_dl, NULL);
-	size_t need = GMT_CHUNK_HEADER_SIZE + GMT_VARINT_MAX + z->ZSTD_compressBound(payload);
+	size_t need = GMT_CHUNK_HEADER_SIZE + gmt_chunk_zbound(z, payload);
 	if (need > w->zcap) {
 		uint8_t *b = realloc(w->zbuf, need);
 		if (!b)
@@ -73,16 +74,12 @@ static size_t compress_chunk(struct tw *w, size_t payload)
 		w->zbuf = b;
 		w->zcap = need;
 	}
-	uint8_t *p = gmt_put_varint(w->zbuf + GMT_CHUNK_HEADER_SIZE, payload);
-	size_t head = (size_t)(p - w->zbuf) - GMT_CHUNK_HEADER_SIZE;
-	size_t n = z->ZSTD_compressCCtx(w->cctx, p, w->zcap - (size_t)(p - w->zbuf),
-					w->chunk + GMT_CHUNK_HEADER_SIZE, payload, ZSTD_LEVEL);
-	if (z->ZSTD_isError(n) || head + n >= payload)
-		return 0;
-	return head + n;
+	return gmt_chunk_compress(z, w->cctx, ZSTD_LEVEL, w->zbuf + GMT_CHUNK_HEADER_SIZE,
+				  w->chunk + GMT_CHUNK_HEADER_SIZE, payload);
 }
 
-int tw_flush(struct tw *w)
+/* Writes the pending chunk. */
+static int tw_flush(struct tw *w)
 {
 	if (w->err)
 		return -1;
@@ -101,10 +98,7 @@ int tw_flush(struct tw *w)
 	w->file_bytes += GMT_CHUNK_HEADER_SIZE + (zlen ? zlen : payload);
 	uint8_t *c = zlen ? w->zbuf : w->chunk;
 	uint32_t len = zlen ? (uint32_t)zlen : payload;
-	gmt_put_le32(c, zlen ? GMT_CHUNK_MAGIC_ZSTD : GMT_CHUNK_MAGIC);
-	gmt_put_le32(c + 4, len);
-	gmt_put_le32(c + 8, w->seq++);
-	gmt_put_le32(c + 12, gmt_crc32c(0, c + GMT_CHUNK_HEADER_SIZE, len));
+	gmt_chunk_seal(c, zlen != 0, len, w->seq++);
 	w->len = GMT_CHUNK_HEADER_SIZE;
 	return write_all(w, c, GMT_CHUNK_HEADER_SIZE + (size_t)len);
 }

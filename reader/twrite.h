@@ -87,7 +87,5 @@ int tw_trailer(struct tw *w, uint64_t end_ns, uint64_t lost, uint64_t reason);
 /* Closes the open EVENTS batch (and writes pending nodes): before any
  * record that is not an event. */
 int tw_end_batch(struct tw *w);
-/* Writes the pending chunk. */
-int tw_flush(struct tw *w);
 
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reports kept beside each real-GPU trace in docs/validation/*/reports/:
+# The reports of each real-GPU trace (tests/real/RUN/) in docs/validation/RUN/reports/:
 #   scripts/validation-reports.sh CLI TRACE   # the reports of one trace, on stdout
 #   scripts/validation-reports.sh --regen     # rewrite NAME.reports.txt of every kept trace
 # scripts/gpu-check.sh writes them at the run with the first form; --regen
@@ -23,8 +23,9 @@ fi
 cd "$(dirname "$0")/.." || exit 1
 cli=build/gpumemtrace
 [ -x "$cli" ] || { echo "validation-reports.sh: build $cli first (make all)" >&2; exit 1; }
-for t in docs/validation/*/traces/*.gmt; do
-	dir=${t%/traces/*} name=${t##*/}
+for t in tests/real/*/*.gmt; do
+	run=${t%/*} name=${t##*/}
+	dir=docs/validation/${run##*/}
 	name=${name%.gmt}
 	name=${name%.*} # torch-async.837 -> torch-async
 	out=$dir/reports/$name.reports.txt

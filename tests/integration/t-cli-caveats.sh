@@ -10,7 +10,7 @@
 # window names the trace's length.
 . "$(dirname "$0")/lib.sh"
 V=$TESTS_DIR/verdicts/traces
-H=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
+H=$TESTS_DIR/real/2026-11-22-h100
 G=$GMT_CLI
 
 # 1. leaks: the cache's segments, the preallocated pool; none without a cache

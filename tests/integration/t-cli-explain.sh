@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # explain: each finding on a trace whose answer is known. The real H100
-# traces (docs/validation/*/traces, their README's figures): PyTorch's
+# traces (tests/real/*; their figures: docs/validation/*/README.md): PyTorch's
 # cudaMallocAsync pool reserve, JAX's 75% preallocation, NCCL's buffers in
 # nvidia-smi's breakdown, the 1 PiB request larger than the device, no leak
 # in the PyTorch loop. Built traces: TF allow_growth regions doubling, a
@@ -12,7 +12,7 @@ MKTRACE=$BUILD/tests/unit-tools/mktrace
 [ -x "$MKTRACE" ] || fail "$MKTRACE missing: make unit-tests"
 . "$(dirname "$0")/explain-traces.sh"
 explain_traces
-REAL=$TESTS_DIR/../docs/validation
+REAL=$TESTS_DIR/real
 
 ex() { # name args...: explain --json into name.json, exit 0, nothing on stderr
 	local name=$1
@@ -27,7 +27,7 @@ finding() { # name id expr-on-f
 }
 
 # ---- the real traces ----
-ex async "$REAL/2026-11-22-h100/traces/torch-async.837.gmt"
+ex async "$REAL/2026-11-22-h100/torch-async.837.gmt"
 expect_eq async-mode "$(json async.json "d['traces'][0]['allocator']")" "cudaMallocAsync (stream-ordered pool)"
 expect_eq async-ids "$(ids async)" "['smi-breakdown', 'pool-reserve', 'warm-up']"
 # nvidia-smi 2.31 GiB at the end = 193 MiB traced + 518 MiB context + the reserve
@@ -35,20 +35,20 @@ expect_eq async-reserve "$(finding async pool-reserve "f['bytes'] // $MiB")" 165
 expect_eq async-threshold "$(finding async pool-reserve "'release threshold to the maximum' in f['answer'] and 'torch.cuda.empty_cache()' in f['change']")" True
 expect_eq async-cmd "$(finding async smi-breakdown "f['evidence'][0]['command'].split()[:2]")" "['gpumemtrace', 'accounting']"
 
-ex jax "$REAL/2026-11-22-h100/traces/jax-default.1043.gmt"
+ex jax "$REAL/2026-11-22-h100/jax-default.1043.gmt"
 expect_eq jax-fw "$(json jax.json "d['traces'][0]['framework']")" JAX
 expect_eq jax-pre "$(finding jax preallocation "[f['bytes'] // $MiB, '75% of the device' in f['answer'], 'XLA_PYTHON_CLIENT_PREALLOCATE=false' in f['change'], f['needs_framework_counters']]")" \
 	"[60810, True, True, True]"
 
-ex nccl "$REAL/2026-11-22-h100/traces/nccl.969.gmt"
+ex nccl "$REAL/2026-11-22-h100/nccl.969.gmt"
 expect_eq nccl-smi "$(finding nccl smi-breakdown "[e['text'] for e in f['evidence'] if e['text'].startswith('NCCL')]")" "['NCCL: 388 MiB']"
 expect_eq nccl-cache "$(ids nccl | grep -c torch-cache)" 1
 
-ex plain "$REAL/2026-11-22-h100/traces/plain-shared.596.gmt"
+ex plain "$REAL/2026-11-22-h100/plain-shared.596.gmt"
 expect_eq plain-first "$(json plain.json "d['traces'][0]['findings'][0]['id']")" oom-exceeds-device-total
 expect_eq plain-fw "$(json plain.json "d['traces'][0]['framework']")" "no framework"
 
-ex nocache "$REAL/2026-11-23-h100/traces/torch-nocache.941.gmt"
+ex nocache "$REAL/2026-11-23-h100/torch-nocache.941.gmt"
 expect_eq nocache-mode "$(json nocache.json "d['traces'][0]['allocator']")" "no caching"
 # tests/gpu/torch_train.py keeps nothing per step: never a leak
 for t in nocache async; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Piped output fits 160 columns: every report command on every trace the
 # project keeps (the real H100 traces, the verdict corpus, the goldens).
-# Prose is wrapped (rb_wrap); only a table row whose figures cannot be cut
+# Prose is wrapped (cli_wrap); only a table row whose figures cannot be cut
 # may be longer: a line with two runs of 2+ spaces between fields and no
 # run of 9+ words of prose. A report that printed a 233-column "not visible
 # here" line or a 272-column fragmentation sentence fails here.
@@ -9,12 +9,12 @@
 out=$PWD/out
 # relative paths: a line naming the trace does not depend on the checkout
 cd "$TESTS_DIR/.."
-traces=$(ls docs/validation/*/traces/*.gmt tests/verdicts/traces/*.gmt tests/golden/*.gmt)
+traces=$(ls tests/real/*/*.gmt tests/verdicts/traces/*.gmt tests/golden/*.gmt)
 [ -n "$traces" ] || fail "no traces"
 bad=0
 for t in $traces; do
 	# growth is left out while it is rebuilt in parallel (its verdict line
-	# is prose past 160 columns): add it when it wraps with rb_wrap
+	# is prose past 160 columns): add it when it wraps with cli_wrap
 	for c in summary top leaks oom fragmentation accounting explain check; do
 		extra=()
 		[ "$c" = check ] && extra=(--max-peak 1TiB --fail-on-oom)

@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 out=$PWD/out
 cd "$TESTS_DIR/.."
-traces=$(ls docs/validation/*/traces/*.gmt tests/verdicts/traces/*.gmt tests/golden/*.gmt)
+traces=$(ls tests/real/*/*.gmt tests/verdicts/traces/*.gmt tests/golden/*.gmt)
 [ -n "$traces" ] || fail "no traces"
 bad=0
 # one report: every line within 80 columns (UTF-8 characters, not bytes)
@@ -36,16 +36,16 @@ for t in $traces; do
 	fits check --max-peak 1MiB --fail-on-oom "$t"
 done
 for by in function library range api; do
-	for t in docs/validation/*/traces/*.gmt tests/golden/*.gmt; do
+	for t in tests/real/*/*.gmt tests/golden/*.gmt; do
 		fits top --by "$by" "$t"
 		fits leaks --by "$by" "$t"
 	done
 done
-a=docs/validation/2026-11-22-h100/traces/plain-shared.596.gmt
-b=docs/validation/2026-11-23-h100/traces/nccl.1021.gmt
+a=tests/real/2026-11-22-h100/plain-shared.596.gmt
+b=tests/real/2026-11-23-h100/nccl.1021.gmt
 for pair in "$a $b" "tests/golden/rank0.gmt tests/golden/rank1.gmt" \
 	"tests/verdicts/traces/torch.clean.gmt tests/verdicts/traces/torch.leak-mid.gmt" \
-	"docs/validation/2026-11-23-h100/traces/plain-shared.643.gmt docs/validation/2026-11-23-h100/traces/plain-static.718.gmt"; do
+	"tests/real/2026-11-23-h100/plain-shared.643.gmt tests/real/2026-11-23-h100/plain-static.718.gmt"; do
 	# shellcheck disable=SC2086
 	for c in summary top leaks growth fragmentation diff explain; do fits $c $pair; done
 	# shellcheck disable=SC2086

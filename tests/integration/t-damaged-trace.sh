@@ -4,7 +4,7 @@
 # exit 4; "complete": false and "damaged" in --json); check fails with 2
 # (its code for every error). Undamaged traces still read complete.
 . "$TESTS_DIR/integration/lib.sh"
-V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
+V=$TESTS_DIR/real/2026-11-22-h100
 G=$TESTS_DIR/golden
 
 # chunkedit SRC DST cut|dup N: drops or repeats chunk N (docs/trace-format.md)

@@ -17,8 +17,8 @@
 # - fragmentation's "at the end" is the trace's end in text and JSON alike.
 . "$TESTS_DIR/integration/lib.sh"
 command -v python3 >/dev/null || skip "python3 not installed"
-V1=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
-V2=$TESTS_DIR/../docs/validation/2026-11-23-h100/traces
+V1=$TESTS_DIR/real/2026-11-22-h100
+V2=$TESTS_DIR/real/2026-11-23-h100
 
 finding() { # json id expr: expr over the finding f with that id (None: absent)
 	json "$1" "next(($3 for f in d['traces'][0]['findings'] if f['id'] == '$2'), None)"

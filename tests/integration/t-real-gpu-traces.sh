@@ -18,7 +18,7 @@
 #    but what the program keeps, and the stack cache in verify mode agreed
 #    with libunwind on all of its 6 065 stacks.
 . "$TESTS_DIR/integration/lib.sh"
-V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
+V=$TESTS_DIR/real/2026-11-22-h100
 [ -d "$V" ] || fail "no $V"
 
 q() { # q FILE EXPR: a Python expression over the JSON in FILE (as d)
@@ -94,7 +94,7 @@ expect_eq note-parens "$(grep -A1 "no range open" tas.txt | tr -cd "()" )" "()"
 grep -q '(preallocation, 59.4 GiB, 75% of the device in one allocation)' jg.txt || fail "growth does not see XLA's preallocation"
 # The checker scripts/gpu-check.sh uses: every call of the plain program
 # found by pointer and size, and the first run's defects caught.
-R=$V/../reports
+R=$V # what the programs printed (their .out files) beside their traces
 python3 "$TESTS_DIR/gpu/check.py" plain "$GMT_CLI" "$R/plain-shared.out" "$V/plain-shared.596.gmt" >c1.txt ||
 	{ cat c1.txt; fail "check.py: the plain program's calls not all matched"; }
 grep -q '^ROW | 12/12 allocs, 11/11 frees, 1/1 failures matched |' c1.txt || fail "check.py row: $(tail -1 c1.txt)"
@@ -105,8 +105,8 @@ python3 "$TESTS_DIR/gpu/check.py" plain "$GMT_CLI" "$R/plain-static.out" "$V/pla
 grep -q 'MISSING a DEVICE record without its uuid' c3.txt && grep -q "MISSING an event before the trace's start" c3.txt ||
 	fail "check.py did not name the first run's defects: $(cat c3.txt)"
 
-V2=$TESTS_DIR/../docs/validation/2026-11-23-h100/traces
-R2=$V2/../reports
+V2=$TESTS_DIR/real/2026-11-23-h100
+R2=$V2
 for rt in shared:643 static:718; do
 	n=plain-${rt%:*}
 	python3 "$TESTS_DIR/gpu/check.py" plain "$GMT_CLI" "$R2/$n.out" "$V2/$n.${rt#*:}.gmt" >c.txt ||

@@ -44,7 +44,7 @@ if leak or failed or not t["complete"] or t.get("lost_events"):
 P
 }
 n=0
-for t in "$root"/docs/validation/*/traces/*.gmt "$root"/tests/verdicts/traces/*.gmt \
+for t in "$root"/tests/real/*/*.gmt "$root"/tests/verdicts/traces/*.gmt \
 	"$root"/tests/verdicts/cut/*.gmt "$root"/tests/golden/*.gmt; do
 	[ -f "$t" ] || continue
 	check_order "$t"

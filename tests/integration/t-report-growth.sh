@@ -196,32 +196,32 @@ expect_eq sawleak.floors "$(json sawleak.json "$d['markers']['floor_bytes'][:3]"
 # allocations, then its 1 PiB request fails and it ends 3.3 ms after its
 # last rise: a run that ended in an OOM, undetermined. The golden leak.gmt keeps 1 MiB per step: a leak,
 # found from the repeating 32 MiB temporary (no ranges).
-VAL=$TESTS_DIR/../docs/validation
+VAL=$TESTS_DIR/real
 verdict() { # name trace expected-verdict expected-iterations expected-source
 	"$GMT_CLI" growth --json "$2" >v.json 2>err || fail "growth $1 exit $?: $(cat err)"
 	expect_eq "real.$1" "$(json v.json "($d['verdict'], $d['iterations'], $d['iteration_source'])")" "('$3', $4, '$5')"
 }
-verdict torch-async "$VAL/2026-11-22-h100/traces/torch-async.837.gmt" no-leak 310 ranges
-verdict torch-nocache "$VAL/2026-11-23-h100/traces/torch-nocache.941.gmt" no-leak 310 ranges
-verdict verify-nocache "$VAL/2026-11-23-h100/traces/verify-torch-nocache.1167.gmt" no-leak 60 ranges
-verdict jax "$VAL/2026-11-22-h100/traces/jax-default.1043.gmt" undetermined 182 ranges
-verdict nccl "$VAL/2026-11-22-h100/traces/nccl.969.gmt" no-leak 0 none
-verdict plain "$VAL/2026-11-23-h100/traces/plain-shared.643.gmt" undetermined 0 none
+verdict torch-async "$VAL/2026-11-22-h100/torch-async.837.gmt" no-leak 310 ranges
+verdict torch-nocache "$VAL/2026-11-23-h100/torch-nocache.941.gmt" no-leak 310 ranges
+verdict verify-nocache "$VAL/2026-11-23-h100/verify-torch-nocache.1167.gmt" no-leak 60 ranges
+verdict jax "$VAL/2026-11-22-h100/jax-default.1043.gmt" undetermined 182 ranges
+verdict nccl "$VAL/2026-11-22-h100/nccl.969.gmt" no-leak 0 none
+verdict plain "$VAL/2026-11-23-h100/plain-shared.643.gmt" undetermined 0 none
 verdict golden-leak "$TESTS_DIR/golden/leak.gmt" leak 15 pattern
 expect_eq golden-leak.rate "$(json v.json "$d['rate_bytes_per_step']")" $MiB
 # never a level above the peak, a negative time, or a rise "to 0 B"
-"$GMT_CLI" growth "$VAL/2026-11-22-h100/traces/torch-async.837.gmt" >ta.txt || fail "growth torch-async text"
+"$GMT_CLI" growth "$VAL/2026-11-22-h100/torch-async.837.gmt" >ta.txt || fail "growth torch-async text"
 sed -n 4,5p ta.txt | sed 's/^  //' | paste -sd' ' | grep -q '^device 0 (79.2 GiB): NO LEAK: steady between iterations at 451 MiB (peak within a step 982 MiB) for the last 298 of 310 iterations (the last rise was in iteration 12)$' ||
 	fail "torch-async verdict line: $(cat ta.txt)"
 ! grep -Eq 'LEAK.*NO LEAK|after -|to 0 B' ta.txt || fail "contradiction: $(cat ta.txt)"
 # the end named, with its time: NCCL's sampler read at exit at +6.419 s
 # (the trace closes later, at 7.2 s): not "the end of the trace"
-"$GMT_CLI" growth --json "$VAL/2026-11-23-h100/traces/nccl.1021.gmt" >n.json || fail "growth nccl"
+"$GMT_CLI" growth --json "$VAL/2026-11-23-h100/nccl.1021.gmt" >n.json || fail "growth nccl"
 json n.json "$d['verdict_reason']" | grep -q "to the process's exit (+6.419 s)$" ||
 	fail "nccl's end: $(json n.json "$d['verdict_reason']")"
 # the chart's axis: no negative time (an event stamped before the trace's
 # start), the end label ending under the last column (--width 60: 46)
-LC_ALL=C "$GMT_CLI" growth --width 60 "$VAL/2026-11-22-h100/traces/before-fixes-plain-shared.gmt" >bf.txt ||
+LC_ALL=C "$GMT_CLI" growth --width 60 "$VAL/2026-11-22-h100/before-fixes-plain-shared.gmt" >bf.txt ||
 	fail "growth before-fixes"
 axis=$(grep -A1 '^        0 B |' bf.txt | tail -1)
 expect_eq axis.start "$(echo "$axis" | awk '{print $1}')" "+0"
@@ -229,7 +229,7 @@ expect_eq axis.end "${#axis}" $((13 + 46))
 # prose wrapped to the text width when piped: no line over 160 columns
 # (issue: reasons up to 226), nor over 80 with COLUMNS=80
 for w in 160 80; do
-	for tr in "$VAL/2026-11-22-h100/traces/torch-async.837.gmt" "$TESTS_DIR/golden/leak.gmt" "$TESTS_DIR/verdicts/traces/torch.oom-exceeds.gmt"; do
+	for tr in "$VAL/2026-11-22-h100/torch-async.837.gmt" "$TESTS_DIR/golden/leak.gmt" "$TESTS_DIR/verdicts/traces/torch.oom-exceeds.gmt"; do
 		COLUMNS=$w LC_ALL=C "$GMT_CLI" growth --width 60 "$tr" >w.txt || fail "growth $tr"
 		# (the trace's header is the shared head's; a path alone may be longer)
 		sed 's/\xe2\x80\xa6/./g' w.txt | awk -v w=$w 'NR > 2 && length($0) > w && NF > 1 { exit 1 }' ||

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 tmp=$PWD
 cd "$TESTS_DIR/.."
-python3 - "$GMT_CLI" "$tmp/c.json" docs/validation/*/traces/*.gmt tests/verdicts/traces/*.gmt <<'PY' || fail "times disagree (see above)"
+python3 - "$GMT_CLI" "$tmp/c.json" tests/real/*/*.gmt tests/verdicts/traces/*.gmt <<'PY' || fail "times disagree (see above)"
 import json, re, subprocess, sys
 
 cli, cjson, traces = sys.argv[1], sys.argv[2], sys.argv[3:]

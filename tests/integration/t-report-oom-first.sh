@@ -5,7 +5,7 @@
 # and its advice: a user reads the cause before the breakdowns.
 . "$(dirname "$0")/lib.sh"
 n=0
-for t in "$TESTS_DIR"/verdicts/traces/*.gmt "$TESTS_DIR"/../docs/validation/*/traces/*.gmt; do
+for t in "$TESTS_DIR"/verdicts/traces/*.gmt "$TESTS_DIR"/real/*/*.gmt; do
 	[ -f "$t" ] || continue
 	v=$("$GMT_CLI" oom --json "$t" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["verdict"])') ||
 		fail "$t: oom"

@@ -136,7 +136,7 @@ grep -q 'not visible here: CUPY_GPU_MEMORY_LIMIT=1073741824 is set: CuPy refuses
 
 # JAX's preallocated pool on the H100 (one 59.4 GiB cuMemCreate, 75% of the
 # device): nothing failed, and the report says it could not see an OOM there
-V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
+V=$TESTS_DIR/real/2026-11-22-h100
 "$GMT_CLI" oom --json "$V/jax-default.1043.gmt" >j.json 2>err || fail "jax exit $?: $(cat err)"
 expect_eq jax "$(json j.json '(d["verdict"], [x["reason"] for x in d["traces"][0]["invisible"]])')" \
 	"('none', ['preallocated'])"

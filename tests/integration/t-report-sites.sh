@@ -6,7 +6,7 @@
 . "$TESTS_DIR/integration/lib.sh"
 . "$TESTS_DIR/progs/check.sh"
 
-V=$TESTS_DIR/../docs/validation/2026-11-23-h100/traces
+V=$TESTS_DIR/real/2026-11-23-h100
 torch=$V/verify-torch-nocache.1167.gmt
 [ -f "$torch" ] || skip "no validation traces"
 

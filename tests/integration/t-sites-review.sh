@@ -10,7 +10,7 @@
 #  - flamegraph and pprof leave the interpreter's frames out;
 #  - prose wraps at 160 columns when piped.
 . "$TESTS_DIR/integration/lib.sh"
-V=$TESTS_DIR/../docs/validation/2026-11-22-h100/traces
+V=$TESTS_DIR/real/2026-11-22-h100
 T=$V/torch-async.837.gmt
 
 # 1. THPVariable_linear's group: cuBLAS's workspace and c10's blocks
@@ -73,7 +73,7 @@ long=a-rather-long-directory-name-for-the-traces-of-the-nightly-training-runs/of
 mkdir -p "$long"
 printf '%s\n' "header start_mono=0 pid=47" "events tid=1" "ev api=cudaMalloc t=150 ptr=0x100000 size=4096 dev=0" |
 	"$BUILD/tests/unit-tools/mktrace" "$long/torn.gmt"
-for t in "$V"/*.gmt "$V"/../../2026-11-23-h100/traces/*.gmt "$TESTS_DIR"/verdicts/traces/*.gmt \
+for t in "$V"/*.gmt "$V"/../2026-11-23-h100/*.gmt "$TESTS_DIR"/verdicts/traces/*.gmt \
 	"$TESTS_DIR"/golden/*.gmt "$PWD/$long/torn.gmt"; do
 	cmds="summary top leaks"
 	case $t in *jax-default*) cmds=summary ;; esac # 26 755 phases: slow to read thrice

@@ -19,10 +19,11 @@ sim: $(SIM_LIBCUDA) $(SIM_DIR)/libcuda.so $(SIM_LIBCUDART) $(SIM_DIR)/libcudart.
 
 # -Bsymbolic: the driver's own addresses (cuGetProcAddress answers) must be
 # its own functions, not the same-named exports of a preloaded tracer.
-$(SIM_LIBCUDA): tests/sim/driver.c tests/sim/sim-nvml.h $(SIM_HEADERS)
+SIM_DRIVER_SRCS := tests/sim/driver.c tests/sim/driver-mem.c tests/sim/driver-vmm.c
+$(SIM_LIBCUDA): $(SIM_DRIVER_SRCS) tests/sim/driver.h tests/sim/sim-nvml.h $(SIM_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SIM_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs \
-		-o $@ $< -lpthread $(SAN_LDFLAGS)
+		-o $@ $(SIM_DRIVER_SRCS) -lpthread $(SAN_LDFLAGS)
 
 $(SIM_DIR)/libcuda.so: $(SIM_LIBCUDA)
 	ln -sf libcuda.so.1 $@

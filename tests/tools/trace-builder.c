@@ -21,6 +21,7 @@ struct tb {
 	int in_batch;
 	uint64_t tid, base, count, time, ptr, stack;
 	int64_t dev;
+	uint64_t events; /* in all batches */
 };
 
 static void put(struct buf *b, const void *p, size_t n)
@@ -265,9 +266,15 @@ void tb_events_begin(struct tb *b, uint64_t tid, uint64_t base_time_ns)
 	b->batch.len = 0;
 }
 
+uint64_t tb_event_count(const struct tb *b)
+{
+	return b->events;
+}
+
 void tb_event(struct tb *b, const struct tb_event *e)
 {
 	struct buf *p = &b->batch;
+	b->events++;
 	uint64_t head = (uint64_t)e->api << GMT_EV_API_SHIFT;
 	if (e->result)
 		head |= GMT_EV_FAILED;

@@ -43,6 +43,11 @@ void tb_stack(struct tb *b, size_t count, const uint64_t *parents, const uint64_
 void tb_thread(struct tb *b, uint64_t tid, const char *name);
 void tb_events_begin(struct tb *b, uint64_t tid, uint64_t base_time_ns);
 void tb_event(struct tb *b, const struct tb_event *e); /* inside begin/end */
+/* One event from its named fields, the others 0 (the unit tests' one event
+ * helper): TB_EVENT(b, .time_ns = 100, .api = GMT_API_cudaMalloc,
+ * .ptr = 0x1000, .size = 4096). */
+#define TB_EVENT(b, ...) tb_event((b), &(const struct tb_event){__VA_ARGS__})
+uint64_t tb_event_count(const struct tb *b); /* events written so far */
 void tb_events_end(struct tb *b);
 void tb_lost(struct tb *b, uint64_t tid, uint64_t count, uint64_t time_ns);
 void tb_symbol(struct tb *b, uint64_t ip, uint64_t module_id, const char *function,

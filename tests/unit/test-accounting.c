@@ -16,19 +16,6 @@
 static const uint8_t uuid[16] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
 				 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01};
 
-static void add(struct tb *b, uint64_t t, uint32_t api, uint64_t ptr, uint64_t size, uint64_t aux,
-		uint64_t stack)
-{
-	struct tb_event e = {.time_ns = t,
-			     .api = api,
-			     .device = 0,
-			     .ptr = ptr,
-			     .size = size,
-			     .aux = aux,
-			     .stack_id = stack};
-	tb_event(b, &e);
-}
-
 static const char *write_trace(void)
 {
 	struct tb *b = tb_new(NULL);
@@ -39,12 +26,16 @@ static const char *write_trace(void)
 	tb_stack(b, 2, parents, ips); /* stack 1: libnccl; stack 2: the program */
 	tb_events_begin(b, 1, 1000);
 	/* the first event: a context of 300 MiB, measured (aux) */
-	add(b, 1000, GMT_API_cuDevicePrimaryCtxRetain, 0xc1, 300 * MiB, 1, 0);
-	add(b, 2000, GMT_API_cudaMalloc, 0x1000, 3 * MiB, 0, 2);	/* big: 1 MiB rounding */
-	add(b, 3000, GMT_API_cudaMallocAsync, 0x2000, 100 * MiB, 0, 1); /* libnccl's */
-	add(b, 4000, GMT_API_cudaMalloc, 0x3000, MiB, 0, 2);		/* 104 MiB: the peak */
-	add(b, 5000, GMT_API_cudaFree, 0x2000, 0, 0, 0);		/* 4 MiB: it ends */
-	add(b, 6000, GMT_API_cuDevicePrimaryCtxRelease_v2, 0xc1, 0, 0, 0);
+	TB_EVENT(b, .time_ns = 1000, .api = GMT_API_cuDevicePrimaryCtxRetain, .ptr = 0xc1,
+		 .size = 300 * MiB, .aux = 1);
+	TB_EVENT(b, .time_ns = 2000, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 3 * MiB,
+		 .stack_id = 2); /* big: 1 MiB rounding */
+	TB_EVENT(b, .time_ns = 3000, .api = GMT_API_cudaMallocAsync, .ptr = 0x2000,
+		 .size = 100 * MiB, .stack_id = 1); /* libnccl's */
+	TB_EVENT(b, .time_ns = 4000, .api = GMT_API_cudaMalloc, .ptr = 0x3000, .size = MiB,
+		 .stack_id = 2); /* 104 MiB: the peak */
+	TB_EVENT(b, .time_ns = 5000, .api = GMT_API_cudaFree, .ptr = 0x2000); /* 4 MiB: it ends */
+	TB_EVENT(b, .time_ns = 6000, .api = GMT_API_cuDevicePrimaryCtxRelease_v2, .ptr = 0xc1);
 	tb_events_end(b);
 	/* nvidia-smi for this process: 504 MiB during the peak, 40 at the end */
 	tb_sample(b, 4500, 0, uuid, 16, 900 * MiB, 80ull << 30, GMT_SAMPLE_PROCESS_KNOWN, 504 * MiB,
@@ -66,27 +57,22 @@ static const char *write_trace(void)
 static const uint8_t uuid1[16] = {0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
 				  0x29, 0x2a, 0x2b, 0x2c, 0x2d, 0x2e, 0x2f, 0x20};
 
-static void add_on(struct tb *b, int64_t dev, uint64_t t, uint32_t api, uint64_t ptr, uint64_t size)
-{
-	struct tb_event e = {.time_ns = t, .api = api, .device = dev, .ptr = ptr, .size = size};
-	tb_event(b, &e);
-}
-
 static const char *write_plateau(void)
 {
 	struct tb *b = tb_new(NULL);
 	tb_device(b, 0, "GPU 0", uuid, 16, 80ull << 30, 9, 0, 12040);
 	tb_device(b, 1, "GPU 1", uuid1, 16, 80ull << 30, 9, 0, 12040);
 	tb_events_begin(b, 1, 2000);
-	add_on(b, 0, 2000, GMT_API_cudaMalloc, 0x1000, 100 * MiB);
-	add_on(b, 1, 2000, GMT_API_cudaMalloc, 0x9000, 50 * MiB);
-	add_on(b, 1, 2500, GMT_API_cudaFree, 0x9000, 0);
-	add_on(b, 0, 3000, GMT_API_cudaFree, 0x1000, 0);
-	add_on(b, 0, 4000, GMT_API_cudaMalloc, 0x1000, 100 * MiB);
-	add_on(b, 0, 5000, GMT_API_cudaFree, 0x1000, 0);
-	add_on(b, 0, 6000, GMT_API_cudaMalloc, 0x1000, 97 * MiB);
-	add_on(b, 0, 7000, GMT_API_cudaFree, 0x1000, 0);
-	add_on(b, 0, 8000, GMT_API_cudaMalloc, 0x2000, 10 * MiB);
+	TB_EVENT(b, .time_ns = 2000, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 100 * MiB);
+	TB_EVENT(b, .time_ns = 2000, .api = GMT_API_cudaMalloc, .device = 1, .ptr = 0x9000,
+		 .size = 50 * MiB);
+	TB_EVENT(b, .time_ns = 2500, .api = GMT_API_cudaFree, .device = 1, .ptr = 0x9000);
+	TB_EVENT(b, .time_ns = 3000, .api = GMT_API_cudaFree, .ptr = 0x1000);
+	TB_EVENT(b, .time_ns = 4000, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 100 * MiB);
+	TB_EVENT(b, .time_ns = 5000, .api = GMT_API_cudaFree, .ptr = 0x1000);
+	TB_EVENT(b, .time_ns = 6000, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 97 * MiB);
+	TB_EVENT(b, .time_ns = 7000, .api = GMT_API_cudaFree, .ptr = 0x1000);
+	TB_EVENT(b, .time_ns = 8000, .api = GMT_API_cudaMalloc, .ptr = 0x2000, .size = 10 * MiB);
 	tb_events_end(b);
 	tb_sample(b, 3500, 0, uuid, 16, 900 * MiB, 80ull << 30, GMT_SAMPLE_PROCESS_KNOWN, 300 * MiB,
 		  GMT_SAMPLE_WHY_PERIODIC);

@@ -11,19 +11,6 @@
 #include "check.h"
 #include "trace-file.h"
 
-static void add(struct tb *b, uint64_t t, uint32_t api, int64_t dev, uint64_t ptr, uint64_t size,
-		uint64_t result, uint64_t stack)
-{
-	struct tb_event e = {.time_ns = t,
-			     .api = api,
-			     .result = result,
-			     .device = dev,
-			     .ptr = ptr,
-			     .size = size,
-			     .stack_id = stack};
-	tb_event(b, &e);
-}
-
 static const char *write_trace(void)
 {
 	struct tb *b = tb_new(NULL);
@@ -35,17 +22,24 @@ static const char *write_trace(void)
 	tb_stack(b, 2, parents, ips); /* stack 1: in libnccl; stack 2: in the program */
 	/* Thread 1, written first. time: dev0 bytes (dev1) */
 	tb_events_begin(b, 1, 1000);
-	add(b, 1000, GMT_API_cudaMalloc, 0, 0x1000, 100, 0, 2);	     /* 100 */
-	add(b, 1500, GMT_API_cudaMalloc, 0, 0x5000, 1000, 0, 1);     /* libnccl's */
-	add(b, 2000, GMT_API_cudaMallocAsync, 0, 0x2000, 200, 0, 2); /* 300 */
-	add(b, 2500, GMT_API_cudaMalloc, 0, 0x6000, 5000, 2, 2);     /* failed */
-	add(b, 3000, GMT_API_cudaFree, 0, 0x1000, 0, 0, 0);	     /* 200 */
-	add(b, 7000, GMT_API_cudaFree, 1, 0x3000, 0, 0, 0);	     /* (0): thread 2's */
+	TB_EVENT(b, .time_ns = 1000, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 100,
+		 .stack_id = 2); /* 100 */
+	TB_EVENT(b, .time_ns = 1500, .api = GMT_API_cudaMalloc, .ptr = 0x5000, .size = 1000,
+		 .stack_id = 1); /* libnccl's */
+	TB_EVENT(b, .time_ns = 2000, .api = GMT_API_cudaMallocAsync, .ptr = 0x2000, .size = 200,
+		 .stack_id = 2); /* 300 */
+	TB_EVENT(b, .time_ns = 2500, .api = GMT_API_cudaMalloc, .ptr = 0x6000, .size = 5000,
+		 .result = 2, .stack_id = 2);				      /* failed */
+	TB_EVENT(b, .time_ns = 3000, .api = GMT_API_cudaFree, .ptr = 0x1000); /* 200 */
+	TB_EVENT(b, .time_ns = 7000, .api = GMT_API_cudaFree, .device = 1,
+		 .ptr = 0x3000); /* (0): thread 2's */
 	/* Thread 2, written after, earlier in time. */
 	tb_events_begin(b, 2, 4000);
-	add(b, 4000, GMT_API_cudaMalloc, 1, 0x3000, 50, 0, 2);	/* (50) */
-	add(b, 5000, GMT_API_cudaMalloc, 0, 0x4000, 300, 0, 2); /* 500: the peak */
-	add(b, 6000, GMT_API_cudaFree, 0, 0x4000, 0, 0, 0);	/* 200 */
+	TB_EVENT(b, .time_ns = 4000, .api = GMT_API_cudaMalloc, .device = 1, .ptr = 0x3000,
+		 .size = 50, .stack_id = 2); /* (50) */
+	TB_EVENT(b, .time_ns = 5000, .api = GMT_API_cudaMalloc, .ptr = 0x4000, .size = 300,
+		 .stack_id = 2);					      /* 500: the peak */
+	TB_EVENT(b, .time_ns = 6000, .api = GMT_API_cudaFree, .ptr = 0x4000); /* 200 */
 	tb_events_end(b);
 	tb_trailer(b, 8000, 9, 0, 2, GMT_END_EXIT);
 	const char *path = trace_file(b, "measure.gmt");

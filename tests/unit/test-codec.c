@@ -1,9 +1,49 @@
-/* varint, zigzag, little-endian fields and CRC-32C against known values. */
+/* varint, zigzag, little-endian fields, CRC-32C and a chunk's frame
+ * against known values. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/chunk.h"
 #include "common/codec.h"
+#include "gpumemtrace/format.h"
 #include "check.h"
+
+/* The frame every writer uses (common/chunk.c): the header's fields, and a
+ * compressed body that decompresses to the records, its length first. */
+static void chunk_frame(void)
+{
+	uint8_t c[GMT_CHUNK_HEADER_SIZE + 9];
+	memcpy(c + GMT_CHUNK_HEADER_SIZE, "123456789", 9);
+	gmt_chunk_seal(c, false, 9, 7);
+	CHECK(gmt_get_le32(c) == GMT_CHUNK_MAGIC && gmt_get_le32(c + 4) == 9 &&
+		  gmt_get_le32(c + 8) == 7 && gmt_get_le32(c + 12) == 0xe3069283u,
+	      "chunk header: magic, length, sequence, the body's CRC-32C");
+	gmt_chunk_seal(c, true, 9, 8);
+	CHECK(gmt_get_le32(c) == GMT_CHUNK_MAGIC_ZSTD, "compressed chunk magic");
+	const struct gmt_dl dl = {dlopen, dlsym, dlclose};
+	const struct gmt_zstd *z = gmt_zstd_get(&dl, NULL);
+	if (!z) {
+		puts("chunk compression: libzstd.so.1 not here, skipped");
+		return;
+	}
+	static uint8_t records[4096], body[GMT_VARINT_MAX + 8192], back[4096];
+	for (size_t i = 0; i < sizeof records; i++)
+		records[i] = (uint8_t)(i % 7);
+	ZSTD_CCtx *cctx = z->ZSTD_createCCtx();
+	size_t n = gmt_chunk_compress(z, cctx, 1, body, records, sizeof records);
+	struct gmt_cursor cur = {body, body + n, 0};
+	CHECK(n > 0 && n < sizeof records && gmt_get_varint(&cur) == sizeof records,
+	      "compressed body: smaller, the records' length first");
+	ZSTD_DCtx *dctx = z->ZSTD_createDCtx();
+	size_t m =
+	    z->ZSTD_decompressDCtx(dctx, back, sizeof back, cur.p, (size_t)(body + n - cur.p));
+	CHECK(m == sizeof records && !memcmp(back, records, m), "compressed body round trip");
+	CHECK(gmt_chunk_compress(z, cctx, 1, body, (const uint8_t *)"123456789", 9) == 0,
+	      "a body that compression does not shrink is stored plain (0)");
+	z->ZSTD_freeDCtx(dctx);
+	z->ZSTD_freeCCtx(cctx);
+}
 
 int main(void)
 {
@@ -49,6 +89,7 @@ int main(void)
 			same &=
 			    gmt_crc32c(5, buf + off, len) == gmt_crc32c_portable(5, buf + off, len);
 	CHECK(same, "crc32c: instruction and slicing-by-8 agree");
+	chunk_frame();
 	puts(failures ? "FAIL" : "PASS");
 	return failures ? 1 : 0;
 }

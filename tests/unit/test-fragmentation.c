@@ -16,43 +16,43 @@
 
 #define MiB (1ull << 20)
 
-static void add(struct tb *b, uint64_t t, uint32_t api, int64_t dev, uint64_t ptr, uint64_t size,
-		uint64_t aux, uint64_t aux2, uint64_t result)
-{
-	struct tb_event e = {.time_ns = t,
-			     .api = api,
-			     .result = result,
-			     .device = dev,
-			     .ptr = ptr,
-			     .size = size,
-			     .aux = aux,
-			     .aux2 = aux2};
-	tb_event(b, &e);
-}
-
 static const char *write_trace(void)
 {
 	struct tb *b = tb_new(NULL);
 	tb_device(b, 0, "GPU 0", NULL, 0, 64 * MiB, 9, 0, 12040);
 	tb_events_begin(b, 1, 1000);
-	add(b, 1000, GMT_API_cudaMalloc, 0, 0x100000, 1000, 0, 0, 0);
-	add(b, 2000, GMT_API_cudaMalloc, 0, 0x200000000, 3 * MiB, 0, 0, 0);
+	TB_EVENT(b, .time_ns = 1000, .api = GMT_API_cudaMalloc, .ptr = 0x100000, .size = 1000);
+	TB_EVENT(b, .time_ns = 2000, .api = GMT_API_cudaMalloc, .ptr = 0x200000000,
+		 .size = 3 * MiB);
 	/* pitch 1024, width 1000, 2 rows */
-	add(b, 3000, GMT_API_cudaMallocPitch, 0, 0x7000000000, 2048, 1024, 1000, 0);
-	add(b, 3100, GMT_API_cudaMalloc, 0, 0x7100000000, 2 * MiB, 0, 0, 0);
-	add(b, 3200, GMT_API_cudaMalloc, 0, 0x7200000000, 20 * MiB, 0, 0, 0);
-	add(b, 3500, GMT_API_cudaMalloc, 0, 0, 999999, 0, 0, 2);    /* the first OOM */
-	add(b, 3600, GMT_API_cudaMalloc, 0, 0, 999999, 0, 0, 2);    /* its retry fails too */
-	add(b, 4000, GMT_API_cudaFree, 0, 0x200000000, 0, 0, 0, 0); /* freed after it */
-	add(b, 4100, GMT_API_cudaMalloc, 0, 0x7300000000, 40 * MiB, 0, 0, 0); /* the peak */
-	add(b, 4200, GMT_API_cudaFree, 0, 0x7300000000, 0, 0, 0, 0);	      /* not counted */
+	TB_EVENT(b, .time_ns = 3000, .api = GMT_API_cudaMallocPitch, .ptr = 0x7000000000,
+		 .size = 2048, .aux = 1024, .aux2 = 1000);
+	TB_EVENT(b, .time_ns = 3100, .api = GMT_API_cudaMalloc, .ptr = 0x7100000000,
+		 .size = 2 * MiB);
+	TB_EVENT(b, .time_ns = 3200, .api = GMT_API_cudaMalloc, .ptr = 0x7200000000,
+		 .size = 20 * MiB);
+	TB_EVENT(b, .time_ns = 3500, .api = GMT_API_cudaMalloc, .size = 999999,
+		 .result = 2); /* the first OOM */
+	TB_EVENT(b, .time_ns = 3600, .api = GMT_API_cudaMalloc, .size = 999999,
+		 .result = 2); /* its retry fails too */
+	TB_EVENT(b, .time_ns = 4000, .api = GMT_API_cudaFree,
+		 .ptr = 0x200000000); /* freed after it */
+	TB_EVENT(b, .time_ns = 4100, .api = GMT_API_cudaMalloc, .ptr = 0x7300000000,
+		 .size = 40 * MiB); /* the peak */
+	TB_EVENT(b, .time_ns = 4200, .api = GMT_API_cudaFree,
+		 .ptr = 0x7300000000); /* not counted */
 	/* VMM: 8 MiB reserved, 2 MiB of device memory created, mapped, unmapped, released */
-	add(b, 5000, GMT_API_cuMemAddressReserve, 0, 0x7f0000000000, 8 * MiB, 0, 0, 0);
-	add(b, 6000, GMT_API_cuMemCreate, 0, 0x77, 2 * MiB, 1, 0, 0);
-	add(b, 7000, GMT_API_cuMemMap, 0, 0x7f0000000000, 2 * MiB, 0x77, 0, 0);
-	add(b, 8000, GMT_API_cuMemUnmap, 0, 0x7f0000000000, 2 * MiB, 0, 0, 0);
-	add(b, 8500, GMT_API_cudaMallocAsync, 1, 0x5000, 4096, 0, 0, 0);
-	add(b, 9000, GMT_API_cuMemRelease, 0, 0x77, 0, 0, 0, 0);
+	TB_EVENT(b, .time_ns = 5000, .api = GMT_API_cuMemAddressReserve, .ptr = 0x7f0000000000,
+		 .size = 8 * MiB);
+	TB_EVENT(b, .time_ns = 6000, .api = GMT_API_cuMemCreate, .ptr = 0x77, .size = 2 * MiB,
+		 .aux = 1);
+	TB_EVENT(b, .time_ns = 7000, .api = GMT_API_cuMemMap, .ptr = 0x7f0000000000,
+		 .size = 2 * MiB, .aux = 0x77);
+	TB_EVENT(b, .time_ns = 8000, .api = GMT_API_cuMemUnmap, .ptr = 0x7f0000000000,
+		 .size = 2 * MiB);
+	TB_EVENT(b, .time_ns = 8500, .api = GMT_API_cudaMallocAsync, .device = 1, .ptr = 0x5000,
+		 .size = 4096);
+	TB_EVENT(b, .time_ns = 9000, .api = GMT_API_cuMemRelease, .ptr = 0x77);
 	tb_events_end(b);
 	tb_trailer(b, 9500, 16, 0, 0, GMT_END_EXIT);
 	const char *path = trace_file(b, "frag.gmt");

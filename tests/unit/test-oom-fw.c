@@ -23,16 +23,7 @@
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
 
-static uint64_t nevents;
 static const uint8_t uuid[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-
-static void add(struct tb *b, uint64_t t, uint32_t api, uint64_t ptr, uint64_t size,
-		uint64_t result)
-{
-	struct tb_event e = {.time_ns = t, .api = api, .result = result, .ptr = ptr, .size = size};
-	tb_event(b, &e);
-	nevents++;
-}
 
 /* One FWOOM record; names/values end with a NULL name. */
 static void fwoom(struct tb *b, uint64_t t, uint64_t how, const char *source, const char *type,
@@ -52,7 +43,6 @@ static struct tb *start(uint64_t total, const char *envkey, const char *envval)
 	tb_process(b, 42, 1, 0, "host", "/usr/bin/python3", 1, args, envkey ? 1 : 0, keys, vals);
 	tb_device(b, 0, "GPU 0", uuid, 16, total, 9, 0, 12040);
 	tb_events_begin(b, 1, 100);
-	nevents = 0;
 	return b;
 }
 
@@ -67,7 +57,7 @@ static void compute(struct tb *b, int64_t status, bool no_trailer)
 	if (status >= 0)
 		tb_exit(b, 90000, GMT_EXIT_EXIT, status, 0);
 	if (!no_trailer)
-		tb_trailer(b, 100000, nevents, 0, 0, GMT_END_EXIT);
+		tb_trailer(b, 100000, tb_event_count(b), 0, 0, GMT_END_EXIT);
 	const char *path = trace_file(b, "fw.gmt");
 	tb_free(b);
 	CHECK(trace_open(&t, "oom", path) == -1, "trace_open");
@@ -97,9 +87,9 @@ static const char *const torch_names[] = {"alloc_size",
 static void torch_fragmentation(void)
 {
 	struct tb *b = start(GiB, NULL, NULL);
-	add(b, 100, GMT_API_cudaMalloc, 0x1000, 868 * MiB, 0);
-	add(b, 1000, GMT_API_cudaMalloc, 0, 300 * MiB, 2);
-	add(b, 1200, GMT_API_cudaMalloc, 0, 300 * MiB, 2);
+	TB_EVENT(b, .time_ns = 100, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 868 * MiB);
+	TB_EVENT(b, .time_ns = 1000, .api = GMT_API_cudaMalloc, .size = 300 * MiB, .result = 2);
+	TB_EVENT(b, .time_ns = 1200, .api = GMT_API_cudaMalloc, .size = 300 * MiB, .result = 2);
 	tb_events_end(b);
 	tb_meminfo(b, 1, 1000, 0, 100 * MiB, GiB, GMT_API_cudaMalloc);
 	tb_meminfo(b, 1, 1200, 0, 100 * MiB, GiB, GMT_API_cudaMalloc);
@@ -136,7 +126,7 @@ static void torch_fragmentation(void)
 static void torch_limit(bool raised, int status, const char *verdict)
 {
 	struct tb *b = start(2 * GiB, NULL, NULL);
-	add(b, 100, GMT_API_cudaMalloc, 0x1000, 500 * MiB, 0);
+	TB_EVENT(b, .time_ns = 100, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 500 * MiB);
 	tb_events_end(b);
 	const uint64_t v[] = {600 * MiB, GiB, 1400 * MiB, 500 * MiB, 480 * MiB};
 	fwoom(b, 1000, GMT_FWOOM_OBSERVER, "torch", "", torch_names, v, "");
@@ -172,7 +162,7 @@ static const char *const jax_names[] = {"bytes_in_use", "bytes_limit", "pool_byt
 static void jax(bool frag)
 {
 	struct tb *b = start(4 * GiB, "XLA_PYTHON_CLIENT_MEM_FRACTION", "0.75");
-	add(b, 100, GMT_API_cuMemAlloc_v2, 0x1000, 3 * GiB, 0);
+	TB_EVENT(b, .time_ns = 100, .api = GMT_API_cuMemAlloc_v2, .ptr = 0x1000, .size = 3 * GiB);
 	tb_events_end(b);
 	uint64_t in_use = frag ? GiB : 2 * GiB + 800 * MiB;
 	const uint64_t v[] = {in_use, 3 * GiB, 3 * GiB, frag ? 512 * MiB : 200 * MiB};
@@ -203,7 +193,8 @@ static void jax(bool frag)
 static void tf(bool host)
 {
 	struct tb *b = start(4 * GiB, NULL, NULL);
-	add(b, 100, GMT_API_cuMemAlloc_v2, 0x1000, 2 * GiB + 256 * MiB, 0);
+	TB_EVENT(b, .time_ns = 100, .api = GMT_API_cuMemAlloc_v2, .ptr = 0x1000,
+		 .size = 2 * GiB + 256 * MiB);
 	tb_events_end(b);
 	static const char *const names[] = {"current", NULL};
 	const uint64_t v[] = {GiB + 460 * MiB};
@@ -236,7 +227,7 @@ static void tf(bool host)
 static void cupy(bool lim)
 {
 	struct tb *b = start(2 * GiB, lim ? "CUPY_GPU_MEMORY_LIMIT" : NULL, "1073741824");
-	add(b, 100, GMT_API_cudaMalloc, 0x1000, 800 * MiB, 0);
+	TB_EVENT(b, .time_ns = 100, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 800 * MiB);
 	tb_events_end(b);
 	static const char *const names[] = {"used_bytes", "total_bytes", "limit", NULL};
 	const uint64_t v[] = {lim ? 700 * MiB : 300 * MiB, 800 * MiB, lim ? GiB : 0};
@@ -264,8 +255,8 @@ static void cupy(bool lim)
 static void hidden(int64_t status, bool no_trailer)
 {
 	struct tb *b = start(4 * GiB, "TF_FORCE_GPU_ALLOW_GROWTH", "true");
-	add(b, 100, GMT_API_cuMemAlloc_v2, 0x1000, 2 * MiB, 0);
-	add(b, 200, GMT_API_cuMemAlloc_v2, 0x400000, 4 * MiB, 0);
+	TB_EVENT(b, .time_ns = 100, .api = GMT_API_cuMemAlloc_v2, .ptr = 0x1000, .size = 2 * MiB);
+	TB_EVENT(b, .time_ns = 200, .api = GMT_API_cuMemAlloc_v2, .ptr = 0x400000, .size = 4 * MiB);
 	compute(b, status, no_trailer);
 	bool want = status != 0 || no_trailer;
 	CHECK(r.hidden == want && !strcmp(r.verdict, want ? "oom-hidden" : "none"),

@@ -19,20 +19,6 @@
 
 static const uint8_t uuid[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
-static void add(struct tb *b, uint64_t t, uint32_t api, int64_t dev, uint64_t ptr, uint64_t size,
-		uint64_t result, uint64_t stack)
-{
-	struct tb_event e = {.time_ns = t,
-			     .api = api,
-			     .result = result,
-			     .device = dev,
-			     .ptr = ptr,
-			     .size = size,
-			     .aux = api == GMT_API_cuDevicePrimaryCtxRetain,
-			     .stack_id = stack};
-	tb_event(b, &e);
-}
-
 static const char *write_trace(void)
 {
 	struct tb *b = tb_new(NULL);
@@ -42,27 +28,45 @@ static const char *write_trace(void)
 	const uint64_t parents[] = {0, 0}, ips[] = {0x10010, 0x400100};
 	tb_stack(b, 2, parents, ips); /* stack 1: in libc10_cuda; stack 2: in the program */
 	tb_events_begin(b, 1, 1000);
-	add(b, 1000, GMT_API_cuDevicePrimaryCtxRetain, 0, 0xc1, 100, 0, 0); /* context: 100 */
-	add(b, 1100, GMT_API_cudaMalloc, 0, 0x1000, 600, 0, 1);		    /* held 600 */
-	add(b, 2000, GMT_API_cudaMalloc, 0, 0x2000, 200, 0, 2);		    /* 800 */
-	add(b, 3000, GMT_API_cudaMalloc, 0, 0, 5000, 2, 2);		    /* A */
-	add(b, 4000, GMT_API_cudaMalloc, 0, 0, 300, 2, 2);		    /* B */
-	add(b, 4500, GMT_API_cudaMalloc, 0, 0x2800, 10, 0, 2);	   /* 810: unrelated, ends B */
-	add(b, 5000, GMT_API_cudaMalloc, 0, 0, 300, 2, 2);	   /* C */
-	add(b, 5100, GMT_API_cudaFree, 0, 0x2000, 0, 0, 0);	   /* 610: the flush */
-	add(b, 5200, GMT_API_cudaMalloc, 0, 0x3000, 300, 0, 2);	   /* 910: the retry */
-	add(b, 6000, GMT_API_cuMemAlloc_v2, 1, 0, 500, 2, 2);	   /* D1 */
-	add(b, 6010, GMT_API_cuMemAlloc_v2, 1, 0, 450, 2, 2);	   /* D2: 90% of D1 */
-	add(b, 6020, GMT_API_cuMemAlloc_v2, 1, 0x4000, 405, 0, 2); /* 90% of D2: got it */
-	add(b, 6500, GMT_API_cudaFree, 0, 0x1000, 0, 0, 0);	   /* 310 */
+	TB_EVENT(b, .time_ns = 1000, .api = GMT_API_cuDevicePrimaryCtxRetain, .ptr = 0xc1,
+		 .size = 100, .aux = 1); /* context: 100 */
+	TB_EVENT(b, .time_ns = 1100, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 600,
+		 .stack_id = 1); /* held 600 */
+	TB_EVENT(b, .time_ns = 2000, .api = GMT_API_cudaMalloc, .ptr = 0x2000, .size = 200,
+		 .stack_id = 2); /* 800 */
+	TB_EVENT(b, .time_ns = 3000, .api = GMT_API_cudaMalloc, .size = 5000, .result = 2,
+		 .stack_id = 2); /* A */
+	TB_EVENT(b, .time_ns = 4000, .api = GMT_API_cudaMalloc, .size = 300, .result = 2,
+		 .stack_id = 2); /* B */
+	TB_EVENT(b, .time_ns = 4500, .api = GMT_API_cudaMalloc, .ptr = 0x2800, .size = 10,
+		 .stack_id = 2); /* 810: unrelated, ends B */
+	TB_EVENT(b, .time_ns = 5000, .api = GMT_API_cudaMalloc, .size = 300, .result = 2,
+		 .stack_id = 2);					      /* C */
+	TB_EVENT(b, .time_ns = 5100, .api = GMT_API_cudaFree, .ptr = 0x2000); /* 610: the flush */
+	TB_EVENT(b, .time_ns = 5200, .api = GMT_API_cudaMalloc, .ptr = 0x3000, .size = 300,
+		 .stack_id = 2); /* 910: the retry */
+	TB_EVENT(b, .time_ns = 6000, .api = GMT_API_cuMemAlloc_v2, .device = 1, .size = 500,
+		 .result = 2, .stack_id = 2); /* D1 */
+	TB_EVENT(b, .time_ns = 6010, .api = GMT_API_cuMemAlloc_v2, .device = 1, .size = 450,
+		 .result = 2, .stack_id = 2); /* D2: 90% of D1 */
+	TB_EVENT(b, .time_ns = 6020, .api = GMT_API_cuMemAlloc_v2, .device = 1, .ptr = 0x4000,
+		 .size = 405, .stack_id = 2); /* 90% of D2: got it */
+	TB_EVENT(b, .time_ns = 6500, .api = GMT_API_cudaFree, .ptr = 0x1000); /* 310 */
 	tb_events_begin(b, 2, 7000);
-	add(b, 7000, GMT_API_cudaMalloc, 0, 0, 400, 2, 2);	      /* E */
-	add(b, 3 * S, GMT_API_cudaMalloc, 0, 0, 700, 2, 2);	      /* F */
-	add(b, 3 * S + 100, GMT_API_cudaMalloc, 2, 0, 10, 2, 2);      /* G */
-	add(b, 3 * S + 200, GMT_API_cudaMalloc, 0, 0, 10, 1, 2);      /* H: invalid value */
-	add(b, 3 * S + 300, GMT_API_cudaMallocHost, -1, 0, 64, 2, 2); /* I: host */
-	add(b, 3 * S + 400, GMT_API_cudaFree, 0, 0xdead, 0, 1, 0);    /* no allocation */
-	add(b, 3 * S + 500, GMT_API_cudaMalloc, 0, 0, 50, 2, 2);      /* K */
+	TB_EVENT(b, .time_ns = 7000, .api = GMT_API_cudaMalloc, .size = 400, .result = 2,
+		 .stack_id = 2); /* E */
+	TB_EVENT(b, .time_ns = 3 * S, .api = GMT_API_cudaMalloc, .size = 700, .result = 2,
+		 .stack_id = 2); /* F */
+	TB_EVENT(b, .time_ns = 3 * S + 100, .api = GMT_API_cudaMalloc, .device = 2, .size = 10,
+		 .result = 2, .stack_id = 2); /* G */
+	TB_EVENT(b, .time_ns = 3 * S + 200, .api = GMT_API_cudaMalloc, .size = 10, .result = 1,
+		 .stack_id = 2); /* H: invalid value */
+	TB_EVENT(b, .time_ns = 3 * S + 300, .api = GMT_API_cudaMallocHost, .device = -1, .size = 64,
+		 .result = 2, .stack_id = 2); /* I: host */
+	TB_EVENT(b, .time_ns = 3 * S + 400, .api = GMT_API_cudaFree, .ptr = 0xdead,
+		 .result = 1); /* no allocation */
+	TB_EVENT(b, .time_ns = 3 * S + 500, .api = GMT_API_cudaMalloc, .size = 50, .result = 2,
+		 .stack_id = 2); /* K */
 	tb_events_end(b);
 	tb_meminfo(b, 1, 3000, 0, 50, 1000, GMT_API_cudaMalloc);	 /* A's */
 	tb_meminfo(b, 1, 4000, 0, 50, 1000, GMT_API_cudaMalloc);	 /* B's */
@@ -227,13 +231,20 @@ static void retries(void)
 	const uint64_t parents[] = {0}, ips[] = {0x400100};
 	tb_stack(b, 1, parents, ips);
 	tb_events_begin(b, 1, 1000);
-	add(b, 1000, GMT_API_cudaMalloc, 0, 0x1000, 300, 0, 1); /* cached segments */
-	add(b, 1100, GMT_API_cudaMalloc, 0, 0x2000, 100, 0, 1);
-	add(b, 2000, GMT_API_cudaMalloc, 0, 0, 800, 2, 1);  /* P1 */
-	add(b, 2100, GMT_API_cudaFree, 0, 0x2000, 0, 0, 0); /* release_cached_blocks */
-	add(b, 2200, GMT_API_cudaMalloc, 0, 0, 800, 2, 1);  /* P2: the same error */
-	add(b, 5000, GMT_API_cudaMalloc, 0, 0, 400, 2, 1);  /* Q1: the program halves */
-	add(b, 5100, GMT_API_cudaMalloc, 0, 0, 400, 2, 1);  /* Q2: no free, no framework */
+	TB_EVENT(b, .time_ns = 1000, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 300,
+		 .stack_id = 1); /* cached segments */
+	TB_EVENT(b, .time_ns = 1100, .api = GMT_API_cudaMalloc, .ptr = 0x2000, .size = 100,
+		 .stack_id = 1);
+	TB_EVENT(b, .time_ns = 2000, .api = GMT_API_cudaMalloc, .size = 800, .result = 2,
+		 .stack_id = 1); /* P1 */
+	TB_EVENT(b, .time_ns = 2100, .api = GMT_API_cudaFree,
+		 .ptr = 0x2000); /* release_cached_blocks */
+	TB_EVENT(b, .time_ns = 2200, .api = GMT_API_cudaMalloc, .size = 800, .result = 2,
+		 .stack_id = 1); /* P2: the same error */
+	TB_EVENT(b, .time_ns = 5000, .api = GMT_API_cudaMalloc, .size = 400, .result = 2,
+		 .stack_id = 1); /* Q1: the program halves */
+	TB_EVENT(b, .time_ns = 5100, .api = GMT_API_cudaMalloc, .size = 400, .result = 2,
+		 .stack_id = 1); /* Q2: no free, no framework */
 	tb_events_end(b);
 	tb_trailer(b, 9000, 7, 0, 1, GMT_END_EXIT);
 	const char *path = trace_file(b, "retry.gmt");

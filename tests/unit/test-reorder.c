@@ -34,6 +34,16 @@ static int ref_pop(struct gmt_event *out, uint64_t newest, uint64_t window, int 
 	return 1;
 }
 
+/* The next event that may go (drain: any event), copied out: 0 when none. */
+static int reorder_pop(struct reorder *q, struct gmt_event *out, bool drain)
+{
+	const struct gmt_event *e = reorder_next(q, drain);
+	if (!e)
+		return 0;
+	*out = *e;
+	return 1;
+}
+
 int main(void)
 {
 	struct reorder q;

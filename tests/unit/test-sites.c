@@ -1,5 +1,5 @@
 /* analysis/sites.c, the site rules, on stacks shaped like the real ones of
- * docs/validation/2026-11-2[23]-h100/traces (module paths and symbols copied
+ * tests/real/2026-11-2[23]-h100 (module paths and symbols copied
  * from verify-torch-nocache.1167, nccl.1021, jax-default.1043,
  * plain-static.718), written by the test-only trace builder: the site each
  * stack gets, the rule that passed over each frame before it, --raw-sites,

@@ -29,19 +29,6 @@ static void collect(void *ctx, const struct rp_live *l)
 	s->n++;
 }
 
-static void add(struct tb *b, uint64_t t, uint32_t api, int64_t dev, uint64_t ptr, uint64_t size,
-		uint64_t aux)
-{
-	struct tb_event e = {.time_ns = t,
-			     .api = api,
-			     .device = dev,
-			     .ptr = ptr,
-			     .size = size,
-			     .aux = aux,
-			     .stack_id = 0};
-	tb_event(b, &e);
-}
-
 /* (key, size, kind, device) of the i-th allocation seen. */
 static void expect_one(const char *what, const struct seen *s, size_t i, uint64_t key,
 		       uint64_t size, int kind, int64_t dev)
@@ -58,14 +45,18 @@ int main(void)
 	struct tb *b = tb_new(NULL);
 	tb_events_begin(b, 1, 1000);
 	/* all devices together: 100, 300, 700 (the peak, t=3000), then less */
-	add(b, 1000, GMT_API_cudaMalloc, 0, 0x1000, 100, 0);
-	add(b, 2000, GMT_API_cudaMallocAsync, 0, 0x2000, 200, 0);
-	add(b, 3000, GMT_API_cuMemCreate, 0, 0x77, 400, 1);	    /* on the device */
-	add(b, 3500, GMT_API_cudaMallocManaged, 0, 0x8000, 999, 0); /* not device memory */
-	add(b, 4000, GMT_API_cudaFree, 0, 0x1000, 0, 0);	    /* 600 */
-	add(b, 5000, GMT_API_cudaMalloc, 1, 0x3000, 50, 0);	    /* 650 */
-	add(b, 6000, GMT_API_cudaFree, 0, 0x2000, 0, 0);	    /* 450 */
-	add(b, 6500, GMT_API_cudaMalloc, 0, 0x4000, 0, 0);	    /* 0 bytes: left out */
+	TB_EVENT(b, .time_ns = 1000, .api = GMT_API_cudaMalloc, .ptr = 0x1000, .size = 100);
+	TB_EVENT(b, .time_ns = 2000, .api = GMT_API_cudaMallocAsync, .ptr = 0x2000, .size = 200);
+	TB_EVENT(b, .time_ns = 3000, .api = GMT_API_cuMemCreate, .ptr = 0x77, .size = 400,
+		 .aux = 1); /* on the device */
+	TB_EVENT(b, .time_ns = 3500, .api = GMT_API_cudaMallocManaged, .ptr = 0x8000,
+		 .size = 999); /* not device memory */
+	TB_EVENT(b, .time_ns = 4000, .api = GMT_API_cudaFree, .ptr = 0x1000); /* 600 */
+	TB_EVENT(b, .time_ns = 5000, .api = GMT_API_cudaMalloc, .device = 1, .ptr = 0x3000,
+		 .size = 50);						      /* 650 */
+	TB_EVENT(b, .time_ns = 6000, .api = GMT_API_cudaFree, .ptr = 0x2000); /* 450 */
+	TB_EVENT(b, .time_ns = 6500, .api = GMT_API_cudaMalloc,
+		 .ptr = 0x4000); /* 0 bytes: left out */
 	tb_events_end(b);
 	tb_trailer(b, 9000, 8, 0, 0, GMT_END_EXIT);
 	const char *path = trace_file(b, "snap.gmt");

@@ -247,7 +247,7 @@ def table(cli):
         g = verdict_cell(*growth) if growth else ("", "")
         o = verdict_cell(*oom) if oom else ("", "")
         lines.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
-            t.replace(EMU_PREFIX, "").replace("docs/validation/", ""), what_ran(t, sc),
+            t.replace(EMU_PREFIX, "").replace("tests/real/", ""), what_ran(t, sc),
             g[0], cell(g[1]), o[0], cell(o[1]), cell("; ".join(others))))
     return lines
 
