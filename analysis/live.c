@@ -255,6 +255,12 @@ static void read_samples(struct live *lv)
 		d->nvml_total = s->total_bytes;
 		d->nvml_process_known = s->process_known;
 		d->nvml_process = s->process_used_bytes;
+		uint64_t tot = s->total_bytes ? s->total_bytes : d->total;
+		uint64_t big = s->used_bytes > (s->process_known ? s->process_used_bytes : 0)
+				   ? s->used_bytes
+				   : s->process_used_bytes;
+		if (tot && big > tot && big > d->nvml_inconsistent)
+			d->nvml_inconsistent = big;
 		if (s->time_ns > lv->newest_ns)
 			lv->newest_ns = s->time_ns;
 	}

@@ -81,6 +81,9 @@ struct live_dev {
 	/* NVML's last sample */
 	bool has_nvml, nvml_process_known;
 	uint64_t nvml_used, nvml_total, nvml_process;
+	/* a sample above the device's total (acct_nvml_inconsistent's rule):
+	 * its largest figure; then no NVML figure of the device is used */
+	uint64_t nvml_inconsistent;
 	/* history: hist[s % LIVE_HISTORY_S] is the most live in second s */
 	uint64_t hist[LIVE_HISTORY_S];
 	int64_t hist_sec; /* the newest second written; -1: none */

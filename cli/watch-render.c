@@ -184,7 +184,7 @@ static void device_head(struct live *lv, const struct live_dev *d, const struct 
 	const struct trace_device *td = trace_device(&lv->t, d->ordinal);
 	char a[32], b[32], c[32], l[32];
 	char total[96] = "";
-	if (d->has_nvml && d->nvml_total)
+	if (d->has_nvml && d->nvml_total && !d->nvml_inconsistent)
 		snprintf(total, sizeof(total), "%s %s of %s used (NVML)", dot,
 			 fmt_size(a, d->nvml_used), fmt_size(b, d->nvml_total));
 	else if (d->total)
@@ -196,7 +196,7 @@ static void device_head(struct live *lv, const struct live_dev *d, const struct 
 		snprintf(fw, sizeof(fw), "  reserved %s (%s)", fmt_size(a, d->reserved), d->source);
 	else if (d->has_allocated)
 		snprintf(fw, sizeof(fw), "  %s allocated %s", d->source, fmt_size(a, d->allocated));
-	if (d->has_nvml && d->nvml_process_known)
+	if (d->has_nvml && d->nvml_process_known && !d->nvml_inconsistent)
 		snprintf(smi, sizeof(smi), "  nvml %s", fmt_size(c, d->nvml_process));
 	add(out, WS_PLAIN, "  traced %s  peak %s%s%s", fmt_size(a, d->live), fmt_size(b, d->peak),
 	    fw, smi);
@@ -250,13 +250,18 @@ static void warnings(struct live *lv, const struct watch_frame *f, struct watch_
 			    fmt_delta(a, (int64_t)lk.grew), lk.site ? ", most at " : "", name,
 			    lk.site ? " " : "", lk.site ? fmt_delta(b, (int64_t)lk.site_grew) : "");
 		}
-		uint64_t used = d->has_nvml && d->nvml_total ? d->nvml_used : d->live;
-		uint64_t total = d->has_nvml && d->nvml_total ? d->nvml_total : d->total;
+		bool nvml = d->has_nvml && d->nvml_total && !d->nvml_inconsistent;
+		uint64_t used = nvml ? d->nvml_used : d->live;
+		uint64_t total = nvml ? d->nvml_total : d->total;
 		if (total && used * 100 >= total * f->full_pct)
 			add(out, WS_WARN, "! %s is %" PRIu64 "%% full: %s of %s %s",
 			    dev_label(l, d->ordinal), used * 100 / total, fmt_size(a, used),
-			    fmt_size(b, total),
-			    d->has_nvml && d->nvml_total ? "used (NVML, every process)" : "traced");
+			    fmt_size(b, total), nvml ? "used (NVML, every process)" : "traced");
+		if (d->nvml_inconsistent)
+			add(out, WS_WARN,
+			    "! NVML reported %s on %s, more than its total: its figures are "
+			    "not used",
+			    fmt_size(a, d->nvml_inconsistent), dev_label(l, d->ordinal));
 	}
 	if (lv->t.lost_in_children)
 		add(out, WS_WARN,
@@ -493,6 +498,8 @@ void watch_json(struct live *lv, const struct watch_frame *f, FILE *out)
 		json_opt(out, "nvml_process_bytes", d->has_nvml && d->nvml_process_known,
 			 d->nvml_process);
 		json_opt(out, "nvml_used_bytes", d->has_nvml, d->nvml_used);
+		json_opt(out, "nvml_inconsistent_bytes", d->nvml_inconsistent != 0,
+			 d->nvml_inconsistent);
 		json_rows(lv, d, f, out);
 		fputc('}', out);
 	}

@@ -269,6 +269,13 @@ tail -n 1 grow.json | grep -q '"steps": 300' || fail "not followed to its end: $
 size=$(stat -c %s "$t")
 head -c $((size - 7)) "$t" >torn.gmt
 rc=0
+# NVML above the device's total (the emulators' 1.22 GiB on 1 GiB): not
+# used, as summary, oom and check --max-smi refuse it; no "120% full"
+h=$TESTS_DIR/verdicts/traces/torch.oom-fragmented-history.gmt
+COLUMNS=80 "$GMT_CLI" watch --once "$h" >nv.txt || fail "watch --once on the OOM trace"
+grep -q "more than its total: its figures are not used" nv.txt || fail "NVML above total: $(cat nv.txt)"
+if grep -q "% full" nv.txt; then fail "a full warning from NVML's inconsistent figure: $(cat nv.txt)"; fi
+"$GMT_CLI" watch --once --json "$h" | grep -q '"nvml_inconsistent_bytes": 1' || fail "watch --json: no nvml_inconsistent_bytes"
 "$GMT_CLI" watch --once torn.gmt >torn.txt 2>torn.err || rc=$?
 expect_eq "torn tail" "$rc" 0
 grep -q "torn" torn.err || fail "a torn tail is not said: $(cat torn.err)"
