@@ -161,28 +161,45 @@ bad:
 	return -1;
 }
 
+/* One "key:value" of conf from p (a value in [...] may hold commas): key
+ * and value set, and where the next one starts; NULL at the end. A key
+ * without ':' leaves v NULL. */
+static const char *conf_item(const char *p, const char **k, size_t *klen, const char **v,
+			     size_t *vlen)
+{
+	while (*p == ' ' || *p == ',')
+		p++;
+	if (!*p)
+		return NULL;
+	const char *colon = strchr(p, ':');
+	*k = p;
+	if (!colon) {
+		*v = NULL;
+		return p + strlen(p);
+	}
+	const char *e = colon + 1;
+	if (*e == '[') {
+		const char *close = strchr(e, ']');
+		e = close ? close + 1 : e + strlen(e);
+	} else {
+		while (*e && *e != ',')
+			e++;
+	}
+	*klen = (size_t)(colon - p);
+	*v = colon + 1;
+	*vlen = (size_t)(e - *v);
+	return e;
+}
+
 int ta_config_parse(struct ta_config *c, const char *conf, char *err, size_t es)
 {
-	const char *p = conf;
-	while (*p) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (!*p)
-			break;
-		const char *colon = strchr(p, ':');
-		if (!colon) {
+	const char *p = conf, *next, *v;
+	size_t klen, vlen;
+	while ((next = conf_item(p, &p, &klen, &v, &vlen))) {
+		if (!v) {
 			snprintf(err, es, "'%s' is not key:value", p);
 			return -1;
 		}
-		const char *v = colon + 1, *e = v;
-		if (*v == '[') {
-			e = strchr(v, ']');
-			e = e ? e + 1 : v + strlen(v);
-		} else {
-			while (*e && *e != ',')
-				e++;
-		}
-		size_t klen = (size_t)(colon - p), vlen = (size_t)(e - v);
 #define KEY(s) (klen == strlen(s) && !memcmp(p, s, klen))
 		if (KEY("max_split_size_mb")) {
 			uint64_t b;
@@ -227,7 +244,7 @@ int ta_config_parse(struct ta_config *c, const char *conf, char *err, size_t es)
 			c->gc_threshold = t;
 		}
 #undef KEY
-		p = e;
+		p = next;
 	}
 	return 0;
 }
@@ -256,25 +273,18 @@ static const char *const ta_known_keys[] = {
 
 bool ta_config_unknown_key(const char *conf, char *key, size_t keysize)
 {
-	for (const char *p = conf; *p;) {
-		p += strspn(p, " ,");
-		size_t klen = strcspn(p, ":,");
-		if (!klen)
-			break;
+	const char *p = conf, *k, *v;
+	size_t klen, vlen;
+	/* an item without ':' is ta_config_parse's error to report */
+	for (; (p = conf_item(p, &k, &klen, &v, &vlen)) && v;) {
 		bool known = false;
 		for (size_t i = 0; i < sizeof ta_known_keys / sizeof *ta_known_keys; i++)
 			known |=
-			    strlen(ta_known_keys[i]) == klen && !memcmp(ta_known_keys[i], p, klen);
+			    strlen(ta_known_keys[i]) == klen && !memcmp(ta_known_keys[i], k, klen);
 		if (!known) {
-			snprintf(key, keysize, "%.*s", (int)klen, p);
+			snprintf(key, keysize, "%.*s", (int)klen, k);
 			return true;
 		}
-		p += klen; /* past the value: to the next comma outside [...] */
-		if (*p == ':' && p[1] == '[') {
-			const char *e = strchr(p, ']');
-			p = e ? e + 1 : p + strlen(p);
-		}
-		p += strcspn(p, ",");
 	}
 	return false;
 }
